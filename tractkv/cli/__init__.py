@@ -1,0 +1,57 @@
+"""The ``tractkv`` command line: a thin layer that parses, calls the library and prints.
+
+Data goes to stdout, notices to stderr. Every library error becomes a one-line ``Error: ...`` on stderr
+with exit code 1, never a traceback (one place: :class:`_Group`).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+
+from tractkv.cli.common import STORE_ENV, CliState, default_store_path
+from tractkv.errors import TractError
+
+
+class _Group(click.Group):
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except TractError as exc:
+            raise click.ClickException(str(exc)) from exc
+        finally:
+            obj = ctx.find_object(CliState)
+            if obj is not None:
+                obj.close()
+
+
+@click.group(cls=_Group)
+@click.option(
+    "--store",
+    "store_path",
+    default=default_store_path,
+    show_default=f"${STORE_ENV} or ./.tractkv",
+    type=click.Path(file_okay=False),
+    help="The store directory.",
+)
+@click.version_option(package_name="tractkv")
+@click.pass_context
+def cli(ctx: click.Context, store_path: str) -> None:
+    """tractkv: git for LLM context windows."""
+    ctx.obj = CliState(store_path)
+
+
+def _register() -> None:
+    from tractkv.cli import store_cmds
+
+    for command in (store_cmds.init, store_cmds.fsck_cmd, store_cmds.cat_object, store_cmds.stats):
+        cli.add_command(command)
+
+
+_register()
+
+
+def main() -> None:
+    """Entry point of the ``tractkv`` script and ``python -m tractkv``."""
+    cli(prog_name="tractkv")

@@ -1,0 +1,96 @@
+"""Shared CLI plumbing: the store option, --json, output, and id resolution."""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import sys
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import click
+
+from tractkv.errors import InvalidObjectId
+from tractkv.ids import ObjectId, is_object_id
+from tractkv.store import Reader, Store
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+DEFAULT_STORE = ".tractkv"
+STORE_ENV = "TRACTKV_STORE"
+
+
+class CliState:
+    """What the root group parsed; commands open the store through it (lazily, once)."""
+
+    def __init__(self, store_path: str) -> None:
+        self.store_path = store_path
+        self._store: Store | None = None
+
+    def store(self, *, create: bool = False) -> Store:
+        if self._store is None:
+            from tractkv.store import LmdbStore
+
+            self._store = LmdbStore(self.store_path, create=create)
+        return self._store
+
+    def close(self) -> None:
+        if self._store is not None:
+            self._store.close()
+            self._store = None
+
+
+def state(ctx: click.Context) -> CliState:
+    obj = ctx.find_object(CliState)
+    if obj is None:  # pragma: no cover - the root group always sets it
+        raise click.UsageError("internal: no CLI state")
+    return obj
+
+
+def json_option(func: F) -> F:
+    """Add ``--json``: print machine-readable JSON on stdout instead of text."""
+    return click.option("--json", "as_json", is_flag=True, help="Print JSON instead of text.")(func)
+
+
+def echo_json(value: Any) -> None:
+    click.echo(json.dumps(value, indent=2, ensure_ascii=False, sort_keys=False))
+
+
+def note(message: str) -> None:
+    """A notice for people: stderr, never mixed into data on stdout."""
+    click.echo(message, err=True)
+
+
+def resolve_oid(reader: Reader, text: str) -> ObjectId:
+    """A full id, or a unique prefix of 4+ hex digits.
+
+    Raises:
+        InvalidObjectId: malformed, unknown, or ambiguous.
+    """
+    if is_object_id(text):
+        return ObjectId(text)
+    matches = reader.resolve_prefix(text)
+    if not matches:
+        raise InvalidObjectId(text, "no object starts with it")
+    if len(matches) > 1:
+        raise InvalidObjectId(text, "ambiguous prefix; give more digits")
+    return matches[0]
+
+
+def default_store_path() -> str:
+    return os.environ.get(STORE_ENV) or DEFAULT_STORE
+
+
+def stderr_is_tty() -> bool:
+    return sys.stderr.isatty()
+
+
+def with_state(func: F) -> F:
+    """Pass the :class:`CliState` as the first argument."""
+
+    @functools.wraps(func)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        return func(state(click.get_current_context()), *args, **kwargs)
+
+    return wrapper  # type: ignore[return-value]

@@ -1,0 +1,100 @@
+"""Store commands: init, fsck, cat-object, stats."""
+
+from __future__ import annotations
+
+import click
+
+from tractkv.cli.common import CliState, echo_json, json_option, note, resolve_oid, with_state
+from tractkv.model import decode, describe, kind_of
+from tractkv.store import Table, fsck
+
+
+@click.command()
+@with_state
+def init(st: CliState) -> None:
+    """Create an empty store at --store (a no-op when one is there)."""
+    store = st.store(create=True)
+    note(f"tractkv store ready at {store.path}")
+
+
+@click.command("fsck")
+@json_option
+@with_state
+def fsck_cmd(st: CliState, as_json: bool) -> None:
+    """Rehash every object and check every reference; exit 1 when anything is wrong."""
+    report = fsck(st.store())
+    if as_json:
+        echo_json(
+            {
+                "ok": report.ok,
+                "objects": report.objects,
+                "kinds": report.kinds,
+                "refs": report.refs,
+                "problems": [{"kind": p.kind, "where": p.where, "detail": p.detail} for p in report.problems],
+            }
+        )
+    else:
+        for problem in report.problems:
+            click.echo(str(problem))
+        kinds = ", ".join(f"{n} {k}" for k, n in report.kinds.items()) or "no objects"
+        note(
+            f"checked {report.objects} objects ({kinds}) and {report.refs} refs: "
+            + ("ok" if report.ok else f"{len(report.problems)} problem(s)")
+        )
+    if not report.ok:
+        raise SystemExit(1)
+
+
+@click.command("cat-object")
+@click.argument("oid")
+@json_option
+@with_state
+def cat_object(st: CliState, oid: str, as_json: bool) -> None:
+    """Print one object, decoded (OID may be a unique prefix of 4+ hex digits)."""
+    store = st.store()
+    full = resolve_oid(store, oid)
+    data = store.get_raw(full)
+    if data is None:  # resolve_oid found it a moment ago; another process may have gc'd it
+        from tractkv.errors import ObjectNotFound
+
+        raise ObjectNotFound(full)
+    described = {"id": full, "size": len(data), **describe(decode(data, full))}
+    if as_json:
+        echo_json(described)
+        return
+    click.echo(f"{described.pop('kind')} {described.pop('id')} ({described.pop('size')} bytes)")
+    for key, value in described.items():
+        if value in (None, (), [], {}):
+            continue
+        click.echo(f"{key}: {value}")
+
+
+@click.command()
+@json_option
+@with_state
+def stats(st: CliState, as_json: bool) -> None:
+    """Counts and sizes: objects by kind, refs, index rows, bytes on disk."""
+    store = st.store()
+    kinds: dict[str, int] = {}
+    total_bytes = 0
+    with store.snapshot() as snap:
+        for _, data in snap.iter_raw_objects():
+            kind = kind_of(data)
+            kinds[kind] = kinds.get(kind, 0) + 1
+            total_bytes += len(data)
+    out = {
+        "path": store.path,
+        "format": store.format_version(),
+        "durable": store.durable,
+        "objects": sum(kinds.values()),
+        "kinds": dict(sorted(kinds.items())),
+        "object_bytes": total_bytes,
+        "refs": store.table_count(Table.REFS),
+        "reflog_entries": store.table_count(Table.REFLOG),
+        "size_bytes": store.size_bytes(),
+    }
+    if as_json:
+        echo_json(out)
+        return
+    for key, value in out.items():
+        click.echo(f"{key}: {value}")

@@ -1,0 +1,120 @@
+"""Canonical CBOR: the one place that turns values into the bytes an id is computed over.
+
+This is the only module that imports cbor2. Encoding uses RFC 8949 core deterministic encoding as cbor2
+implements it with ``canonical=True``: map keys sorted (length first, then bytewise), integers and lengths
+in their shortest form, floats in the shortest width that round-trips exactly.
+
+What a hashed payload may hold (checked by :func:`check_value` before anything is encoded):
+
+* ``None``, ``bool``;
+* ``int`` in the signed/unsigned 64-bit range ``-2**63 .. 2**64 - 1`` (no CBOR bignums: other languages
+  could not read them back as plain integers);
+* ``float`` when finite. NaN and the infinities are rejected (JSON, which every LLM API speaks, has no
+  spelling for them). ``-0.0`` is kept distinct from ``0.0``, and ``1`` (int) and ``1.0`` (float) hash
+  differently although Python calls them equal: the value comes back with the type it went in with;
+* ``str`` with any Unicode text, exactly as given. No normalization: NFC and NFD spellings of the same
+  word are different payloads with different ids. Lone surrogates cannot be encoded and are rejected;
+* ``bytes``;
+* ``list`` (and ``tuple``, which is written as an array and decodes as a ``list``);
+* ``dict`` with ``str`` keys only; the key order of the dict never changes the bytes.
+
+Nothing else (sets, datetimes, Decimals, custom objects) is accepted: each raises :class:`EncodeError`
+naming the path of the offending value. Nesting deeper than :data:`MAX_DEPTH` is rejected too.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import cbor2
+
+from tractkv.errors import DecodeError, EncodeError
+
+MAX_DEPTH = 64  # deeper payloads are almost surely a bug (or an attack on the recursive decoder)
+INT_MIN = -(2**63)
+INT_MAX = 2**64 - 1
+
+CborValue = Any
+"""A value :func:`check_value` accepts (JSON-like data plus bytes)."""
+
+
+def check_value(value: object, path: str = "", depth: int = 0) -> None:
+    """Raise :class:`EncodeError` unless ``value`` may be part of a hashed payload (see module doc)."""
+    if depth > MAX_DEPTH:
+        raise EncodeError(path, f"nested deeper than {MAX_DEPTH} levels")
+    if value is None or value is True or value is False:
+        return
+    kind = type(value)
+    if kind is str:
+        try:
+            value.encode("utf-8")  # type: ignore[attr-defined]
+        except UnicodeEncodeError as exc:
+            raise EncodeError(path, "text holds a lone surrogate (not valid Unicode)") from exc
+        return
+    if kind is int:
+        if not INT_MIN <= value <= INT_MAX:  # type: ignore[operator]
+            raise EncodeError(path, "integer outside the 64-bit range -2**63 .. 2**64-1")
+        return
+    if kind is float:
+        if not math.isfinite(value):  # type: ignore[arg-type]
+            raise EncodeError(path, f"{value!r} is not a finite number (JSON has no spelling for it)")
+        return
+    if kind is bytes:
+        return
+    if kind is dict:
+        for key, item in value.items():  # type: ignore[attr-defined]
+            if type(key) is not str:
+                raise EncodeError(f"{path}[{key!r}]", f"map keys must be str, not {type(key).__name__}")
+            check_value(item, f"{path}.{key}" if path else key, depth + 1)
+        return
+    if kind is list or kind is tuple:
+        for index, item in enumerate(value):  # type: ignore[arg-type]
+            check_value(item, f"{path}[{index}]", depth + 1)
+        return
+    raise EncodeError(path, f"type {kind.__name__} is not allowed in a hashed payload")
+
+
+def dumps(value: CborValue) -> bytes:
+    """Canonical CBOR bytes of an already checked value."""
+    try:
+        return bytes(cbor2.dumps(value, canonical=True))
+    except (cbor2.CBOREncodeError, TypeError, ValueError, OverflowError) as exc:
+        raise EncodeError("", str(exc)) from exc
+
+
+def _reject_tag(_decoder: object, tag: object) -> object:
+    raise DecodeError(f"CBOR tag {getattr(tag, 'tag', tag)} is not allowed")
+
+
+def loads(data: bytes) -> CborValue:
+    """Decode CBOR bytes (never a memoryview: cbor2 6 would read it as an array of ints).
+
+    Raises:
+        DecodeError: the bytes are not well-formed CBOR, carry trailing bytes, or use a tag.
+    """
+    try:
+        return cbor2.loads(bytes(data), tag_hook=_reject_tag)
+    except DecodeError:
+        raise
+    except Exception as exc:  # cbor2 raises several unrelated types for malformed input
+        raise DecodeError(f"malformed CBOR: {exc}") from exc
+
+
+def loads_canonical(data: bytes) -> CborValue:
+    """Decode and insist the bytes are the canonical encoding of an allowed value.
+
+    Used where bytes come from outside (sync, fsck): a peer could otherwise send a non-canonical
+    spelling of an object, which hashes to a different id for the same content.
+
+    Raises:
+        DecodeError: malformed, not an allowed value, or not canonical.
+    """
+    value = loads(data)
+    try:
+        check_value(value)
+    except EncodeError as exc:
+        raise DecodeError(f"not an allowed value: {exc}") from exc
+    if dumps(value) != bytes(data):
+        raise DecodeError("bytes are not in canonical form")
+    return value

@@ -1,0 +1,144 @@
+"""The whole tractkv exception tree.
+
+Every error the library raises on purpose derives from :class:`TractError`, so callers (and the CLI) can
+catch once. Subclasses carry the data that explains them (``.oid``, ``.ref``, ``.expected``, ``.actual``)
+and build their message in ``__init__``.
+
+::
+
+    TractError
+    ├── InvalidInput (ValueError)            a caller passed something malformed; nothing changed
+    │   ├── InvalidObjectId                  not 64 lowercase hex digits / unknown or ambiguous prefix
+    │   ├── EncodeError                      a value a hashed payload may not hold (NaN, non-str key, ...)
+    │   └── InvalidRefName                   a branch or ref name git-style rules reject
+    ├── ObjectNotFound (KeyError)            no object with that id in the store
+    ├── RefNotFound (KeyError)               no such branch / ref
+    ├── CorruptObject                        stored bytes do not hash to their id
+    ├── DecodeError                          bytes are not a valid tractkv object
+    │   └── UnsupportedFormat                object written by a newer tractkv (format version too high)
+    ├── RefConflict                          compare-and-swap on a ref lost: expected != actual
+    └── StoreError                           the storage layer failed (I/O, LMDB, closed, fork)
+        ├── StoreFormatError                 store format version is newer than this tractkv, or unknown
+        └── StoreClosed                      the store was used after close()
+
+Third-party exceptions are wrapped in the one module that imports the library (``raise StoreError(...)
+from exc``); nothing else leaks.
+"""
+
+from __future__ import annotations
+
+
+class TractError(Exception):
+    """Root of every error tractkv raises on purpose."""
+
+
+class InvalidInput(TractError, ValueError):
+    """A caller passed a malformed argument or payload. Nothing was changed."""
+
+
+class InvalidObjectId(InvalidInput):
+    """Text that is not an object id (64 lowercase hex digits), or a prefix that is unknown or ambiguous."""
+
+    def __init__(self, text: str, reason: str = "not 64 lowercase hex digits") -> None:
+        self.text = text
+        super().__init__(f"invalid object id {text!r}: {reason}")
+
+
+class EncodeError(InvalidInput):
+    """A value that hashed payloads may not hold; ``path`` says where it was found."""
+
+    def __init__(self, path: str, reason: str) -> None:
+        self.path = path
+        self.reason = reason
+        super().__init__(f"cannot encode {path or 'value'}: {reason}")
+
+
+class InvalidRefName(InvalidInput):
+    """A branch or ref name that the naming rules reject."""
+
+    def __init__(self, name: str, reason: str) -> None:
+        self.name = name
+        super().__init__(f"invalid ref name {name!r}: {reason}")
+
+
+class ObjectNotFound(TractError, KeyError):
+    """No object with this id is in the store."""
+
+    def __init__(self, oid: str) -> None:
+        self.oid = oid
+        super().__init__(oid)
+
+    def __str__(self) -> str:  # KeyError would quote the message
+        return f"object not found: {self.oid}"
+
+
+class RefNotFound(TractError, KeyError):
+    """No branch or ref of this name."""
+
+    def __init__(self, ref: str) -> None:
+        self.ref = ref
+        super().__init__(ref)
+
+    def __str__(self) -> str:
+        return f"ref not found: {self.ref}"
+
+
+class CorruptObject(TractError):
+    """Stored bytes do not hash to the id they are stored under."""
+
+    def __init__(self, oid: str, actual: str) -> None:
+        self.oid = oid
+        self.actual = actual
+        super().__init__(f"corrupt object {oid}: its bytes hash to {actual}")
+
+
+class DecodeError(TractError):
+    """Bytes that are not a valid tractkv object (bad CBOR, unknown kind or field, wrong shape)."""
+
+    def __init__(self, reason: str, oid: str | None = None) -> None:
+        self.oid = oid
+        self.reason = reason
+        where = f" {oid}" if oid else ""
+        super().__init__(f"cannot decode object{where}: {reason}")
+
+
+class UnsupportedFormat(DecodeError):
+    """An object written in a format version newer than this tractkv understands."""
+
+    def __init__(self, kind: str, version: int, supported: int, oid: str | None = None) -> None:
+        self.kind = kind
+        self.version = version
+        self.supported = supported
+        super().__init__(
+            f"{kind} format version {version} is newer than this tractkv supports ({supported}); "
+            "upgrade tractkv",
+            oid,
+        )
+
+
+class RefConflict(TractError):
+    """A compare-and-swap on a ref found another value than expected. Nothing was written."""
+
+    def __init__(self, ref: str, expected: str | None, actual: str | None, detail: str = "") -> None:
+        self.ref = ref
+        self.expected = expected
+        self.actual = actual
+        extra = f": {detail}" if detail else ""
+        super().__init__(
+            f"ref {ref} moved: expected {expected or '(absent)'}, found {actual or '(absent)'}{extra}"
+        )
+
+
+class StoreError(TractError):
+    """The storage layer failed: I/O, LMDB, a closed store, a store used across fork()."""
+
+
+class StoreFormatError(StoreError):
+    """The store's format version is newer than this tractkv, unknown, or cannot be migrated."""
+
+
+class StoreClosed(StoreError):
+    """The store was used after it was closed."""
+
+    def __init__(self) -> None:
+        super().__init__("store is closed")

@@ -1,0 +1,352 @@
+"""Immutable stored objects and their wire format.
+
+Every object is written as one canonical CBOR map::
+
+    {"t": <kind>, "v": <format version>, <wire field>: <value>, ...}
+
+Fields are written one by one under explicit wire names (never derived from Python attribute names, so a
+rename in Python changes no id). Ids (parents, content, ...) are written as 32 raw bytes. Optional fields
+are left out when they hold their default (``None``, empty), which is what lets a later release add an
+optional field without changing the id of any object written before it. A decoder rejects fields it does
+not know (they come from a newer writer) instead of silently dropping them.
+
+The object id is ``blake3-256(bytes)`` as 64 lowercase hex digits (:func:`tractkv.ids.hash_bytes`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from typing import Any, ClassVar, TypeAlias
+
+import attrs
+
+from tractkv import codec
+from tractkv.errors import CorruptObject, DecodeError, EncodeError, UnsupportedFormat
+from tractkv.ids import OID_RAW_LEN, ObjectId, hash_bytes, is_object_id, oid_to_raw, raw_to_oid
+
+OBJECT_FORMAT = 1  # the "v" written into every object; changing an encoding rule means a new version
+
+
+def _oid_tuple(values: Any) -> tuple[ObjectId, ...]:
+    return tuple(values)
+
+
+def _check_oid(_inst: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    if value is not None and not is_object_id(value):
+        raise EncodeError(attribute.name, f"{value!r} is not an object id")
+
+
+def _check_oids(_inst: object, attribute: attrs.Attribute[Any], value: tuple[object, ...]) -> None:
+    for index, item in enumerate(value):
+        if not is_object_id(item):
+            raise EncodeError(f"{attribute.name}[{index}]", f"{item!r} is not an object id")
+
+
+def _check_payload(_inst: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    codec.check_value(value, attribute.name)
+
+
+def _check_str(_inst: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    if value is not None:
+        if not isinstance(value, str):
+            raise EncodeError(attribute.name, f"expected text, got {type(value).__name__}")
+        codec.check_value(value, attribute.name)
+
+
+def _check_map(_inst: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    if value is not None:
+        if not isinstance(value, dict):
+            raise EncodeError(attribute.name, f"expected a dict, got {type(value).__name__}")
+        codec.check_value(value, attribute.name)
+
+
+@attrs.frozen(kw_only=True)
+class Blob:
+    """Any payload (a message's content, a summary's text, a raw tool result), addressed by its value."""
+
+    KIND: ClassVar[str] = "blob"
+    data: Any = attrs.field(validator=_check_payload, hash=False)
+
+    def to_wire(self) -> dict[str, Any]:
+        return {"data": self.data}
+
+    @classmethod
+    def from_wire(cls, wire: dict[str, Any]) -> Blob:
+        return cls(data=_take(wire, "data"))
+
+    def iter_links(self) -> Iterator[ObjectId]:
+        return iter(())
+
+
+@attrs.frozen(kw_only=True)
+class Commit:
+    """One step of history: what was added or changed, on top of which parents, with which tools.
+
+    Attributes:
+        parents: 0 (root), 1, or 2+ (merge) parent ids, in order (first = the branch merged into).
+        content: the object this commit adds (a :class:`Blob` for messages), or None (merges, bookkeeping).
+        tools: the :class:`ToolSet` available when this commit was made, or None.
+        operation: what the commit does: ``append``, ``edit``, ``annotate``, ``merge``, ``compress``, ...
+        edit_target: the commit an ``edit`` replaces or an ``annotate`` annotates.
+        response_to: the commit this one answers (e.g. a tool result's assistant turn), or None.
+        message: a human note, never sent to a model.
+        metadata: caller-defined JSON-like data.
+        generation_config: the model parameters that produced this content, if a model did.
+        created_at: microseconds since the Unix epoch, UTC.
+        links: further named references added by later features (compression sources, the original of a
+            summarized tool result, tool-usage records); each name maps to a tuple of ids.
+    """
+
+    KIND: ClassVar[str] = "commit"
+    parents: tuple[ObjectId, ...] = attrs.field(default=(), converter=_oid_tuple, validator=_check_oids)
+    content: ObjectId | None = attrs.field(default=None, validator=_check_oid)
+    tools: ObjectId | None = attrs.field(default=None, validator=_check_oid)
+    operation: str = attrs.field(default="append", validator=_check_str)
+    edit_target: ObjectId | None = attrs.field(default=None, validator=_check_oid)
+    response_to: ObjectId | None = attrs.field(default=None, validator=_check_oid)
+    message: str | None = attrs.field(default=None, validator=_check_str)
+    metadata: dict[str, Any] | None = attrs.field(default=None, validator=_check_map, hash=False)
+    generation_config: dict[str, Any] | None = attrs.field(default=None, validator=_check_map, hash=False)
+    created_at: int = attrs.field(default=0, validator=attrs.validators.instance_of(int))
+    links: Mapping[str, tuple[ObjectId, ...]] = attrs.field(factory=dict, hash=False)
+
+    @links.validator
+    def _check_links(self, _attribute: attrs.Attribute[Any], value: Mapping[str, Any]) -> None:
+        for name, oids in value.items():
+            if not isinstance(name, str) or not isinstance(oids, tuple):
+                raise EncodeError("links", "links map names (str) to tuples of object ids")
+            for item in oids:
+                if not is_object_id(item):
+                    raise EncodeError(f"links.{name}", f"{item!r} is not an object id")
+
+    def to_wire(self) -> dict[str, Any]:
+        wire: dict[str, Any] = {"op": self.operation, "ts": self.created_at}
+        if self.parents:
+            wire["parents"] = [oid_to_raw(p) for p in self.parents]
+        if self.content is not None:
+            wire["content"] = oid_to_raw(self.content)
+        if self.tools is not None:
+            wire["tools"] = oid_to_raw(self.tools)
+        if self.edit_target is not None:
+            wire["target"] = oid_to_raw(self.edit_target)
+        if self.response_to is not None:
+            wire["reply_to"] = oid_to_raw(self.response_to)
+        if self.message is not None:
+            wire["message"] = self.message
+        if self.metadata:
+            wire["meta"] = self.metadata
+        if self.generation_config:
+            wire["gen"] = self.generation_config
+        if self.links:
+            wire["links"] = {name: [oid_to_raw(o) for o in oids] for name, oids in self.links.items() if oids}
+        return wire
+
+    @classmethod
+    def from_wire(cls, wire: dict[str, Any]) -> Commit:
+        links_wire = _take(wire, "links", {})
+        if not isinstance(links_wire, dict):
+            raise DecodeError("commit links must be a map")
+        return cls(
+            operation=_take(wire, "op"),
+            created_at=_take(wire, "ts"),
+            parents=_oids(_take(wire, "parents", [])),
+            content=_opt_oid(_take(wire, "content", None)),
+            tools=_opt_oid(_take(wire, "tools", None)),
+            edit_target=_opt_oid(_take(wire, "target", None)),
+            response_to=_opt_oid(_take(wire, "reply_to", None)),
+            message=_take(wire, "message", None),
+            metadata=_take(wire, "meta", None),
+            generation_config=_take(wire, "gen", None),
+            links={name: _oids(raw) for name, raw in links_wire.items()},
+        )
+
+    def iter_links(self) -> Iterator[ObjectId]:
+        yield from self.parents
+        for oid in (self.content, self.tools, self.edit_target, self.response_to):
+            if oid is not None:
+                yield oid
+        for oids in self.links.values():
+            yield from oids
+
+
+@attrs.frozen(kw_only=True)
+class ToolSchema:
+    """One tool definition exactly as given (OpenAI or Anthropic shape); ``name`` is metadata for lookups.
+
+    The same name with a different schema is a different object: a new version of that tool.
+    """
+
+    KIND: ClassVar[str] = "tool"
+    name: str = attrs.field(validator=_check_str)
+    schema: dict[str, Any] = attrs.field(validator=_check_map, hash=False)
+
+    @name.validator
+    def _check_name(self, _attribute: attrs.Attribute[Any], value: str) -> None:
+        if not value or "\0" in value:
+            raise EncodeError("name", "a tool name must be non-empty and hold no NUL character")
+
+    def to_wire(self) -> dict[str, Any]:
+        return {"name": self.name, "schema": self.schema}
+
+    @classmethod
+    def from_wire(cls, wire: dict[str, Any]) -> ToolSchema:
+        return cls(name=_take(wire, "name"), schema=_take(wire, "schema"))
+
+    def iter_links(self) -> Iterator[ObjectId]:
+        return iter(())
+
+
+@attrs.frozen(kw_only=True)
+class ToolSet:
+    """An ordered list of tool-schema ids, stored once however many commits share it."""
+
+    KIND: ClassVar[str] = "toolset"
+    tools: tuple[ObjectId, ...] = attrs.field(converter=_oid_tuple, validator=_check_oids)
+
+    def to_wire(self) -> dict[str, Any]:
+        return {"tools": [oid_to_raw(o) for o in self.tools]}
+
+    @classmethod
+    def from_wire(cls, wire: dict[str, Any]) -> ToolSet:
+        return cls(tools=_oids(_take(wire, "tools")))
+
+    def iter_links(self) -> Iterator[ObjectId]:
+        return iter(self.tools)
+
+
+StoredObject: TypeAlias = Blob | Commit | ToolSchema | ToolSet
+"""Any object the store can hold. Later features add kinds here (each with a KIND and a wire format)."""
+
+KINDS: dict[str, type[Blob] | type[Commit] | type[ToolSchema] | type[ToolSet]] = {
+    cls.KIND: cls for cls in (Blob, Commit, ToolSchema, ToolSet)
+}
+
+
+# --- encoding -------------------------------------------------------------------------------------------
+
+
+def encode(obj: StoredObject) -> bytes:
+    """The canonical bytes of an object (what its id is the hash of)."""
+    wire = obj.to_wire()
+    wire["t"] = obj.KIND
+    wire["v"] = OBJECT_FORMAT
+    return codec.dumps(wire)
+
+
+def encode_with_id(obj: StoredObject) -> tuple[ObjectId, bytes]:
+    """The object's id and canonical bytes."""
+    data = encode(obj)
+    return hash_bytes(data), data
+
+
+def object_id(obj: StoredObject) -> ObjectId:
+    """The id an object has (or would have) in any store."""
+    return hash_bytes(encode(obj))
+
+
+def decode(data: bytes, oid: ObjectId | None = None, *, strict: bool = False) -> StoredObject:
+    """Decode canonical bytes into an object.
+
+    Args:
+        data: the stored bytes.
+        oid: when given, the bytes must hash to it (a flipped byte is caught here).
+        strict: also insist that the bytes are canonical and hold only allowed values (for bytes that
+            come from outside: sync, bundles, fsck).
+
+    Raises:
+        CorruptObject: the bytes do not hash to ``oid``.
+        DecodeError: not a tractkv object (bad CBOR, unknown kind or field, wrong shape).
+        UnsupportedFormat: written by a newer tractkv.
+    """
+    if oid is not None:
+        actual = hash_bytes(data)
+        if actual != oid:
+            raise CorruptObject(oid, actual)
+    wire = codec.loads_canonical(data) if strict else codec.loads(data)
+    try:
+        return _from_wire(wire)
+    except DecodeError as exc:
+        if exc.oid is None and oid is not None:
+            exc.oid = oid
+        raise
+    except (EncodeError, TypeError, ValueError) as exc:
+        raise DecodeError(f"malformed object: {exc}", oid) from exc
+
+
+def kind_of(data: bytes) -> str:
+    """The kind tag of encoded bytes (decodes the bytes; for stats and checks, not hot paths)."""
+    wire = codec.loads(data)
+    if not isinstance(wire, dict) or not isinstance(wire.get("t"), str):
+        raise DecodeError("no kind tag")
+    return str(wire["t"])
+
+
+def _from_wire(wire: object) -> StoredObject:
+    if not isinstance(wire, dict):
+        raise DecodeError("an object must be a CBOR map")
+    wire = dict(wire)
+    kind = wire.pop("t", None)
+    version = wire.pop("v", None)
+    if not isinstance(kind, str):
+        raise DecodeError("missing kind tag 't'")
+    cls = KINDS.get(kind)
+    if cls is None:
+        raise DecodeError(f"unknown object kind {kind!r}")
+    if type(version) is not int or version < 1:
+        raise DecodeError(f"bad format version {version!r}")
+    if version > OBJECT_FORMAT:
+        raise UnsupportedFormat(kind, version, OBJECT_FORMAT)
+    obj = cls.from_wire(wire)
+    if wire:
+        raise DecodeError(f"unknown {kind} fields {sorted(wire)} (written by a newer tractkv?)")
+    return obj
+
+
+_MISSING = object()
+
+
+def _take(wire: dict[str, Any], key: str, default: Any = _MISSING) -> Any:
+    value = wire.pop(key, default)
+    if value is _MISSING:
+        raise DecodeError(f"missing field {key!r}")
+    return value
+
+
+def _opt_oid(raw: object) -> ObjectId | None:
+    if raw is None:
+        return None
+    if type(raw) is not bytes or len(raw) != OID_RAW_LEN:
+        raise DecodeError("an id field must be 32 bytes")
+    return raw_to_oid(raw)
+
+
+def _oids(raw: object) -> tuple[ObjectId, ...]:
+    if not isinstance(raw, list):
+        raise DecodeError("an id list must be an array")
+    out = []
+    for item in raw:
+        if type(item) is not bytes or len(item) != OID_RAW_LEN:
+            raise DecodeError("an id field must be 32 bytes")
+        out.append(raw_to_oid(item))
+    return tuple(out)
+
+
+def to_jsonable(value: Any) -> Any:
+    """A JSON-safe copy of a payload: bytes become ``{"$bytes": "<base64>"}``, tuples lists."""
+    if isinstance(value, bytes):
+        import base64
+
+        return {"$bytes": base64.b64encode(value).decode()}
+    if isinstance(value, dict):
+        return {k: to_jsonable(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [to_jsonable(v) for v in value]
+    return value
+
+
+def describe(obj: StoredObject) -> dict[str, Any]:
+    """An object as a JSON-safe dict of its Python fields plus ``kind`` (for display and ``--json``)."""
+    fields = {a.name: getattr(obj, a.name) for a in attrs.fields(type(obj))}
+    if isinstance(obj, Commit):
+        fields["links"] = {k: list(v) for k, v in obj.links.items()}
+    return {"kind": obj.KIND, **to_jsonable(fields)}

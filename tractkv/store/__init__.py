@@ -1,0 +1,21 @@
+"""Storage: the store interface, the LMDB and in-memory stores, and fsck."""
+
+from tractkv.store.base import ANY, STORE_FORMAT, Reader, Store, Table, WriteBatch
+from tractkv.store.fsck import FsckReport, Problem, fsck
+from tractkv.store.lmdb import LmdbStore, open_store
+from tractkv.store.memory import MemoryStore
+
+__all__ = [
+    "ANY",
+    "STORE_FORMAT",
+    "FsckReport",
+    "LmdbStore",
+    "MemoryStore",
+    "Problem",
+    "Reader",
+    "Store",
+    "Table",
+    "WriteBatch",
+    "fsck",
+    "open_store",
+]
