@@ -27,6 +27,8 @@ from exc``); nothing else leaks.
 
 from __future__ import annotations
 
+from typing import Any
+
 
 class TractError(Exception):
     """Root of every error tractkv raises on purpose."""
@@ -142,3 +144,62 @@ class StoreClosed(StoreError):
 
     def __init__(self) -> None:
         super().__init__("store is closed")
+
+
+# --- engine ---------------------------------------------------------------------------------------------
+
+
+class ContentError(InvalidInput):
+    """Malformed message content (unknown type, missing text, wrong role...)."""
+
+
+class DetachedHead(TractError):
+    """The operation needs a branch, but HEAD is detached (a read-only checkout of a commit)."""
+
+    def __init__(self, oid: str, action: str = "commit") -> None:
+        self.oid = oid
+        super().__init__(
+            f"cannot {action}: HEAD is detached at {oid[:12]} (read-only); switch to a branch first"
+        )
+
+
+class BranchExists(InvalidInput):
+    """A branch of that name exists already."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        super().__init__(f"branch {name!r} exists already")
+
+
+class BranchNotFound(RefNotFound):
+    """No branch of that name."""
+
+    def __init__(self, name: str) -> None:
+        super().__init__(name)
+
+    def __str__(self) -> str:
+        return f"no branch named {self.ref!r}"
+
+
+class UnknownRevision(InvalidInput):
+    """A revision (id, prefix, branch, ``HEAD~N``) that names no commit."""
+
+    def __init__(self, rev: str, reason: str = "names no commit") -> None:
+        self.rev = rev
+        super().__init__(f"unknown revision {rev!r}: {reason}")
+
+
+class ConcurrentUpdate(RefConflict):
+    """Another handle (or process) moved the branch since this one last read it. Nothing was written."""
+
+
+class MergeConflict(TractError):
+    """``merge(strategy="auto")`` found conflicts; ``.conflicts`` lists each with how to resolve it."""
+
+    def __init__(self, conflicts: list[Any]) -> None:
+        self.conflicts = conflicts
+        lines = "; ".join(str(c) for c in conflicts)
+        super().__init__(
+            f"{len(conflicts)} merge conflict(s): {lines}. "
+            "Resolve with strategy='ours' or 'theirs', or edit one side first."
+        )

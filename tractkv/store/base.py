@@ -35,7 +35,7 @@ from typing import Any, Final
 from tractkv import codec
 from tractkv.errors import InvalidInput, ObjectNotFound
 from tractkv.ids import ObjectId, hash_bytes, is_oid_prefix, oid_to_raw, raw_to_oid
-from tractkv.model import Commit, StoredObject, ToolSchema, decode, encode_with_id
+from tractkv.model import Commit, StoredObject, ToolSchema, decode, encode_with_id, kind_of
 
 STORE_FORMAT: Final = 1  # kept in meta["format"]; a store with a higher number is refused on open
 
@@ -241,9 +241,16 @@ class WriteBatch(Reader):
         self.rows: dict[tuple[Table, bytes], bytes | None] = {}
         self.ref_updates: dict[str, tuple[RefExpectation, str | None]] = {}
         self.log_appends: list[tuple[Table, bytes, bytes]] = []
+        self.deletions: set[ObjectId] = set()
 
     def __len__(self) -> int:
-        return len(self.objects) + len(self.rows) + len(self.ref_updates) + len(self.log_appends)
+        return (
+            len(self.objects)
+            + len(self.rows)
+            + len(self.ref_updates)
+            + len(self.log_appends)
+            + len(self.deletions)
+        )
 
     # writes -------------------------------------------------------------------------------------------
 
@@ -258,6 +265,11 @@ class WriteBatch(Reader):
         """Stage bytes already verified to hash to ``oid`` (sync does that check while receiving)."""
         if oid not in self.objects:
             self.objects[oid] = (data, obj)
+
+    def delete_object(self, oid: ObjectId) -> None:
+        """Stage the removal of an object and its index rows (gc only: objects are otherwise immutable)."""
+        self.objects.pop(oid, None)
+        self.deletions.add(oid)
 
     def set_ref(self, name: str, value: str | None, expected: RefExpectation = ANY) -> None:
         """Stage a ref move (``value=None`` deletes it), checked against ``expected`` when applied.
@@ -353,6 +365,21 @@ def apply_batch(writer: RawWriter, batch: WriteBatch) -> None:
         elif isinstance(stored, ToolSchema):
             seq += 1
             writer.put(Table.TOOL_VERSIONS, stored.name.encode() + b"\0" + SEQ.pack(seq), oid_to_raw(oid))
+    for oid in batch.deletions:
+        raw_oid = oid_to_raw(oid)
+        existing = writer.get(Table.OBJECTS, raw_oid)
+        if existing is None:
+            continue
+        writer.delete(Table.OBJECTS, raw_oid)
+        writer.delete(Table.COMMIT_TOOLS, raw_oid)
+        if kind_of(existing) == ToolSchema.KIND:
+            tool = decode(existing)
+            assert isinstance(tool, ToolSchema)
+            for version_key, version_oid in list(
+                writer.iter(Table.TOOL_VERSIONS, tool.name.encode() + b"\0")
+            ):
+                if version_oid == raw_oid:
+                    writer.delete(Table.TOOL_VERSIONS, version_key)
     for (table, key), value in batch.rows.items():
         if value is None:
             writer.delete(table, key)

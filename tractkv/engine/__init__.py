@@ -1,0 +1,1 @@
+"""The context engine: content, compile, history, branches, merge, reset, gc (used through Tract)."""

@@ -1,0 +1,155 @@
+"""Compile: the state at any commit, from an in-memory cache, a persisted checkpoint, or objects.
+
+Cost model:
+    * compile right after an append: O(1) work plus one C-level copy of the message list (the head state is
+      kept in memory and extended by every commit);
+    * a fresh process: load the nearest checkpoint on the first-parent chain (chunked, one read per 1,024
+      messages) and replay the commits after it; checkpoints are written every
+      :data:`CHECKPOINT_EVERY` replayed commits and when a Tract closes;
+    * a merge replays as a three-way merge of the states of the merge base, ours and theirs.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from typing import Any
+
+from tractkv.ids import ObjectId
+from tractkv.model import Blob, Commit
+from tractkv.store import Reader, Store
+
+from . import graph
+from .content import MERGE
+from .state import CompileState, Conflict, merge_states
+from .tokens import TokenCounter
+
+CHECKPOINT_EVERY = 256  # replayed commits after which the resulting state is saved as a checkpoint
+CACHE_STATES = 8  # compile states kept in memory (besides the one a Tract extends)
+
+
+class Compiler:
+    """Computes and caches :class:`CompileState` objects for commits of one store."""
+
+    def __init__(self, counter: TokenCounter) -> None:
+        self.counter = counter
+        self._cache: OrderedDict[ObjectId, CompileState] = OrderedDict()
+        self.unsaved: dict[ObjectId, CompileState] = {}  # states worth a checkpoint, saved by flush()
+
+    def clear(self) -> None:
+        self._cache.clear()
+        self.unsaved.clear()
+
+    def remember(self, state: CompileState) -> None:
+        """Cache a state (most recently used last)."""
+        if state.head is None:
+            return
+        self._cache[state.head] = state
+        self._cache.move_to_end(state.head)
+        while len(self._cache) > CACHE_STATES:
+            self._cache.popitem(last=False)
+
+    def peek(self, oid: ObjectId) -> CompileState | None:
+        return self._cache.get(oid)
+
+    def state_at(self, reader: Reader, oid: ObjectId | None, *, take: bool = False) -> CompileState:
+        """The state at a commit (None: the empty state).
+
+        With ``take=True`` the caller owns the returned state (it is removed from the cache and may be
+        mutated); otherwise it is shared and must be treated as read-only.
+        """
+        if oid is None:
+            return CompileState(self.counter.name)
+        cached = self._cache.get(oid)
+        if cached is not None:
+            if take:
+                del self._cache[oid]
+                return cached
+            self._cache.move_to_end(oid)
+            return cached
+        chain: list[tuple[ObjectId, Commit]] = []
+        current: ObjectId | None = oid
+        state: CompileState | None = None
+        while current is not None:
+            found = self._cache.pop(current, None)
+            if found is None:
+                found = CompileState.load(reader, current, self.counter.name)
+            if found is not None:
+                state = found
+                break
+            commit = reader.get_commit(current)
+            chain.append((current, commit))
+            current = commit.parents[0] if commit.parents else None
+        if state is None:
+            state = CompileState(self.counter.name)
+        for commit_id, commit in reversed(chain):
+            if len(commit.parents) > 1:
+                state, _ = self._merge(reader, state, commit_id, commit)
+            else:
+                state.apply(reader, commit_id, commit, self.counter)
+        if len(chain) >= CHECKPOINT_EVERY:
+            self.unsaved[oid] = state
+        if not take:
+            self.remember(state)
+        return state
+
+    def _merge(
+        self, reader: Reader, ours: CompileState, oid: ObjectId, commit: Commit
+    ) -> tuple[CompileState, list[Conflict]]:
+        strategy = merge_strategy(reader, commit)
+        state = ours
+        conflicts: list[Conflict] = []
+        if state.ancestors is None and state.head is not None:
+            state.ancestors = graph.ancestors(reader, state.head)
+        for other in commit.parents[1:]:
+            state, found = self.merge_into(reader, state, other, strategy)
+            conflicts.extend(found)
+        state.head = oid
+        if state.ancestors is not None:
+            state.ancestors.add(oid)
+            state.commit_count = len(state.ancestors)
+        if commit.tools is not None:
+            state.tools, state.tools_commit = commit.tools, oid
+        return state, conflicts
+
+    def merge_into(
+        self, reader: Reader, ours: CompileState, theirs_oid: ObjectId, strategy: str
+    ) -> tuple[CompileState, list[Conflict]]:
+        """Three-way merge of ``theirs_oid`` into a state (which is not modified)."""
+        base_oid = graph.merge_base(reader, ours.head, theirs_oid) if ours.head is not None else None
+        theirs = self.state_at(reader, theirs_oid)
+        base = self.state_at(reader, base_oid)
+        merged, conflicts = merge_states(base, ours, theirs, strategy)
+        if ours.ancestors is None and ours.head is not None:
+            ours.ancestors = graph.ancestors(reader, ours.head)
+        assert ours.ancestors is not None or ours.head is None
+        known = ours.ancestors or set()
+        merged.ancestors = known | graph.ancestors(reader, theirs_oid, stop=known)
+        merged.commit_count = len(merged.ancestors)
+        return merged, conflicts
+
+    def flush(self, store: Store, extra: CompileState | None = None) -> None:
+        """Write pending checkpoints (and ``extra``) in one small transaction."""
+        states = dict(self.unsaved)
+        if extra is not None and extra.head is not None:
+            states[extra.head] = extra
+        self.unsaved.clear()
+        if not states:
+            return
+        batch = store.new_batch()
+        for state in states.values():
+            state.save(batch)
+        store.apply(batch)
+
+
+def merge_strategy(reader: Reader, commit: Commit) -> str:
+    """The conflict strategy a merge commit recorded (``ours``, as git, when it recorded none)."""
+    if commit.content is not None:
+        blob = reader.get(commit.content)
+        if isinstance(blob, Blob) and isinstance(blob.data, dict) and blob.data.get("type") == MERGE:
+            return str(blob.data.get("strategy", "ours"))
+    return "ours"
+
+
+def merge_payload(strategy: str, source: str, conflicts: int) -> dict[str, Any]:
+    """The content blob of a merge commit (bookkeeping: never compiled into a message)."""
+    return {"type": MERGE, "strategy": strategy, "source": source, "conflicts": conflicts}

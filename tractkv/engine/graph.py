@@ -1,0 +1,112 @@
+"""Commit-graph walks: ancestors, merge bases, topological order, first-parent chains.
+
+Only commits are visited (through ``parents``); object reachability for sync and gc is in
+:mod:`tractkv.store.walk`.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Iterable, Iterator
+
+from tractkv.ids import ObjectId
+from tractkv.model import Commit
+from tractkv.store import Reader
+
+
+def ancestors(reader: Reader, tip: ObjectId, *, stop: set[ObjectId] | None = None) -> set[ObjectId]:
+    """Every commit reachable from ``tip`` (inclusive), not walking into commits in ``stop``."""
+    seen: set[ObjectId] = set()
+    stack = [tip]
+    while stack:
+        oid = stack.pop()
+        if oid in seen or (stop is not None and oid in stop):
+            continue
+        seen.add(oid)
+        stack.extend(reader.get_commit(oid).parents)
+    return seen
+
+
+def is_ancestor(reader: Reader, ancestor: ObjectId, descendant: ObjectId) -> bool:
+    """True when ``ancestor`` is reachable from ``descendant`` (a commit is its own ancestor)."""
+    seen: set[ObjectId] = set()
+    stack = [descendant]
+    while stack:
+        oid = stack.pop()
+        if oid == ancestor:
+            return True
+        if oid in seen:
+            continue
+        seen.add(oid)
+        stack.extend(reader.get_commit(oid).parents)
+    return False
+
+
+def merge_base(reader: Reader, a: ObjectId, b: ObjectId) -> ObjectId | None:
+    """A best common ancestor of two commits (one not reachable from another common ancestor), or None."""
+    common = ancestors(reader, a) & ancestors(reader, b)
+    if not common:
+        return None
+    # Drop every common ancestor that is a strict ancestor of another common ancestor.
+    redundant: set[ObjectId] = set()
+    for oid in common:
+        for parent in reader.get_commit(oid).parents:
+            if parent in common:
+                redundant |= ancestors(reader, parent) & common
+    best = sorted(common - redundant, key=lambda o: (-reader.get_commit(o).created_at, o))
+    return best[0] if best else None
+
+
+def topo_order(reader: Reader, tip: ObjectId, members: set[ObjectId]) -> list[ObjectId]:
+    """``members`` (commits reachable from ``tip``) ordered parents first; first parents before others."""
+    order: list[ObjectId] = []
+    done: set[ObjectId] = set()
+    stack: list[tuple[ObjectId, bool]] = [(tip, False)]
+    while stack:
+        oid, expanded = stack.pop()
+        if oid in done or oid not in members:
+            continue
+        if expanded:
+            done.add(oid)
+            order.append(oid)
+            continue
+        stack.append((oid, True))
+        # push later parents first so the first parent is finished first
+        for parent in reversed(reader.get_commit(oid).parents):
+            if parent not in done and parent in members:
+                stack.append((parent, False))
+    return order
+
+
+def first_parent_chain(reader: Reader, tip: ObjectId) -> Iterator[tuple[ObjectId, Commit]]:
+    """(id, commit) from ``tip`` back to the root along first parents."""
+    oid: ObjectId | None = tip
+    while oid is not None:
+        commit = reader.get_commit(oid)
+        yield oid, commit
+        oid = commit.parents[0] if commit.parents else None
+
+
+def iter_log(reader: Reader, tips: Iterable[ObjectId]) -> Iterator[tuple[ObjectId, Commit]]:
+    """Every commit reachable from ``tips``, newest first by timestamp (lazy: ``limit`` reads little).
+
+    Children are stamped after their parents by one clock; with clocks of several machines disagreeing, a
+    parent may be listed before a child, as in ``git log --date-order``'s worst case.
+    """
+    heap: list[tuple[int, ObjectId]] = []
+    queued: set[ObjectId] = set()
+    commits: dict[ObjectId, Commit] = {}
+    for oid in tips:
+        if oid not in queued:
+            queued.add(oid)
+            commits[oid] = reader.get_commit(oid)
+            heapq.heappush(heap, (-commits[oid].created_at, oid))
+    while heap:
+        _, oid = heapq.heappop(heap)
+        commit = commits.pop(oid)
+        yield oid, commit
+        for parent in commit.parents:
+            if parent not in queued:
+                queued.add(parent)
+                commits[parent] = reader.get_commit(parent)
+                heapq.heappush(heap, (-commits[parent].created_at, parent))

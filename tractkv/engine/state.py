@@ -1,0 +1,411 @@
+"""The compile state of one commit, built incrementally from its parent's state.
+
+How history compiles (the definition the tests check against a simple model):
+
+* ``append`` of message content adds a message at the end.
+* ``edit`` (``edit_target`` = a message commit, or an edit of it) replaces that message's content in place;
+  the latest edit wins. The original stays in history.
+* ``annotate`` sets a message's priority: ``skip`` leaves it out of compile, ``pinned`` keeps it verbatim
+  through compression, ``normal`` restores the default. The latest annotation wins.
+* A commit's ``tools`` (a tool set) becomes the context's tool set; the latest commit with one wins.
+* ``merge`` (parents ``[ours, theirs]``) is a three-way merge of the states of the merge base, ours and
+  theirs (:func:`merge_states`): ours' messages in ours' order, then theirs' messages that ours does not have,
+  in theirs' order. A message changed (content or priority) on one side only takes that side's version; one
+  changed on both sides differently is a conflict, and so is a tool set changed on both sides. The merge
+  commit records a strategy that settles every conflict (``ours`` or ``theirs``); ``auto`` merges only
+  happen without conflicts. A merge commit itself never becomes a message.
+
+State is persisted as checkpoints in the local ``derived`` table (keyed by commit id, chunked so that two
+checkpoints of one growing branch share all but their last chunk). Checkpoints are a cache: one that is
+missing, unreadable or of another format is ignored and rebuilt from objects.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import attrs
+
+from tractkv import codec
+from tractkv.errors import DecodeError
+from tractkv.ids import ObjectId, hash_bytes, oid_to_raw, raw_to_oid
+from tractkv.model import Blob, Commit
+from tractkv.store import Reader, Table, WriteBatch
+
+from .content import ANNOTATION, Message, is_message, message_text, to_message
+from .tokens import MESSAGE_OVERHEAD, TokenCounter
+
+DERIVED_FORMAT = 1  # bump when the checkpoint layout changes: old checkpoints are then ignored
+CHUNK_SLOTS = 1024  # slots per persisted chunk
+CKPT_PREFIX = b"ckpt:%d:" % DERIVED_FORMAT
+CHUNK_PREFIX = b"chunk:%d:" % DERIVED_FORMAT
+
+PRIORITY_CODES = {"normal": 0, "pinned": 1, "skip": 2}
+PRIORITY_NAMES = {v: k for k, v in PRIORITY_CODES.items()}
+
+
+@attrs.frozen(slots=True)
+class Slot:
+    """One message position: the commit that added it and the commit whose content it shows now."""
+
+    commit: ObjectId  # the message commit (what annotate/edit target)
+    source: ObjectId  # the commit whose content is shown (the latest edit, or commit itself)
+    blob: ObjectId
+    kind: str  # content type
+    tokens: int
+    priority: int = 0
+    gen: dict[str, Any] | None = attrs.field(default=None, eq=False, hash=False)
+    annotation: ObjectId | None = None  # the commit that set the priority
+
+
+class View:
+    """The visible part of a state, kept in step with appends so compile after an append is O(1)."""
+
+    __slots__ = ("commits", "gens", "messages", "tokens")
+
+    def __init__(self) -> None:
+        self.messages: list[Message] = []
+        self.commits: list[ObjectId] = []
+        self.gens: list[dict[str, Any] | None] = []
+        self.tokens = 0
+
+    def add(self, message: Message, slot: Slot) -> None:
+        self.messages.append(message)
+        self.commits.append(slot.commit)
+        self.gens.append(slot.gen)
+        self.tokens += slot.tokens
+
+    def copy(self) -> View:
+        other = View()
+        other.messages = list(self.messages)
+        other.commits = list(self.commits)
+        other.gens = list(self.gens)
+        other.tokens = self.tokens
+        return other
+
+
+class CompileState:
+    """Everything compile needs at one commit. Mutated in place while history is replayed."""
+
+    __slots__ = (
+        "ancestors",
+        "commit_count",
+        "counter_name",
+        "head",
+        "index",
+        "messages",
+        "slots",
+        "tools",
+        "tools_commit",
+        "view",
+    )
+
+    def __init__(self, counter_name: str) -> None:
+        self.head: ObjectId | None = None
+        self.slots: list[Slot] = []
+        self.index: dict[ObjectId, int] = {}  # message commit and its edits -> slot position
+        self.commit_count = 0
+        self.tools: ObjectId | None = None
+        self.tools_commit: ObjectId | None = None
+        self.counter_name = counter_name
+        self.ancestors: set[ObjectId] | None = set()  # None when unknown (loaded from a checkpoint)
+        self.messages: dict[ObjectId, Message] = {}  # blob id -> rendered message
+        self.view: View | None = View()  # what compile returns by default; None = rebuild lazily
+
+    def copy(self) -> CompileState:
+        other = CompileState(self.counter_name)
+        other.head = self.head
+        other.slots = list(self.slots)
+        other.index = dict(self.index)
+        other.commit_count = self.commit_count
+        other.tools = self.tools
+        other.tools_commit = self.tools_commit
+        other.ancestors = None if self.ancestors is None else set(self.ancestors)
+        other.messages = dict(self.messages)
+        other.view = None if self.view is None else self.view.copy()
+        return other
+
+    # --- replay ---------------------------------------------------------------------------------------
+
+    def apply(self, reader: Reader, oid: ObjectId, commit: Commit, counter: TokenCounter) -> None:
+        """Apply one single-parent (or root) commit."""
+        self._apply_change(reader, oid, commit, counter, skip_targets=None)
+        self._advance(oid, commit)
+
+    def _advance(self, oid: ObjectId, commit: Commit) -> None:
+        self.head = oid
+        self.commit_count += 1
+        if self.ancestors is not None:
+            self.ancestors.add(oid)
+        if commit.tools is not None:
+            self.tools = commit.tools
+            self.tools_commit = oid
+
+    def _apply_change(
+        self,
+        reader: Reader,
+        oid: ObjectId,
+        commit: Commit,
+        counter: TokenCounter,
+        skip_targets: set[ObjectId] | None,
+    ) -> None:
+        op = commit.operation
+        if commit.content is None:
+            return
+        if op == "edit" and commit.edit_target is not None:
+            position = self.index.get(commit.edit_target)
+            if position is None:
+                return  # target outside this history (validated at commit time; tolerated on replay)
+            slot = self.slots[position]
+            if skip_targets is not None and slot.commit in skip_targets:
+                return
+            data = _payload(reader, commit.content)
+            self.slots[position] = attrs.evolve(
+                slot,
+                source=oid,
+                blob=commit.content,
+                kind=str(data.get("type")),
+                tokens=count_tokens(data, counter),
+                gen=commit.generation_config,
+            )
+            self.index[oid] = position
+            self.view = None
+            return
+        if op == "annotate" and commit.edit_target is not None:
+            position = self.index.get(commit.edit_target)
+            if position is None:
+                return
+            slot = self.slots[position]
+            if skip_targets is not None and slot.commit in skip_targets:
+                return
+            data = _payload(reader, commit.content)
+            if data.get("type") != ANNOTATION:
+                return
+            self.slots[position] = attrs.evolve(
+                slot, priority=PRIORITY_CODES.get(str(data.get("priority")), 0), annotation=oid
+            )
+            self.view = None
+            return
+        data = _payload(reader, commit.content)
+        if not is_message(data):
+            return
+        position = len(self.slots)
+        kind = str(data["type"])
+        self.slots.append(
+            Slot(
+                commit=oid,
+                source=oid,
+                blob=commit.content,
+                kind=kind,
+                tokens=count_tokens(data, counter),
+                gen=commit.generation_config,
+            )
+        )
+        self.index[oid] = position
+        message = self.messages.get(commit.content)
+        if message is None:
+            message = self.messages[commit.content] = to_message(data)
+        if self.view is not None and kind != "reasoning":
+            self.view.add(message, self.slots[position])
+
+    # --- rendering ------------------------------------------------------------------------------------
+
+    def render(self, reader: Reader, include_reasoning: bool = False) -> View:
+        """What compile shows: visible messages in order, their commits, configs and token total."""
+        if not include_reasoning and self.view is not None:
+            return self.view
+        view = View()
+        skip = PRIORITY_CODES["skip"]
+        for slot in self.slots:
+            if slot.priority == skip or (slot.kind == "reasoning" and not include_reasoning):
+                continue
+            view.add(self.message_of(reader, slot), slot)
+        if not include_reasoning:
+            self.view = view
+        return view
+
+    def message_of(self, reader: Reader, slot: Slot) -> Message:
+        """The rendered message of a slot (cached by blob id)."""
+        message = self.messages.get(slot.blob)
+        if message is None:
+            message = self.messages[slot.blob] = to_message(_payload(reader, slot.blob))
+        return message
+
+    # --- persistence ----------------------------------------------------------------------------------
+
+    def save(self, batch: WriteBatch) -> None:
+        """Stage this state as a checkpoint (chunks already stored are not written again)."""
+        if self.head is None:
+            return
+        chunk_keys: list[bytes] = []
+        for start in range(0, len(self.slots), CHUNK_SLOTS):
+            rows = [_slot_row(s) for s in self.slots[start : start + CHUNK_SLOTS]]
+            data = codec.dumps(rows)
+            key = CHUNK_PREFIX + bytes.fromhex(hash_bytes(data))
+            if batch.table_get(Table.DERIVED, key) is None:
+                batch.table_put(Table.DERIVED, key, data)
+            chunk_keys.append(key)
+        record = {
+            "counter": self.counter_name,
+            "chunks": chunk_keys,
+            "n": len(self.slots),
+            "commits": self.commit_count,
+            "tools": None if self.tools is None else oid_to_raw(self.tools),
+            "tools_commit": None if self.tools_commit is None else oid_to_raw(self.tools_commit),
+        }
+        batch.table_put(Table.DERIVED, CKPT_PREFIX + oid_to_raw(self.head), codec.dumps(record))
+
+    @classmethod
+    def load(cls, reader: Reader, oid: ObjectId, counter_name: str) -> CompileState | None:
+        """The checkpoint of a commit, or None when absent, unreadable, or made with another counter."""
+        raw = reader.table_get(Table.DERIVED, CKPT_PREFIX + oid_to_raw(oid))
+        if raw is None:
+            return None
+        try:
+            record = codec.loads(raw)
+            if record["counter"] != counter_name:
+                return None
+            state = cls(counter_name)
+            for key in record["chunks"]:
+                chunk = reader.table_get(Table.DERIVED, key)
+                if chunk is None:
+                    return None
+                state.slots.extend(_slot_from_row(row) for row in codec.loads(chunk))
+            if len(state.slots) != record["n"]:
+                return None
+        except (DecodeError, KeyError, TypeError, ValueError, IndexError):
+            return None  # a cache: never trusted over objects
+        for position, slot in enumerate(state.slots):
+            state.index[slot.commit] = position
+            if slot.source != slot.commit:
+                state.index[slot.source] = position
+        state.head = oid
+        state.commit_count = int(record["commits"])
+        state.tools = None if record["tools"] is None else raw_to_oid(record["tools"])
+        state.tools_commit = None if record["tools_commit"] is None else raw_to_oid(record["tools_commit"])
+        state.ancestors = None
+        state.view = None
+        return state
+
+
+def _slot_row(slot: Slot) -> list[Any]:
+    row: list[Any] = [oid_to_raw(slot.commit), slot.kind, slot.tokens, slot.priority]
+    if slot.source != slot.commit or slot.gen is not None or slot.annotation is not None:
+        row += [
+            oid_to_raw(slot.source),
+            oid_to_raw(slot.blob),
+            slot.gen,
+            None if slot.annotation is None else oid_to_raw(slot.annotation),
+        ]
+    else:
+        row.append(oid_to_raw(slot.blob))
+    return row
+
+
+def _slot_from_row(row: list[Any]) -> Slot:
+    commit = raw_to_oid(row[0])
+    if len(row) == 5:
+        return Slot(
+            commit=commit, source=commit, blob=raw_to_oid(row[4]), kind=row[1], tokens=row[2], priority=row[3]
+        )
+    return Slot(
+        commit=commit,
+        source=raw_to_oid(row[4]),
+        blob=raw_to_oid(row[5]),
+        kind=row[1],
+        tokens=row[2],
+        priority=row[3],
+        gen=row[6],
+        annotation=None if row[7] is None else raw_to_oid(row[7]),
+    )
+
+
+def _payload(reader: Reader, oid: ObjectId) -> dict[str, Any]:
+    obj = reader[oid]
+    if isinstance(obj, Blob) and isinstance(obj.data, dict):
+        return obj.data
+    return {}
+
+
+def count_tokens(data: dict[str, Any], counter: TokenCounter) -> int:
+    """Tokens a message payload costs (text plus per-message overhead)."""
+    return counter.count(message_text(data)) + MESSAGE_OVERHEAD
+
+
+@attrs.frozen
+class Conflict:
+    """Both sides of a merge changed one message (or the tool set) differently since the merge base."""
+
+    target: ObjectId | None  # the message commit, or None for the tool set
+    kind: str  # "content", "priority", "content+priority", "tools"
+    ours: str  # a short description of ours' version
+    theirs: str
+
+    def __str__(self) -> str:
+        where = f"message {self.target[:12]}" if self.target else "tool set"
+        return f"{where}: {self.kind} changed on both sides (ours: {self.ours}; theirs: {self.theirs})"
+
+
+def _describe(slot: Slot | None) -> str:
+    if slot is None:
+        return "absent"
+    return f"content {slot.blob[:12]}, {PRIORITY_NAMES[slot.priority]}"
+
+
+def merge_states(
+    base: CompileState, ours: CompileState, theirs: CompileState, strategy: str
+) -> tuple[CompileState, list[Conflict]]:
+    """Three-way merge of compile states (see the module doc). Returns the merged state and the conflicts.
+
+    ``strategy`` settles conflicts: ``ours`` keeps ours' version, ``theirs`` takes theirs'; ``auto`` keeps
+    ours' (callers refuse an ``auto`` merge that has conflicts before it is committed).
+    """
+    take_theirs = strategy == "theirs"
+    merged = ours.copy()
+    conflicts: list[Conflict] = []
+    base_slots = {s.commit: s for s in base.slots}
+    for their_slot in theirs.slots:
+        position = merged.index.get(their_slot.commit)
+        if position is None:
+            position = len(merged.slots)
+            merged.slots.append(their_slot)
+            merged.index[their_slot.commit] = position
+            if their_slot.source != their_slot.commit:
+                merged.index[their_slot.source] = position
+            continue
+        our_slot = merged.slots[position]
+        if (our_slot.blob, our_slot.priority) == (their_slot.blob, their_slot.priority):
+            continue
+        base_slot = base_slots.get(their_slot.commit)
+        base_key = None if base_slot is None else (base_slot.blob, base_slot.priority)
+        ours_changed = (our_slot.blob, our_slot.priority) != base_key
+        theirs_changed = (their_slot.blob, their_slot.priority) != base_key
+        if ours_changed and theirs_changed:
+            kinds = []
+            if our_slot.blob != their_slot.blob:
+                kinds.append("content")
+            if our_slot.priority != their_slot.priority:
+                kinds.append("priority")
+            conflicts.append(
+                Conflict(their_slot.commit, "+".join(kinds), _describe(our_slot), _describe(their_slot))
+            )
+            use_theirs = take_theirs
+        else:
+            use_theirs = theirs_changed
+        if use_theirs:
+            merged.slots[position] = their_slot
+            merged.index[their_slot.source] = position
+    if theirs.tools != ours.tools:
+        ours_changed = ours.tools != base.tools
+        theirs_changed = theirs.tools != base.tools
+        if ours_changed and theirs_changed:
+            conflicts.append(Conflict(None, "tools", str(ours.tools), str(theirs.tools)))
+        if (theirs_changed and not ours_changed) or (ours_changed and theirs_changed and take_theirs):
+            merged.tools, merged.tools_commit = theirs.tools, theirs.tools_commit
+    merged.messages.update(theirs.messages)
+    merged.view = None
+    if merged.ancestors is not None and theirs.ancestors is not None:
+        merged.ancestors |= theirs.ancestors
+    else:
+        merged.ancestors = None
+    return merged, conflicts
