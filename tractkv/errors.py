@@ -203,3 +203,21 @@ class MergeConflict(TractError):
             f"{len(conflicts)} merge conflict(s): {lines}. "
             "Resolve with strategy='ours' or 'theirs', or edit one side first."
         )
+
+
+# --- tools ----------------------------------------------------------------------------------------------
+
+
+class ToolHookError(TractError):
+    """A tool_result hook misbehaved (decided nothing, or raised). Nothing was committed."""
+
+
+class NoLLMConfigured(TractError):
+    """A model-backed operation (summarize, compress without content, generate) ran with no model set."""
+
+    def __init__(self, action: str) -> None:
+        super().__init__(f"{action} needs a model: call t.configure_llm(llm) or Tract.open(..., llm=llm)")
+
+
+class ModelCallFailed(TractError):
+    """A model client raised something that is not a tractkv error (wrapped so callers catch one root)."""

@@ -12,10 +12,13 @@ on top of the new tip automatically (its parent changes; its content, message an
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
+
+import attrs
 
 from tractkv.errors import (
     BranchExists,
@@ -25,13 +28,18 @@ from tractkv.errors import (
     DetachedHead,
     InvalidInput,
     MergeConflict,
+    ModelCallFailed,
+    NoLLMConfigured,
     RefConflict,
     StoreClosed,
+    TractError,
     UnknownRevision,
 )
 from tractkv.ids import ObjectId
 from tractkv.model import Blob, Commit, ToolSchema, ToolSet, object_id
-from tractkv.store import Reader, Store, WriteBatch, open_store
+from tractkv.store import Reader, Store, Table, WriteBatch, open_store
+from tractkv.toolkit.hooks import HookRegistry, PendingToolResult
+from tractkv.toolkit.queries import ToolTurn, group_turns
 
 from .engine import graph
 from .engine.compiler import CHECKPOINT_EVERY, Compiler, merge_payload
@@ -49,6 +57,7 @@ from .engine.refs import (
     read_head,
     resolve_revision,
 )
+from .engine.render import tool_to_openai
 from .engine.results import (
     BranchInfo,
     CommitInfo,
@@ -62,6 +71,16 @@ from .engine.results import (
 from .engine.state import CompileState
 from .engine.tokens import DEFAULT_COUNTER, TokenCounter
 
+ACTIVE_TOOLS = b"tools:"  # meta key prefix: branch ref -> tool set id linked to later commits (set_tools)
+EMPTY_TOOLSET_ID = object_id(ToolSet(tools=()))
+DEFAULT_SUMMARY_INSTRUCTIONS = (
+    "Summarize this tool output for an AI agent. Keep every fact, number, name and error it may need; "
+    "drop repetition and boilerplate."
+)
+COMPRESS_INSTRUCTIONS = (
+    "Summarize this conversation so far for the assistant who will continue it. Keep decisions, facts, "
+    "open questions and commitments; be concise."
+)
 MAX_REBASE_ATTEMPTS = 16  # bounded retries of an automatic append rebase under contention
 OPERATIONS = ("append", "edit")  # what commit() makes; annotate/merge/compress have their own methods
 
@@ -83,6 +102,7 @@ class Tract:
         clock: Callable[[], int] | None = None,
         branch: str | None = None,
         owns_store: bool = True,
+        llm: Any = None,
     ) -> None:
         self._store = store
         self._owns_store = owns_store
@@ -96,6 +116,9 @@ class Tract:
         self._since_checkpoint = 0
         self._tools_cache: dict[ObjectId, tuple[dict[str, Any], ...]] = {}
         self._closed = False
+        self._llm: Any = llm
+        self._hooks = HookRegistry()
+        self._summarization: dict[str, Any] = {"instructions": {}, "auto_threshold": None, "default": None}
         ref, detached = read_head(store)
         self._branch_ref: str | None = ref
         self._detached: ObjectId | None = detached if ref is None else None
@@ -118,6 +141,7 @@ class Tract:
         rebase_appends: bool = False,
         create: bool = True,
         clock: Callable[[], int] | None = None,
+        llm: Any = None,
     ) -> Tract:
         """Open (or create) a store at ``path``; an in-memory store when ``path`` is None.
 
@@ -130,6 +154,7 @@ class Tract:
             rebase_appends: re-make a pure append on a branch another handle moved, instead of raising.
             create: create the store when absent.
             clock: returns the time in µs since the epoch (tests pass a fake one).
+            llm: the model summarize, compress and generate use (see :meth:`configure_llm`).
         """
         store = open_store(None) if path is None else open_store(path, durable=durable, create=create)
         try:
@@ -140,6 +165,7 @@ class Tract:
                 rebase_appends=rebase_appends,
                 clock=clock,
                 branch=branch,
+                llm=llm,
             )
         except BaseException:
             store.close()
@@ -342,13 +368,48 @@ class Tract:
         elif edit_target is not None:
             raise InvalidInput("edit_target is only for operation='edit'")
         reply = resolve_revision(reader, response_to) if response_to is not None else None
+        return self._commit_payload(
+            ref,
+            head,
+            payload,
+            operation=operation,
+            target=target,
+            reply=reply,
+            message=message,
+            metadata=metadata,
+            generation_config=generation_config,
+            tools=tools,
+        )
+
+    def _commit_payload(
+        self,
+        ref: str,
+        head: ObjectId | None,
+        payload: dict[str, Any],
+        *,
+        operation: str,
+        target: ObjectId | None = None,
+        reply: ObjectId | None = None,
+        message: str | None = None,
+        metadata: dict[str, Any] | None = None,
+        generation_config: dict[str, Any] | None = None,
+        tools: list[dict[str, Any]] | None = None,
+        links: dict[str, tuple[Any, ...]] | None = None,
+        extra_objects: tuple[Any, ...] = (),
+        toolset: ObjectId | None = None,
+    ) -> CommitInfo:
+        """Commit a normalized payload with the tools in force (explicit ``tools`` win over set_tools;
+        ``toolset`` links an existing tool set)."""
         blob = Blob(data=payload)
-        tool_objects = self._toolset_objects(tools)
+        tool_objects = self._toolset_objects(tools) if tools is not None else []
+        inherited = toolset or (self._tools_for_next_commit() if tools is None else None)
 
         def build(batch: WriteBatch, parent: ObjectId | None, parent_commit: Commit | None) -> Commit:
-            toolset_id = None
+            toolset_id = inherited
             for obj in tool_objects:
                 toolset_id = batch.put(obj)  # the tool set comes last
+            for obj in extra_objects:
+                batch.put(obj)
             return Commit(
                 parents=(parent,) if parent is not None else (),
                 content=batch.put(blob),
@@ -360,6 +421,7 @@ class Tract:
                 metadata=metadata or None,
                 generation_config=generation_config or None,
                 created_at=self._now(parent_commit),
+                links=links or {},
             )
 
         summary = message or _summary(payload)
@@ -759,9 +821,489 @@ class Tract:
         self._tools_cache.clear()
         return result
 
+    # --- tools in context ---------------------------------------------------------------------------------
+
+    def _tools_key(self) -> bytes | None:
+        return None if self._branch_ref is None else ACTIVE_TOOLS + self._branch_ref.encode()
+
+    def _tools_for_next_commit(self) -> ObjectId | None:
+        """The tool set set_tools() links to the next commit (an empty set once, right after clearing)."""
+        key = self._tools_key()
+        raw = self._reader().table_get(Table.META, key) if key is not None else None
+        if raw is None:
+            return None
+        toolset = ObjectId(raw.decode())
+        if toolset == EMPTY_TOOLSET_ID:
+            reader = self._reader()
+            state = self._head_state(reader)
+            if not self._tools_of(reader, state.tools):
+                return None  # already cleared in the context: nothing to link
+        return toolset
+
+    def set_tools(self, tools: list[dict[str, Any]] | None) -> list[dict[str, Any]]:
+        """Link these tool schemas to every later commit on this branch, until changed or cleared with None.
+
+        The setting is kept in the store (it survives reopening) per branch; the schemas are stored at once.
+        After ``set_tools(None)`` the next commit records an empty tool set, so compile shows no tools.
+        """
+        self._no_batch("set_tools")
+        key = self._tools_key()
+        if key is None:
+            raise DetachedHead(str(self._detached), "set tools")
+        objects = self._toolset_objects(tools) if tools is not None else [ToolSet(tools=())]
+        batch = self._store.new_batch()
+        toolset_id = None
+        for obj in objects:
+            toolset_id = batch.put(obj)
+        assert toolset_id is not None
+        batch.table_put(Table.META, key, toolset_id.encode())
+        self._store.apply(batch)
+        return self.get_tools()
+
+    def get_tools(self) -> list[dict[str, Any]]:
+        """The tools set_tools() configured for this branch, or else the tools in force at HEAD."""
+        reader = self._reader()
+        key = self._tools_key()
+        raw = reader.table_get(Table.META, key) if key is not None else None
+        if raw is not None:
+            return [dict(t) for t in self._tools_of(reader, ObjectId(raw.decode()))]
+        return [dict(t) for t in self._tools_of(reader, self._head_state(reader).tools)]
+
+    def get_commit_tools(self, rev: str) -> list[dict[str, Any]]:
+        """The exact tool schemas, in order, that were in force at a commit (latest tool set wins)."""
+        reader = self._reader()
+        state = self._compiler.state_at(reader, resolve_revision(reader, rev))
+        return [dict(t) for t in self._tools_of(reader, state.tools)]
+
+    def tool_versions(self, name: str) -> list[dict[str, Any]]:
+        """Every stored version of a tool (same name, different schema), oldest first."""
+        reader = self._reader()
+        out = []
+        for oid in reader.tool_versions(name):
+            tool = reader[oid]
+            assert isinstance(tool, ToolSchema)
+            out.append(dict(tool.schema))
+        return out
+
+    def on(self, event: str, handler: Callable[[Any], object]) -> None:
+        """Register a hook (``"tool_result"``: see :mod:`tractkv.toolkit.hooks`)."""
+        self._hooks.on(event, handler)
+
+    def off(self, event: str, handler: Callable[[Any], object] | None = None) -> None:
+        """Remove a hook handler (all of the event's handlers when ``handler`` is None)."""
+        self._hooks.off(event, handler)
+
+    def configure_llm(self, llm: Any) -> None:
+        """Set the model (anything with ``chat(messages, tools=None, **params)``) used by model-backed calls."""
+        if llm is not None and not callable(getattr(llm, "chat", None)):
+            raise InvalidInput("an LLM client needs a chat(messages, tools=None, **params) method")
+        self._llm = llm
+
+    @property
+    def llm(self) -> Any:
+        return self._llm
+
+    def configure_tool_summarization(
+        self,
+        instructions: dict[str, str] | None = None,
+        auto_threshold: int | None = None,
+        default_instructions: str | None = None,
+    ) -> None:
+        """Per-tool summarization instructions, and a token threshold above which results are summarized
+        automatically (when no hook decides otherwise)."""
+        if auto_threshold is not None and auto_threshold < 1:
+            raise InvalidInput("auto_threshold must be a positive token count")
+        self._summarization = {
+            "instructions": dict(instructions or {}),
+            "auto_threshold": auto_threshold,
+            "default": default_instructions,
+        }
+
+    def _summarize_text(
+        self, tool_name: str | None, text: str, instructions: str | None, target: int | None
+    ) -> str:
+        if self._llm is None:
+            raise NoLLMConfigured("summarize")
+        settings = self._summarization
+        guide = instructions or (settings["instructions"].get(tool_name) if tool_name else None)
+        guide = guide or settings["default"] or DEFAULT_SUMMARY_INSTRUCTIONS
+        if target:
+            guide += f" Keep it under about {target} tokens."
+        response = self._llm.chat([{"role": "system", "content": guide}, {"role": "user", "content": text}])
+        summary = getattr(response, "text", response)
+        if not isinstance(summary, str) or not summary.strip():
+            raise ContentError("the model returned an empty summary")
+        return summary
+
+    def tool_result(
+        self,
+        tool_call_id: str,
+        name: str,
+        content: Any,
+        *,
+        edit: str | None = None,
+        is_error: bool = False,
+        message: str | None = None,
+        metadata: dict[str, Any] | None = None,
+    ) -> CommitInfo | None:
+        """Commit the result of a tool call (answering the assistant message that made the call).
+
+        With ``edit=<result commit>`` it replaces an earlier result (hooks are bypassed; the call id and name
+        must match). Otherwise the ``tool_result`` hooks run first (see :mod:`tractkv.toolkit.hooks`) and may
+        edit, summarize or reject it: then the return value is None and nothing is committed. Results over the
+        configured auto-summarization threshold are summarized when no hook is registered. Whenever the
+        committed text differs from ``content``, the raw original is kept (:meth:`original_of`).
+        """
+        if not isinstance(tool_call_id, str) or not tool_call_id:
+            raise InvalidInput("tool_call_id must be a non-empty string")
+        if not isinstance(name, str) or not name:
+            raise InvalidInput("name must be a non-empty string")
+        text = (
+            content if isinstance(content, str) else json.dumps(content, ensure_ascii=False, sort_keys=True)
+        )
+        ref, head = self._writable("commit a tool result")
+        reader = self._reader()
+        call_commit, call_name = self._find_call(reader, tool_call_id)
+        if call_name != name:
+            raise InvalidInput(f"tool call {tool_call_id!r} called {call_name!r}, not {name!r}")
+        target = None
+        final: str | None = text
+        if edit is not None:
+            target = self._result_target(reader, edit, tool_call_id)
+        else:
+            final = self._run_result_hooks(tool_call_id, name, text)
+            if final is None:
+                return None
+        assert final is not None
+        return self._commit_tool_result(
+            ref, head, call_commit, tool_call_id, name, final, text, target, is_error, message, metadata
+        )
+
+    def _result_target(self, reader: Reader, rev: str, tool_call_id: str) -> ObjectId:
+        target = self._message_target(reader, rev)
+        old = commit_info(reader, target, reader.get_commit(target), self._counter).content
+        if not isinstance(old, dict) or old.get("tool_call_id") != tool_call_id:
+            raise InvalidInput(f"{rev} is not a result of tool call {tool_call_id!r}")
+        return target
+
+    def _commit_tool_result(
+        self,
+        ref: str,
+        head: ObjectId | None,
+        call_commit: ObjectId,
+        tool_call_id: str,
+        name: str,
+        final: str,
+        text: str,
+        target: ObjectId | None,
+        is_error: bool,
+        message: str | None,
+        metadata: dict[str, Any] | None,
+    ) -> CommitInfo:
+        payload: dict[str, Any] = {
+            "type": "dialogue",
+            "role": "tool",
+            "text": final,
+            "tool_call_id": tool_call_id,
+            "name": name,
+        }
+        if is_error:
+            payload["is_error"] = True
+        payload = normalize(payload)
+        links: dict[str, tuple[Any, ...]] = {}
+        extra: tuple[Any, ...] = ()
+        if final != text:
+            original = Blob(data={"type": "tool_original", "text": text})
+            extra = (original,)
+            links["original"] = (object_id(original),)
+        return self._commit_payload(
+            ref,
+            head,
+            payload,
+            operation="edit" if target is not None else "append",
+            target=target,
+            reply=call_commit,
+            message=message,
+            metadata=metadata,
+            links=links,
+            extra_objects=extra,
+        )
+
+    def _run_result_hooks(self, tool_call_id: str, name: str, text: str) -> str | None:
+        tokens = self._counter.count(text)
+        threshold = self._summarization["auto_threshold"]
+        if not self._hooks.has("tool_result"):
+            if threshold is not None and tokens > threshold:
+                return self._summarize_text(name, text, None, None)
+            return text
+        pending = PendingToolResult(
+            tool_call_id=tool_call_id,
+            tool_name=name,
+            content=text,
+            token_count=tokens,
+            summarizer=self._summarize_text,
+            counter=self._counter.count,
+        )
+        self._hooks.run_tool_result(pending)
+        return None if pending.decision == "reject" else pending.content
+
+    def _find_call(self, reader: Reader, tool_call_id: str) -> tuple[ObjectId, str]:
+        """The assistant commit in this context that made a tool call, and the tool's name."""
+        state = self._head_state(reader)
+        for slot in reversed(state.slots):
+            message = state.message_of(reader, slot)
+            for call in message.tool_calls:
+                if call.id == tool_call_id:
+                    return slot.commit, call.name
+        raise InvalidInput(f"no assistant message in {self._where()} made tool call {tool_call_id!r}")
+
+    def original_of(self, rev: str) -> str:
+        """The raw tool result behind a (possibly edited or summarized) result commit."""
+        reader = self._reader()
+        oid = resolve_revision(reader, rev)
+        commit = reader.get_commit(oid)
+        for original_id in commit.links.get("original", ()):
+            blob = reader[original_id]
+            if isinstance(blob, Blob) and isinstance(blob.data, dict):
+                return str(blob.data.get("text", ""))
+        info = commit_info(reader, oid, commit, self._counter)
+        if not isinstance(info.content, dict) or info.role != "tool":
+            raise InvalidInput(f"{oid[:12]} is not a tool result")
+        return str(info.content.get("text", ""))
+
+    def _context_infos(self) -> list[CommitInfo]:
+        reader = self._reader()
+        state = self._head_state(reader)
+        view = state.render(reader)
+        infos = []
+        for commit_id in view.commits:
+            commit = reader.get_commit(commit_id)
+            position = state.index[commit_id]
+            source = state.slots[position].source
+            shown = reader.get_commit(source) if source != commit_id else commit
+            info = commit_info(reader, source, shown, self._counter)
+            infos.append(attrs.evolve(info, commit_hash=commit_id) if source != commit_id else info)
+        return infos
+
+    def find_tool_results(self, name: str | None = None, after: str | None = None) -> list[CommitInfo]:
+        """Tool results in the current context (optionally of one tool, or after a commit), in order."""
+        infos = self._context_infos()
+        if after is not None:
+            after_id = resolve_revision(self._reader(), after)
+            ids = [i.commit_hash for i in infos]
+            infos = infos[ids.index(after_id) + 1 :] if after_id in ids else []
+        return [
+            i for i in infos if i.role == "tool" and (name is None or (i.content or {}).get("name") == name)
+        ]
+
+    def find_tool_calls(self, name: str | None = None) -> list[CommitInfo]:
+        """Assistant messages in the current context that call tools (optionally a given tool)."""
+        return [t.call for t in self.find_tool_turns(name)]
+
+    def find_tool_turns(self, name: str | None = None) -> list[ToolTurn]:
+        """Each assistant tool-calling message with the results answering its calls."""
+        return group_turns(self._context_infos(), name, _call_ids)
+
+    # --- generation ---------------------------------------------------------------------------------------
+
+    def generate(
+        self, llm: Any = None, tools: list[dict[str, Any]] | None = None, **params: Any
+    ) -> CommitInfo:
+        """Compile, call the model with the context's tools (or ``tools``), and commit its reply.
+
+        The reply (text and tool calls) is committed with the tool set it was generated with and the
+        generation parameters as ``generation_config``. A model error raises and commits nothing.
+        """
+        model = llm if llm is not None else self._llm
+        if model is None:
+            raise NoLLMConfigured("generate")
+        ref, head = self._writable("generate")
+        reader = self._reader()
+        ctx = self.compile()
+        offered = list(tools) if tools is not None else list(ctx.tools)
+        openai_tools = [tool_to_openai(t) for t in offered] or None
+        response = call_model(model, ctx.to_openai(), openai_tools, params)
+        payload = normalize(
+            {
+                "type": "dialogue",
+                "role": "assistant",
+                "text": response_text(response),
+                "tool_calls": response_tool_calls(response),
+            }
+        )
+        config = {k: v for k, v in params.items() if v is not None}
+        reported = getattr(response, "model", None)
+        if isinstance(reported, str) and reported:
+            config["model"] = reported
+        state = self._head_state(reader)
+        return self._commit_payload(
+            ref,
+            head,
+            payload,
+            operation="append",
+            generation_config=config,
+            tools=list(tools) if tools is not None else None,
+            toolset=None if tools is not None else state.tools,
+        )
+
+    def chat(self, text: str, llm: Any = None, **params: Any) -> CommitInfo:
+        """Commit a user message and the model's reply in one transaction (nothing lands if the model fails)."""
+        with self.batch():
+            self.user(text)
+            return self.generate(llm, **params)
+
+    # --- compression ---------------------------------------------------------------------------------------
+
+    def compress(
+        self,
+        target_tokens: int | None = None,
+        from_commit: str | None = None,
+        to_commit: str | None = None,
+        instructions: str | None = None,
+        content: str | None = None,
+    ) -> CommitInfo:
+        """Replace a range of messages by a summary (from the model, or ``content`` given by you).
+
+        The range runs from ``from_commit`` to ``to_commit`` (default: every message); pinned messages and
+        system instructions in it stay verbatim. The summary commit records its sources and keeps the tool
+        set in force. Nothing is deleted: the summarized commits stay in history (see ``log``).
+        """
+        ref, head = self._writable("compress")
+        reader = self._reader()
+        state = self._head_state(reader)
+        view = state.render(reader)
+        ids = list(view.commits)
+        if not ids:
+            raise InvalidInput("nothing to compress: the context is empty")
+        start = ids.index(self._message_target(reader, from_commit)) if from_commit else 0
+        end = ids.index(self._message_target(reader, to_commit)) if to_commit else len(ids) - 1
+        if start > end:
+            raise InvalidInput("from_commit comes after to_commit")
+        in_range = set(ids[start : end + 1])
+        keep = {
+            c
+            for c in in_range
+            if state.slots[state.index[c]].priority == 1 or state.slots[state.index[c]].kind == "instruction"
+        }
+        # A tool call and its results stay together (APIs reject a result without its call): a turn that is
+        # partly pinned or partly outside the range is kept whole.
+        for turn in self.find_tool_turns():
+            members = set(turn.all_hashes)
+            if members & in_range and (members - in_range or members & keep):
+                keep |= members
+        sources = [c for c in ids[start : end + 1] if c not in keep]
+        if not sources:
+            raise InvalidInput(
+                "nothing to compress in that range (every message is pinned or an instruction)"
+            )
+        if content is None:
+            text = "\n".join(
+                f"{m.role}: {m.content}"
+                for m, c in zip(view.messages, view.commits, strict=True)
+                if c in sources
+            )
+            content = self._summarize_text(None, text, instructions or COMPRESS_INSTRUCTIONS, target_tokens)
+        payload = normalize({"type": "dialogue", "role": "user", "text": content})
+        return self._commit_payload(
+            ref,
+            head,
+            payload,
+            operation="compress",
+            message=f"compress {len(sources)} messages",
+            links={"sources": tuple(sources)},
+            toolset=state.tools,
+        )
+
+    def compress_tool_calls(
+        self, name: str | None = None, commits: list[str] | None = None
+    ) -> list[CommitInfo]:
+        """Summarize tool results (of one tool, or the given result commits) in place, as edits.
+
+        Each result keeps its call id and name, so calls and results still pair up; the raw original stays
+        recoverable with :meth:`original_of`. Needs a model (see :meth:`configure_llm`).
+        """
+        if commits is not None:
+            reader = self._reader()
+            wanted = {self._message_target(reader, c) for c in commits}
+            results = [r for r in self.find_tool_results() if r.commit_hash in wanted]
+        else:
+            results = self.find_tool_results(name)
+        out = []
+        for result in results:
+            data = result.content if isinstance(result.content, dict) else {}
+            tool = str(data.get("name", ""))
+            original = self.original_of(result.commit_hash)
+            summary = self._summarize_text(tool, str(data.get("text", "")), None, None)
+            ref, head = self._writable("compress tool results")
+            reader = self._reader()
+            call_id = str(data.get("tool_call_id"))
+            call_commit, _ = self._find_call(reader, call_id)
+            committed = self._commit_tool_result(
+                ref,
+                head,
+                call_commit,
+                call_id,
+                tool,
+                summary,
+                original,
+                result.commit_hash,
+                bool(data.get("is_error")),
+                f"compress {tool}",
+                None,
+            )
+            out.append(committed)
+        return out
+
     def _no_batch(self, action: str) -> None:
         if self._batch is not None:
             raise InvalidInput(f"{action} is not allowed inside batch()")
+
+
+def call_model(
+    model: Any, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None, params: dict[str, Any]
+) -> Any:
+    """Call ``model.chat``; wrap anything that is not a tractkv error so callers catch one root."""
+    try:
+        return model.chat(messages, tools=tools, **params)
+    except TractError:
+        raise
+    except Exception as exc:
+        raise ModelCallFailed(f"model call failed: {exc!r}") from exc
+
+
+def response_text(response: Any) -> str:
+    """The text of a model reply (an LLMResponse, a plain string, or an OpenAI-shaped message dict)."""
+    if isinstance(response, str):
+        return response
+    if isinstance(response, dict):
+        return str(response.get("content") or "")
+    text = getattr(response, "text", None)
+    if text is not None and not isinstance(text, str):
+        raise ContentError(f"model reply text must be a string, got {type(text).__name__}")
+    return text or ""
+
+
+def response_tool_calls(response: Any) -> list[Any]:
+    """The tool calls of a model reply, as ``{"id", "name", "arguments"}`` dicts."""
+    raw = response.get("tool_calls") if isinstance(response, dict) else getattr(response, "tool_calls", None)
+    calls = []
+    for call in raw or ():
+        if isinstance(call, dict) and isinstance(call.get("function"), dict):  # OpenAI wire shape
+            calls.append(
+                {
+                    "id": call.get("id"),
+                    "name": call["function"].get("name"),
+                    "arguments": call["function"].get("arguments") or "{}",
+                }
+            )
+        else:
+            calls.append(call)
+    return calls
+
+
+def _call_ids(info: CommitInfo) -> list[str]:
+    data = info.content if isinstance(info.content, dict) else {}
+    return [str(c["id"]) for c in data.get("tool_calls", ())]
 
 
 def _summary(payload: dict[str, Any]) -> str:

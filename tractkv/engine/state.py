@@ -7,6 +7,9 @@ How history compiles (the definition the tests check against a simple model):
   the latest edit wins. The original stays in history.
 * ``annotate`` sets a message's priority: ``skip`` leaves it out of compile, ``pinned`` keeps it verbatim
   through compression, ``normal`` restores the default. The latest annotation wins.
+* ``compress`` replaces the messages listed in its ``sources`` link with its own content (a summary), placed
+  where the first of them stood; pinned sources stay verbatim. The originals stay in history (they are
+  ancestors): compression changes the context, never what was written.
 * A commit's ``tools`` (a tool set) becomes the context's tool set; the latest commit with one wins.
 * ``merge`` (parents ``[ours, theirs]``) is a three-way merge of the states of the merge base, ours and
   theirs (:func:`merge_states`): ours' messages in ours' order, then theirs' messages that ours does not have,
@@ -94,6 +97,7 @@ class CompileState:
         "head",
         "index",
         "messages",
+        "removed",
         "slots",
         "tools",
         "tools_commit",
@@ -110,6 +114,9 @@ class CompileState:
         self.counter_name = counter_name
         self.ancestors: set[ObjectId] | None = set()  # None when unknown (loaded from a checkpoint)
         self.messages: dict[ObjectId, Message] = {}  # blob id -> rendered message
+        self.removed: set[ObjectId] = (
+            set()
+        )  # message commits a compression replaced (merge never revives them)
         self.view: View | None = View()  # what compile returns by default; None = rebuild lazily
 
     def copy(self) -> CompileState:
@@ -122,6 +129,7 @@ class CompileState:
         other.tools_commit = self.tools_commit
         other.ancestors = None if self.ancestors is None else set(self.ancestors)
         other.messages = dict(self.messages)
+        other.removed = set(self.removed)
         other.view = None if self.view is None else self.view.copy()
         return other
 
@@ -171,6 +179,9 @@ class CompileState:
             self.index[oid] = position
             self.view = None
             return
+        if op == "compress":
+            self._apply_compress(reader, oid, commit, counter)
+            return
         if op == "annotate" and commit.edit_target is not None:
             position = self.index.get(commit.edit_target)
             if position is None:
@@ -209,6 +220,42 @@ class CompileState:
             self.view.add(message, self.slots[position])
 
     # --- rendering ------------------------------------------------------------------------------------
+
+    def _apply_compress(self, reader: Reader, oid: ObjectId, commit: Commit, counter: TokenCounter) -> None:
+        """Replace the source messages by the summary (at the first source's place); pinned sources stay."""
+        assert commit.content is not None
+        sources = set(commit.links.get("sources", ()))
+        data = _payload(reader, commit.content)
+        summary = Slot(
+            commit=oid,
+            source=oid,
+            blob=commit.content,
+            kind=str(data.get("type")),
+            tokens=count_tokens(data, counter),
+            gen=commit.generation_config,
+        )
+        kept: list[Slot] = []
+        placed = False
+        for slot in self.slots:
+            if slot.commit in sources and slot.priority != PRIORITY_CODES["pinned"]:
+                if not placed:
+                    kept.append(summary)
+                    placed = True
+                self.removed.add(slot.commit)
+                continue
+            kept.append(slot)
+        if not placed:
+            kept.append(summary)
+        self._reindex(kept)
+
+    def _reindex(self, slots: list[Slot]) -> None:
+        self.slots = slots
+        self.index = {}
+        for position, slot in enumerate(slots):
+            self.index[slot.commit] = position
+            if slot.source != slot.commit:
+                self.index[slot.source] = position
+        self.view = None
 
     def render(self, reader: Reader, include_reasoning: bool = False) -> View:
         """What compile shows: visible messages in order, their commits, configs and token total."""
@@ -252,6 +299,7 @@ class CompileState:
             "commits": self.commit_count,
             "tools": None if self.tools is None else oid_to_raw(self.tools),
             "tools_commit": None if self.tools_commit is None else oid_to_raw(self.tools_commit),
+            "removed": sorted(oid_to_raw(o) for o in self.removed),
         }
         batch.table_put(Table.DERIVED, CKPT_PREFIX + oid_to_raw(self.head), codec.dumps(record))
 
@@ -283,6 +331,7 @@ class CompileState:
         state.commit_count = int(record["commits"])
         state.tools = None if record["tools"] is None else raw_to_oid(record["tools"])
         state.tools_commit = None if record["tools_commit"] is None else raw_to_oid(record["tools_commit"])
+        state.removed = {raw_to_oid(o) for o in record.get("removed", ())}
         state.ancestors = None
         state.view = None
         return state
@@ -364,7 +413,10 @@ def merge_states(
     merged = ours.copy()
     conflicts: list[Conflict] = []
     base_slots = {s.commit: s for s in base.slots}
+    merged.removed |= theirs.removed
     for their_slot in theirs.slots:
+        if their_slot.commit in merged.removed:
+            continue  # ours compressed it away: a summary stands for it
         position = merged.index.get(their_slot.commit)
         if position is None:
             position = len(merged.slots)
@@ -403,6 +455,8 @@ def merge_states(
         if (theirs_changed and not ours_changed) or (ours_changed and theirs_changed and take_theirs):
             merged.tools, merged.tools_commit = theirs.tools, theirs.tools_commit
     merged.messages.update(theirs.messages)
+    if theirs.removed - ours.removed:  # theirs compressed messages ours still had
+        merged._reindex([s for s in merged.slots if s.commit not in theirs.removed or s.priority == 1])
     merged.view = None
     if merged.ancestors is not None and theirs.ancestors is not None:
         merged.ancestors |= theirs.ancestors

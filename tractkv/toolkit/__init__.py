@@ -1,0 +1,1 @@
+"""Tools in context: tool-result hooks, tool-call queries, and (later) the agent toolkit and executor."""

@@ -1,0 +1,55 @@
+"""Queries over the tool calls and results in a compiled context."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import attrs
+
+from tractkv.engine.results import CommitInfo
+from tractkv.ids import ObjectId
+
+
+@attrs.frozen(kw_only=True)
+class ToolTurn:
+    """One assistant message with tool calls, and the tool results that answer its calls (in context order)."""
+
+    call: CommitInfo
+    results: tuple[CommitInfo, ...]
+    tool_names: tuple[str, ...]
+
+    @property
+    def result_hashes(self) -> tuple[ObjectId, ...]:
+        return tuple(r.commit_hash for r in self.results)
+
+    @property
+    def all_hashes(self) -> tuple[ObjectId, ...]:
+        return (self.call.commit_hash, *self.result_hashes)
+
+    @property
+    def total_tokens(self) -> int:
+        return self.call.token_count + sum(r.token_count for r in self.results)
+
+
+def group_turns(
+    infos: list[CommitInfo], name: str | None, call_ids_of: Callable[[CommitInfo], list[str]]
+) -> list[ToolTurn]:
+    """Group context messages (in order) into tool turns; ``name`` keeps turns that called that tool."""
+    turns: list[ToolTurn] = []
+    owner: dict[str, int] = {}
+    pending: list[tuple[CommitInfo, list[CommitInfo], list[str]]] = []
+    for info in infos:
+        data = info.content if isinstance(info.content, dict) else {}
+        if info.role == "assistant" and data.get("tool_calls"):
+            names = [str(c["name"]) for c in data["tool_calls"]]
+            pending.append((info, [], names))
+            for call_id in call_ids_of(info):
+                owner[call_id] = len(pending) - 1
+        elif info.role == "tool":
+            index = owner.get(str(data.get("tool_call_id")))
+            if index is not None:
+                pending[index][1].append(info)
+    for call, results, names in pending:
+        if name is None or name in names:
+            turns.append(ToolTurn(call=call, results=tuple(results), tool_names=tuple(names)))
+    return turns
