@@ -5,7 +5,9 @@ A store is a set of ordered byte tables (:class:`Table`) in one transactional un
 * ``objects``: id (32 raw bytes) -> canonical bytes of the object. Immutable; a write of an existing id is
   a no-op. The only table that sync moves, together with the refs it names.
 * ``refs``: ref name (UTF-8) -> ``<64 hex id>`` or ``ref: <name>`` (symbolic, as ``HEAD`` usually is).
-* ``commit_tools`` (index): commit id -> tool-set id, for commits that carry one.
+* ``commit_tools`` (index): commit id -> tool-set id, for each commit whose tool set differs from its first
+  parent's (where a tool set was introduced or changed). Sparse on purpose: 1,000 commits sharing one tool set
+  cost one row, not 1,000 (each commit object carries its tool-set id anyway).
 * ``tool_versions`` (index): ``name NUL seq`` -> tool-schema id, every version of a tool oldest first.
 * ``reflog``: ``ref NUL seq`` -> CBOR entry. Local history of ref moves (not synced, as in git).
 * ``meta``: store format version, sequence counter, and settings.
@@ -194,9 +196,13 @@ class Reader:
     # indexes and tables -------------------------------------------------------------------------------
 
     def commit_toolset(self, commit_id: ObjectId) -> ObjectId | None:
-        """The tool-set id of a commit (from the index), or None."""
-        value = self._raw_get(Table.COMMIT_TOOLS, oid_to_raw(commit_id))
-        return None if value is None else raw_to_oid(value)
+        """The tool-set id a commit carries, or None."""
+        return self.get_commit(commit_id).tools
+
+    def iter_toolset_changes(self) -> Iterator[tuple[ObjectId, ObjectId]]:
+        """(commit, tool set) for every commit whose tool set differs from its first parent's (the index)."""
+        for key, value in self._raw_iter(Table.COMMIT_TOOLS):
+            yield raw_to_oid(key), raw_to_oid(value)
 
     def tool_versions(self, name: str) -> list[ObjectId]:
         """Every stored schema id for a tool name, oldest first (from the index)."""
@@ -336,6 +342,14 @@ class WriteBatch(Reader):
             yield key, merged[key]
 
 
+def _first_parent_tools(writer: RawReader, commit: Commit) -> ObjectId | None:
+    if not commit.parents:
+        return None
+    raw = writer.get(Table.OBJECTS, oid_to_raw(commit.parents[0]))
+    parent = decode(raw) if raw is not None else None
+    return parent.tools if isinstance(parent, Commit) else None
+
+
 def apply_batch(writer: RawWriter, batch: WriteBatch) -> None:
     """Write a batch through a raw writer inside one transaction (shared by both stores).
 
@@ -360,7 +374,7 @@ def apply_batch(writer: RawWriter, batch: WriteBatch) -> None:
             continue  # already stored: objects are immutable, index rows exist already
         stored = decode(data, oid) if obj is None else obj
         if isinstance(stored, Commit):
-            if stored.tools is not None:
+            if stored.tools is not None and stored.tools != _first_parent_tools(writer, stored):
                 writer.put(Table.COMMIT_TOOLS, oid_to_raw(oid), oid_to_raw(stored.tools))
         elif isinstance(stored, ToolSchema):
             seq += 1

@@ -71,7 +71,7 @@ def fsck(store: Store) -> FsckReport:
     problems: list[Problem] = []
     kinds: dict[str, str] = {}
     links: list[tuple[ObjectId, str, ObjectId, str | None]] = []
-    commit_tools: dict[ObjectId, ObjectId] = {}
+    tools_and_parent: dict[ObjectId, tuple[ObjectId | None, ObjectId | None]] = {}
     tool_names: dict[ObjectId, str] = {}
     with store.snapshot() as snap:
         for oid, data in snap.iter_raw_objects():
@@ -87,8 +87,7 @@ def fsck(store: Store) -> FsckReport:
             kinds[oid] = obj.KIND
             if isinstance(obj, Commit):
                 links.extend((oid, name, target, kind) for name, target, kind in _commit_links(obj))
-                if obj.tools is not None:
-                    commit_tools[oid] = obj.tools
+                tools_and_parent[oid] = (obj.tools, obj.parents[0] if obj.parents else None)
             elif isinstance(obj, ToolSet):
                 links.extend((oid, f"tools[{i}]", t, "tool") for i, t in enumerate(obj.tools))
             elif isinstance(obj, ToolSchema):
@@ -102,6 +101,13 @@ def fsck(store: Store) -> FsckReport:
                     Problem("wrong-kind", source, f"{name} -> {target} is a {found}, not a {want}")
                 )
         ref_count = _check_refs(snap, kinds, problems)
+        # the commit_tools index holds the commits whose tool set differs from their first parent's
+        commit_tools = {
+            oid: tools
+            for oid, (tools, parent) in tools_and_parent.items()
+            if tools is not None
+            and tools != (tools_and_parent.get(parent, (None, None))[0] if parent else None)
+        }
         _check_indexes(snap, commit_tools, tool_names, problems)
     counts = Counter(kinds.values())
     return FsckReport(
@@ -136,12 +142,16 @@ def _check_indexes(
 ) -> None:
     indexed = {raw_to_oid(k): raw_to_oid(v) for k, v in snap.table_iter(Table.COMMIT_TOOLS)}
     for commit_id, toolset in commit_tools.items():
+        if indexed.get(commit_id) == toolset:
+            continue
         if indexed.get(commit_id) != toolset:
             problems.append(
                 Problem("index", commit_id, f"commit_tools row missing or wrong (want {toolset})")
             )
     for commit_id in indexed.keys() - commit_tools.keys():
-        problems.append(Problem("index", commit_id, "commit_tools row for a commit without tools"))
+        problems.append(
+            Problem("index", commit_id, "commit_tools row for a commit that does not change tools")
+        )
     seen: set[ObjectId] = set()
     for key, value in snap.table_iter(Table.TOOL_VERSIONS):
         oid = raw_to_oid(value)
