@@ -42,7 +42,9 @@ def make_tools(count: int) -> list[dict[str, Any]]:
     ]
 
 
-def build(path: str, commits: int, tools: list[dict[str, Any]] | None, durable: bool) -> tuple[float, int, int]:
+def build(
+    path: str, commits: int, tools: list[dict[str, Any]] | None, durable: bool
+) -> tuple[float, int, int]:
     """Seconds to make ``commits`` commits, bytes on disk, commit_tools index rows."""
     t = Tract.open(path, durable=durable)
     if tools is not None:
@@ -66,7 +68,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--commits", type=int, default=1000)
     parser.add_argument("--tools", type=int, default=20)
     parser.add_argument("--repeat", type=int, default=3)
-    parser.add_argument("--durable", action="store_true", help="fsync every commit (default: not, to show CPU cost)")
+    parser.add_argument(
+        "--durable", action="store_true", help="fsync every commit (default: not, to show CPU cost)"
+    )
     parser.add_argument("--tmp", default=None, help="directory for the stores (default: a temporary one)")
     args = parser.parse_args(argv)
     root = tempfile.mkdtemp(prefix="tractkv-bench-tools-", dir=args.tmp)
