@@ -1,0 +1,171 @@
+"""A recording HTTP server on loopback: records each request, answers with scripted replies.
+
+Every test gets its own server (port 0 on 127.0.0.1, serving from a thread) and stops it in teardown. A
+request that arrives when no reply is scripted gets 418, so a test that sends more than it expects fails
+loudly instead of hanging or reaching a real API.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections import deque
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import attrs
+import pytest
+
+import tractkv.llm._http as llm_http
+
+
+@attrs.frozen(kw_only=True)
+class Recorded:
+    """One request as the server saw it (header names lowercased)."""
+
+    method: str
+    path: str
+    headers: dict[str, str] = attrs.field(hash=False)
+    body: Any = attrs.field(hash=False)  # the decoded JSON, or the raw text when it is not JSON
+
+
+@attrs.frozen(kw_only=True)
+class Reply:
+    status: int = 200
+    body: bytes = b"{}"
+    headers: tuple[tuple[str, str], ...] = ()
+
+
+class Recorder:
+    """The test's handle on the server: script replies with :meth:`reply`, read :attr:`requests`."""
+
+    def __init__(self) -> None:
+        self.requests: list[Recorded] = []
+        self._replies: deque[Reply] = deque()
+        self._lock = threading.Lock()
+        self.port = 0
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def reply(
+        self,
+        body: Any = None,
+        *,
+        status: int = 200,
+        raw: bytes | None = None,
+        headers: dict[str, str] | None = None,
+    ) -> None:
+        """Queue one reply: ``body`` as JSON, or ``raw`` bytes as they are (malformed bodies)."""
+        data = raw if raw is not None else json.dumps(body if body is not None else {}).encode()
+        with self._lock:
+            self._replies.append(Reply(status=status, body=data, headers=tuple((headers or {}).items())))
+
+    def _next(self, request: Recorded) -> Reply:
+        with self._lock:
+            self.requests.append(request)
+            if self._replies:
+                return self._replies.popleft()
+        return Reply(status=418, body=b'{"error": {"message": "no reply scripted for this request"}}')
+
+    @property
+    def bodies(self) -> list[Any]:
+        return [r.body for r in self.requests]
+
+
+def _handler(recorder: Recorder) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"  # keep-alive, as the SDKs' pooled clients expect
+
+        def _serve(self) -> None:
+            length = int(self.headers.get("Content-Length") or 0)
+            raw = self.rfile.read(length) if length else b""
+            try:
+                body: Any = json.loads(raw) if raw else None
+            except ValueError:
+                body = raw.decode("utf-8", "replace")
+            headers = {k.lower(): v for k, v in self.headers.items()}
+            reply = recorder._next(Recorded(method=self.command, path=self.path, headers=headers, body=body))
+            self.send_response(reply.status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(reply.body)))
+            for name, value in reply.headers:
+                self.send_header(name, value)
+            self.end_headers()
+            self.wfile.write(reply.body)
+
+        def do_POST(self) -> None:
+            self._serve()
+
+        def do_GET(self) -> None:
+            self._serve()
+
+        def log_message(self, format: str, *args: Any) -> None:  # keep test output clean
+            pass
+
+    return Handler
+
+
+@pytest.fixture
+def recorder() -> Iterator[Recorder]:
+    rec = Recorder()
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(rec))
+    server.daemon_threads = True
+    rec.port = server.server_address[1]
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+    thread.start()
+    try:
+        yield rec
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(timeout=5)
+
+
+@pytest.fixture
+def sleeps(monkeypatch: pytest.MonkeyPatch) -> list[float]:
+    """Retry waits the clients asked for; nothing actually sleeps."""
+    waits: list[float] = []
+    monkeypatch.setattr(llm_http, "_sleep", waits.append)
+    return waits
+
+
+def openai_completion(
+    content: str | None = "ok", tool_calls: list[dict[str, Any]] | None = None, *, model: str = "m"
+) -> dict[str, Any]:
+    """A chat.completion body as OpenAI sends it."""
+    message: dict[str, Any] = {"role": "assistant", "content": content}
+    if tool_calls:
+        message["tool_calls"] = tool_calls
+    return {
+        "id": "chatcmpl-1",
+        "object": "chat.completion",
+        "created": 1_700_000_000,
+        "model": model,
+        "choices": [
+            {
+                "index": 0,
+                "message": message,
+                "finish_reason": "tool_calls" if tool_calls else "stop",
+                "logprobs": None,
+            }
+        ],
+        "usage": {"prompt_tokens": 10, "completion_tokens": 2, "total_tokens": 12},
+    }
+
+
+def anthropic_message(blocks: list[dict[str, Any]] | None = None, *, model: str = "m") -> dict[str, Any]:
+    """A message body as Anthropic sends it."""
+    content = blocks if blocks is not None else [{"type": "text", "text": "ok"}]
+    return {
+        "id": "msg_1",
+        "type": "message",
+        "role": "assistant",
+        "model": model,
+        "content": content,
+        "stop_reason": "tool_use" if any(b["type"] == "tool_use" for b in content) else "end_turn",
+        "stop_sequence": None,
+        "usage": {"input_tokens": 10, "output_tokens": 2},
+    }

@@ -1,0 +1,219 @@
+"""AnthropicClient against the loopback recorder: conversion, headers, retries, errors, tool_use parsing."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from tractkv import ToolCall
+from tractkv.errors import InvalidInput, LLMHTTPError, MalformedResponse
+from tractkv.llm import AnthropicClient, LLMClient, LLMResponse
+from tractkv.llm.anthropic_client import API_VERSION
+
+from .conftest import Recorder, anthropic_message
+from .test_sdk_acceptance import (
+    SYSTEM,
+    TIME_ANTHROPIC,
+    WEATHER_ANTHROPIC,
+    build_tract,
+    expected_anthropic_messages,
+)
+
+HELLO = [{"role": "user", "content": "hi"}]
+
+
+@pytest.fixture
+def client(recorder: Recorder) -> Iterator[AnthropicClient]:
+    with AnthropicClient("claude-test", base_url=recorder.url, api_key="ak-test", backoff=0.01) as c:
+        yield c
+
+
+@pytest.mark.parametrize("tool_shape", ["openai", "anthropic"])
+def test_request_shape_matches_the_renderer(
+    recorder: Recorder, client: AnthropicClient, tool_shape: str
+) -> None:
+    """What generate hands a client (to_openai + OpenAI tools) goes out as to_anthropic_params would."""
+    recorder.reply(anthropic_message())
+    with build_tract(tool_shape) as t:
+        ctx = t.compile()
+
+    client.chat(ctx.to_openai(), tools=ctx.to_openai_params()["tools"], temperature=0.5, top_k=None)
+
+    [request] = recorder.requests
+    assert (request.method, request.path) == ("POST", "/v1/messages")
+    assert request.headers["x-api-key"] == "ak-test"
+    assert request.headers["anthropic-version"] == API_VERSION
+    assert "authorization" not in request.headers
+    assert request.body == {
+        "model": "claude-test",
+        "max_tokens": 1024,
+        "system": SYSTEM,
+        "messages": expected_anthropic_messages(),
+        "tools": [WEATHER_ANTHROPIC, TIME_ANTHROPIC],
+        "temperature": 0.5,
+    }
+    assert request.body == {
+        "model": "claude-test",
+        "max_tokens": 1024,
+        "temperature": 0.5,
+        **ctx.to_anthropic_params(),
+    }
+
+
+def test_neutral_messages_and_params_override(recorder: Recorder, client: AnthropicClient) -> None:
+    recorder.reply(anthropic_message())
+    with build_tract("openai") as t:
+        neutral = t.compile().to_dicts()
+    neutral[-1]["is_error"] = True
+
+    client.chat(neutral, max_tokens=7, model="claude-other")
+
+    body = recorder.requests[0].body
+    assert (body["model"], body["max_tokens"]) == ("claude-other", 7)
+    assert "tools" not in body
+    assert body["messages"][2]["content"][1] == {
+        "type": "tool_result",
+        "tool_use_id": "call_2",
+        "content": "14:05",
+        "is_error": True,
+    }
+
+
+def test_developer_and_text_parts(recorder: Recorder, client: AnthropicClient) -> None:
+    recorder.reply(anthropic_message())
+    client.chat(
+        [
+            {"role": "developer", "content": "Rule one."},
+            {"role": "system", "content": [{"type": "text", "text": "Rule two."}]},
+            {"role": "user", "content": "hi"},
+        ]
+    )
+    body = recorder.requests[0].body
+    assert body["system"] == "Rule one.\n\nRule two."
+    assert body["messages"] == [{"role": "user", "content": "hi"}]
+
+
+def test_parses_text_and_tool_use(recorder: Recorder, client: AnthropicClient) -> None:
+    recorder.reply(
+        anthropic_message(
+            [
+                {"type": "thinking", "thinking": "...", "signature": "s"},
+                {"type": "text", "text": "Checking "},
+                {"type": "text", "text": "both."},
+                {"type": "tool_use", "id": "toolu_1", "name": "get_weather", "input": {"city": "Oslo"}},
+                {"type": "tool_use", "id": "toolu_2", "name": "get_time", "input": {}},
+            ],
+            model="claude-test-2025",
+        )
+    )
+
+    response = client.chat(HELLO)
+
+    assert response == LLMResponse(
+        text="Checking both.",
+        tool_calls=(
+            ToolCall(id="toolu_1", name="get_weather", arguments={"city": "Oslo"}),
+            ToolCall(id="toolu_2", name="get_time", arguments={}),
+        ),
+        model="claude-test-2025",
+        finish_reason="tool_use",
+    )
+    assert response.tool_calls[0].arguments == {"city": "Oslo"}
+    assert response.usage == {"input_tokens": 10, "output_tokens": 2}
+    assert response.raw["content"][0]["type"] == "thinking"
+    assert isinstance(client, LLMClient)
+
+
+def test_env_configuration(recorder: Recorder, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", recorder.url)
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "ak-env")
+    recorder.reply(anthropic_message())
+    with AnthropicClient("m", max_tokens=5) as client:
+        client.chat(HELLO)
+    assert recorder.requests[0].headers["x-api-key"] == "ak-env"
+    assert recorder.requests[0].body["max_tokens"] == 5
+
+
+def test_retries_429_and_529(recorder: Recorder, client: AnthropicClient, sleeps: list[float]) -> None:
+    recorder.reply({"type": "error", "error": {"type": "rate_limit_error", "message": "slow"}}, status=429)
+    recorder.reply({"type": "error", "error": {"type": "overloaded_error", "message": "busy"}}, status=529)
+    recorder.reply(anthropic_message())
+
+    assert client.chat(HELLO).text == "ok"
+    assert len(recorder.requests) == 3
+    assert sleeps == [0.01, 0.02]
+
+
+def test_retries_are_bounded(recorder: Recorder, sleeps: list[float]) -> None:
+    for _ in range(3):
+        recorder.reply({"type": "error", "error": {"message": "busy"}}, status=500)
+    client = AnthropicClient("m", base_url=recorder.url, max_retries=1)
+    with client, pytest.raises(LLMHTTPError) as info:
+        client.chat(HELLO)
+    assert (info.value.status, info.value.attempts) == (500, 2)
+    assert len(recorder.requests) == 2
+    assert sleeps == [0.5]
+
+
+def test_400_fails_at_once_with_the_api_message(recorder: Recorder, client: AnthropicClient) -> None:
+    detail = "messages.1: tool_use ids were found without tool_result blocks immediately after"
+    recorder.reply(
+        {"type": "error", "error": {"type": "invalid_request_error", "message": detail}}, status=400
+    )
+    with pytest.raises(LLMHTTPError, match="tool_use ids were found") as info:
+        client.chat(HELLO)
+    assert info.value.status == 400
+    assert len(recorder.requests) == 1
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        None,  # raw garbage, below
+        {"type": "message"},
+        {"content": "just text"},
+        {"content": [{"type": "text"}]},
+        {"content": [{"type": "tool_use", "name": "f", "input": {}}]},
+        {"content": [{"type": "tool_use", "id": "t", "name": "f", "input": "[]"}]},
+        {"content": ["block"]},
+    ],
+)
+def test_malformed_bodies(recorder: Recorder, client: AnthropicClient, body: dict[str, Any] | None) -> None:
+    if body is None:
+        recorder.reply(raw=b"\x00\xff not json")
+    else:
+        recorder.reply(body)
+    with pytest.raises(MalformedResponse) as info:
+        client.chat(HELLO)
+    assert info.value.url is not None
+    assert info.value.url.endswith("/v1/messages")
+
+
+@pytest.mark.parametrize(
+    "messages",
+    [
+        [{"role": "robot", "content": "x"}],
+        ["not a dict"],
+        [{"role": "tool", "content": "result without id"}],
+        [{"role": "user", "content": [{"type": "image_url", "image_url": {"url": "x"}}]}],
+        [
+            {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [{"id": "c", "function": {"name": "f", "arguments": "{x"}}],
+            }
+        ],
+    ],
+)
+def test_bad_messages(client: AnthropicClient, messages: list[Any]) -> None:
+    with pytest.raises(InvalidInput):
+        client.chat(messages)
+
+
+def test_bad_settings() -> None:
+    with pytest.raises(InvalidInput):
+        AnthropicClient("m", base_url="http://127.0.0.1:9", max_tokens=0)
+    with pytest.raises(InvalidInput):
+        AnthropicClient("", base_url="http://127.0.0.1:9")

@@ -1,0 +1,144 @@
+"""ScriptedLLM: order, dict responses, recorded calls, exhaustion; and it drives Tract.generate."""
+
+from __future__ import annotations
+
+import pytest
+
+from tractkv import ToolCall, Tract
+from tractkv.errors import InvalidInput, LLMError, ScriptExhausted, TractError
+from tractkv.llm import LLMClient, LLMResponse, ScriptedCall, ScriptedLLM
+
+HELLO = [{"role": "user", "content": "hi"}]
+
+
+def test_serves_in_order_and_records_calls() -> None:
+    llm = ScriptedLLM(["one", "two"])
+    tools = [{"type": "function", "function": {"name": "f", "parameters": {"type": "object"}}}]
+
+    first = llm.chat(HELLO, tools=tools, temperature=0.1)
+    second = llm.chat([*HELLO, {"role": "assistant", "content": "one"}])
+
+    assert (first.text, second.text) == ("one", "two")
+    assert first.finish_reason == "stop"
+    assert first.tool_calls == ()
+    assert llm.calls == [
+        ScriptedCall(messages=HELLO, tools=tools, params={"temperature": 0.1}),
+        ScriptedCall(messages=[*HELLO, {"role": "assistant", "content": "one"}], tools=None, params={}),
+    ]
+    assert llm.remaining == 0
+    assert isinstance(llm, LLMClient)
+
+
+def test_calls_are_deep_copies() -> None:
+    llm = ScriptedLLM(["ok"])
+    messages = [{"role": "user", "content": "hi"}]
+    params = {"metadata": {"k": "v"}}
+    llm.chat(messages, **params)
+    messages[0]["content"] = "changed"
+    messages.append({"role": "user", "content": "more"})
+    params["metadata"]["k"] = "changed"
+    assert llm.calls[0].messages == [{"role": "user", "content": "hi"}]
+    assert llm.calls[0].params == {"metadata": {"k": "v"}}
+
+
+@pytest.mark.parametrize("arguments", ['{"city": "Paris"}', {"city": "Paris"}], ids=["json-string", "dict"])
+def test_openai_message_dicts(arguments: object) -> None:
+    message = {
+        "role": "assistant",
+        "content": None,
+        "tool_calls": [
+            {"id": "call_1", "type": "function", "function": {"name": "get_weather", "arguments": arguments}}
+        ],
+    }
+    response = ScriptedLLM([message]).chat(HELLO)
+    assert response.text == ""
+    assert response.finish_reason == "tool_calls"
+    assert response.tool_calls == (ToolCall(id="call_1", name="get_weather", arguments={"city": "Paris"}),)
+    assert response.tool_calls[0].arguments == {"city": "Paris"}
+
+
+def test_flat_tool_calls_text_and_llm_responses() -> None:
+    prepared = LLMResponse(text="prepared", model="x")
+    llm = ScriptedLLM(
+        [
+            {
+                "content": "Let me look.",
+                "tool_calls": [{"id": "c1", "name": "search", "arguments": {"q": "tractkv"}}],
+            },
+            prepared,
+        ],
+        model="scripted-model",
+    )
+    first = llm.chat(HELLO)
+    assert first.text == "Let me look."
+    assert first.model == "scripted-model"
+    assert first.tool_calls == (ToolCall(id="c1", name="search", arguments={"q": "tractkv"}),)
+    assert llm.chat(HELLO) is prepared
+
+
+def test_exhaustion_is_a_clear_error_and_still_recorded() -> None:
+    llm = ScriptedLLM(["only"])
+    llm.chat(HELLO)
+    with pytest.raises(ScriptExhausted, match="all 1 scripted response") as info:
+        llm.chat([{"role": "user", "content": "again"}])
+    assert isinstance(info.value, LLMError)
+    assert isinstance(info.value, TractError)
+    assert info.value.served == 1
+    assert len(llm.calls) == 2
+    assert llm.calls[1].messages == [{"role": "user", "content": "again"}]
+
+    with pytest.raises(ScriptExhausted):
+        ScriptedLLM([]).chat(HELLO)
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        42,
+        None,
+        {"role": "user", "content": "not an assistant"},
+        {"content": None, "tool_calls": [{"id": "c", "function": {"name": "f", "arguments": "{oops"}}]},
+        {"content": None, "tool_calls": [{"function": {"name": "f", "arguments": "{}"}}]},
+        {"content": None, "tool_calls": [{"id": "c", "function": {"arguments": "{}"}}]},
+        {"content": 3},
+    ],
+)
+def test_malformed_scripts_fail_when_given(bad: object) -> None:
+    with pytest.raises(InvalidInput, match="scripted response 1"):
+        ScriptedLLM(["fine", bad])  # type: ignore[list-item]
+
+
+def test_scripted_tool_calls_drive_generate() -> None:
+    """The script's tool calls and text land in the branch through Tract.generate."""
+    weather = {"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object"}}}
+    llm = ScriptedLLM(
+        [
+            {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [
+                    {
+                        "id": "call_1",
+                        "type": "function",
+                        "function": {"name": "get_weather", "arguments": '{"city":"Paris"}'},
+                    }
+                ],
+            },
+            "It is sunny in Paris.",
+        ]
+    )
+    with Tract.open(llm=llm) as t:
+        t.user("Weather in Paris?", tools=[weather])
+        t.generate()
+        t.commit({"type": "dialogue", "role": "tool", "tool_call_id": "call_1", "text": "sunny"})
+        t.generate(temperature=0)
+        ctx = t.compile()
+
+    assert [m.role for m in ctx.messages] == ["user", "assistant", "tool", "assistant"]
+    assert ctx.messages[1].tool_calls == (
+        ToolCall(id="call_1", name="get_weather", arguments={"city": "Paris"}),
+    )
+    assert ctx.messages[3].content == "It is sunny in Paris."
+    assert llm.calls[0].tools == [weather]
+    assert llm.calls[1].messages[-1] == {"role": "tool", "content": "sunny", "tool_call_id": "call_1"}
+    assert llm.calls[1].params == {"temperature": 0}

@@ -1,0 +1,47 @@
+"""Model clients: the :class:`LLMClient` protocol, HTTP clients for OpenAI-compatible and Anthropic APIs,
+and :class:`ScriptedLLM` for tests.
+
+``import tractkv`` never imports this package. The HTTP clients need the ``llm`` extra (httpx) and load on
+first use, so ``from tractkv.llm import ScriptedLLM`` works without it.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from tractkv.errors import LLMError, LLMHTTPError, MalformedResponse, ScriptExhausted
+
+from .protocol import LLMClient, LLMResponse
+from .scripted import ScriptedCall, ScriptedLLM
+
+if TYPE_CHECKING:
+    from .anthropic_client import AnthropicClient
+    from .openai_client import OpenAIClient
+
+_LAZY = {
+    "AnthropicClient": "tractkv.llm.anthropic_client",
+    "OpenAIClient": "tractkv.llm.openai_client",
+}
+
+
+def __getattr__(name: str) -> Any:
+    """Import an HTTP client (and httpx) only when it is asked for."""
+    if name in _LAZY:
+        import importlib
+
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+__all__ = [
+    "AnthropicClient",
+    "LLMClient",
+    "LLMError",
+    "LLMHTTPError",
+    "LLMResponse",
+    "MalformedResponse",
+    "OpenAIClient",
+    "ScriptExhausted",
+    "ScriptedCall",
+    "ScriptedLLM",
+]

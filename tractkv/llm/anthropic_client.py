@@ -1,0 +1,99 @@
+"""A client for Anthropic's ``/v1/messages`` API."""
+
+from __future__ import annotations
+
+import os
+from typing import TYPE_CHECKING, Any
+
+from tractkv.engine.render import anthropic_params
+from tractkv.errors import InvalidInput, MalformedResponse
+
+from ._convert import neutral_messages
+from ._http import JSONSession, RetryPolicy
+from .protocol import LLMResponse
+
+if TYPE_CHECKING:
+    import httpx
+
+DEFAULT_BASE_URL = "https://api.anthropic.com"
+API_VERSION = "2023-06-01"  # the anthropic-version header: the request/response format this client speaks
+
+
+class AnthropicClient:
+    """Anthropic messages over HTTP (needs the ``llm`` extra: ``pip install 'tractkv[llm]'``).
+
+    Messages come in the OpenAI / neutral shape every tractkv client takes and are rendered with
+    :func:`tractkv.engine.render.messages_to_anthropic`: system messages become ``system``, tool calls
+    ``tool_use`` blocks, tool results ``tool_result`` blocks (consecutive ones in one user turn). OpenAI-shaped
+    tools are converted. Other ``params`` are Anthropic's own (``temperature``, ``stop_sequences``,
+    ``tool_choice`` in Anthropic's shape...) and sent as given.
+
+    Args:
+        model: sent as ``model`` unless a call passes its own.
+        base_url: the API root without ``/v1`` (as in the official SDK); default ``$ANTHROPIC_BASE_URL``,
+            else Anthropic's.
+        api_key: sent as ``x-api-key``; default ``$ANTHROPIC_API_KEY``.
+        max_tokens: the reply limit the API requires, unless a call passes ``max_tokens``.
+        timeout, max_retries, backoff, max_delay, headers, transport: as for :class:`OpenAIClient`.
+    """
+
+    def __init__(
+        self,
+        model: str,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        max_tokens: int = 1024,
+        timeout: float = 60.0,
+        max_retries: int = 3,
+        backoff: float = 0.5,
+        *,
+        max_delay: float = 30.0,
+        headers: dict[str, str] | None = None,
+        transport: httpx.BaseTransport | None = None,
+    ) -> None:
+        if not isinstance(model, str) or not model:
+            raise InvalidInput("model must be a non-empty string")
+        if max_tokens < 1:
+            raise InvalidInput("max_tokens must be >= 1")
+        self.model = model
+        self.max_tokens = max_tokens
+        base = base_url or os.environ.get("ANTHROPIC_BASE_URL") or DEFAULT_BASE_URL
+        key = api_key if api_key is not None else os.environ.get("ANTHROPIC_API_KEY")
+        sent = {"accept": "application/json", "user-agent": "tractkv", "anthropic-version": API_VERSION}
+        if key:
+            sent["x-api-key"] = key
+        sent.update(headers or {})
+        policy = RetryPolicy(max_retries=max_retries, backoff=backoff, max_delay=max_delay)
+        self._session = JSONSession(base, sent, timeout=timeout, policy=policy, transport=transport)
+
+    @property
+    def base_url(self) -> str:
+        return self._session.base_url
+
+    def __repr__(self) -> str:
+        return f"AnthropicClient(model={self.model!r}, base_url={self.base_url!r})"
+
+    def close(self) -> None:
+        """Release pooled connections."""
+        self._session.close()
+
+    def __enter__(self) -> AnthropicClient:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def chat(
+        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None, **params: Any
+    ) -> LLMResponse:
+        """One message exchange; ``params`` go to the API as given (None values dropped)."""
+        if params.get("stream"):
+            raise InvalidInput("streaming is not supported by AnthropicClient.chat")
+        body: dict[str, Any] = {"model": self.model, "max_tokens": self.max_tokens}
+        body.update(anthropic_params(neutral_messages(messages), list(tools or ())))
+        body.update({k: v for k, v in params.items() if v is not None})
+        reply = self._session.post("/v1/messages", body)
+        try:
+            return LLMResponse.from_anthropic(reply)
+        except MalformedResponse as exc:
+            raise MalformedResponse(exc.reason, self.base_url + "/v1/messages") from None

@@ -1,0 +1,97 @@
+"""A client for OpenAI-compatible ``/chat/completions`` APIs (OpenAI, vLLM, Ollama, LiteLLM, ...)."""
+
+from __future__ import annotations
+
+import os
+from typing import TYPE_CHECKING, Any
+
+from tractkv.engine.render import tool_to_openai
+from tractkv.errors import InvalidInput, MalformedResponse
+
+from ._convert import openai_messages
+from ._http import JSONSession, RetryPolicy
+from .protocol import LLMResponse
+
+if TYPE_CHECKING:
+    import httpx
+
+DEFAULT_BASE_URL = "https://api.openai.com/v1"
+
+
+class OpenAIClient:
+    """Chat completions over HTTP (needs the ``llm`` extra: ``pip install 'tractkv[llm]'``).
+
+    Args:
+        model: sent as ``model`` unless a call passes its own.
+        base_url: the API root including ``/v1``; default ``$OPENAI_BASE_URL``, else OpenAI's.
+        api_key: sent as ``Authorization: Bearer``; default ``$OPENAI_API_KEY``. Without one no
+            Authorization header is sent (local servers need none).
+        timeout: seconds for each attempt.
+        max_retries: retries after a 429, a 5xx or a transport failure (0 disables them).
+        backoff: seconds before the first retry, doubling with each; a ``Retry-After`` answer wins.
+        max_delay: upper bound in seconds of any one wait, ``Retry-After`` included.
+        headers: extra headers sent with every request.
+        transport: an ``httpx`` transport (tests pass ``httpx.MockTransport``).
+
+    Raises (from :meth:`chat`): LLMHTTPError (error status, ``.status``), MalformedResponse (a body that is
+    not a chat completion), LLMError (unreachable), InvalidInput (malformed messages or ``stream=True``).
+    """
+
+    def __init__(
+        self,
+        model: str,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        timeout: float = 60.0,
+        max_retries: int = 3,
+        backoff: float = 0.5,
+        *,
+        max_delay: float = 30.0,
+        headers: dict[str, str] | None = None,
+        transport: httpx.BaseTransport | None = None,
+    ) -> None:
+        if not isinstance(model, str) or not model:
+            raise InvalidInput("model must be a non-empty string")
+        self.model = model
+        base = base_url or os.environ.get("OPENAI_BASE_URL") or DEFAULT_BASE_URL
+        key = api_key if api_key is not None else os.environ.get("OPENAI_API_KEY")
+        sent = {"accept": "application/json", "user-agent": "tractkv"}
+        if key:
+            sent["authorization"] = f"Bearer {key}"
+        sent.update(headers or {})
+        policy = RetryPolicy(max_retries=max_retries, backoff=backoff, max_delay=max_delay)
+        self._session = JSONSession(base, sent, timeout=timeout, policy=policy, transport=transport)
+
+    @property
+    def base_url(self) -> str:
+        return self._session.base_url
+
+    def __repr__(self) -> str:
+        return f"OpenAIClient(model={self.model!r}, base_url={self.base_url!r})"
+
+    def close(self) -> None:
+        """Release pooled connections."""
+        self._session.close()
+
+    def __enter__(self) -> OpenAIClient:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def chat(
+        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None, **params: Any
+    ) -> LLMResponse:
+        """One chat completion. ``params`` (temperature, max_tokens, tool_choice, model...) are sent as given;
+        None values are dropped. Anthropic-shaped tools are converted."""
+        if params.get("stream"):
+            raise InvalidInput("streaming is not supported by OpenAIClient.chat")
+        body: dict[str, Any] = {"model": self.model, "messages": openai_messages(messages)}
+        if tools:
+            body["tools"] = [tool_to_openai(t) for t in tools]
+        body.update({k: v for k, v in params.items() if v is not None})
+        reply = self._session.post("/chat/completions", body)
+        try:
+            return LLMResponse.from_openai(reply)
+        except MalformedResponse as exc:
+            raise MalformedResponse(exc.reason, self.base_url + "/chat/completions") from None

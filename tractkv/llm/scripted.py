@@ -1,0 +1,100 @@
+"""``ScriptedLLM``: a model that replies from a script, for tests of code that calls a model."""
+
+from __future__ import annotations
+
+import copy
+import threading
+from collections.abc import Iterable
+from typing import Any
+
+import attrs
+
+from tractkv.errors import InvalidInput, MalformedResponse, ScriptExhausted
+
+from .protocol import LLMResponse
+
+
+@attrs.frozen(kw_only=True)
+class ScriptedCall:
+    """One request a :class:`ScriptedLLM` received (deep copies: later changes by the caller don't show)."""
+
+    messages: list[dict[str, Any]]
+    tools: list[dict[str, Any]] | None
+    params: dict[str, Any]
+
+
+class ScriptedLLM:
+    """Serves scripted replies in order and records every request in :attr:`calls`.
+
+    Each response is a string (the assistant's text), an OpenAI-shaped assistant message dict
+    (``{"role": "assistant", "content": None, "tool_calls": [{"id", "type": "function", "function":
+    {"name", "arguments"}}]}``, arguments as a JSON string or a dict; flat ``{"id", "name", "arguments"}``
+    calls work too), or an :class:`LLMResponse`. The script is checked when it is given, so a typo fails the
+    test at its source. Thread-safe: concurrent calls take replies in the order they arrive.
+
+    >>> llm = ScriptedLLM(["Hello!"])
+    >>> llm.chat([{"role": "user", "content": "hi"}]).text
+    'Hello!'
+    >>> llm.calls[0].messages
+    [{'role': 'user', 'content': 'hi'}]
+
+    Raises:
+        InvalidInput: (at construction) a response of another type or a malformed message dict.
+        ScriptExhausted: (from :meth:`chat`) every response was served already; the call is still recorded.
+    """
+
+    def __init__(
+        self, responses: Iterable[str | dict[str, Any] | LLMResponse], *, model: str | None = None
+    ) -> None:
+        self.model = model
+        self._responses = tuple(self._parse(item, index) for index, item in enumerate(responses))
+        self._served = 0
+        self._lock = threading.Lock()
+        self.calls: list[ScriptedCall] = []
+
+    def _parse(self, item: object, index: int) -> LLMResponse:
+        if isinstance(item, LLMResponse):
+            return item
+        if isinstance(item, str):
+            return LLMResponse(text=item, model=self.model, finish_reason="stop", raw=item)
+        if isinstance(item, dict):
+            if item.get("role", "assistant") != "assistant":
+                raise InvalidInput(f"scripted response {index} must be an assistant message")
+            try:
+                return LLMResponse.from_openai_message(copy.deepcopy(item), model=self.model)
+            except MalformedResponse as exc:
+                raise InvalidInput(f"scripted response {index}: {exc.reason}") from None
+        raise InvalidInput(
+            f"scripted response {index} must be a string, an assistant message dict or an LLMResponse, "
+            f"not {type(item).__name__}"
+        )
+
+    @property
+    def responses(self) -> tuple[LLMResponse, ...]:
+        """The whole script, parsed."""
+        return self._responses
+
+    @property
+    def remaining(self) -> int:
+        """How many responses are left to serve."""
+        return len(self._responses) - self._served
+
+    def __repr__(self) -> str:
+        return f"ScriptedLLM(served={self._served}, remaining={self.remaining})"
+
+    def chat(
+        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None, **params: Any
+    ) -> LLMResponse:
+        """Record the request and return the next scripted response."""
+        call = ScriptedCall(
+            messages=copy.deepcopy(list(messages)),
+            tools=copy.deepcopy(list(tools)) if tools is not None else None,
+            params=copy.deepcopy(params),
+        )
+        with self._lock:
+            self.calls.append(call)
+            if self._served >= len(self._responses):
+                raise ScriptExhausted(self._served)
+            response = self._responses[self._served]
+            self._served += 1
+        return response
