@@ -1,0 +1,1 @@
+"""Engine tests: operations, state machine against a model, sync invariant, concurrency, reopen."""
