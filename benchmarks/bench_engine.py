@@ -1,0 +1,750 @@
+"""Context-engine benchmarks: appends through the Tract facade, compile, memory and reopen, vs raw LMDB.
+
+Run: ``python benchmarks/bench_engine.py [--commits N] [--batched-commits N] [--batch N] [--history N]
+[--sizes 1000,10000,100000] [--appends N] [--repeat K] [--procs K] [--quick] [--tmp DIR] [--case NAME]``.
+Each case prints one JSON line to stdout; notices go to stderr.
+
+The machine is shared and noisy (2 cores; durable timings move 2x and more between runs, and a neighbour's
+fsyncs slow ours), so every case also measures a raw-LMDB (or bare-interpreter) baseline in the same run:
+the two sides of a repeat run back to back, their order alternating between repeats; rates are the best
+of ``--repeat`` runs, fresh-process times the best of ``--procs`` children (their median is reported too).
+
+Every line has ``case``, ``n``, ``unit``, ``value`` (tractkv's figure), ``baseline``, ``ratio``,
+``target``, ``target_of`` (``"value"`` or ``"ratio"``: what the target is checked against) and ``ok``, plus
+the same figures under the unit-named keys ``bench_store`` uses (``tractkv_per_s`` / ``baseline_per_s``,
+``tractkv_ms`` / ``baseline_ms``, ``tractkv_mb`` / ``baseline_mb``). Cases and targets (``TARGETS``):
+
+* ``durable_append``: ``t.user`` / ``t.assistant`` alternating ~200-character messages on
+  ``Tract.open(path)`` (durable by default), one commit per transaction. Baseline: raw LMDB, one durable
+  put (32-byte key, 300-byte value) per transaction. ``same_shape_per_s``: raw LMDB writing the rows a
+  Tract commit writes (ref read, blob and commit puts, ref, reflog entry, sequence counter) per durable
+  transaction: the floor for this layout. Target >= 2,500 commits/s.
+* ``batched_append``: the same inside ``with t.batch():`` blocks of ``--batch``; baseline raw LMDB doing
+  ``--batch`` puts per durable transaction. Target >= 15,000 commits/s.
+* ``compile_fresh_process``: a ``--history``-commit branch built once (batched) and closed (which writes a
+  compile checkpoint); each of ``--procs`` fresh interpreters imports tractkv, then times ``Tract.open``
+  to the end of the first ``compile()``. Baseline: a fresh interpreter opening the same files with raw
+  LMDB and decoding every stored object with cbor2 (what reading the whole history costs at least).
+  Target <= 150 ms. ``compile_fresh_process_replay``: the same with the checkpoints deleted (rows with
+  prefix ``CKPT_PREFIX`` in ``Table.DERIVED``), so the first compile replays every commit. No target.
+* ``compile_after_append``: for each of ``--sizes``, a branch of that many commits (built with
+  ``durable=False``) is compiled once, then ``--appends`` times: one append, then ``compile()`` timed
+  alone (the previous context stays alive until after the timing: freeing it is the caller's cost).
+  Value: median compile ms; baseline: median append ms. Target <= 1 ms.
+  ``compile_after_append_flatness``: median at the largest size over the smallest; target <= 2.
+* ``peak_rss``: a fresh interpreter that builds and compiles a ``--history``-commit store reports its peak
+  RSS, which counts the store's memory-mapped pages it touched. Read from ``VmHWM`` in /proc/self/status:
+  ``ru_maxrss`` would report the benchmark process's own peak, which Linux carries across fork + exec
+  into the child. Baseline: an interpreter that only imports tractkv. Target <= 60 MB (decimal).
+* ``first_commit_after_reopen``: a fresh interpreter opens the ``--history``-commit store and times its
+  first append (``value``; ``open_ms`` is reported apart). Baseline: the first durable put of a fresh
+  interpreter on a raw LMDB environment. Target <= 150 ms (the leading peer takes ~9 s: ``peer_ms``).
+
+Durable cases must hit a real disk: the default ``--tmp`` is ``/var/tmp`` (disk-backed by convention; ``/tmp``
+is a tmpfs on many systems, where fsync is free). Each line carries the file-system type in ``fs``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import os
+import random
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import textwrap
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import lmdb
+
+from tractkv import Tract
+from tractkv.engine.state import CKPT_PREFIX
+from tractkv.store import LmdbStore, Table
+
+SEED = 20240612  # fixed: every run builds the same messages and keys
+MAP_SIZE = 1 << 30  # raw baselines: large enough that no run grows the map
+KEY_LEN = 32  # raw baseline keys: the size of a raw object id
+VALUE_LEN = 300  # raw baseline values: about a message blob plus its commit
+MESSAGE_CHARS = 200
+PEER_REOPEN_MS = 9000.0  # the leading peer's first commit after reopening a 10k history (ANCHORS.md)
+MEMORY_FS = {"tmpfs", "ramfs", "devtmpfs", "hugetlbfs"}
+TARGETS: dict[str, tuple[float | None, str, str]] = {  # case -> (target, checked against, "min" | "max")
+    "durable_append": (2500.0, "value", "min"),  # commits/s
+    "batched_append": (15000.0, "value", "min"),  # commits/s
+    "compile_fresh_process": (150.0, "value", "max"),  # ms from Tract.open to the end of compile()
+    "compile_fresh_process_replay": (None, "value", "max"),
+    "compile_after_append": (1.0, "value", "max"),  # ms per compile() right after an append
+    "compile_after_append_flatness": (2.0, "ratio", "max"),  # largest size's median over smallest's
+    "peak_rss": (60.0, "value", "max"),  # MB (10**6 bytes)
+    "first_commit_after_reopen": (150.0, "value", "max"),  # ms
+}
+SMOKE_ARGS = ["--quick"]  # what the benchmark smoke test runs
+CASES = (
+    "durable_append",
+    "batched_append",
+    "compile_fresh_process",
+    "compile_after_append",
+    "peak_rss",
+    "first_commit_after_reopen",
+)
+UNIT_KEYS = {"per_s": "per_s", "ms": "ms", "MB": "mb"}
+_TEXT = (  # message words; each message is drawn from these with the fixed seed
+    "the agent reads a file then calls a tool and writes the summary of what it found in the repository "
+    "while the user asks for a shorter answer with tests and a plan for the next step of the refactor"
+)
+_WORDS = _TEXT.split()
+
+
+# --- helpers -------------------------------------------------------------------------------------------
+
+
+def _fs_type(path: Path) -> str:
+    """The file-system type holding ``path`` (from /proc/self/mounts; "unknown" elsewhere)."""
+    try:
+        mounts = Path("/proc/self/mounts").read_text().splitlines()
+    except OSError:
+        return "unknown"
+    real = os.path.realpath(path)
+    best, fs = "", "unknown"
+    for line in mounts:
+        parts = line.split()
+        if len(parts) < 3:
+            continue
+        mount_point = parts[1].replace("\\040", " ")
+        inside = real == mount_point or real.startswith(mount_point.rstrip("/") + "/")
+        if inside and len(mount_point) >= len(best):
+            best, fs = mount_point, parts[2]
+    return fs
+
+
+def _messages(count: int, rng: random.Random) -> list[str]:
+    """``count`` distinct ~200-character messages."""
+    out = []
+    for index in range(count):
+        words = [f"#{index}"]
+        while sum(len(w) + 1 for w in words) < MESSAGE_CHARS:
+            words.append(rng.choice(_WORDS))
+        out.append(" ".join(words)[:MESSAGE_CHARS])
+    return out
+
+
+def _append(t: Tract, index: int, text: str) -> None:
+    """Message ``index``: user and assistant alternate, as in a conversation."""
+    if index % 2 == 0:
+        t.user(text)
+    else:
+        t.assistant(text)
+
+
+def _open_raw(path: Path, *, sync: bool, max_dbs: int = 0) -> Any:
+    # The options LmdbStore uses, so a baseline differs only by doing no tractkv work.
+    return lmdb.open(
+        str(path),
+        map_size=MAP_SIZE,
+        sync=sync,
+        metasync=sync,
+        readahead=False,
+        meminit=False,
+        max_dbs=max_dbs,
+    )
+
+
+class _Scratch:
+    """Fresh directories under one temporary root, removed on exit."""
+
+    def __init__(self, parent: str) -> None:
+        self.root = Path(tempfile.mkdtemp(prefix="tractkv-bench-engine-", dir=parent))
+        self._count = 0
+
+    def new(self) -> Path:
+        self._count += 1
+        return self.root / f"run{self._count}"
+
+    def close(self) -> None:
+        shutil.rmtree(self.root, ignore_errors=True)
+
+
+def _side_by_side(
+    runs: Sequence[Callable[[Path], float]], repeat: int, scratch: _Scratch
+) -> list[list[float]]:
+    """The rate of every run, ``repeat`` times, each in a fresh directory; one list of rates per run."""
+    rates: list[list[float]] = [[] for _ in runs]
+    for index in range(repeat):
+        order = [(index + offset) % len(runs) for offset in range(len(runs))]  # drift hits every side
+        for which in order:
+            path = scratch.new()
+            gc.collect()
+            rates[which].append(runs[which](path))
+            shutil.rmtree(path, ignore_errors=True)
+    return rates
+
+
+def _ok(case: str, value: float, ratio: float) -> tuple[float | None, str, bool | None]:
+    target, against, sense = TARGETS[case]
+    if target is None:
+        return None, against, None
+    checked = value if against == "value" else ratio
+    return target, against, checked >= target if sense == "min" else checked <= target
+
+
+def _line(case: str, n: int, unit: str, value: float, baseline: float, **extra: Any) -> dict[str, Any]:
+    """One result line: generic keys, the unit-named keys bench_store uses, then case details."""
+    ratio = value / baseline if baseline else float("nan")
+    target, against, ok = _ok(case, value, ratio)
+    suffix = UNIT_KEYS[unit]
+    digits = 1 if unit == "per_s" else 3
+    return {
+        "case": case,
+        "n": n,
+        "value": round(value, digits),
+        "unit": unit,
+        "baseline": round(baseline, digits),
+        "ratio": round(ratio, 4),
+        "target": target,
+        "target_of": against,
+        "ok": ok,
+        f"tractkv_{suffix}": round(value, digits),
+        f"baseline_{suffix}": round(baseline, digits),
+        **extra,
+    }
+
+
+def _run_child(code: str, *args: str) -> dict[str, Any]:
+    """Run ``code`` in a fresh interpreter (argv = args); it prints one JSON object as its last line."""
+    result = subprocess.run(
+        [sys.executable, "-c", code, *args], capture_output=True, text=True, check=False, timeout=600
+    )
+    if result.returncode != 0:
+        raise RuntimeError(f"benchmark child failed ({result.returncode}):\n{result.stderr}")
+    data: dict[str, Any] = json.loads(result.stdout.strip().splitlines()[-1])
+    return data
+
+
+def _build_history(path: Path, count: int, batch: int, *, durable: bool = True) -> None:
+    """A branch of ``count`` alternating messages, ``batch`` per transaction; closing writes a checkpoint."""
+    texts = _messages(count, random.Random(f"{SEED}:history"))
+    with Tract.open(str(path), durable=durable) as t:
+        for first in range(0, count, batch):
+            with t.batch():
+                for index in range(first, min(first + batch, count)):
+                    _append(t, index, texts[index])
+
+
+def _delete_checkpoints(path: Path) -> int:
+    """Remove every compile checkpoint row (chunks stay: without a checkpoint naming them they are unused)."""
+    store = LmdbStore(path)
+    try:
+        keys = [key for key, _ in store.table_iter(Table.DERIVED, CKPT_PREFIX)]
+        batch = store.new_batch()
+        for key in keys:
+            batch.table_put(Table.DERIVED, key, None)
+        if keys:
+            store.apply(batch)
+    finally:
+        store.close()
+    return len(keys)
+
+
+# --- appends -------------------------------------------------------------------------------------------
+
+
+def _tract_appends(texts: Sequence[str], batch: int) -> Callable[[Path], float]:
+    """Commits per second of a Tract appending ``texts`` (``batch`` per ``t.batch()`` block; 1 = none)."""
+
+    def run(path: Path) -> float:
+        t = Tract.open(str(path))  # durable=True: the default under test
+        try:
+            start = time.perf_counter()
+            if batch <= 1:
+                for index, text in enumerate(texts):
+                    _append(t, index, text)
+            else:
+                for first in range(0, len(texts), batch):
+                    with t.batch():
+                        for index in range(first, min(first + batch, len(texts))):
+                            _append(t, index, texts[index])
+            elapsed = time.perf_counter() - start
+            if t.compile().commit_count != len(texts):
+                raise AssertionError("the benchmark's branch does not hold every commit")
+        finally:
+            t.close()
+        return len(texts) / elapsed
+
+    return run
+
+
+def _raw_puts(items: Sequence[tuple[bytes, bytes]], batch: int) -> Callable[[Path], float]:
+    """Puts per second of raw LMDB, ``batch`` durable puts per write transaction."""
+
+    def run(path: Path) -> float:
+        env = _open_raw(path, sync=True)
+        try:
+            start = time.perf_counter()
+            for first in range(0, len(items), batch):
+                with env.begin(write=True) as txn:
+                    for key, value in items[first : first + batch]:
+                        txn.put(key, value)
+            elapsed = time.perf_counter() - start
+        finally:
+            env.close()
+        return len(items) / elapsed
+
+    return run
+
+
+def _raw_same_shape(count: int, rng: random.Random) -> Callable[[Path], float]:
+    """Raw LMDB writing the rows of one Tract commit per durable transaction (see the module doc)."""
+    ref = b"refs/heads/main"
+    rows = [
+        (rng.randbytes(KEY_LEN), rng.randbytes(250), rng.randbytes(KEY_LEN), rng.randbytes(180))
+        for _ in range(count)
+    ]
+
+    def run(path: Path) -> float:
+        env = _open_raw(path, sync=True, max_dbs=16)
+        try:
+            with env.begin(write=True) as txn:
+                dbs = {t: env.open_db(t.value.encode(), txn=txn, create=True) for t in Table}
+            objects, refs, reflog, meta = (
+                dbs[Table.OBJECTS],
+                dbs[Table.REFS],
+                dbs[Table.REFLOG],
+                dbs[Table.META],
+            )
+            start = time.perf_counter()
+            for seq, (blob_key, blob, commit_key, commit) in enumerate(rows):
+                with env.begin(write=True) as txn:
+                    txn.get(ref, db=refs)  # the compare-and-swap read
+                    txn.put(blob_key, blob, db=objects, overwrite=False)
+                    txn.put(commit_key, commit[:80], db=objects, overwrite=False)
+                    txn.put(ref, commit_key.hex().encode(), db=refs)
+                    txn.put(ref + b"\0" + seq.to_bytes(8, "big"), commit, db=reflog)
+                    txn.put(b"seq", seq.to_bytes(8, "big"), db=meta)
+            elapsed = time.perf_counter() - start
+        finally:
+            env.close()
+        return count / elapsed
+
+    return run
+
+
+def _append_case(case: str, count: int, batch: int, args: argparse.Namespace) -> dict[str, Any]:
+    rng = random.Random(f"{SEED}:{case}")
+    texts = _messages(count, rng)
+    items = [(rng.randbytes(KEY_LEN), rng.randbytes(VALUE_LEN)) for _ in range(count)]
+
+    def sides(size: int) -> list[Callable[[Path], float]]:
+        out = [_tract_appends(texts[:size], batch), _raw_puts(items[:size], batch)]
+        if batch <= 1:
+            out.append(_raw_same_shape(size, random.Random(f"{SEED}:{case}:shape")))
+        return out
+
+    runs = sides(count)
+    scratch = _Scratch(args.tmp)
+    try:
+        for run in sides(min(count, 100)):  # warm-up: code paths, page cache, file-system metadata
+            run(scratch.new())
+        rates = _side_by_side(runs, args.repeat, scratch)
+        fs = _fs_type(scratch.root)
+    finally:
+        scratch.close()
+    ours, theirs = max(rates[0]), max(rates[1])
+    paired = statistics.median(o / t for o, t in zip(rates[0], rates[1], strict=True))
+    extra: dict[str, Any] = {}
+    if len(rates) > 2:
+        extra["same_shape_per_s"] = round(max(rates[2]), 1)
+        extra["ratio_to_same_shape"] = round(ours / max(rates[2]), 4)
+    return _line(
+        case,
+        count,
+        "per_s",
+        ours,
+        theirs,
+        ratio_paired_median=round(paired, 4),
+        **extra,
+        batch=batch,
+        repeat=args.repeat,
+        runs_per_s=[round(r) for r in rates[0]],
+        baseline_runs_per_s=[round(r) for r in rates[1]],
+        fs=fs,
+    )
+
+
+# --- compile in a fresh process ------------------------------------------------------------------------
+
+_PEAK_RSS_FN = textwrap.dedent(
+    """
+    import resource
+
+
+    def peak_kib():
+        # VmHWM is this process's own peak RSS. ru_maxrss is not: Linux carries the peak of the memory
+        # image a process replaced at exec (the forking parent's) into it, so a child of a big parent
+        # reports the parent's peak.
+        try:
+            with open("/proc/self/status") as status:
+                for line in status:
+                    if line.startswith("VmHWM:"):
+                        return int(line.split()[1])
+        except OSError:
+            pass
+        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    """
+)
+
+_COMPILE_CHILD = _PEAK_RSS_FN + textwrap.dedent(
+    """
+    import json, sys, time
+    from tractkv import Tract
+    start = time.perf_counter()
+    t = Tract.open(sys.argv[1])
+    opened = time.perf_counter()
+    ctx = t.compile()
+    done = time.perf_counter()
+    messages = len(ctx.messages)
+    t.close()
+    print(json.dumps({"ms": (done - start) * 1000, "open_ms": (opened - start) * 1000,
+                      "messages": messages, "rss_kib": peak_kib()}))
+    """
+)
+
+_RAW_READ_CHILD = textwrap.dedent(
+    """
+    import json, sys, time
+    import cbor2, lmdb
+    start = time.perf_counter()
+    env = lmdb.open(sys.argv[1], readonly=True, lock=False, max_dbs=16, readahead=False)
+    objects = env.open_db(b"objects", create=False)
+    count = 0
+    with env.begin(db=objects) as txn:
+        for _, value in txn.cursor():
+            cbor2.loads(value)
+            count += 1
+    done = time.perf_counter()
+    print(json.dumps({"ms": (done - start) * 1000, "objects": count}))
+    """
+)
+
+
+def _children(code: str, path: Path, procs: int) -> list[dict[str, Any]]:
+    return [_run_child(code, str(path)) for _ in range(procs)]
+
+
+def _fresh_compile_cases(args: argparse.Namespace) -> list[dict[str, Any]]:
+    scratch = _Scratch(args.tmp)
+    try:
+        path = scratch.new()
+        _build_history(path, args.history, args.batch)
+        _run_child(_COMPILE_CHILD, str(path))  # warm-up: page cache, byte code
+        _run_child(_RAW_READ_CHILD, str(path))
+        ours: list[dict[str, Any]] = []
+        raw: list[dict[str, Any]] = []
+        for index in range(args.procs):  # alternate the sides so drift hits both alike
+            pair = [(_COMPILE_CHILD, ours), (_RAW_READ_CHILD, raw)]
+            for code, out in pair if index % 2 == 0 else reversed(pair):
+                out.append(_run_child(code, str(path)))
+        deleted = _delete_checkpoints(path)
+        replay: list[dict[str, Any]] = []
+        for _ in range(args.procs):
+            _delete_checkpoints(path)  # in case a child saved one
+            replay.append(_run_child(_COMPILE_CHILD, str(path)))
+        fs = _fs_type(scratch.root)
+    finally:
+        scratch.close()
+    for result in ours + replay:
+        if result["messages"] != args.history:
+            raise AssertionError(f"compiled {result['messages']} messages, expected {args.history}")
+    baseline = min(r["ms"] for r in raw)
+    lines = []
+    for case, runs in (("compile_fresh_process", ours), ("compile_fresh_process_replay", replay)):
+        best = min(runs, key=lambda r: r["ms"])
+        lines.append(
+            _line(
+                case,
+                args.history,
+                "ms",
+                best["ms"],
+                baseline,
+                median_ms=round(statistics.median(r["ms"] for r in runs), 3),
+                baseline_median_ms=round(statistics.median(r["ms"] for r in raw), 3),
+                open_ms=round(best["open_ms"], 3),
+                rss_mb=round(max(r["rss_kib"] for r in runs) * 1024 / 1e6, 1),
+                procs=args.procs,
+                checkpoints_deleted=deleted if case.endswith("replay") else 0,
+                fs=fs,
+            )
+        )
+    return lines
+
+
+# --- compile right after an append ---------------------------------------------------------------------
+
+
+def _compile_after_append_cases(args: argparse.Namespace) -> list[dict[str, Any]]:
+    scratch = _Scratch(args.tmp)
+    lines = []
+    medians: dict[int, float] = {}
+    try:
+        texts = _messages(args.appends, random.Random(f"{SEED}:after-append"))
+        for size in args.sizes:
+            path = scratch.new()
+            _build_history(path, size, args.batch, durable=False)  # durable=False: only CPU matters here
+            compile_ms: list[float] = []
+            append_ms: list[float] = []
+            with Tract.open(str(path), durable=False) as t:
+                if t.compile().commit_count != size:
+                    raise AssertionError("the history is not the size asked for")
+                contexts = []  # kept: freeing the previous context is not compile's cost
+                for index, text in enumerate(texts):
+                    start = time.perf_counter()
+                    _append(t, size + index, text)
+                    appended = time.perf_counter()
+                    contexts.append(t.compile())
+                    done = time.perf_counter()
+                    append_ms.append((appended - start) * 1000)
+                    compile_ms.append((done - appended) * 1000)
+                    if len(contexts) > 1:
+                        contexts.pop(0)
+                if len(contexts[-1].messages) != size + len(texts):
+                    raise AssertionError("compile missed an append")
+            shutil.rmtree(path, ignore_errors=True)
+            median = statistics.median(compile_ms)
+            medians[size] = median
+            ordered = sorted(compile_ms)
+            lines.append(
+                _line(
+                    "compile_after_append",
+                    size,
+                    "ms",
+                    median,
+                    statistics.median(append_ms),
+                    p90_ms=round(ordered[int(0.9 * (len(ordered) - 1))], 4),
+                    max_ms=round(ordered[-1], 4),
+                    appends=len(texts),
+                )
+            )
+    finally:
+        scratch.close()
+    small, large = min(medians), max(medians)
+    lines.append(
+        _line(
+            "compile_after_append_flatness",
+            large,
+            "ms",
+            medians[large],
+            medians[small],
+            baseline_n=small,
+        )
+    )
+    return lines
+
+
+# --- peak memory ---------------------------------------------------------------------------------------
+
+_RSS_BUILD_CHILD = _PEAK_RSS_FN + textwrap.dedent(
+    """
+    import json, sys
+    from tractkv import Tract
+    texts, batch = json.loads(sys.stdin.read()), int(sys.argv[2])
+    with Tract.open(sys.argv[1]) as t:
+        for first in range(0, len(texts), batch):
+            with t.batch():
+                for index in range(first, min(first + batch, len(texts))):
+                    (t.user if index % 2 == 0 else t.assistant)(texts[index])
+        messages = len(t.compile().messages)
+    print(json.dumps({"rss_kib": peak_kib(), "messages": messages}))
+    """
+)
+_RSS_IMPORT_CHILD = _PEAK_RSS_FN + textwrap.dedent(
+    """
+    import json
+    import tractkv
+    print(json.dumps({"rss_kib": peak_kib()}))
+    """
+)
+
+
+def _peak_rss_case(args: argparse.Namespace) -> dict[str, Any]:
+    texts = _messages(args.history, random.Random(f"{SEED}:history"))
+    scratch = _Scratch(args.tmp)
+    try:
+        path = scratch.new()
+        result = subprocess.run(
+            [sys.executable, "-c", _RSS_BUILD_CHILD, str(path), str(args.batch)],
+            input=json.dumps(texts),
+            capture_output=True,
+            text=True,
+            check=False,
+            timeout=600,
+        )
+        if result.returncode != 0:
+            raise RuntimeError(f"benchmark child failed:\n{result.stderr}")
+        built = json.loads(result.stdout.strip().splitlines()[-1])
+        store_mb = sum(f.stat().st_size for f in path.iterdir()) / 1e6
+    finally:
+        scratch.close()
+    if built["messages"] != args.history:
+        raise AssertionError("the RSS child did not build the whole history")
+    baseline = min(_run_child(_RSS_IMPORT_CHILD)["rss_kib"] for _ in range(max(1, min(3, args.procs))))
+    ours_mb, base_mb = built["rss_kib"] * 1024 / 1e6, baseline * 1024 / 1e6
+    return _line(
+        "peak_rss",
+        args.history,
+        "MB",
+        ours_mb,
+        base_mb,
+        delta_mb=round(ours_mb - base_mb, 1),
+        store_file_mb=round(store_mb, 1),
+    )
+
+
+# --- first commit after reopening ----------------------------------------------------------------------
+
+_REOPEN_CHILD = textwrap.dedent(
+    """
+    import json, sys, time
+    from tractkv import Tract
+    start = time.perf_counter()
+    t = Tract.open(sys.argv[1])
+    opened = time.perf_counter()
+    t.user("one more question after the restart: where were we with the refactor and its tests?")
+    done = time.perf_counter()
+    count = t.compile().commit_count
+    t.close()
+    print(json.dumps({"ms": (done - opened) * 1000, "open_ms": (opened - start) * 1000, "commits": count}))
+    """
+)
+_RAW_REOPEN_CHILD = textwrap.dedent(
+    """
+    import json, os, sys, time
+    import lmdb
+    start = time.perf_counter()
+    env = lmdb.open(sys.argv[1], map_size=1 << 30, sync=True, metasync=True, readahead=False, meminit=False)
+    opened = time.perf_counter()
+    with env.begin(write=True) as txn:
+        txn.put(os.urandom(32), os.urandom(300))
+    done = time.perf_counter()
+    env.close()
+    print(json.dumps({"ms": (done - opened) * 1000, "open_ms": (opened - start) * 1000}))
+    """
+)
+
+
+def _reopen_case(args: argparse.Namespace) -> dict[str, Any]:
+    scratch = _Scratch(args.tmp)
+    try:
+        path, raw_path = scratch.new(), scratch.new()
+        _build_history(path, args.history, args.batch)
+        env = _open_raw(raw_path, sync=True)
+        with env.begin(write=True) as txn:
+            rng = random.Random(f"{SEED}:raw-reopen")
+            for _ in range(args.history * 2):  # as many rows as the history's objects
+                txn.put(rng.randbytes(KEY_LEN), rng.randbytes(VALUE_LEN // 2))
+        env.close()
+        ours: list[dict[str, Any]] = []
+        raw: list[dict[str, Any]] = []
+        for index in range(args.procs):
+            pair = [(_REOPEN_CHILD, path, ours), (_RAW_REOPEN_CHILD, raw_path, raw)]
+            for code, where, out in pair if index % 2 == 0 else reversed(pair):
+                out.append(_run_child(code, str(where)))
+        fs = _fs_type(scratch.root)
+    finally:
+        scratch.close()
+    for index, result in enumerate(ours):
+        if result["commits"] != args.history + index + 1:
+            raise AssertionError("the reopened branch did not grow by one commit")
+    best = min(ours, key=lambda r: r["ms"])
+    return _line(
+        "first_commit_after_reopen",
+        args.history,
+        "ms",
+        best["ms"],
+        min(r["ms"] for r in raw),
+        median_ms=round(statistics.median(r["ms"] for r in ours), 3),
+        open_ms=round(best["open_ms"], 3),
+        peer_ms=PEER_REOPEN_MS,
+        procs=args.procs,
+        fs=fs,
+    )
+
+
+# --- entry point ---------------------------------------------------------------------------------------
+
+
+def _default_tmp() -> str:
+    # /var/tmp is disk-backed by convention; /tmp may be a tmpfs where fsync costs nothing (see module doc).
+    return "/var/tmp" if os.path.isdir("/var/tmp") else tempfile.gettempdir()
+
+
+def _sizes(text: str) -> list[int]:
+    sizes = sorted({int(part) for part in text.split(",") if part.strip()})
+    if not sizes or sizes[0] < 1:
+        raise argparse.ArgumentTypeError("sizes are positive integers separated by commas")
+    return sizes
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--commits", type=int, default=2000, help="commits in durable_append (default 2000)")
+    parser.add_argument(
+        "--batched-commits", type=int, default=20000, help="commits in batched_append (default 20000)"
+    )
+    parser.add_argument("--batch", type=int, default=1000, help="commits per batch (default 1000)")
+    parser.add_argument(
+        "--history", type=int, default=10000, help="commits of the reopened/compiled history (default 10000)"
+    )
+    parser.add_argument(
+        "--sizes",
+        type=_sizes,
+        default=[1000, 10000, 100000],
+        help="compile_after_append sizes (1000,10000,100000)",
+    )
+    parser.add_argument("--appends", type=int, default=200, help="appends per size in compile_after_append")
+    parser.add_argument("--repeat", type=int, default=3, help="timed runs per side, best kept (default 3)")
+    parser.add_argument("--procs", type=int, default=5, help="fresh interpreters per side (default 5)")
+    parser.add_argument("--quick", action="store_true", help="tiny sizes (smoke test); figures mean nothing")
+    parser.add_argument("--tmp", default=_default_tmp(), help="directory for scratch stores (disk-backed)")
+    parser.add_argument("--case", action="append", choices=CASES, help="run only this case (repeatable)")
+    parser.add_argument("--check", action="store_true", help="exit 1 when a case misses its target")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the selected cases, printing one JSON line per result; 0, or 1 with ``--check`` and a miss."""
+    args = _parser().parse_args(argv)
+    if args.quick:
+        args.commits, args.batched_commits, args.batch, args.history = 20, 60, 20, 60
+        args.sizes, args.appends, args.repeat, args.procs = [20, 60], 5, 1, 1
+    args.repeat, args.procs = max(1, args.repeat), max(1, args.procs)
+    fs = _fs_type(Path(args.tmp))
+    print(f"bench_engine: scratch in {args.tmp} ({fs})", file=sys.stderr)
+    if fs in MEMORY_FS:
+        print(
+            f"bench_engine: WARNING {args.tmp} is {fs}: fsync is free, durable figures mean nothing",
+            file=sys.stderr,
+        )
+    runners: dict[str, Callable[[], list[dict[str, Any]]]] = {
+        "durable_append": lambda: [_append_case("durable_append", args.commits, 1, args)],
+        "batched_append": lambda: [_append_case("batched_append", args.batched_commits, args.batch, args)],
+        "compile_fresh_process": lambda: _fresh_compile_cases(args),
+        "compile_after_append": lambda: _compile_after_append_cases(args),
+        "peak_rss": lambda: [_peak_rss_case(args)],
+        "first_commit_after_reopen": lambda: [_reopen_case(args)],
+    }
+    missed = False
+    for case in args.case or CASES:
+        for result in runners[case]():
+            missed = missed or result["ok"] is False
+            print(json.dumps(result), flush=True)
+    return 1 if args.check and missed else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
