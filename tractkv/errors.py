@@ -17,6 +17,10 @@ and build their message in ``__init__``.
     ├── DecodeError                          bytes are not a valid tractkv object
     │   └── UnsupportedFormat                object written by a newer tractkv (format version too high)
     ├── RefConflict                          compare-and-swap on a ref lost: expected != actual
+    ├── LLMError                             a model call failed (tractkv.llm clients, ScriptedLLM)
+    │   ├── LLMHTTPError                     the API answered an error status (.status), retries spent
+    │   ├── MalformedResponse                the reply is not JSON of the shape the API documents
+    │   └── ScriptExhausted                  a ScriptedLLM was called more often than it has responses
     └── StoreError                           the storage layer failed (I/O, LMDB, closed, fork)
         ├── StoreFormatError                 store format version is newer than this tractkv, or unknown
         └── StoreClosed                      the store was used after close()
@@ -221,3 +225,44 @@ class NoLLMConfigured(TractError):
 
 class ModelCallFailed(TractError):
     """A model client raised something that is not a tractkv error (wrapped so callers catch one root)."""
+
+
+# --- llm (tractkv.llm) ----------------------------------------------------------------------------------
+
+
+class LLMError(TractError):
+    """A model call failed: the API could not be reached, answered an error, or sent something unreadable."""
+
+
+class LLMHTTPError(LLMError):
+    """The API answered with an error status (after retries, for 429 and 5xx)."""
+
+    def __init__(self, status: int, url: str, detail: str = "", attempts: int = 1) -> None:
+        self.status = status
+        self.url = url
+        self.detail = detail
+        self.attempts = attempts
+        tries = f" after {attempts} attempts" if attempts > 1 else ""
+        extra = f": {detail}" if detail else ""
+        super().__init__(f"HTTP {status} from {url}{tries}{extra}")
+
+
+class MalformedResponse(LLMError):
+    """The API's reply is not valid JSON, or not of the shape its documentation gives."""
+
+    def __init__(self, reason: str, url: str | None = None) -> None:
+        self.reason = reason
+        self.url = url
+        where = f" from {url}" if url else ""
+        super().__init__(f"malformed model response{where}: {reason}")
+
+
+class ScriptExhausted(LLMError):
+    """A :class:`~tractkv.llm.ScriptedLLM` was called after serving all its scripted responses."""
+
+    def __init__(self, served: int) -> None:
+        self.served = served
+        super().__init__(
+            f"ScriptedLLM has no response left: all {served} scripted response(s) were served; "
+            "script one more response per expected model call"
+        )

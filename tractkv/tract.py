@@ -14,9 +14,9 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 
@@ -36,7 +36,7 @@ from tractkv.errors import (
     UnknownRevision,
 )
 from tractkv.ids import ObjectId
-from tractkv.model import Blob, Commit, ToolSchema, ToolSet, object_id
+from tractkv.model import Blob, Commit, ToolSchema, ToolSet, UsageRecord, object_id
 from tractkv.store import Reader, Store, Table, WriteBatch, open_store
 from tractkv.toolkit.hooks import HookRegistry, PendingToolResult
 from tractkv.toolkit.queries import ToolTurn, group_turns
@@ -70,6 +70,12 @@ from .engine.results import (
 )
 from .engine.state import CompileState
 from .engine.tokens import DEFAULT_COUNTER, TokenCounter
+
+if TYPE_CHECKING:
+    from tractkv.toolkit.executor import ToolExecutor
+    from tractkv.toolkit.loop import RunResult
+    from tractkv.toolkit.profiles import ToolProfile
+    from tractkv.toolkit.usage import ToolStats, ToolUsage, UsageNode
 
 ACTIVE_TOOLS = b"tools:"  # meta key prefix: branch ref -> tool set id linked to later commits (set_tools)
 EMPTY_TOOLSET_ID = object_id(ToolSet(tools=()))
@@ -115,6 +121,7 @@ class Tract:
         self._state: CompileState | None = None
         self._since_checkpoint = 0
         self._tools_cache: dict[ObjectId, tuple[dict[str, Any], ...]] = {}
+        self._last_commit: tuple[ObjectId, Commit] | None = None  # the next commit's parent, usually
         self._closed = False
         self._llm: Any = llm
         self._hooks = HookRegistry()
@@ -275,6 +282,9 @@ class Tract:
             yield self
             batch, self._batch = self._batch, None
             if len(batch):
+                if self._state is not None and self._since_checkpoint >= CHECKPOINT_EVERY:
+                    self._compiler.stage(batch, self._state)  # the checkpoint lands with the commits
+                    self._since_checkpoint = 0
                 self._store.apply(batch)
         except RefConflict as exc:
             self._batch = None
@@ -300,14 +310,17 @@ class Tract:
         attempts = 0
         while True:
             reader = self._reader()
-            parent_commit = reader.get_commit(parent) if parent is not None else None
+            last = self._last_commit  # an id names one commit forever: no need to read it back
+            parent_commit = last[1] if last is not None and last[0] == parent else None
+            if parent_commit is None and parent is not None:
+                parent_commit = reader.get_commit(parent)
             own = self._batch is None
             batch = self._store.new_batch() if own else self._batch
             assert batch is not None
             commit = build(batch, parent, parent_commit)
             oid = batch.put(commit)
             batch.set_ref(ref, oid, expected=parent)
-            log_ref_move(batch, ref, parent, oid, reflog_op, summary)
+            log_ref_move(batch, ref, parent, oid, reflog_op, summary, now_us=commit.created_at)
             if not own:
                 return oid, commit
             try:
@@ -441,11 +454,12 @@ class Tract:
             and state.head == commit.parents[0]
             and len(commit.parents) == 1
         ):
-            state.apply(reader, oid, commit, self._counter)
+            state.apply(reader, oid, commit, self._counter, payload)
         else:
             self._state = None
             state = self._head_state(reader)
         self._since_checkpoint += 1
+        self._last_commit = (oid, commit)
         self._maybe_checkpoint()
         return commit_info(reader, oid, commit, self._counter, payload)
 
@@ -623,7 +637,9 @@ class Tract:
             raise InvalidInput(f"cannot branch from {self._where()}: it has no commits yet")
         batch = self._store.new_batch()
         batch.set_ref(ref, start, expected=None)
-        log_ref_move(batch, ref, None, start, "branch", f"created from {source or 'HEAD'}")
+        log_ref_move(
+            batch, ref, None, start, "branch", f"created from {source or 'HEAD'}", now_us=self._clock()
+        )
         try:
             self._store.apply(batch)
         except RefConflict as exc:
@@ -696,7 +712,7 @@ class Tract:
                 )
         batch = self._store.new_batch()
         batch.set_ref(ref, None, expected=tip)
-        log_ref_move(batch, ref, tip_id, None, "delete", f"deleted branch {name}")
+        log_ref_move(batch, ref, tip_id, None, "delete", f"deleted branch {name}", now_us=self._clock())
         self._store.apply(batch)
         return tip_id
 
@@ -719,7 +735,7 @@ class Tract:
         if head is None or graph.is_ancestor(reader, head, theirs):
             batch = self._store.new_batch() if self._batch is None else self._batch
             batch.set_ref(ref, theirs, expected=head)
-            log_ref_move(batch, ref, head, theirs, "merge", f"fast-forward to {source}")
+            log_ref_move(batch, ref, head, theirs, "merge", f"fast-forward to {source}", now_us=self._clock())
             if self._batch is None:
                 self._apply_or_conflict(batch)
             self._state = None
@@ -776,7 +792,16 @@ class Tract:
         oid = resolve_revision(self._store, target)
         batch = self._store.new_batch()
         batch.set_ref(ref, oid, expected=head)
-        log_ref_move(batch, ref, head, oid, f"reset --{mode}", f"reset to {target}", hard=mode == "hard")
+        log_ref_move(
+            batch,
+            ref,
+            head,
+            oid,
+            f"reset --{mode}",
+            f"reset to {target}",
+            hard=mode == "hard",
+            now_us=self._clock(),
+        )
         self._apply_or_conflict(batch)
         if self._state is not None and self._state.head is not None:
             self._compiler.remember(self._state)
@@ -945,6 +970,8 @@ class Tract:
         is_error: bool = False,
         message: str | None = None,
         metadata: dict[str, Any] | None = None,
+        usages: Sequence[UsageRecord] = (),
+        hooks: bool = True,
     ) -> CommitInfo | None:
         """Commit the result of a tool call (answering the assistant message that made the call).
 
@@ -953,6 +980,11 @@ class Tract:
         edit, summarize or reject it: then the return value is None and nothing is committed. Results over the
         configured auto-summarization threshold are summarized when no hook is registered. Whenever the
         committed text differs from ``content``, the raw original is kept (:meth:`original_of`).
+
+        ``usages`` are the tool-usage records of the call (``ToolResult.usage_objects``): they are stored in
+        the same transaction and the top-level ones linked (``links["usages"]``), so the usage history
+        travels with the branch. ``hooks=False`` commits ``content`` as given (the agent loop uses it to
+        answer a call whose result a hook rejected).
         """
         if not isinstance(tool_call_id, str) or not tool_call_id:
             raise InvalidInput("tool_call_id must be a non-empty string")
@@ -970,13 +1002,24 @@ class Tract:
         final: str | None = text
         if edit is not None:
             target = self._result_target(reader, edit, tool_call_id)
-        else:
+        elif hooks:
             final = self._run_result_hooks(tool_call_id, name, text)
             if final is None:
                 return None
         assert final is not None
         return self._commit_tool_result(
-            ref, head, call_commit, tool_call_id, name, final, text, target, is_error, message, metadata
+            ref,
+            head,
+            call_commit,
+            tool_call_id,
+            name,
+            final,
+            text,
+            target,
+            is_error,
+            message,
+            metadata,
+            usages,
         )
 
     def _result_target(self, reader: Reader, rev: str, tool_call_id: str) -> ObjectId:
@@ -999,6 +1042,7 @@ class Tract:
         is_error: bool,
         message: str | None,
         metadata: dict[str, Any] | None,
+        usages: Sequence[UsageRecord] = (),
     ) -> CommitInfo:
         payload: dict[str, Any] = {
             "type": "dialogue",
@@ -1016,6 +1060,10 @@ class Tract:
             original = Blob(data={"type": "tool_original", "text": text})
             extra = (original,)
             links["original"] = (object_id(original),)
+        if usages:
+            nested = {child for record in usages for child in record.children}
+            extra = (*extra, *usages)  # re-stored here: a gc since they were recorded cannot drop them
+            links["usages"] = tuple(o for o in map(object_id, usages) if o not in nested)
         return self._commit_payload(
             ref,
             head,
@@ -1253,6 +1301,68 @@ class Tract:
             )
             out.append(committed)
         return out
+
+    # --- agent toolkit (tractkv.toolkit, loaded on first use) ------------------------------------------------
+
+    def as_tools(
+        self,
+        profile: str | ToolProfile = "self",
+        overrides: dict[str, str] | None = None,
+        format: str = "openai",
+    ) -> list[dict[str, Any]]:
+        """The built-in tools of a profile (``self``, ``supervisor``, ``full``) as request-ready schemas,
+        with ``overrides`` ({name: description}) applied; ``format`` is ``openai`` or ``anthropic``."""
+        from tractkv.toolkit.profiles import as_tools
+
+        return as_tools(profile, overrides, format)
+
+    def tool_usages(
+        self, commit: str | None = None, name: str | None = None, status: str | None = None
+    ) -> list[ToolUsage]:
+        """Tool executions in the history of HEAD (nested ones included), plus running and interrupted ones.
+
+        ``commit`` keeps those started by that assistant commit or answered in that tool result commit;
+        ``name`` those of one tool; ``status`` one of pending, success, error, interrupted.
+        """
+        from tractkv.toolkit.usage import STATUSES, select_usages, usage_forest
+
+        if status is not None and status not in STATUSES:
+            raise InvalidInput(f"status must be one of {STATUSES}, not {status!r}")
+        reader = self._reader()
+        commit_id = resolve_revision(reader, commit) if commit is not None else None
+        roots = usage_forest(reader, self._head_commit(reader))
+        return select_usages(roots, commit=commit_id, name=name, status=status)
+
+    def usage_tree(self, commit: str | None = None) -> list[UsageNode]:
+        """The usage trees of one message (an assistant commit or its tool result) or of the whole history."""
+        from tractkv.toolkit.usage import select_trees, usage_forest
+
+        reader = self._reader()
+        commit_id = resolve_revision(reader, commit) if commit is not None else None
+        return select_trees(usage_forest(reader, self._head_commit(reader)), commit_id)
+
+    def tool_usage_stats(self) -> dict[str, ToolStats]:
+        """Per tool: count, successes, errors, success rate, p50 / p95 duration (history of HEAD)."""
+        from tractkv.toolkit.usage import flatten, usage_forest, usage_stats
+
+        reader = self._reader()
+        return usage_stats(flatten(usage_forest(reader, self._head_commit(reader))))
+
+    def export(self, format: str = "json") -> str:
+        """The conversation at HEAD with its tool-usage history, as ``json`` or ``markdown`` text."""
+        from tractkv.toolkit.export import export_conversation
+
+        return export_conversation(self, format)
+
+    def run(
+        self, llm: Any = None, executor: ToolExecutor | None = None, max_steps: int = 10, **params: Any
+    ) -> RunResult:
+        """The agent loop: compile, generate with the executor's tools, execute the calls (usage tracked,
+        results through the tool_result hooks), repeat until the model stops calling tools or ``max_steps``
+        model calls (see :mod:`tractkv.toolkit.loop`). The default executor offers the ``self`` profile."""
+        from tractkv.toolkit.loop import run
+
+        return run(self, llm, executor, max_steps=max_steps, **params)
 
     def _no_batch(self, action: str) -> None:
         if self._batch is not None:

@@ -16,7 +16,7 @@ from typing import Any
 
 from tractkv.ids import ObjectId
 from tractkv.model import Blob, Commit
-from tractkv.store import Reader, Store
+from tractkv.store import Reader, Store, WriteBatch
 
 from . import graph
 from .content import MERGE
@@ -66,6 +66,13 @@ class Compiler:
                 return cached
             self._cache.move_to_end(oid)
             return cached
+        if isinstance(reader, Store):
+            # A checkpoint load or a replay reads many rows and objects: one read transaction for all.
+            with reader.snapshot() as snapshot:
+                return self._state_at(snapshot, oid, take)
+        return self._state_at(reader, oid, take)
+
+    def _state_at(self, reader: Reader, oid: ObjectId, take: bool) -> CompileState:
         chain: list[tuple[ObjectId, Commit]] = []
         current: ObjectId | None = oid
         state: CompileState | None = None
@@ -129,16 +136,20 @@ class Compiler:
 
     def flush(self, store: Store, extra: CompileState | None = None) -> None:
         """Write pending checkpoints (and ``extra``) in one small transaction."""
+        batch = store.new_batch()
+        if self.stage(batch, extra):
+            store.apply(batch)
+
+    def stage(self, batch: WriteBatch, extra: CompileState | None = None) -> bool:
+        """Stage pending checkpoints (and ``extra``) in a batch, e.g. the one that writes the commits they
+        checkpoint (one transaction instead of two); True when anything was staged."""
         states = dict(self.unsaved)
         if extra is not None and extra.head is not None:
             states[extra.head] = extra
         self.unsaved.clear()
-        if not states:
-            return
-        batch = store.new_batch()
         for state in states.values():
             state.save(batch)
-        store.apply(batch)
+        return bool(states)
 
 
 def merge_strategy(reader: Reader, commit: Commit) -> str:

@@ -51,7 +51,9 @@ def collect_garbage(
                 continue
             if not keep_branches and name.startswith(HEADS) and name != current_branch:
                 batch.set_ref(name, None, expected=value)
-                log_ref_move(batch, name, ObjectId(value), None, "gc", "deleted by gc(keep_branches=False)")
+                log_ref_move(
+                    batch, name, ObjectId(value), None, "gc", "deleted by gc(keep_branches=False)", now_us=now
+                )
                 continue
             roots.add(ObjectId(value))
         head = refs.get(HEAD)

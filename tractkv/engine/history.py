@@ -106,14 +106,19 @@ def log_ref_move(
     message: str,
     *,
     hard: bool = False,
+    now_us: int | None = None,
 ) -> None:
-    """Stage a reflog entry for a ref move (local history, never synced)."""
+    """Stage a reflog entry for a ref move (local history, never synced).
+
+    ``now_us`` stamps it (µs since the epoch; default: the wall clock). A Tract passes its own clock, the one
+    that stamps commits and that gc ages both by: an entry stamped by another clock would be aged wrongly.
+    """
     entry: dict[str, Any] = {
         "old": old,
         "new": new,
         "op": operation,
         "msg": message,
-        "ts": time.time_ns() // 1000,
+        "ts": time.time_ns() // 1000 if now_us is None else now_us,
     }
     if hard:
         entry["hard"] = True

@@ -109,7 +109,7 @@ def _resolve_base(reader: Reader, base: str) -> ObjectId:
         if value is not None and is_object_id(value):
             return ObjectId(value)
     if is_oid_prefix(base):
-        found = [o for o in reader.resolve_prefix(base) if isinstance(reader.get(o), Commit)]
+        found = reader.resolve_prefix(base, kind=Commit.KIND)
         if len(found) == 1:
             return found[0]
         if len(found) > 1:

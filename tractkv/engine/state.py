@@ -25,6 +25,7 @@ missing, unreadable or of another format is ignored and rebuilt from objects.
 
 from __future__ import annotations
 
+import operator
 from typing import Any
 
 import attrs
@@ -33,7 +34,7 @@ from tractkv import codec
 from tractkv.errors import DecodeError
 from tractkv.ids import ObjectId, hash_bytes, oid_to_raw, raw_to_oid
 from tractkv.model import Blob, Commit
-from tractkv.store import Reader, Table, WriteBatch
+from tractkv.store import Reader, Store, Table, WriteBatch
 
 from .content import ANNOTATION, Message, is_message, message_text, to_message
 from .tokens import MESSAGE_OVERHEAD, TokenCounter
@@ -92,6 +93,7 @@ class CompileState:
 
     __slots__ = (
         "ancestors",
+        "chunk_keys",
         "commit_count",
         "counter_name",
         "head",
@@ -118,6 +120,9 @@ class CompileState:
             set()
         )  # message commits a compression replaced (merge never revives them)
         self.view: View | None = View()  # what compile returns by default; None = rebuild lazily
+        # save() cache: chunk start -> (the slot objects it encoded, its key). Valid while those exact
+        # (immutable) Slot objects still fill the chunk, so a growing branch re-encodes only its last chunk.
+        self.chunk_keys: dict[int, tuple[list[Slot], bytes]] = {}
 
     def copy(self) -> CompileState:
         other = CompileState(self.counter_name)
@@ -131,13 +136,25 @@ class CompileState:
         other.messages = dict(self.messages)
         other.removed = set(self.removed)
         other.view = None if self.view is None else self.view.copy()
+        other.chunk_keys = dict(self.chunk_keys)
         return other
 
     # --- replay ---------------------------------------------------------------------------------------
 
-    def apply(self, reader: Reader, oid: ObjectId, commit: Commit, counter: TokenCounter) -> None:
-        """Apply one single-parent (or root) commit."""
-        self._apply_change(reader, oid, commit, counter, skip_targets=None)
+    def apply(
+        self,
+        reader: Reader,
+        oid: ObjectId,
+        commit: Commit,
+        counter: TokenCounter,
+        payload: dict[str, Any] | None = None,
+    ) -> None:
+        """Apply one single-parent (or root) commit.
+
+        ``payload`` is the data of the commit's content blob when the caller has it (it just made the
+        commit), which saves reading and decoding the blob again.
+        """
+        self._apply_change(reader, oid, commit, counter, skip_targets=None, payload=payload)
         self._advance(oid, commit)
 
     def _advance(self, oid: ObjectId, commit: Commit) -> None:
@@ -156,6 +173,7 @@ class CompileState:
         commit: Commit,
         counter: TokenCounter,
         skip_targets: set[ObjectId] | None,
+        payload: dict[str, Any] | None = None,
     ) -> None:
         op = commit.operation
         if commit.content is None:
@@ -167,7 +185,7 @@ class CompileState:
             slot = self.slots[position]
             if skip_targets is not None and slot.commit in skip_targets:
                 return
-            data = _payload(reader, commit.content)
+            data = payload if payload is not None else _payload(reader, commit.content)
             self.slots[position] = attrs.evolve(
                 slot,
                 source=oid,
@@ -189,7 +207,7 @@ class CompileState:
             slot = self.slots[position]
             if skip_targets is not None and slot.commit in skip_targets:
                 return
-            data = _payload(reader, commit.content)
+            data = payload if payload is not None else _payload(reader, commit.content)
             if data.get("type") != ANNOTATION:
                 return
             self.slots[position] = attrs.evolve(
@@ -197,7 +215,7 @@ class CompileState:
             )
             self.view = None
             return
-        data = _payload(reader, commit.content)
+        data = payload if payload is not None else _payload(reader, commit.content)
         if not is_message(data):
             return
         position = len(self.slots)
@@ -261,6 +279,14 @@ class CompileState:
         """What compile shows: visible messages in order, their commits, configs and token total."""
         if not include_reasoning and self.view is not None:
             return self.view
+        if isinstance(reader, Store) and len(self.messages) < len(self.slots):
+            # Blobs to read (a state loaded from a checkpoint reads one per message): one read transaction
+            # for all of them instead of one per read.
+            with reader.snapshot() as snapshot:
+                return self._render(snapshot, include_reasoning)
+        return self._render(reader, include_reasoning)
+
+    def _render(self, reader: Reader, include_reasoning: bool) -> View:
         view = View()
         skip = PRIORITY_CODES["skip"]
         for slot in self.slots:
@@ -286,11 +312,21 @@ class CompileState:
             return
         chunk_keys: list[bytes] = []
         for start in range(0, len(self.slots), CHUNK_SLOTS):
-            rows = [_slot_row(s) for s in self.slots[start : start + CHUNK_SLOTS]]
-            data = codec.dumps(rows)
+            part = self.slots[start : start + CHUNK_SLOTS]
+            cached = self.chunk_keys.get(start)
+            if (
+                cached is not None
+                and len(cached[0]) == len(part)
+                and all(map(operator.is_, cached[0], part))
+                and batch.table_get(Table.DERIVED, cached[1]) is not None  # gc may have dropped it
+            ):
+                chunk_keys.append(cached[1])
+                continue
+            data = codec.dumps([_slot_row(s) for s in part])
             key = CHUNK_PREFIX + bytes.fromhex(hash_bytes(data))
             if batch.table_get(Table.DERIVED, key) is None:
                 batch.table_put(Table.DERIVED, key, data)
+            self.chunk_keys[start] = (part, key)
             chunk_keys.append(key)
         record = {
             "counter": self.counter_name,
@@ -318,7 +354,9 @@ class CompileState:
                 chunk = reader.table_get(Table.DERIVED, key)
                 if chunk is None:
                     return None
+                start = len(state.slots)
                 state.slots.extend(_slot_from_row(row) for row in codec.loads(chunk))
+                state.chunk_keys[start] = (state.slots[start:], key)
             if len(state.slots) != record["n"]:
                 return None
         except (DecodeError, KeyError, TypeError, ValueError, IndexError):

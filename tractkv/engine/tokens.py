@@ -16,6 +16,22 @@ from typing import Any, Protocol, runtime_checkable
 MESSAGE_OVERHEAD = 4  # tokens a chat format spends per message on role and separators (OpenAI's figure)
 
 _WORDISH = re.compile(r"\w+|[^\w\s]", re.UNICODE)
+_ASCII_WORD = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_"  # what \w matches in ASCII
+# What \s matches in ASCII, less \x1c-\x1f: counting those as punctuation only loosens the bound below.
+_ASCII_SPACE = b" \t\n\r\x0b\x0c"
+
+
+def _max_wordish(text: str) -> int:
+    """An upper bound on the matches of ``_WORDISH`` in ASCII ``text``, in C-speed byte operations.
+
+    The matches are the maximal word runs (W) plus the punctuation characters (P, one match each). Word runs
+    are separated by at least one non-word character, so W <= N + 1 where N counts the non-word characters;
+    hence W + P <= N + 1 + P, with P bounded by the characters that are neither word nor listed space.
+    """
+    data = text.encode("ascii")
+    non_word = len(data.translate(None, _ASCII_WORD))
+    punctuation = len(data.translate(None, _ASCII_WORD + _ASCII_SPACE))
+    return non_word + 1 + punctuation
 
 
 @runtime_checkable
@@ -31,15 +47,27 @@ class HeuristicCounter:
     """An offline estimate: the larger of chars/4 and 3/4 of the word-and-punctuation count."""
 
     name = "heuristic"
+    # The last text counted and its count: a commit counts its text for the compile state and again for
+    # the CommitInfo it returns. Compared by identity (str is immutable); one tuple, so a thread never sees
+    # a text paired with another text's count.
+    _last: tuple[str, int] = ("", 0)
 
     def count(self, text: str) -> int:
         if not text:
             return 0
+        last = self._last
+        if last[0] is text:
+            return last[1]
         by_chars = (len(text) + 3) // 4
         if len(text) > 20_000:  # long texts: characters alone are a fine estimate and O(1) in Python
             return by_chars
-        by_words = (len(_WORDISH.findall(text)) * 3 + 3) // 4
-        return max(by_chars, by_words)
+        if text.isascii() and (_max_wordish(text) * 3 + 3) // 4 <= by_chars:
+            result = by_chars  # the words cannot win: no need to count them (prose usually)
+        else:
+            # subn counts the same matches as findall without building a list of substrings (2x faster).
+            result = max(by_chars, (_WORDISH.subn("", text)[1] * 3 + 3) // 4)
+        self._last = (text, result)
+        return result
 
 
 class TiktokenCounter:

@@ -214,11 +214,127 @@ class ToolSet:
         return iter(self.tools)
 
 
-StoredObject: TypeAlias = Blob | Commit | ToolSchema | ToolSet
+USAGE_STATUSES = ("success", "error", "interrupted")  # the outcomes a stored usage record may hold
+
+
+@attrs.frozen(kw_only=True)
+class UsageRecord:
+    """One finished (or interrupted) tool execution, with the ids of the executions nested inside it.
+
+    Completed records are immutable objects: the ``tool_result`` commit answering a call links its record
+    (``links["usages"]``), and a record links the records of the executions it ran (``children``), so the
+    whole usage tree travels with the branch. Executions still running are rows in the local ``usage``
+    table instead (see :mod:`tractkv.toolkit.usage`).
+
+    Wire fields (optional ones are omitted when empty)::
+
+        id        text      the usage id given when the execution started (events and rows use it too)
+        tool      text      the tool's name
+        status    text      success | error | interrupted
+        start     int       µs since the epoch, UTC
+        end       int       µs since the epoch, UTC (omitted for an interrupted execution)
+        args      map       the arguments the tool was called with (omitted when empty)
+        result    text      the output, cut to the executor's limit with a marker (omitted when none)
+        rlen      int       the output's full length in characters, only when ``result`` was cut
+        error     text      what went wrong (omitted on success)
+        commit    32 bytes  link: the assistant commit whose tool call started it (omitted when none)
+        call      text      the tool call id (omitted when none)
+        parent    text      the usage id of the execution it ran inside (omitted at the top level)
+        children  [32 bytes] links: the records of the executions it ran, in start order
+        heads     [32 bytes] links: the last commits of conversations it ran (a child agent's branch tip),
+                  so a delegated conversation travels with the record (omitted when none)
+    """
+
+    KIND: ClassVar[str] = "usage"
+    usage_id: str = attrs.field(validator=_check_str)
+    tool_name: str = attrs.field(validator=_check_str)
+    status: str = attrs.field(validator=_check_str)
+    started_at: int = attrs.field(validator=attrs.validators.instance_of(int))
+    completed_at: int | None = attrs.field(
+        default=None, validator=attrs.validators.optional(attrs.validators.instance_of(int))
+    )
+    arguments: dict[str, Any] | None = attrs.field(default=None, validator=_check_map, hash=False)
+    result: str | None = attrs.field(default=None, validator=_check_str)
+    result_chars: int | None = attrs.field(
+        default=None, validator=attrs.validators.optional(attrs.validators.instance_of(int))
+    )
+    error: str | None = attrs.field(default=None, validator=_check_str)
+    commit: ObjectId | None = attrs.field(default=None, validator=_check_oid)
+    tool_call_id: str | None = attrs.field(default=None, validator=_check_str)
+    parent_id: str | None = attrs.field(default=None, validator=_check_str)
+    children: tuple[ObjectId, ...] = attrs.field(default=(), converter=_oid_tuple, validator=_check_oids)
+    heads: tuple[ObjectId, ...] = attrs.field(default=(), converter=_oid_tuple, validator=_check_oids)
+
+    @status.validator
+    def _check_status(self, _attribute: attrs.Attribute[Any], value: str) -> None:
+        if value not in USAGE_STATUSES:
+            raise EncodeError("status", f"must be one of {USAGE_STATUSES}, not {value!r}")
+
+    @usage_id.validator
+    def _check_usage_id(self, _attribute: attrs.Attribute[Any], value: str) -> None:
+        if not value:
+            raise EncodeError("id", "a usage id must be non-empty")
+
+    def to_wire(self) -> dict[str, Any]:
+        wire: dict[str, Any] = {
+            "id": self.usage_id,
+            "tool": self.tool_name,
+            "status": self.status,
+            "start": self.started_at,
+        }
+        if self.completed_at is not None:
+            wire["end"] = self.completed_at
+        if self.arguments:
+            wire["args"] = self.arguments
+        if self.result is not None:
+            wire["result"] = self.result
+        if self.result_chars is not None:
+            wire["rlen"] = self.result_chars
+        if self.error is not None:
+            wire["error"] = self.error
+        if self.commit is not None:
+            wire["commit"] = oid_to_raw(self.commit)
+        if self.tool_call_id is not None:
+            wire["call"] = self.tool_call_id
+        if self.parent_id is not None:
+            wire["parent"] = self.parent_id
+        if self.children:
+            wire["children"] = [oid_to_raw(o) for o in self.children]
+        if self.heads:
+            wire["heads"] = [oid_to_raw(o) for o in self.heads]
+        return wire
+
+    @classmethod
+    def from_wire(cls, wire: dict[str, Any]) -> UsageRecord:
+        return cls(
+            usage_id=_take(wire, "id"),
+            tool_name=_take(wire, "tool"),
+            status=_take(wire, "status"),
+            started_at=_take(wire, "start"),
+            completed_at=_take(wire, "end", None),
+            arguments=_take(wire, "args", None),
+            result=_take(wire, "result", None),
+            result_chars=_take(wire, "rlen", None),
+            error=_take(wire, "error", None),
+            commit=_opt_oid(_take(wire, "commit", None)),
+            tool_call_id=_take(wire, "call", None),
+            parent_id=_take(wire, "parent", None),
+            children=_oids(_take(wire, "children", [])),
+            heads=_oids(_take(wire, "heads", [])),
+        )
+
+    def iter_links(self) -> Iterator[ObjectId]:
+        if self.commit is not None:
+            yield self.commit
+        yield from self.children
+        yield from self.heads
+
+
+StoredObject: TypeAlias = Blob | Commit | ToolSchema | ToolSet | UsageRecord
 """Any object the store can hold. Later features add kinds here (each with a KIND and a wire format)."""
 
-KINDS: dict[str, type[Blob] | type[Commit] | type[ToolSchema] | type[ToolSet]] = {
-    cls.KIND: cls for cls in (Blob, Commit, ToolSchema, ToolSet)
+KINDS: dict[str, type[Blob] | type[Commit] | type[ToolSchema] | type[ToolSet] | type[UsageRecord]] = {
+    cls.KIND: cls for cls in (Blob, Commit, ToolSchema, ToolSet, UsageRecord)
 }
 
 

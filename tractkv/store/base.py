@@ -35,7 +35,7 @@ from contextlib import AbstractContextManager, contextmanager
 from typing import Any, Final
 
 from tractkv import codec
-from tractkv.errors import InvalidInput, ObjectNotFound
+from tractkv.errors import InvalidInput, ObjectNotFound, RefConflict
 from tractkv.ids import ObjectId, hash_bytes, is_oid_prefix, oid_to_raw, raw_to_oid
 from tractkv.model import Commit, StoredObject, ToolSchema, decode, encode_with_id, kind_of
 
@@ -167,15 +167,19 @@ class Reader:
         for key, value in self._raw_iter(Table.OBJECTS):
             yield raw_to_oid(key), value
 
-    def resolve_prefix(self, prefix: str) -> list[ObjectId]:
-        """Ids starting with a hex prefix (4+ digits); up to 2 (enough to tell unique from ambiguous)."""
+    def resolve_prefix(self, prefix: str, *, kind: str | None = None) -> list[ObjectId]:
+        """Ids starting with a hex prefix (4+ digits); up to 2 (enough to tell unique from ambiguous).
+
+        With ``kind`` (``"commit"``...) only objects of that kind count, so a blob sharing the prefix neither
+        hides a second commit nor makes a unique commit prefix look ambiguous.
+        """
         if not is_oid_prefix(prefix):
             raise InvalidInput(f"{prefix!r} is not a hex id prefix of 4 to 64 digits")
         raw_prefix = bytes.fromhex(prefix[: len(prefix) - len(prefix) % 2])
         out: list[ObjectId] = []
-        for key, _ in self._raw_iter(Table.OBJECTS, raw_prefix):
+        for key, data in self._raw_iter(Table.OBJECTS, raw_prefix):
             oid = raw_to_oid(key)
-            if oid.startswith(prefix):
+            if oid.startswith(prefix) and (kind is None or kind_of(data) == kind):
                 out.append(oid)
                 if len(out) == 2:
                     break
@@ -350,14 +354,17 @@ def _first_parent_tools(writer: RawReader, commit: Commit) -> ObjectId | None:
     return parent.tools if isinstance(parent, Commit) else None
 
 
+def _read_seq(reader: RawReader) -> int:
+    raw = reader.get(Table.META, META_SEQ)
+    return SEQ.unpack(raw)[0] if raw is not None else 0
+
+
 def apply_batch(writer: RawWriter, batch: WriteBatch) -> None:
     """Write a batch through a raw writer inside one transaction (shared by both stores).
 
     Checks every ref expectation before writing anything, so a conflict leaves the store untouched.
     The caller aborts the transaction if this raises.
     """
-    from tractkv.errors import RefConflict
-
     for name, (expected, _) in batch.ref_updates.items():
         if isinstance(expected, _Any):
             continue
@@ -366,9 +373,7 @@ def apply_batch(writer: RawWriter, batch: WriteBatch) -> None:
         if actual != expected:
             raise RefConflict(name, expected, actual)
 
-    seq_raw = writer.get(Table.META, META_SEQ)
-    seq = SEQ.unpack(seq_raw)[0] if seq_raw is not None else 0
-    seq_start = seq
+    seq = seq_start = -1  # the shared counter is read only when this batch allocates a number
     for oid, (data, obj) in batch.objects.items():
         if not writer.add(Table.OBJECTS, oid_to_raw(oid), data):
             continue  # already stored: objects are immutable, index rows exist already
@@ -377,6 +382,8 @@ def apply_batch(writer: RawWriter, batch: WriteBatch) -> None:
             if stored.tools is not None and stored.tools != _first_parent_tools(writer, stored):
                 writer.put(Table.COMMIT_TOOLS, oid_to_raw(oid), oid_to_raw(stored.tools))
         elif isinstance(stored, ToolSchema):
+            if seq < 0:
+                seq = seq_start = _read_seq(writer)
             seq += 1
             writer.put(Table.TOOL_VERSIONS, stored.name.encode() + b"\0" + SEQ.pack(seq), oid_to_raw(oid))
     for oid in batch.deletions:
@@ -400,6 +407,8 @@ def apply_batch(writer: RawWriter, batch: WriteBatch) -> None:
         else:
             writer.put(table, key, value)
     for table, prefix, value in batch.log_appends:
+        if seq < 0:
+            seq = seq_start = _read_seq(writer)
         seq += 1
         writer.put(table, prefix + b"\0" + SEQ.pack(seq), value)
     for name, (_, new) in batch.ref_updates.items():
@@ -473,8 +482,6 @@ class Store(Reader, abc.ABC):
 
     def set_ref_if_equals(self, name: str, expected: str | None, new: str | None) -> bool:
         """Move a ref only if it holds ``expected`` now (None = absent); True when moved."""
-        from tractkv.errors import RefConflict
-
         batch = self.new_batch()
         batch.set_ref(name, new, expected)
         try:

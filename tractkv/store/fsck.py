@@ -3,7 +3,8 @@
 Checks, in one consistent read view:
     * every object's bytes hash to its id, decode strictly (canonical CBOR, known kind and fields);
     * every link resolves to a present object of the right kind (commit parents, edit targets and replies
-      are commits; a commit's tools are a tool set; a tool set lists tool schemas);
+      are commits; a commit's tools are a tool set; a tool set lists tool schemas; a usage record's
+      commit and heads are commits and its children are usage records);
     * every ref names a present commit (a symbolic ref may point at a branch not yet born);
     * the secondary indexes agree with the objects (commit -> tool set, tool name -> versions).
 """
@@ -17,7 +18,7 @@ import attrs
 
 from tractkv.errors import CorruptObject, DecodeError
 from tractkv.ids import ObjectId, hash_bytes, is_object_id, raw_to_oid
-from tractkv.model import Commit, ToolSchema, ToolSet, decode
+from tractkv.model import Commit, ToolSchema, ToolSet, UsageRecord, decode
 from tractkv.store.base import SEQ, Reader, Store, Table
 
 
@@ -62,8 +63,9 @@ def _commit_links(commit: Commit) -> Iterator[tuple[str, ObjectId, str | None]]:
     if commit.response_to is not None:
         yield "response_to", commit.response_to, "commit"
     for name, oids in commit.links.items():
+        want = "usage" if name == "usages" else None  # a tool result links its tool-usage records
         for oid in oids:
-            yield f"links.{name}", oid, None
+            yield f"links.{name}", oid, want
 
 
 def fsck(store: Store) -> FsckReport:
@@ -92,6 +94,11 @@ def fsck(store: Store) -> FsckReport:
                 links.extend((oid, f"tools[{i}]", t, "tool") for i, t in enumerate(obj.tools))
             elif isinstance(obj, ToolSchema):
                 tool_names[oid] = obj.name
+            elif isinstance(obj, UsageRecord):
+                if obj.commit is not None:
+                    links.append((oid, "commit", obj.commit, "commit"))
+                links.extend((oid, f"children[{i}]", c, "usage") for i, c in enumerate(obj.children))
+                links.extend((oid, f"heads[{i}]", c, "commit") for i, c in enumerate(obj.heads))
         for source, name, target, want in links:
             found = kinds.get(target)
             if found is None:

@@ -83,6 +83,15 @@ class _Env:
 
 _ENVS: dict[str, _Env] = {}
 _ENVS_LOCK = threading.Lock()
+_PID = os.getpid()  # this process's id, refreshed in a forked child (os.getpid() is a system call)
+
+
+def _after_fork_in_child() -> None:
+    global _PID  # noqa: PLW0603 - one process-wide value, written only here
+    _PID = os.getpid()
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 class _LmdbTxn(RawWriter):
@@ -215,7 +224,7 @@ class LmdbStore(Store):
         env = self._env
         if env is None:
             raise StoreClosed
-        if env.pid != os.getpid():
+        if env.pid != _PID:
             raise StoreError("this store was opened before fork(); open it again in the child process")
         return env
 
@@ -272,8 +281,23 @@ class LmdbStore(Store):
     # Reader primitives (one short read transaction per call; use snapshot() for many reads) ------------
 
     def _raw_get(self, table: Table, key: bytes) -> bytes | None:
-        with self._read_txn() as txn:
-            return txn.get(table, key)
+        # The hot read (a ref, a setting, an object outside a snapshot): _read_txn inlined, without the
+        # generator-based context manager, which costs as much as the LMDB read itself.
+        shared = self._shared()
+        try:
+            txn = shared.env.begin(write=False)
+        except lmdb.MapResizedError:
+            shared.env.set_mapsize(0)  # adopt the size another process grew the map to
+            txn = shared.env.begin(write=False)
+        except lmdb.Error as exc:
+            raise StoreError(f"cannot read store {self.path}: {exc}") from exc
+        try:
+            value = txn.get(key, db=shared.dbs[table])
+        except lmdb.Error as exc:
+            raise StoreError(f"read failed in {self.path}: {exc}") from exc
+        finally:
+            txn.abort()
+        return None if value is None else bytes(value)
 
     def _raw_iter(
         self, table: Table, prefix: bytes = b"", *, reverse: bool = False

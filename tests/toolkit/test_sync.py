@@ -1,0 +1,101 @@
+"""Usage records travel with the branch: copying what a ref reaches gives an identical usage tree; gc keeps
+them; fsck checks their links."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tractkv import LmdbStore, MemoryStore, Tract, fsck
+from tractkv.ids import ObjectId
+from tractkv.llm import ScriptedLLM
+from tractkv.model import Blob, UsageRecord, decode, object_id
+from tractkv.store import Store
+from tractkv.toolkit import ToolExecutor
+
+from .conftest import FakeClock, call
+from .test_loop import delegate, explode, lookup
+
+
+def copy_branch(source: Store, target: Store, ref: str) -> int:
+    """What a sync does: every object the ref reaches (following iter_links), then the ref itself."""
+    tip = source.get_ref(ref)
+    assert tip is not None
+    batch = target.new_batch()
+    stack, seen = [ObjectId(tip)], set()
+    while stack:
+        oid = stack.pop()
+        if oid in seen:
+            continue
+        seen.add(oid)
+        data = source.get_raw(oid)
+        assert data is not None, oid
+        obj = decode(data, oid, strict=True)
+        batch.put_raw(oid, data, obj)
+        stack.extend(obj.iter_links())
+    batch.set_ref(ref, tip)
+    batch.set_ref("HEAD", f"ref: {ref}")
+    target.apply(batch)
+    return len(seen)
+
+
+def _agent_history(t: Tract) -> None:
+    t.system("You coordinate.")
+    t.user("What are a and b?")
+    llm = ScriptedLLM(
+        [
+            call("c1", "delegate", {"task": "find a"}),
+            call("k1", "lookup", {"key": "a"}),
+            "a=1",
+            call("c2", "explode", {"x": 1}),
+            call("c3", "lookup", {"key": "b"}),
+            "a=1, b=2",
+        ]
+    )
+    t.run(llm, ToolExecutor(t, profile=None, tools=[delegate, lookup, explode]))
+
+
+def test_usage_tree_is_identical_after_copying_the_branch(tmp_path: Path) -> None:
+    with Tract.open(str(tmp_path / "a"), clock=FakeClock()) as source:
+        _agent_history(source)
+        expected = [tree.to_json() for tree in source.usage_tree()]
+        expected_context = source.compile().to_dicts()
+        copied = copy_branch(source.store, MemoryStore(), "refs/heads/main")  # a dry run
+        with LmdbStore(tmp_path / "b") as target:
+            assert copy_branch(source.store, target, "refs/heads/main") == copied
+            with Tract(target, owns_store=False) as replica:
+                assert [tree.to_json() for tree in replica.usage_tree()] == expected
+                assert replica.compile().to_dicts() == expected_context
+                assert replica.tool_usage_stats() == source.tool_usage_stats()
+                assert replica.export("markdown") == source.export("markdown")
+                # the delegated conversation came along through the record's heads link
+                (head,) = replica.usage_tree()[0].usage.heads
+                assert replica.log(rev=head)[-1].role == "system"
+            report = fsck(target)
+            assert report.ok, report.problems
+            assert report.kinds["usage"] == 4  # delegate + its lookup, explode, lookup
+    assert [t["tool_name"] for t in expected] == ["delegate", "explode", "lookup"]
+    assert [c["tool_name"] for c in expected[0]["children"]] == ["lookup"]
+
+
+def test_gc_keeps_linked_usage_records_and_fsck_checks_their_links() -> None:
+    clock = FakeClock()
+    with Tract.open(clock=clock) as t:
+        _agent_history(t)
+        before = [tree.to_json() for tree in t.usage_tree()]
+        orphan = ToolExecutor(t, profile=None, tools=[lookup]).execute("lookup", {"key": "a"})  # never linked
+        clock.advance_ms(1000 * 3600 * 100)
+        result = t.gc(min_age_hours=1)
+        assert result.removed_objects >= 1
+        assert t.store.get(object_id(orphan.usage_objects[0])) is None  # unlinked: not history
+        assert [tree.to_json() for tree in t.usage_tree()] == before
+        report = fsck(t.store)
+        assert report.ok, report.problems
+        # a usage record linking a blob as its child is reported
+        bad = UsageRecord(
+            usage_id="x", tool_name="t", status="success", started_at=1, children=(t.store.put(Blob(data=1)),)
+        )
+        t.store.put(bad)
+        problems = fsck(t.store).problems
+        assert [p.kind for p in problems] == ["wrong-kind"]
+        assert "children[0]" in problems[0].detail
+        assert "not a usage" in problems[0].detail

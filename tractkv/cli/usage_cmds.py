@@ -1,0 +1,101 @@
+"""Tool-usage commands: ``usage`` (trees, filters, statistics) and ``export`` (a conversation with its usage)."""
+
+from __future__ import annotations
+
+import click
+
+from tractkv.cli.common import CliState, echo_json, json_option, note, with_state
+
+
+@click.command("usage")
+@click.option("--rev", default=None, help="Show the usage history of this revision instead of HEAD.")
+@click.option(
+    "--commit", "commit", default=None, help="Only the usage of this assistant or tool-result commit."
+)
+@click.option("--tool", "tool_name", default=None, help="Only executions of this tool (a flat list).")
+@click.option(
+    "--status",
+    type=click.Choice(["pending", "success", "error", "interrupted"]),
+    default=None,
+    help="Only executions with this status (a flat list).",
+)
+@click.option("--stats", is_flag=True, help="Per-tool counts, success rate and p50 / p95 durations.")
+@json_option
+@with_state
+def usage(
+    st: CliState,
+    rev: str | None,
+    commit: str | None,
+    tool_name: str | None,
+    status: str | None,
+    stats: bool,
+    as_json: bool,
+) -> None:
+    """Show tool executions as trees (nested calls under their parent), newest history last.
+
+    Running executions show as pending; those whose process died show as interrupted.
+    """
+    from tractkv.engine.refs import head_commit, resolve_revision
+    from tractkv.toolkit.export import stats_lines, tree_lines
+    from tractkv.toolkit.usage import flatten, select_trees, select_usages, usage_forest, usage_stats
+
+    store = st.store()
+    tip = resolve_revision(store, rev) if rev is not None else head_commit(store)
+    roots = usage_forest(store, tip)
+    commit_id = resolve_revision(store, commit) if commit is not None else None
+    if stats:
+        table = usage_stats(select_usages(roots, commit=commit_id, name=tool_name, status=status))
+        if as_json:
+            echo_json({name: s.to_json() for name, s in table.items()})
+        elif table:
+            for line in stats_lines(table):
+                click.echo(line)
+        else:
+            note("no tool usage")
+        return
+    if tool_name is not None or status is not None:
+        usages = select_usages(roots, commit=commit_id, name=tool_name, status=status)
+        if as_json:
+            echo_json([u.to_json() for u in usages])
+            return
+        from tractkv.toolkit.export import format_usage
+
+        for item in usages:
+            click.echo(format_usage(item))
+        if not usages:
+            note("no matching tool usage")
+        return
+    trees = select_trees(roots, commit_id)
+    if as_json:
+        echo_json([t.to_json() for t in trees])
+        return
+    lines = tree_lines(trees)
+    for line in lines:
+        click.echo(line)
+    count = len(flatten(trees))
+    note(f"{count} tool execution(s) in {len(trees)} tree(s)" if count else "no tool usage")
+
+
+@click.command("export")
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["json", "markdown"]),
+    default="json",
+    show_default=True,
+    help="The output format.",
+)
+@click.option("-o", "--output", type=click.Path(dir_okay=False, writable=True), help="Write to a file.")
+@with_state
+def export(st: CliState, fmt: str, output: str | None) -> None:
+    """Export the conversation at HEAD with its tool-usage history (JSON or Markdown)."""
+    from tractkv.tract import Tract
+
+    with Tract(st.store(), owns_store=False) as t:
+        text = t.export(fmt)
+    if output is None:
+        click.echo(text, nl=not text.endswith("\n"))
+        return
+    with open(output, "w", encoding="utf-8") as handle:
+        handle.write(text)
+    note(f"wrote {output}")

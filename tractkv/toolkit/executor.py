@@ -1,0 +1,571 @@
+"""``ToolExecutor``: run tools by name for a model, with checked arguments and recorded usage.
+
+``execute(name, arguments)`` never raises for anything the model or a tool did: an unknown tool, an
+argument the tool does not declare (arguments are whitelisted against the schema, never passed through),
+an argument that breaks the schema, and an exception inside the handler all come back as
+``ToolResult(success=False, error=...)``. Each execution, failed or not, publishes ``tool_start`` and then
+``tool_complete`` or ``tool_error`` on the executor's :class:`EventBus`, and leaves a usage record
+(see :mod:`tractkv.toolkit.usage` for the pending row -> record lifecycle and crash behaviour).
+
+Nesting: an execution started while a handler runs (``context.execute``, ``context.executor.execute``, a
+child agent loop through ``context.run_child``) becomes a child of that handler's usage. The current
+execution is tracked in a :mod:`contextvars` variable, so it follows the handler's thread (and asyncio
+tasks); from a thread the handler starts, pass ``parent_id=context.usage_id`` explicitly. A child is nested
+only when it runs against the same store as its parent.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import json
+import logging
+import threading
+import time
+from collections.abc import Callable, Iterable, Mapping
+from typing import TYPE_CHECKING, Any, overload
+
+from tractkv import codec
+from tractkv.engine.results import timestamp
+from tractkv.errors import EncodeError, InvalidInput, TractError
+from tractkv.ids import ObjectId, is_object_id
+from tractkv.model import UsageRecord, object_id
+
+from .context import ToolContext, Turn
+from .definitions import FORMATS, Handler, ToolDefinition, ToolResult, context_problem
+from .events import EventBus, ToolEvent
+from .profiles import ToolProfile, profile_tools
+from .schema import validate
+from .usage import (
+    DEFAULT_RESULT_LIMIT,
+    PendingUsage,
+    abandon,
+    begin,
+    finish,
+    new_usage_id,
+    note_head,
+    truncate,
+)
+
+if TYPE_CHECKING:
+    from tractkv.engine.results import CompiledContext
+    from tractkv.store import Store
+    from tractkv.tract import Tract
+
+_log = logging.getLogger(__name__)
+
+
+class _Frame:
+    """A running execution: where its children report (in memory; the row on disk mirrors it)."""
+
+    def __init__(
+        self,
+        *,
+        usage_id: str,
+        store: Store,
+        commit: ObjectId | None,
+        turn: Turn | None,
+        llm: Any,
+        compiled: CompiledContext | None,
+    ) -> None:
+        self.usage_id = usage_id
+        self.store = store
+        self.commit = commit
+        self.turn = turn
+        self.llm = llm
+        self.compiled = compiled
+        self.children: list[tuple[int, ObjectId]] = []
+        self.objects: list[UsageRecord] = []
+        self.heads: list[ObjectId] = []
+        self.lock = threading.Lock()
+
+    def add_child(self, record: UsageRecord, oid: ObjectId, objects: Iterable[UsageRecord]) -> None:
+        with self.lock:
+            self.children.append((record.started_at, oid))
+            self.objects.extend(objects)
+
+    def add_head(self, head: ObjectId) -> None:
+        with self.lock:
+            if head not in self.heads:
+                self.heads.append(head)
+
+
+_CURRENT: contextvars.ContextVar[_Frame | None] = contextvars.ContextVar("tractkv_tool_frame", default=None)
+_RUNNING: dict[str, _Frame] = {}  # usage id -> frame, for explicit parent_id= nesting across threads
+_RUNNING_LOCK = threading.Lock()
+
+
+def current_usage_id() -> str | None:
+    """The usage id of the tool execution running in this context, or None."""
+    frame = _CURRENT.get()
+    return frame.usage_id if frame is not None else None
+
+
+def record_head(usage_id: str, head: ObjectId) -> None:
+    """Note that a running execution left a conversation ending at ``head`` (its record will link it)."""
+    with _RUNNING_LOCK:
+        frame = _RUNNING.get(usage_id)
+    if frame is None:
+        raise InvalidInput(f"tool execution {usage_id} is not running")
+    frame.add_head(head)
+    note_head(frame.store, usage_id, head)
+
+
+def _clean(text: str) -> str:
+    """Text safe to store: lone surrogates (which no encoder accepts) become U+FFFD."""
+    return text.encode("utf-8", "replace").decode("utf-8") if not text.isascii() else text
+
+
+def _as_text(value: object) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, bytes):
+        return value.decode("utf-8", "replace")
+    try:
+        return json.dumps(value, ensure_ascii=False, indent=2, sort_keys=True)
+    except (TypeError, ValueError):
+        return str(value)
+
+
+def _describe(exc: BaseException) -> str:
+    """A tractkv error's message as is (they are written for people); others with their type."""
+    if isinstance(exc, TractError):
+        return str(exc)
+    return f"{type(exc).__name__}: {exc}"
+
+
+class ToolExecutor:
+    """Runs the tools of a profile (default ``full``: all 15 built-ins) plus registered ones on a tract.
+
+    Args:
+        tract: the tract the tools act on (and whose store keeps the usage records).
+        profile: which built-in tools to offer (``"self"``, ``"supervisor"``, ``"full"``, a
+            :class:`ToolProfile`, or None for none).
+        overrides: ``{tool name: description}`` replacing the profile's descriptions.
+        tools: further tools (definitions or functions, see :meth:`register`).
+        llm: the model handlers see as ``context.llm`` (default: the run's, else the tract's).
+        events: the bus to publish on (default: a new one, :attr:`events`).
+        result_limit: characters of a result kept in its usage record (the tool_result commit keeps all).
+        clock: returns the time in µs since the epoch (default: the system clock).
+    """
+
+    def __init__(
+        self,
+        tract: Tract,
+        *,
+        profile: str | ToolProfile | None = "full",
+        overrides: Mapping[str, str] | None = None,
+        tools: Iterable[ToolDefinition | Handler] = (),
+        llm: Any = None,
+        events: EventBus | None = None,
+        result_limit: int = DEFAULT_RESULT_LIMIT,
+        clock: Callable[[], int] | None = None,
+    ) -> None:
+        if not isinstance(result_limit, int) or result_limit < 1:
+            raise InvalidInput("result_limit must be a positive number of characters")
+        self.tract = tract
+        self.llm = llm
+        self.events = events if events is not None else EventBus()
+        self.result_limit = result_limit
+        self._clock = clock or (lambda: time.time_ns() // 1000)
+        self._tools: dict[str, ToolDefinition] = {t.name: t for t in profile_tools(profile, overrides)}
+        for item in tools:
+            self.register(item)
+
+    def __repr__(self) -> str:
+        return f"ToolExecutor({self.tract!r}, tools={list(self._tools)})"
+
+    @property
+    def store(self) -> Store:
+        return self.tract.store
+
+    # --- the tools ----------------------------------------------------------------------------------------
+
+    @overload
+    def register(
+        self,
+        tool: ToolDefinition | Handler,
+        /,
+        *,
+        name: str | None = None,
+        description: str | None = None,
+        replace: bool = False,
+    ) -> ToolDefinition: ...
+
+    @overload
+    def register(
+        self,
+        tool: None = None,
+        /,
+        *,
+        name: str | None = None,
+        description: str | None = None,
+        replace: bool = False,
+    ) -> Callable[[Handler], ToolDefinition]: ...
+
+    def register(
+        self,
+        tool: ToolDefinition | Handler | None = None,
+        /,
+        *,
+        name: str | None = None,
+        description: str | None = None,
+        replace: bool = False,
+    ) -> ToolDefinition | Callable[[Handler], ToolDefinition]:
+        """Add a tool: a :class:`ToolDefinition`, a function decorated with :func:`tool`, or a plain function
+        (its schema then comes from its type hints and Google-style docstring). Usable as a decorator:
+        ``@executor.register`` or ``@executor.register(name=..., description=...)``.
+
+        Raises:
+            InvalidInput: a definition without a handler, a handler without a keyword-only ``context``
+                parameter (or otherwise unfit, see :func:`check_handler`), or a name already taken (unless
+                ``replace``).
+        """
+        if tool is None:
+
+            def decorate(func: Handler) -> ToolDefinition:
+                return self._add(
+                    ToolDefinition.from_function(func, name=name, description=description), replace
+                )
+
+            return decorate
+        if isinstance(tool, ToolDefinition):
+            definition = tool
+            if name is not None or description is not None:
+                definition = ToolDefinition(
+                    name or tool.name, description or tool.description, tool.parameters, tool.handler
+                )
+        elif callable(tool):
+            definition = ToolDefinition.from_function(tool, name=name, description=description)
+        else:
+            raise InvalidInput(f"register() takes a ToolDefinition or a function, not {type(tool).__name__}")
+        return self._add(definition, replace)
+
+    def _add(self, definition: ToolDefinition, replace: bool) -> ToolDefinition:
+        if definition.handler is None:
+            raise InvalidInput(f"tool {definition.name!r} has no handler to run")
+        problem = context_problem(definition.handler)
+        if problem is not None:  # ToolDefinition checks this too; a subclass or evolve() might not have
+            raise InvalidInput(f"tool {definition.name!r}: {problem}")
+        if definition.name in self._tools and not replace:
+            raise InvalidInput(f"a tool named {definition.name!r} is registered already (pass replace=True)")
+        self._tools[definition.name] = definition
+        return definition
+
+    def unregister(self, name: str) -> None:
+        """Remove a tool (built-in or registered)."""
+        if self._tools.pop(name, None) is None:
+            raise InvalidInput(f"no tool named {name!r}")
+
+    def get(self, name: str) -> ToolDefinition | None:
+        """The definition of a tool, or None."""
+        return self._tools.get(name)
+
+    def available_tools(self) -> list[ToolDefinition]:
+        """Every tool this executor runs, built-ins first, then registered ones in registration order."""
+        return list(self._tools.values())
+
+    @property
+    def tool_names(self) -> list[str]:
+        return list(self._tools)
+
+    def schemas(self, format: str = "openai") -> list[dict[str, Any]]:
+        """The tools' schemas for a request (``"openai"`` or ``"anthropic"``)."""
+        if format not in FORMATS:
+            raise InvalidInput(f"format must be one of {FORMATS}, not {format!r}")
+        return [t.to_format(format) for t in self._tools.values()]
+
+    # --- running ------------------------------------------------------------------------------------------
+
+    def _now(self) -> int:
+        return int(self._clock())
+
+    def _check_call(self, name: str, arguments: object) -> tuple[ToolDefinition | None, str | None]:
+        definition = self._tools.get(name) if isinstance(name, str) else None
+        if definition is None:
+            known = ", ".join(self._tools) or "none"
+            return None, f"unknown tool {name!r}; available tools: {known}"
+        if not isinstance(arguments, dict):
+            return definition, f"arguments must be a JSON object, not {type(arguments).__name__}"
+        declared = definition.parameters.get("properties", {})
+        undeclared = sorted(k for k in arguments if k not in declared)
+        if undeclared:
+            takes = ", ".join(declared) or "no arguments"
+            return (
+                definition,
+                f"undeclared argument(s) {', '.join(map(repr, undeclared))}; {name} takes: {takes}",
+            )
+        problems = validate(arguments, definition.parameters, "arguments")
+        if problems:
+            return definition, "invalid arguments: " + "; ".join(problems)
+        try:
+            codec.check_value(arguments, "arguments")
+        except EncodeError as exc:
+            return definition, f"arguments hold a value that cannot be recorded: {exc}"
+        return definition, None
+
+    def _parent(self, parent_id: str | None) -> tuple[_Frame | None, str | None]:
+        if parent_id is None:
+            frame = _CURRENT.get()
+        else:
+            with _RUNNING_LOCK:
+                frame = _RUNNING.get(parent_id)
+            if frame is None:
+                return (
+                    None,
+                    f"parent usage {parent_id} is not running (a ToolContext is only valid during its call)",
+                )
+        if frame is not None and frame.store is not self.store:
+            return None, None  # another store cannot link this record: run it as a top-level execution
+        return frame, None
+
+    def execute(
+        self,
+        name: str,
+        arguments: Mapping[str, Any] | None = None,
+        *,
+        tool_call_id: str | None = None,
+        commit: ObjectId | None = None,
+        compiled: CompiledContext | None = None,
+        parent_id: str | None = None,
+        llm: Any = None,
+        turn: Turn | None = None,
+    ) -> ToolResult:
+        """Run a tool and record its usage; every failure is returned as a result, never raised.
+
+        Args:
+            name: the tool.
+            arguments: its arguments (a JSON object); only declared parameters are accepted.
+            tool_call_id: the model's id for the call (recorded).
+            commit: the assistant commit that made the call (default: the enclosing execution's).
+            compiled: the context the model saw (handed to the handler as ``context.compiled``).
+            parent_id: nest under this running execution (default: the one running in this context).
+            llm: the model handlers see (default: the enclosing execution's, the executor's, the tract's).
+            turn: the agent step, for deferred context changes (the agent loop passes it).
+
+        Raises:
+            InvalidInput: only for a caller's mistake in the keywords (a ``tool_call_id`` that is not a
+                non-empty string, a ``commit`` that is not an object id); never for the tool or its arguments.
+        """
+        if tool_call_id is not None and (not isinstance(tool_call_id, str) or not tool_call_id):
+            raise InvalidInput("tool_call_id must be a non-empty string or None")
+        if commit is not None and not is_object_id(commit):
+            raise InvalidInput(f"commit must be an object id, not {commit!r}")
+        started = self._now()
+        usage_id = new_usage_id(started)
+        parent, parent_problem = self._parent(parent_id)
+        if parent is not None:
+            commit = commit if commit is not None else parent.commit
+            turn = turn if turn is not None else parent.turn
+            compiled = compiled if compiled is not None else parent.compiled
+            llm = llm if llm is not None else parent.llm
+        if llm is None:
+            llm = self.llm if self.llm is not None else getattr(self.tract, "llm", None)
+        args = (
+            dict(arguments) if isinstance(arguments, Mapping) else arguments if arguments is not None else {}
+        )
+        definition, problem = self._check_call(name, args)
+        problem = problem or parent_problem
+        tool_name = _clean(name) if isinstance(name, str) and name else "(unnamed)"
+        parent_usage = parent.usage_id if parent is not None else None
+        self._publish("tool_start", usage_id, parent_usage, commit, tool_name, started, tool_call_id)
+        if problem is not None or definition is None or definition.handler is None:
+            record = UsageRecord(
+                usage_id=usage_id,
+                tool_name=tool_name,
+                status="error",
+                started_at=started,
+                completed_at=max(self._now(), started),
+                arguments=_recordable(args),
+                error=_clean(problem or "tool has no handler"),
+                commit=commit,
+                tool_call_id=tool_call_id,
+                parent_id=parent_usage,
+            )
+            return self._complete(record, parent, (), had_row=False, output="")
+        assert isinstance(args, dict)
+        pending = PendingUsage.start(
+            usage_id=usage_id,
+            tool_name=tool_name,
+            arguments=args,
+            started_at=started,
+            commit=commit,
+            tool_call_id=tool_call_id,
+            parent_id=parent_usage,
+        )
+        try:
+            begin(self.store, pending)  # on disk before the handler can have any effect
+        except Exception as exc:
+            error = f"not run: its usage could not be recorded ({_describe(exc)})"
+            self._publish(
+                "tool_error",
+                usage_id,
+                parent_usage,
+                commit,
+                tool_name,
+                self._now(),
+                tool_call_id,
+                error=error,
+            )
+            return ToolResult(tool_name, False, error=error, usage_id=usage_id)
+        frame = _Frame(
+            usage_id=usage_id, store=self.store, commit=commit, turn=turn, llm=llm, compiled=compiled
+        )
+        with _RUNNING_LOCK:
+            _RUNNING[usage_id] = frame
+        token = _CURRENT.set(frame)
+        try:
+            output, success, error_text = self._call(
+                definition, args, frame, parent_usage, tool_call_id, tool_name
+            )
+        except BaseException:
+            # KeyboardInterrupt, SystemExit...: the process may go on, so do not leave a row that looks like
+            # it is still running; it shows as interrupted (and the loop answers it that way) at once.
+            abandon(self.store, usage_id)
+            raise
+        finally:
+            _CURRENT.reset(token)
+            with _RUNNING_LOCK:
+                _RUNNING.pop(usage_id, None)
+        with frame.lock:
+            children = tuple(oid for _, oid in sorted(frame.children, key=lambda c: c[0]))
+            nested = tuple(frame.objects)
+            heads = tuple(frame.heads)
+        result_text, full_chars = truncate(output, self.result_limit) if success else (None, None)
+        record = UsageRecord(
+            usage_id=usage_id,
+            tool_name=tool_name,
+            status="success" if success else "error",
+            started_at=started,
+            completed_at=max(self._now(), started),
+            arguments=args or None,
+            result=result_text,
+            result_chars=full_chars,
+            error=None if success else truncate(error_text, self.result_limit)[0],
+            commit=commit,
+            tool_call_id=tool_call_id,
+            parent_id=parent_usage,
+            children=children,
+            heads=heads,
+        )
+        return self._complete(record, parent, nested, had_row=True, output=output)
+
+    def _call(
+        self,
+        definition: ToolDefinition,
+        args: dict[str, Any],
+        frame: _Frame,
+        parent_usage: str | None,
+        tool_call_id: str | None,
+        tool_name: str,
+    ) -> tuple[str, bool, str]:
+        """Run the handler: (output, success, error)."""
+        handler = definition.handler
+        problem = context_problem(handler)
+        if problem is not None:
+            return "", False, f"not run: {problem}"
+        assert handler is not None
+        context = ToolContext(
+            tract=self.tract,
+            compiled=frame.compiled,
+            llm=frame.llm,
+            executor=self,
+            events=self.events,
+            usage_id=frame.usage_id,
+            parent_id=parent_usage,
+            commit_hash=frame.commit,
+            tool_call_id=tool_call_id,
+            tool_name=tool_name,
+            turn=frame.turn,
+        )
+        try:
+            value = handler(**args, context=context)
+        except Exception as exc:
+            _log.debug("tool %s raised", tool_name, exc_info=True)
+            return "", False, _clean(_describe(exc))
+        if isinstance(value, ToolResult):
+            return _clean(value.output), value.success, _clean(value.error or "the tool reported a failure")
+        return _clean(_as_text(value)), True, ""
+
+    def _complete(
+        self,
+        record: UsageRecord,
+        parent: _Frame | None,
+        nested: tuple[UsageRecord, ...],
+        *,
+        had_row: bool,
+        output: str,
+    ) -> ToolResult:
+        oid = object_id(record)
+        stored = True
+        # a top-level answer to a call keeps an awaiting-link marker with the full output (see usage.py)
+        awaits_link = (
+            record.parent_id is None and record.tool_call_id is not None and record.commit is not None
+        )
+        try:
+            finish(self.store, record, had_row=had_row, output=output if awaits_link else None)
+        except Exception:
+            stored = False  # the row (if any) stays: the usage shows as pending, then interrupted
+            _log.exception("could not store the usage record of %s (%s)", record.tool_name, record.usage_id)
+        success = record.status == "success"
+        self._publish(
+            "tool_complete" if success else "tool_error",
+            record.usage_id,
+            record.parent_id,
+            record.commit,
+            record.tool_name,
+            record.completed_at or self._now(),
+            record.tool_call_id,
+            output=record.result if success else None,
+            error=record.error,
+        )
+        objects = (*nested, record) if stored else ()
+        if parent is not None and stored:
+            parent.add_child(record, oid, objects)
+        return ToolResult(
+            record.tool_name,
+            success,
+            output=output if success else "",
+            error="" if success else (record.error or ""),
+            usage_id=record.usage_id,
+            usage_objects=objects,
+        )
+
+    def _publish(
+        self,
+        kind: str,
+        usage_id: str,
+        parent_id: str | None,
+        commit: ObjectId | None,
+        tool_name: str,
+        at_us: int,
+        tool_call_id: str | None,
+        *,
+        output: str | None = None,
+        error: str | None = None,
+    ) -> None:
+        self.events.publish(
+            ToolEvent(
+                kind=kind,
+                usage_id=usage_id,
+                parent_id=parent_id,
+                commit_hash=commit,
+                tool_name=tool_name,
+                timestamp=timestamp(at_us),
+                tool_call_id=tool_call_id,
+                output=output,
+                error=error,
+            )
+        )
+
+
+def _recordable(args: object) -> dict[str, Any] | None:
+    """Arguments as a usage record can hold them (a value it cannot encode is shown as text)."""
+    if not isinstance(args, dict) or not args:
+        return None if isinstance(args, dict) or args is None else {"(arguments)": _clean(repr(args))}
+    try:
+        codec.check_value(args, "arguments")
+        return args
+    except EncodeError:
+        return {str(k): _clean(repr(v)) for k, v in args.items()}

@@ -1,0 +1,307 @@
+"""The agent loop: compile -> generate -> execute tool calls -> repeat.
+
+``t.run(llm, executor=None, max_steps=10)``:
+
+1. **Open calls first.** If HEAD is an assistant message whose tool calls are not all answered (a previous
+   run crashed, or you committed the calls yourself), each open call is answered before the model is asked
+   again: a call whose execution was interrupted (its pending row's process is gone) gets an error result
+   saying so, linked to an ``interrupted`` usage record (the row is then dropped); a call that completed
+   but whose result never landed gets its recorded output (it is not run twice); a call never started is
+   executed now. A call still running in another live process raises :class:`InvalidInput`.
+2. **Each step** compiles the context, calls the model with the executor's tools (committing its reply),
+   and stops when the reply calls no tools. Otherwise every call is executed in order (usage tracked), and
+   each result is committed through the ``tool_result`` hook pipeline with its usage tree linked
+   (``links["usages"]``). A result a hook rejects is replaced by an error result saying it was withheld
+   (an API rejects a call without a result). Context changes the tools deferred (commit, switch, reset...)
+   run after all of the step's results are committed; one that then fails is reported to the model in a
+   user message named ``tractkv``.
+3. The loop ends when the model stops calling tools (``stop_reason="done"``), after ``max_steps`` model
+   calls (``"max_steps"``), or when a tool detached HEAD (``"detached"``).
+
+A model error raises (nothing is committed for that call); tool errors never do: they go back to the model
+as error results and the loop continues.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
+
+import attrs
+
+from tractkv.errors import InvalidInput, NoLLMConfigured, TractError
+from tractkv.ids import ObjectId
+
+from .context import Turn
+from .definitions import ToolDefinition, ToolResult
+from .usage import delete_rows, interrupted_records, iter_pending, load_tree
+
+if TYPE_CHECKING:
+    from tractkv.engine.results import CompiledContext
+    from tractkv.tract import Tract
+
+    from .context import ToolContext
+    from .executor import ToolExecutor
+    from .profiles import ToolProfile
+
+DEFAULT_MAX_STEPS = 10
+WITHHELD = "The tool ran, but a tool_result hook withheld its result."
+INTERRUPTED = (
+    "interrupted: the process running this tool ended before the tool finished; it may have had partial "
+    "effects"
+)
+
+
+@attrs.frozen(kw_only=True)
+class RunResult:
+    """How an agent run ended.
+
+    Attributes:
+        text: the text of the model's last reply (often "" when the run ended on tool calls).
+        steps: model calls made.
+        stop_reason: ``done`` (a reply without tool calls), ``max_steps``, or ``detached``.
+        head: the commit HEAD points at afterwards.
+        usage_ids: the top-level usage ids of the run's tool executions, in order.
+    """
+
+    text: str
+    steps: int
+    stop_reason: str = "done"
+    head: ObjectId | None = None
+    usage_ids: tuple[str, ...] = ()
+
+    @property
+    def tool_calls(self) -> int:
+        return len(self.usage_ids)
+
+
+def run(
+    tract: Tract,
+    llm: Any = None,
+    executor: ToolExecutor | None = None,
+    *,
+    max_steps: int = DEFAULT_MAX_STEPS,
+    **params: Any,
+) -> RunResult:
+    """Run the agent loop on ``tract`` (see the module doc). ``params`` go to every model call.
+
+    Args:
+        tract: where the conversation is committed.
+        llm: the model (default: the tract's).
+        executor: the tools (default: the ``self`` profile's built-ins on ``tract``).
+        max_steps: the most model calls to make.
+
+    Raises:
+        NoLLMConfigured: no model given or configured. InvalidInput: a bad ``max_steps``, or an open call
+            still running elsewhere. Model and store errors propagate.
+    """
+    from .executor import ToolExecutor
+
+    model = llm if llm is not None else tract.llm
+    if model is None:
+        raise NoLLMConfigured("run")
+    if not isinstance(max_steps, int) or max_steps < 1:
+        raise InvalidInput("max_steps must be a positive integer")
+    if executor is None:
+        executor = ToolExecutor(tract, profile="self", llm=model)
+    schemas = executor.schemas("openai") or None
+    usage_ids: list[str] = []
+    _answer_open_calls(tract, executor, model, usage_ids)
+    text = ""
+    steps = 0
+    while steps < max_steps:
+        if tract.is_detached:
+            return RunResult(
+                text=text, steps=steps, stop_reason="detached", head=tract.head, usage_ids=tuple(usage_ids)
+            )
+        compiled = tract.compile()
+        reply = tract.generate(model, tools=schemas, **params)
+        steps += 1
+        payload = reply.content if isinstance(reply.content, dict) else {}
+        text = str(payload.get("text") or "")
+        calls = list(payload.get("tool_calls") or ())
+        if not calls:
+            return RunResult(
+                text=text, steps=steps, stop_reason="done", head=tract.head, usage_ids=tuple(usage_ids)
+            )
+        _run_calls(tract, executor, model, compiled, reply.commit_hash, calls, usage_ids)
+    stop = "detached" if tract.is_detached else "max_steps"
+    return RunResult(text=text, steps=steps, stop_reason=stop, head=tract.head, usage_ids=tuple(usage_ids))
+
+
+def _run_calls(
+    tract: Tract,
+    executor: ToolExecutor,
+    model: Any,
+    compiled: CompiledContext | None,
+    commit: ObjectId,
+    calls: Iterable[dict[str, Any]],
+    usage_ids: list[str],
+) -> None:
+    turn = Turn(tract)
+    for call in calls:
+        result = executor.execute(
+            call["name"],
+            call.get("arguments") or {},
+            tool_call_id=call["id"],
+            commit=commit,
+            compiled=compiled,
+            llm=model,
+            turn=turn,
+        )
+        _commit_result(tract, call["id"], call["name"], result)
+        if result.usage_id is not None:
+            usage_ids.append(result.usage_id)
+    _run_deferred(tract, turn)
+
+
+def _commit_result(tract: Tract, call_id: str, name: str, result: ToolResult) -> None:
+    """Commit a call's result with its usage tree linked, then drop the call's awaiting-link marker."""
+    committed = tract.tool_result(
+        call_id, name, result.text, is_error=not result.success, usages=result.usage_objects
+    )
+    if committed is None:  # a hook rejected it; the model still needs an answer to its call
+        tract.tool_result(call_id, name, WITHHELD, is_error=True, usages=result.usage_objects, hooks=False)
+    if result.usage_id is not None:
+        delete_rows(tract.store, [result.usage_id])
+
+
+def _run_deferred(tract: Tract, turn: Turn) -> None:
+    for tool_name, action in turn.take():
+        try:
+            action()
+        except Exception as exc:
+            detail = str(exc) if isinstance(exc, TractError) else f"{type(exc).__name__}: {exc}"
+            note = f"[{tool_name} could not be applied after the tool results: {detail}]"
+            if not tract.is_detached:
+                tract.user(note, name="tractkv")
+
+
+def _answer_open_calls(tract: Tract, executor: ToolExecutor, model: Any, usage_ids: list[str]) -> None:
+    """Answer the unanswered tool calls of the assistant message at HEAD (see the module doc, step 1)."""
+    if tract.is_detached or tract.head is None:
+        return
+    compiled = tract.compile()
+    messages = compiled.messages
+    answered: set[str] = set()
+    index = len(messages) - 1
+    while index >= 0 and messages[index].role == "tool":
+        answered.add(str(messages[index].tool_call_id))
+        index -= 1
+    if index < 0 or messages[index].role != "assistant" or not messages[index].tool_calls:
+        return
+    commit = compiled.commit_hashes[index]
+    open_calls = [c for c in messages[index].tool_calls if c.id not in answered]
+    if not open_calls:
+        return
+    store = tract.store
+    rows = {(r.commit, r.tool_call_id): r for r in iter_pending(store) if r.parent_id is None}
+    turn = Turn(tract)
+    for call in open_calls:
+        row = rows.get((commit, call.id))
+        if row is not None and row.record is not None:  # it ran; the process died before its result landed
+            records = load_tree(store, row.record)
+            done = records[-1] if records else None
+            result = ToolResult(
+                call.name,
+                done is not None and done.status == "success",
+                output=row.output or "",
+                error=(done.error if done is not None else None) or "the tool's usage record was lost",
+                usage_id=row.usage_id,
+                usage_objects=tuple(records),
+            )
+            _commit_result(tract, call.id, call.name, result)
+            usage_ids.append(row.usage_id)
+            continue
+        if row is not None and row.owner_alive():
+            raise InvalidInput(
+                f"tool call {call.id} ({call.name}) is still running in process {row.pid} on {row.host}; "
+                "wait for it to finish"
+            )
+        if row is not None:
+            records = interrupted_records(store, row)
+            result = ToolResult(
+                call.name, False, error=INTERRUPTED, usage_id=row.usage_id, usage_objects=tuple(records)
+            )
+            _commit_result(tract, call.id, call.name, result)
+            delete_rows(store, [r.usage_id for r in records])  # after the commit: a crash here loses nothing
+        else:
+            result = executor.execute(
+                call.name,
+                call.arguments,
+                tool_call_id=call.id,
+                commit=commit,
+                compiled=compiled,
+                llm=model,
+                turn=turn,
+            )
+            _commit_result(tract, call.id, call.name, result)
+        if result.usage_id is not None:
+            usage_ids.append(result.usage_id)
+    _run_deferred(tract, turn)
+
+
+CHILD_BRANCH_PREFIX = "tractkv-child/"  # temporary branches of child agent loops (deleted when they end)
+
+
+def run_child(
+    context: ToolContext,
+    prompt: str,
+    *,
+    llm: Any,
+    tools: Iterable[str | ToolDefinition],
+    profile: str | ToolProfile | None,
+    system: str | None,
+    max_steps: int,
+    branch: str | None,
+    params: dict[str, Any],
+) -> RunResult:
+    """A child agent loop for :meth:`ToolContext.run_child` (see there)."""
+    from tractkv.engine.refs import HEAD, SYMBOLIC, branch_ref
+
+    from .executor import ToolExecutor, record_head
+
+    if not isinstance(prompt, str) or not prompt.strip():
+        raise InvalidInput("run_child needs a non-empty prompt")
+    if llm is None:
+        raise NoLLMConfigured("run_child")
+    parent = context.tract
+    store = parent.store
+    name = branch or f"{CHILD_BRANCH_PREFIX}{context.usage_id}"
+    if store.get_ref(branch_ref(name)) is not None:
+        raise InvalidInput(f"branch {name!r} exists already; pick a new branch for the child")
+    old_head = store.get_ref(HEAD)
+    # the same class as the parent's handle (the toolkit never imports the Tract facade above it)
+    child = type(parent)(store, owns_store=False, branch=name, token_counter=parent.token_counter, llm=llm)
+    if old_head is not None:
+        # Opening a handle on a branch records it as the store's HEAD (where the next open resumes); the
+        # parent did not move, so put HEAD back unless someone else moved it meanwhile.
+        store.set_ref_if_equals(HEAD, SYMBOLIC + branch_ref(name), old_head)
+    try:
+        executor = ToolExecutor(
+            child,
+            profile=profile,
+            llm=llm,
+            events=context.executor.events,
+            result_limit=context.executor.result_limit,
+        )
+        for item in tools:
+            if isinstance(item, str):
+                definition = context.executor.get(item)
+                if definition is None:
+                    raise InvalidInput(f"run_child: the parent executor has no tool {item!r}")
+                executor.register(definition, replace=True)
+            else:
+                executor.register(item, replace=True)
+        if system:
+            child.system(system)
+        child.user(prompt)
+        result = run(child, llm, executor, max_steps=max_steps, **params)
+    finally:
+        head = child.head
+        child.close()
+        if head is not None:
+            record_head(context.usage_id, head)  # the usage record links the child's conversation
+        if branch is None and store.get_ref(branch_ref(name)) is not None:
+            parent.delete_branch(name, force=True)
+    return result

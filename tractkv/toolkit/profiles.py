@@ -1,0 +1,111 @@
+"""Tool profiles: which built-in tools a model gets, and how they are described to it.
+
+* ``self``: an agent managing its own context (commit, compile, annotate, status, log, compress, branch,
+  switch, reset), described as acting on "your context".
+* ``supervisor``: all 15 tools, described as acting on "the managed agent's context".
+* ``full``: all 15 tools with their default descriptions.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+import attrs
+
+from tractkv.errors import InvalidInput
+
+from .builtin import BUILTIN_NAMES, SELF_DESCRIPTIONS, SUPERVISOR_DESCRIPTIONS, builtin_tools
+from .definitions import FORMATS, ToolConfig, ToolDefinition
+
+
+def _configs(value: Mapping[str, ToolConfig]) -> dict[str, ToolConfig]:
+    return dict(value)
+
+
+@attrs.frozen
+class ToolProfile:
+    """A named allow-list of tools, each with an optional description override.
+
+    Tools not named in ``tool_configs`` (or with ``enabled=False``) are left out.
+    """
+
+    name: str
+    tool_configs: dict[str, ToolConfig] = attrs.field(converter=_configs, hash=False)
+
+    @tool_configs.validator
+    def _check_configs(self, _attribute: attrs.Attribute[Any], value: dict[str, ToolConfig]) -> None:
+        for tool_name, config in value.items():
+            if not isinstance(config, ToolConfig):
+                raise InvalidInput(f"profile {self.name!r}: {tool_name!r} must map to a ToolConfig")
+
+    @property
+    def tool_names(self) -> tuple[str, ...]:
+        """The enabled tools, in configuration order."""
+        return tuple(n for n, c in self.tool_configs.items() if c.enabled)
+
+    def filter_tools(self, tools: Iterable[ToolDefinition]) -> list[ToolDefinition]:
+        """The enabled tools among ``tools`` (in the given order), with this profile's descriptions."""
+        out = []
+        for definition in tools:
+            config = self.tool_configs.get(definition.name)
+            if config is None or not config.enabled:
+                continue
+            out.append(definition.with_description(config.description) if config.description else definition)
+        return out
+
+
+SELF_TOOLS = ("commit", "compile", "annotate", "status", "log", "compress", "branch", "switch", "reset")
+
+SELF_PROFILE = ToolProfile(
+    "self", {name: ToolConfig(description=SELF_DESCRIPTIONS[name]) for name in SELF_TOOLS}
+)
+SUPERVISOR_PROFILE = ToolProfile(
+    "supervisor", {name: ToolConfig(description=SUPERVISOR_DESCRIPTIONS[name]) for name in BUILTIN_NAMES}
+)
+FULL_PROFILE = ToolProfile("full", {name: ToolConfig() for name in BUILTIN_NAMES})
+
+PROFILES = {p.name: p for p in (SELF_PROFILE, SUPERVISOR_PROFILE, FULL_PROFILE)}
+
+
+def get_profile(profile: str | ToolProfile) -> ToolProfile:
+    """A profile by name (``self``, ``supervisor``, ``full``), or the profile given.
+
+    Raises:
+        ValueError: (:class:`~tractkv.errors.InvalidInput`) an unknown name.
+    """
+    if isinstance(profile, ToolProfile):
+        return profile
+    found = PROFILES.get(profile) if isinstance(profile, str) else None
+    if found is None:
+        raise InvalidInput(f"unknown tool profile {profile!r}; known: {', '.join(PROFILES)}")
+    return found
+
+
+def profile_tools(
+    profile: str | ToolProfile | None, overrides: Mapping[str, str] | None = None
+) -> list[ToolDefinition]:
+    """The built-in tools of a profile (none for None), with ``overrides`` ({name: description}) applied.
+
+    Raises:
+        InvalidInput: an unknown profile, or an override for a tool the profile does not offer.
+    """
+    tools = get_profile(profile).filter_tools(builtin_tools()) if profile is not None else []
+    if overrides:
+        names = {t.name for t in tools}
+        unknown = sorted(set(overrides) - names)
+        if unknown:
+            raise InvalidInput(f"overrides name tools this profile does not offer: {unknown}")
+        tools = [t.with_description(overrides[t.name]) if t.name in overrides else t for t in tools]
+    return tools
+
+
+def as_tools(
+    profile: str | ToolProfile = "self",
+    overrides: Mapping[str, str] | None = None,
+    format: str = "openai",
+) -> list[dict[str, Any]]:
+    """The schemas of a profile's tools, ready for an OpenAI or Anthropic request."""
+    if format not in FORMATS:
+        raise InvalidInput(f"format must be one of {FORMATS}, not {format!r}")
+    return [t.to_format(format) for t in profile_tools(profile, overrides)]
