@@ -21,6 +21,18 @@ and build their message in ``__init__``.
     │   ├── LLMHTTPError                     the API answered an error status (.status), retries spent
     │   ├── MalformedResponse                the reply is not JSON of the shape the API documents
     │   └── ScriptExhausted                  a ScriptedLLM was called more often than it has responses
+    ├── SyncError                            push / pull / fetch / clone / bundle failed; local refs unmoved
+    │   ├── RemoteNotFound (KeyError)        no remote of that name
+    │   ├── RemoteExists (InvalidInput)      remote_add with a taken name
+    │   ├── UnsupportedURL (InvalidInput)    a URL scheme tractkv cannot reach
+    │   ├── TransferError                    frame, hash, kind or truncation problem (.status, .oid)
+    │   │   ├── ObjectTooLarge               one object over the per-object limit (413)
+    │   │   └── RequestTooLarge              a request over the per-request limit (413)
+    │   ├── RemoteUnavailable                unreachable, or not speaking the tractkv protocol
+    │   ├── AuthError                        401 / 403 from a hub (.status)
+    │   ├── PushRejected                     per-ref results (.results) with the reasons
+    │   ├── NotFastForward                   pull --ff-only on diverged histories
+    │   └── ConditionalWritesUnsupported     an S3 endpoint that ignores If-Match / If-None-Match
     └── StoreError                           the storage layer failed (I/O, LMDB, closed, fork)
         ├── StoreFormatError                 store format version is newer than this tractkv, or unknown
         └── StoreClosed                      the store was used after close()
@@ -266,3 +278,105 @@ class ScriptExhausted(LLMError):
             f"ScriptedLLM has no response left: all {served} scripted response(s) were served; "
             "script one more response per expected model call"
         )
+
+
+# --- sync (tractkv.sync) --------------------------------------------------------------------------------
+
+
+class SyncError(TractError):
+    """A push / pull / fetch / clone / bundle operation failed. The local refs did not move."""
+
+
+class RemoteNotFound(SyncError, KeyError):
+    """No remote of that name is configured."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        super().__init__(f"no remote named {name!r}: add it with `tractkv remote add {name} URL`")
+
+    def __str__(self) -> str:
+        return str(self.args[0])
+
+
+class RemoteExists(SyncError, InvalidInput):
+    """``remote_add`` with a name that is already configured."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        super().__init__(f"a remote named {name!r} exists already (remove it first)")
+
+
+class UnsupportedURL(SyncError, InvalidInput):
+    """A remote URL of a scheme tractkv cannot reach (or a malformed one)."""
+
+    def __init__(self, url: str, reason: str) -> None:
+        self.url = url
+        super().__init__(f"cannot use remote URL {url!r}: {reason}")
+
+
+class TransferError(SyncError):
+    """Objects in transit were rejected: bad frame, bad hash, unknown kind, too large, truncated stream.
+
+    ``.status`` is the HTTP status a hub answers with (400 malformed, 413 too large, 422 rejected object).
+    ``.oid`` names the object at fault when there is one.
+    """
+
+    status = 400
+
+    def __init__(self, reason: str, oid: str | None = None) -> None:
+        self.reason = reason
+        self.oid = oid
+        where = f" (object {oid})" if oid else ""
+        super().__init__(f"transfer rejected: {reason}{where}")
+
+
+class ObjectTooLarge(TransferError):
+    """One object is over the receiver's per-object limit."""
+
+    status = 413
+
+
+class RequestTooLarge(TransferError):
+    """The whole request body is over the receiver's per-request limit (stopped while streaming)."""
+
+    status = 413
+
+
+class RemoteUnavailable(SyncError):
+    """The remote could not be reached, or answered something that is not the tractkv protocol."""
+
+
+class AuthError(SyncError):
+    """The remote refused the credentials: ``.status`` 401 (none or unknown token) or 403 (scope too narrow)."""
+
+    def __init__(self, status: int, detail: str) -> None:
+        self.status = status
+        self.detail = detail
+        what = "authentication required" if status == 401 else "forbidden"
+        super().__init__(f"{what}: {detail}")
+
+
+class PushRejected(SyncError):
+    """A push moved no ref (or, non-atomic, not every ref): ``.results`` holds each ref's outcome."""
+
+    def __init__(self, results: list[Any]) -> None:
+        self.results = results
+        failed = [r for r in results if not getattr(r, "ok", False)]
+        lines = "; ".join(f"{r.name}: {r.reason}" for r in failed)
+        super().__init__(f"push rejected: {lines}")
+
+
+class NotFastForward(SyncError):
+    """``pull(ff_only=True)`` on diverged histories (merge, or pull without ff_only)."""
+
+    def __init__(self, branch: str, remote_ref: str) -> None:
+        self.branch = branch
+        self.remote_ref = remote_ref
+        super().__init__(
+            f"{branch!r} and {remote_ref!r} have diverged: not a fast-forward "
+            "(pull without --ff-only to merge, or reset onto the remote branch)"
+        )
+
+
+class ConditionalWritesUnsupported(SyncError):
+    """The S3 endpoint ignores If-None-Match / If-Match, so concurrent pushes could silently lose data."""

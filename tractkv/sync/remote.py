@@ -1,0 +1,110 @@
+"""The interface every transport implements, and the values that cross it.
+
+A transport moves three things: the other side's refs (``list_refs``), objects (``missing`` / ``push`` one
+way, ``fetch`` the other), and compare-and-swap ref updates (carried by ``push``, applied in one transaction
+on the receiving side). The logic that decides *what* to send lives in :mod:`tractkv.sync.negotiate` and
+:mod:`tractkv.sync.ops`, so every transport (path, HTTP hub, S3, bundle) behaves the same.
+
+Ref names on the wire are full names (``refs/heads/main``); values are hex object ids.
+"""
+
+from __future__ import annotations
+
+import abc
+from collections.abc import Iterable, Iterator, Sequence
+from typing import Literal
+
+import attrs
+
+from tractkv.ids import ObjectId
+
+#: Why a ref update was refused (git's ``ng <reason>``).
+RejectReason = Literal[
+    "stale",  # the ref's value is not the expected old value (someone moved it since it was read)
+    "non-fast-forward",  # the new value does not descend from the current one, and force was not given
+    "missing-objects",  # the new value's closure is not complete on the receiving side
+    "forbidden",  # the credentials may not write this ref
+    "atomic",  # another update of the same atomic push was refused, so this one was not applied
+    "invalid",  # malformed ref name or value, or the value is not a commit
+]
+
+
+@attrs.frozen
+class RefUpdate:
+    """Move ``name`` from ``old`` to ``new`` (``None`` = absent / delete).
+
+    ``old`` is always checked (compare-and-swap); ``force`` only lifts the fast-forward rule, so a forced
+    update with the expected old value is git's force-with-lease.
+    """
+
+    name: str
+    old: ObjectId | None
+    new: ObjectId | None
+    force: bool = False
+
+
+@attrs.frozen
+class RefResult:
+    """The outcome of one :class:`RefUpdate`: ``ok``, or refused with a :data:`RejectReason` and detail."""
+
+    name: str
+    ok: bool
+    reason: RejectReason | None = None
+    detail: str = ""
+
+
+@attrs.frozen
+class PushOutcome:
+    """What a push did: per-ref results, and how many objects and bytes were sent / newly stored."""
+
+    results: tuple[RefResult, ...]
+    objects_sent: int
+    bytes_sent: int
+
+    @property
+    def ok(self) -> bool:
+        return all(r.ok for r in self.results)
+
+
+class Remote(abc.ABC):
+    """One other store, reached through some transport. Use as a context manager (``close`` on exit)."""
+
+    url: str
+
+    @abc.abstractmethod
+    def list_refs(self, prefix: str = "refs/heads/") -> dict[str, ObjectId]:
+        """The other side's refs under ``prefix`` (full names -> ids)."""
+
+    @abc.abstractmethod
+    def missing(self, oids: Sequence[ObjectId]) -> set[ObjectId]:
+        """Which of ``oids`` the other side does not have (one round trip, whatever the count)."""
+
+    @abc.abstractmethod
+    def push(
+        self,
+        objects: Iterable[tuple[ObjectId, bytes]],
+        updates: Sequence[RefUpdate],
+        *,
+        atomic: bool = False,
+    ) -> PushOutcome:
+        """Send objects (verified and stored by the receiver, objects before refs), then apply the updates.
+
+        Objects that arrived whole are kept even when the stream breaks or an update is refused, so a retry
+        only sends the rest. ``atomic`` applies every update or none.
+        """
+
+    @abc.abstractmethod
+    def fetch(self, wants: Sequence[ObjectId], haves: Sequence[ObjectId]) -> Iterator[tuple[ObjectId, bytes]]:
+        """Stream the closure of ``wants`` minus what ``haves`` (commits the caller has whole) reach.
+
+        The caller verifies every object (rehash) before storing it.
+        """
+
+    def close(self) -> None:  # noqa: B027 - transports without resources need nothing here
+        """Release connections / files."""
+
+    def __enter__(self) -> Remote:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
