@@ -40,10 +40,13 @@ def messages_to_anthropic(messages: Sequence[Message]) -> dict[str, Any]:
 
     System messages (wherever they are) are joined into ``system``; tool calls become ``tool_use`` blocks and
     tool results ``tool_result`` blocks in a user turn; consecutive turns of one role are merged into one turn
-    of content blocks, as the API expects tool results for one assistant turn to arrive together.
+    of content blocks, as the API expects tool results for one assistant turn to arrive together. Within a
+    user turn the ``tool_result`` blocks come first (the API requires them right after the ``tool_use`` turn),
+    followed by the turn's text in its original order. A message with no text and no tool calls has no block
+    to send (the API rejects empty text blocks) and is left out of this rendering only.
     """
     system: list[str] = []
-    turns: list[dict[str, Any]] = []
+    turns: list[tuple[str, list[dict[str, Any]]]] = []
     for message in messages:
         if message.role == "system":
             system.append(message.content)
@@ -66,17 +69,19 @@ def messages_to_anthropic(messages: Sequence[Message]) -> dict[str, Any]:
                 {"type": "tool_use", "id": c.id, "name": c.name, "input": c.arguments}
                 for c in message.tool_calls
             )
-        if turns and turns[-1]["role"] == role:
-            previous = turns[-1]
-            if isinstance(previous["content"], str):
-                previous["content"] = [{"type": "text", "text": previous["content"]}]
-            previous["content"].extend(blocks)
+        if not blocks:
             continue
+        if turns and turns[-1][0] == role:
+            turns[-1][1].extend(blocks)
+        else:
+            turns.append((role, blocks))
+    rendered: list[dict[str, Any]] = []
+    for role, blocks in turns:
+        if role == "user":
+            blocks.sort(key=lambda b: b["type"] != "tool_result")  # stable: results first, text after
         simple = len(blocks) == 1 and blocks[0]["type"] == "text"
-        turns.append({"role": role, "content": blocks[0]["text"] if simple else blocks})
-    result: dict[str, Any] = {"messages": turns}
-    result["system"] = "\n\n".join(system)
-    return result
+        rendered.append({"role": role, "content": blocks[0]["text"] if simple else blocks})
+    return {"messages": rendered, "system": "\n\n".join(system)}
 
 
 def tool_to_openai(schema: dict[str, Any]) -> dict[str, Any]:

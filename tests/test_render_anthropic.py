@@ -1,0 +1,44 @@
+"""Anthropic rendering rules that the API enforces: tool results first in a user turn, no empty turns."""
+
+from __future__ import annotations
+
+from tractkv import Tract
+
+
+def test_tool_results_come_before_text_in_a_user_turn() -> None:
+    with Tract.open() as t:
+        t.user("look it up")
+        t.assistant("", tool_calls=[{"id": "c1", "name": "search", "arguments": {"q": "x"}}])
+        t.user("(while you wait: be brief)")
+        t.tool_result("c1", "search", "found x")
+        rendered = t.compile().to_anthropic()
+    assert rendered["messages"] == [
+        {"role": "user", "content": "look it up"},
+        {
+            "role": "assistant",
+            "content": [{"type": "tool_use", "id": "c1", "name": "search", "input": {"q": "x"}}],
+        },
+        {
+            "role": "user",
+            "content": [
+                {"type": "tool_result", "tool_use_id": "c1", "content": "found x"},
+                {"type": "text", "text": "(while you wait: be brief)"},
+            ],
+        },
+    ]
+
+
+def test_empty_messages_send_no_empty_turn() -> None:
+    with Tract.open() as t:
+        t.user("hi")
+        t.commit({"type": "artifact", "text": "", "artifact_type": "text", "role": "assistant"})
+        t.user("still there?")
+        rendered = t.compile().to_anthropic()
+        openai = t.compile().to_openai()
+    assert rendered["messages"] == [
+        {
+            "role": "user",
+            "content": [{"type": "text", "text": "hi"}, {"type": "text", "text": "still there?"}],
+        }
+    ]
+    assert [m["content"] for m in openai] == ["hi", "", "still there?"]
