@@ -63,6 +63,7 @@ from .engine.results import (
     CommitInfo,
     CompiledContext,
     ContextDiff,
+    FrozenPrefix,
     GcResult,
     MergeResult,
     ReflogEntry,
@@ -547,11 +548,11 @@ class Tract:
             state = self._compiler.state_at(reader, resolve_revision(reader, at))
         view = state.render(reader, include_reasoning)
         return CompiledContext(
-            messages=tuple(view.messages),
+            messages=FrozenPrefix(view.messages),  # O(1): the view's lists are append-only
             token_count=view.tokens,
             commit_count=state.commit_count,
-            commit_hashes=tuple(view.commits),
-            generation_configs=tuple(view.gens),
+            commit_hashes=FrozenPrefix(view.commits),
+            generation_configs=FrozenPrefix(view.gens),
             token_source=self._counter.name,
             head=state.head,
             tools=self._tools_of(reader, state.tools),
