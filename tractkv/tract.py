@@ -841,11 +841,26 @@ class Tract:
             keep_branches=keep_branches,
             current_branch=self._branch_ref,
             now_us=int(self._clock()),
+            extra_roots=self._usage_roots(),
         )
         self._compiler.clear()
         self._state = None
         self._tools_cache.clear()
         return result
+
+    def _usage_roots(self) -> set[ObjectId]:
+        """Ids that running (or interrupted) tool executions' rows hold: gc must keep them."""
+        from tractkv.toolkit.usage import iter_pending
+
+        roots: set[ObjectId] = set()
+        for row in iter_pending(self._store):
+            roots.update(row.children)
+            roots.update(row.heads)
+            if row.record is not None:
+                roots.add(row.record)
+            if row.commit is not None:
+                roots.add(row.commit)
+        return roots
 
     # --- tools in context ---------------------------------------------------------------------------------
 

@@ -38,12 +38,17 @@ def collect_garbage(
     keep_branches: bool,
     current_branch: str | None,
     now_us: int | None = None,
+    extra_roots: Iterable[ObjectId] = (),
 ) -> GcResult:
-    """Remove unreachable objects (see the module doc); returns what was removed."""
+    """Remove unreachable objects (see the module doc); returns what was removed.
+
+    ``extra_roots`` are ids higher layers still need though no ref reaches them yet (the finished nested
+    records and conversation tips listed in running tool executions' rows, see tractkv.toolkit.usage).
+    """
     now = time.time_ns() // 1000 if now_us is None else now_us
     horizon = now - int(min_age_hours * 3600 * 1_000_000)
     batch = store.new_batch()
-    roots: set[ObjectId] = set()
+    roots: set[ObjectId] = set(extra_roots)
     with store.snapshot() as snap:
         refs = dict(snap.iter_refs())
         for name, value in refs.items():
