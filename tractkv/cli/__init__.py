@@ -48,6 +48,11 @@ def _register() -> None:
     for command in (store_cmds.init, store_cmds.fsck_cmd, store_cmds.cat_object, store_cmds.stats):
         cli.add_command(command)
 
+    from tractkv.cli import engine_cmds
+
+    for command in engine_cmds.COMMANDS:
+        cli.add_command(command)
+
     from tractkv.cli import usage_cmds
 
     for command in (usage_cmds.usage, usage_cmds.export):

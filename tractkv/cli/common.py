@@ -7,13 +7,16 @@ import json
 import os
 import sys
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
 from tractkv.errors import InvalidObjectId
 from tractkv.ids import ObjectId, is_object_id
 from tractkv.store import Reader, Store
+
+if TYPE_CHECKING:
+    from tractkv.tract import Tract
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -27,6 +30,7 @@ class CliState:
     def __init__(self, store_path: str) -> None:
         self.store_path = store_path
         self._store: Store | None = None
+        self._tract: Tract | None = None
 
     def store(self, *, create: bool = False) -> Store:
         if self._store is None:
@@ -35,10 +39,23 @@ class CliState:
             self._store = LmdbStore(self.store_path, create=create)
         return self._store
 
+    def tract(self) -> Tract:
+        """A Tract over the store (one per command); it writes its compile checkpoint when the command ends."""
+        if self._tract is None:
+            from tractkv.tract import Tract
+
+            self._tract = Tract(self.store(), owns_store=False)
+        return self._tract
+
     def close(self) -> None:
-        if self._store is not None:
-            self._store.close()
-            self._store = None
+        try:
+            if self._tract is not None:
+                self._tract.close()
+                self._tract = None
+        finally:
+            if self._store is not None:
+                self._store.close()
+                self._store = None
 
 
 def state(ctx: click.Context) -> CliState:

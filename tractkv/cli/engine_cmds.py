@@ -1,0 +1,495 @@
+"""Context-engine commands: commit, log, show, compile, status, branches, merge, reset, reflog, diff, annotate, gc.
+
+Each command parses, calls one :class:`~tractkv.Tract` method and prints; read commands take ``--json``.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from datetime import datetime
+from typing import Any
+
+import attrs
+import click
+
+from tractkv.cli.common import CliState, echo_json, json_option, note, with_state
+from tractkv.engine.content import Message
+from tractkv.engine.results import CommitInfo
+from tractkv.errors import InvalidInput
+from tractkv.ids import ObjectId
+from tractkv.model import to_jsonable
+
+ROLES = ("system", "user", "assistant", "tool")
+CONTENT_TYPES = ("dialogue", "instruction", "reasoning", "artifact", "freeform")
+
+
+def _jsonable(value: Any) -> Any:
+    """Results (attrs values, messages, datetimes) as JSON-safe data."""
+    if isinstance(value, CommitInfo):
+        return value.to_json()
+    if isinstance(value, Message):
+        return value.to_dict()
+    if attrs.has(type(value)):
+        return {f.name: _jsonable(getattr(value, f.name)) for f in attrs.fields(type(value))}
+    if isinstance(value, datetime):
+        return value.isoformat()
+    if isinstance(value, dict):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_jsonable(v) for v in value]
+    return to_jsonable(value)
+
+
+def _preview(info: CommitInfo, width: int = 72) -> str:
+    """One line describing a commit's content."""
+    content = info.content
+    text = ""
+    if isinstance(content, dict):
+        raw = content.get("text")
+        if isinstance(raw, str):
+            text = raw
+        elif "payload" in content:
+            text = json.dumps(content["payload"], ensure_ascii=False, separators=(",", ":"))
+        elif content.get("type") == "annotation":
+            text = f"{content.get('priority')} {str(info.edit_target or '')[:12]}"
+        if not text and content.get("tool_calls"):
+            text = "calls " + ", ".join(str(c.get("name")) for c in content["tool_calls"])
+    if not text and info.message:
+        text = info.message
+    text = " ".join(text.split())
+    if len(text) > width:
+        text = text[: width - 1] + "…"
+    who = info.role or info.content_type or ""
+    label = f"{info.operation}" + (f" {who}" if who else "")
+    return f"{info.commit_hash[:12]} {label}: {text}" if text else f"{info.commit_hash[:12]} {label}"
+
+
+def _read_text(text: str) -> str:
+    return sys.stdin.read() if text == "-" else text
+
+
+@click.command("commit")
+@click.argument("text")
+@click.option("--role", type=click.Choice(ROLES), default="user", show_default=True, help="Who speaks.")
+@click.option(
+    "--type",
+    "content_type",
+    type=click.Choice(CONTENT_TYPES),
+    default=None,
+    help="Content type (default: instruction for --role system, else dialogue).",
+)
+@click.option("--edit", "edit_target", default=None, help="Replace this message (an edit commit).")
+@click.option("--message", "-m", default=None, help="A note for people; never sent to a model.")
+@click.option("--metadata", default=None, help="A JSON object stored with the commit.")
+@click.option("--tool-call-id", default=None, help="For --role tool: the call this result answers.")
+@click.option("--name", default=None, help="For --role tool: the tool's name; else the speaker's name.")
+@json_option
+@with_state
+def commit(
+    st: CliState,
+    text: str,
+    role: str,
+    content_type: str | None,
+    edit_target: str | None,
+    message: str | None,
+    metadata: str | None,
+    tool_call_id: str | None,
+    name: str | None,
+    as_json: bool,
+) -> None:
+    """Append a message to the current branch (TEXT, or - to read it from stdin); print its id."""
+    body = _read_text(text)
+    meta: dict[str, Any] | None = None
+    if metadata is not None:
+        try:
+            meta = json.loads(metadata)
+        except json.JSONDecodeError as exc:
+            raise InvalidInput(f"--metadata is not valid JSON: {exc.msg} at position {exc.pos}") from exc
+        if not isinstance(meta, dict):
+            raise InvalidInput("--metadata must be a JSON object")
+    kind = content_type or ("instruction" if role == "system" else "dialogue")
+    content: dict[str, Any]
+    if kind == "instruction":
+        content = {"type": "instruction", "text": body}
+    elif kind == "dialogue":
+        if role == "system":
+            raise InvalidInput("--role system is an instruction: drop --type dialogue")
+        content = {"type": "dialogue", "role": role, "text": body}
+        if name is not None:
+            content["name"] = name
+        if tool_call_id is not None:
+            content["tool_call_id"] = tool_call_id
+    elif kind == "reasoning":
+        content = {"type": "reasoning", "text": body}
+    elif kind == "artifact":
+        content = {
+            "type": "artifact",
+            "text": body,
+            "role": role if role in ("user", "assistant") else "user",
+        }
+    else:
+        try:
+            payload = json.loads(body)
+        except json.JSONDecodeError as exc:
+            raise InvalidInput(f"freeform content must be JSON: {exc.msg} at position {exc.pos}") from exc
+        content = {"type": "freeform", "payload": payload}
+    t = st.tract()
+    info = t.commit(
+        content,
+        operation="edit" if edit_target is not None else "append",
+        edit_target=edit_target,
+        message=message,
+        metadata=meta,
+    )
+    if as_json:
+        echo_json(info.to_json())
+    else:
+        click.echo(info.commit_hash)
+
+
+@click.command("log")
+@click.argument("rev", required=False)
+@click.option("--limit", "-n", type=click.IntRange(min=0), default=None, help="At most this many commits.")
+@click.option("--op", "op_filter", default=None, help="Only commits of this operation (append, edit, ...).")
+@click.option("--graph", is_flag=True, help="Draw the commit graph (merges and forks) beside the log.")
+@json_option
+@with_state
+def log(
+    st: CliState, rev: str | None, limit: int | None, op_filter: str | None, graph: bool, as_json: bool
+) -> None:
+    """Commits reachable from HEAD (or REV), newest first."""
+    infos = st.tract().log(limit=limit, op_filter=op_filter, rev=rev)
+    if as_json:
+        echo_json([i.to_json() for i in infos])
+        return
+    if not infos:
+        note("no commits")
+        return
+    if graph:
+        for line in graph_lines(infos):
+            click.echo(line)
+    else:
+        for info in infos:
+            click.echo(_preview(info))
+
+
+def graph_lines(infos: list[CommitInfo]) -> list[str]:
+    """An ASCII graph like ``git log --graph --oneline``: one lane per line of history being drawn."""
+    lanes: list[ObjectId] = []
+    out: list[str] = []
+    for info in infos:
+        oid = info.commit_hash
+        if oid not in lanes:
+            lanes.append(oid)
+        col = lanes.index(oid)
+        out.append(" ".join("*" if j == col else "|" for j in range(len(lanes))) + " " + _preview(info))
+        parents = [p for p in info.parent_hashes if p not in lanes or p == oid]
+        new_lanes = lanes[:col] + parents + lanes[col + 1 :]
+        deduped: list[ObjectId] = []
+        for lane in new_lanes:
+            if lane not in deduped:
+                deduped.append(lane)
+        if len(parents) > 1:
+            out.append(" ".join("|" for _ in range(col + 1)) + "\\")
+        elif len(deduped) < len(lanes) and len(deduped) > 0:
+            out.append(" ".join("|" for _ in range(len(deduped))) + "/")
+        lanes = deduped
+    return out
+
+
+@click.command("show")
+@click.argument("rev", default="HEAD")
+@json_option
+@with_state
+def show(st: CliState, rev: str, as_json: bool) -> None:
+    """One commit: its fields and content."""
+    info = st.tract().get_commit(rev)
+    if as_json:
+        echo_json(info.to_json())
+        return
+    click.echo(f"commit     {info.commit_hash}")
+    for parent in info.parent_hashes:
+        click.echo(f"parent     {parent}")
+    click.echo(f"operation  {info.operation}")
+    if info.edit_target:
+        click.echo(f"target     {info.edit_target}")
+    if info.response_to:
+        click.echo(f"reply-to   {info.response_to}")
+    click.echo(f"date       {info.created_at.isoformat()}")
+    click.echo(f"tokens     {info.token_count}")
+    if info.tools_hash:
+        click.echo(f"tools      {info.tools_hash}")
+    if info.message:
+        click.echo(f"message    {info.message}")
+    if info.metadata:
+        click.echo(f"metadata   {json.dumps(to_jsonable(info.metadata), ensure_ascii=False)}")
+    if info.content is not None:
+        click.echo("")
+        click.echo(json.dumps(to_jsonable(info.content), indent=2, ensure_ascii=False))
+
+
+@click.command("compile")
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["openai", "anthropic", "json", "text"]),
+    default="json",
+    show_default=True,
+    help="openai / anthropic: the request parameters (messages + tools) for that API.",
+)
+@click.option("--at", "at", default=None, help="Compile this revision instead of HEAD.")
+@click.option("--include-reasoning", is_flag=True, help="Include reasoning traces as assistant messages.")
+@json_option
+@with_state
+def compile_cmd(st: CliState, fmt: str, at: str | None, include_reasoning: bool, as_json: bool) -> None:
+    """The context a model call needs, from HEAD (or --at REV)."""
+    ctx = st.tract().compile(at=at, include_reasoning=include_reasoning)
+    if as_json:
+        fmt = "json"
+    if fmt == "openai":
+        echo_json(ctx.to_openai_params())
+    elif fmt == "anthropic":
+        echo_json(ctx.to_anthropic_params())
+    elif fmt == "json":
+        echo_json(
+            {
+                "head": ctx.head,
+                "messages": ctx.to_dicts(),
+                "tools": to_jsonable(list(ctx.tools)),
+                "token_count": ctx.token_count,
+                "commit_count": ctx.commit_count,
+                "commit_hashes": list(ctx.commit_hashes),
+                "token_source": ctx.token_source,
+            }
+        )
+    else:
+        for message, oid in zip(ctx.messages, ctx.commit_hashes, strict=True):
+            click.echo(f"[{message.role}] ({oid[:12]})")
+            click.echo(message.content)
+            for call in message.tool_calls:
+                args = json.dumps(call.arguments, ensure_ascii=False)
+                click.echo(f"  -> {call.name}({args}) id={call.id}")
+            click.echo("")
+        names = [str(t.get("function", t).get("name")) for t in ctx.tools]
+        note(
+            f"{len(ctx.messages)} messages, {ctx.token_count} tokens" + (f", tools: {names}" if names else "")
+        )
+
+
+@click.command("status")
+@json_option
+@with_state
+def status(st: CliState, as_json: bool) -> None:
+    """Branch, HEAD, commit / message / token counts, budget use, ahead / behind its upstream."""
+    info = st.tract().status()
+    if as_json:
+        data = _jsonable(info)
+        data["budget_used"] = info.budget_used
+        echo_json(data)
+        return
+    where = f"HEAD detached at {str(info.head)[:12]}" if info.detached else f"on branch {info.branch}"
+    click.echo(where)
+    click.echo(f"head      {info.head or '(no commits yet)'}")
+    click.echo(f"commits   {info.commit_count}")
+    click.echo(f"messages  {info.message_count}")
+    tokens = f"tokens    {info.token_count} ({info.token_source})"
+    if info.token_budget is not None and info.budget_used is not None:
+        tokens += f", {info.budget_used:.0%} of a {info.token_budget}-token budget"
+    click.echo(tokens)
+    if info.upstream is not None:
+        click.echo(f"upstream  {info.upstream}: ahead {info.ahead}, behind {info.behind}")
+
+
+@click.command("branch")
+@click.argument("name", required=False)
+@click.argument("source", required=False)
+@click.option("--switch", "do_switch", is_flag=True, help="Switch to the new branch.")
+@click.option("--delete", "-d", "delete", is_flag=True, help="Delete branch NAME.")
+@click.option("--force", is_flag=True, help="With --delete: even if its commits are on no other branch.")
+@json_option
+@with_state
+def branch(
+    st: CliState,
+    name: str | None,
+    source: str | None,
+    do_switch: bool,
+    delete: bool,
+    force: bool,
+    as_json: bool,
+) -> None:
+    """List branches; create NAME at SOURCE (default HEAD); or --delete NAME."""
+    t = st.tract()
+    if delete:
+        if name is None:
+            raise click.UsageError("--delete needs a branch name")
+        tip = t.delete_branch(name, force=force)
+        note(f"deleted branch {name} (was {tip[:12]})")
+        return
+    if name is not None:
+        created = t.branch(name, source=source, switch=do_switch)
+        if as_json:
+            echo_json(_jsonable(created))
+        else:
+            click.echo(f"{created.name} {created.head}")
+        return
+    branches = t.list_branches()
+    if as_json:
+        echo_json([_jsonable(b) for b in branches])
+        return
+    for b in branches:
+        mark = "*" if b.is_current else " "
+        prefix = "remotes/" if b.is_remote else ""
+        click.echo(f"{mark} {prefix}{b.name} {str(b.head or '(no commits)')[:12]}")
+
+
+@click.command("switch")
+@click.argument("name")
+@click.option("--create", "-c", is_flag=True, help="Create the branch at HEAD first.")
+@with_state
+def switch(st: CliState, name: str, create: bool) -> None:
+    """Make NAME the current branch (stored as HEAD for the next open)."""
+    t = st.tract()
+    if create:
+        t.branch(name, switch=True)
+    else:
+        t.switch(name)
+    note(f"on branch {name}")
+
+
+@click.command("checkout")
+@click.argument("rev")
+@with_state
+def checkout(st: CliState, rev: str) -> None:
+    """Detach HEAD at REV: compile and inspect it; committing there is an error."""
+    oid = st.tract().checkout(rev)
+    note(f"HEAD detached at {oid[:12]} (read-only; `tractkv switch BRANCH` to go back)")
+    click.echo(oid)
+
+
+@click.command("merge")
+@click.argument("source")
+@click.option(
+    "--strategy",
+    type=click.Choice(["auto", "ours", "theirs"]),
+    default="auto",
+    show_default=True,
+    help="auto refuses conflicts; ours / theirs settle them.",
+)
+@click.option("--message", "-m", default=None, help="The merge commit's message.")
+@json_option
+@with_state
+def merge(st: CliState, source: str, strategy: str, message: str | None, as_json: bool) -> None:
+    """Merge SOURCE (a branch or revision) into the current branch."""
+    result = st.tract().merge(source, strategy=strategy, message=message)
+    if as_json:
+        echo_json(_jsonable(result))
+        return
+    extra = f", {result.conflicts_resolved} conflict(s) resolved ({result.strategy})"
+    click.echo(f"{result.kind}: {result.head}" + (extra if result.conflicts_resolved else ""))
+
+
+@click.command("reset")
+@click.argument("rev")
+@click.option("--soft", "mode", flag_value="soft", default=True, help="Keep the old tip protected (default).")
+@click.option("--hard", "mode", flag_value="hard", help="Let the next gc reclaim the abandoned commits.")
+@with_state
+def reset(st: CliState, rev: str, mode: str) -> None:
+    """Move the current branch to REV (undo with `tractkv reset <old tip>` from the reflog)."""
+    t = st.tract()
+    old = t.head
+    oid = t.reset(rev, mode=mode)
+    note(f"reset --{mode}: {str(old)[:12]} -> {oid[:12]}")
+    click.echo(oid)
+
+
+@click.command("reflog")
+@click.argument("branch", required=False)
+@click.option("--limit", "-n", type=click.IntRange(min=0), default=None)
+@json_option
+@with_state
+def reflog(st: CliState, branch: str | None, limit: int | None, as_json: bool) -> None:
+    """Moves of BRANCH (default: the current one), newest first."""
+    entries = st.tract().reflog(branch, limit=limit)
+    if as_json:
+        echo_json([_jsonable(e) for e in entries])
+        return
+    for e in entries:
+        old = str(e.old)[:12] if e.old else "(none)"
+        new = str(e.new)[:12] if e.new else "(deleted)"
+        hard = " [hard]" if e.hard else ""
+        click.echo(f"{e.created_at.isoformat()} {old} -> {new} {e.operation}{hard}: {e.message}")
+
+
+@click.command("diff")
+@click.argument("a")
+@click.argument("b", required=False)
+@json_option
+@with_state
+def diff(st: CliState, a: str, b: str | None, as_json: bool) -> None:
+    """Message-level changes between the compiled contexts of A and B (default HEAD)."""
+    result = st.tract().diff(a, b)
+    if as_json:
+        echo_json(_jsonable(result))
+        return
+    if result.is_empty:
+        note("no differences")
+    sign = {"added": "+", "removed": "-", "modified": "~"}
+    for e in result.entries:
+        msg = e.after if e.after is not None else e.before
+        text = " ".join((msg.content if msg else "").split())[:72]
+        role = msg.role if msg else ""
+        click.echo(f"{sign.get(e.change, '?')} {e.commit_hash[:12]} [{role}] {text}")
+    note(f"token delta {result.token_delta:+d}")
+
+
+@click.command("annotate")
+@click.argument("rev")
+@click.argument("priority", type=click.Choice(["pinned", "normal", "skip"]))
+@click.option("--reason", default=None, help="Why (kept in history).")
+@with_state
+def annotate(st: CliState, rev: str, priority: str, reason: str | None) -> None:
+    """Mark a message pinned (survives compression), normal, or skip (left out of compile)."""
+    info = st.tract().annotate(rev, priority, reason=reason)
+    click.echo(info.commit_hash)
+
+
+@click.command("gc")
+@click.option(
+    "--min-age-hours",
+    type=click.FloatRange(min=0),
+    default=72.0,
+    show_default=True,
+    help="Keep unreferenced commits and reflog entries younger than this.",
+)
+@click.option("--keep-pinned/--no-keep-pinned", default=True, show_default=True)
+@json_option
+@with_state
+def gc(st: CliState, min_age_hours: float, keep_pinned: bool, as_json: bool) -> None:
+    """Delete objects nothing reaches (refs, young reflog entries, young commits, pins); fsck stays clean."""
+    result = st.tract().gc(min_age_hours=min_age_hours, keep_pinned=keep_pinned)
+    if as_json:
+        echo_json(_jsonable(result))
+        return
+    click.echo(
+        f"removed {result.removed_objects} objects ({result.removed_bytes} bytes), "
+        f"kept {result.kept_objects}, dropped {result.removed_checkpoints} checkpoints"
+    )
+
+
+COMMANDS = (
+    commit,
+    log,
+    show,
+    compile_cmd,
+    status,
+    branch,
+    switch,
+    checkout,
+    merge,
+    reset,
+    reflog,
+    diff,
+    annotate,
+    gc,
+)
