@@ -27,7 +27,8 @@ and build their message in ``__init__``.
     │   ├── UnsupportedURL (InvalidInput)    a URL scheme tractkv cannot reach
     │   ├── TransferError                    frame, hash, kind or truncation problem (.status, .oid)
     │   │   ├── ObjectTooLarge               one object over the per-object limit (413)
-    │   │   └── RequestTooLarge              a request over the per-request limit (413)
+    │   │   ├── RequestTooLarge              a request over the per-request limit (413)
+    │   │   └── RejectedObject               bytes do not hash to the id, or unknown kind (422)
     │   ├── RemoteUnavailable                unreachable, or not speaking the tractkv protocol
     │   ├── AuthError                        401 / 403 from a hub (.status)
     │   ├── PushRejected                     per-ref results (.results) with the reasons
@@ -340,6 +341,12 @@ class RequestTooLarge(TransferError):
     """The whole request body is over the receiver's per-request limit (stopped while streaming)."""
 
     status = 413
+
+
+class RejectedObject(TransferError):
+    """An object's bytes do not hash to its id, or are not a tractkv object this version can read."""
+
+    status = 422
 
 
 class RemoteUnavailable(SyncError):

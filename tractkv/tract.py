@@ -30,12 +30,13 @@ from tractkv.errors import (
     MergeConflict,
     ModelCallFailed,
     NoLLMConfigured,
+    NotFastForward,
     RefConflict,
     StoreClosed,
     TractError,
     UnknownRevision,
 )
-from tractkv.ids import ObjectId
+from tractkv.ids import ObjectId, is_object_id
 from tractkv.model import Blob, Commit, ToolSchema, ToolSet, UsageRecord, object_id
 from tractkv.store import Reader, Store, Table, WriteBatch, open_store
 from tractkv.toolkit.hooks import HookRegistry, PendingToolResult
@@ -73,6 +74,8 @@ from .engine.state import CompileState
 from .engine.tokens import DEFAULT_COUNTER, TokenCounter
 
 if TYPE_CHECKING:
+    from tractkv.sync.ops import FetchResult
+    from tractkv.sync.remote import PushOutcome
     from tractkv.toolkit.executor import ToolExecutor
     from tractkv.toolkit.loop import RunResult
     from tractkv.toolkit.profiles import ToolProfile
@@ -613,7 +616,17 @@ class Tract:
         reader = self._reader()
         state = self._head_state(reader)
         view = state.render(reader)
+        upstream = self._upstream(reader)
+        ahead = behind = None
+        if upstream is not None:
+            if state.head is None:
+                ahead, behind = 0, len(graph.ancestors(reader, upstream[1]))
+            else:
+                ahead, behind = graph.ahead_behind(reader, state.head, upstream[1])
         return StatusInfo(
+            upstream=upstream[0] if upstream else None,
+            ahead=ahead,
+            behind=behind,
             branch=self.current_branch,
             head=state.head,
             detached=self.is_detached,
@@ -861,6 +874,173 @@ class Tract:
             if row.commit is not None:
                 roots.add(row.commit)
         return roots
+
+    # --- sync (tractkv.sync, loaded on first use) --------------------------------------------------------
+
+    def remote_add(self, name: str, url: str, *, token_env: str | None = None) -> None:
+        """Remember a remote: a store path or ``file://`` URL, ``http://host:port`` (a ``tractkv serve`` hub),
+        ``s3://bucket/prefix`` or a bundle file. ``token_env`` names the environment variable holding the
+        hub's bearer token (default ``TRACTKV_TOKEN``); tokens are never stored.
+        """
+        from tractkv.sync import ops
+
+        self._no_batch("remote_add")
+        ops.add_remote(self._store, name, url, token_env=token_env)
+
+    def remotes(self) -> dict[str, str]:
+        """Configured remotes: name -> URL."""
+        from tractkv.sync import ops
+
+        return ops.list_remotes(self._store)
+
+    def remote_remove(self, name: str) -> None:
+        """Forget a remote and its remote-tracking branches (the objects stay until gc)."""
+        from tractkv.sync import ops
+
+        self._no_batch("remote_remove")
+        ops.remove_remote(self._store, name)
+
+    def fetch(self, remote: str = "origin", *, progress: Callable[[int], None] | None = None) -> FetchResult:
+        """Receive the remote's branches as ``<remote>/<branch>`` tracking branches; local branches stay."""
+        from tractkv.sync import ops
+
+        self._no_batch("fetch")
+        with ops.open_named(self._store, remote) as conn:
+            return ops.fetch_from(self._store, conn, remote, progress=progress)
+
+    def pull(
+        self,
+        remote: str = "origin",
+        branch: str | None = None,
+        ff_only: bool = False,
+        *,
+        strategy: str = "auto",
+        progress: Callable[[int], None] | None = None,
+    ) -> MergeResult:
+        """Fetch, then bring ``<remote>/<branch>`` (default: the current branch's name) into the current
+        branch: a fast-forward when possible, else a merge commit through :meth:`merge` (``strategy``
+        settles conflicts as there).
+
+        Raises:
+            NotFastForward: ``ff_only`` and the histories diverged (nothing moved locally but the fetch).
+            BranchNotFound: the remote has no such branch.
+        """
+        self.fetch(remote, progress=progress)
+        ref, head = self._writable("pull")
+        name = branch if branch is not None else ref[len(HEADS) :]
+        tracking = f"{remote}/{check_branch_name(name)}"
+        theirs = self._store.get_ref(REMOTES + tracking)
+        if theirs is None:
+            raise BranchNotFound(tracking)
+        if (
+            ff_only
+            and head is not None
+            and not graph.is_ancestor(self._store, head, ObjectId(theirs))
+            and not graph.is_ancestor(self._store, ObjectId(theirs), head)
+        ):
+            raise NotFastForward(ref[len(HEADS) :], tracking)
+        return self.merge(REMOTES + tracking, strategy, message=f"Merge {tracking}")
+
+    def push(
+        self,
+        remote: str = "origin",
+        branch: str | None = None,
+        force: bool = False,
+        expect: str | None = None,
+        *,
+        progress: Callable[[int], None] | None = None,
+    ) -> PushOutcome:
+        """Send a branch (default: the current one) to the same name on the remote.
+
+        The remote's ref moves by compare-and-swap from the value it advertised, or from ``expect`` (an id
+        or revision: force-with-lease when combined with ``force``). Without ``force`` a push that is not a
+        fast-forward is refused before any object is sent.
+
+        Raises:
+            PushRejected: the remote refused the update (``.results`` says why: non-fast-forward, stale, ...).
+        """
+        from tractkv.sync import ops
+
+        self._no_batch("push")
+        if branch is None:
+            if self._branch_ref is None:
+                raise DetachedHead(str(self._detached), "push")
+            ref = self._branch_ref
+        else:
+            ref = branch_ref(branch)
+        lease: object = ...
+        if expect is not None:
+            lease = ObjectId(expect) if is_object_id(expect) else resolve_revision(self._store, expect)
+        with ops.open_named(self._store, remote) as conn:
+            return ops.push_to(self._store, conn, remote, ref, force=force, expect=lease, progress=progress)
+
+    @classmethod
+    def clone(
+        cls,
+        url: str,
+        path: str | None,
+        *,
+        branch: str | None = None,
+        remote: str = "origin",
+        token_env: str | None = None,
+        durable: bool = True,
+        progress: Callable[[int], None] | None = None,
+        **kwargs: Any,
+    ) -> Tract:
+        """Make a new store at ``path`` (None: in memory) from the remote at ``url``.
+
+        Every remote branch becomes a local branch and a ``<remote>/<branch>`` tracking branch; HEAD is
+        ``branch``, else ``main`` when the remote has it, else the first. A clone that fails leaves no
+        store behind at ``path``.
+        """
+        import os
+        import shutil
+
+        from tractkv.sync import ops
+
+        if path is not None and os.path.exists(path) and os.listdir(path):
+            raise InvalidInput(f"cannot clone into {path!r}: it exists and is not empty")
+        created = path is not None and not os.path.exists(path)
+        tract: Tract | None = None
+        try:
+            tract = cls.open(path, durable=durable, **kwargs)
+            ops.add_remote(tract._store, remote, url, token_env=token_env)
+            with ops.open_named(tract._store, remote) as conn:
+                ops.fetch_from(tract._store, conn, remote, progress=progress)
+            prefix = f"{REMOTES}{remote}/"
+            tips = {ref[len(prefix) :]: ObjectId(v) for ref, v in tract._store.iter_refs(prefix)}
+            if branch is not None and branch not in tips:
+                raise BranchNotFound(f"{remote}/{branch}")
+            batch = tract._store.new_batch()
+            for name, tip in tips.items():
+                batch.set_ref(HEADS + name, tip, expected=None)
+                log_ref_move(
+                    batch, HEADS + name, None, tip, "clone", f"clone from {url}", now_us=tract._clock()
+                )
+            tract._store.apply(batch)
+            start = branch or ("main" if "main" in tips or not tips else sorted(tips)[0])
+            tract._branch_ref, tract._detached, tract._state = branch_ref(start), None, None
+            tract._save_head()
+            return tract
+        except BaseException:
+            if tract is not None:
+                tract.close()
+            if created and path is not None:
+                shutil.rmtree(path, ignore_errors=True)
+            raise
+
+    def _upstream(self, reader: Reader) -> tuple[str, ObjectId] | None:
+        """The tracking branch the current branch follows: ``origin/<name>`` first, else the first remote's."""
+        if self._branch_ref is None:
+            return None
+        name = self._branch_ref[len(HEADS) :]
+        candidates = sorted(
+            (ref[len(REMOTES) :], ObjectId(v))
+            for ref, v in reader.iter_refs(REMOTES)
+            if ref[len(REMOTES) :].split("/", 1)[-1] == name
+        )
+        candidates.sort(key=lambda c: not c[0].startswith("origin/"))
+        return candidates[0] if candidates else None
 
     # --- tools in context ---------------------------------------------------------------------------------
 

@@ -58,6 +58,11 @@ def _register() -> None:
     for command in (usage_cmds.usage, usage_cmds.export):
         cli.add_command(command)
 
+    from tractkv.cli import sync_cmds
+
+    for command in sync_cmds.COMMANDS:
+        cli.add_command(command)
+
 
 _register()
 

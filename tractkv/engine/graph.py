@@ -110,3 +110,49 @@ def iter_log(reader: Reader, tips: Iterable[ObjectId]) -> Iterator[tuple[ObjectI
                 queued.add(parent)
                 commits[parent] = reader.get_commit(parent)
                 heapq.heappush(heap, (-commits[parent].created_at, parent))
+
+
+def ahead_behind(reader: Reader, a: ObjectId, b: ObjectId) -> tuple[int, int]:
+    """(commits reachable from ``a`` but not ``b``, commits reachable from ``b`` but not ``a``).
+
+    Walks newest first (a child is always newer than its parents, see ``Tract._now``), painting each commit
+    with the sides that reach it, and stops once only commits both sides reach are queued: the cost is the
+    diverged part of history, not all of it.
+    """
+    if a == b:
+        return 0, 0
+    flags: dict[ObjectId, int] = {}
+    heap: list[tuple[int, ObjectId]] = []
+    pending = 0  # queued commits not yet known to be common
+
+    def paint(oid: ObjectId, side: int) -> None:
+        nonlocal pending
+        old = flags.get(oid, 0)
+        new = old | side
+        if new == old:
+            return
+        flags[oid] = new
+        if old == 0:
+            heapq.heappush(heap, (-reader.get_commit(oid).created_at, oid))
+            pending += new != 3
+        elif new == 3:
+            pending -= 1
+
+    paint(a, 1)
+    paint(b, 2)
+    done: set[ObjectId] = set()
+    counts = [0, 0, 0, 0]
+    while heap and pending > 0:
+        _, oid = heapq.heappop(heap)
+        if oid in done:
+            continue
+        done.add(oid)
+        side = flags[oid]
+        counts[side] += 1
+        if side != 3:
+            pending -= 1
+        for parent in reader.get_commit(oid).parents:
+            if parent in done:
+                continue
+            paint(parent, side)
+    return counts[1], counts[2]

@@ -11,8 +11,8 @@ Ref names on the wire are full names (``refs/heads/main``); values are hex objec
 from __future__ import annotations
 
 import abc
-from collections.abc import Iterable, Iterator, Sequence
-from typing import Literal
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from typing import Literal, Self
 
 import attrs
 
@@ -94,16 +94,24 @@ class Remote(abc.ABC):
         """
 
     @abc.abstractmethod
-    def fetch(self, wants: Sequence[ObjectId], haves: Sequence[ObjectId]) -> Iterator[tuple[ObjectId, bytes]]:
-        """Stream the closure of ``wants`` minus what ``haves`` (commits the caller has whole) reach.
+    def fetch(
+        self,
+        wants: Sequence[ObjectId],
+        haves: Sequence[ObjectId],
+        known: Callable[[ObjectId], bool] | None = None,
+    ) -> Iterator[tuple[ObjectId, bytes]]:
+        """Stream the closure of ``wants`` minus what ``haves`` (commits the caller has whole) reach, links
+        before the objects that name them.
 
-        The caller verifies every object (rehash) before storing it.
+        ``known`` answers "does the caller have this object?" (its store is closed under links, so a known
+        object's whole closure is there too); transports that walk the other side object by object (S3) use
+        it to stop early. The caller verifies every object (rehash) before storing it.
         """
 
     def close(self) -> None:  # noqa: B027 - transports without resources need nothing here
         """Release connections / files."""
 
-    def __enter__(self) -> Remote:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc: object) -> None:

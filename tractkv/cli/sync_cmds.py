@@ -1,0 +1,296 @@
+"""Sync commands: remote, fetch, pull, push, clone, serve, bundle."""
+
+from __future__ import annotations
+
+import sys
+import time
+from typing import Any
+
+import click
+
+from tractkv.cli.common import CliState, echo_json, json_option, note, stderr_is_tty, with_state
+from tractkv.errors import InvalidInput
+
+
+class Progress:
+    """Objects transferred so far, redrawn on stderr at most 10 times a second (only on a terminal)."""
+
+    def __init__(self, label: str, enabled: bool) -> None:
+        self.label = label
+        self.enabled = enabled
+        self.count = 0
+        self._start = time.monotonic()
+        self._drawn = 0.0
+
+    def __call__(self, n: int) -> None:
+        self.count += n
+        now = time.monotonic()
+        if self.enabled and now - self._drawn >= 0.1:
+            self._drawn = now
+            rate = self.count / max(now - self._start, 1e-6)
+            sys.stderr.write(f"\r{self.label}: {self.count} objects ({rate:,.0f}/s)")
+            sys.stderr.flush()
+
+    def done(self) -> None:
+        if self.enabled and self._drawn:
+            sys.stderr.write("\r\x1b[K")
+            sys.stderr.flush()
+
+
+def _progress(label: str, quiet: bool) -> Progress:
+    return Progress(label, enabled=not quiet and stderr_is_tty())
+
+
+quiet_option = click.option("--quiet", "-q", is_flag=True, help="No progress output.")
+
+
+@click.group()
+def remote() -> None:
+    """Manage remotes (other stores this one syncs with)."""
+
+
+@remote.command("add")
+@click.argument("name")
+@click.argument("url")
+@click.option("--token-env", help="Environment variable holding the hub's token (default TRACTKV_TOKEN).")
+@with_state
+def remote_add(state: CliState, name: str, url: str, token_env: str | None) -> None:
+    """Add a remote: a store path, file://..., http://host:port, s3://bucket/prefix or a bundle file."""
+    state.tract().remote_add(name, url, token_env=token_env)
+    note(f"added remote {name} -> {url}")
+
+
+@remote.command("list")
+@json_option
+@with_state
+def remote_list(state: CliState, as_json: bool) -> None:
+    """List remotes (name and URL)."""
+    remotes = state.tract().remotes()
+    if as_json:
+        echo_json(remotes)
+        return
+    for name, url in remotes.items():
+        click.echo(f"{name}\t{url}")
+
+
+@remote.command("remove")
+@click.argument("name")
+@with_state
+def remote_remove(state: CliState, name: str) -> None:
+    """Forget a remote and its remote-tracking branches."""
+    state.tract().remote_remove(name)
+    note(f"removed remote {name}")
+
+
+@click.command()
+@click.argument("remote_name", default="origin", metavar="[REMOTE]")
+@quiet_option
+@json_option
+@with_state
+def fetch(state: CliState, remote_name: str, quiet: bool, as_json: bool) -> None:
+    """Download a remote's branches as <remote>/<branch> tracking branches."""
+    progress = _progress("receiving", quiet)
+    result = state.tract().fetch(remote_name, progress=progress)
+    progress.done()
+    if as_json:
+        echo_json(
+            {
+                "updated": {k: list(v) for k, v in result.updated.items()},
+                "objects": result.objects,
+                "new_objects": result.new_objects,
+                "bytes": result.bytes,
+            }
+        )
+        return
+    for ref, (old, new) in sorted(result.updated.items()):
+        name = ref.removeprefix("refs/remotes/")
+        if new is None:
+            click.echo(f"  - [deleted] {name}")
+        elif old is None:
+            click.echo(f"  * [new] {name} {new[:12]}")
+        else:
+            click.echo(f"  {old[:12]}..{new[:12]} {name}")
+    if not result.updated:
+        click.echo("up to date")
+    if not quiet:
+        note(f"received {result.objects} objects ({result.new_objects} new, {result.bytes} bytes)")
+
+
+@click.command()
+@click.argument("remote_name", default="origin", metavar="[REMOTE]")
+@click.argument("branch", required=False)
+@click.option("--ff-only", is_flag=True, help="Refuse to merge: only fast-forward.")
+@click.option(
+    "--strategy",
+    type=click.Choice(["auto", "ours", "theirs"]),
+    default="auto",
+    show_default=True,
+    help="How a merge settles conflicts.",
+)
+@quiet_option
+@with_state
+def pull(
+    state: CliState, remote_name: str, branch: str | None, ff_only: bool, strategy: str, quiet: bool
+) -> None:
+    """Fetch, then fast-forward or merge <remote>/<branch> into the current branch."""
+    progress = _progress("receiving", quiet)
+    result = state.tract().pull(remote_name, branch, ff_only=ff_only, strategy=strategy, progress=progress)
+    progress.done()
+    head = result.head[:12] if result.head else "-"
+    click.echo(f"{result.kind} {head}")
+
+
+@click.command()
+@click.argument("remote_name", default="origin", metavar="[REMOTE]")
+@click.argument("branch", required=False)
+@click.option("--force", "-f", is_flag=True, help="Allow a push that is not a fast-forward.")
+@click.option("--expect", metavar="REV", help="Only if the remote branch is at REV (force-with-lease).")
+@quiet_option
+@json_option
+@with_state
+def push(
+    state: CliState,
+    remote_name: str,
+    branch: str | None,
+    force: bool,
+    expect: str | None,
+    quiet: bool,
+    as_json: bool,
+) -> None:
+    """Send a branch (default: the current one) to the same name on a remote."""
+    progress = _progress("sending", quiet)
+    outcome = state.tract().push(remote_name, branch, force=force, expect=expect, progress=progress)
+    progress.done()
+    if as_json:
+        echo_json(
+            {
+                "results": [
+                    {"name": r.name, "ok": r.ok, "reason": r.reason, "detail": r.detail}
+                    for r in outcome.results
+                ],
+                "objects_sent": outcome.objects_sent,
+                "bytes_sent": outcome.bytes_sent,
+            }
+        )
+        return
+    for r in outcome.results:
+        click.echo(f"{r.name.removeprefix('refs/heads/')}: {r.detail or 'ok'}")
+    if not quiet:
+        note(f"sent {outcome.objects_sent} objects ({outcome.bytes_sent} bytes)")
+
+
+@click.command()
+@click.argument("url")
+@click.argument("path", required=False)
+@click.option("--branch", "-b", help="Check out this branch (default main, else the first).")
+@click.option("--token-env", help="Environment variable holding the hub's token (default TRACTKV_TOKEN).")
+@quiet_option
+@with_state
+def clone(
+    state: CliState, url: str, path: str | None, branch: str | None, token_env: str | None, quiet: bool
+) -> None:
+    """Make a new store at PATH (default: --store) from the remote at URL."""
+    from tractkv.tract import Tract
+
+    progress = _progress("receiving", quiet)
+    tract = Tract.clone(url, path or state.store_path, branch=branch, token_env=token_env, progress=progress)
+    progress.done()
+    try:
+        branches = [b.name for b in tract.list_branches(remotes=False)]
+        click.echo(
+            f"cloned {len(branches)} branch(es) into {path or state.store_path}; on {tract.current_branch}"
+        )
+    finally:
+        tract.close()
+
+
+@click.command()
+@click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
+@click.option("--port", default=8765, show_default=True, type=click.IntRange(0, 65535), help="0 picks one.")
+@click.option("--tokens", "tokens_file", type=click.Path(dir_okay=False), help="JSON tokens file (see docs).")
+@click.option("--max-object-bytes", type=click.IntRange(1), help="Per-object limit (default 16 MiB).")
+@click.option("--max-request-bytes", type=click.IntRange(1), help="Per-request limit (default 1 GiB).")
+@with_state
+def serve(
+    state: CliState,
+    host: str,
+    port: int,
+    tokens_file: str | None,
+    max_object_bytes: int | None,
+    max_request_bytes: int | None,
+) -> None:
+    """Serve this store as an HTTP hub that other stores push to and pull from."""
+    try:
+        from tractkv.sync import server
+    except ImportError as exc:
+        raise InvalidInput(
+            f"serve needs the server extra: pip install 'tractkv[server]' ({exc.name})"
+        ) from exc
+    from tractkv.sync.auth import TokenTable
+    from tractkv.sync.frames import MAX_OBJECT_BYTES, MAX_REQUEST_BYTES
+
+    tokens = TokenTable.from_file(tokens_file) if tokens_file else None
+    if tokens is None and not server.is_loopback(host):
+        raise InvalidInput(f"refusing to serve {host} without --tokens: only loopback may be unauthenticated")
+    store = state.store(create=True)
+    sock = server.bind(host, port)
+    bound = sock.getsockname()[1]
+    shown = f"[{host}]" if ":" in host else host
+    auth = "bearer tokens required" if tokens else "no authentication: loopback only"
+    click.echo(f"serving {state.store_path} at http://{shown}:{bound} ({auth})", err=True)
+    click.echo(f"http://{shown}:{bound}")
+    sys.stdout.flush()
+    server.serve(
+        store,
+        sock,
+        tokens=tokens,
+        max_object=max_object_bytes or MAX_OBJECT_BYTES,
+        max_request=max_request_bytes or MAX_REQUEST_BYTES,
+    )
+
+
+@click.group()
+def bundle() -> None:
+    """Write or read bundle files (branches and their objects in one file)."""
+
+
+@bundle.command("create")
+@click.argument("file", type=click.Path(dir_okay=False))
+@click.argument("branches", nargs=-1)
+@with_state
+def bundle_create(state: CliState, file: str, branches: tuple[str, ...]) -> None:
+    """Write BRANCHES (default: every branch) and their history to FILE."""
+    from tractkv.sync.bundle import write_bundle
+
+    store = state.store()
+    refs: dict[str, Any] = {}
+    for ref, value in store.iter_refs("refs/heads/"):
+        if not branches or ref.removeprefix("refs/heads/") in branches:
+            refs[ref] = value
+    unknown = set(branches) - {r.removeprefix("refs/heads/") for r in refs}
+    if unknown:
+        raise InvalidInput(f"no branch named {', '.join(sorted(unknown))}")
+    count = write_bundle(store, file, refs)
+    click.echo(f"wrote {len(refs)} branch(es), {count} objects to {file}")
+
+
+@bundle.command("unbundle")
+@click.argument("file", type=click.Path(dir_okay=False, exists=True))
+@click.option(
+    "--as", "name", default="bundle", show_default=True, help="Tracking branches appear as NAME/<branch>."
+)
+@with_state
+def bundle_unbundle(state: CliState, file: str, name: str) -> None:
+    """Verify and store FILE's objects; its branches appear as <NAME>/<branch> (merge or branch from them)."""
+    from tractkv.sync.bundle import BundleRemote
+    from tractkv.sync.ops import check_remote_name, fetch_from
+
+    store = state.store()
+    with BundleRemote(file) as conn:
+        result = fetch_from(store, conn, check_remote_name(name), prune=False)
+    for ref, (_, new) in sorted(result.updated.items()):
+        click.echo(f"{ref.removeprefix('refs/remotes/')} {new[:12] if new else '-'}")
+    note(f"stored {result.new_objects} new objects of {result.objects}")
+
+
+COMMANDS = (remote, fetch, pull, push, clone, serve, bundle)

@@ -1,0 +1,205 @@
+"""The receiving side, shared by every transport: verify objects, store them in batches, move refs by CAS.
+
+Objects are checked one by one as they arrive (rehash, known kind, strict decode) and committed in
+batches, so an interrupted transfer keeps every object that arrived whole and a retry sends only the rest.
+Refs move only after their objects, each by compare-and-swap on the value the pusher expected, and only
+to a commit whose closure is complete here: a receiving store never has a ref it cannot compile.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+
+import attrs
+
+from tractkv.engine.graph import is_ancestor
+from tractkv.engine.history import log_ref_move
+from tractkv.engine.refs import HEADS, check_branch_name
+from tractkv.errors import DecodeError, InvalidRefName, RefConflict, RejectedObject
+from tractkv.ids import ObjectId, hash_bytes, is_object_id
+from tractkv.model import Commit, StoredObject, decode
+from tractkv.store import Store, WriteBatch
+from tractkv.store.walk import closure_missing
+
+from .remote import RefResult, RefUpdate
+
+BATCH_OBJECTS = 4096
+
+
+@attrs.frozen
+class ReceiveStats:
+    """Objects seen, of which newly stored, and their bytes."""
+
+    objects: int
+    new_objects: int
+    bytes: int
+
+
+def verify(oid: ObjectId, data: bytes) -> StoredObject:
+    """The object ``data`` holds; :class:`RejectedObject` unless it hashes to ``oid`` and decodes strictly."""
+    if not is_object_id(oid):
+        raise RejectedObject("malformed object id", str(oid))
+    if hash_bytes(data) != oid:
+        raise RejectedObject("object bytes do not hash to their id", oid)
+    try:
+        return decode(data, oid, strict=True)
+    except DecodeError as exc:
+        raise RejectedObject(f"not a readable tractkv object ({exc})", oid) from exc
+
+
+def receive_objects(
+    store: Store, pairs: Iterable[tuple[ObjectId, bytes]], *, batch_objects: int = BATCH_OBJECTS
+) -> ReceiveStats:
+    """Verify and store ``pairs`` in transactions of ``batch_objects``.
+
+    Senders stream objects after the objects they link (post-order), so every link must already be in the
+    store or earlier in the stream; an object with a dangling link is rejected. The store therefore stays
+    closed under links whatever happens: when ``pairs`` raises midway (a truncated stream, a rejected object,
+    a client that died), the objects verified before it are committed first, then the exception propagates.
+    """
+    seen = new = size = 0
+    arrived: set[ObjectId] = set()
+    batch = store.new_batch()
+    try:
+        for oid, data in pairs:
+            obj = verify(oid, data)
+            seen += 1
+            size += len(data)
+            if oid in arrived or store.has(oid):
+                continue
+            for link in obj.iter_links():
+                if link not in arrived and not store.has(link):
+                    raise RejectedObject(
+                        f"links to {link}, which is neither here nor earlier in the stream", oid
+                    )
+            arrived.add(oid)
+            batch.put_raw(oid, data, obj)
+            new += 1
+            if len(batch.objects) >= batch_objects:
+                store.apply(batch)
+                batch = store.new_batch()
+    finally:
+        if batch.objects:
+            store.apply(batch)
+    return ReceiveStats(objects=seen, new_objects=new, bytes=size)
+
+
+def missing_ids(reader: Store, oids: Sequence[ObjectId]) -> set[ObjectId]:
+    """Which of ``oids`` the store lacks."""
+    return {oid for oid in oids if not reader.has(oid)}
+
+
+def check_update(
+    store: Store, update: RefUpdate, may_write: Callable[[str], bool] | None
+) -> RefResult | None:
+    """Why ``update`` must be refused (a :class:`RefResult`), or None when it may be applied."""
+    name = update.name
+
+    def refuse(reason: str, detail: str) -> RefResult:
+        return RefResult(name=name, ok=False, reason=reason, detail=detail)  # type: ignore[arg-type]
+
+    if not name.startswith(HEADS):
+        return refuse("invalid", "only branches (refs/heads/...) can be pushed")
+    try:
+        check_branch_name(name[len(HEADS) :])
+    except InvalidRefName as exc:
+        return refuse("invalid", str(exc))
+    for value in (update.old, update.new):
+        if value is not None and not is_object_id(value):
+            return refuse("invalid", f"{value!r} is not an object id")
+    if may_write is not None and not may_write(name):
+        return refuse("forbidden", "these credentials may not write this ref")
+    current = store.get_ref(name)
+    if current != update.old:
+        return moved(store, update, current)
+    if update.new is None:
+        return None
+    obj = store.get(update.new)
+    if obj is None:
+        return refuse("missing-objects", f"{update.new} is not here")
+    if not isinstance(obj, Commit):
+        return refuse("invalid", f"{update.new} is a {type(obj).KIND}, not a commit")
+    hole = closure_missing(store, update.new, stop={ObjectId(current)} if current else frozenset())
+    if hole is not None:
+        return refuse("missing-objects", f"{hole} (in the history of {update.new[:12]}) is not here")
+    if current is not None and not update.force and not is_ancestor(store, ObjectId(current), update.new):
+        return refuse("non-fast-forward", f"{update.new[:12]} does not descend from {current[:12]}")
+    return None
+
+
+def moved(store: Store, update: RefUpdate, current: str | None) -> RefResult:
+    """The refusal of an update whose ref is no longer at the expected old value.
+
+    ``non-fast-forward`` when the new value does not contain the current one (the pusher must pull and
+    merge, as after losing a race to another pusher), else ``stale`` (re-read and retry).
+    """
+    detail = f"expected {update.old or 'absent'}, found {current or 'absent'}"
+    if (
+        current is not None
+        and not update.force
+        and update.new is not None
+        and store.has(update.new)
+        and (not store.has(ObjectId(current)) or not is_ancestor(store, ObjectId(current), update.new))
+    ):
+        return RefResult(
+            update.name, False, "non-fast-forward", f"{detail}: someone pushed first, pull first"
+        )
+    return RefResult(update.name, False, "stale", detail)
+
+
+def apply_ref_updates(
+    store: Store,
+    updates: Sequence[RefUpdate],
+    *,
+    atomic: bool = False,
+    may_write: Callable[[str], bool] | None = None,
+    operation: str = "push",
+) -> list[RefResult]:
+    """Check and apply ref updates; one transaction each, or one for all with ``atomic``.
+
+    The store's compare-and-swap decides: a ref moved by someone else between the checks and the write is
+    reported ``stale``, never as a success.
+    """
+    names = [u.name for u in updates]
+    if len(set(names)) != len(names):
+        return [RefResult(n, False, "invalid", "a ref is named twice in one push") for n in names]
+    checked = [(u, check_update(store, u, may_write)) for u in updates]
+    if atomic:
+        if any(r is not None for _, r in checked):
+            return [
+                r if r is not None else RefResult(u.name, False, "atomic", "another ref was refused")
+                for u, r in checked
+            ]
+        batch = store.new_batch()
+        for u, _ in checked:
+            _stage(batch, u, operation)
+        try:
+            store.apply(batch)
+        except RefConflict as exc:
+            return [
+                moved(store, u, store.get_ref(u.name))
+                if u.name == exc.ref
+                else RefResult(u.name, False, "atomic", str(exc))
+                for u, _ in checked
+            ]
+        return [RefResult(u.name, True) for u, _ in checked]
+    results: list[RefResult] = []
+    for u, refused in checked:
+        if refused is not None:
+            results.append(refused)
+            continue
+        batch = store.new_batch()
+        _stage(batch, u, operation)
+        try:
+            store.apply(batch)
+        except RefConflict:
+            results.append(moved(store, u, store.get_ref(u.name)))
+            continue
+        results.append(RefResult(u.name, True))
+    return results
+
+
+def _stage(batch: WriteBatch, update: RefUpdate, operation: str) -> None:
+    batch.set_ref(update.name, update.new, expected=update.old)
+    note = f"{operation} (forced)" if update.force else operation
+    log_ref_move(batch, update.name, update.old, update.new, operation, note)

@@ -1,0 +1,320 @@
+"""A remote that is a prefix in an S3-compatible bucket (``s3://bucket/prefix``; the ``s3`` extra: boto3).
+
+There is no server to verify anything, so the protocol rests on S3's conditional writes:
+
+* objects live at ``<prefix>/objects/<id>``, written create-only (``If-None-Match: *``; a 412 means the
+  object is there already, which content addressing makes harmless), always before any ref that needs them;
+* each branch is one object ``<prefix>/refs/heads/<name>`` holding the hex id, replaced by compare-and-swap
+  on its ETag (``If-Match``) or created with ``If-None-Match: *``. A failed condition (412, 409, or 404 on
+  If-Match: servers differ) means another writer moved it: the push is refused, never silently lost;
+* readers rehash every object (the receiving store verifies it like any other transfer).
+
+One object per ref keeps agents pushing different branches from contending, at the price of cross-ref
+atomicity: an ``atomic`` push of several refs is refused (use a hub for that). Deleting a branch is not
+supported over S3 (S3 has no portable conditional delete).
+
+The endpoint and credentials come from the usual AWS settings (``AWS_ENDPOINT_URL_S3`` or
+``AWS_ENDPOINT_URL``, ``AWS_ACCESS_KEY_ID`` / ``AWS_SECRET_ACCESS_KEY``, ``AWS_DEFAULT_REGION``).
+:meth:`S3Remote.probe` (run by ``remote add``) refuses an endpoint that ignores conditional writes.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+from urllib.parse import urlsplit
+
+from tractkv.errors import ConditionalWritesUnsupported, RemoteUnavailable, TransferError, UnsupportedURL
+from tractkv.ids import ObjectId, is_object_id
+from tractkv.model import decode
+
+from .receive import verify
+from .remote import PushOutcome, RefResult, RefUpdate, Remote
+
+HEADS = "refs/heads/"
+WORKERS = 16  # concurrent requests for object uploads and downloads
+STALE_STATUSES = (409, 412, 404)
+
+
+def parse_s3_url(url: str) -> tuple[str, str]:
+    """``(bucket, prefix)`` of ``s3://bucket[/prefix]`` (prefix without slashes at either end)."""
+    parts = urlsplit(url)
+    if parts.scheme.lower() != "s3" or not parts.netloc:
+        raise UnsupportedURL(url, "an S3 remote is s3://bucket/prefix")
+    return parts.netloc, parts.path.strip("/")
+
+
+class S3Remote(Remote):
+    """A store laid out as objects and one-object-per-ref in a bucket."""
+
+    def __init__(self, url: str, *, client: Any = None) -> None:
+        self.url = url
+        self.bucket, prefix = parse_s3_url(url)
+        self._prefix = f"{prefix}/" if prefix else ""
+        if client is None:
+            try:
+                import boto3
+                from botocore.config import Config
+            except ImportError as exc:  # pragma: no cover - depends on the install
+                raise RemoteUnavailable("s3:// remotes need the s3 extra: pip install 'tractkv[s3]'") from exc
+            endpoint = os.environ.get("AWS_ENDPOINT_URL_S3") or os.environ.get("AWS_ENDPOINT_URL")
+            client = boto3.client(
+                "s3",
+                endpoint_url=endpoint,
+                region_name=os.environ.get("AWS_DEFAULT_REGION") or "us-east-1",
+                config=Config(
+                    s3={"addressing_style": "path"},
+                    retries={"max_attempts": 3, "mode": "standard"},
+                    max_pool_connections=WORKERS,
+                ),
+            )
+        self._s3 = client
+        self._etags: dict[str, str] = {}  # ref key -> ETag as last read
+
+    # --- plumbing -------------------------------------------------------------------------------------------
+
+    def _object_key(self, oid: ObjectId) -> str:
+        return f"{self._prefix}objects/{oid}"
+
+    def _ref_key(self, name: str) -> str:
+        return f"{self._prefix}{name}"
+
+    def _error(self, exc: Exception, what: str) -> RemoteUnavailable:
+        return RemoteUnavailable(f"S3 {what} failed on {self.url}: {exc}")
+
+    @staticmethod
+    def _status(exc: Exception) -> int | None:
+        response = getattr(exc, "response", None)
+        if isinstance(response, dict):
+            status = response.get("ResponseMetadata", {}).get("HTTPStatusCode")
+            return int(status) if status is not None else None
+        return None
+
+    def _client_error(self) -> type[Exception]:
+        from botocore.exceptions import BotoCoreError, ClientError
+
+        return (ClientError, BotoCoreError)  # type: ignore[return-value]
+
+    def _keys(self, prefix: str) -> Iterator[str]:
+        token: str | None = None
+        while True:
+            kwargs: dict[str, Any] = {"Bucket": self.bucket, "Prefix": prefix}
+            if token:
+                kwargs["ContinuationToken"] = token
+            try:
+                page = self._s3.list_objects_v2(**kwargs)
+            except self._client_error() as exc:
+                raise self._error(exc, "list") from exc
+            for item in page.get("Contents", []):
+                yield item["Key"]
+            if not page.get("IsTruncated"):
+                return
+            token = page.get("NextContinuationToken")
+
+    def _get(self, key: str) -> tuple[bytes, str] | None:
+        try:
+            response = self._s3.get_object(Bucket=self.bucket, Key=key)
+        except self._client_error() as exc:
+            if self._status(exc) == 404:
+                return None
+            raise self._error(exc, f"get {key}") from exc
+        return response["Body"].read(), response["ETag"]
+
+    # --- checks ---------------------------------------------------------------------------------------------
+
+    def probe(self) -> None:
+        """Raise :class:`ConditionalWritesUnsupported` unless the endpoint enforces If-None-Match / If-Match."""
+        key = f"{self._prefix}probe/{uuid.uuid4().hex}"
+        try:
+            first = self._s3.put_object(Bucket=self.bucket, Key=key, Body=b"1", IfNoneMatch="*")
+        except self._client_error() as exc:
+            raise self._error(exc, "probe write") from exc
+        try:
+            for kwargs in ({"IfNoneMatch": "*"}, {"IfMatch": '"0000000000000000"'}):
+                try:
+                    self._s3.put_object(Bucket=self.bucket, Key=key, Body=b"2", **kwargs)
+                except self._client_error() as exc:
+                    if self._status(exc) in STALE_STATUSES:
+                        continue
+                    raise self._error(exc, "probe write") from exc
+                raise ConditionalWritesUnsupported(
+                    f"{self.url} accepted a write whose {next(iter(kwargs))} condition was false: concurrent "
+                    "pushes could silently lose each other's work, so tractkv will not use it"
+                )
+            if not first.get("ETag"):
+                raise ConditionalWritesUnsupported(
+                    f"{self.url} returns no ETag: refs cannot be compared and swapped"
+                )
+        finally:
+            try:
+                self._s3.delete_object(Bucket=self.bucket, Key=key)
+            except self._client_error():
+                pass
+
+    # --- Remote ---------------------------------------------------------------------------------------------
+
+    def list_refs(self, prefix: str = HEADS) -> dict[str, ObjectId]:
+        out: dict[str, ObjectId] = {}
+        for key in self._keys(self._ref_key(prefix)):
+            got = self._get(key)
+            if got is None:
+                continue
+            body, etag = got
+            value = body.decode("ascii", "replace").strip()
+            name = key[len(self._prefix) :]
+            if is_object_id(value):
+                out[name] = ObjectId(value)
+                self._etags[key] = etag
+        return out
+
+    def missing(self, oids: Sequence[ObjectId]) -> set[ObjectId]:
+        wanted = set(oids)
+        if len(wanted) <= 64:
+            with ThreadPoolExecutor(WORKERS) as pool:
+                present = dict(zip(wanted, pool.map(self._exists, wanted), strict=True))
+            return {oid for oid, here in present.items() if not here}
+        start = len(f"{self._prefix}objects/")
+        stored = {key[start:] for key in self._keys(f"{self._prefix}objects/")}
+        return {oid for oid in wanted if oid not in stored}
+
+    def _exists(self, oid: ObjectId) -> bool:
+        try:
+            self._s3.head_object(Bucket=self.bucket, Key=self._object_key(oid))
+        except self._client_error() as exc:
+            if self._status(exc) == 404:
+                return False
+            raise self._error(exc, "head") from exc
+        return True
+
+    def _put_object(self, pair: tuple[ObjectId, bytes]) -> int:
+        oid, data = pair
+        try:
+            self._s3.put_object(Bucket=self.bucket, Key=self._object_key(oid), Body=data, IfNoneMatch="*")
+        except self._client_error() as exc:
+            if self._status(exc) in (412, 409):
+                return 0  # there already: same id, same bytes
+            raise self._error(exc, f"put object {oid}") from exc
+        return 1
+
+    def push(
+        self,
+        objects: Iterable[tuple[ObjectId, bytes]],
+        updates: Sequence[RefUpdate],
+        *,
+        atomic: bool = False,
+    ) -> PushOutcome:
+        if atomic and len(updates) > 1:
+            return PushOutcome(
+                results=tuple(
+                    RefResult(u.name, False, "atomic", "S3 remotes cannot update several refs atomically")
+                    for u in updates
+                ),
+                objects_sent=0,
+                bytes_sent=0,
+            )
+        sent = [0, 0]
+
+        def counted() -> Iterator[tuple[ObjectId, bytes]]:
+            for pair in objects:
+                sent[0] += 1
+                sent[1] += len(pair[1])
+                yield pair
+
+        with ThreadPoolExecutor(WORKERS) as pool:
+            for _ in pool.map(self._put_object, counted()):
+                pass  # objects first, all of them, before any ref moves
+        results = tuple(self._update(u) for u in updates)
+        return PushOutcome(results=results, objects_sent=sent[0], bytes_sent=sent[1])
+
+    def _update(self, update: RefUpdate) -> RefResult:
+        if not update.name.startswith(HEADS):
+            return RefResult(update.name, False, "invalid", "only branches (refs/heads/...) can be pushed")
+        if update.new is None:
+            return RefResult(
+                update.name, False, "invalid", "deleting a branch is not supported on S3 remotes"
+            )
+        key = self._ref_key(update.name)
+        current = self._get(key)
+        value = current[0].decode("ascii", "replace").strip() if current else None
+        if value != update.old:
+            return self._moved(update, value)
+        condition = {"IfMatch": current[1]} if current else {"IfNoneMatch": "*"}
+        try:
+            response = self._s3.put_object(
+                Bucket=self.bucket, Key=key, Body=f"{update.new}\n".encode(), **condition
+            )
+        except self._client_error() as exc:
+            if self._status(exc) in STALE_STATUSES:
+                again = self._get(key)
+                return self._moved(update, again[0].decode("ascii", "replace").strip() if again else None)
+            raise self._error(exc, f"update {update.name}") from exc
+        self._etags[key] = response.get("ETag", "")
+        return RefResult(update.name, True)
+
+    @staticmethod
+    def _moved(update: RefUpdate, value: str | None) -> RefResult:
+        detail = f"expected {update.old or 'absent'}, found {value or 'absent'}"
+        if update.force or value is None:
+            return RefResult(update.name, False, "stale", detail)
+        return RefResult(
+            update.name, False, "non-fast-forward", f"{detail}: someone pushed first, pull first"
+        )
+
+    def fetch(
+        self,
+        wants: Sequence[ObjectId],
+        haves: Sequence[ObjectId],
+        known: Callable[[ObjectId], bool] | None = None,
+    ) -> Iterator[tuple[ObjectId, bytes]]:
+        """Walk the closure of ``wants`` level by level with parallel GETs, pruned at ``haves`` and at ids
+        ``known`` says the caller has (its store is closed under links), then yield it links-first."""
+        stop = set(haves)
+        fetched: dict[ObjectId, bytes] = {}
+        frontier = [w for w in dict.fromkeys(wants) if w not in stop and not (known and known(w))]
+        with ThreadPoolExecutor(WORKERS) as pool:
+            while frontier:
+                level = list(zip(frontier, pool.map(self._get_object, frontier), strict=True))
+                seen_next: dict[ObjectId, None] = {}
+                for oid, data in level:
+                    fetched[oid] = data
+                    for link in verify(oid, data).iter_links():  # rehash before following any link
+                        if link in fetched or link in stop or link in seen_next or (known and known(link)):
+                            continue
+                        seen_next[link] = None
+                frontier = list(seen_next)
+        yield from _links_first(fetched, list(dict.fromkeys(wants)))
+
+    def _get_object(self, oid: ObjectId) -> bytes:
+        got = self._get(self._object_key(oid))
+        if got is None:
+            raise TransferError(f"{self.url} lacks an object its refs need", oid)
+        return got[0]
+
+    def close(self) -> None:
+        close = getattr(self._s3, "close", None)
+        if close is not None:
+            close()
+
+
+def _links_first(objects: dict[ObjectId, bytes], roots: list[ObjectId]) -> Iterator[tuple[ObjectId, bytes]]:
+    """``objects`` in post-order from ``roots`` (each after the objects it links that are in the dict)."""
+    done: set[ObjectId] = set()
+    for root in roots:
+        if root in done or root not in objects:
+            continue
+        done.add(root)
+        stack: list[tuple[ObjectId, Iterator[ObjectId]]] = [(root, decode(objects[root], root).iter_links())]
+        while stack:
+            oid, links = stack[-1]
+            for link in links:
+                if link in done or link not in objects:
+                    continue
+                done.add(link)
+                stack.append((link, decode(objects[link], link).iter_links()))
+                break
+            else:
+                stack.pop()
+                yield oid, objects[oid]

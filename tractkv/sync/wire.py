@@ -1,0 +1,131 @@
+"""What the HTTP hub and its client say besides object streams: request heads, results, errors.
+
+Endpoints (all under ``/v1/``)::
+
+    GET  info               {"tractkv": version, "protocol": 1, "auth": bool}
+    GET  refs?prefix=P      {"refs": {name: id}}            (only the refs the token may see)
+    POST missing            body: raw 32-byte ids            -> raw 32-byte ids the hub lacks
+    POST fetch              {"wants": [id], "haves": [id]}   -> an object stream (see frames)
+    POST push               u32 head length + JSON head + object stream -> {"results", "objects", ...}
+
+The push head is ``{"updates": [{"name", "old", "new", "force"}], "atomic": bool}``: it comes before the
+objects so the hub can refuse a token without the scope (403) before reading any object. Errors are JSON
+``{"error": <exception class>, "message": str, "oid": id | null}`` with the status of the exception.
+"""
+
+from __future__ import annotations
+
+import json
+import struct
+from typing import Any
+
+from tractkv.errors import (
+    AuthError,
+    ObjectTooLarge,
+    RejectedObject,
+    RemoteUnavailable,
+    RequestTooLarge,
+    SyncError,
+    TransferError,
+)
+from tractkv.ids import ObjectId, is_object_id
+
+from .remote import RefResult, RefUpdate
+
+PROTOCOL = 1
+HEAD_LENGTH = struct.Struct(">I")
+MAX_HEAD_BYTES = 1024 * 1024
+MAX_IDS_BYTES = 32 * 1024 * 1024  # one million ids per missing() / fetch request
+STREAM_TYPE = "application/x-tractkv-stream"
+IDS_TYPE = "application/x-tractkv-ids"
+_TRANSFER = {cls.__name__: cls for cls in (TransferError, ObjectTooLarge, RequestTooLarge, RejectedObject)}
+
+
+def encode_push_head(updates: list[RefUpdate], atomic: bool) -> bytes:
+    head = json.dumps(
+        {
+            "updates": [{"name": u.name, "old": u.old, "new": u.new, "force": u.force} for u in updates],
+            "atomic": atomic,
+        },
+        separators=(",", ":"),
+    ).encode()
+    return HEAD_LENGTH.pack(len(head)) + head
+
+
+def decode_push_head(data: bytes) -> tuple[list[RefUpdate], bool]:
+    """Parse a push head; :class:`TransferError` (400) when malformed."""
+    try:
+        head = json.loads(data)
+        updates = [
+            RefUpdate(
+                name=_text(u["name"]),
+                old=_oid_or_none(u.get("old")),
+                new=_oid_or_none(u.get("new")),
+                force=bool(u.get("force", False)),
+            )
+            for u in head["updates"]
+        ]
+        atomic = bool(head.get("atomic", False))
+    except (ValueError, KeyError, TypeError, AttributeError) as exc:
+        raise TransferError(f"malformed push head: {exc}") from exc
+    if not updates:
+        raise TransferError("a push names no ref to update")
+    return updates, atomic
+
+
+def result_to_json(result: RefResult) -> dict[str, Any]:
+    return {"name": result.name, "ok": result.ok, "reason": result.reason, "detail": result.detail}
+
+
+def result_from_json(data: dict[str, Any]) -> RefResult:
+    return RefResult(
+        name=str(data["name"]),
+        ok=bool(data["ok"]),
+        reason=data.get("reason"),
+        detail=str(data.get("detail", "")),
+    )
+
+
+def error_body(exc: Exception) -> dict[str, Any]:
+    return {"error": type(exc).__name__, "message": str(exc), "oid": getattr(exc, "oid", None)}
+
+
+def error_from_response(status: int, body: Any, what: str) -> SyncError:
+    """The exception a hub's error answer stands for."""
+    name = body.get("error") if isinstance(body, dict) else None
+    message = str(body.get("message", "")) if isinstance(body, dict) else ""
+    if status in (401, 403):
+        detail = message.split(": ", 1)[-1] if message else f"{what} refused"
+        return AuthError(status, detail)
+    if isinstance(name, str) and name in _TRANSFER:
+        cls = _TRANSFER[name]
+        reason = message.removeprefix("transfer rejected: ")
+        oid = body.get("oid") if isinstance(body.get("oid"), str) else None
+        if oid and reason.endswith(f" (object {oid})"):
+            reason = reason[: -len(f" (object {oid})")]
+        return cls(reason, oid)
+    return RemoteUnavailable(f"the hub answered {status} to {what}: {message or 'no detail'}")
+
+
+def ids_to_bytes(oids: list[ObjectId] | set[ObjectId]) -> bytes:
+    return b"".join(bytes.fromhex(o) for o in oids)
+
+
+def ids_from_bytes(data: bytes) -> list[ObjectId]:
+    if len(data) % 32:
+        raise TransferError("an id list must be a multiple of 32 bytes")
+    return [ObjectId(data[i : i + 32].hex()) for i in range(0, len(data), 32)]
+
+
+def _text(value: Any) -> str:
+    if not isinstance(value, str):
+        raise TypeError("ref names are strings")
+    return value
+
+
+def _oid_or_none(value: Any) -> ObjectId | None:
+    if value is None:
+        return None
+    if not isinstance(value, str) or not is_object_id(value):
+        raise ValueError(f"{value!r} is not an object id")
+    return ObjectId(value)
