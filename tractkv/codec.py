@@ -41,8 +41,33 @@ CborValue = Any
 
 def check_value(value: object, path: str = "", depth: int = 0) -> None:
     """Raise :class:`EncodeError` unless ``value`` may be part of a hashed payload (see module doc)."""
+    try:
+        _check(value, depth)
+    except _Rejected as bad:
+        where = path
+        for step in reversed(bad.steps):
+            if step[0] == "key":
+                where = f"{where}.{step[1]}" if where else str(step[1])
+            elif step[0] == "index":
+                where = f"{where}[{step[1]}]"
+            else:
+                where = f"{where}[{step[1]!r}]"
+        raise EncodeError(where, bad.reason) from None
+
+
+class _Rejected(Exception):
+    """Internal: a value was refused; ``steps`` lead from it back up to the root (innermost first)."""
+
+    def __init__(self, reason: str) -> None:
+        self.reason = reason
+        self.steps: list[tuple[str, object]] = []
+
+
+def _check(value: object, depth: int) -> None:
+    # The path to a bad value is assembled only on failure: valid payloads (every object received by
+    # sync) pay for no string formatting.
     if depth > MAX_DEPTH:
-        raise EncodeError(path, f"nested deeper than {MAX_DEPTH} levels")
+        raise _Rejected(f"nested deeper than {MAX_DEPTH} levels")
     if value is None or value is True or value is False:
         return
     kind = type(value)
@@ -50,29 +75,39 @@ def check_value(value: object, path: str = "", depth: int = 0) -> None:
         try:
             value.encode("utf-8")  # type: ignore[attr-defined]
         except UnicodeEncodeError as exc:
-            raise EncodeError(path, "text holds a lone surrogate (not valid Unicode)") from exc
+            raise _Rejected("text holds a lone surrogate (not valid Unicode)") from exc
         return
     if kind is int:
         if not INT_MIN <= value <= INT_MAX:  # type: ignore[operator]
-            raise EncodeError(path, "integer outside the 64-bit range -2**63 .. 2**64-1")
+            raise _Rejected("integer outside the 64-bit range -2**63 .. 2**64-1")
         return
     if kind is float:
         if not math.isfinite(value):  # type: ignore[arg-type]
-            raise EncodeError(path, f"{value!r} is not a finite number (JSON has no spelling for it)")
+            raise _Rejected(f"{value!r} is not a finite number (JSON has no spelling for it)")
         return
     if kind is bytes:
         return
     if kind is dict:
         for key, item in value.items():  # type: ignore[attr-defined]
             if type(key) is not str:
-                raise EncodeError(f"{path}[{key!r}]", f"map keys must be str, not {type(key).__name__}")
-            check_value(item, f"{path}.{key}" if path else key, depth + 1)
+                bad = _Rejected(f"map keys must be str, not {type(key).__name__}")
+                bad.steps.append(("badkey", key))
+                raise bad
+            try:
+                _check(item, depth + 1)
+            except _Rejected as inner:
+                inner.steps.append(("key", key))
+                raise
         return
     if kind is list or kind is tuple:
         for index, item in enumerate(value):  # type: ignore[arg-type]
-            check_value(item, f"{path}[{index}]", depth + 1)
+            try:
+                _check(item, depth + 1)
+            except _Rejected as inner:
+                inner.steps.append(("index", index))
+                raise
         return
-    raise EncodeError(path, f"type {kind.__name__} is not allowed in a hashed payload")
+    raise _Rejected(f"type {kind.__name__} is not allowed in a hashed payload")
 
 
 def dumps(value: CborValue) -> bytes:

@@ -189,3 +189,16 @@ def test_probe_accepts_the_real_server(s3_url: str) -> None:
         remote.probe()
     finally:
         remote.close()
+
+
+def test_cli_push_and_clone_through_s3(s3_url: str, tmp_path: Path) -> None:
+    from .test_cli_sync import messages, tkv
+
+    a = tmp_path / "a"
+    tkv(a, "init")
+    tkv(a, "commit", "--role", "system", "fleet agent")
+    tkv(a, "commit", "stored in a bucket")
+    tkv(a, "remote", "add", "origin", s3_url)
+    tkv(a, "push", "-q")
+    tkv(tmp_path, "clone", s3_url, str(tmp_path / "b"))
+    assert messages(tmp_path / "b") == messages(a) == ["fleet agent", "stored in a bucket"]

@@ -8,6 +8,7 @@ credentials in it is refused, and no message ever repeats a token. ``requests`` 
 from __future__ import annotations
 
 import json
+import socket
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
@@ -56,7 +57,12 @@ class HttpRemote(Remote):
         headers = {"User-Agent": f"tractkv/{tractkv.__version__}"}
         if token:
             headers["Authorization"] = f"Bearer {token}"
-        self._client = httpx.Client(headers=headers, timeout=httpx.Timeout(timeout, connect=10.0))
+        # TCP_NODELAY: httpcore writes a request's head and body separately; with Nagle's algorithm on,
+        # the body waits for the server's delayed ACK and every request costs ~40 ms more.
+        transport = httpx.HTTPTransport(socket_options=[(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)])
+        self._client = httpx.Client(
+            headers=headers, timeout=httpx.Timeout(timeout, connect=10.0), transport=transport
+        )
         self.requests = 0
         self.bytes_up = 0
         self.bytes_down = 0

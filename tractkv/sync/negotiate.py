@@ -20,7 +20,7 @@ from collections.abc import Iterator, Sequence
 
 from tractkv.ids import ObjectId
 from tractkv.model import Commit, decode
-from tractkv.store import Reader
+from tractkv.store import Reader, Store
 from tractkv.store.walk import iter_reachable
 
 #: Above this many candidates, ask the receiver which it lacks before sending.
@@ -79,8 +79,17 @@ def known_on_remote(reader: Reader, wants: Sequence[ObjectId], haves: Sequence[O
 
 def candidate_ids(reader: Reader, wants: Sequence[ObjectId], haves: Sequence[ObjectId]) -> list[ObjectId]:
     """Ids to offer: the closure of ``wants`` minus what :func:`known_on_remote` found, links first."""
-    stop = known_on_remote(reader, wants, haves)
-    stop.update(h for h in haves if reader.has(h))
+    if isinstance(reader, Store):  # one read transaction for the whole walk, not one per object
+        with reader.snapshot() as snap:
+            return _candidates(snap, wants, haves)
+    return _candidates(reader, wants, haves)
+
+
+def _candidates(reader: Reader, wants: Sequence[ObjectId], haves: Sequence[ObjectId]) -> list[ObjectId]:
+    stop: set[ObjectId] = set()
+    if haves:
+        stop = known_on_remote(reader, wants, haves)
+        stop.update(h for h in haves if reader.has(h))
     return list(iter_reachable(reader, wants, stop=stop))
 
 
@@ -93,6 +102,13 @@ def objects_for(
 
 def raw_objects(reader: Reader, oids: Sequence[ObjectId]) -> Iterator[tuple[ObjectId, bytes]]:
     """``(id, bytes)`` for each stored id, in the order given."""
+    if isinstance(reader, Store):
+        with reader.snapshot() as snap:
+            for oid in oids:
+                data = snap.get_raw(oid)
+                if data is not None:
+                    yield oid, data
+        return
     for oid in oids:
         data = reader.get_raw(oid)
         if data is not None:

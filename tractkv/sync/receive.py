@@ -9,6 +9,7 @@ to a commit whose closure is complete here: a receiving store never has a ref it
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
+from contextlib import ExitStack
 
 import attrs
 
@@ -60,27 +61,35 @@ def receive_objects(
     seen = new = size = 0
     arrived: set[ObjectId] = set()
     batch = store.new_batch()
-    try:
-        for oid, data in pairs:
-            obj = verify(oid, data)
-            seen += 1
-            size += len(data)
-            if oid in arrived or store.has(oid):
-                continue
-            for link in obj.iter_links():
-                if link not in arrived and not store.has(link):
-                    raise RejectedObject(
-                        f"links to {link}, which is neither here nor earlier in the stream", oid
-                    )
-            arrived.add(oid)
-            batch.put_raw(oid, data, obj)
-            new += 1
-            if len(batch.objects) >= batch_objects:
+    with ExitStack() as stack:
+        # Lookups go through a read snapshot renewed after every batch (one transaction, not one per
+        # lookup). Objects of this transfer are found in ``arrived`` first, so the snapshot lagging
+        # behind a concurrent writer only means an object is put twice, which is harmless.
+        view = stack.enter_context(store.snapshot())
+        try:
+            for oid, data in pairs:
+                obj = verify(oid, data)
+                seen += 1
+                size += len(data)
+                if oid in arrived or view.has(oid):
+                    continue
+                for link in obj.iter_links():
+                    if link not in arrived and not view.has(link):
+                        raise RejectedObject(
+                            f"links to {link}, which is neither here nor earlier in the stream", oid
+                        )
+                arrived.add(oid)
+                batch.put_raw(oid, data, obj)
+                new += 1
+                if len(batch.objects) >= batch_objects:
+                    store.apply(batch)
+                    batch = store.new_batch()
+                    stack.close()
+                    view = stack.enter_context(store.snapshot())
+        finally:
+            stack.close()
+            if batch.objects:
                 store.apply(batch)
-                batch = store.new_batch()
-    finally:
-        if batch.objects:
-            store.apply(batch)
     return ReceiveStats(objects=seen, new_objects=new, bytes=size)
 
 
