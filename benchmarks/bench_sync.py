@@ -90,9 +90,7 @@ def build_git(path: Path, commits: int) -> None:
         lines.append(f"committer A <a@example.com> {1_700_000_000 + i} +0000\n")
         lines.append(f"data {len(msg)}\n{msg.decode()}\n")
         lines.append(f"M 100644 inline message.txt\ndata {len(data)}\n{data.decode()}\n")
-    subprocess.run(
-        ["git", "fast-import", "--quiet"], cwd=path, input="".join(lines).encode(), check=True
-    )
+    subprocess.run(["git", "fast-import", "--quiet"], cwd=path, input="".join(lines).encode(), check=True)
     subprocess.run(["git", "repack", "-adq"], cwd=path, check=True)
 
 
@@ -181,7 +179,9 @@ def run(commits: int, repeat: int, tmp: Path) -> None:
             git_clone_t.append(seconds)
         # git pushing one new commit to a bare repository that has the rest
         git("commit", "-q", "--allow-empty", "-m", "one more", cwd=scratch / "gitsrc")
-        git_one, _ = timed(git, "push", "-q", f"file://{scratch / 'bare0.git'}", "main", cwd=scratch / "gitsrc")
+        git_one, _ = timed(
+            git, "push", "-q", f"file://{scratch / 'bare0.git'}", "main", cwd=scratch / "gitsrc"
+        )
         breakdown = measure_breakdown(session, scratch)
         session.close()
     finally:
