@@ -126,7 +126,10 @@ def loads(data: bytes) -> CborValue:
     """Decode CBOR bytes (never a memoryview: cbor2 6 would read it as an array of ints).
 
     Raises:
-        DecodeError: the bytes are not well-formed CBOR, carry trailing bytes, or use a tag.
+        DecodeError: the bytes are not well-formed CBOR, or use a tag cbor2 does not decode itself.
+            This is the fast path for bytes this library wrote (already hash-checked): bytes after the first
+            item are ignored, and tags cbor2 decodes itself (dates, bignums, ...) come back as values.
+            :func:`loads_canonical` refuses all of those; use it for bytes from outside.
     """
     try:
         return cbor2.loads(bytes(data), tag_hook=_reject_tag)
