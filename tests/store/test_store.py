@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import signal
 import subprocess
 import sys
+import tempfile
 import textwrap
 import time
 from pathlib import Path
@@ -14,12 +16,14 @@ from pathlib import Path
 import lmdb
 import pytest
 from click.testing import CliRunner
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from tractkv import Tract
 from tractkv.cli import cli
-from tractkv.errors import CorruptObject, RefConflict, StoreClosed, StoreError
+from tractkv.errors import CorruptObject, RefConflict, StoreClosed, StoreError, StoreFormatError
 from tractkv.ids import hash_bytes
-from tractkv.model import Blob, Commit, object_id
+from tractkv.model import Blob, Commit, decode, encode, object_id
 from tractkv.store import LmdbStore, Store, fsck
 
 
@@ -179,3 +183,67 @@ def test_store_cli_init_stats_cat_object(tmp_path: Path) -> None:
     bad = runner.invoke(cli, ["--store", path, "cat-object", "zz"])
     assert bad.exit_code == 1
     assert bad.output.count("\n") == 1
+
+
+blobs = st.lists(
+    st.recursive(
+        st.none() | st.integers(-(2**63), 2**63) | st.text(max_size=30) | st.binary(max_size=30),
+        lambda c: st.lists(c, max_size=3) | st.dictionaries(st.text(max_size=5), c, max_size=3),
+        max_leaves=8,
+    ),
+    min_size=1,
+    max_size=30,
+)
+
+
+@settings(max_examples=30)
+@given(blobs)
+def test_a_random_batch_reads_back_identical_after_reopen(payloads: list[object]) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        objs = [Blob(data=p) for p in payloads]
+        with LmdbStore(tmp, durable=False) as st_:
+            batch = st_.new_batch()
+            for _ in range(2):  # written twice: one copy each
+                oids = [batch.put(o) for o in objs]
+            st_.apply(batch)
+        with LmdbStore(tmp, durable=False, create=False) as st_:
+            assert [st_.get(o) for o in oids] == objs
+            assert sum(1 for _ in st_.iter_oids()) == len(set(oids))
+            assert [decode(encode(o)) for o in objs] == objs
+
+
+def test_a_store_written_by_a_newer_format_is_refused_and_left_alone(tmp_path: Path) -> None:
+    path = tmp_path / "s"
+    LmdbStore(path, durable=False).close()
+    env = lmdb.open(str(path), max_dbs=32, subdir=True)
+    meta = env.open_db(b"meta")
+    with env.begin(write=True, db=meta) as txn:
+        txn.put(b"format", b"99")
+    env.close()
+    with pytest.raises(StoreFormatError, match="newer"):
+        LmdbStore(path, durable=False)
+    env = lmdb.open(str(path), max_dbs=32, subdir=True)
+    with env.begin(db=env.open_db(b"meta")) as txn:
+        assert txn.get(b"format") == b"99"
+    env.close()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("after", [3, 17, 41])
+def test_sigkill_at_varied_moments_never_loses_an_acknowledged_commit(tmp_path: Path, after: int) -> None:
+    path = str(tmp_path / "s")
+    proc = subprocess.Popen(
+        [sys.executable, "-c", WRITER, path, "w", "100000"], stdout=subprocess.PIPE, text=True
+    )
+    assert proc.stdout is not None
+    deadline = time.monotonic() + 60
+    acknowledged = -1
+    while acknowledged < after and time.monotonic() < deadline:
+        acknowledged = int(proc.stdout.readline())
+    time.sleep(random.random() * 0.05)  # land the kill at an arbitrary point of a later commit
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait(timeout=30)
+    proc.stdout.close()
+    with Tract.open(path) as t:
+        assert fsck(t.store).ok
+        assert t.status().commit_count >= acknowledged + 1
