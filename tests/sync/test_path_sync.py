@@ -264,3 +264,22 @@ def test_corrupt_bundle_is_rejected_naming_the_object(open_store_tract: Factory,
     assert info.value.oid in str(info.value)
     assert b.list_branches() == [b.list_branches()[0]]
     assert not any(x.is_remote for x in b.list_branches())
+
+
+def test_a_remote_that_omits_objects_moves_no_tracking_ref(open_store_tract: Factory, tmp_path: Path) -> None:
+    from tractkv.errors import TransferError
+    from tractkv.sync.path import PathRemote
+
+    a = open_store_tract("a")
+    a.system("s")
+    a.user("u")
+
+    class Forgetful(PathRemote):
+        def fetch(self, wants, haves, known=None):  # type: ignore[no-untyped-def]
+            return iter(list(super().fetch(wants, haves, known))[:-1])  # drops the tip commit
+
+    b = open_store_tract("b")
+    with Forgetful(str(tmp_path / "a"), store=a.store) as remote, pytest.raises(TransferError) as info:
+        ops.fetch_from(b.store, remote, "origin")
+    assert info.value.oid == a.head
+    assert list(b.store.iter_refs("refs/remotes/")) == []

@@ -27,6 +27,7 @@ from tractkv.errors import (
     PushRejected,
     RemoteExists,
     RemoteNotFound,
+    TransferError,
     UnsupportedURL,
 )
 from tractkv.ids import ObjectId, is_object_id
@@ -202,6 +203,9 @@ def fetch_from(
     stats = None
     if wants:
         stats = receive_objects(store, _counting(remote.fetch(wants, local_tips(store), store.has), progress))
+    lacking = [tip for tip in wants if not store.has(tip)]
+    if lacking:  # the store is closed under links, so having the tip means having its history
+        raise TransferError(f"{remote.url} did not send the commit its branch names", lacking[0])
     prefix = f"{REMOTES}{name}/"
     current = dict(store.iter_refs(prefix))
     batch = store.new_batch()
