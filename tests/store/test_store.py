@@ -145,20 +145,28 @@ def test_two_processes_appending_to_one_branch_lose_nothing(tmp_path: Path) -> N
         assert fsck(t.store).ok
 
 
-@pytest.mark.slow
-def test_a_process_killed_mid_commit_leaves_a_consistent_store(tmp_path: Path) -> None:
-    path = str(tmp_path / "s")
+def kill_after(path: str, commits: int) -> int:
+    """Start a durable writer, SIGKILL it soon after it acknowledged ``commits`` commits (bounded wait);
+    returns the last acknowledged commit index."""
     proc = subprocess.Popen(
         [sys.executable, "-c", WRITER, path, "w", "100000"], stdout=subprocess.PIPE, text=True
     )
     assert proc.stdout is not None
     deadline = time.monotonic() + 60
     acknowledged = -1
-    while acknowledged < 50 and time.monotonic() < deadline:  # bounded: wait for 50 durable commits
+    while acknowledged < commits and time.monotonic() < deadline:
         acknowledged = int(proc.stdout.readline())
+    time.sleep(random.random() * 0.05)  # land the kill at an arbitrary point of a later commit
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait(timeout=30)
     proc.stdout.close()
+    return acknowledged
+
+
+@pytest.mark.slow
+def test_a_process_killed_mid_commit_leaves_a_consistent_store(tmp_path: Path) -> None:
+    path = str(tmp_path / "s")
+    acknowledged = kill_after(path, 50)
     with Tract.open(path) as t:
         assert fsck(t.store).ok
         count = t.status().commit_count
@@ -232,18 +240,7 @@ def test_a_store_written_by_a_newer_format_is_refused_and_left_alone(tmp_path: P
 @pytest.mark.parametrize("after", [3, 17, 41])
 def test_sigkill_at_varied_moments_never_loses_an_acknowledged_commit(tmp_path: Path, after: int) -> None:
     path = str(tmp_path / "s")
-    proc = subprocess.Popen(
-        [sys.executable, "-c", WRITER, path, "w", "100000"], stdout=subprocess.PIPE, text=True
-    )
-    assert proc.stdout is not None
-    deadline = time.monotonic() + 60
-    acknowledged = -1
-    while acknowledged < after and time.monotonic() < deadline:
-        acknowledged = int(proc.stdout.readline())
-    time.sleep(random.random() * 0.05)  # land the kill at an arbitrary point of a later commit
-    os.kill(proc.pid, signal.SIGKILL)
-    proc.wait(timeout=30)
-    proc.stdout.close()
+    acknowledged = kill_after(path, after)
     with Tract.open(path) as t:
         assert fsck(t.store).ok
         assert t.status().commit_count >= acknowledged + 1

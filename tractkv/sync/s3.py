@@ -28,8 +28,9 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from tractkv.errors import ConditionalWritesUnsupported, RemoteUnavailable, TransferError, UnsupportedURL
-from tractkv.ids import ObjectId, is_object_id
-from tractkv.model import decode
+from tractkv.ids import ObjectId, is_object_id, raw_to_oid
+from tractkv.store import Reader, Table
+from tractkv.store.walk import iter_reachable
 
 from .receive import verify
 from .remote import PushOutcome, RefResult, RefUpdate, Remote
@@ -299,22 +300,17 @@ class S3Remote(Remote):
             close()
 
 
+class _Fetched(Reader):
+    """The objects a fetch downloaded, as a read-only Reader (so the shared walk orders them)."""
+
+    def __init__(self, objects: dict[ObjectId, bytes]) -> None:
+        self._objects = objects
+
+    def _raw_get(self, table: Table, key: bytes) -> bytes | None:
+        return self._objects.get(raw_to_oid(key)) if table == Table.OBJECTS else None
+
+
 def _links_first(objects: dict[ObjectId, bytes], roots: list[ObjectId]) -> Iterator[tuple[ObjectId, bytes]]:
-    """``objects`` in post-order from ``roots`` (each after the objects it links that are in the dict)."""
-    done: set[ObjectId] = set()
-    for root in roots:
-        if root in done or root not in objects:
-            continue
-        done.add(root)
-        stack: list[tuple[ObjectId, Iterator[ObjectId]]] = [(root, decode(objects[root], root).iter_links())]
-        while stack:
-            oid, links = stack[-1]
-            for link in links:
-                if link in done or link not in objects:
-                    continue
-                done.add(link)
-                stack.append((link, decode(objects[link], link).iter_links()))
-                break
-            else:
-                stack.pop()
-                yield oid, objects[oid]
+    """``objects`` in post-order from ``roots`` (each after the objects it links that were downloaded)."""
+    for oid in iter_reachable(_Fetched(objects), roots):
+        yield oid, objects[oid]
