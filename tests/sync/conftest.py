@@ -7,7 +7,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -151,7 +150,3 @@ def snapshot(t: Tract) -> tuple[Any, ...]:
     ctx = t.compile()
     usages = [(u.id, u.tool_name, u.status, u.result) for u in t.tool_usages()]
     return (ctx.to_openai(), ctx.tools, usages, t.head)
-
-
-def time_limit(seconds: float) -> float:
-    return time.monotonic() + seconds

@@ -67,6 +67,8 @@ def test_incremental_push_of_one_commit_is_two_requests_and_small(
     a = open_store_tract("a")
     tool_session(a)
     with HttpRemote(hub.url) as remote:
+        assert remote.info()["protocol"] == 1
+        assert remote.info()["auth"] is False
         push_to(a.store, remote, "origin", MAIN)
         a.user("one more short question?")
         remote.requests = remote.bytes_up = 0
