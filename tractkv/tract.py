@@ -43,7 +43,7 @@ from tractkv.toolkit.hooks import HookRegistry, PendingToolResult
 from tractkv.toolkit.queries import ToolTurn, group_turns
 
 from .engine import graph
-from .engine.compiler import CHECKPOINT_EVERY, Compiler, merge_payload
+from .engine.compiler import CHECKPOINT_EVERY, Compiler, context_of, load_tools, merge_payload
 from .engine.content import ANNOTATION, PRIORITIES, normalize
 from .engine.gc import collect_garbage
 from .engine.history import commit_info, diff_states, iter_reflog, log_ref_move
@@ -64,7 +64,6 @@ from .engine.results import (
     CommitInfo,
     CompiledContext,
     ContextDiff,
-    FrozenPrefix,
     GcResult,
     MergeResult,
     ReflogEntry,
@@ -549,16 +548,8 @@ class Tract:
             state = self._head_state(reader)
         else:
             state = self._compiler.state_at(reader, resolve_revision(reader, at))
-        view = state.render(reader, include_reasoning)
-        return CompiledContext(
-            messages=FrozenPrefix(view.messages),  # O(1): the view's lists are append-only
-            token_count=view.tokens,
-            commit_count=state.commit_count,
-            commit_hashes=FrozenPrefix(view.commits),
-            generation_configs=FrozenPrefix(view.gens),
-            token_source=self._counter.name,
-            head=state.head,
-            tools=self._tools_of(reader, state.tools),
+        return context_of(
+            reader, state, self._counter.name, self._tools_of(reader, state.tools), include_reasoning
         )
 
     def _tools_of(self, reader: Reader, toolset_id: ObjectId | None) -> tuple[dict[str, Any], ...]:
@@ -566,14 +557,7 @@ class Tract:
             return ()
         cached = self._tools_cache.get(toolset_id)
         if cached is None:
-            toolset = reader[toolset_id]
-            assert isinstance(toolset, ToolSet)
-            schemas = []
-            for tool_id in toolset.tools:
-                tool = reader[tool_id]
-                assert isinstance(tool, ToolSchema)
-                schemas.append(tool.schema)
-            cached = self._tools_cache[toolset_id] = tuple(schemas)
+            cached = self._tools_cache[toolset_id] = load_tools(reader, toolset_id)
         return cached
 
     def get_commit(self, rev: str) -> CommitInfo:

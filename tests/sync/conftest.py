@@ -61,17 +61,17 @@ def open_store_tract(tmp_path: Path, clock: Clock) -> Iterator[Callable[..., Tra
 
 
 class Hub:
-    """A `tractkv serve` subprocess; ``url`` is where it listens."""
+    """A `tractkv serve` (or `tractkv view`) subprocess; ``url`` is where it listens."""
 
-    def __init__(self, store: Path, *args: str) -> None:
+    def __init__(self, store: Path, *args: str, command: str = "serve") -> None:
         self.store = store
-        cmd = [sys.executable, "-m", "tractkv", "--store", str(store), "serve", "--port", "0", *args]
+        cmd = [sys.executable, "-m", "tractkv", "--store", str(store), command, "--port", "0", *args]
         self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         assert self.proc.stdout is not None
         line = self.proc.stdout.readline().strip()  # printed once the socket listens
         if not line.startswith("http://127.0.0.1:"):
             raise RuntimeError(f"hub did not start: {line!r} {self.stop()}")
-        self.url = line
+        self.url = line.removesuffix("/ui/")  # `view` prints the viewer's address
 
     def stop(self) -> str:
         """Interrupt (Ctrl-C) and wait; returns what the hub wrote on stderr."""
@@ -87,12 +87,12 @@ class Hub:
 
 @pytest.fixture
 def start_hub(tmp_path: Path) -> Iterator[Callable[..., Hub]]:
-    """``start_hub(*serve_args, store=None)``: a real hub on 127.0.0.1 (port picked by the OS); stopped and
-    its store fsck'd at the end."""
+    """``start_hub(*serve_args, store=None, command="serve")``: a real hub (or, with ``command="view"``, a
+    viewer) on 127.0.0.1 (port picked by the OS); stopped and its store fsck'd at the end."""
     hubs: list[Hub] = []
 
-    def factory(*args: str, store: Path | None = None) -> Hub:
-        hub = Hub(store or tmp_path / f"hub{len(hubs)}", *args)
+    def factory(*args: str, store: Path | None = None, command: str = "serve") -> Hub:
+        hub = Hub(store or tmp_path / f"hub{len(hubs)}", *args, command=command)
         hubs.append(hub)
         return hub
 

@@ -219,34 +219,62 @@ def serve(
     max_object_bytes: int | None,
     max_request_bytes: int | None,
 ) -> None:
-    """Serve this store as an HTTP hub that other stores push to and pull from."""
-    try:
-        from tractkv.sync import server
-    except ImportError as exc:
-        raise InvalidInput(
-            f"serve needs the server extra: pip install 'tractkv[server]' ({exc.name})"
-        ) from exc
-    from tractkv.sync.auth import TokenTable
+    """Serve this store as an HTTP hub that other stores push to and pull from, with the web viewer at /ui/."""
     from tractkv.sync.frames import MAX_OBJECT_BYTES, MAX_REQUEST_BYTES
+
+    server, create_app = _server_modules("serve")
+    from tractkv.sync.auth import TokenTable
 
     tokens = TokenTable.from_file(tokens_file) if tokens_file else None
     if tokens is None and not server.is_loopback(host):
         raise InvalidInput(f"refusing to serve {host} without --tokens: only loopback may be unauthenticated")
     store = state.store(create=True)
-    sock = server.bind(host, port)
-    bound = sock.getsockname()[1]
-    shown = f"[{host}]" if ":" in host else host
-    auth = "bearer tokens required" if tokens else "no authentication: loopback only"
-    click.echo(f"serving {state.store_path} at http://{shown}:{bound} ({auth})", err=True)
-    click.echo(f"http://{shown}:{bound}")
-    sys.stdout.flush()
-    server.serve(
+    app, viewer = create_app(
         store,
-        sock,
         tokens=tokens,
         max_object=max_object_bytes or MAX_OBJECT_BYTES,
         max_request=max_request_bytes or MAX_REQUEST_BYTES,
     )
+    sock = server.bind(host, port)
+    url = _url(host, sock.getsockname()[1])
+    auth = "bearer tokens required" if tokens else "no authentication: loopback only"
+    click.echo(f"serving {state.store_path} at {url} (viewer at {url}/ui/; {auth})", err=True)
+    click.echo(url)
+    sys.stdout.flush()
+    server.serve(app, sock, on_exit=viewer.feed.close)
+
+
+@click.command()
+@click.option(
+    "--port", default=0, show_default=True, type=click.IntRange(0, 65535), help="0 picks a free one."
+)
+@with_state
+def view(state: CliState, port: int) -> None:
+    """Browse this store in a web browser: a read-only viewer on 127.0.0.1 (prints its URL; Ctrl-C stops)."""
+    server, create_app = _server_modules("view")
+    store = state.store()
+    app, viewer = create_app(store, sync=False)
+    sock = server.bind("127.0.0.1", port)
+    url = _url("127.0.0.1", sock.getsockname()[1])
+    click.echo(f"viewing {state.store_path} read-only; open {url}/ui/ (Ctrl-C stops)", err=True)
+    click.echo(f"{url}/ui/")
+    sys.stdout.flush()
+    server.serve(app, sock, on_exit=viewer.feed.close)
+
+
+def _server_modules(command: str) -> tuple[Any, Any]:
+    try:
+        from tractkv.sync import server
+        from tractkv.view.app import create_app
+    except ImportError as exc:
+        raise InvalidInput(
+            f"{command} needs the server extra: pip install 'tractkv[server]' ({exc.name})"
+        ) from exc
+    return server, create_app
+
+
+def _url(host: str, port: int) -> str:
+    return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
 
 
 @click.group()
@@ -293,4 +321,4 @@ def bundle_unbundle(state: CliState, file: str, name: str) -> None:
     note(f"stored {result.new_objects} new objects of {result.objects}")
 
 
-COMMANDS = (remote, fetch, pull, push, clone, serve, bundle)
+COMMANDS = (remote, fetch, pull, push, clone, serve, view, bundle)

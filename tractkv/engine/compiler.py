@@ -15,11 +15,12 @@ from collections import OrderedDict
 from typing import Any
 
 from tractkv.ids import ObjectId
-from tractkv.model import Blob, Commit
+from tractkv.model import Blob, Commit, ToolSchema, ToolSet
 from tractkv.store import Reader, Store, WriteBatch
 
 from . import graph
 from .content import MERGE
+from .results import CompiledContext, FrozenPrefix
 from .state import CompileState, Conflict, merge_states
 from .tokens import TokenCounter
 
@@ -164,3 +165,38 @@ def merge_strategy(reader: Reader, commit: Commit) -> str:
 def merge_payload(strategy: str, source: str, conflicts: int) -> dict[str, Any]:
     """The content blob of a merge commit (bookkeeping: never compiled into a message)."""
     return {"type": MERGE, "strategy": strategy, "source": source, "conflicts": conflicts}
+
+
+def load_tools(reader: Reader, toolset_id: ObjectId | None) -> tuple[dict[str, Any], ...]:
+    """The schemas of a tool set, in order (empty for None)."""
+    if toolset_id is None:
+        return ()
+    toolset = reader[toolset_id]
+    assert isinstance(toolset, ToolSet)
+    schemas = []
+    for tool_id in toolset.tools:
+        tool = reader[tool_id]
+        assert isinstance(tool, ToolSchema)
+        schemas.append(tool.schema)
+    return tuple(schemas)
+
+
+def context_of(
+    reader: Reader,
+    state: CompileState,
+    counter_name: str,
+    tools: tuple[dict[str, Any], ...],
+    include_reasoning: bool = False,
+) -> CompiledContext:
+    """What compile returns for ``state`` (``tools`` are its tool set's schemas, see :func:`load_tools`)."""
+    view = state.render(reader, include_reasoning)
+    return CompiledContext(
+        messages=FrozenPrefix(view.messages),  # O(1): the view's lists are append-only
+        token_count=view.tokens,
+        commit_count=state.commit_count,
+        commit_hashes=FrozenPrefix(view.commits),
+        generation_configs=FrozenPrefix(view.gens),
+        token_source=counter_name,
+        head=state.head,
+        tools=tools,
+    )

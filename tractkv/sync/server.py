@@ -237,6 +237,20 @@ def _error_response(request: Request, exc: Exception) -> Response:
     return JSONResponse(error_body(exc), status_code=status, headers=headers)
 
 
+def hub_routes(hub: Hub) -> list[Route]:
+    """The sync protocol's routes (under ``/v1/``)."""
+    return [
+        Route("/v1/info", hub.info, methods=["GET"]),
+        Route("/v1/refs", hub.refs, methods=["GET"]),
+        Route("/v1/missing", hub.missing, methods=["POST"]),
+        Route("/v1/fetch", hub.fetch, methods=["POST"]),
+        Route("/v1/push", hub.push, methods=["POST"]),
+    ]
+
+
+ERROR_HANDLERS: dict[Any, Callable[[Request, Exception], Response]] = {TractError: _error_response}
+
+
 def create_app(
     store: Store,
     *,
@@ -244,17 +258,10 @@ def create_app(
     max_object: int = MAX_OBJECT_BYTES,
     max_request: int = MAX_REQUEST_BYTES,
 ) -> Starlette:
-    """A Starlette app serving ``store`` (which the caller opens and closes)."""
+    """A Starlette app serving ``store`` (which the caller opens and closes): the sync protocol only. The
+    ``tractkv serve`` command adds the web viewer beside it (:func:`tractkv.view.app.create_app`)."""
     hub = Hub(store, tokens=tokens, max_object=max_object, max_request=max_request)
-    routes = [
-        Route("/v1/info", hub.info, methods=["GET"]),
-        Route("/v1/refs", hub.refs, methods=["GET"]),
-        Route("/v1/missing", hub.missing, methods=["POST"]),
-        Route("/v1/fetch", hub.fetch, methods=["POST"]),
-        Route("/v1/push", hub.push, methods=["POST"]),
-    ]
-    handlers: dict[Any, Callable[[Request, Exception], Response]] = {TractError: _error_response}
-    return Starlette(routes=routes, exception_handlers=handlers)
+    return Starlette(routes=hub_routes(hub), exception_handlers=ERROR_HANDLERS)
 
 
 def is_loopback(host: str) -> bool:
@@ -285,23 +292,34 @@ def bind(host: str, port: int) -> socket.socket:
 
 
 def serve(
-    store: Store,
+    app: Starlette,
     sock: socket.socket,
     *,
-    tokens: TokenTable | None = None,
-    max_object: int = MAX_OBJECT_BYTES,
-    max_request: int = MAX_REQUEST_BYTES,
+    on_exit: Callable[[], None] | None = None,
     log_level: str = "warning",
 ) -> None:
-    """Serve until interrupted: SIGINT or SIGTERM finish the requests in flight and return normally."""
+    """Serve ``app`` on ``sock`` until interrupted: SIGINT or SIGTERM finish the requests in flight and
+    return normally. ``on_exit`` runs as soon as the signal arrives (it ends long-lived responses, such as
+    the viewer's event streams, which the graceful shutdown would otherwise wait for)."""
     import signal
 
     import uvicorn
 
-    app = create_app(store, tokens=tokens, max_object=max_object, max_request=max_request)
     config = uvicorn.Config(
-        app, http="h11", loop="asyncio", lifespan="off", log_level=log_level, access_log=False
+        app,
+        http="h11",
+        loop="asyncio",
+        lifespan="off",
+        log_level=log_level,
+        access_log=False,
+        timeout_graceful_shutdown=5,  # a safety net: on_exit should have ended every long response already
     )
+
+    class _Server(uvicorn.Server):
+        def handle_exit(self, sig: int, frame: Any) -> None:
+            if on_exit is not None:
+                on_exit()
+            super().handle_exit(sig, frame)
 
     def stop(signum: int, frame: object) -> None:
         raise KeyboardInterrupt
@@ -309,7 +327,7 @@ def serve(
     # uvicorn shuts down gracefully on either signal, then re-raises it with the previous handler in place
     previous = signal.signal(signal.SIGTERM, stop)
     try:
-        uvicorn.Server(config).run(sockets=[sock])
+        _Server(config).run(sockets=[sock])
     except KeyboardInterrupt:
         pass
     finally:

@@ -1,0 +1,190 @@
+"""The viewer's HTTP side in process (Starlette's test client): pages, errors, headers, sign-in, feed."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from starlette.testclient import TestClient
+
+from tractkv import LmdbStore
+from tractkv.sync.auth import TokenTable
+from tractkv.view.app import COOKIE, QUEUE_EVENTS, ChangeFeed, _changes, _put_latest, create_app
+from tractkv.view.data import Inspector
+
+from .conftest import READER
+from .session import HOSTILE
+
+MAIN = "refs/heads/main"
+WRITER = "writer-token-0123456789abcdef"
+
+
+@pytest.fixture
+def client(demo: tuple[Path, dict[str, str]]) -> Iterator[TestClient]:
+    with LmdbStore(demo[0]) as st:
+        app, _ = create_app(st, sync=False)
+        with TestClient(app, base_url="http://127.0.0.1") as c:
+            yield c
+
+
+@pytest.fixture
+def locked(demo: tuple[Path, dict[str, str]]) -> Iterator[TestClient]:
+    tokens = TokenTable({READER: ["read"], WRITER: ["write:agents/*"]})
+    with LmdbStore(demo[0]) as st:
+        app, _ = create_app(st, tokens=tokens)
+        with TestClient(app, base_url="http://127.0.0.1") as c:
+            yield c
+
+
+def test_every_page_renders_with_strict_headers(
+    client: TestClient, demo: tuple[Path, dict[str, str]]
+) -> None:
+    _, ids = demo
+    paths = [
+        "/ui/",
+        f"/ui/log?ref={MAIN}",
+        "/ui/log",  # defaults to HEAD's branch
+        f"/ui/log?ref={MAIN}&start=3&limit=2",
+        f"/ui/commit/{ids['merge']}?ref={MAIN}",
+        f"/ui/commit/{ids['compress'][:8]}?ref={MAIN}&fmt=anthropic",
+        f"/ui/usage?ref={MAIN}",
+        f"/ui/usage?ref={MAIN}&tool=lookup&status=error",
+        "/ui/tools",
+        "/ui/tool?name=search",
+        "/ui/tool?name=search&a=2&b=1",
+    ]
+    for path in paths:
+        response = client.get(path)
+        assert response.status_code == 200, (path, response.text)
+        assert response.headers["content-type"] == "text/html; charset=utf-8"
+        csp = response.headers["content-security-policy"]
+        assert "script-src 'self'" in csp
+        assert "unsafe-inline" not in csp
+        assert response.headers["x-content-type-options"] == "nosniff"
+        assert response.text.count("<script") == 1, path  # only the viewer's own file
+    assert client.get("/", follow_redirects=False).headers["location"] == "/ui/"
+    assert client.get("/v1/refs").status_code == 404  # `view` serves no sync API
+    js = client.get("/ui/static/app.js")
+    assert js.status_code == 200
+    assert js.headers["content-type"].startswith("text/javascript")
+    assert client.get("/ui/static/../app.py").status_code == 404
+
+
+def test_the_hostile_message_is_text_everywhere(
+    client: TestClient, demo: tuple[Path, dict[str, str]]
+) -> None:
+    _, ids = demo
+    for path in (
+        f"/ui/commit/{ids['hostile']}?ref={MAIN}",
+        f"/ui/log?ref={MAIN}",
+        f"/ui/commit/{ids['merge']}",
+    ):
+        text = client.get(path).text
+        assert "<script>window.pwned" not in text
+        assert "<img src=x" not in text
+        assert "&lt;script&gt;window.pwned = 1&lt;/script&gt;" in text, path
+    assert HOSTILE.startswith("<script>")
+
+
+def test_bad_input_gets_a_page_with_the_right_status(client: TestClient) -> None:
+    cases = {
+        "/ui/log?ref=refs/heads/nope": 404,
+        "/ui/log?ref=HEAD": 400,
+        "/ui/log?ref=refs/heads/main&start=-1": 400,
+        "/ui/log?ref=refs/heads/main&limit=abc": 400,
+        "/ui/commit/" + "0" * 64: 404,
+        "/ui/commit/xyz": 400,
+        f"/ui/commit/{'0' * 64}?fmt=gemini": 400,
+        "/ui/usage?ref=refs/heads/main&status=exploded": 400,
+        "/ui/tool?name=nope": 404,
+        "/ui/tool?name=search&a=9": 400,
+        "/ui/static/nope.js": 404,
+    }
+    for path, status in cases.items():
+        response = client.get(path)
+        assert response.status_code == status, (path, response.text)
+        assert "<h1>" in response.text
+        assert "Traceback" not in response.text
+
+
+def test_fragment_is_the_body_only_and_live_pages_say_where_to_refresh(client: TestClient) -> None:
+    full = client.get(f"/ui/log?ref={MAIN}").text
+    match = re.search(r'data-live="([^"]+)"', full)
+    assert match
+    assert match.group(1).replace("&amp;", "&") == f"/ui/log?ref={MAIN}&fragment=1"
+    assert f'data-live-ref="{MAIN}"' in full
+    fragment = client.get(match.group(1).replace("&amp;", "&")).text
+    assert fragment.startswith("<h1>")
+    assert "<html" not in fragment
+    assert 'data-live="' not in client.get(f"/ui/log?ref={MAIN}&start=5").text  # older pages stay put
+
+
+def test_tokens_guard_pages_and_the_feed(locked: TestClient) -> None:
+    page = locked.get("/ui/")
+    assert page.status_code == 401
+    assert 'action="/ui/login"' in page.text
+    assert locked.get("/ui/events").status_code == 401
+    assert locked.get("/ui/", headers={"Authorization": f"Bearer {WRITER}"}).status_code == 403
+    assert locked.get("/ui/", headers={"Authorization": f"Bearer {READER}"}).status_code == 200
+    wrong = locked.post("/ui/login", content=b"token=not-a-token", follow_redirects=False)
+    assert wrong.status_code == 401
+    assert COOKIE not in wrong.cookies
+    narrow = locked.post("/ui/login", content=f"token={WRITER}".encode(), follow_redirects=False)
+    assert narrow.status_code == 403
+    ok = locked.post("/ui/login", content=f"token={READER}".encode(), follow_redirects=False)
+    assert ok.status_code == 303
+    assert ok.headers["location"] == "/ui/"
+    cookie = ok.headers["set-cookie"]
+    assert "HttpOnly" in cookie
+    assert "SameSite=strict" in cookie
+    assert locked.get("/ui/").status_code == 200  # the client kept the cookie
+    assert locked.get("/v1/refs").status_code == 401  # the cookie is for the viewer; sync wants a header
+    locked.post("/ui/logout")
+    assert locked.get("/ui/").status_code == 401
+    assert locked.post("/ui/login", content=b"token=" + b"x" * 5000).status_code == 413
+
+
+def test_changes_name_moved_branches_and_usage() -> None:
+    old = ({"refs/heads/a": "1", "refs/heads/b": "2"}, ((b"u", b"1"),))
+    assert _changes(old, old) == {}
+    new = ({"refs/heads/a": "3", "refs/heads/c": "4"}, ())
+    assert _changes(old, new) == {
+        "refs": {"refs/heads/a": "3", "refs/heads/b": None, "refs/heads/c": "4"},
+        "usage": True,
+    }
+
+
+def test_a_full_listener_queue_becomes_one_resync() -> None:
+    queue: asyncio.Queue[dict[str, Any] | None] = asyncio.Queue(maxsize=QUEUE_EVENTS)
+    for i in range(QUEUE_EVENTS):
+        _put_latest(queue, {"refs": {"r": str(i)}})
+    _put_latest(queue, {"usage": True})
+    assert queue.qsize() == 1
+    assert queue.get_nowait() == {"resync": True}
+    for _ in range(QUEUE_EVENTS):
+        _put_latest(queue, {"usage": True})
+    _put_latest(queue, None)  # closing always gets through
+    assert queue.qsize() == 1
+    assert queue.get_nowait() is None
+
+
+def test_feed_reports_a_moved_ref_then_ends_on_close(demo: tuple[Path, dict[str, str]]) -> None:
+    async def scenario(st: LmdbStore) -> None:
+        feed = ChangeFeed(Inspector(st), interval=0.01)
+        queue = feed.subscribe()
+        await asyncio.sleep(0.05)  # the first look at the store
+        st.set_ref("refs/heads/spin", "f" * 64)
+        change = await asyncio.wait_for(queue.get(), timeout=10)
+        assert change == {"refs": {"refs/heads/spin": "f" * 64}}
+        feed.close()
+        assert await asyncio.wait_for(queue.get(), timeout=10) is None
+        late = feed.subscribe()  # a stream opened after close ends at once
+        assert late.get_nowait() is None
+
+    with LmdbStore(demo[0]) as st:
+        asyncio.run(scenario(st))
+        st.set_ref("refs/heads/spin", None)

@@ -1,0 +1,252 @@
+"""End to end in headless Chromium (Debian's chromium + chromium-driver, driven by Selenium): the viewer
+served by a real `tractkv view` / `tractkv serve` process on 127.0.0.1.
+
+Screenshots land in ``$TRACTKV_ARTIFACTS/screenshots`` (default ``test-artifacts/screenshots``).
+`tools/install-browser.sh` installs the browser; these tests fail (never skip) without it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import threading
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from selenium import webdriver
+from selenium.webdriver.chrome.service import Service
+from selenium.webdriver.common.by import By
+from selenium.webdriver.remote.webdriver import WebDriver
+from selenium.webdriver.support.ui import WebDriverWait
+
+from tractkv import Tract
+from tractkv.llm import ScriptedLLM
+from tractkv.toolkit import ToolContext, ToolExecutor, tool
+
+from .conftest import READER
+from .session import HOSTILE, call
+
+pytestmark = pytest.mark.slow
+
+CHROMIUM = os.environ.get("TRACTKV_CHROMIUM", "/usr/bin/chromium")
+CHROMEDRIVER = os.environ.get("TRACTKV_CHROMEDRIVER", "/usr/bin/chromedriver")
+ROOT = Path(__file__).resolve().parents[2]
+SHOTS = Path(os.environ.get("TRACTKV_ARTIFACTS", ROOT / "test-artifacts")) / "screenshots"
+WAIT = 15  # seconds any one expected change in the page may take
+MAIN = "refs/heads/main"
+# Flags from the machine notes: no background networking (this machine refuses outside connections).
+FLAGS = (
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--window-size=1280,1000",
+)
+
+
+@pytest.fixture(scope="module")
+def browser(tmp_path_factory: pytest.TempPathFactory) -> Iterator[WebDriver]:
+    for binary in (CHROMIUM, CHROMEDRIVER):
+        if shutil.which(binary) is None:
+            pytest.fail(f"{binary} is missing: run tools/install-browser.sh (CI does)")
+    options = webdriver.ChromeOptions()
+    options.binary_location = CHROMIUM
+    for flag in FLAGS:
+        options.add_argument(flag)
+    options.add_argument(f"--user-data-dir={tmp_path_factory.mktemp('chromium-profile')}")
+    driver = webdriver.Chrome(options=options, service=Service(CHROMEDRIVER))
+    driver.set_page_load_timeout(WAIT)
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    try:
+        yield driver
+    finally:
+        driver.quit()
+
+
+def shot(driver: WebDriver, name: str) -> None:
+    assert driver.save_screenshot(str(SHOTS / f"{name}.png"))
+
+
+def wait_for(driver: WebDriver, condition: Callable[[WebDriver], Any], what: str) -> Any:
+    return WebDriverWait(driver, WAIT, poll_frequency=0.1).until(condition, message=what)
+
+
+def css(driver: WebDriver | Any, selector: str) -> Any:
+    return driver.find_element(By.CSS_SELECTOR, selector)
+
+
+def test_click_through_branch_commit_context_and_usage_tree(
+    browser: WebDriver, demo: tuple[Path, dict[str, str]], start_hub: Callable[..., Any]
+) -> None:
+    path, ids = demo
+    with Tract.open(str(path)) as t:
+        expected = t.compile(at=ids["answer"])
+        usages = {u.tool_name: u for u in t.tool_usages()}
+    hub = start_hub(store=path, command="view")
+
+    browser.get(f"{hub.url}/ui/")
+    assert css(browser, "h1").text == "Branches"
+    rows = {r.get_attribute("data-ref"): r for r in browser.find_elements(By.CSS_SELECTOR, "tr[data-ref]")}
+    assert set(rows) == {"refs/heads/main", "refs/heads/explore"}
+    shot(browser, "1-branches")
+    css(rows[MAIN], "a.branch").click()
+
+    wait_for(browser, lambda d: "History of" in css(d, "h1").text, "the graph page")
+    commits = [
+        r.get_attribute("data-commit") for r in browser.find_elements(By.CSS_SELECTOR, "tr.commit-row")
+    ]
+    assert ids["merge"] in commits
+    assert ids["edit"] in commits
+    assert ids["compress"] == commits[0]
+    merge_row = css(browser, f'tr[data-commit="{ids["merge"]}"]')
+    assert len(merge_row.find_elements(By.CSS_SELECTOR, "svg.lanes line")) >= 3  # in, and out to two parents
+    shot(browser, "2-graph")
+    css(browser, f'tr[data-commit="{ids["answer"]}"] a.preview').click()
+
+    wait_for(browser, lambda d: ids["answer"] in css(d, "dl.facts").text, "the commit page")
+    cards = browser.find_elements(By.CSS_SELECTOR, ".messages article.message")
+    assert len(cards) == len(expected.to_openai())
+    assert (
+        json.loads(css(browser, "pre.raw-params").get_attribute("textContent")) == expected.to_openai_params()
+    )
+    shot(browser, "3-commit-openai")
+    css(browser, 'a.tab[data-fmt="anthropic"]').click()
+    wait_for(
+        browser, lambda d: "active" in css(d, 'a.tab[data-fmt="anthropic"]').get_attribute("class"), "tab"
+    )
+    raw = json.loads(css(browser, "pre.raw-params").get_attribute("textContent"))
+    assert raw == expected.to_anthropic_params()
+    assert css(browser, ".messages article.message .role").text.lower() == "system"
+    shot(browser, "4-commit-anthropic")
+
+    css(browser, "header nav").find_element(By.LINK_TEXT, "Tool usage").click()
+    wait_for(browser, lambda d: "Tool usage on" in css(d, "h1").text, "the usage page")
+    stats = {
+        r.get_attribute("data-tool"): r.text for r in browser.find_elements(By.CSS_SELECTOR, "tr[data-tool]")
+    }
+    assert set(stats) == {"research", "search", "lookup"}
+    research = css(browser, f"details#u-{usages['research'].id}")
+    lookup = css(browser, f"details#u-{usages['lookup'].id}")
+    assert research.get_attribute("open") is None
+    assert not lookup.is_displayed()
+    assert "1 failed inside" in css(research, "summary").text
+    css(research, "summary").click()
+    wait_for(browser, lambda d: lookup.is_displayed(), "the nested group to open")
+    assert "status-error" in lookup.get_attribute("class")
+    assert lookup.get_attribute("open") == "true"  # errors start expanded
+    assert "no entry for LMDB" in css(lookup, "pre.error-text").text
+    nested = research.find_elements(By.CSS_SELECTOR, ":scope > .children > details.usage")
+    assert [css(n, ".tool-name").text for n in nested] == ["search", "search", "lookup"]
+    shot(browser, "5-usage-tree")
+
+    # filter by status: the tree around the failure stays, only the failure is marked as a match
+    browser.get(f"{hub.url}/ui/usage?ref={MAIN}&status=error")
+    matches = browser.find_elements(By.CSS_SELECTOR, "details.usage.match")
+    assert [css(m, ".tool-name").text for m in matches] == ["lookup"]
+
+    browser.get(f"{hub.url}/ui/tool?name=search")
+    assert "newest first" in css(browser, "pre.diff .diff-add").text
+    shot(browser, "6-tool-diff")
+
+
+def test_an_injected_script_message_is_shown_as_text(
+    browser: WebDriver, demo: tuple[Path, dict[str, str]], start_hub: Callable[..., Any]
+) -> None:
+    path, ids = demo
+    hub = start_hub(store=path, command="view")
+    for page in (f"/ui/commit/{ids['hostile']}?ref={MAIN}", f"/ui/log?ref={MAIN}"):
+        browser.get(hub.url + page)
+        assert HOSTILE[:30] in css(browser, "main").text
+        assert browser.execute_script("return window.pwned") is None
+        assert browser.find_elements(By.CSS_SELECTOR, "main img, main script") == []
+    card = css(browser.find_element(By.XPATH, "//main"), "a.preview")
+    assert card is not None
+    browser.get(f"{hub.url}/ui/commit/{ids['hostile']}?ref={MAIN}")
+    texts = [e.text for e in browser.find_elements(By.CSS_SELECTOR, "article.message pre.text")]
+    assert HOSTILE in texts
+    shot(browser, "7-hostile-message")
+
+
+gate = threading.Event()
+
+
+@tool
+def slow_fetch(url: str, *, context: ToolContext) -> str:
+    """Fetch a page (waits until the test lets it finish)."""
+    assert gate.wait(60), "the test never released the tool"
+    return f"fetched {url}"
+
+
+def test_live_updates_arrive_without_a_reload(
+    browser: WebDriver, tmp_path: Path, start_hub: Callable[..., Any]
+) -> None:
+    path = tmp_path / "live"
+    with Tract.open(str(path), durable=False) as t:
+        t.system("Live session.")
+    hub = start_hub(store=path, command="view")
+
+    browser.get(f"{hub.url}/ui/log?ref={MAIN}")
+    wait_for(browser, lambda d: css(d, "#live").text.startswith("live"), "the event stream to open")
+    browser.execute_script("window.notReloaded = true")
+    with Tract.open(str(path), durable=False) as t:
+        t.user("a message written while the page was open")
+    wait_for(browser, lambda d: "written while the page was open" in css(d, "main").text, "the new commit")
+    assert browser.execute_script("return window.notReloaded") is True
+    assert browser.execute_script("return window.tractkvLive.updates") >= 1
+    shot(browser, "8-live-commit")
+
+    # a tool starts and finishes in another thread (an agent): the usage page shows both without a reload
+    browser.get(f"{hub.url}/ui/usage?ref={MAIN}")
+    wait_for(browser, lambda d: css(d, "#live").text.startswith("live"), "the event stream to open")
+    browser.execute_script("window.notReloaded = true")
+    gate.clear()
+    failures: list[BaseException] = []
+
+    def agent() -> None:
+        try:
+            with Tract.open(str(path), durable=False) as t:
+                ex = ToolExecutor(t, profile=None, tools=[slow_fetch])
+                llm = ScriptedLLM([call("live-1", "slow_fetch", {"url": "http://127.0.0.1/x"}), "done"])
+                t.run(llm, ex)
+        except BaseException as exc:  # reported by the test thread
+            failures.append(exc)
+
+    runner = threading.Thread(target=agent)
+    runner.start()
+    try:
+        wait_for(
+            browser, lambda d: d.find_elements(By.CSS_SELECTOR, "details.usage.status-pending"), "tool start"
+        )
+        shot(browser, "9-live-tool-running")
+    finally:
+        gate.set()
+        runner.join(60)
+    assert not runner.is_alive()
+    assert not failures, failures
+    wait_for(browser, lambda d: d.find_elements(By.CSS_SELECTOR, "details.usage.status-success"), "tool end")
+    assert browser.find_elements(By.CSS_SELECTOR, "details.usage.status-pending") == []
+    assert browser.execute_script("return window.notReloaded") is True
+    shot(browser, "10-live-tool-done")
+
+
+def test_sign_in_with_a_read_token_on_a_hub_with_tokens(
+    browser: WebDriver, demo: tuple[Path, dict[str, str]], start_hub: Callable[..., Any], tokens_file: str
+) -> None:
+    path, _ = demo
+    hub = start_hub("--tokens", tokens_file, store=path)
+    browser.delete_all_cookies()
+    browser.get(f"{hub.url}/ui/")
+    assert css(browser, "h1").text == "Sign in"
+    css(browser, "input[name=token]").send_keys(READER)
+    css(browser, "form button").click()
+    wait_for(browser, lambda d: css(d, "h1").text == "Branches", "the branches page after sign-in")
+    assert len(browser.find_elements(By.CSS_SELECTOR, "tr[data-ref]")) == 2
+    shot(browser, "11-signed-in")
+    browser.delete_all_cookies()

@@ -1,0 +1,363 @@
+"""The web viewer's HTTP side: routes under ``/ui/``, sign-in, the live change feed, and the app that
+``tractkv serve`` (sync protocol + viewer) and ``tractkv view`` (viewer only) run.
+
+Auth is the hub's: without a tokens file everything is open (loopback only, as for sync); with one, a page
+needs a token with the ``read`` scope, sent as ``Authorization: Bearer`` or, for a browser, signed in once at
+``/ui/login`` (an ``HttpOnly``, ``SameSite=Strict`` cookie holding the token).
+
+Live updates: ``/ui/events`` is a server-sent event stream. One poll loop per app (running only while a
+browser listens) reads the store's branches and its usage table every ``poll_interval`` seconds and sends
+``change`` events naming the branches that moved and whether tool executions started or finished. The store
+is the event source, not the in-process :class:`~tractkv.toolkit.events.EventBus`, because the agent writing
+the store usually runs in another process (or pushes from another machine); a tool's pending row is written
+before its handler runs, so a tool start shows while it runs.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator, Awaitable, Callable
+from importlib import resources
+from typing import Any
+from urllib.parse import parse_qs
+
+from starlette.applications import Starlette
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, RedirectResponse, Response, StreamingResponse
+from starlette.routing import Route
+
+from tractkv.engine.refs import HEADS, read_head
+from tractkv.errors import AuthError, InvalidInput, ObjectNotFound, RefNotFound, TractError
+from tractkv.store import Store
+from tractkv.sync.auth import OPEN, Grant, TokenTable
+from tractkv.sync.frames import MAX_OBJECT_BYTES, MAX_REQUEST_BYTES
+from tractkv.sync.server import ERROR_HANDLERS, Hub, hub_routes
+
+from . import pages
+from .data import PAGE_COMMITS, PAGE_GROUPS, Inspector
+from .html import Markup, page
+
+COOKIE = "tractkv_token"
+POLL_INTERVAL = 0.25  # seconds between two looks at the store while a browser listens
+KEEPALIVE = 15.0  # seconds of silence after which an event stream sends a comment
+QUEUE_EVENTS = 64  # changes buffered per listener; a slower one gets one "resync" instead
+MAX_FORM_BYTES = 4096
+
+SECURITY_HEADERS = {
+    # No inline script or style anywhere, so even a markup bug cannot run text from the store.
+    "Content-Security-Policy": (
+        "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; "
+        "form-action 'self'; base-uri 'none'; frame-ancestors 'none'"
+    ),
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "no-referrer",
+    "X-Frame-Options": "DENY",
+    "Cache-Control": "no-store",
+}
+STATIC = {"app.css": "text/css; charset=utf-8", "app.js": "text/javascript; charset=utf-8"}
+
+PageResult = tuple[str, Markup, str | None, bool]  # title, body, the branch it is about, live
+Snapshot = tuple[dict[str, str], tuple[tuple[bytes, bytes], ...]]
+
+
+class ChangeFeed:
+    """Watches a store for moved branches and tool-usage changes, for every live page at once."""
+
+    def __init__(self, inspector: Inspector, interval: float = POLL_INTERVAL) -> None:
+        self.inspector = inspector
+        self.interval = interval
+        self._listeners: set[asyncio.Queue[dict[str, Any] | None]] = set()
+        self._task: asyncio.Task[None] | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self.closed = False
+
+    def subscribe(self) -> asyncio.Queue[dict[str, Any] | None]:
+        queue: asyncio.Queue[dict[str, Any] | None] = asyncio.Queue(maxsize=QUEUE_EVENTS)
+        if self.closed:
+            queue.put_nowait(None)
+            return queue
+        self._listeners.add(queue)
+        self._loop = asyncio.get_running_loop()
+        if self._task is None or self._task.done():
+            self._task = asyncio.create_task(self._run())
+        return queue
+
+    def unsubscribe(self, queue: asyncio.Queue[dict[str, Any] | None]) -> None:
+        self._listeners.discard(queue)
+
+    def close(self) -> None:
+        """End every stream (thread- and signal-safe: the work is scheduled on the feed's loop)."""
+        self.closed = True
+        if self._loop is not None and not self._loop.is_closed():
+            self._loop.call_soon_threadsafe(self._close_listeners)
+
+    def _close_listeners(self) -> None:
+        for queue in list(self._listeners):
+            _put_latest(queue, None)
+        self._listeners.clear()
+
+    def _snapshot(self) -> Snapshot:
+        return self.inspector.refs(), self.inspector.usage_fingerprint()
+
+    async def _run(self) -> None:
+        last = await run_in_threadpool(self._snapshot)
+        while self._listeners and not self.closed:
+            await asyncio.sleep(self.interval)
+            now = await run_in_threadpool(self._snapshot)
+            change = _changes(last, now)
+            last = now
+            if change:
+                for queue in list(self._listeners):
+                    _put_latest(queue, change)
+
+
+def _put_latest(queue: asyncio.Queue[dict[str, Any] | None], item: dict[str, Any] | None) -> None:
+    """Queue ``item``; a full queue (a listener that stopped reading) is replaced by one resync."""
+    try:
+        queue.put_nowait(item)
+    except asyncio.QueueFull:
+        while not queue.empty():
+            queue.get_nowait()
+        queue.put_nowait({"resync": True} if item is not None else None)
+
+
+def _changes(old: Snapshot, new: Snapshot) -> dict[str, Any]:
+    refs = {r: new[0].get(r) for r in sorted(old[0].keys() | new[0].keys()) if old[0].get(r) != new[0].get(r)}
+    out: dict[str, Any] = {}
+    if refs:
+        out["refs"] = refs
+    if old[1] != new[1]:
+        out["usage"] = True
+    return out
+
+
+class Viewer:
+    """The viewer's request handlers over one store."""
+
+    def __init__(
+        self, store: Store, *, tokens: TokenTable | None = None, poll_interval: float = POLL_INTERVAL
+    ):
+        self.store = store
+        self.tokens = tokens
+        self.inspector = Inspector(store)
+        self.feed = ChangeFeed(self.inspector, poll_interval)
+        self._static = {
+            name: resources.files(__package__).joinpath("static").joinpath(name).read_bytes()
+            for name in STATIC
+        }
+
+    def grant(self, request: Request) -> Grant:
+        if self.tokens is None:
+            return OPEN
+        header = request.headers.get("authorization")
+        if not header and request.cookies.get(COOKIE):
+            header = f"Bearer {request.cookies[COOKIE]}"
+        grant = self.tokens.authenticate(header)
+        if not grant.can_read:
+            raise AuthError(403, "the viewer needs a token with the read scope")
+        return grant
+
+    def routes(self) -> list[Route]:
+        return [
+            Route("/", lambda request: RedirectResponse("/ui/", status_code=302), methods=["GET"]),
+            Route("/ui", lambda request: RedirectResponse("/ui/", status_code=302), methods=["GET"]),
+            Route("/favicon.ico", lambda request: Response(status_code=204), methods=["GET"]),
+            Route("/ui/", self._page(self.branches), methods=["GET"]),
+            Route("/ui/log", self._page(self.log), methods=["GET"]),
+            Route("/ui/commit/{rev}", self._page(self.commit), methods=["GET"]),
+            Route("/ui/usage", self._page(self.usage), methods=["GET"]),
+            Route("/ui/tools", self._page(self.tools), methods=["GET"]),
+            Route("/ui/tool", self._page(self.tool), methods=["GET"]),
+            Route("/ui/events", self.events, methods=["GET"]),
+            Route("/ui/static/{name}", self.static, methods=["GET"]),
+            Route("/ui/login", self.login_form, methods=["GET"]),
+            Route("/ui/login", self.login, methods=["POST"]),
+            Route("/ui/logout", self.logout, methods=["POST"]),
+        ]
+
+    # --- pages ---------------------------------------------------------------------------------------
+
+    def _page(self, handler: Callable[[Request], PageResult]) -> Callable[[Request], Awaitable[Response]]:
+        async def endpoint(request: Request) -> Response:
+            try:
+                self.grant(request)
+                title, body, ref, live = await run_in_threadpool(handler, request)
+            except TractError as exc:
+                return self._error(request, exc)
+            if request.query_params.get("fragment") == "1":
+                return _html(body)
+            live_url = None
+            if live:
+                query = request.url.query
+                live_url = request.url.path + "?" + (query + "&" if query else "") + "fragment=1"
+            return _html(page(title, body, nav=pages.nav(ref), live=live_url, live_ref=ref))
+
+        return endpoint
+
+    def _error(self, request: Request, exc: TractError) -> Response:
+        if isinstance(exc, AuthError):
+            status = exc.status
+        elif isinstance(exc, (ObjectNotFound, RefNotFound)) or "unknown revision" in str(exc):
+            status = 404
+        elif isinstance(exc, InvalidInput):
+            status = 400
+        else:
+            status = 500
+        if status == 401:
+            body = pages.login_body(
+                "Sign in to view this hub." if request.cookies.get(COOKIE) is None else str(exc)
+            )
+            return _html(page("Sign in", body), status=401, headers={"WWW-Authenticate": "Bearer"})
+        return _html(page(f"{status}", pages.error_body(status, str(exc))), status=status)
+
+    def branches(self, request: Request) -> PageResult:
+        return "Branches", pages.branches_body(self.inspector.branches()), None, True
+
+    def _ref(self, request: Request) -> str:
+        ref = request.query_params.get("ref")
+        if ref:
+            return ref
+        head_ref, _ = read_head(self.store)
+        if head_ref is not None and self.store.get_ref(head_ref) is not None:
+            return head_ref
+        first = next(iter(self.inspector.refs()), None)
+        return first or HEADS + "main"
+
+    def log(self, request: Request) -> PageResult:
+        ref = self._ref(request)
+        start = _int(request, "start", 0)
+        graph = self.inspector.graph_page(ref, start, _int(request, "limit", PAGE_COMMITS))
+        return f"History of {ref}", pages.graph_body(graph), ref, start == 0
+
+    def commit(self, request: Request) -> PageResult:
+        fmt = request.query_params.get("fmt", "openai")
+        if fmt not in pages.FORMATS:
+            raise InvalidInput(f"fmt must be one of {', '.join(pages.FORMATS)}")
+        ref = request.query_params.get("ref") or None
+        view = self.inspector.commit(request.path_params["rev"], ref)
+        return f"Commit {view.info.commit_hash[:12]}", pages.commit_body(view, fmt), ref, False
+
+    def usage(self, request: Request) -> PageResult:
+        ref = self._ref(request)
+        q = request.query_params
+        tool, status, commit = q.get("tool") or None, q.get("status") or None, q.get("commit") or None
+        start = _int(request, "start", 0)
+        usage = self.inspector.usages(
+            ref,
+            tool=tool,
+            status=status,
+            commit=commit,
+            start=start,
+            limit=_int(request, "limit", PAGE_GROUPS),
+        )
+        return f"Tool usage on {ref}", pages.usage_body(usage, tool, status, commit), ref, start == 0
+
+    def tools(self, request: Request) -> PageResult:
+        return "Tools", pages.tools_index_body(self.inspector.tool_names()), None, False
+
+    def tool(self, request: Request) -> PageResult:
+        name = request.query_params.get("name", "")
+        versions = self.inspector.tool_versions(name)
+        b = _int(request, "b", len(versions))
+        a = _int(request, "a", max(1, b - 1))
+        if not (1 <= a <= len(versions) and 1 <= b <= len(versions)):
+            raise InvalidInput(f"versions are numbered 1 to {len(versions)}")
+        return f"Tool {name}", pages.tool_body(name, versions, a, b), None, False
+
+    # --- live updates, static files, sign-in ------------------------------------------------------------
+
+    async def events(self, request: Request) -> Response:
+        try:
+            self.grant(request)
+        except TractError as exc:
+            return self._error(request, exc)
+        queue = self.feed.subscribe()
+
+        async def stream() -> AsyncIterator[str]:
+            try:
+                yield "retry: 1000\n\n"
+                while True:
+                    try:
+                        change = await asyncio.wait_for(queue.get(), timeout=KEEPALIVE)
+                    except TimeoutError:
+                        yield ": keep-alive\n\n"
+                        continue
+                    if change is None:
+                        return
+                    yield f"event: change\ndata: {json.dumps(change)}\n\n"
+            finally:
+                self.feed.unsubscribe(queue)
+
+        headers = {**SECURITY_HEADERS, "X-Accel-Buffering": "no"}
+        return StreamingResponse(stream(), media_type="text/event-stream", headers=headers)
+
+    async def static(self, request: Request) -> Response:
+        name = request.path_params["name"]
+        if name not in STATIC:
+            return _html(page("404", pages.error_body(404, "no such file")), status=404)
+        headers = {**SECURITY_HEADERS, "Cache-Control": "no-cache"}
+        return Response(self._static[name], media_type=STATIC[name], headers=headers)
+
+    async def login_form(self, request: Request) -> Response:
+        return _html(page("Sign in", pages.login_body()))
+
+    async def login(self, request: Request) -> Response:
+        body = b""
+        async for chunk in request.stream():
+            body += chunk
+            if len(body) > MAX_FORM_BYTES:
+                return _html(page("413", pages.error_body(413, "form too large")), status=413)
+        token = (parse_qs(body.decode("utf-8", "replace")).get("token") or [""])[0].strip()
+        if self.tokens is None:
+            return RedirectResponse("/ui/", status_code=303)
+        try:
+            grant = self.tokens.authenticate(f"Bearer {token}")
+        except AuthError:
+            return _html(page("Sign in", pages.login_body("Unknown token.")), status=401)
+        if not grant.can_read:
+            return _html(page("Sign in", pages.login_body("That token lacks the read scope.")), status=403)
+        response = RedirectResponse("/ui/", status_code=303)
+        response.set_cookie(COOKIE, token, httponly=True, samesite="strict", path="/")
+        return response
+
+    async def logout(self, request: Request) -> Response:
+        response = RedirectResponse("/ui/login", status_code=303)
+        response.delete_cookie(COOKIE, path="/")
+        return response
+
+
+def _int(request: Request, name: str, default: int) -> int:
+    raw = request.query_params.get(name)
+    if raw is None or raw == "":
+        return default
+    try:
+        return int(raw)
+    except ValueError:
+        raise InvalidInput(f"{name} must be an integer, not {raw!r}") from None
+
+
+def _html(body: Markup, status: int = 200, headers: dict[str, str] | None = None) -> HTMLResponse:
+    return HTMLResponse(str(body), status_code=status, headers={**SECURITY_HEADERS, **(headers or {})})
+
+
+def create_app(
+    store: Store,
+    *,
+    tokens: TokenTable | None = None,
+    sync: bool = True,
+    max_object: int = MAX_OBJECT_BYTES,
+    max_request: int = MAX_REQUEST_BYTES,
+    poll_interval: float = POLL_INTERVAL,
+) -> tuple[Starlette, Viewer]:
+    """The app ``tractkv serve`` runs (``sync=True``: the sync protocol under ``/v1/`` and the viewer under
+    ``/ui/``) or ``tractkv view`` runs (``sync=False``: the read-only viewer alone). Returns the viewer too:
+    call ``viewer.feed.close()`` when shutting down, so open event streams end."""
+    viewer = Viewer(store, tokens=tokens, poll_interval=poll_interval)
+    routes = viewer.routes()
+    if sync:
+        routes = (
+            hub_routes(Hub(store, tokens=tokens, max_object=max_object, max_request=max_request)) + routes
+        )
+    return Starlette(routes=routes, exception_handlers=ERROR_HANDLERS), viewer

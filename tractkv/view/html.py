@@ -1,0 +1,102 @@
+"""A tiny HTML builder that escapes by construction.
+
+Everything the viewer shows from a store is untrusted (message text, tool arguments and results, branch
+names, metadata). Pages are built from :func:`el` calls: a child that is a plain ``str`` is always escaped,
+attribute values are always escaped, and only :class:`Markup` (made by this module) passes through as is.
+There is no way to splice raw text into a page short of constructing :class:`Markup` by hand, which only this
+module and the tests do.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+from collections.abc import Iterable
+from typing import Any
+
+# Elements that never have children or a closing tag.
+VOID = frozenset({"br", "hr", "img", "input", "link", "meta", "circle", "line", "path", "rect"})
+_SVG_VOID = frozenset({"circle", "line", "path", "rect"})  # written as <circle ... /> inside svg
+
+
+class Markup(str):
+    """Text that is already safe HTML."""
+
+    __slots__ = ()
+
+    def __add__(self, other: str) -> Markup:
+        return Markup(str.__add__(self, escape(other)))
+
+
+def escape(value: object) -> Markup:
+    """``value`` as text: ``& < > " '`` become entities (Markup passes through unchanged)."""
+    if isinstance(value, Markup):
+        return value
+    return Markup(html.escape(str(value), quote=True))
+
+
+def _children(children: Iterable[Any]) -> Iterable[str]:
+    for child in children:
+        if child is None or child is False:
+            continue
+        if isinstance(child, Markup):
+            yield child
+        elif isinstance(child, (str, int, float)):
+            yield escape(child)
+        else:
+            yield from _children(child)
+
+
+def join(*children: Any) -> Markup:
+    """Children (str escaped, Markup kept, iterables flattened, None skipped) as one Markup."""
+    return Markup("".join(_children(children)))
+
+
+def el(tag: str, *children: Any, **attributes: Any) -> Markup:
+    """``<tag attr="...">children</tag>``. Attribute names: a trailing ``_`` is dropped (``class_``), other
+    ``_`` become ``-`` (``data_id`` -> ``data-id``); True writes a bare attribute, None/False omits it."""
+    parts = [tag]
+    for key, value in attributes.items():
+        if value is None or value is False:
+            continue
+        name = key.rstrip("_").replace("_", "-")
+        parts.append(name if value is True else f'{name}="{escape(value)}"')
+    opening = "<" + " ".join(parts)
+    if tag in VOID:
+        return Markup(opening + (" />" if tag in _SVG_VOID else ">"))
+    return Markup(opening + ">" + join(*children) + f"</{tag}>")
+
+
+def pretty_json(value: Any) -> str:
+    """Indented JSON with keys as given (plain text; escape it by passing it to :func:`el`)."""
+    return json.dumps(value, indent=2, ensure_ascii=False, default=str)
+
+
+def page(
+    title: str,
+    body: Markup,
+    *,
+    nav: Markup | None = None,
+    live: str | None = None,
+    live_ref: str | None = None,
+) -> Markup:
+    """A whole document with the viewer's stylesheet and script (no inline script or style: the CSP forbids
+    them, so even a markup bug could not run injected code). ``live`` is the URL of this page's body for live
+    refreshes; ``live_ref`` limits them to changes of that branch (and of tool usage)."""
+    return Markup("<!DOCTYPE html>") + el(
+        "html",
+        el(
+            "head",
+            el("meta", charset="utf-8"),
+            el("meta", name="viewport", content="width=device-width, initial-scale=1"),
+            el("title", title, " · tractkv"),
+            el("link", rel="stylesheet", href="/ui/static/app.css"),
+            el("script", src="/ui/static/app.js", defer=True),
+        ),
+        el(
+            "body",
+            el("header", el("a", "tractkv", href="/ui/", class_="brand"), nav),
+            el("main", body, id="main", data_live=live, data_live_ref=live_ref),
+        ),
+        lang="en",
+    )

@@ -1,0 +1,110 @@
+// tractkv viewer: small progressive enhancements. Every page works without this file.
+(function () {
+  "use strict";
+
+  // Filter forms submit as soon as a select changes.
+  document.addEventListener("change", function (event) {
+    var target = event.target;
+    if (target.classList && target.classList.contains("auto-submit") && target.form) {
+      target.form.submit();
+    }
+  });
+
+  var main = document.getElementById("main");
+  if (!main || !main.dataset.live || !window.EventSource || !window.fetch) {
+    return;
+  }
+  var liveRef = main.dataset.liveRef || null;
+  var state = { events: 0, updates: 0, errors: 0 };
+  window.tractkvLive = state;
+
+  var badge = document.createElement("span");
+  badge.id = "live";
+  badge.className = "live";
+  badge.textContent = "connecting…";
+  var header = document.querySelector("header");
+  if (header) {
+    header.appendChild(badge);
+  }
+
+  var busy = false;
+  var again = false;
+
+  function rememberDetails() {
+    var seen = {};
+    main.querySelectorAll("details[id]").forEach(function (d) {
+      seen[d.id] = d.open;
+    });
+    return seen;
+  }
+
+  function restoreDetails(seen) {
+    main.querySelectorAll("details[id]").forEach(function (d) {
+      if (Object.prototype.hasOwnProperty.call(seen, d.id)) {
+        d.open = seen[d.id];
+      }
+    });
+  }
+
+  function refresh() {
+    if (busy) {
+      again = true;
+      return;
+    }
+    busy = true;
+    var seen = rememberDetails();
+    fetch(main.dataset.live, { credentials: "same-origin", cache: "no-store" })
+      .then(function (response) {
+        if (!response.ok) {
+          throw new Error("HTTP " + response.status);
+        }
+        return response.text();
+      })
+      .then(function (html) {
+        // Server-rendered and escaped by the server; scripts in it could not run (CSP: no inline script).
+        main.innerHTML = html;
+        restoreDetails(seen);
+        state.updates += 1;
+        badge.textContent = "live · updated " + new Date().toLocaleTimeString();
+        main.dispatchEvent(new CustomEvent("tractkv:updated"));
+      })
+      .catch(function () {
+        state.errors += 1;
+        badge.textContent = "live · update failed";
+      })
+      .finally(function () {
+        busy = false;
+        if (again) {
+          again = false;
+          refresh();
+        }
+      });
+  }
+
+  function relevant(change) {
+    if (!liveRef || change.resync || change.usage) {
+      return true;
+    }
+    return Boolean(change.refs && Object.prototype.hasOwnProperty.call(change.refs, liveRef));
+  }
+
+  var source = new EventSource("/ui/events");
+  source.onopen = function () {
+    badge.textContent = "live";
+  };
+  source.onerror = function () {
+    badge.textContent = "reconnecting…";
+  };
+  source.addEventListener("change", function (event) {
+    state.events += 1;
+    var change = {};
+    try {
+      change = JSON.parse(event.data);
+    } catch (e) {
+      change = { resync: true };
+    }
+    if (relevant(change)) {
+      refresh();
+    }
+  });
+})();
