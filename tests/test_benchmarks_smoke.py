@@ -33,6 +33,14 @@ EXPECTED_CASES: dict[str, set[str]] = {
         "read_objects",
     },
     "bench_tools": {"tools_store_size", "tools_commit_rate"},
+    "bench_view": {
+        "view_branches",
+        "view_commit_tip",
+        "view_graph_first",
+        "view_graph_last",
+        "view_usage",
+        "live_event",
+    },
 }
 COMMON_KEYS = {"case", "n", "ratio", "target", "ok"}
 

@@ -117,6 +117,7 @@ def test_fragment_is_the_body_only_and_live_pages_say_where_to_refresh(client: T
     assert match
     assert match.group(1).replace("&amp;", "&") == f"/ui/log?ref={MAIN}&fragment=1"
     assert f'data-live-ref="{MAIN}"' in full
+    assert re.search(r'data-live-version="[0-9a-f]{24}"', full)
     fragment = client.get(match.group(1).replace("&amp;", "&")).text
     assert fragment.startswith("<h1>")
     assert "<html" not in fragment
@@ -175,15 +176,61 @@ def test_a_full_listener_queue_becomes_one_resync() -> None:
 def test_feed_reports_a_moved_ref_then_ends_on_close(demo: tuple[Path, dict[str, str]]) -> None:
     async def scenario(st: LmdbStore) -> None:
         feed = ChangeFeed(Inspector(st), interval=0.01)
-        queue = feed.subscribe()
-        await asyncio.sleep(0.05)  # the first look at the store
+        queue = await feed.subscribe()  # returns once the feed has its baseline
         st.set_ref("refs/heads/spin", "f" * 64)
         change = await asyncio.wait_for(queue.get(), timeout=10)
         assert change == {"refs": {"refs/heads/spin": "f" * 64}}
         feed.close()
         assert await asyncio.wait_for(queue.get(), timeout=10) is None
-        late = feed.subscribe()  # a stream opened after close ends at once
+        late = await feed.subscribe()  # a stream opened after close ends at once
         assert late.get_nowait() is None
+
+    with LmdbStore(demo[0]) as st:
+        asyncio.run(scenario(st))
+        st.set_ref("refs/heads/spin", None)
+
+
+def test_long_contexts_page_and_the_request_json_is_exact(tmp_path: Path) -> None:
+    from tractkv import Tract
+
+    path = tmp_path / "long"
+    with Tract.open(str(path), durable=False) as t, t.batch():
+        t.system("Long session.")
+        for i in range(449):
+            t.user(f"message number {i}")
+    with Tract.open(str(path)) as t:
+        tip = t.head
+        params = {"openai": t.compile().to_openai_params(), "anthropic": t.compile().to_anthropic_params()}
+    with LmdbStore(path) as st:
+        app, _ = create_app(st, sync=False)
+        with TestClient(app, base_url="http://127.0.0.1") as c:
+            last = c.get(f"/ui/commit/{tip}").text
+            assert last.count('<article class="message') == 200
+            assert "message number 448" in last
+            assert "message number 248</pre>" not in last
+            assert "messages 251 to 450 of 450" in last
+            assert "raw-params" not in last  # too long to inline: linked as JSON instead
+            first = c.get(f"/ui/commit/{tip}?from=0").text
+            assert "Long session." in first
+            assert "message number 198</pre>" in first
+            assert "message number 199</pre>" not in first
+            for fmt, expected in params.items():
+                response = c.get(f"/ui/commit/{tip}/request.json?fmt={fmt}")
+                assert response.status_code == 200
+                assert response.json() == expected
+            assert c.get(f"/ui/commit/{tip}/request.json?fmt=x").status_code == 400
+
+
+def test_a_change_before_the_stream_opens_is_not_lost(demo: tuple[Path, dict[str, str]]) -> None:
+    async def scenario(st: LmdbStore) -> None:
+        feed = ChangeFeed(Inspector(st), interval=60)  # no poll during the test: only `since` can tell
+        rendered = await asyncio.to_thread(feed.version)
+        current = await feed.subscribe(since=rendered)
+        assert current.empty()  # nothing changed since the page was rendered
+        st.set_ref("refs/heads/spin", "e" * 64)  # lands after rendering, before the next page subscribes
+        stale = await feed.subscribe(since=rendered)
+        assert stale.get_nowait() == {"resync": True}
+        feed.close()
 
     with LmdbStore(demo[0]) as st:
         asyncio.run(scenario(st))

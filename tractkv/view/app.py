@@ -16,6 +16,7 @@ before its handler runs, so a tool start shows while it runs.
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
 from collections.abc import AsyncIterator, Awaitable, Callable
 from importlib import resources
@@ -25,7 +26,7 @@ from urllib.parse import parse_qs
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
-from starlette.responses import HTMLResponse, RedirectResponse, Response, StreamingResponse
+from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 from tractkv.engine.refs import HEADS, read_head
@@ -71,17 +72,31 @@ class ChangeFeed:
         self._listeners: set[asyncio.Queue[dict[str, Any] | None]] = set()
         self._task: asyncio.Task[None] | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
+        self._last: Snapshot | None = None
+        self._starting = asyncio.Lock()
         self.closed = False
 
-    def subscribe(self) -> asyncio.Queue[dict[str, Any] | None]:
+    def version(self) -> str:
+        """A short digest of what the feed watches, now (a page records it; see :meth:`subscribe`)."""
+        return _fingerprint(self._snapshot())
+
+    async def subscribe(self, since: str | None = None) -> asyncio.Queue[dict[str, Any] | None]:
+        """A queue of changes from now on. With ``since`` (the :meth:`version` a page was rendered at) a
+        change made between rendering and subscribing is not lost: the queue starts with a resync."""
         queue: asyncio.Queue[dict[str, Any] | None] = asyncio.Queue(maxsize=QUEUE_EVENTS)
         if self.closed:
             queue.put_nowait(None)
             return queue
-        self._listeners.add(queue)
-        self._loop = asyncio.get_running_loop()
-        if self._task is None or self._task.done():
-            self._task = asyncio.create_task(self._run())
+        async with self._starting:
+            if self._task is None or self._task.done():
+                self._last = await run_in_threadpool(self._snapshot)  # the baseline changes are found against
+                self._loop = asyncio.get_running_loop()
+                self._listeners.add(queue)
+                self._task = asyncio.create_task(self._run())
+            else:
+                self._listeners.add(queue)
+        if since is not None and since != await run_in_threadpool(self.version):
+            _put_latest(queue, {"resync": True})
         return queue
 
     def unsubscribe(self, queue: asyncio.Queue[dict[str, Any] | None]) -> None:
@@ -102,15 +117,23 @@ class ChangeFeed:
         return self.inspector.refs(), self.inspector.usage_fingerprint()
 
     async def _run(self) -> None:
-        last = await run_in_threadpool(self._snapshot)
         while self._listeners and not self.closed:
             await asyncio.sleep(self.interval)
             now = await run_in_threadpool(self._snapshot)
-            change = _changes(last, now)
-            last = now
+            change = _changes(self._last, now) if self._last is not None else {"resync": True}
+            self._last = now
             if change:
                 for queue in list(self._listeners):
                     _put_latest(queue, change)
+
+
+def _fingerprint(snapshot: Snapshot) -> str:
+    digest = hashlib.sha256()
+    for name, value in sorted(snapshot[0].items()):
+        digest.update(b"r\0%s\0%s\0" % (name.encode(), value.encode()))
+    for key, row in snapshot[1]:
+        digest.update(b"u\0%d:%s%d:%s" % (len(key), key, len(row), row))
+    return digest.hexdigest()[:24]
 
 
 def _put_latest(queue: asyncio.Queue[dict[str, Any] | None], item: dict[str, Any] | None) -> None:
@@ -167,6 +190,7 @@ class Viewer:
             Route("/ui/", self._page(self.branches), methods=["GET"]),
             Route("/ui/log", self._page(self.log), methods=["GET"]),
             Route("/ui/commit/{rev}", self._page(self.commit), methods=["GET"]),
+            Route("/ui/commit/{rev}/request.json", self.request_json, methods=["GET"]),
             Route("/ui/usage", self._page(self.usage), methods=["GET"]),
             Route("/ui/tools", self._page(self.tools), methods=["GET"]),
             Route("/ui/tool", self._page(self.tool), methods=["GET"]),
@@ -183,16 +207,21 @@ class Viewer:
         async def endpoint(request: Request) -> Response:
             try:
                 self.grant(request)
+                fragment = request.query_params.get("fragment") == "1"
+                # read before the page's data: a change in between shows on the page and also resyncs it
+                version = None if fragment else await run_in_threadpool(self.feed.version)
                 title, body, ref, live = await run_in_threadpool(handler, request)
             except TractError as exc:
                 return self._error(request, exc)
-            if request.query_params.get("fragment") == "1":
+            if fragment:
                 return _html(body)
-            live_url = None
-            if live:
-                query = request.url.query
-                live_url = request.url.path + "?" + (query + "&" if query else "") + "fragment=1"
-            return _html(page(title, body, nav=pages.nav(ref), live=live_url, live_ref=ref))
+            if not live:
+                return _html(page(title, body, nav=pages.nav(ref)))
+            query = request.url.query
+            live_url = request.url.path + "?" + (query + "&" if query else "") + "fragment=1"
+            return _html(
+                page(title, body, nav=pages.nav(ref), live=live_url, live_ref=ref, live_version=version)
+            )
 
         return endpoint
 
@@ -232,12 +261,22 @@ class Viewer:
         return f"History of {ref}", pages.graph_body(graph), ref, start == 0
 
     def commit(self, request: Request) -> PageResult:
-        fmt = request.query_params.get("fmt", "openai")
-        if fmt not in pages.FORMATS:
-            raise InvalidInput(f"fmt must be one of {', '.join(pages.FORMATS)}")
+        fmt = _format(request)
         ref = request.query_params.get("ref") or None
+        first = _int(request, "from", -1)
         view = self.inspector.commit(request.path_params["rev"], ref)
-        return f"Commit {view.info.commit_hash[:12]}", pages.commit_body(view, fmt), ref, False
+        body = pages.commit_body(view, fmt, first if first >= 0 else None)
+        return f"Commit {view.info.commit_hash[:12]}", body, ref, False
+
+    async def request_json(self, request: Request) -> Response:
+        """The exact request parameters the context at a commit makes, as a JSON document."""
+        try:
+            self.grant(request)
+            fmt = _format(request)
+            view = await run_in_threadpool(self.inspector.commit, request.path_params["rev"])
+        except TractError as exc:
+            return self._error(request, exc)
+        return JSONResponse(pages.request_params(view, fmt), headers=SECURITY_HEADERS)
 
     def usage(self, request: Request) -> PageResult:
         ref = self._ref(request)
@@ -273,7 +312,7 @@ class Viewer:
             self.grant(request)
         except TractError as exc:
             return self._error(request, exc)
-        queue = self.feed.subscribe()
+        queue = await self.feed.subscribe(request.query_params.get("since") or None)
 
         async def stream() -> AsyncIterator[str]:
             try:
@@ -326,6 +365,13 @@ class Viewer:
         response = RedirectResponse("/ui/login", status_code=303)
         response.delete_cookie(COOKIE, path="/")
         return response
+
+
+def _format(request: Request) -> str:
+    fmt = request.query_params.get("fmt", "openai")
+    if fmt not in pages.FORMATS:
+        raise InvalidInput(f"fmt must be one of {', '.join(pages.FORMATS)}")
+    return fmt
 
 
 def _int(request: Request, name: str, default: int) -> int:

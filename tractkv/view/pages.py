@@ -31,6 +31,7 @@ ROW = 28  # px per graph row (the CSS gives rows this height)
 PREVIEW = 140  # characters of a message shown in one graph row
 SHOWN_RESULT = 1_000  # characters of a usage result shown before "show all"
 SHOWN_ARGS = 4_000
+CONTEXT_PAGE = 200  # messages of a compiled context per commit page
 
 FORMATS = ("openai", "anthropic")
 
@@ -226,7 +227,7 @@ def _pager(path: str, start: int, limit: int, more: bool, **params: Any) -> Mark
 # --- one commit ------------------------------------------------------------------------------------------
 
 
-def commit_body(view: CommitView, fmt: str) -> Markup:
+def commit_body(view: CommitView, fmt: str, first: int | None = None) -> Markup:
     info = view.info
     facts: list[tuple[str, Any]] = [
         ("Commit", el("code", info.commit_hash)),
@@ -296,7 +297,7 @@ def commit_body(view: CommitView, fmt: str) -> Markup:
     else:
         sections.append(el("p", "None.", class_="muted"))
     sections += [el("h2", f"Tools in force ({len(view.tools)})"), tools_list(view.tools)]
-    sections.append(context_section(view, fmt))
+    sections.append(context_section(view, fmt, first))
     return join(sections)
 
 
@@ -331,15 +332,24 @@ def _tool_title(tool: dict[str, Any]) -> tuple[str, str]:
     return str(inner.get("name", "?")), description
 
 
-def context_section(view: CommitView, fmt: str) -> Markup:
+def request_params(view: CommitView, fmt: str) -> dict[str, Any]:
+    """The request parameters the compiled context makes for ``fmt`` (``openai`` or ``anthropic``)."""
     ctx = view.context
+    return ctx.to_openai_params() if fmt == "openai" else ctx.to_anthropic_params()
+
+
+def context_section(view: CommitView, fmt: str, first: int | None = None) -> Markup:
+    """The request as the model receives it, one card per message, ``CONTEXT_PAGE`` messages at a time
+    (by default the last ones: the end of a context is what the commit added)."""
+    ctx = view.context
+    base = f"/ui/commit/{view.info.commit_hash}"
     tabs = el(
         "div",
         [
             el(
                 "a",
                 label,
-                href=url(f"/ui/commit/{view.info.commit_hash}", ref=view.ref, fmt=name) + "#context",
+                href=url(base, ref=view.ref, fmt=name) + "#context",
                 class_="tab active" if name == fmt else "tab",
                 data_fmt=name,
             )
@@ -348,37 +358,69 @@ def context_section(view: CommitView, fmt: str) -> Markup:
         class_="tabs",
         role="tablist",
     )
-    params = ctx.to_openai_params() if fmt == "openai" else ctx.to_anthropic_params()
-    cards: list[Markup] = []
-    if fmt == "anthropic" and "system" in params:
-        cards.append(_message_card({"role": "system", "content": params["system"]}, None, view, "system"))
+    params = request_params(view, fmt)
     messages = params.get("messages", [])
-    aligned = fmt == "openai" and len(messages) == len(ctx.commit_hashes)
-    for i, message in enumerate(messages):
+    total = len(messages)
+    if first is None:
+        first = max(0, total - CONTEXT_PAGE)
+    first = max(0, min(first, max(0, total - 1)))
+    shown = messages[first : first + CONTEXT_PAGE]
+    cards: list[Markup] = []
+    if fmt == "anthropic" and "system" in params and first == 0:
+        cards.append(_message_card({"role": "system", "content": params["system"]}, None, view, "system"))
+    aligned = fmt == "openai" and total == len(ctx.commit_hashes)
+    for i, message in enumerate(shown, start=first):
         commit = ctx.commit_hashes[i] if aligned else None
         cards.append(_message_card(message, commit, view, str(message.get("role", "?"))))
+    pager = None
+    if total > CONTEXT_PAGE:
+        links = []
+        if first > 0:
+            back = max(0, first - CONTEXT_PAGE)
+            links.append(
+                el("a", "« Earlier", href=url(base, ref=view.ref, fmt=fmt, **{"from": back}) + "#context")
+            )
+        links.append(
+            el("span", f"messages {first + 1:,} to {first + len(shown):,} of {total:,}", class_="muted")
+        )
+        if first + len(shown) < total:
+            ahead = first + CONTEXT_PAGE
+            links.append(
+                el("a", "Later »", href=url(base, ref=view.ref, fmt=fmt, **{"from": ahead}) + "#context")
+            )
+        pager = el("div", links, class_="pager")
     tools = params.get("tools", [])
-    return el(
-        "section",
-        el("h2", "Compiled context at this commit"),
-        el(
-            "p",
-            f"{len(ctx.messages)} message(s), {ctx.token_count:,} tokens ({ctx.token_source}), "
-            f"{len(ctx.tools)} tool(s); exactly what ",
-            el("code", "client.chat.completions.create" if fmt == "openai" else "client.messages.create"),
-            " receives.",
-            class_="muted",
-        ),
-        tabs,
-        el("div", cards or el("p", "No messages.", class_="muted"), class_="messages", data_format=fmt),
-        el("h3", f"Tools sent ({len(tools)})"),
-        tools_list(tools),
+    json_url = url(f"{base}/request.json", fmt=fmt)
+    raw = (
         el(
             "details",
             el("summary", "Request parameters as JSON"),
             el("pre", pretty_json(params), class_="json raw-params"),
             class_="raw",
+        )
+        if total <= CONTEXT_PAGE
+        else None
+    )
+    return el(
+        "section",
+        el("h2", "Compiled context at this commit"),
+        el(
+            "p",
+            f"{len(ctx.messages):,} message(s), {ctx.token_count:,} tokens ({ctx.token_source}), "
+            f"{len(ctx.tools)} tool(s); exactly what ",
+            el("code", "client.chat.completions.create" if fmt == "openai" else "client.messages.create"),
+            " receives (",
+            el("a", "as JSON", href=json_url, class_="request-json"),
+            ").",
+            class_="muted",
         ),
+        tabs,
+        pager,
+        el("div", cards or el("p", "No messages.", class_="muted"), class_="messages", data_format=fmt),
+        pager,
+        el("h3", f"Tools sent ({len(tools)})"),
+        tools_list(tools),
+        raw,
         id="context",
     )
 

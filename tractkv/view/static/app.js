@@ -88,7 +88,9 @@
     return Boolean(change.refs && Object.prototype.hasOwnProperty.call(change.refs, liveRef));
   }
 
-  var source = new EventSource("/ui/events");
+  // `since`: the store's version this page shows; a change made before the stream opened is not missed.
+  var since = main.dataset.liveVersion;
+  var source = new EventSource("/ui/events" + (since ? "?since=" + encodeURIComponent(since) : ""));
   source.onopen = function () {
     badge.textContent = "live";
   };
