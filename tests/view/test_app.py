@@ -142,7 +142,9 @@ def test_tokens_guard_pages_and_the_feed(locked: TestClient) -> None:
     cookie = ok.headers["set-cookie"]
     assert "HttpOnly" in cookie
     assert "SameSite=strict" in cookie
-    assert locked.get("/ui/").status_code == 200  # the client kept the cookie
+    signed_in = locked.get("/ui/")  # the client kept the cookie
+    assert signed_in.status_code == 200
+    assert 'action="/ui/logout"' in signed_in.text
     assert locked.get("/v1/refs").status_code == 401  # the cookie is for the viewer; sync wants a header
     locked.post("/ui/logout")
     assert locked.get("/ui/").status_code == 401
@@ -235,3 +237,16 @@ def test_a_change_before_the_stream_opens_is_not_lost(demo: tuple[Path, dict[str
     with LmdbStore(demo[0]) as st:
         asyncio.run(scenario(st))
         st.set_ref("refs/heads/spin", None)
+
+
+def test_graph_pages_link_to_their_neighbours(client: TestClient) -> None:
+    middle = client.get(f"/ui/log?ref={MAIN}&start=3&limit=2").text
+    assert middle.count("data-commit=") == 2
+    assert "commits 4 to 5" in middle
+    assert 'href="/ui/log?start=1&amp;limit=2&amp;ref=refs%2Fheads%2Fmain" rel="prev"' in middle
+    assert 'href="/ui/log?start=5&amp;limit=2&amp;ref=refs%2Fheads%2Fmain" rel="next"' in middle
+    beyond = client.get(f"/ui/log?ref={MAIN}&start=500&limit=2").text
+    assert "no commits from 501 on" in beyond
+    assert 'rel="next"' not in beyond
+    whole = client.get(f"/ui/log?ref={MAIN}").text
+    assert 'class="pager"' not in whole  # one page: no pager at all

@@ -249,4 +249,7 @@ def test_sign_in_with_a_read_token_on_a_hub_with_tokens(
     wait_for(browser, lambda d: css(d, "h1").text == "Branches", "the branches page after sign-in")
     assert len(browser.find_elements(By.CSS_SELECTOR, "tr[data-ref]")) == 2
     shot(browser, "11-signed-in")
-    browser.delete_all_cookies()
+    css(browser, "header nav form button").click()
+    wait_for(browser, lambda d: css(d, "h1").text == "Sign in", "the sign-in page after signing out")
+    browser.get(f"{hub.url}/ui/")
+    assert css(browser, "h1").text == "Sign in"  # the cookie is gone

@@ -30,7 +30,7 @@ from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Re
 from starlette.routing import Route
 
 from tractkv.engine.refs import HEADS, read_head
-from tractkv.errors import AuthError, InvalidInput, ObjectNotFound, RefNotFound, TractError
+from tractkv.errors import AuthError, InvalidInput, ObjectNotFound, RefNotFound, TractError, UnknownRevision
 from tractkv.store import Store
 from tractkv.sync.auth import OPEN, Grant, TokenTable
 from tractkv.sync.frames import MAX_OBJECT_BYTES, MAX_REQUEST_BYTES
@@ -215,20 +215,19 @@ class Viewer:
                 return self._error(request, exc)
             if fragment:
                 return _html(body)
+            nav = pages.nav(ref, sign_out=self.tokens is not None)
             if not live:
-                return _html(page(title, body, nav=pages.nav(ref)))
+                return _html(page(title, body, nav=nav))
             query = request.url.query
             live_url = request.url.path + "?" + (query + "&" if query else "") + "fragment=1"
-            return _html(
-                page(title, body, nav=pages.nav(ref), live=live_url, live_ref=ref, live_version=version)
-            )
+            return _html(page(title, body, nav=nav, live=live_url, live_ref=ref, live_version=version))
 
         return endpoint
 
     def _error(self, request: Request, exc: TractError) -> Response:
         if isinstance(exc, AuthError):
             status = exc.status
-        elif isinstance(exc, (ObjectNotFound, RefNotFound)) or "unknown revision" in str(exc):
+        elif isinstance(exc, (ObjectNotFound, RefNotFound, UnknownRevision)):
             status = 404
         elif isinstance(exc, InvalidInput):
             status = 400

@@ -139,9 +139,12 @@ class Inspector:
         self._compiler = Compiler(self.counter)
         self._lock = threading.Lock()  # the compiler's cache is not thread-safe
 
-    def _state(self, reader: Reader, oid: ObjectId | None) -> CompileState:
+    def _compiled(self, reader: Reader, oid: ObjectId | None) -> tuple[CompileState, CompiledContext]:
+        """The (shared, read-only) compile state at ``oid`` and its context. Under the lock: the compiler's
+        cache and a state's lazily rendered view are not thread-safe, and requests run in a thread pool."""
         with self._lock:
-            return self._compiler.state_at(reader, oid)
+            state = self._compiler.state_at(reader, oid)
+            return state, context_of(reader, state, self.counter.name, load_tools(reader, state.tools))
 
     # --- refs ----------------------------------------------------------------------------------------
 
@@ -163,8 +166,7 @@ class Inspector:
         out = []
         for ref, value in self.refs().items():
             head = ObjectId(value) if is_object_id(value) else None
-            state = self._state(self.store, head)
-            view = state.render(self.store)
+            state, context = self._compiled(self.store, head)
             last = self.store.get_commit(head).created_at if head is not None else None
             remote = ref.startswith(REMOTES)
             out.append(
@@ -174,8 +176,8 @@ class Inspector:
                     is_remote=remote,
                     head=head,
                     commit_count=state.commit_count,
-                    message_count=len(view.messages),
-                    token_count=view.tokens,
+                    message_count=len(context.messages),
+                    token_count=context.token_count,
                     last_activity=timestamp(last) if last is not None else None,
                 )
             )
@@ -226,9 +228,7 @@ class Inspector:
         reader = self.store
         commit = reader.get_commit(oid)
         info = commit_info(reader, oid, commit, self.counter)
-        state = self._state(reader, oid)
-        tools = load_tools(reader, state.tools)
-        context = context_of(reader, state, self.counter.name, tools)
+        state, context = self._compiled(reader, oid)
         message_annotations = {
             slot.commit: ann
             for slot in state.slots
@@ -252,7 +252,7 @@ class Inspector:
         return CommitView(
             info=info,
             links=dict(commit.links),
-            tools=tools,
+            tools=context.tools,
             context=context,
             annotations=tuple(annotations),
             message_annotations=message_annotations,

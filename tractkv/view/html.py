@@ -38,21 +38,28 @@ def escape(value: object) -> Markup:
     return Markup(str(value).translate(_ENTITIES))
 
 
-def _children(children: Iterable[Any]) -> Iterable[str]:
+def _flatten(children: Iterable[Any], out: list[str]) -> None:
+    """Append the children's HTML to ``out``: Markup as is, other str / int / float escaped, iterables
+    flattened, None and False skipped. (The common types are tested first: a page builds thousands.)"""
     for child in children:
-        if child is None or child is False:
+        kind = type(child)
+        if kind is Markup:
+            out.append(child)
+        elif kind is str:
+            out.append(child.translate(_ENTITIES))
+        elif child is None or child is False:
             continue
-        if isinstance(child, Markup):
-            yield child
         elif isinstance(child, (str, int, float)):
-            yield escape(child)
+            out.append(escape(child))
         else:
-            yield from _children(child)
+            _flatten(child, out)
 
 
 def join(*children: Any) -> Markup:
     """Children (str escaped, Markup kept, iterables flattened, None skipped) as one Markup."""
-    return Markup("".join(_children(children)))
+    out: list[str] = []
+    _flatten(children, out)
+    return Markup("".join(out))
 
 
 _NAMES: dict[str, str] = {}  # keyword -> attribute name, memoized
@@ -61,16 +68,22 @@ _NAMES: dict[str, str] = {}  # keyword -> attribute name, memoized
 def el(tag: str, *children: Any, **attributes: Any) -> Markup:
     """``<tag attr="...">children</tag>``. Attribute names: a trailing ``_`` is dropped (``class_``), other
     ``_`` become ``-`` (``data_id`` -> ``data-id``); True writes a bare attribute, None/False omits it."""
-    parts = [tag]
+    out = ["<", tag]
     for key, value in attributes.items():
         if value is None or value is False:
             continue
         name = _NAMES.get(key) or _NAMES.setdefault(key, key.rstrip("_").replace("_", "-"))
-        parts.append(name if value is True else f'{name}="{escape(value)}"')
-    opening = "<" + " ".join(parts)
+        if value is True:
+            out += (" ", name)
+        else:
+            out += (" ", name, '="', escape(value), '"')
     if tag in VOID:
-        return Markup(opening + (" />" if tag in _SVG_VOID else ">"))
-    return Markup(opening + ">" + join(*children) + f"</{tag}>")
+        out.append(" />" if tag in _SVG_VOID else ">")
+    else:
+        out.append(">")
+        _flatten(children, out)
+        out += ("</", tag, ">")
+    return Markup("".join(out))
 
 
 def pretty_json(value: Any) -> str:

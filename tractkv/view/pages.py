@@ -59,7 +59,7 @@ def commit_link(oid: str | None, ref: str | None = None) -> Markup:
     return el("a", short(oid), href=url(f"/ui/commit/{oid}", ref=ref), class_="oid", title=oid)
 
 
-def nav(ref: str | None = None) -> Markup:
+def nav(ref: str | None = None, *, sign_out: bool = False) -> Markup:
     items = [el("a", "Branches", href="/ui/"), el("a", "Tools", href="/ui/tools")]
     if ref is not None:
         items += [
@@ -67,6 +67,8 @@ def nav(ref: str | None = None) -> Markup:
             el("a", "Graph", href=url("/ui/log", ref=ref)),
             el("a", "Tool usage", href=url("/ui/usage", ref=ref)),
         ]
+    if sign_out:
+        items.append(el("form", el("button", "Sign out", type="submit"), method="post", action="/ui/logout"))
     return el("nav", items)
 
 
@@ -211,16 +213,27 @@ def graph_body(page: GraphPage) -> Markup:
         el("tbody", rows),
         class_="graph",
     )
-    return join(title, _pager("/ui/log", page.start, page.limit, page.more, ref=page.ref), table)
+    return join(
+        title,
+        _pager("/ui/log", page.start, page.limit, len(page.rows), page.more, "commits", ref=page.ref),
+        table,
+    )
 
 
-def _pager(path: str, start: int, limit: int, more: bool, **params: Any) -> Markup:
+def _pager(path: str, start: int, limit: int, shown: int, more: bool, what: str, **params: Any) -> Markup:
+    """Newer / older links around ``shown`` items from ``start`` (nothing when everything fits one page)."""
+    if not (more or start):
+        return Markup("")
     links = []
     if start > 0:
-        links.append(el("a", "« Newer", href=url(path, start=max(0, start - limit), **params), rel="prev"))
-    links.append(el("span", f"{start + 1:,} to {start + limit:,}" if more or start else "", class_="muted"))
+        newer = url(path, start=max(0, start - limit), limit=limit, **params)
+        links.append(el("a", "« Newer", href=newer, rel="prev"))
+    label = f"{what} {start + 1:,} to {start + shown:,}" if shown else f"no {what} from {start + 1:,} on"
+    links.append(el("span", label, class_="muted"))
     if more:
-        links.append(el("a", "Older »", href=url(path, start=start + limit, **params), rel="next"))
+        links.append(
+            el("a", "Older »", href=url(path, start=start + limit, limit=limit, **params), rel="next")
+        )
     return el("div", links, class_="pager")
 
 
@@ -490,7 +503,9 @@ def usage_body(page: UsagePage, tool: str | None, status: str | None, commit: st
         parts.append(el("p", "No tool executions match.", class_="empty"))
         return join(parts)
     params = {"ref": page.ref, "tool": tool, "status": status, "commit": commit}
-    parts.append(_pager("/ui/usage", page.start, page.limit, page.more, **params))
+    parts.append(
+        _pager("/ui/usage", page.start, page.limit, len(page.groups), page.more, "messages", **params)
+    )
     for group in page.groups:
         if group.info is not None:
             head = join(
