@@ -79,3 +79,33 @@ def test_an_open_event_stream_gets_changes_and_does_not_hold_up_shutdown(
     assert time.monotonic() - started < 4, err
     listener.join(30)
     assert not listener.is_alive()
+
+
+def test_a_push_to_the_hub_reaches_an_open_viewer(tmp_path: Path, start_hub: Callable[..., Any]) -> None:
+    hub = start_hub()
+    seen: list[str] = []
+    opened = threading.Event()
+    pushed = threading.Event()
+
+    def listen() -> None:
+        with httpx.Client(timeout=60) as client, client.stream("GET", hub.url + "/ui/events") as response:
+            for line in response.iter_lines():
+                opened.set()
+                seen.append(line)
+                if line.startswith("data:") and MAIN in line:
+                    pushed.set()
+                    return
+
+    listener = threading.Thread(target=listen, daemon=True)
+    listener.start()
+    assert opened.wait(30)
+    with Tract.open(str(tmp_path / "edge"), durable=False) as edge:
+        edge.user("pushed from the edge")
+        edge.remote_add("origin", hub.url)
+        assert edge.push().ok
+        head = edge.head
+    assert pushed.wait(30), seen
+    assert f'data: {{"refs": {{"{MAIN}": "{head}"}}}}' in seen
+    with httpx.Client(base_url=hub.url, timeout=30) as client:
+        assert "pushed from the edge" in client.get(f"/ui/log?ref={MAIN}").text
+    listener.join(30)

@@ -181,3 +181,23 @@ def test_viewing_everything_writes_nothing(demo: tuple[Path, dict[str, str]]) ->
         inspector.usages(MAIN)
         inspector.tool_versions("search")
         assert store_image(st) == before
+
+
+def test_branch_summaries_compile_each_head_once(
+    demo: tuple[Path, dict[str, str]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path, _ = demo
+    with LmdbStore(path) as st:
+        head = st.get_ref(MAIN)
+        assert head is not None
+        for i in range(5):  # five agents' branches, all at main's head
+            st.set_ref(f"refs/heads/agents/a{i}", head)
+        inspector = Inspector(st)
+        compiled: list[str | None] = []
+        real = inspector._compiled
+        monkeypatch.setattr(inspector, "_compiled", lambda r, oid: compiled.append(oid) or real(r, oid))
+        first = inspector.branches()
+        assert sorted(compiled) == sorted({b.head for b in first})  # main's head once, explore's once
+        assert inspector.branches() == first
+        assert len(compiled) == 2  # nothing recompiled
+        assert len({(b.commit_count, b.token_count) for b in first if b.head == head}) == 1

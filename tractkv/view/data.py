@@ -10,6 +10,7 @@ from __future__ import annotations
 import difflib
 import json
 import threading
+from collections import OrderedDict
 from datetime import datetime
 from typing import Any
 
@@ -40,6 +41,7 @@ from tractkv.toolkit.usage import (
 PAGE_COMMITS = 100  # commits per graph page
 PAGE_GROUPS = 50  # messages (usage groups) per usage page
 MAX_PAGE = 1000  # the largest page a request may ask for
+SUMMARIES = 4096  # branch-head summaries kept (commit, message and token counts at a commit id)
 
 
 @attrs.frozen(kw_only=True)
@@ -138,6 +140,7 @@ class Inspector:
         self.counter = counter or DEFAULT_COUNTER
         self._compiler = Compiler(self.counter)
         self._lock = threading.Lock()  # the compiler's cache is not thread-safe
+        self._summaries: OrderedDict[ObjectId, tuple[int, int, int, int | None]] = OrderedDict()
 
     def _compiled(self, reader: Reader, oid: ObjectId | None) -> tuple[CompileState, CompiledContext]:
         """The (shared, read-only) compile state at ``oid`` and its context. Under the lock: the compiler's
@@ -166,8 +169,7 @@ class Inspector:
         out = []
         for ref, value in self.refs().items():
             head = ObjectId(value) if is_object_id(value) else None
-            state, context = self._compiled(self.store, head)
-            last = self.store.get_commit(head).created_at if head is not None else None
+            commits, messages, tokens, last = self._head_summary(head)
             remote = ref.startswith(REMOTES)
             out.append(
                 BranchSummary(
@@ -175,14 +177,37 @@ class Inspector:
                     name=ref[len(REMOTES if remote else HEADS) :],
                     is_remote=remote,
                     head=head,
-                    commit_count=state.commit_count,
-                    message_count=len(context.messages),
-                    token_count=context.token_count,
+                    commit_count=commits,
+                    message_count=messages,
+                    token_count=tokens,
                     last_activity=timestamp(last) if last is not None else None,
                 )
             )
         out.sort(key=lambda b: (b.is_remote, b.name))
         return out
+
+    def _head_summary(self, head: ObjectId | None) -> tuple[int, int, int, int | None]:
+        """(commits, messages, tokens, created_at) at a commit. A commit id names immutable history, so
+        the answer is cached for good (bounded): a hub with many branches compiles each head once."""
+        if head is None:
+            return 0, 0, 0, None
+        with self._lock:
+            cached = self._summaries.get(head)
+            if cached is not None:
+                self._summaries.move_to_end(head)
+                return cached
+        state, context = self._compiled(self.store, head)
+        summary = (
+            state.commit_count,
+            len(context.messages),
+            context.token_count,
+            self.store.get_commit(head).created_at,
+        )
+        with self._lock:
+            self._summaries[head] = summary
+            while len(self._summaries) > SUMMARIES:
+                self._summaries.popitem(last=False)
+        return summary
 
     # --- the commit graph ----------------------------------------------------------------------------
 
