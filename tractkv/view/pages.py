@@ -123,7 +123,7 @@ def branches_body(branches: list[BranchSummary]) -> Markup:
         el(
             "tr",
             el("td", el("a", b.name, href=url("/ui/log", ref=b.ref), class_="branch")),
-            el("td", el("span", "remote" if b.is_remote else "local", class_=f"badge kind-{_kind(b)}")),
+            el("td", el("span", _kind(b), class_=f"badge kind-{_kind(b)}")),
             el("td", commit_link(b.head, b.ref)),
             el("td", f"{b.commit_count:,}", class_="num"),
             el("td", f"{b.message_count:,}", class_="num"),
