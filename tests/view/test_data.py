@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from itertools import pairwise
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from tractkv import LmdbStore, Tract
 from tractkv.errors import InvalidInput, ObjectNotFound, UnknownRevision
@@ -201,3 +204,46 @@ def test_branch_summaries_compile_each_head_once(
         assert inspector.branches() == first
         assert len(compiled) == 2  # nothing recompiled
         assert len({(b.commit_count, b.token_count) for b in first if b.head == head}) == 1
+
+
+@st.composite
+def histories(draw: st.DrawFn) -> list[tuple[int, ...]]:
+    """A random commit DAG: commit i's parents are earlier commits (0 = a root; 2+ = a merge)."""
+    size = draw(st.integers(1, 40))
+    out: list[tuple[int, ...]] = [()]
+    for i in range(1, size):
+        kind = draw(st.sampled_from(["child", "child", "child", "merge", "root"]))
+        if kind == "root":
+            out.append(())
+        elif kind == "merge" and i >= 2:
+            parents = draw(st.lists(st.integers(0, i - 1), min_size=2, max_size=3, unique=True))
+            out.append(tuple(parents))
+        else:
+            out.append((draw(st.integers(max(0, i - 4), i - 1)),))
+    return out
+
+
+@given(histories())
+def test_graph_lanes_are_continuous_from_row_to_row(parents: list[tuple[int, ...]]) -> None:
+    from tractkv.model import Commit
+    from tractkv.store import MemoryStore
+
+    with MemoryStore() as store:
+        ids: list[str] = []
+        for i, ps in enumerate(parents):
+            ids.append(store.put(Commit(parents=tuple(ids[p] for p in ps), created_at=i + 1)))
+        tips = set(range(len(parents))) - {p for ps in parents for p in ps}
+        # join every tip into one head so that the walk from it visits the whole DAG
+        head = store.put(Commit(parents=tuple(ids[t] for t in sorted(tips)), created_at=len(parents) + 1))
+        store.set_ref(MAIN, head)
+        rows = Inspector(store).graph_page(MAIN, limit=1000).rows
+    assert len(rows) == len(parents) + 1
+    for above, below in pairwise(rows):
+        # every line leaving a row's bottom edge enters the next row's top edge, and nothing else does
+        assert {b for _, b in above.bottom} == {a for a, _ in below.top}
+        assert all(b == below.lane for a, b in below.top if a != b)  # only lines into the node bend
+    for row in rows:
+        parents_of = len(row.info.parent_hashes)
+        assert len({b for a, b in row.bottom if a == row.lane}) == parents_of  # one line per parent
+        assert row.width >= max([row.lane, *(x for s in (*row.top, *row.bottom) for x in s)]) + 1
+    assert rows[-1].bottom == ()  # the oldest commit is a root: nothing below it
