@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 from selenium import webdriver
+from selenium.common.exceptions import WebDriverException
 from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
 from selenium.webdriver.remote.webdriver import WebDriver
@@ -75,7 +76,10 @@ def shot(driver: WebDriver, name: str) -> None:
 
 
 def wait_for(driver: WebDriver, condition: Callable[[WebDriver], Any], what: str) -> Any:
-    return WebDriverWait(driver, WAIT, poll_frequency=0.1).until(condition, message=what)
+    """Poll ``condition`` until it holds (at most WAIT s). Errors from elements of a page being replaced
+    (stale or detached nodes during a navigation or a live refresh) count as "not yet"."""
+    wait = WebDriverWait(driver, WAIT, poll_frequency=0.1, ignored_exceptions=(WebDriverException,))
+    return wait.until(condition, message=what)
 
 
 def css(driver: WebDriver | Any, selector: str) -> Any:
