@@ -15,7 +15,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 import httpx
 
-import tractkv
+from tractkv._version import __version__
 from tractkv.errors import ObjectTooLarge, RemoteUnavailable, RequestTooLarge, UnsupportedURL
 from tractkv.ids import ObjectId, is_object_id
 
@@ -54,7 +54,7 @@ class HttpRemote(Remote):
             raise UnsupportedURL(url, "no host")
         self.url = url
         self._base = url.rstrip("/") + "/v1/"
-        headers = {"User-Agent": f"tractkv/{tractkv.__version__}"}
+        headers = {"User-Agent": f"tractkv/{__version__}"}
         if token:
             headers["Authorization"] = f"Bearer {token}"
         # TCP_NODELAY: httpcore writes a request's head and body separately; with Nagle's algorithm on,

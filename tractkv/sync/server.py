@@ -21,7 +21,7 @@ from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
-import tractkv
+from tractkv._version import __version__
 from tractkv.errors import AuthError, InvalidInput, RequestTooLarge, TractError, TransferError
 from tractkv.ids import ObjectId
 from tractkv.store import Store
@@ -72,7 +72,7 @@ class Hub:
 
     async def info(self, request: Request) -> Response:
         return JSONResponse(
-            {"tractkv": tractkv.__version__, "protocol": PROTOCOL, "auth": self.tokens is not None}
+            {"tractkv": __version__, "protocol": PROTOCOL, "auth": self.tokens is not None}
         )
 
     async def refs(self, request: Request) -> Response:
