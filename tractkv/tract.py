@@ -73,12 +73,13 @@ from .engine.state import CompileState
 from .engine.tokens import DEFAULT_COUNTER, TokenCounter
 
 if TYPE_CHECKING:
+    from tractkv.engine.usage_stats import ToolStats
+    from tractkv.engine.usage_tree import ToolUsage, UsageNode
     from tractkv.sync.ops import FetchResult
     from tractkv.sync.remote import PushOutcome
     from tractkv.toolkit.executor import ToolExecutor
     from tractkv.toolkit.loop import RunResult
     from tractkv.toolkit.profiles import ToolProfile
-    from tractkv.toolkit.usage import ToolStats, ToolUsage, UsageNode
 
 ACTIVE_TOOLS = b"tools:"  # meta key prefix: branch ref -> tool set id linked to later commits (set_tools)
 EMPTY_TOOLSET_ID = object_id(ToolSet(tools=()))
@@ -847,7 +848,7 @@ class Tract:
 
     def _usage_roots(self) -> set[ObjectId]:
         """Ids that running (or interrupted) tool executions' rows hold: gc must keep them."""
-        from tractkv.toolkit.usage import iter_pending
+        from tractkv.engine.usage_rows import iter_pending
 
         roots: set[ObjectId] = set()
         for row in iter_pending(self._store):
@@ -1504,7 +1505,7 @@ class Tract:
         ``commit`` keeps those started by that assistant commit or answered in that tool result commit;
         ``name`` those of one tool; ``status`` one of pending, success, error, interrupted.
         """
-        from tractkv.toolkit.usage import STATUSES, select_usages, usage_forest
+        from tractkv.engine.usage_tree import STATUSES, select_usages, usage_forest
 
         if status is not None and status not in STATUSES:
             raise InvalidInput(f"status must be one of {STATUSES}, not {status!r}")
@@ -1515,7 +1516,7 @@ class Tract:
 
     def usage_tree(self, commit: str | None = None) -> list[UsageNode]:
         """The usage trees of one message (an assistant commit or its tool result) or of the whole history."""
-        from tractkv.toolkit.usage import select_trees, usage_forest
+        from tractkv.engine.usage_tree import select_trees, usage_forest
 
         reader = self._reader()
         commit_id = resolve_revision(reader, commit) if commit is not None else None
@@ -1523,7 +1524,8 @@ class Tract:
 
     def tool_usage_stats(self) -> dict[str, ToolStats]:
         """Per tool: count, successes, errors, success rate, p50 / p95 duration (history of HEAD)."""
-        from tractkv.toolkit.usage import flatten, usage_forest, usage_stats
+        from tractkv.engine.usage_stats import usage_stats
+        from tractkv.engine.usage_tree import flatten, usage_forest
 
         reader = self._reader()
         return usage_stats(flatten(usage_forest(reader, self._head_commit(reader))))

@@ -3,15 +3,15 @@
 from __future__ import annotations
 
 from tractkv import Tract
+from tractkv.engine import usage_rows
 from tractkv.model.objects import UsageRecord
-from tractkv.toolkit import usage
 
 
 def test_gc_keeps_nested_records_of_a_running_execution() -> None:
     with Tract.open() as t:
         t.user("start")
         store = t._store
-        parent = usage.PendingUsage.start(
+        parent = usage_rows.PendingUsage.start(
             usage_id="u-parent",
             tool_name="delegate",
             arguments={},
@@ -20,7 +20,7 @@ def test_gc_keeps_nested_records_of_a_running_execution() -> None:
             tool_call_id="c1",
             parent_id=None,
         )
-        usage.begin(store, parent)
+        usage_rows.begin(store, parent)
         child = UsageRecord(
             usage_id="u-child",
             tool_name="search",
@@ -30,12 +30,12 @@ def test_gc_keeps_nested_records_of_a_running_execution() -> None:
             result="ok",
             parent_id="u-parent",
         )
-        child_id = usage.finish(store, child, had_row=False)
+        child_id = usage_rows.finish(store, child, had_row=False)
         assert store.has(child_id)
 
         t.gc(min_age_hours=0)
         assert store.has(child_id), "gc dropped a record a running execution still holds"
 
-        usage.delete_rows(store, ["u-parent"])  # the execution went away without linking it
+        usage_rows.delete_rows(store, ["u-parent"])  # the execution went away without linking it
         t.gc(min_age_hours=0)
         assert not store.has(child_id)

@@ -36,8 +36,9 @@ def usage(
     Running executions show as pending; those whose process died show as interrupted.
     """
     from tractkv.engine.refs import head_commit, resolve_revision
+    from tractkv.engine.usage_stats import usage_stats
+    from tractkv.engine.usage_tree import flatten, select_trees, select_usages, usage_forest
     from tractkv.toolkit.export import stats_lines, tree_lines
-    from tractkv.toolkit.usage import flatten, select_trees, select_usages, usage_forest, usage_stats
 
     store = st.store()
     tip = resolve_revision(store, rev) if rev is not None else head_commit(store)

@@ -43,7 +43,7 @@ def collect_garbage(
     """Remove unreachable objects (see the module doc); returns what was removed.
 
     ``extra_roots`` are ids higher layers still need though no ref reaches them yet (the finished nested
-    records and conversation tips listed in running tool executions' rows, see tractkv.toolkit.usage).
+    records and conversation tips listed in running tool executions' rows, see tractkv.engine.usage_rows).
     """
     now = time.time_ns() // 1000 if now_us is None else now_us
     horizon = now - int(min_age_hours * 3600 * 1_000_000)

@@ -224,7 +224,7 @@ class UsageRecord:
     Completed records are immutable objects: the ``tool_result`` commit answering a call links its record
     (``links["usages"]``), and a record links the records of the executions it ran (``children``), so the
     whole usage tree travels with the branch. Executions still running are rows in the local ``usage``
-    table instead (see :mod:`tractkv.toolkit.usage`).
+    table instead (see :mod:`tractkv.engine.usage_rows`).
 
     Wire fields (optional ones are omitted when empty)::
 

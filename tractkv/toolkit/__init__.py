@@ -1,12 +1,13 @@
 """Tools in context and the agent toolkit.
 
-* tool-result hooks (:mod:`.hooks`) and tool-call queries (:mod:`.queries`), used by the Tract facade;
 * tool definitions, profiles and the 15 built-in tools (:mod:`.definitions`, :mod:`.profiles`,
   :mod:`.builtin`); a JSON-Schema subset validator (:mod:`.schema`);
-* :class:`ToolExecutor` with :class:`ToolContext`, usage tracking (:mod:`.usage`) and an :class:`EventBus`;
+* :class:`ToolExecutor` with :class:`ToolContext` and an :class:`EventBus` (usage rows, trees and
+  statistics live in the engine: :mod:`tractkv.engine.usage_rows`, ``usage_tree``, ``usage_stats``);
 * the agent loop (:mod:`.loop`) and conversation export (:mod:`.export`).
 
-``import tractkv`` loads only the hooks and queries; every other name here loads on first use.
+The toolkit sits above the :class:`~tractkv.Tract` facade and drives it. Every name here loads on first
+use (``ToolStats``, ``ToolUsage`` and ``UsageNode`` from the engine, where usage queries live).
 """
 
 from __future__ import annotations
@@ -15,6 +16,9 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from tractkv.engine.usage_stats import ToolStats
+    from tractkv.engine.usage_tree import ToolUsage, UsageNode
+
     from .context import ToolContext
     from .definitions import ToolConfig, ToolDefinition, ToolResult, tool
     from .events import EventBus, ToolEvent
@@ -22,29 +26,28 @@ if TYPE_CHECKING:
     from .export import export_conversation
     from .loop import RunResult, run
     from .profiles import FULL_PROFILE, SELF_PROFILE, SUPERVISOR_PROFILE, ToolProfile, as_tools, get_profile
-    from .usage import ToolStats, ToolUsage, UsageNode
 
-_LAZY = {
-    "EventBus": "events",
-    "FULL_PROFILE": "profiles",
-    "RunResult": "loop",
-    "SELF_PROFILE": "profiles",
-    "SUPERVISOR_PROFILE": "profiles",
-    "ToolConfig": "definitions",
-    "ToolContext": "context",
-    "ToolDefinition": "definitions",
-    "ToolEvent": "events",
-    "ToolExecutor": "executor",
-    "ToolProfile": "profiles",
-    "ToolResult": "definitions",
-    "ToolStats": "usage",
-    "ToolUsage": "usage",
-    "UsageNode": "usage",
-    "as_tools": "profiles",
-    "export_conversation": "export",
-    "get_profile": "profiles",
-    "run": "loop",
-    "tool": "definitions",
+_LAZY = {  # name -> the module holding it, relative to this package
+    "EventBus": ".events",
+    "FULL_PROFILE": ".profiles",
+    "RunResult": ".loop",
+    "SELF_PROFILE": ".profiles",
+    "SUPERVISOR_PROFILE": ".profiles",
+    "ToolConfig": ".definitions",
+    "ToolContext": ".context",
+    "ToolDefinition": ".definitions",
+    "ToolEvent": ".events",
+    "ToolExecutor": ".executor",
+    "ToolProfile": ".profiles",
+    "ToolResult": ".definitions",
+    "ToolStats": "..engine.usage_stats",
+    "ToolUsage": "..engine.usage_tree",
+    "UsageNode": "..engine.usage_tree",
+    "as_tools": ".profiles",
+    "export_conversation": ".export",
+    "get_profile": ".profiles",
+    "run": ".loop",
+    "tool": ".definitions",
 }
 
 
@@ -53,7 +56,7 @@ def __getattr__(name: str) -> Any:
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    return getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    return getattr(importlib.import_module(module, __name__), name)
 
 
 __all__ = [

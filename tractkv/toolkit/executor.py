@@ -5,7 +5,7 @@ argument the tool does not declare (arguments are whitelisted against the schema
 an argument that breaks the schema, and an exception inside the handler all come back as
 ``ToolResult(success=False, error=...)``. Each execution, failed or not, publishes ``tool_start`` and then
 ``tool_complete`` or ``tool_error`` on the executor's :class:`EventBus`, and leaves a usage record
-(see :mod:`tractkv.toolkit.usage` for the pending row -> record lifecycle and crash behaviour).
+(see :mod:`tractkv.engine.usage_rows` for the pending row -> record lifecycle and crash behaviour).
 
 Nesting: an execution started while a handler runs (``context.execute``, ``context.executor.execute``, a
 child agent loop through ``context.run_child``) becomes a child of that handler's usage. The current
@@ -26,16 +26,7 @@ from typing import TYPE_CHECKING, Any, overload
 
 from tractkv import codec
 from tractkv.engine.results import timestamp
-from tractkv.errors import EncodeError, InvalidInput, TractError
-from tractkv.ids import ObjectId, is_object_id
-from tractkv.model import UsageRecord, object_id
-
-from .context import ToolContext, Turn
-from .definitions import FORMATS, Handler, ToolDefinition, ToolResult, context_problem
-from .events import EventBus, ToolEvent
-from .profiles import ToolProfile, profile_tools
-from .schema import validate
-from .usage import (
+from tractkv.engine.usage_rows import (
     DEFAULT_RESULT_LIMIT,
     PendingUsage,
     abandon,
@@ -45,6 +36,15 @@ from .usage import (
     note_head,
     truncate,
 )
+from tractkv.errors import EncodeError, InvalidInput, TractError
+from tractkv.ids import ObjectId, is_object_id
+from tractkv.model import UsageRecord, object_id
+
+from .context import ToolContext, Turn
+from .definitions import FORMATS, Handler, ToolDefinition, ToolResult, context_problem
+from .events import EventBus, ToolEvent
+from .profiles import ToolProfile, profile_tools
+from .schema import validate
 
 if TYPE_CHECKING:
     from tractkv.engine.results import CompiledContext
@@ -499,7 +499,7 @@ class ToolExecutor:
     ) -> ToolResult:
         oid = object_id(record)
         stored = True
-        # a top-level answer to a call keeps an awaiting-link marker with the full output (see usage.py)
+        # a top-level answer to a call keeps an awaiting-link marker with the full output (see engine/usage_rows)
         awaits_link = (
             record.parent_id is None and record.tool_call_id is not None and record.commit is not None
         )

@@ -12,10 +12,10 @@ import json
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
+from tractkv.engine.usage_stats import ToolStats, usage_stats
+from tractkv.engine.usage_tree import ToolUsage, UsageNode, flatten, usage_forest
 from tractkv.errors import InvalidInput
 from tractkv.ids import ObjectId
-
-from .usage import ToolStats, ToolUsage, UsageNode, flatten, usage_forest, usage_stats
 
 if TYPE_CHECKING:
     from tractkv.tract import Tract

@@ -29,12 +29,13 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
+from tractkv.engine.usage_rows import delete_rows, interrupted_records, iter_pending
+from tractkv.engine.usage_tree import load_tree
 from tractkv.errors import InvalidInput, NoLLMConfigured, TractError
 from tractkv.ids import ObjectId
 
 from .context import Turn
 from .definitions import ToolDefinition, ToolResult
-from .usage import delete_rows, interrupted_records, iter_pending, load_tree
 
 if TYPE_CHECKING:
     from tractkv.engine.results import CompiledContext

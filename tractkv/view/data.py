@@ -24,19 +24,13 @@ from tractkv.engine.refs import HEADS, REMOTES
 from tractkv.engine.results import CommitInfo, CompiledContext, timestamp
 from tractkv.engine.state import CompileState
 from tractkv.engine.tokens import DEFAULT_COUNTER, TokenCounter
+from tractkv.engine.usage_rows import USAGE_LINK
+from tractkv.engine.usage_stats import ToolStats, usage_stats
+from tractkv.engine.usage_tree import STATUSES, UsageNode, flatten, usage_forest
 from tractkv.errors import InvalidInput, ObjectNotFound, UnknownRevision
 from tractkv.ids import ObjectId, is_object_id
 from tractkv.model import Blob, Commit, ToolSchema
 from tractkv.store import Reader, Store, Table
-from tractkv.toolkit.usage import (
-    STATUSES,
-    USAGE_LINK,
-    ToolStats,
-    UsageNode,
-    flatten,
-    usage_forest,
-    usage_stats,
-)
 
 PAGE_COMMITS = 100  # commits per graph page
 PAGE_GROUPS = 50  # messages (usage groups) per usage page

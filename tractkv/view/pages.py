@@ -12,8 +12,9 @@ from typing import Any
 from urllib.parse import urlencode
 
 from tractkv.engine.results import CommitInfo
+from tractkv.engine.usage_stats import ToolStats
+from tractkv.engine.usage_tree import STATUSES, UsageNode
 from tractkv.ids import ObjectId
-from tractkv.toolkit.usage import STATUSES, ToolStats, UsageNode
 
 from .data import (
     BranchSummary,
