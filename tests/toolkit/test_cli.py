@@ -122,3 +122,30 @@ def test_export(store: str, tmp_path: Path) -> None:
     assert (code, out) == (0, "")
     assert target.read_text().startswith("# Conversation")
     assert f"wrote {target}" in err
+
+
+def test_usage_of_another_revision(store: str) -> None:
+    with Tract.open(store) as t:
+        # newest first: the answer, c2's result, the explode call, c1's result, the delegate call, the user
+        log = t.log()
+    first_result = log[3].commit_hash
+    assert log[3].role == "tool"
+
+    code, out, err = _run("--store", store, "usage", "--rev", first_result, "--json")
+    assert code == 0, err
+    (tree,) = json.loads(out)
+    assert (tree["tool_name"], [c["tool_name"] for c in tree["children"]]) == ("delegate", ["lookup"])
+
+    code, out, _ = _run("--store", store, "usage", "--rev", first_result, "--stats", "--json")
+    assert sorted(json.loads(out)) == ["delegate", "lookup"]
+
+    code, out, _ = _run("--store", store, "usage", "--rev", first_result, "--tool", "explode", "--json")
+    assert json.loads(out) == []
+
+    code, out, err = _run("--store", store, "usage", "--rev", log[-1].commit_hash)
+    assert (code, out) == (0, "")
+    assert "no tool usage" in err
+
+    _, at_main, _ = _run("--store", store, "usage", "--rev", "main", "--json")
+    _, at_head, _ = _run("--store", store, "usage", "--json")
+    assert json.loads(at_main) == json.loads(at_head)

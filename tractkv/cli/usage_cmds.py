@@ -5,6 +5,17 @@ from __future__ import annotations
 import click
 
 from tractkv.cli.common import CliState, echo_json, json_option, note, with_state
+from tractkv.engine.refs import resolve_revision
+from tractkv.engine.usage_stats import usage_stats
+from tractkv.engine.usage_tree import (
+    STATUSES,
+    ToolUsage,
+    UsageNode,
+    flatten,
+    select_trees,
+    select_usages,
+    usage_forest,
+)
 
 
 @click.command("usage")
@@ -15,7 +26,7 @@ from tractkv.cli.common import CliState, echo_json, json_option, note, with_stat
 @click.option("--tool", "tool_name", default=None, help="Only executions of this tool (a flat list).")
 @click.option(
     "--status",
-    type=click.Choice(["pending", "success", "error", "interrupted"]),
+    type=click.Choice(STATUSES),
     default=None,
     help="Only executions with this status (a flat list).",
 )
@@ -35,17 +46,10 @@ def usage(
 
     Running executions show as pending; those whose process died show as interrupted.
     """
-    from tractkv.engine.refs import head_commit, resolve_revision
-    from tractkv.engine.usage_stats import usage_stats
-    from tractkv.engine.usage_tree import flatten, select_trees, select_usages, usage_forest
-    from tractkv.toolkit.export import stats_lines, tree_lines
+    from tractkv.toolkit.export import format_usage, stats_lines, tree_lines
 
-    store = st.store()
-    tip = resolve_revision(store, rev) if rev is not None else head_commit(store)
-    roots = usage_forest(store, tip)
-    commit_id = resolve_revision(store, commit) if commit is not None else None
     if stats:
-        table = usage_stats(select_usages(roots, commit=commit_id, name=tool_name, status=status))
+        table = usage_stats(_usages(st, rev, commit, tool_name, status))
         if as_json:
             echo_json({name: s.to_json() for name, s in table.items()})
         elif table:
@@ -55,18 +59,16 @@ def usage(
             note("no tool usage")
         return
     if tool_name is not None or status is not None:
-        usages = select_usages(roots, commit=commit_id, name=tool_name, status=status)
+        usages = _usages(st, rev, commit, tool_name, status)
         if as_json:
             echo_json([u.to_json() for u in usages])
             return
-        from tractkv.toolkit.export import format_usage
-
         for item in usages:
             click.echo(format_usage(item))
         if not usages:
             note("no matching tool usage")
         return
-    trees = select_trees(roots, commit_id)
+    trees = _trees(st, rev, commit)
     if as_json:
         echo_json([t.to_json() for t in trees])
         return
@@ -75,6 +77,32 @@ def usage(
         click.echo(line)
     count = len(flatten(trees))
     note(f"{count} tool execution(s) in {len(trees)} tree(s)" if count else "no tool usage")
+
+
+# The facade answers usage queries for HEAD. ``--rev`` asks about another revision, which the facade cannot
+# be pointed at without moving HEAD, so for it these two read the engine's forest directly (the same
+# selection the facade makes).
+
+
+def _usages(
+    st: CliState, rev: str | None, commit: str | None, name: str | None, status: str | None
+) -> list[ToolUsage]:
+    """The executions of the history of ``rev`` (HEAD when None), selected as :meth:`Tract.tool_usages` does."""
+    if rev is None:
+        return st.tract().tool_usages(commit, name, status)
+    store = st.store()
+    roots = usage_forest(store, resolve_revision(store, rev))
+    commit_id = resolve_revision(store, commit) if commit is not None else None
+    return select_usages(roots, commit=commit_id, name=name, status=status)
+
+
+def _trees(st: CliState, rev: str | None, commit: str | None) -> list[UsageNode]:
+    """The usage trees of the history of ``rev`` (HEAD when None), as :meth:`Tract.usage_tree` selects them."""
+    if rev is None:
+        return st.tract().usage_tree(commit)
+    store = st.store()
+    roots = usage_forest(store, resolve_revision(store, rev))
+    return select_trees(roots, resolve_revision(store, commit) if commit is not None else None)
 
 
 @click.command("export")
