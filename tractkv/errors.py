@@ -10,13 +10,24 @@ and build their message in ``__init__``.
     ├── InvalidInput (ValueError)            a caller passed something malformed; nothing changed
     │   ├── InvalidObjectId                  not 64 lowercase hex digits / unknown or ambiguous prefix
     │   ├── EncodeError                      a value a hashed payload may not hold (NaN, non-str key, ...)
-    │   └── InvalidRefName                   a branch or ref name git-style rules reject
+    │   ├── InvalidRefName                   a branch or ref name git-style rules reject
+    │   ├── ContentError                     malformed message content (unknown type, missing text, role)
+    │   ├── BranchExists                     a branch of that name exists already
+    │   └── UnknownRevision                  an id, prefix, branch or HEAD~N that names no commit
     ├── ObjectNotFound (KeyError)            no object with that id in the store
     ├── RefNotFound (KeyError)               no such branch / ref
+    │   └── BranchNotFound                   no branch of that name
     ├── CorruptObject                        stored bytes do not hash to their id
     ├── DecodeError                          bytes are not a valid tractkv object
     │   └── UnsupportedFormat                object written by a newer tractkv (format version too high)
     ├── RefConflict                          compare-and-swap on a ref lost: expected != actual
+    │   └── ConcurrentUpdate                 another handle moved the branch first; nothing was written
+    ├── DetachedHead                         the operation needs a branch, HEAD is detached at a commit
+    ├── ReadOnlySession                      a write through a read-only session (viewer, CLI reads)
+    ├── MergeConflict                        merge(strategy="auto") found conflicts (.conflicts)
+    ├── ToolHookError                        a tool_result hook decided nothing, or raised; nothing committed
+    ├── NoLLMConfigured                      summarize / compress / generate with no model set
+    ├── ModelCallFailed                      a model client raised a non-tractkv error (wrapped)
     ├── LLMError                             a model call failed (tractkv.llm clients, ScriptedLLM)
     │   ├── LLMHTTPError                     the API answered an error status (.status), retries spent
     │   ├── MalformedResponse                the reply is not JSON of the shape the API documents
@@ -37,6 +48,9 @@ and build their message in ``__init__``.
     └── StoreError                           the storage layer failed (I/O, LMDB, closed, fork)
         ├── StoreFormatError                 store format version is newer than this tractkv, or unknown
         └── StoreClosed                      the store was used after close()
+
+A test (``tests/test_public_api.py``) parses this drawing and compares it with the classes below: names
+and parents (the tree gives the first parent, parentheses the others). ``tractkv`` exports every class here.
 
 Third-party exceptions are wrapped in the one module that imports the library (``raise StoreError(...)
 from exc``); nothing else leaks.
@@ -178,6 +192,14 @@ class DetachedHead(TractError):
         super().__init__(
             f"cannot {action}: HEAD is detached at {oid[:12]} (read-only); switch to a branch first"
         )
+
+
+class ReadOnlySession(TractError):
+    """A write through a read-only session (the viewer's, the CLI's read commands'). Nothing was written."""
+
+    def __init__(self, action: str = "write") -> None:
+        self.action = action
+        super().__init__(f"cannot {action}: this session is read-only")
 
 
 class BranchExists(InvalidInput):
