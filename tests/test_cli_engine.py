@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from tractkv import Tract, fsck
+from tractkv import Tract
 from tractkv.cli import cli
 from tractkv.cli.engine_cmds import graph_lines
-from tractkv.store import open_store
+from tractkv.store import fsck, open_store
 
 
 def run(store: str, *args: str, input: str | None = None) -> tuple[int, str, str]:

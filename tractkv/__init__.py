@@ -1,10 +1,18 @@
 """tractkv: git for LLM context windows.
 
-The public names are listed in ``__all__``; heavier parts (the CLI, sync, LLM clients) load on first use.
+The public surface (``__all__``, pinned by ``tests/test_public_api.py``): the :class:`Tract` facade, the
+:class:`Store` type it wraps, the message content it commits, the results its core operations return, the token
+counters, and every error in :mod:`tractkv.errors` (one root, :class:`TractError`).
+
+Everything else is reached from its subpackage: concrete stores, ``open_store`` and ``fsck`` from
+:mod:`tractkv.store`; stored objects from :mod:`tractkv.model`; ``ObjectId`` (a ``str`` at run time) from
+:mod:`tractkv.ids`; the agent toolkit from :mod:`tractkv.toolkit`; model clients from :mod:`tractkv.llm`; sync
+from :mod:`tractkv.sync`. Those heavier parts (and the CLI) load on first use, not on ``import tractkv``.
 """
 
 from __future__ import annotations
 
+from tractkv._version import __version__
 from tractkv.engine.content import (
     ArtifactContent,
     DialogueContent,
@@ -28,9 +36,11 @@ from tractkv.engine.results import (
 from tractkv.engine.state import Conflict
 from tractkv.engine.tokens import HeuristicCounter, TiktokenCounter, TokenCounter
 from tractkv.errors import (
+    AuthError,
     BranchExists,
     BranchNotFound,
     ConcurrentUpdate,
+    ConditionalWritesUnsupported,
     ContentError,
     CorruptObject,
     DecodeError,
@@ -39,34 +49,49 @@ from tractkv.errors import (
     InvalidInput,
     InvalidObjectId,
     InvalidRefName,
+    LLMError,
+    LLMHTTPError,
+    MalformedResponse,
     MergeConflict,
+    ModelCallFailed,
+    NoLLMConfigured,
+    NotFastForward,
     ObjectNotFound,
+    ObjectTooLarge,
+    PushRejected,
+    ReadOnlySession,
     RefConflict,
     RefNotFound,
+    RejectedObject,
+    RemoteExists,
+    RemoteNotFound,
+    RemoteUnavailable,
+    RequestTooLarge,
+    ScriptExhausted,
     StoreClosed,
     StoreError,
     StoreFormatError,
+    SyncError,
+    ToolHookError,
     TractError,
+    TransferError,
     UnknownRevision,
     UnsupportedFormat,
+    UnsupportedURL,
 )
-from tractkv.ids import ObjectId, hash_bytes
-from tractkv.model import Blob, Commit, ToolSchema, ToolSet, object_id
-from tractkv.store import LmdbStore, MemoryStore, Store, fsck, open_store
+from tractkv.store import Store
 from tractkv.tract import Tract
-
-__version__ = "0.1.0"
 
 __all__ = [
     "ArtifactContent",
-    "Blob",
+    "AuthError",
     "BranchExists",
     "BranchInfo",
     "BranchNotFound",
-    "Commit",
     "CommitInfo",
     "CompiledContext",
     "ConcurrentUpdate",
+    "ConditionalWritesUnsupported",
     "Conflict",
     "ContentError",
     "ContextDiff",
@@ -83,34 +108,44 @@ __all__ = [
     "InvalidInput",
     "InvalidObjectId",
     "InvalidRefName",
-    "LmdbStore",
-    "MemoryStore",
+    "LLMError",
+    "LLMHTTPError",
+    "MalformedResponse",
     "MergeConflict",
     "MergeResult",
     "Message",
-    "ObjectId",
+    "ModelCallFailed",
+    "NoLLMConfigured",
+    "NotFastForward",
     "ObjectNotFound",
+    "ObjectTooLarge",
+    "PushRejected",
+    "ReadOnlySession",
     "ReasoningContent",
     "RefConflict",
     "RefNotFound",
     "ReflogEntry",
+    "RejectedObject",
+    "RemoteExists",
+    "RemoteNotFound",
+    "RemoteUnavailable",
+    "RequestTooLarge",
+    "ScriptExhausted",
     "StatusInfo",
     "Store",
     "StoreClosed",
     "StoreError",
     "StoreFormatError",
+    "SyncError",
     "TiktokenCounter",
     "TokenCounter",
     "ToolCall",
-    "ToolSchema",
-    "ToolSet",
+    "ToolHookError",
     "Tract",
     "TractError",
+    "TransferError",
     "UnknownRevision",
     "UnsupportedFormat",
+    "UnsupportedURL",
     "__version__",
-    "fsck",
-    "hash_bytes",
-    "object_id",
-    "open_store",
 ]

@@ -10,7 +10,6 @@ import pytest
 
 from tractkv import (
     ArtifactContent,
-    Commit,
     ContentError,
     DetachedHead,
     DialogueContent,
@@ -18,12 +17,13 @@ from tractkv import (
     InstructionContent,
     InvalidInput,
     InvalidRefName,
-    MemoryStore,
     ReasoningContent,
     Tract,
     UnknownRevision,
 )
 from tractkv.engine.tokens import MESSAGE_OVERHEAD
+from tractkv.model import Commit
+from tractkv.store import MemoryStore
 
 from .conftest import FakeClock
 

@@ -6,10 +6,10 @@ from collections.abc import Callable
 
 import pytest
 
-from tractkv import DetachedHead, InvalidInput, Tract, fsck
+from tractkv import DetachedHead, InvalidInput, Tract
 from tractkv.engine.state import CHUNK_PREFIX, CKPT_PREFIX
 from tractkv.ids import ObjectId, raw_to_oid
-from tractkv.store import Table
+from tractkv.store import Table, fsck
 
 from .conftest import FakeClock
 

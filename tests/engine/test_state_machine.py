@@ -22,7 +22,8 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, pr
 import tractkv.engine.compiler
 import tractkv.engine.state
 import tractkv.tract
-from tractkv import HeuristicCounter, MemoryStore, MergeConflict, Tract, fsck
+from tractkv import HeuristicCounter, MergeConflict, Tract
+from tractkv.store import MemoryStore, fsck
 
 from .conftest import FakeClock
 
@@ -180,7 +181,7 @@ class TractMachine(RuleBasedStateMachine):
         self.t.close()
         store = self.memory
         if self.path is not None:
-            from tractkv import LmdbStore
+            from tractkv.store import LmdbStore
 
             store = LmdbStore(self.path, durable=False)
         assert store is not None

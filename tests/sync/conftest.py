@@ -13,7 +13,8 @@ from typing import Any
 
 import pytest
 
-from tractkv import LmdbStore, Tract, fsck
+from tractkv import Tract
+from tractkv.store import LmdbStore, fsck
 from tractkv.toolkit import ToolContext, ToolExecutor, tool
 
 START_US = 1_700_000_000_000_000

@@ -10,7 +10,8 @@ from typing import Any
 
 import pytest
 
-from tractkv import LmdbStore, MemoryStore, Tract, fsck
+from tractkv import Tract
+from tractkv.store import LmdbStore, MemoryStore, fsck
 
 START_US = 1_700_000_000_000_000  # a fixed instant (Nov 2023) so ids and timestamps are reproducible
 

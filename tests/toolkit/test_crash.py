@@ -13,11 +13,11 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from tractkv import Tract, fsck
+from tractkv import Tract
 from tractkv.cli import cli
 from tractkv.errors import InvalidInput
 from tractkv.llm import ScriptedLLM
-from tractkv.store import Table
+from tractkv.store import Table, fsck
 from tractkv.toolkit import ToolContext, ToolExecutor, tool
 from tractkv.toolkit.loop import INTERRUPTED
 

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tractkv import LmdbStore, MemoryStore, Tract, fsck
+from tractkv import Tract
 from tractkv.ids import ObjectId
 from tractkv.llm import ScriptedLLM
 from tractkv.model import Blob, UsageRecord, decode, object_id
-from tractkv.store import Store
+from tractkv.store import LmdbStore, MemoryStore, Store, fsck
 from tractkv.toolkit import ToolExecutor
 
 from .conftest import FakeClock, call

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from starlette.testclient import TestClient
 
-from tractkv import LmdbStore
+from tractkv.store import LmdbStore
 from tractkv.sync.auth import TokenTable
 from tractkv.view.app import COOKIE, QUEUE_EVENTS, ChangeFeed, _changes, _put_latest, create_app
 from tractkv.view.data import Inspector

@@ -9,9 +9,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tractkv import LmdbStore, Tract
+from tractkv import Tract
 from tractkv.errors import InvalidInput, ObjectNotFound, UnknownRevision
-from tractkv.store import Table
+from tractkv.store import LmdbStore, Table
 from tractkv.view.data import Inspector, _advance_lanes, tool_diff
 
 from .conftest import Clock
