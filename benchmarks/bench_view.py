@@ -48,7 +48,8 @@ sys.path.insert(0, str(ROOT))
 import httpx  # noqa: E402
 from starlette.testclient import TestClient  # noqa: E402
 
-from tractkv import LmdbStore, Tract  # noqa: E402
+from tractkv import Tract  # noqa: E402
+from tractkv.store import LmdbStore  # noqa: E402
 from tractkv.llm import ScriptedLLM  # noqa: E402
 from tractkv.toolkit import ToolContext, ToolExecutor, tool  # noqa: E402
 from tractkv.view.app import POLL_INTERVAL, create_app  # noqa: E402

@@ -20,8 +20,8 @@ from hypothesis import event, settings
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
 import tractkv.engine.compiler
+import tractkv.engine.session
 import tractkv.engine.state
-import tractkv.tract
 from tractkv import HeuristicCounter, MergeConflict, Tract
 from tractkv.store import MemoryStore, fsck
 
@@ -34,7 +34,7 @@ COUNTER = HeuristicCounter()
 # Small checkpoint settings so checkpoints are written, chunked and loaded within a few steps.
 SMALL_CHECKPOINTS = [
     (tractkv.engine.compiler, "CHECKPOINT_EVERY", 3),
-    (tractkv.tract, "CHECKPOINT_EVERY", 3),
+    (tractkv.engine.session, "CHECKPOINT_EVERY", 3),
     (tractkv.engine.state, "CHUNK_SLOTS", 2),
 ]
 TEXTS = st.sampled_from(["hi", "hello there", "ok", "let me think about it", "42", "done."])

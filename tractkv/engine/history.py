@@ -18,17 +18,24 @@ from .tokens import TokenCounter
 
 
 def commit_info(
-    reader: Reader, oid: ObjectId, commit: Commit, counter: TokenCounter, data: Any = None
+    reader: Reader,
+    oid: ObjectId,
+    commit: Commit,
+    counter: TokenCounter,
+    data: Any = None,
+    *,
+    tokens: int | None = None,
 ) -> CommitInfo:
-    """A :class:`CommitInfo` for a stored commit (reads its content blob unless ``data`` is given)."""
+    """A :class:`CommitInfo` for a stored commit (reads its content blob unless ``data`` is given; counts its
+    tokens unless ``tokens`` is given, as the session does for a commit its compile state just counted)."""
     if data is None and commit.content is not None:
         blob = reader.get(commit.content)
         data = blob.data if isinstance(blob, Blob) else None
     kind = content_type(data)
-    tokens = 0
     role = None
+    count = 0
     if isinstance(data, dict) and kind in ("instruction", "dialogue", "reasoning", "artifact", "freeform"):
-        tokens = count_tokens(data, counter)
+        count = tokens if tokens is not None else count_tokens(data, counter)
         role = {"instruction": "system", "reasoning": "assistant"}.get(str(kind), data.get("role"))
     return CommitInfo(
         commit_hash=oid,
@@ -38,7 +45,7 @@ def commit_info(
         role=role,
         message=commit.message,
         metadata=commit.metadata,
-        token_count=tokens,
+        token_count=count,
         created_at=timestamp(commit.created_at),
         edit_target=commit.edit_target,
         response_to=commit.response_to,

@@ -253,3 +253,26 @@ class GcResult:
     removed_bytes: int
     kept_objects: int
     removed_checkpoints: int
+
+
+@attrs.frozen(kw_only=True)
+class RunResult:
+    """How an agent run ended.
+
+    Attributes:
+        text: the text of the model's last reply (often "" when the run ended on tool calls).
+        steps: model calls made.
+        stop_reason: ``done`` (a reply without tool calls), ``max_steps``, or ``detached``.
+        head: the commit HEAD points at afterwards.
+        usage_ids: the top-level usage ids of the run's tool executions, in order.
+    """
+
+    text: str
+    steps: int
+    stop_reason: str = "done"
+    head: ObjectId | None = None
+    usage_ids: tuple[str, ...] = ()
+
+    @property
+    def tool_calls(self) -> int:
+        return len(self.usage_ids)

@@ -21,7 +21,9 @@ import attrs
 from tractkv import codec
 from tractkv.engine.graph import is_ancestor
 from tractkv.engine.history import log_ref_move
-from tractkv.engine.refs import HEADS, REMOTES
+from tractkv.engine.refs import HEADS, REMOTES, check_branch_name
+from tractkv.engine.results import MergeResult
+from tractkv.engine.session import Session
 from tractkv.errors import (
     InvalidInput,
     PushRejected,
@@ -290,3 +292,72 @@ def push_to(
 
 def _reject(ref: str, reason: str, detail: str) -> None:
     raise PushRejected([RefResult(ref, False, reason, detail)])  # type: ignore[arg-type]
+
+
+def clone_from(
+    store: Store,
+    url: str,
+    remote_name: str,
+    *,
+    token_env: str | None = None,
+    branch: str | None = None,
+    progress: Progress | None = None,
+    now_us: int | None = None,
+) -> str:
+    """Fill an empty store from ``url``: remember the remote, fetch, and make every remote branch a local
+    branch. Returns the branch HEAD should be on: ``branch``, else ``main`` when the remote has it, else the
+    first by name.
+
+    Raises:
+        BranchNotFound: the remote has no ``branch``.
+    """
+    from tractkv.errors import BranchNotFound
+
+    add_remote(store, remote_name, url, token_env=token_env)
+    with open_named(store, remote_name) as conn:
+        fetch_from(store, conn, remote_name, progress=progress)
+    prefix = f"{REMOTES}{remote_name}/"
+    tips = {ref[len(prefix) :]: ObjectId(v) for ref, v in store.iter_refs(prefix)}
+    if branch is not None and branch not in tips:
+        raise BranchNotFound(f"{remote_name}/{branch}")
+    batch = store.new_batch()
+    for name, tip in tips.items():
+        batch.set_ref(HEADS + name, tip, expected=None)
+        log_ref_move(batch, HEADS + name, None, tip, "clone", f"clone from {url}", now_us=now_us)
+    store.apply(batch)
+    return branch or ("main" if "main" in tips or not tips else sorted(tips)[0])
+
+
+def merge_tracking(
+    session: Session,
+    remote_name: str,
+    branch: str | None = None,
+    *,
+    ff_only: bool = False,
+    strategy: str = "auto",
+) -> MergeResult:
+    """Bring ``<remote>/<branch>`` (default: the session's branch name) into the session's branch: a
+    fast-forward when possible, else a merge commit (``strategy`` settles conflicts).
+
+    Raises:
+        NotFastForward: ``ff_only`` and the histories diverged. BranchNotFound: no such tracking branch.
+    """
+    from tractkv.engine.merging import merge
+    from tractkv.errors import BranchNotFound, NotFastForward
+
+    ref = session.writable("pull")
+    head = session.head
+    tracking = f"{remote_name}/{check_branch_name(branch if branch is not None else ref[len(HEADS) :])}"
+    theirs = session.store.get_ref(REMOTES + tracking)
+    if theirs is None:
+        raise BranchNotFound(tracking)
+    store, theirs_id = session.store, ObjectId(theirs)
+    related = (
+        not ff_only
+        or head is None
+        or is_ancestor(store, head, theirs_id)
+        or is_ancestor(store, theirs_id, head)
+    )
+    if not related:
+        raise NotFastForward(ref[len(HEADS) :], tracking)
+    return merge(session, REMOTES + tracking, strategy, message=f"Merge {tracking}")

@@ -24,7 +24,9 @@ if TYPE_CHECKING:
     from .events import EventBus, ToolEvent
     from .executor import ToolExecutor
     from .export import export_conversation
-    from .loop import RunResult, run
+    from tractkv.engine.results import RunResult
+
+    from .loop import run
     from .profiles import FULL_PROFILE, SELF_PROFILE, SUPERVISOR_PROFILE, ToolProfile, as_tools, get_profile
 
 _LAZY = {  # name -> the module holding it, relative to this package

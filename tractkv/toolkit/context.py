@@ -22,13 +22,12 @@ from tractkv.errors import InvalidInput
 from tractkv.ids import ObjectId
 
 if TYPE_CHECKING:
-    from tractkv.engine.results import CompiledContext
+    from tractkv.engine.results import CompiledContext, RunResult
     from tractkv.tract import Tract
 
     from .definitions import ToolDefinition, ToolResult
     from .events import EventBus
     from .executor import ToolExecutor
-    from .loop import RunResult
     from .profiles import ToolProfile
 
 

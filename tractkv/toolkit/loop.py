@@ -27,8 +27,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
-import attrs
-
+from tractkv.engine.results import RunResult
 from tractkv.engine.usage_rows import delete_rows, interrupted_records, iter_pending
 from tractkv.engine.usage_tree import load_tree
 from tractkv.errors import InvalidInput, NoLLMConfigured, TractError
@@ -39,6 +38,7 @@ from .definitions import ToolDefinition, ToolResult
 
 if TYPE_CHECKING:
     from tractkv.engine.results import CompiledContext
+    from tractkv.llm.protocol import LLMClient
     from tractkv.tract import Tract
 
     from .context import ToolContext
@@ -53,33 +53,10 @@ INTERRUPTED = (
 )
 
 
-@attrs.frozen(kw_only=True)
-class RunResult:
-    """How an agent run ended.
-
-    Attributes:
-        text: the text of the model's last reply (often "" when the run ended on tool calls).
-        steps: model calls made.
-        stop_reason: ``done`` (a reply without tool calls), ``max_steps``, or ``detached``.
-        head: the commit HEAD points at afterwards.
-        usage_ids: the top-level usage ids of the run's tool executions, in order.
-    """
-
-    text: str
-    steps: int
-    stop_reason: str = "done"
-    head: ObjectId | None = None
-    usage_ids: tuple[str, ...] = ()
-
-    @property
-    def tool_calls(self) -> int:
-        return len(self.usage_ids)
-
-
 def run(
     tract: Tract,
-    llm: Any = None,
-    executor: ToolExecutor | None = None,
+    llm: LLMClient | None = None,
+    executor: object = None,
     *,
     max_steps: int = DEFAULT_MAX_STEPS,
     **params: Any,
@@ -93,12 +70,15 @@ def run(
         max_steps: the most model calls to make.
 
     Raises:
-        NoLLMConfigured: no model given or configured. InvalidInput: a bad ``max_steps``, or an open call
-            still running elsewhere. Model and store errors propagate.
+        NoLLMConfigured: no model given or configured. InvalidInput: a bad ``max_steps`` or ``executor``,
+            or an open call still running elsewhere. Model and store errors propagate.
     """
     from .executor import ToolExecutor
 
-    model = llm if llm is not None else tract.llm
+    if executor is not None and not isinstance(executor, ToolExecutor):
+        raise InvalidInput(f"executor must be a ToolExecutor, not {type(executor).__name__}")
+
+    model: LLMClient | None = llm if llm is not None else tract.llm
     if model is None:
         raise NoLLMConfigured("run")
     if not isinstance(max_steps, int) or max_steps < 1:
@@ -133,7 +113,7 @@ def run(
 def _run_calls(
     tract: Tract,
     executor: ToolExecutor,
-    model: Any,
+    model: LLMClient,
     compiled: CompiledContext | None,
     commit: ObjectId,
     calls: Iterable[dict[str, Any]],
@@ -178,7 +158,7 @@ def _run_deferred(tract: Tract, turn: Turn) -> None:
                 tract.user(note, name="tractkv")
 
 
-def _answer_open_calls(tract: Tract, executor: ToolExecutor, model: Any, usage_ids: list[str]) -> None:
+def _answer_open_calls(tract: Tract, executor: ToolExecutor, model: LLMClient, usage_ids: list[str]) -> None:
     """Answer the unanswered tool calls of the assistant message at HEAD (see the module doc, step 1)."""
     if tract.is_detached or tract.head is None:
         return
@@ -249,7 +229,7 @@ def run_child(
     context: ToolContext,
     prompt: str,
     *,
-    llm: Any,
+    llm: LLMClient | None,
     tools: Iterable[str | ToolDefinition],
     profile: str | ToolProfile | None,
     system: str | None,

@@ -68,8 +68,8 @@ FULL_PROFILE = ToolProfile("full", {name: ToolConfig() for name in BUILTIN_NAMES
 PROFILES = {p.name: p for p in (SELF_PROFILE, SUPERVISOR_PROFILE, FULL_PROFILE)}
 
 
-def get_profile(profile: str | ToolProfile) -> ToolProfile:
-    """A profile by name (``self``, ``supervisor``, ``full``), or the profile given.
+def get_profile(profile: object) -> ToolProfile:
+    """A profile by name (``self``, ``supervisor``, ``full``), or the profile given (anything else is refused).
 
     Raises:
         ValueError: (:class:`~tractkv.errors.InvalidInput`) an unknown name.
@@ -83,7 +83,7 @@ def get_profile(profile: str | ToolProfile) -> ToolProfile:
 
 
 def profile_tools(
-    profile: str | ToolProfile | None, overrides: Mapping[str, str] | None = None
+    profile: object, overrides: Mapping[str, str] | None = None
 ) -> list[ToolDefinition]:
     """The built-in tools of a profile (none for None), with ``overrides`` ({name: description}) applied.
 
@@ -101,7 +101,7 @@ def profile_tools(
 
 
 def as_tools(
-    profile: str | ToolProfile = "self",
+    profile: object = "self",
     overrides: Mapping[str, str] | None = None,
     format: str = "openai",
 ) -> list[dict[str, Any]]:

@@ -6,8 +6,11 @@ from collections.abc import Callable
 
 import attrs
 
-from tractkv.engine.results import CommitInfo
 from tractkv.ids import ObjectId
+
+from .history import commit_info
+from .results import CommitInfo
+from .session import Session
 
 
 @attrs.frozen(kw_only=True)
@@ -53,3 +56,28 @@ def group_turns(
         if name is None or name in names:
             turns.append(ToolTurn(call=call, results=tuple(results), tool_names=tuple(names)))
     return turns
+
+
+def context_infos(session: Session) -> list[CommitInfo]:
+    """The messages of HEAD's compiled context as CommitInfo, in order; an edited message shows its latest
+    content under the original commit's id (so calls and results keep pairing up)."""
+    reader = session.reader()
+    state = session.head_state(reader)
+    view = state.render(reader)
+    infos = []
+    for commit_id in view.commits:
+        source = state.slots[state.index[commit_id]].source
+        info = commit_info(reader, source, reader.get_commit(source), session.counter)
+        infos.append(attrs.evolve(info, commit_hash=commit_id) if source != commit_id else info)
+    return infos
+
+
+def tool_turns(infos: list[CommitInfo], name: str | None = None) -> list[ToolTurn]:
+    """Each assistant tool-calling message in ``infos`` with the results answering its calls."""
+    return group_turns(infos, name, call_ids)
+
+
+def call_ids(info: CommitInfo) -> list[str]:
+    """The ids of the tool calls an assistant message makes."""
+    data = info.content if isinstance(info.content, dict) else {}
+    return [str(c["id"]) for c in data.get("tool_calls", ())]

@@ -1,0 +1,139 @@
+"""Merge and compress: the two session operations that combine messages rather than add one.
+
+* :func:`merge` fast-forwards when one side contains the other, else makes a merge commit whose compile is
+  the three-way merge of states described in :mod:`tractkv.engine.state`. The merge commit is stamped after
+  both parents, so ``log`` order stays causal on every machine.
+* :func:`plan_compress` picks what a compress replaces (pinned messages, instructions and tool turns cut by
+  the range stay verbatim: an API rejects a tool result without its call); :func:`commit_compress` commits the
+  summary on top of the branch (op ``compress``, ``links["sources"]``): history is never rewritten.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import attrs
+
+from tractkv.errors import InvalidInput, MergeConflict
+from tractkv.ids import ObjectId
+from tractkv.model import Blob, Commit
+from tractkv.store import WriteBatch
+
+from . import graph
+from .compiler import merge_payload
+from .content import normalize
+from .queries import context_infos, tool_turns
+from .results import CommitInfo, MergeResult
+from .session import Session
+
+STRATEGIES = ("auto", "ours", "theirs")
+
+
+def merge(session: Session, source: str, strategy: str = "auto", message: str | None = None) -> MergeResult:
+    """Merge a branch or commit into the session's branch (see :meth:`tractkv.Tract.merge`)."""
+    if strategy not in STRATEGIES:
+        raise InvalidInput(f"strategy must be auto, ours or theirs, not {strategy!r}")
+    session.writable("merge")
+    reader = session.reader()
+    head = session.head_commit(reader)
+    theirs = session.resolve(source)
+    if head is not None and graph.is_ancestor(reader, theirs, head):
+        return MergeResult(kind="up-to-date", head=head, commit=None, strategy=strategy)
+    if head is None or graph.is_ancestor(reader, head, theirs):
+        session.move_branch(theirs, "merge", f"fast-forward to {source}")
+        return MergeResult(
+            kind="fast-forward", head=theirs, commit=session.get_commit(theirs), strategy=strategy
+        )
+    ours_state = session.head_state(reader)
+    _, conflicts = session.compiler.merge_into(reader, ours_state, theirs, strategy)
+    if conflicts and strategy == "auto":
+        raise MergeConflict(conflicts)
+    blob = Blob(data=merge_payload(strategy, source, len(conflicts)))
+    theirs_stamp = reader.get_commit(theirs).created_at
+
+    def build(batch: WriteBatch, parent: ObjectId | None, parent_commit: Commit | None) -> Commit:
+        assert parent is not None
+        return Commit(
+            parents=(parent, theirs),
+            content=batch.put(blob),
+            operation="merge",
+            message=message or f"Merge {source}",
+            created_at=max(session.now(parent_commit), theirs_stamp + 1),
+        )
+
+    oid, commit = session.commit_with(
+        build, "merge", message or f"merge {source} ({strategy})", action="merge"
+    )
+    return MergeResult(
+        kind="merge",
+        head=oid,
+        commit=session.info(oid, commit),
+        conflicts_resolved=len(conflicts),
+        strategy=strategy,
+    )
+
+
+@attrs.frozen(kw_only=True)
+class CompressPlan:
+    """What a compress replaces: ``sources`` (context order) and their text for a summarizer."""
+
+    sources: tuple[ObjectId, ...]
+    text: str
+    tools: ObjectId | None
+
+
+def plan_compress(
+    session: Session, from_commit: str | None = None, to_commit: str | None = None
+) -> CompressPlan:
+    """The messages of HEAD's context from ``from_commit`` to ``to_commit`` (default: all) that a compress
+    would replace: pinned messages, instructions, and any tool turn partly pinned or partly outside the range
+    stay."""
+    session.writable("compress")
+    reader = session.reader()
+    state = session.head_state(reader)
+    view = state.render(reader)
+    ids = list(view.commits)
+    if not ids:
+        raise InvalidInput("nothing to compress: the context is empty")
+    start = _position(session, ids, from_commit, "from_commit") if from_commit else 0
+    end = _position(session, ids, to_commit, "to_commit") if to_commit else len(ids) - 1
+    if start > end:
+        raise InvalidInput("from_commit comes after to_commit")
+    in_range = set(ids[start : end + 1])
+    keep = {
+        c
+        for c in in_range
+        if state.slots[state.index[c]].priority == 1 or state.slots[state.index[c]].kind == "instruction"
+    }
+    for turn in tool_turns(context_infos(session)):
+        members = set(turn.all_hashes)
+        if members & in_range and (members - in_range or members & keep):
+            keep |= members
+    sources = tuple(c for c in ids[start : end + 1] if c not in keep)
+    if not sources:
+        raise InvalidInput("nothing to compress in that range (every message is pinned or an instruction)")
+    wanted = set(sources)
+    text = "\n".join(
+        f"{m.role}: {m.content}" for m, c in zip(view.messages, view.commits, strict=True) if c in wanted
+    )
+    return CompressPlan(sources=sources, text=text, tools=state.tools)
+
+
+def _position(session: Session, ids: list[ObjectId], rev: str, what: str) -> int:
+    target = session.message_target(rev)
+    if target not in ids:
+        raise InvalidInput(f"{what} {target[:12]} is not in the compiled context (it is skipped)")
+    return ids.index(target)
+
+
+def commit_compress(session: Session, plan: CompressPlan, summary: str) -> CommitInfo:
+    """Commit ``summary`` in place of the plan's sources (the tool set in force is kept)."""
+    payload: dict[str, Any] = normalize({"type": "dialogue", "role": "user", "text": summary})
+    return session.commit_payload(
+        payload,
+        operation="compress",
+        message=f"compress {len(plan.sources)} messages",
+        links={"sources": plan.sources},
+        toolset=plan.tools,
+        action="compress",
+    )

@@ -1,0 +1,597 @@
+"""The session: one handle's HEAD, the compile state kept for it, batches, and the one write path.
+
+Every change a handle makes goes through :meth:`Session.commit_with`: build the objects, stage them with the
+commit in one batch, move the branch by compare-and-swap from the value this handle read, apply. Everything
+derived (the compile state, token counts, the returned :class:`CommitInfo`) is computed from the objects
+already built, never by reading them back.
+
+Concurrency: several sessions (threads or processes) may share a store. Each has its own HEAD (the store's
+``HEAD`` ref only records where the next open resumes). The loser of an append race gets
+:class:`ConcurrentUpdate` (nothing written; its next call starts from the new tip) or, with
+``rebase_appends=True``, a pure append is re-made on the new tip (its parent changes; its content, message
+and metadata do not), at most :data:`MAX_REBASE_ATTEMPTS` times.
+
+Read-only mode (``readonly=True``) is what the viewer, the CLI's read commands and the built-in tools' reads
+use: no write is possible, HEAD is never recorded and no compile checkpoint is ever flushed, so reading a
+store changes none of its tables.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from tractkv.errors import (
+    BranchNotFound,
+    ConcurrentUpdate,
+    DetachedHead,
+    InvalidInput,
+    ReadOnlySession,
+    RefConflict,
+    StoreClosed,
+)
+from tractkv.ids import ObjectId
+from tractkv.model import Blob, Commit, ToolSchema, ToolSet
+from tractkv.store import Reader, Store, Table, WriteBatch
+
+from . import graph
+from .compiler import CHECKPOINT_EVERY, Compiler, context_of, load_tools
+from .content import ANNOTATION, PRIORITIES, normalize
+from .history import commit_info, diff_states, log_ref_move
+from .refs import HEAD, SYMBOLIC, branch_name, branch_ref, read_head
+from .refs import resolve_revision as _resolve
+from .results import BranchInfo, CommitInfo, CompiledContext, ContextDiff
+from .state import CompileState
+from .tokens import DEFAULT_COUNTER, TokenCounter
+from .toolsets import ACTIVE_TOOLS, EMPTY_TOOLSET_ID, toolset_objects
+
+MAX_REBASE_ATTEMPTS = 16  # bounded retries of an automatic append rebase under contention
+OPERATIONS = ("append", "edit")  # what commit() makes; annotate / merge / compress have their own methods
+
+Build = Callable[[WriteBatch, ObjectId | None, Commit | None], Commit]
+"""Stages a commit's objects in the batch and returns the commit, given its parent id and parent commit."""
+
+
+class Session:
+    """One handle's position in a store (a branch, or a detached commit) and everything it writes.
+
+    Args:
+        store: the store (the session never closes it).
+        counter: counts tokens for compile and commit info.
+        clock: the time in µs since the epoch (tests pass a fake one).
+        branch: work on this branch instead of the one the stored HEAD names.
+        rebase_appends: re-make a pure append on a branch another handle moved, instead of raising.
+        readonly: refuse every write, never record HEAD, never write a checkpoint.
+    """
+
+    def __init__(
+        self,
+        store: Store,
+        *,
+        counter: TokenCounter | None = None,
+        clock: Callable[[], int] | None = None,
+        branch: str | None = None,
+        rebase_appends: bool = False,
+        readonly: bool = False,
+    ) -> None:
+        self.store = store
+        self.counter: TokenCounter = counter or DEFAULT_COUNTER
+        self.clock = clock or (lambda: time.time_ns() // 1000)
+        self.rebase_appends = rebase_appends
+        self.readonly = readonly
+        self.compiler = Compiler(self.counter)
+        self.closed = False
+        self._batch: WriteBatch | None = None
+        self._state: CompileState | None = None
+        self._since_checkpoint = 0
+        self._tools_cache: dict[ObjectId, tuple[dict[str, Any], ...]] = {}
+        self._last_commit: tuple[ObjectId, Commit] | None = None  # the next commit's parent, usually
+        ref, detached = read_head(store)
+        self.branch_ref: str | None = ref
+        self.detached: ObjectId | None = detached if ref is None else None
+        if branch is not None:
+            self.branch_ref, self.detached = branch_ref(branch), None
+        if not readonly and (store.get_ref(HEAD) is None or branch is not None):
+            self._save_head()
+
+    def close(self) -> None:
+        """Write a compile checkpoint for HEAD if useful (never in read-only mode)."""
+        if self.closed:
+            return
+        try:
+            if (
+                not self.readonly
+                and self._batch is None
+                and self._state is not None
+                and self._since_checkpoint
+            ):
+                self.compiler.flush(self.store, self._state)
+        finally:
+            self.closed = True
+
+    # --- HEAD ---------------------------------------------------------------------------------------------
+
+    @property
+    def current_branch(self) -> str | None:
+        return branch_name(self.branch_ref) if self.branch_ref else None
+
+    @property
+    def head(self) -> ObjectId | None:
+        return self.head_commit(self.reader())
+
+    def where(self) -> str:
+        """``branch 'x'`` or ``detached HEAD <id>``, for messages."""
+        return f"branch {self.current_branch!r}" if self.branch_ref else f"detached HEAD {self.detached}"
+
+    def reader(self) -> Reader:
+        """What reads see: the open batch (with its staged commits) or the store."""
+        if self.closed:
+            raise StoreClosed
+        return self._batch if self._batch is not None else self.store
+
+    def head_commit(self, reader: Reader) -> ObjectId | None:
+        if self.branch_ref is None:
+            return self.detached
+        value = reader.get_ref(self.branch_ref)
+        return ObjectId(value) if value is not None else None
+
+    def resolve(self, rev: str) -> ObjectId:
+        """A revision (id, prefix, branch, ``HEAD~N``...) as a commit id."""
+        return _resolve(self.reader(), rev)
+
+    def head_state(self, reader: Reader | None = None) -> CompileState:
+        """This session's (owned) compile state for HEAD, brought up to date with the store."""
+        reader = reader or self.reader()
+        head = self.head_commit(reader)
+        state = self._state
+        if state is None or state.head != head:
+            self._forget_state()
+            state = self.compiler.state_at(reader, head, take=True)
+            self._state = state
+            self._since_checkpoint = 0
+        return state
+
+    def _forget_state(self) -> None:
+        """Drop the owned state, keeping it in the cache (a switch back or compile(at=) may want it)."""
+        if self._state is not None and self._state.head is not None:
+            self.compiler.remember(self._state)
+        self._state = None
+
+    def _save_head(self) -> None:
+        value = SYMBOLIC + self.branch_ref if self.branch_ref else str(self.detached)
+        if self.store.get_ref(HEAD) != value:
+            self.store.set_ref(HEAD, value)
+
+    def writable(self, action: str = "commit") -> str:
+        """The branch ref this session writes to, or an error when it cannot write (read-only, detached)."""
+        self.check_writes(action)
+        if self.branch_ref is None:
+            raise DetachedHead(str(self.detached), action)
+        return self.branch_ref
+
+    def check_writes(self, action: str, *, in_batch: bool = True) -> None:
+        """Raise unless ``action`` may write now (``in_batch=False``: not inside :meth:`batch` either)."""
+        if self.readonly:
+            raise ReadOnlySession(action)
+        if self.closed:
+            raise StoreClosed
+        if not in_batch and self._batch is not None:
+            raise InvalidInput(f"{action} is not allowed inside batch()")
+
+    def now(self, parent: Commit | None) -> int:
+        """A timestamp for a child of ``parent``: never older than it, so log order stays causal."""
+        now = int(self.clock())
+        if parent is not None and now <= parent.created_at:
+            now = parent.created_at + 1
+        return now
+
+    # --- the write path -----------------------------------------------------------------------------------
+
+    @contextmanager
+    def batch(self) -> Iterator[None]:
+        """Stage every commit made inside the block; write them in one transaction at its end (see Tract)."""
+        if self._batch is not None:
+            yield
+            return
+        self.check_writes("batch")
+        self._batch = self.store.new_batch()
+        try:
+            yield
+            batch, self._batch = self._batch, None
+            if len(batch):
+                if self._state is not None and self._since_checkpoint >= CHECKPOINT_EVERY:
+                    self.compiler.stage(batch, self._state)  # the checkpoint lands with the commits
+                    self._since_checkpoint = 0
+                self.store.apply(batch)
+        except RefConflict as exc:
+            self._batch = None
+            self._state = None
+            raise ConcurrentUpdate(exc.ref, exc.expected, exc.actual, "batch not written") from exc
+        except BaseException:
+            self._batch = None
+            self._state = None  # staged commits never landed: rebuild from the store
+            raise
+        self._maybe_checkpoint()
+
+    def commit_with(
+        self,
+        build: Build,
+        reflog_op: str,
+        summary: str,
+        *,
+        action: str = "commit",
+        rebase: bool = False,
+        payload: dict[str, Any] | None = None,
+    ) -> tuple[ObjectId, Commit]:
+        """Stage what ``build`` puts plus its commit on the current branch with compare-and-swap, apply it
+        (unless inside :meth:`batch`), and bring the HEAD state up to date. ``payload`` is the commit's
+        content data when the caller has it (saves reading it back)."""
+        ref = self.writable(action)
+        parent = self.head_commit(self.reader())
+        attempts = 0
+        while True:
+            reader = self.reader()
+            last = self._last_commit  # an id names one commit forever: no need to read it back
+            parent_commit = last[1] if last is not None and last[0] == parent else None
+            if parent_commit is None and parent is not None:
+                parent_commit = reader.get_commit(parent)
+            own = self._batch is None
+            batch = self.store.new_batch() if own else self._batch
+            assert batch is not None
+            commit = build(batch, parent, parent_commit)
+            oid = batch.put(commit)
+            batch.set_ref(ref, oid, expected=parent)
+            log_ref_move(batch, ref, parent, oid, reflog_op, summary, now_us=commit.created_at)
+            if own:
+                try:
+                    self.store.apply(batch)
+                except RefConflict as exc:
+                    self._state = None
+                    attempts += 1
+                    if not rebase or attempts >= MAX_REBASE_ATTEMPTS:
+                        raise ConcurrentUpdate(
+                            exc.ref,
+                            exc.expected,
+                            exc.actual,
+                            "another handle moved the branch; nothing was written",
+                        ) from exc
+                    parent = self.head_commit(self.store)
+                    continue
+            self._advance(oid, commit, payload)
+            return oid, commit
+
+    def _advance(self, oid: ObjectId, commit: Commit, payload: dict[str, Any] | None) -> None:
+        state = self._state
+        reader = self.reader()
+        if state is not None and len(commit.parents) == 1 and state.head == commit.parents[0]:
+            state.apply(reader, oid, commit, self.counter, payload)
+        else:
+            self._forget_state()
+            self.head_state(reader)  # rebuilt (from cache, checkpoint or objects) so the next append is O(1)
+        self._since_checkpoint += 1
+        self._last_commit = (oid, commit)
+        self._maybe_checkpoint()
+
+    def info(self, oid: ObjectId, commit: Commit, payload: dict[str, Any] | None = None) -> CommitInfo:
+        """The CommitInfo of a commit; token counts come from the HEAD state when it holds the commit."""
+        tokens = None
+        state = self._state
+        if state is not None and payload is not None:
+            position = state.index.get(oid)
+            if position is not None and state.slots[position].source == oid:
+                tokens = state.slots[position].tokens  # counted once, when the state took the commit
+        return commit_info(self.reader(), oid, commit, self.counter, payload, tokens=tokens)
+
+    def _maybe_checkpoint(self) -> None:
+        if self._batch is None and self._state is not None and self._since_checkpoint >= CHECKPOINT_EVERY:
+            self.compiler.flush(self.store, self._state)
+            self._since_checkpoint = 0
+
+    def apply_ref_batch(self, batch: WriteBatch) -> None:
+        """Apply a batch of ref moves; a lost compare-and-swap is :class:`ConcurrentUpdate`, nothing written."""
+        try:
+            self.store.apply(batch)
+        except RefConflict as exc:
+            self._state = None
+            raise ConcurrentUpdate(exc.ref, exc.expected, exc.actual, "nothing was written") from exc
+
+    # --- commits ------------------------------------------------------------------------------------------
+
+    def commit(
+        self,
+        content: Any,
+        operation: str = "append",
+        edit_target: str | None = None,
+        message: str | None = None,
+        response_to: str | None = None,
+        metadata: dict[str, Any] | None = None,
+        generation_config: dict[str, Any] | None = None,
+        tools: list[dict[str, Any]] | None = None,
+    ) -> CommitInfo:
+        """Append a message or replace one (see :meth:`tractkv.Tract.commit`)."""
+        if operation not in OPERATIONS:
+            raise InvalidInput(
+                f"operation must be one of {OPERATIONS}, not {operation!r} (see annotate/merge)"
+            )
+        self.writable()
+        payload = normalize(content)
+        target: ObjectId | None = None
+        if operation == "edit":
+            if edit_target is None:
+                raise InvalidInput("an edit needs edit_target (the message commit it replaces)")
+            target = self.message_target(edit_target)
+        elif edit_target is not None:
+            raise InvalidInput("edit_target is only for operation='edit'")
+        reply = self.resolve(response_to) if response_to is not None else None
+        return self.commit_payload(
+            payload,
+            operation=operation,
+            target=target,
+            reply=reply,
+            message=message,
+            metadata=metadata,
+            generation_config=generation_config,
+            tools=tools,
+        )
+
+    def commit_payload(
+        self,
+        payload: dict[str, Any],
+        *,
+        operation: str,
+        target: ObjectId | None = None,
+        reply: ObjectId | None = None,
+        message: str | None = None,
+        metadata: dict[str, Any] | None = None,
+        generation_config: dict[str, Any] | None = None,
+        tools: list[dict[str, Any]] | None = None,
+        links: dict[str, tuple[Any, ...]] | None = None,
+        extra_objects: tuple[Any, ...] = (),
+        toolset: ObjectId | None = None,
+        action: str = "commit",
+    ) -> CommitInfo:
+        """Commit a normalized payload with the tools in force (explicit ``tools`` win over set_tools;
+        ``toolset`` links an existing tool set)."""
+        blob = Blob(data=payload)
+        tool_objects = toolset_objects(tools) if tools is not None else []
+        inherited = toolset or (self.tools_for_next_commit() if tools is None else None)
+
+        def build(batch: WriteBatch, parent: ObjectId | None, parent_commit: Commit | None) -> Commit:
+            toolset_id = inherited
+            for obj in tool_objects:
+                toolset_id = batch.put(obj)  # the tool set comes last
+            for obj in extra_objects:
+                batch.put(obj)
+            return Commit(
+                parents=(parent,) if parent is not None else (),
+                content=batch.put(blob),
+                tools=toolset_id,
+                operation=operation,
+                edit_target=target,
+                response_to=reply,
+                message=message,
+                metadata=metadata or None,
+                generation_config=generation_config or None,
+                created_at=self.now(parent_commit),
+                links=links or {},
+            )
+
+        oid, commit = self.commit_with(
+            build,
+            operation,
+            message or _summary(payload),
+            action=action,
+            rebase=self.rebase_appends and operation == "append",
+            payload=payload,
+        )
+        return self.info(oid, commit, payload)
+
+    def annotate(self, target: str, priority: str, reason: str | None = None) -> CommitInfo:
+        """Set a message's priority with an annotation commit (see :meth:`tractkv.Tract.annotate`)."""
+        if priority not in PRIORITIES:
+            raise InvalidInput(f"priority must be one of {PRIORITIES}, not {priority!r}")
+        if reason is not None and not isinstance(reason, str):
+            raise InvalidInput("reason must be a string")
+        self.writable("annotate")
+        target_id = self.message_target(target)
+        payload: dict[str, Any] = {"type": ANNOTATION, "priority": priority}
+        if reason:
+            payload["reason"] = reason
+        blob = Blob(data=payload)
+
+        def build(batch: WriteBatch, parent: ObjectId | None, parent_commit: Commit | None) -> Commit:
+            return Commit(
+                parents=(parent,) if parent is not None else (),
+                content=batch.put(blob),
+                operation="annotate",
+                edit_target=target_id,
+                message=reason,
+                created_at=self.now(parent_commit),
+            )
+
+        oid, commit = self.commit_with(build, "annotate", f"{priority} {target_id[:12]}", action="annotate")
+        return self.info(oid, commit, payload)
+
+    def message_target(self, rev: str) -> ObjectId:
+        """The message commit a revision names, which must be a message in this branch's context."""
+        reader = self.reader()
+        oid = _resolve(reader, rev)
+        state = self.head_state(reader)
+        position = state.index.get(oid)
+        if position is None:
+            raise InvalidInput(f"{oid[:12]} is not a message in the history of {self.where()}")
+        return state.slots[position].commit
+
+    # --- reading ------------------------------------------------------------------------------------------
+
+    def state_at(self, rev: str | None) -> CompileState:
+        """The compile state at a revision (None: HEAD). Shared: treat as read-only."""
+        reader = self.reader()
+        return (
+            self.head_state(reader) if rev is None else self.compiler.state_at(reader, _resolve(reader, rev))
+        )
+
+    def compile(self, at: str | None = None, *, include_reasoning: bool = False) -> CompiledContext:
+        reader = self.reader()
+        state = self.state_at(at)
+        return context_of(reader, state, self.counter.name, self.tools_of(state.tools), include_reasoning)
+
+    def tools_of(self, toolset_id: ObjectId | None) -> tuple[dict[str, Any], ...]:
+        """The schemas of a tool set, in order (cached: a tool set id names one list forever)."""
+        if toolset_id is None:
+            return ()
+        cached = self._tools_cache.get(toolset_id)
+        if cached is None:
+            cached = self._tools_cache[toolset_id] = load_tools(self.reader(), toolset_id)
+        return cached
+
+    def get_commit(self, rev: str) -> CommitInfo:
+        reader = self.reader()
+        oid = _resolve(reader, rev)
+        return commit_info(reader, oid, reader.get_commit(oid), self.counter)
+
+    def log(
+        self, limit: int | None = None, op_filter: str | None = None, *, rev: str | None = None
+    ) -> list[CommitInfo]:
+        if limit is not None and limit < 0:
+            raise InvalidInput("limit must be >= 0")
+        reader = self.reader()
+        tip = _resolve(reader, rev) if rev is not None else self.head_commit(reader)
+        if tip is None:
+            return []
+        out: list[CommitInfo] = []
+        for oid, commit in graph.iter_log(reader, [tip]):
+            if limit is not None and len(out) >= limit:
+                break
+            if op_filter is None or commit.operation == op_filter:
+                out.append(commit_info(reader, oid, commit, self.counter))
+        return out
+
+    def diff(self, a: str, b: str | None = None) -> ContextDiff:
+        reader = self.reader()
+        state_a = self.compiler.state_at(reader, _resolve(reader, a)).copy()
+        return diff_states(reader, state_a, self.state_at(b))
+
+    # --- branches -----------------------------------------------------------------------------------------
+
+    def switch(self, name: str) -> BranchInfo:
+        """Make ``name`` this session's branch (and, unless read-only, the store's HEAD for the next open)."""
+        if self._batch is not None:
+            raise InvalidInput("switch is not allowed inside batch()")
+        ref = branch_ref(name)
+        head = self.store.get_ref(ref)
+        if head is None and ref != self.branch_ref:
+            raise BranchNotFound(name)
+        self._move_head(ref, None)
+        return BranchInfo(name=name, head=ObjectId(head) if head else None, is_current=True)
+
+    def checkout(self, rev: str) -> ObjectId:
+        """Detach HEAD at a commit (read-only there)."""
+        if self._batch is not None:
+            raise InvalidInput("checkout is not allowed inside batch()")
+        oid = _resolve(self.store, rev)
+        self._move_head(None, oid)
+        return oid
+
+    def _move_head(self, ref: str | None, detached: ObjectId | None) -> None:
+        self._forget_state()
+        self.branch_ref, self.detached = ref, detached
+        if not self.readonly:
+            self._save_head()
+
+    def move_branch(self, target: ObjectId, reflog_op: str, summary: str, *, hard: bool = False) -> None:
+        """Move the current branch to ``target`` by compare-and-swap (reset, fast-forward merge)."""
+        ref = self.writable(reflog_op)
+        head = self.head_commit(self.reader())
+        own = self._batch is None
+        batch = self.store.new_batch() if own else self._batch
+        assert batch is not None
+        batch.set_ref(ref, target, expected=head)
+        log_ref_move(batch, ref, head, target, reflog_op, summary, hard=hard, now_us=self.clock())
+        if own:
+            self.apply_ref_batch(batch)
+        self._forget_state()
+
+    def reset(self, target: str, mode: str = "soft") -> ObjectId:
+        if mode not in ("soft", "hard"):
+            raise InvalidInput(f"mode must be 'soft' or 'hard', not {mode!r}")
+        self.check_writes("reset", in_batch=False)
+        oid = _resolve(self.store, target)
+        self.move_branch(oid, f"reset --{mode}", f"reset to {target}", hard=mode == "hard")
+        return oid
+
+    # --- tools in context ---------------------------------------------------------------------------------
+
+    def _tools_key(self) -> bytes | None:
+        return None if self.branch_ref is None else ACTIVE_TOOLS + self.branch_ref.encode()
+
+    def tools_for_next_commit(self) -> ObjectId | None:
+        """The tool set set_tools() links to the next commit (an empty set once, right after clearing)."""
+        key = self._tools_key()
+        raw = self.reader().table_get(Table.META, key) if key is not None else None
+        if raw is None:
+            return None
+        toolset = ObjectId(raw.decode())
+        if toolset == EMPTY_TOOLSET_ID and not self.tools_of(self.head_state().tools):
+            return None  # already cleared in the context: nothing to link
+        return toolset
+
+    def set_tools(self, tools: list[dict[str, Any]] | None) -> list[dict[str, Any]]:
+        self.check_writes("set_tools", in_batch=False)
+        key = self._tools_key()
+        if key is None:
+            raise DetachedHead(str(self.detached), "set tools")
+        objects = toolset_objects(tools) if tools is not None else [ToolSet(tools=())]
+        batch = self.store.new_batch()
+        toolset_id = None
+        for obj in objects:
+            toolset_id = batch.put(obj)
+        assert toolset_id is not None
+        batch.table_put(Table.META, key, toolset_id.encode())
+        self.store.apply(batch)
+        return self.get_tools()
+
+    def get_tools(self) -> list[dict[str, Any]]:
+        key = self._tools_key()
+        raw = self.reader().table_get(Table.META, key) if key is not None else None
+        toolset = ObjectId(raw.decode()) if raw is not None else self.head_state().tools
+        return [dict(t) for t in self.tools_of(toolset)]
+
+    def tool_versions(self, name: str) -> list[dict[str, Any]]:
+        reader = self.reader()
+        out = []
+        for oid in reader.tool_versions(name):
+            tool = reader[oid]
+            assert isinstance(tool, ToolSchema)
+            out.append(dict(tool.schema))
+        return out
+
+    # --- gc -----------------------------------------------------------------------------------------------
+
+    def before_gc(self) -> None:
+        """Flush the HEAD state (gc may drop unflushed work) and refuse inside a batch."""
+        self.check_writes("gc", in_batch=False)
+        if self._state is not None and self._since_checkpoint:
+            self.compiler.flush(self.store, self._state)
+            self._since_checkpoint = 0
+
+    def after_store_rewrite(self) -> None:
+        """Forget every cached state and tool set (gc deleted objects, a clone moved HEAD...)."""
+        self.compiler.clear()
+        self._state = None
+        self._tools_cache.clear()
+
+    def place(self, ref: str | None, detached: ObjectId | None = None) -> None:
+        """Put HEAD on ``ref`` (or detached) without checks: used right after a clone created the refs."""
+        self._state = None
+        self.branch_ref, self.detached = ref, detached
+        if not self.readonly:
+            self._save_head()
+
+
+def _summary(payload: dict[str, Any]) -> str:
+    text = str(payload.get("text") or payload.get("type"))
+    first = text.splitlines()[0] if text else ""
+    return first[:72]

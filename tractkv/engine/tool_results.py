@@ -1,0 +1,273 @@
+"""The tool-result pipeline: hooks, summarization, the result commit, and queries over tool turns.
+
+A tool result is a dialogue message with role ``tool`` answering (``response_to``) the assistant commit that
+made the call. :meth:`ToolResults.commit_result` finds that call in HEAD's context, runs the ``tool_result``
+hooks (:mod:`tractkv.engine.hooks`) or the automatic summarization, and commits what they decided through
+the session's write path. When the committed text differs from the raw result, the raw text is a
+``tool_original`` blob linked from the commit (``links["original"]``), and the usage records of the call are
+stored in the same transaction and linked (``links["usages"]``): both travel with the branch.
+
+The model is reached through ``ask_model(instructions, text) -> text`` given by the facade, so this module
+knows nothing of LLM clients.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import attrs
+
+from tractkv.errors import ContentError, InvalidInput
+from tractkv.ids import ObjectId
+from tractkv.model import Blob, UsageRecord, object_id
+
+from .content import normalize
+from .history import commit_info
+from .hooks import HookRegistry, PendingToolResult
+from .queries import ToolTurn, context_infos, tool_turns
+from .results import CommitInfo
+from .session import Session
+from .usage_rows import USAGE_LINK
+
+DEFAULT_SUMMARY_INSTRUCTIONS = (
+    "Summarize this tool output for an AI agent. Keep every fact, number, name and error it may need; "
+    "drop repetition and boilerplate."
+)
+ORIGINAL_LINK = "original"  # Commit.links name of the raw result behind an edited or summarized one
+
+AskModel = Callable[[str, str], str]
+"""(instructions, text) -> the model's reply text; raises NoLLMConfigured when there is no model."""
+
+
+@attrs.frozen(kw_only=True)
+class SummarySettings:
+    """``configure_tool_summarization``'s settings."""
+
+    instructions: dict[str, str] = attrs.field(factory=dict)
+    auto_threshold: int | None = None
+    default: str | None = None
+
+
+class ToolResults:
+    """The tool-result pipeline of one session (hooks and summarization settings are per handle)."""
+
+    def __init__(self, session: Session, ask_model: AskModel) -> None:
+        self.session = session
+        self.hooks = HookRegistry()
+        self.settings = SummarySettings()
+        self._ask_model = ask_model
+
+    def configure(
+        self,
+        instructions: dict[str, str] | None = None,
+        auto_threshold: int | None = None,
+        default_instructions: str | None = None,
+    ) -> None:
+        if auto_threshold is not None and auto_threshold < 1:
+            raise InvalidInput("auto_threshold must be a positive token count")
+        self.settings = SummarySettings(
+            instructions=dict(instructions or {}), auto_threshold=auto_threshold, default=default_instructions
+        )
+
+    def summarize(
+        self, tool_name: str | None, text: str, instructions: str | None, target: int | None
+    ) -> str:
+        """A model summary of ``text`` (instructions: given, else the tool's, else the default ones)."""
+        settings = self.settings
+        guide = instructions or (settings.instructions.get(tool_name) if tool_name else None)
+        guide = guide or settings.default or DEFAULT_SUMMARY_INSTRUCTIONS
+        if target:
+            guide += f" Keep it under about {target} tokens."
+        summary = self._ask_model(guide, text)
+        if not isinstance(summary, str) or not summary.strip():
+            raise ContentError("the model returned an empty summary")
+        return summary
+
+    # --- committing ---------------------------------------------------------------------------------------
+
+    def commit_result(
+        self,
+        tool_call_id: str,
+        name: str,
+        content: Any,
+        *,
+        edit: str | None = None,
+        is_error: bool = False,
+        message: str | None = None,
+        metadata: dict[str, Any] | None = None,
+        usages: Sequence[UsageRecord] = (),
+        hooks: bool = True,
+    ) -> CommitInfo | None:
+        """Commit the result of a tool call (see :meth:`tractkv.Tract.tool_result`); None when a hook rejected it."""
+        if not isinstance(tool_call_id, str) or not tool_call_id:
+            raise InvalidInput("tool_call_id must be a non-empty string")
+        if not isinstance(name, str) or not name:
+            raise InvalidInput("name must be a non-empty string")
+        text = (
+            content if isinstance(content, str) else json.dumps(content, ensure_ascii=False, sort_keys=True)
+        )
+        self.session.writable("commit a tool result")
+        call_commit, call_name = self.find_call(tool_call_id)
+        if call_name != name:
+            raise InvalidInput(f"tool call {tool_call_id!r} called {call_name!r}, not {name!r}")
+        target = None
+        final: str | None = text
+        if edit is not None:
+            target = self._result_target(edit, tool_call_id)
+        elif hooks:
+            final = self._run_hooks(tool_call_id, name, text)
+            if final is None:
+                return None
+        assert final is not None
+        return self._commit(
+            call_commit, tool_call_id, name, final, text, target, is_error, message, metadata, usages
+        )
+
+    def _result_target(self, rev: str, tool_call_id: str) -> ObjectId:
+        session = self.session
+        target = session.message_target(rev)
+        reader = session.reader()
+        old = commit_info(reader, target, reader.get_commit(target), session.counter).content
+        if not isinstance(old, dict) or old.get("tool_call_id") != tool_call_id:
+            raise InvalidInput(f"{rev} is not a result of tool call {tool_call_id!r}")
+        return target
+
+    def _commit(
+        self,
+        call_commit: ObjectId,
+        tool_call_id: str,
+        name: str,
+        final: str,
+        text: str,
+        target: ObjectId | None,
+        is_error: bool,
+        message: str | None,
+        metadata: dict[str, Any] | None,
+        usages: Sequence[UsageRecord] = (),
+    ) -> CommitInfo:
+        payload: dict[str, Any] = {
+            "type": "dialogue",
+            "role": "tool",
+            "text": final,
+            "tool_call_id": tool_call_id,
+            "name": name,
+        }
+        if is_error:
+            payload["is_error"] = True
+        payload = normalize(payload)
+        links: dict[str, tuple[Any, ...]] = {}
+        extra: tuple[Any, ...] = ()
+        if final != text:
+            original = Blob(data={"type": "tool_original", "text": text})
+            extra = (original,)
+            links[ORIGINAL_LINK] = (object_id(original),)
+        if usages:
+            nested = {child for record in usages for child in record.children}
+            extra = (*extra, *usages)  # re-stored here: a gc since they were recorded cannot drop them
+            links[USAGE_LINK] = tuple(o for o in map(object_id, usages) if o not in nested)
+        return self.session.commit_payload(
+            payload,
+            operation="edit" if target is not None else "append",
+            target=target,
+            reply=call_commit,
+            message=message,
+            metadata=metadata,
+            links=links,
+            extra_objects=extra,
+            action="commit a tool result",
+        )
+
+    def _run_hooks(self, tool_call_id: str, name: str, text: str) -> str | None:
+        counter = self.session.counter
+        tokens = counter.count(text)
+        threshold = self.settings.auto_threshold
+        if not self.hooks.has("tool_result"):
+            if threshold is not None and tokens > threshold:
+                return self.summarize(name, text, None, None)
+            return text
+        pending = PendingToolResult(
+            tool_call_id=tool_call_id,
+            tool_name=name,
+            content=text,
+            token_count=tokens,
+            summarizer=self.summarize,
+            counter=counter.count,
+        )
+        self.hooks.run_tool_result(pending)
+        return None if pending.decision == "reject" else pending.content
+
+    def find_call(self, tool_call_id: str) -> tuple[ObjectId, str]:
+        """The assistant commit in HEAD's context that made a tool call, and the tool's name."""
+        session = self.session
+        reader = session.reader()
+        state = session.head_state(reader)
+        for slot in reversed(state.slots):
+            for call in state.message_of(reader, slot).tool_calls:
+                if call.id == tool_call_id:
+                    return slot.commit, call.name
+        raise InvalidInput(f"no assistant message in {session.where()} made tool call {tool_call_id!r}")
+
+    def original_of(self, rev: str) -> str:
+        """The raw tool result behind a (possibly edited or summarized) result commit."""
+        session = self.session
+        reader = session.reader()
+        oid = session.resolve(rev)
+        commit = reader.get_commit(oid)
+        for original_id in commit.links.get(ORIGINAL_LINK, ()):
+            blob = reader[original_id]
+            if isinstance(blob, Blob) and isinstance(blob.data, dict):
+                return str(blob.data.get("text", ""))
+        info = commit_info(reader, oid, commit, session.counter)
+        if not isinstance(info.content, dict) or info.role != "tool":
+            raise InvalidInput(f"{oid[:12]} is not a tool result")
+        return str(info.content.get("text", ""))
+
+    # --- queries ------------------------------------------------------------------------------------------
+
+    def find_results(self, name: str | None = None, after: str | None = None) -> list[CommitInfo]:
+        """Tool results in HEAD's context (of one tool, or after a commit), in order."""
+        infos = context_infos(self.session)
+        if after is not None:
+            after_id = self.session.resolve(after)
+            ids = [i.commit_hash for i in infos]
+            infos = infos[ids.index(after_id) + 1 :] if after_id in ids else []
+        return [
+            i for i in infos if i.role == "tool" and (name is None or (i.content or {}).get("name") == name)
+        ]
+
+    def find_turns(self, name: str | None = None) -> list[ToolTurn]:
+        """Each assistant tool-calling message in HEAD's context with the results answering its calls."""
+        return tool_turns(context_infos(self.session), name)
+
+    def compress_calls(self, name: str | None = None, commits: list[str] | None = None) -> list[CommitInfo]:
+        """Summarize tool results in place, as edits (see :meth:`tractkv.Tract.compress_tool_calls`)."""
+        if commits is not None:
+            wanted = {self.session.message_target(c) for c in commits}
+            results = [r for r in self.find_results() if r.commit_hash in wanted]
+        else:
+            results = self.find_results(name)
+        out = []
+        for result in results:
+            data = result.content if isinstance(result.content, dict) else {}
+            tool = str(data.get("name", ""))
+            original = self.original_of(result.commit_hash)
+            summary = self.summarize(tool, str(data.get("text", "")), None, None)
+            self.session.writable("compress tool results")
+            call_id = str(data.get("tool_call_id"))
+            call_commit, _ = self.find_call(call_id)
+            out.append(
+                self._commit(
+                    call_commit,
+                    call_id,
+                    tool,
+                    summary,
+                    original,
+                    result.commit_hash,
+                    bool(data.get("is_error")),
+                    f"compress {tool}",
+                    None,
+                )
+            )
+        return out
