@@ -5,9 +5,11 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
+import attrs
 import pytest
 
 from tractkv import ToolCall
+from tractkv.engine.content import Message
 from tractkv.errors import InvalidInput, LLMHTTPError, MalformedResponse
 from tractkv.llm import AnthropicClient, LLMClient, LLMResponse
 from tractkv.llm.anthropic_client import API_VERSION
@@ -21,12 +23,14 @@ from .test_sdk_acceptance import (
     expected_anthropic_messages,
 )
 
-HELLO = [{"role": "user", "content": "hi"}]
+HELLO = [Message(role="user", content="hi")]
 
 
 @pytest.fixture
 def client(recorder: Recorder) -> Iterator[AnthropicClient]:
-    with AnthropicClient("claude-test", base_url=recorder.url, api_key="ak-test", backoff=0.01) as c:
+    with AnthropicClient(
+        "claude-test", base_url=recorder.url, api_key="ak-test", backoff=0.01, jitter=False
+    ) as c:
         yield c
 
 
@@ -34,12 +38,13 @@ def client(recorder: Recorder) -> Iterator[AnthropicClient]:
 def test_request_shape_matches_the_renderer(
     recorder: Recorder, client: AnthropicClient, tool_shape: str
 ) -> None:
-    """What generate hands a client (to_openai + OpenAI tools) goes out as to_anthropic_params would."""
+    """What generate hands a client (the compiled messages and stored tools, either shape) goes out as
+    to_anthropic_params renders it."""
     recorder.reply(anthropic_message())
     with build_tract(tool_shape) as t:
         ctx = t.compile()
 
-    client.chat(ctx.to_openai(), tools=ctx.to_openai_params()["tools"], temperature=0.5, top_k=None)
+    client.chat(ctx.messages, tools=ctx.tools, temperature=0.5, top_k=None)
 
     [request] = recorder.requests
     assert (request.method, request.path) == ("POST", "/v1/messages")
@@ -62,13 +67,13 @@ def test_request_shape_matches_the_renderer(
     }
 
 
-def test_neutral_messages_and_params_override(recorder: Recorder, client: AnthropicClient) -> None:
+def test_error_results_and_params_override(recorder: Recorder, client: AnthropicClient) -> None:
     recorder.reply(anthropic_message())
     with build_tract("openai") as t:
-        neutral = t.compile().to_dicts()
-    neutral[-1]["is_error"] = True
+        messages = list(t.compile().messages)
+    messages[-1] = attrs.evolve(messages[-1], is_error=True)
 
-    client.chat(neutral, max_tokens=7, model="claude-other")
+    client.chat(messages, max_tokens=7, model="claude-other")
 
     body = recorder.requests[0].body
     assert (body["model"], body["max_tokens"]) == ("claude-other", 7)
@@ -79,20 +84,6 @@ def test_neutral_messages_and_params_override(recorder: Recorder, client: Anthro
         "content": "14:05",
         "is_error": True,
     }
-
-
-def test_developer_and_text_parts(recorder: Recorder, client: AnthropicClient) -> None:
-    recorder.reply(anthropic_message())
-    client.chat(
-        [
-            {"role": "developer", "content": "Rule one."},
-            {"role": "system", "content": [{"type": "text", "text": "Rule two."}]},
-            {"role": "user", "content": "hi"},
-        ]
-    )
-    body = recorder.requests[0].body
-    assert body["system"] == "Rule one.\n\nRule two."
-    assert body["messages"] == [{"role": "user", "content": "hi"}]
 
 
 def test_parses_text_and_tool_use(recorder: Recorder, client: AnthropicClient) -> None:
@@ -149,7 +140,7 @@ def test_retries_429_and_529(recorder: Recorder, client: AnthropicClient, sleeps
 def test_retries_are_bounded(recorder: Recorder, sleeps: list[float]) -> None:
     for _ in range(3):
         recorder.reply({"type": "error", "error": {"message": "busy"}}, status=500)
-    client = AnthropicClient("m", base_url=recorder.url, max_retries=1)
+    client = AnthropicClient("m", base_url=recorder.url, max_retries=1, jitter=False)
     with client, pytest.raises(LLMHTTPError) as info:
         client.chat(HELLO)
     assert (info.value.status, info.value.attempts) == (500, 2)
@@ -191,25 +182,15 @@ def test_malformed_bodies(recorder: Recorder, client: AnthropicClient, body: dic
     assert info.value.url.endswith("/v1/messages")
 
 
-@pytest.mark.parametrize(
-    "messages",
-    [
-        [{"role": "robot", "content": "x"}],
-        ["not a dict"],
-        [{"role": "tool", "content": "result without id"}],
-        [{"role": "user", "content": [{"type": "image_url", "image_url": {"url": "x"}}]}],
-        [
-            {
-                "role": "assistant",
-                "content": None,
-                "tool_calls": [{"id": "c", "function": {"name": "f", "arguments": "{x"}}],
-            }
-        ],
-    ],
-)
-def test_bad_messages(client: AnthropicClient, messages: list[Any]) -> None:
-    with pytest.raises(InvalidInput):
-        client.chat(messages)
+@pytest.mark.parametrize("item", [{"role": "user", "content": "hi"}, ToolCall(id="c", name="f")])
+def test_items_that_are_not_messages_are_refused(
+    recorder: Recorder, client: AnthropicClient, item: object
+) -> None:
+    with pytest.raises(
+        InvalidInput, match=rf"messages\[1\] must be a tractkv Message .*{type(item).__name__}"
+    ):
+        client.chat([*HELLO, item])  # type: ignore[list-item]
+    assert recorder.requests == []
 
 
 def test_bad_settings() -> None:

@@ -11,6 +11,7 @@ from email.utils import format_datetime
 import pytest
 
 from tractkv import ToolCall, Tract
+from tractkv.engine.content import Message
 from tractkv.errors import InvalidInput, LLMError, LLMHTTPError, MalformedResponse
 from tractkv.llm import LLMClient, LLMResponse, OpenAIClient
 from tractkv.llm._http import RetryPolicy
@@ -18,6 +19,7 @@ from tractkv.llm._http import RetryPolicy
 from .conftest import Recorder, openai_completion
 from .test_sdk_acceptance import WEATHER_ANTHROPIC, WEATHER_OPENAI, build_tract, expected_openai_messages
 
+HELLO = [Message(role="user", content="hi")]
 WEATHER_CALL = {
     "id": "call_7",
     "type": "function",
@@ -36,7 +38,7 @@ def test_request_shape_and_auth(recorder: Recorder, client: OpenAIClient) -> Non
     with build_tract("anthropic") as t:
         ctx = t.compile()
 
-    response = client.chat(ctx.to_openai(), tools=list(ctx.tools), temperature=0.2, seed=None)
+    response = client.chat(ctx.messages, tools=ctx.tools, temperature=0.2, seed=None)
 
     [request] = recorder.requests
     assert (request.method, request.path) == ("POST", "/v1/chat/completions")
@@ -55,14 +57,12 @@ def test_request_shape_and_auth(recorder: Recorder, client: OpenAIClient) -> Non
     assert isinstance(client, LLMClient)
 
 
-def test_call_params_override_model_and_neutral_messages_are_wrapped(
-    recorder: Recorder, client: OpenAIClient
-) -> None:
+def test_call_params_override_model_and_tools_are_converted(recorder: Recorder, client: OpenAIClient) -> None:
     recorder.reply(openai_completion())
     with build_tract("openai") as t:
-        neutral = t.compile().to_dicts()  # flat {"id", "name", "arguments"} tool calls
+        messages = t.compile().messages
 
-    client.chat(neutral, model="other-model", tools=[WEATHER_ANTHROPIC])
+    client.chat(messages, model="other-model", tools=[WEATHER_ANTHROPIC])
 
     body = recorder.requests[0].body
     assert body["model"] == "other-model"
@@ -81,7 +81,7 @@ def test_parses_tool_calls(recorder: Recorder, client: OpenAIClient) -> None:
         )
     )
 
-    response = client.chat([{"role": "user", "content": "Oslo?"}])
+    response = client.chat([Message(role="user", content="Oslo?")])
 
     assert response.text == ""
     assert response.finish_reason == "tool_calls"
@@ -97,7 +97,7 @@ def test_env_configuration(recorder: Recorder, monkeypatch: pytest.MonkeyPatch) 
     monkeypatch.setenv("OPENAI_API_KEY", "sk-env")
     recorder.reply(openai_completion())
     with OpenAIClient("m") as client:
-        client.chat([{"role": "user", "content": "hi"}])
+        client.chat(HELLO)
     assert recorder.requests[0].path == "/v1/chat/completions"
     assert recorder.requests[0].headers["authorization"] == "Bearer sk-env"
 
@@ -106,22 +106,29 @@ def test_no_key_sends_no_authorization(recorder: Recorder, monkeypatch: pytest.M
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     recorder.reply(openai_completion())
     with OpenAIClient("m", base_url=f"{recorder.url}/v1") as client:
-        client.chat([{"role": "user", "content": "hi"}])
+        client.chat(HELLO)
     assert "authorization" not in recorder.requests[0].headers
 
 
+@pytest.mark.parametrize("jitter", [False, True], ids=["no-jitter", "full-jitter"])
 def test_retries_429_and_5xx_with_exponential_backoff(
-    recorder: Recorder, client: OpenAIClient, sleeps: list[float]
+    recorder: Recorder, sleeps: list[float], jitter: bool
 ) -> None:
     recorder.reply({"error": {"message": "slow down"}}, status=429)
     recorder.reply({"error": {"message": "oops"}}, status=500)
     recorder.reply(raw=b"<html>bad gateway</html>", status=502)
     recorder.reply(openai_completion("finally"))
 
-    assert client.chat([{"role": "user", "content": "hi"}]).text == "finally"
+    with OpenAIClient("m", base_url=f"{recorder.url}/v1", backoff=0.01, jitter=jitter) as client:
+        assert client.chat(HELLO).text == "finally"
     assert len(recorder.requests) == 4
     assert recorder.bodies[0] == recorder.bodies[3]  # the same request each time
-    assert sleeps == [0.01, 0.02, 0.04]
+    ceilings = [0.01, 0.02, 0.04]
+    if jitter:  # each wait drawn from [0, ceiling]; all three hitting their ceiling has probability ~0
+        assert all(0 <= s <= c for s, c in zip(sleeps, ceilings, strict=True))  # strict: three waits
+        assert sleeps != ceilings
+    else:
+        assert sleeps == ceilings
 
 
 def test_retry_after_is_respected_and_bounded(recorder: Recorder, sleeps: list[float]) -> None:
@@ -130,7 +137,7 @@ def test_retry_after_is_respected_and_bounded(recorder: Recorder, sleeps: list[f
     recorder.reply(status=429, headers={"retry-after-ms": "250"})
     recorder.reply(openai_completion())
     with OpenAIClient("m", base_url=f"{recorder.url}/v1", api_key="k", max_delay=10.0) as client:
-        client.chat([{"role": "user", "content": "hi"}])
+        client.chat(HELLO)
     assert sleeps == [3.0, 10.0, 0.25]
 
 
@@ -139,7 +146,7 @@ def test_retries_are_bounded(recorder: Recorder, client: OpenAIClient, sleeps: l
         recorder.reply({"error": {"message": "overloaded"}}, status=503)
 
     with pytest.raises(LLMHTTPError) as info:
-        client.chat([{"role": "user", "content": "hi"}])
+        client.chat(HELLO)
 
     assert info.value.status == 503
     assert info.value.attempts == 4  # 1 + max_retries (3)
@@ -154,7 +161,7 @@ def test_zero_retries(recorder: Recorder, sleeps: list[float]) -> None:
         OpenAIClient("m", base_url=f"{recorder.url}/v1", max_retries=0) as client,
         pytest.raises(LLMHTTPError),
     ):
-        client.chat([{"role": "user", "content": "hi"}])
+        client.chat(HELLO)
     assert len(recorder.requests) == 1
     assert sleeps == []
 
@@ -167,7 +174,7 @@ def test_client_errors_fail_at_once(recorder: Recorder, client: OpenAIClient, st
     )
 
     with pytest.raises(LLMHTTPError) as info:
-        client.chat([{"role": "user", "content": "hi"}])
+        client.chat(HELLO)
 
     assert info.value.status == status
     assert info.value.attempts == 1
@@ -197,7 +204,7 @@ def test_client_errors_fail_at_once(recorder: Recorder, client: OpenAIClient, st
 def test_malformed_bodies(recorder: Recorder, client: OpenAIClient, raw: bytes) -> None:
     recorder.reply(raw=raw)
     with pytest.raises(MalformedResponse) as info:
-        client.chat([{"role": "user", "content": "hi"}])
+        client.chat(HELLO)
     assert info.value.url is not None
     assert len(recorder.requests) == 1  # a malformed success is not retried
 
@@ -208,7 +215,7 @@ def test_unreachable_server_is_an_llm_error(sleeps: list[float]) -> None:
         port = sock.getsockname()[1]
     client = OpenAIClient("m", base_url=f"http://127.0.0.1:{port}/v1", max_retries=2, backoff=0)
     with client, pytest.raises(LLMError, match="cannot reach") as info:
-        client.chat([{"role": "user", "content": "hi"}])
+        client.chat(HELLO)
     assert not isinstance(info.value, LLMHTTPError)
     assert len(sleeps) == 2
 
@@ -219,14 +226,17 @@ def test_unreachable_server_is_an_llm_error(sleeps: list[float]) -> None:
 def test_bad_settings(kwargs: dict[str, object]) -> None:
     settings = {"base_url": "http://127.0.0.1:9/v1", **kwargs}
     with pytest.raises(InvalidInput):
-        OpenAIClient("m", **settings).chat([{"role": "user", "content": "hi"}])
+        OpenAIClient("m", **settings).chat(HELLO)
 
 
-def test_bad_messages_and_streaming(client: OpenAIClient) -> None:
-    with pytest.raises(InvalidInput):
-        client.chat([{"content": "no role"}])
+def test_bad_messages_and_streaming(recorder: Recorder, client: OpenAIClient) -> None:
+    with pytest.raises(InvalidInput, match=r"messages\[1\] must be a tractkv Message"):
+        client.chat([*HELLO, "not a message"])  # type: ignore[list-item]
+    with pytest.raises(InvalidInput, match="sequence of Message"):
+        client.chat("hi")  # type: ignore[arg-type]
+    assert recorder.requests == []
     with pytest.raises(InvalidInput, match="streaming"):
-        client.chat([{"role": "user", "content": "hi"}], stream=True)
+        client.chat(HELLO, stream=True)
 
 
 def test_generate_commits_the_reply(recorder: Recorder, client: OpenAIClient) -> None:
@@ -254,7 +264,7 @@ def test_generate_commits_the_reply(recorder: Recorder, client: OpenAIClient) ->
 
 
 def test_retry_policy_delays() -> None:
-    policy = RetryPolicy(max_retries=5, backoff=0.5, max_delay=3.0)
+    policy = RetryPolicy(max_retries=5, backoff=0.5, max_delay=3.0, jitter=False)
     assert [policy.delay(n) for n in range(4)] == [0.5, 1.0, 2.0, 3.0]  # doubling, capped
     assert policy.delay(0, {"retry-after": "2"}) == 2.0
     assert policy.delay(0, {"retry-after": "-5"}) == 0.0
@@ -263,3 +273,23 @@ def test_retry_policy_delays() -> None:
     assert policy.delay(0, {"retry-after": future}) == 3.0  # an HTTP date, bounded
     past = format_datetime(datetime.now(UTC) - timedelta(seconds=100), usegmt=True)
     assert policy.delay(0, {"retry-after": past}) == 0.0
+
+
+def test_retry_policy_full_jitter_is_bounded_and_seedable() -> None:
+    """Full jitter: wait n is uniform in [0, min(backoff * 2**n, max_delay)]; a seeded rng repeats it."""
+    import random
+
+    def waits(seed: int) -> list[float]:
+        policy = RetryPolicy(max_retries=20, backoff=0.5, max_delay=3.0, rng=random.Random(seed))
+        return [policy.delay(n) for n in range(20)]
+
+    first = waits(7)
+    assert first == waits(7)  # reproducible from the seed
+    assert first != waits(8)
+    ceilings = [min(0.5 * 2**n, 3.0) for n in range(20)]
+    assert all(0.0 <= w <= c for w, c in zip(first, ceilings, strict=True))
+    assert sum(w < c for w, c in zip(first, ceilings, strict=True)) == 20  # jittered, not the ceiling
+    assert max(first[3:]) > 1.5  # spread over the range, not squeezed near 0
+    policy = RetryPolicy(backoff=0.5, max_delay=3.0, rng=random.Random(7))
+    assert policy.delay(0, {"retry-after": "2"}) == 2.0  # the server's answer is not jittered
+    assert policy.delay(10_000) <= 3.0  # huge retry numbers neither overflow nor exceed the bound

@@ -1,4 +1,5 @@
-"""tractkv.llm stays optional: `import tractkv` never loads it (or httpx); its public names are pinned."""
+"""The llm extra stays optional: `import tractkv` never loads httpx or the HTTP clients (the facade uses the
+model protocol, which needs neither); tractkv.llm's public names are pinned."""
 
 from __future__ import annotations
 
@@ -9,8 +10,12 @@ import types
 import tractkv.llm
 
 
-def test_import_tractkv_does_not_load_llm_or_httpx() -> None:
-    code = "import tractkv, sys; assert 'tractkv.llm' not in sys.modules and 'httpx' not in sys.modules"
+def test_import_tractkv_does_not_load_the_http_clients_or_httpx() -> None:
+    code = (
+        "import tractkv, sys; "
+        "loaded = {'httpx', 'tractkv.llm._http', 'tractkv.llm.openai_client', 'tractkv.llm.anthropic_client'}"
+        " & set(sys.modules); assert not loaded, loaded"
+    )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
     assert result.returncode == 0, result.stderr
 

@@ -2,43 +2,61 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from tractkv import ToolCall, Tract
+from tractkv.engine.content import Message
 from tractkv.errors import InvalidInput, LLMError, ScriptExhausted, TractError
 from tractkv.llm import LLMClient, LLMResponse, ScriptedCall, ScriptedLLM
 
-HELLO = [{"role": "user", "content": "hi"}]
+HELLO = (Message(role="user", content="hi"),)
 
 
 def test_serves_in_order_and_records_calls() -> None:
     llm = ScriptedLLM(["one", "two"])
     tools = [{"type": "function", "function": {"name": "f", "parameters": {"type": "object"}}}]
+    answer = Message(role="assistant", content="one")
 
     first = llm.chat(HELLO, tools=tools, temperature=0.1)
-    second = llm.chat([*HELLO, {"role": "assistant", "content": "one"}])
+    second = llm.chat([*HELLO, answer])
 
     assert (first.text, second.text) == ("one", "two")
     assert first.finish_reason == "stop"
     assert first.tool_calls == ()
     assert llm.calls == [
         ScriptedCall(messages=HELLO, tools=tools, params={"temperature": 0.1}),
-        ScriptedCall(messages=[*HELLO, {"role": "assistant", "content": "one"}], tools=None, params={}),
+        ScriptedCall(messages=(*HELLO, answer), tools=None, params={}),
     ]
     assert llm.remaining == 0
     assert isinstance(llm, LLMClient)
 
 
-def test_calls_are_deep_copies() -> None:
+def test_calls_are_copies() -> None:
     llm = ScriptedLLM(["ok"])
-    messages = [{"role": "user", "content": "hi"}]
+    messages = list(HELLO)
+    tools: list[dict[str, Any]] = [{"name": "f", "input_schema": {"type": "object"}}]
     params = {"metadata": {"k": "v"}}
-    llm.chat(messages, **params)
-    messages[0]["content"] = "changed"
-    messages.append({"role": "user", "content": "more"})
+    llm.chat(messages, tools=tools, **params)
+    messages.append(Message(role="user", content="more"))
+    tools[0]["input_schema"]["type"] = "changed"
     params["metadata"]["k"] = "changed"
-    assert llm.calls[0].messages == [{"role": "user", "content": "hi"}]
+    assert llm.calls[0].messages == HELLO
+    assert llm.calls[0].tools == [{"name": "f", "input_schema": {"type": "object"}}]
     assert llm.calls[0].params == {"metadata": {"k": "v"}}
+
+
+@pytest.mark.parametrize(
+    "messages",
+    [[{"role": "user", "content": "hi"}], [42], "hi", None],
+    ids=["message-dict", "item", "string", "none"],
+)
+def test_messages_that_are_not_messages_are_refused_and_not_recorded(messages: Any) -> None:
+    llm = ScriptedLLM(["unused"])
+    with pytest.raises(InvalidInput, match="Message"):
+        llm.chat(messages)
+    assert (llm.calls, llm.remaining) == ([], 1)
 
 
 @pytest.mark.parametrize("arguments", ['{"city": "Paris"}', {"city": "Paris"}], ids=["json-string", "dict"])
@@ -80,12 +98,12 @@ def test_exhaustion_is_a_clear_error_and_still_recorded() -> None:
     llm = ScriptedLLM(["only"])
     llm.chat(HELLO)
     with pytest.raises(ScriptExhausted, match="all 1 scripted response") as info:
-        llm.chat([{"role": "user", "content": "again"}])
+        llm.chat([Message(role="user", content="again")])
     assert isinstance(info.value, LLMError)
     assert isinstance(info.value, TractError)
     assert info.value.served == 1
     assert len(llm.calls) == 2
-    assert llm.calls[1].messages == [{"role": "user", "content": "again"}]
+    assert llm.calls[1].messages == (Message(role="user", content="again"),)
 
     with pytest.raises(ScriptExhausted):
         ScriptedLLM([]).chat(HELLO)
@@ -140,5 +158,6 @@ def test_scripted_tool_calls_drive_generate() -> None:
     )
     assert ctx.messages[3].content == "It is sunny in Paris."
     assert llm.calls[0].tools == [weather]
-    assert llm.calls[1].messages[-1] == {"role": "tool", "content": "sunny", "tool_call_id": "call_1"}
+    assert llm.calls[1].messages == tuple(ctx.messages[:3])  # the compiled context, as Messages
+    assert llm.calls[1].messages[-1] == Message(role="tool", content="sunny", tool_call_id="call_1")
     assert llm.calls[1].params == {"temperature": 0}

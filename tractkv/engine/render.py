@@ -1,12 +1,20 @@
-"""Render compiled messages for provider APIs (OpenAI chat completions, Anthropic messages)."""
+"""Provider shapes: the one module that knows how OpenAI chat completions and Anthropic messages spell
+messages, tools and tool calls.
+
+Requests: compiled :class:`Message` values and stored tool schemas (either provider's shape) rendered for an
+API (:func:`openai_params`, :func:`anthropic_params`). Replies: an API's assistant message read back as text
+and :class:`ToolCall` values (:func:`openai_reply`, :func:`anthropic_reply`).
+"""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
-from .content import Message
+from tractkv.errors import MalformedResponse
+
+from .content import Message, ToolCall
 
 
 def messages_to_openai(messages: Sequence[Message]) -> list[dict[str, Any]]:
@@ -84,10 +92,10 @@ def messages_to_anthropic(messages: Sequence[Message]) -> dict[str, Any]:
     return {"messages": rendered, "system": "\n\n".join(system)}
 
 
-def tool_to_openai(schema: dict[str, Any]) -> dict[str, Any]:
+def tool_to_openai(schema: Mapping[str, Any]) -> dict[str, Any]:
     """A tool schema in OpenAI's shape (``{"type": "function", "function": {...}}``), converted if needed."""
-    if schema.get("type") == "function" and isinstance(schema.get("function"), dict):
-        return schema
+    if schema.get("type") == "function" and isinstance(schema.get("function"), Mapping):
+        return dict(schema)
     function: dict[str, Any] = {"name": schema["name"]}
     if schema.get("description") is not None:
         function["description"] = schema["description"]
@@ -95,10 +103,10 @@ def tool_to_openai(schema: dict[str, Any]) -> dict[str, Any]:
     return {"type": "function", "function": function}
 
 
-def tool_to_anthropic(schema: dict[str, Any]) -> dict[str, Any]:
+def tool_to_anthropic(schema: Mapping[str, Any]) -> dict[str, Any]:
     """A tool schema in Anthropic's shape (``{"name", "description", "input_schema"}``), converted if needed."""
-    if not (schema.get("type") == "function" and isinstance(schema.get("function"), dict)):
-        return schema
+    if not (schema.get("type") == "function" and isinstance(schema.get("function"), Mapping)):
+        return dict(schema)
     function = schema["function"]
     out: dict[str, Any] = {"name": function["name"]}
     if function.get("description") is not None:
@@ -107,7 +115,7 @@ def tool_to_anthropic(schema: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def openai_params(messages: Sequence[Message], tools: Sequence[dict[str, Any]]) -> dict[str, Any]:
+def openai_params(messages: Sequence[Message], tools: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     """Keyword arguments for ``client.chat.completions.create``: messages, and tools when there are any."""
     params: dict[str, Any] = {"messages": messages_to_openai(messages)}
     if tools:
@@ -115,7 +123,7 @@ def openai_params(messages: Sequence[Message], tools: Sequence[dict[str, Any]]) 
     return params
 
 
-def anthropic_params(messages: Sequence[Message], tools: Sequence[dict[str, Any]]) -> dict[str, Any]:
+def anthropic_params(messages: Sequence[Message], tools: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     """Keyword arguments for ``client.messages.create``: system (when set), messages, tools (when any)."""
     rendered = messages_to_anthropic(messages)
     params: dict[str, Any] = {"messages": rendered["messages"]}
@@ -124,3 +132,94 @@ def anthropic_params(messages: Sequence[Message], tools: Sequence[dict[str, Any]
     if tools:
         params["tools"] = [tool_to_anthropic(t) for t in tools]
     return params
+
+
+# --- provider replies: each API's assistant message as text and engine tool calls -------------------------
+
+
+def openai_tool_call(raw: object, index: int) -> ToolCall:
+    """One OpenAI tool call (``{"id", "type": "function", "function": {"name", "arguments"}}``, arguments a
+    JSON string or an object) as a :class:`ToolCall`; the flat ``{"id", "name", "arguments"}`` form and
+    :class:`ToolCall` values pass too. Empty arguments (``""`` or missing) mean ``{}``.
+
+    Raises:
+        MalformedResponse: not an object, no name or id, or arguments that are not a JSON object.
+    """
+    if isinstance(raw, ToolCall):
+        return raw
+    if not isinstance(raw, Mapping):
+        raise MalformedResponse(f"tool_calls[{index}] is not an object")
+    function = raw["function"] if isinstance(raw.get("function"), Mapping) else raw
+    name, arguments = function.get("name"), function.get("arguments")
+    if not isinstance(name, str) or not name:
+        raise MalformedResponse(f"tool_calls[{index}] has no function name")
+    if arguments is None or (isinstance(arguments, str) and not arguments.strip()):
+        arguments = {}
+    elif isinstance(arguments, str):  # OpenAI sends arguments as a JSON string
+        try:
+            arguments = json.loads(arguments)
+        except json.JSONDecodeError as exc:
+            raise MalformedResponse(f"tool_calls[{index}] ({name}) arguments are not JSON: {exc}") from None
+    if not isinstance(arguments, Mapping):
+        raise MalformedResponse(f"tool_calls[{index}] ({name}) arguments must be a JSON object")
+    call_id = raw.get("id")
+    if not isinstance(call_id, str) or not call_id:
+        raise MalformedResponse(f"tool_calls[{index}] ({name}) has no id")
+    return ToolCall(id=call_id, name=name, arguments=dict(arguments))
+
+
+def openai_text(content: object) -> str:
+    """An OpenAI message's ``content`` as text: a string, None (""), or a list of parts (text parts joined;
+    some OpenAI-compatible servers answer with parts).
+
+    Raises:
+        MalformedResponse: any other value.
+    """
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list) and all(isinstance(part, Mapping) for part in content):
+        return "".join(str(p.get("text", "")) for p in content if p.get("type") in ("text", "output_text"))
+    raise MalformedResponse(f"message content must be text, not {type(content).__name__}")
+
+
+def openai_reply(message: Mapping[str, Any]) -> tuple[str, tuple[ToolCall, ...]]:
+    """The text and tool calls of an assistant message in OpenAI's shape (``content``, ``tool_calls``).
+
+    Raises:
+        MalformedResponse: content that is not text, ``tool_calls`` not a list, or a malformed call.
+    """
+    calls = message.get("tool_calls") or []
+    if not isinstance(calls, list):
+        raise MalformedResponse("tool_calls must be a list")
+    text = openai_text(message.get("content"))
+    return text, tuple(openai_tool_call(call, index) for index, call in enumerate(calls))
+
+
+def anthropic_reply(blocks: object) -> tuple[str, tuple[ToolCall, ...]]:
+    """The text (``text`` blocks joined) and tool calls (``tool_use`` blocks) of an Anthropic message's
+    ``content``. Other block types (thinking, server tools) carry neither and are skipped.
+
+    Raises:
+        MalformedResponse: ``blocks`` is not a list, or a text / tool_use block is of the wrong shape.
+    """
+    if not isinstance(blocks, list):
+        raise MalformedResponse("a message needs a 'content' list of blocks")
+    texts: list[str] = []
+    calls: list[ToolCall] = []
+    for index, block in enumerate(blocks):
+        if not isinstance(block, Mapping):
+            raise MalformedResponse(f"content[{index}] is not an object")
+        if block.get("type") == "text":
+            if not isinstance(block.get("text"), str):
+                raise MalformedResponse(f"content[{index}] text block has no 'text' string")
+            texts.append(block["text"])
+        elif block.get("type") == "tool_use":
+            call_id, name, arguments = block.get("id"), block.get("name"), block.get("input", {})
+            if not isinstance(call_id, str) or not call_id or not isinstance(name, str) or not name:
+                raise MalformedResponse(f"content[{index}] tool_use block needs string 'id' and 'name'")
+            if not isinstance(arguments, Mapping):
+                raise MalformedResponse(f"content[{index}] tool_use 'input' must be an object")
+            calls.append(ToolCall(id=call_id, name=name, arguments=dict(arguments)))
+    return "".join(texts), tuple(calls)

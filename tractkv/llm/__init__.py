@@ -1,8 +1,8 @@
-"""Model clients: the :class:`LLMClient` protocol, HTTP clients for OpenAI-compatible and Anthropic APIs,
-and :class:`ScriptedLLM` for tests.
+"""Model clients: the :class:`LLMClient` protocol and :func:`call_model` (the one way tractkv calls a model),
+HTTP clients for OpenAI-compatible and Anthropic APIs, and :class:`ScriptedLLM` for tests.
 
-``import tractkv`` never imports this package. The HTTP clients need the ``llm`` extra (httpx) and load on
-first use, so ``from tractkv.llm import ScriptedLLM`` works without it.
+The HTTP clients need the ``llm`` extra (httpx) and load on first use: ``import tractkv`` and ``from
+tractkv.llm import ScriptedLLM`` work without it.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from tractkv.errors import LLMError, LLMHTTPError, MalformedResponse, ScriptExhausted
 
-from .protocol import LLMClient, LLMResponse
+from .protocol import LLMClient, LLMResponse, call_model
 from .scripted import ScriptedCall, ScriptedLLM
 
 if TYPE_CHECKING:
@@ -44,4 +44,5 @@ __all__ = [
     "ScriptExhausted",
     "ScriptedCall",
     "ScriptedLLM",
+    "call_model",
 ]

@@ -1,14 +1,16 @@
 """JSON over HTTP with bounded retries: the only module that imports httpx.
 
 A POST is retried on 429 and 5xx answers and on transport failures (refused connection, timeout), at most
-``max_retries`` times. The wait before retry *n* (0-based) is ``backoff * 2**n`` seconds, or what the server
-asks for in ``Retry-After`` / ``retry-after-ms``; either way at most ``max_delay`` seconds. Other statuses fail
-at once. Every httpx error is wrapped in an :class:`~tractkv.errors.LLMError`.
+``max_retries`` times. The wait before retry *n* (0-based) is drawn uniformly from ``[0, min(backoff * 2**n,
+max_delay)]`` ("full jitter", so clients that failed together do not retry together), or is what the server
+asks for in ``Retry-After`` / ``retry-after-ms`` (honoured as given, no jitter), at most ``max_delay`` seconds.
+Other statuses fail at once. Every httpx error is wrapped in an :class:`~tractkv.errors.LLMError`.
 """
 
 from __future__ import annotations
 
 import json
+import random
 import time
 from collections.abc import Mapping
 from datetime import UTC, datetime
@@ -32,11 +34,21 @@ def is_retryable(status: int) -> bool:
 
 @attrs.frozen(kw_only=True)
 class RetryPolicy:
-    """How often and how patiently a request is retried. All times in seconds."""
+    """How often and how patiently a request is retried. All times in seconds.
+
+    Attributes:
+        max_retries: retries after the first attempt (0 disables them).
+        backoff: the ceiling of the first wait; it doubles with each retry, up to ``max_delay``.
+        max_delay: the upper bound of any one wait, a server's ``Retry-After`` included.
+        jitter: wait a uniformly random time up to the ceiling (full jitter); False waits the ceiling itself.
+        rng: where the jitter comes from (pass ``random.Random(seed)`` for reproducible waits).
+    """
 
     max_retries: int = 3
     backoff: float = 0.5
     max_delay: float = 30.0
+    jitter: bool = True
+    rng: random.Random = attrs.field(factory=random.Random, eq=False, repr=False)
 
     def __attrs_post_init__(self) -> None:
         if self.max_retries < 0:
@@ -45,10 +57,15 @@ class RetryPolicy:
             raise InvalidInput("backoff and max_delay must be >= 0 seconds")
 
     def delay(self, retry: int, headers: Mapping[str, str] | None = None) -> float:
-        """Seconds to wait before retry number ``retry`` (0-based), honouring the server's headers."""
+        """Seconds to wait before retry number ``retry`` (0-based): what the server's headers ask for, else a
+        jittered exponential backoff; never below 0 nor above ``max_delay``."""
         asked = _retry_after(headers) if headers is not None else None
-        wanted = asked if asked is not None else self.backoff * 2**retry
-        return max(0.0, min(wanted, self.max_delay))
+        if asked is not None:
+            return max(0.0, min(asked, self.max_delay))
+        ceiling = min(
+            self.backoff * 2.0 ** min(retry, 64), self.max_delay
+        )  # the exponent bounded: no overflow
+        return self.rng.uniform(0.0, ceiling) if self.jitter else ceiling
 
 
 def _retry_after(headers: Mapping[str, str]) -> float | None:

@@ -3,17 +3,19 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from tractkv.engine.render import anthropic_params
 from tractkv.errors import InvalidInput, MalformedResponse
 
-from ._convert import neutral_messages
 from ._http import JSONSession, RetryPolicy
-from .protocol import LLMResponse
+from .protocol import LLMResponse, as_messages
 
 if TYPE_CHECKING:
     import httpx
+
+    from tractkv.engine.content import Message
 
 DEFAULT_BASE_URL = "https://api.anthropic.com"
 API_VERSION = "2023-06-01"  # the anthropic-version header: the request/response format this client speaks
@@ -22,10 +24,10 @@ API_VERSION = "2023-06-01"  # the anthropic-version header: the request/response
 class AnthropicClient:
     """Anthropic messages over HTTP (needs the ``llm`` extra: ``pip install 'tractkv[llm]'``).
 
-    Messages come in the OpenAI / neutral shape every tractkv client takes and are rendered with
-    :func:`tractkv.engine.render.messages_to_anthropic`: system messages become ``system``, tool calls
-    ``tool_use`` blocks, tool results ``tool_result`` blocks (consecutive ones in one user turn). OpenAI-shaped
-    tools are converted. Other ``params`` are Anthropic's own (``temperature``, ``stop_sequences``,
+    Messages (:class:`~tractkv.engine.content.Message`) and tools are rendered with
+    :func:`tractkv.engine.render.anthropic_params`: system messages become ``system``, tool calls ``tool_use``
+    blocks, tool results ``tool_result`` blocks (consecutive ones in one user turn); OpenAI-shaped tools are
+    converted. Other ``params`` are Anthropic's own (``temperature``, ``stop_sequences``,
     ``tool_choice`` in Anthropic's shape...) and sent as given.
 
     Args:
@@ -34,7 +36,7 @@ class AnthropicClient:
             else Anthropic's.
         api_key: sent as ``x-api-key``; default ``$ANTHROPIC_API_KEY``.
         max_tokens: the reply limit the API requires, unless a call passes ``max_tokens``.
-        timeout, max_retries, backoff, max_delay, headers, transport: as for :class:`OpenAIClient`.
+        timeout, max_retries, backoff, max_delay, jitter, headers, transport: as for :class:`OpenAIClient`.
     """
 
     def __init__(
@@ -48,6 +50,7 @@ class AnthropicClient:
         backoff: float = 0.5,
         *,
         max_delay: float = 30.0,
+        jitter: bool = True,
         headers: dict[str, str] | None = None,
         transport: httpx.BaseTransport | None = None,
     ) -> None:
@@ -63,7 +66,7 @@ class AnthropicClient:
         if key:
             sent["x-api-key"] = key
         sent.update(headers or {})
-        policy = RetryPolicy(max_retries=max_retries, backoff=backoff, max_delay=max_delay)
+        policy = RetryPolicy(max_retries=max_retries, backoff=backoff, max_delay=max_delay, jitter=jitter)
         self._session = JSONSession(base, sent, timeout=timeout, policy=policy, transport=transport)
 
     @property
@@ -84,13 +87,16 @@ class AnthropicClient:
         self.close()
 
     def chat(
-        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None, **params: Any
+        self,
+        messages: Sequence[Message],
+        tools: Sequence[Mapping[str, Any]] | None = None,
+        **params: Any,
     ) -> LLMResponse:
         """One message exchange; ``params`` go to the API as given (None values dropped)."""
         if params.get("stream"):
             raise InvalidInput("streaming is not supported by AnthropicClient.chat")
         body: dict[str, Any] = {"model": self.model, "max_tokens": self.max_tokens}
-        body.update(anthropic_params(neutral_messages(messages), list(tools or ())))
+        body.update(anthropic_params(as_messages(messages), tools or ()))
         body.update({k: v for k, v in params.items() if v is not None})
         reply = self._session.post("/v1/messages", body)
         try:

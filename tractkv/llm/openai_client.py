@@ -3,17 +3,19 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from tractkv.engine.render import tool_to_openai
+from tractkv.engine.render import openai_params
 from tractkv.errors import InvalidInput, MalformedResponse
 
-from ._convert import openai_messages
 from ._http import JSONSession, RetryPolicy
-from .protocol import LLMResponse
+from .protocol import LLMResponse, as_messages
 
 if TYPE_CHECKING:
     import httpx
+
+    from tractkv.engine.content import Message
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 
@@ -28,13 +30,15 @@ class OpenAIClient:
             Authorization header is sent (local servers need none).
         timeout: seconds for each attempt.
         max_retries: retries after a 429, a 5xx or a transport failure (0 disables them).
-        backoff: seconds before the first retry, doubling with each; a ``Retry-After`` answer wins.
+        backoff: the longest wait before the first retry, doubling with each; a ``Retry-After`` answer wins.
         max_delay: upper bound in seconds of any one wait, ``Retry-After`` included.
+        jitter: wait a random time up to the backoff ("full jitter", the default) rather than all of it.
         headers: extra headers sent with every request.
         transport: an ``httpx`` transport (tests pass ``httpx.MockTransport``).
 
     Raises (from :meth:`chat`): LLMHTTPError (error status, ``.status``), MalformedResponse (a body that is
-    not a chat completion), LLMError (unreachable), InvalidInput (malformed messages or ``stream=True``).
+    not a chat completion), LLMError (unreachable), InvalidInput (an item that is not a Message, or
+    ``stream=True``).
     """
 
     def __init__(
@@ -47,6 +51,7 @@ class OpenAIClient:
         backoff: float = 0.5,
         *,
         max_delay: float = 30.0,
+        jitter: bool = True,
         headers: dict[str, str] | None = None,
         transport: httpx.BaseTransport | None = None,
     ) -> None:
@@ -59,7 +64,7 @@ class OpenAIClient:
         if key:
             sent["authorization"] = f"Bearer {key}"
         sent.update(headers or {})
-        policy = RetryPolicy(max_retries=max_retries, backoff=backoff, max_delay=max_delay)
+        policy = RetryPolicy(max_retries=max_retries, backoff=backoff, max_delay=max_delay, jitter=jitter)
         self._session = JSONSession(base, sent, timeout=timeout, policy=policy, transport=transport)
 
     @property
@@ -80,15 +85,17 @@ class OpenAIClient:
         self.close()
 
     def chat(
-        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None, **params: Any
+        self,
+        messages: Sequence[Message],
+        tools: Sequence[Mapping[str, Any]] | None = None,
+        **params: Any,
     ) -> LLMResponse:
-        """One chat completion. ``params`` (temperature, max_tokens, tool_choice, model...) are sent as given;
-        None values are dropped. Anthropic-shaped tools are converted."""
+        """One chat completion: ``messages`` and ``tools`` rendered by :func:`tractkv.engine.render.openai_params`
+        (Anthropic-shaped tools are converted). ``params`` (temperature, max_tokens, tool_choice, model...) are
+        sent as given; None values are dropped."""
         if params.get("stream"):
             raise InvalidInput("streaming is not supported by OpenAIClient.chat")
-        body: dict[str, Any] = {"model": self.model, "messages": openai_messages(messages)}
-        if tools:
-            body["tools"] = [tool_to_openai(t) for t in tools]
+        body: dict[str, Any] = {"model": self.model, **openai_params(as_messages(messages), tools or ())}
         body.update({k: v for k, v in params.items() if v is not None})
         reply = self._session.post("/chat/completions", body)
         try:

@@ -4,21 +4,29 @@ from __future__ import annotations
 
 import copy
 import threading
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import attrs
 
+from tractkv.engine.content import Message
 from tractkv.errors import InvalidInput, MalformedResponse, ScriptExhausted
 
-from .protocol import LLMResponse
+from .protocol import LLMResponse, as_messages
 
 
 @attrs.frozen(kw_only=True)
 class ScriptedCall:
-    """One request a :class:`ScriptedLLM` received (deep copies: later changes by the caller don't show)."""
+    """One request a :class:`ScriptedLLM` received.
 
-    messages: list[dict[str, Any]]
+    Attributes:
+        messages: the messages it was sent (immutable :class:`Message` values).
+        tools: deep copies of the tool schemas offered (None when none were), so later changes by the caller
+            don't show.
+        params: a deep copy of the call's other keyword arguments.
+    """
+
+    messages: tuple[Message, ...]
     tools: list[dict[str, Any]] | None
     params: dict[str, Any]
 
@@ -32,14 +40,16 @@ class ScriptedLLM:
     calls work too), or an :class:`LLMResponse`. The script is checked when it is given, so a typo fails the
     test at its source. Thread-safe: concurrent calls take replies in the order they arrive.
 
+    >>> from tractkv.engine.content import Message
     >>> llm = ScriptedLLM(["Hello!"])
-    >>> llm.chat([{"role": "user", "content": "hi"}]).text
+    >>> llm.chat([Message(role="user", content="hi")]).text
     'Hello!'
     >>> llm.calls[0].messages
-    [{'role': 'user', 'content': 'hi'}]
+    (Message(role='user', content='hi', name=None, tool_calls=(), tool_call_id=None, is_error=False),)
 
     Raises:
-        InvalidInput: (at construction) a response of another type or a malformed message dict.
+        InvalidInput: (at construction) a response of another type or a malformed message dict; (from
+            :meth:`chat`) a message that is not a :class:`Message`, and then nothing is recorded.
         ScriptExhausted: (from :meth:`chat`) every response was served already; the call is still recorded.
     """
 
@@ -83,12 +93,15 @@ class ScriptedLLM:
         return f"ScriptedLLM(served={self._served}, remaining={self.remaining})"
 
     def chat(
-        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None, **params: Any
+        self,
+        messages: Sequence[Message],
+        tools: Sequence[Mapping[str, Any]] | None = None,
+        **params: Any,
     ) -> LLMResponse:
         """Record the request and return the next scripted response."""
         call = ScriptedCall(
-            messages=copy.deepcopy(list(messages)),
-            tools=copy.deepcopy(list(tools)) if tools is not None else None,
+            messages=as_messages(messages),
+            tools=[copy.deepcopy(dict(t)) for t in tools] if tools is not None else None,
             params=copy.deepcopy(params),
         )
         with self._lock:
