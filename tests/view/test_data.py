@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from tractkv import Tract
 from tractkv.errors import InvalidInput, ObjectNotFound, UnknownRevision
 from tractkv.store import LmdbStore, Table
-from tractkv.view.data import Inspector, _advance_lanes, tool_diff
+from tractkv.view.data import Inspector, tool_diff
 
 from .conftest import Clock
 
@@ -83,23 +83,6 @@ def test_graph_pages_cover_the_log_once_in_order(demo: tuple[Path, dict[str, str
             inspector.graph_page("refs/tags/x")
         with pytest.raises(UnknownRevision):
             inspector.graph_page("refs/heads/nope")
-
-
-def test_lanes_follow_a_fork_and_a_merge() -> None:
-    from tractkv.model import Commit
-
-    a, b, c, d = ("a" * 64, "b" * 64, "c" * 64, "d" * 64)
-    lanes: list[str | None] = []
-    # newest first: d merges c (first parent) and b; c and b both have parent a
-    assert _advance_lanes(lanes, d, Commit(parents=(c, b), created_at=4)) == (0, (), ((0, 0), (0, 1)))  # type: ignore[arg-type]
-    assert lanes == [c, b]
-    assert _advance_lanes(lanes, c, Commit(parents=(a,), created_at=3))[0] == 0  # type: ignore[arg-type]
-    lane, top, bottom = _advance_lanes(lanes, b, Commit(parents=(a,), created_at=2))  # type: ignore[arg-type]
-    assert (lane, top, bottom) == (1, ((0, 0), (1, 1)), ((0, 0), (1, 1)))
-    assert lanes == [a, a]
-    lane, top, bottom = _advance_lanes(lanes, a, Commit(created_at=1))  # type: ignore[arg-type]
-    assert (lane, top, bottom) == (0, ((0, 0), (1, 0)), ())  # both lanes end in the root
-    assert lanes == []
 
 
 def test_commit_view_is_the_compiled_context(demo: tuple[Path, dict[str, str]]) -> None:
@@ -225,6 +208,7 @@ def histories(draw: st.DrawFn) -> list[tuple[int, ...]]:
 
 @given(histories())
 def test_graph_lanes_are_continuous_from_row_to_row(parents: list[tuple[int, ...]]) -> None:
+    # the viewer's rows are the engine's lane layout (tractkv.engine.lanes, unit-tested in tests/engine)
     from tractkv.model import Commit
     from tractkv.store import MemoryStore
 

@@ -15,13 +15,15 @@ import click
 
 from tractkv.cli.common import CliState, echo_json, json_option, note, with_state
 from tractkv.engine.content import Message
+from tractkv.engine.describe import describe_commit, short_id
+from tractkv.engine.lanes import layout_lanes
 from tractkv.engine.results import CommitInfo
 from tractkv.errors import InvalidInput
-from tractkv.ids import ObjectId
 from tractkv.model import to_jsonable
 
 ROLES = ("system", "user", "assistant", "tool")
 CONTENT_TYPES = ("dialogue", "instruction", "reasoning", "artifact", "freeform")
+LINE = 72  # characters of a commit's summary shown per log line
 
 
 def _jsonable(value: Any) -> Any:
@@ -41,28 +43,11 @@ def _jsonable(value: Any) -> Any:
     return to_jsonable(value)
 
 
-def _preview(info: CommitInfo, width: int = 72) -> str:
-    """One line describing a commit's content."""
-    content = info.content
-    text = ""
-    if isinstance(content, dict):
-        raw = content.get("text")
-        if isinstance(raw, str):
-            text = raw
-        elif "payload" in content:
-            text = json.dumps(content["payload"], ensure_ascii=False, separators=(",", ":"))
-        elif content.get("type") == "annotation":
-            text = f"{content.get('priority')} {str(info.edit_target or '')[:12]}"
-        if not text and content.get("tool_calls"):
-            text = "calls " + ", ".join(str(c.get("name")) for c in content["tool_calls"])
-    if not text and info.message:
-        text = info.message
-    text = " ".join(text.split())
-    if len(text) > width:
-        text = text[: width - 1] + "…"
-    who = info.role or info.content_type or ""
-    label = f"{info.operation}" + (f" {who}" if who else "")
-    return f"{info.commit_hash[:12]} {label}: {text}" if text else f"{info.commit_hash[:12]} {label}"
+def _preview(info: CommitInfo, width: int = LINE) -> str:
+    """One line describing a commit: short id, operation and speaker, summary (the engine's description)."""
+    described = describe_commit(info)
+    text = described.line(width)
+    return f"{short_id(info.commit_hash)} {described.label}" + (f": {text}" if text else "")
 
 
 def _read_text(text: str) -> str:
@@ -159,6 +144,8 @@ def log(
     st: CliState, rev: str | None, limit: int | None, op_filter: str | None, graph: bool, as_json: bool
 ) -> None:
     """Commits reachable from HEAD (or REV), newest first."""
+    if graph and op_filter is not None:
+        raise click.UsageError("--graph draws every commit's edges: it cannot be combined with --op")
     infos = st.tract().log(limit=limit, op_filter=op_filter, rev=rev)
     if as_json:
         echo_json([i.to_json() for i in infos])
@@ -175,27 +162,56 @@ def log(
 
 
 def graph_lines(infos: list[CommitInfo]) -> list[str]:
-    """An ASCII graph like ``git log --graph --oneline``: one lane per line of history being drawn."""
-    lanes: list[ObjectId] = []
+    """An ASCII graph like ``git log --graph --oneline`` of the engine's lane layout.
+
+    ``infos`` are commits newest first, as :meth:`~tractkv.Tract.log` returns them. Lane ``i`` is drawn in
+    text column ``2 * i``: ``*`` is a commit, ``|`` a lane going straight down; ``\\`` (in column
+    ``2 * i + 1``) moves a line one lane right on its way down, ``/`` one lane left. A line that must move
+    several lanes (a merge's parent lane, or a child's lane ending in its parent) moves one lane per text line,
+    so it may cross lanes on its way.
+    """
     out: list[str] = []
-    for info in infos:
-        oid = info.commit_hash
-        if oid not in lanes:
-            lanes.append(oid)
-        col = lanes.index(oid)
-        out.append(" ".join("*" if j == col else "|" for j in range(len(lanes))) + " " + _preview(info))
-        parents = [p for p in info.parent_hashes if p not in lanes or p == oid]
-        new_lanes = lanes[:col] + parents + lanes[col + 1 :]
-        deduped: list[ObjectId] = []
-        for lane in new_lanes:
-            if lane not in deduped:
-                deduped.append(lane)
-        if len(parents) > 1:
-            out.append(" ".join("|" for _ in range(col + 1)) + "\\")
-        elif len(deduped) < len(lanes) and len(deduped) > 0:
-            out.append(" ".join("|" for _ in range(len(deduped))) + "/")
-        lanes = deduped
+    rows = layout_lanes((info.commit_hash, info.parent_hashes) for info in infos)
+    root_lane: int | None = None  # the lane of the previous commit when it has no parent
+    for info, row in zip(infos, rows, strict=True):
+        if row.lane == root_lane and all(a != row.lane for a, _ in row.top):
+            # a commit right under a root, unrelated to it: a gap, so they do not look connected
+            gap = [" "] * (2 * row.width)
+            for a, _ in row.top:
+                gap[2 * a] = "|"
+            out.append("".join(gap).rstrip())
+        out += _moves(row.top)  # children's lanes ending in this commit
+        cells = [" "] * (2 * row.node_width)
+        for _, b in row.top:
+            cells[2 * b] = "|"
+        for a, _ in row.bottom:
+            cells[2 * a] = "|"
+        cells[2 * row.lane] = "*"
+        out.append("".join(cells) + _preview(info))
+        out += _moves(row.bottom)  # a merge's edges to its other parents
+        root_lane = None if info.parent_hashes else row.lane
     return out
+
+
+def _moves(segments: tuple[tuple[int, int], ...]) -> list[str]:
+    """Text lines carrying every segment from its start lane to its end lane, one lane per line (none when
+    no segment changes lane); segments that do not change lane are drawn straight beside them."""
+    at = [a for a, _ in segments]
+    lines = []
+    for _ in range(max((abs(b - a) for a, b in segments), default=0)):
+        cells = [" "] * (2 * (max([*at, *(b for _, b in segments)]) + 1))
+        for index, (_, goal) in enumerate(segments):
+            here = at[index]
+            if here == goal:
+                cells[2 * here] = "|"
+            elif goal > here:
+                cells[2 * here + 1] = "\\"
+                at[index] = here + 1
+            else:
+                cells[2 * here - 1] = "/"
+                at[index] = here - 1
+        lines.append("".join(cells).rstrip())
+    return lines
 
 
 @click.command("show")
@@ -212,6 +228,7 @@ def show(st: CliState, rev: str, as_json: bool) -> None:
     for parent in info.parent_hashes:
         click.echo(f"parent     {parent}")
     click.echo(f"operation  {info.operation}")
+    click.echo(f"summary    {describe_commit(info).line(LINE)}")
     if info.edit_target:
         click.echo(f"target     {info.edit_target}")
     if info.response_to:

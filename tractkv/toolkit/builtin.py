@@ -15,18 +15,18 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any
 
+from tractkv.engine.describe import describe_commit
 from tractkv.engine.refs import branch_ref, check_branch_name
 from tractkv.errors import BranchExists, BranchNotFound, NoLLMConfigured
 
 from .definitions import Handler, ToolDefinition
 
 if TYPE_CHECKING:
-    from tractkv.engine.results import CommitInfo
-
     from .context import ToolContext
 
 AFTER_TURN = "It takes effect right after this turn's tool results are committed."
-CLIP = 200  # characters of a message shown per line by compile, log and diff (full=true shows everything)
+CLIP = 200  # characters of a message shown per line by compile and diff (full=true shows everything)
+LOG_LINE = 100  # characters of a commit's summary shown per line by log and get_commit
 
 
 def _short(oid: str | None) -> str:
@@ -36,18 +36,6 @@ def _short(oid: str | None) -> str:
 def _clip(text: str, limit: int = CLIP) -> str:
     flat = " ".join(text.split())
     return flat if len(flat) <= limit else flat[: limit - 1] + "…"
-
-
-def _commit_text(info: CommitInfo) -> str:
-    data = info.content if isinstance(info.content, dict) else {}
-    text = data.get("text")
-    if isinstance(text, str) and text:
-        return text
-    if data.get("tool_calls"):
-        return "calls " + ", ".join(str(c.get("name")) for c in data["tool_calls"])
-    if "payload" in data:
-        return json.dumps(data["payload"], ensure_ascii=False, sort_keys=True)
-    return info.message or str(data.get("type") or info.operation)
 
 
 # --- handlers ---------------------------------------------------------------------------------------------
@@ -114,10 +102,10 @@ def _log(limit: int = 10, op: str | None = None, *, context: ToolContext) -> str
         return "No commits."
     lines = []
     for info in entries:
-        what = info.role or info.content_type or ""
+        described = describe_commit(info)
         lines.append(
-            f"{_short(info.commit_hash)} {info.created_at:%Y-%m-%d %H:%M:%S} {info.operation} "
-            f"{what}: {_clip(_commit_text(info), 100)}".replace("  ", " ")
+            f"{_short(info.commit_hash)} {info.created_at:%Y-%m-%d %H:%M:%S} {described.label}: "
+            f"{described.line(LOG_LINE)}"
         )
     return "\n".join(lines)
 
@@ -254,9 +242,11 @@ def _list_branches(*, context: ToolContext) -> str:
 
 def _get_commit(rev: str, *, context: ToolContext) -> str:
     info = context.tract.get_commit(rev)
+    described = describe_commit(info)
     lines = [
         f"commit {info.commit_hash}",
         f"operation: {info.operation}",
+        f"summary: {described.line(LOG_LINE)}",
         f"date: {info.created_at:%Y-%m-%d %H:%M:%S} UTC",
     ]
     if info.parent_hashes:
@@ -276,7 +266,7 @@ def _get_commit(rev: str, *, context: ToolContext) -> str:
         )
     lines.append(f"tokens: {info.token_count}")
     lines.append("")
-    lines.append(_commit_text(info))
+    lines.append(described.text or described.summary)
     return "\n".join(lines)
 
 

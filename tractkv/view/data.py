@@ -20,6 +20,7 @@ from tractkv.engine import graph
 from tractkv.engine.compiler import Compiler, context_of, load_tools
 from tractkv.engine.content import ANNOTATION
 from tractkv.engine.history import commit_info
+from tractkv.engine.lanes import LaneLayout
 from tractkv.engine.refs import HEADS, REMOTES
 from tractkv.engine.results import CommitInfo, CompiledContext, timestamp
 from tractkv.engine.state import CompileState
@@ -55,7 +56,8 @@ class GraphRow:
     """One commit of a graph page and the lanes drawn beside it.
 
     ``top`` lists (from-lane, to-lane) segments from the row's top edge to its middle, ``bottom`` those from
-    the middle to the bottom edge; the commit's node sits in lane ``lane``.
+    the middle to the bottom edge; the commit's node sits in lane ``lane``. The lanes are the engine's
+    layout (:class:`tractkv.engine.lanes.LaneRow`), the same the CLI's ``log --graph`` draws.
     """
 
     info: CommitInfo
@@ -213,17 +215,20 @@ class Inspector:
         rows: list[GraphRow] = []
         more = False
         if head is not None:
-            lanes: list[ObjectId | None] = []
+            layout = LaneLayout()
             with self.store.snapshot() as reader:
                 for index, (oid, commit) in enumerate(graph.iter_log(reader, [head])):
                     if index >= start + limit:
                         more = True
                         break
-                    lane, top, bottom = _advance_lanes(lanes, oid, commit)
+                    row = layout.place(oid, commit.parents)
                     if index >= start:
                         info = commit_info(reader, oid, commit, self.counter)
-                        width = max(len(lanes), lane + 1, *(max(s) + 1 for s in (*top, *bottom)))
-                        rows.append(GraphRow(info=info, lane=lane, top=top, bottom=bottom, width=width))
+                        rows.append(
+                            GraphRow(
+                                info=info, lane=row.lane, top=row.top, bottom=row.bottom, width=row.width
+                            )
+                        )
         return GraphPage(ref=ref, head=head, rows=tuple(rows), start=start, limit=limit, more=more)
 
     # --- one commit ----------------------------------------------------------------------------------
@@ -402,41 +407,3 @@ def _bounds(start: int, limit: int) -> tuple[int, int]:
     if start < 0 or not 1 <= limit <= MAX_PAGE:
         raise InvalidInput(f"start must be >= 0 and limit between 1 and {MAX_PAGE}")
     return start, limit
-
-
-def _advance_lanes(
-    lanes: list[ObjectId | None], oid: ObjectId, commit: Commit
-) -> tuple[int, tuple[tuple[int, int], ...], tuple[tuple[int, int], ...]]:
-    """Place ``oid`` in the lanes (each lane waits for the commit it leads to) and replace it by its parents,
-    as ``git log --graph`` does; returns the node's lane and the segments above and below it."""
-    waiting = [i for i, x in enumerate(lanes) if x == oid]
-    if waiting:
-        lane = waiting[0]
-    else:
-        lane = lanes.index(None) if None in lanes else len(lanes)
-        if lane == len(lanes):
-            lanes.append(None)
-    top = [(i, lane) for i in waiting]
-    top += [(i, i) for i, x in enumerate(lanes) if x is not None and x != oid]
-    for i in waiting[1:]:
-        lanes[i] = None  # several children shared this parent: their lanes end here
-    parents = commit.parents
-    lanes[lane] = parents[0] if parents else None
-    bottom: list[tuple[int, int]] = []
-    for p_index, parent in enumerate(parents):
-        if p_index == 0:
-            bottom.append((lane, lane))
-            continue
-        if parent in lanes:
-            target = lanes.index(parent)
-        else:
-            free = [i for i, x in enumerate(lanes) if x is None and i != lane]
-            target = free[0] if free else len(lanes)
-            if target == len(lanes):
-                lanes.append(None)
-            lanes[target] = parent
-        bottom.append((lane, target))
-    bottom += [(i, i) for i, x in enumerate(lanes) if x is not None and i != lane and (i, i) in top]
-    while lanes and lanes[-1] is None:
-        lanes.pop()
-    return lane, tuple(sorted(set(top))), tuple(sorted(set(bottom)))

@@ -6,11 +6,11 @@ store is escaped. A page's ``body`` is also what a live refresh fetches (``?frag
 
 from __future__ import annotations
 
-import json
 from datetime import datetime
 from typing import Any
 from urllib.parse import urlencode
 
+from tractkv.engine.describe import describe_commit
 from tractkv.engine.results import CommitInfo
 from tractkv.engine.usage_stats import ToolStats
 from tractkv.engine.usage_tree import STATUSES, UsageNode
@@ -74,29 +74,9 @@ def nav(ref: str | None = None, *, sign_out: bool = False) -> Markup:
 
 
 def preview(info: CommitInfo) -> str:
-    """One line describing a commit: its message text, tool calls, or what the bookkeeping commit does."""
-    data = info.content
-    text = ""
-    if isinstance(data, dict):
-        kind = data.get("type")
-        if kind == "annotation":
-            text = f"annotate {short(info.edit_target)}: {data.get('priority')}"
-            if data.get("reason"):
-                text += f" ({data.get('reason')})"
-        elif kind == "merge":
-            text = f"merge {data.get('source', '')} ({data.get('strategy', '')})"
-        elif kind == "freeform":
-            text = json.dumps(data.get("payload"), ensure_ascii=False, default=str)
-        else:
-            text = str(data.get("text") or "")
-            calls = data.get("tool_calls") or []
-            if calls:
-                names = ", ".join(str(c.get("name")) for c in calls if isinstance(c, dict))
-                text = (text + " " if text else "") + f"[calls {names}]"
-    if not text:
-        text = info.message or info.operation
-    text = " ".join(text.split())
-    return text if len(text) <= PREVIEW else text[: PREVIEW - 1] + "…"
+    """One line describing a commit (:func:`tractkv.engine.describe.describe_commit`, as the CLI and the
+    built-in tools describe it), cut to ``PREVIEW`` characters."""
+    return describe_commit(info).line(PREVIEW)
 
 
 def _clip(text: str, limit: int, name: str) -> Markup:
@@ -190,6 +170,7 @@ def graph_body(page: GraphPage) -> Markup:
     rows = []
     for row in page.rows:
         info = row.info
+        described = describe_commit(info)
         href = url(f"/ui/commit/{info.commit_hash}", ref=page.ref)
         rows.append(
             el(
@@ -197,11 +178,12 @@ def graph_body(page: GraphPage) -> Markup:
                 el("td", lanes_svg(row), class_="graph-cell"),
                 el("td", el("a", short(info.commit_hash), href=href, class_="oid", title=info.commit_hash)),
                 el("td", el("span", info.operation, class_=f"badge op-{_css(info.operation)}")),
-                el("td", info.role or "", class_="role"),
-                el("td", el("a", preview(info), href=href, class_="preview")),
+                el("td", described.role or "", class_="role"),
+                el("td", el("a", described.line(PREVIEW), href=href, class_="preview")),
                 el("td", f"{info.token_count:,}" if info.token_count else "", class_="num"),
                 el("td", when(info.created_at)),
                 data_commit=info.commit_hash,
+                data_kind=described.kind,
                 class_="commit-row",
             )
         )
@@ -246,6 +228,7 @@ def commit_body(view: CommitView, fmt: str, first: int | None = None) -> Markup:
     facts: list[tuple[str, Any]] = [
         ("Commit", el("code", info.commit_hash)),
         ("Operation", el("span", info.operation, class_=f"badge op-{_css(info.operation)}")),
+        ("Summary", el("span", preview(info), class_="summary")),
         ("Created", when(info.created_at)),
         ("Parents", join([commit_link(p, view.ref) for p in info.parent_hashes]) or "none (root)"),
     ]
