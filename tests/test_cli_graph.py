@@ -5,10 +5,13 @@ from __future__ import annotations
 
 import re
 from datetime import UTC, datetime
+from pathlib import Path
 
+from click.testing import CliRunner
 from engine.test_lanes import histories, newest_first
 from hypothesis import given
 
+from tractkv.cli import cli
 from tractkv.cli.engine_cmds import graph_lines
 from tractkv.engine.results import CommitInfo
 from tractkv.ids import ObjectId
@@ -75,6 +78,17 @@ def test_a_commit_under_an_unrelated_root_is_set_apart() -> None:
     # two tips: a is a root, b (unrelated) takes the lane a freed; an empty line keeps them apart
     lines = draw([(a, ()), (b, (c,)), (c, ())])
     assert [graph_part(line) for line in lines] == ["* ", "", "* ", "* "]
+
+
+def test_log_graph_refuses_an_operation_filter(tmp_path: Path) -> None:
+    store = str(tmp_path / "s")
+    runner = CliRunner()
+    assert runner.invoke(cli, ["--store", store, "init"]).exit_code == 0
+    assert runner.invoke(cli, ["--store", store, "commit", "hi"]).exit_code == 0
+    refused = runner.invoke(cli, ["--store", store, "log", "--graph", "--op", "edit"])
+    assert refused.exit_code == 2
+    assert "--graph draws every commit's edges" in refused.stderr
+    assert runner.invoke(cli, ["--store", store, "log", "--op", "append"]).exit_code == 0
 
 
 def parse(

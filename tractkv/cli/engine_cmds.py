@@ -168,7 +168,8 @@ def graph_lines(infos: list[CommitInfo]) -> list[str]:
     text column ``2 * i``: ``*`` is a commit, ``|`` a lane going straight down; ``\\`` (in column
     ``2 * i + 1``) moves a line one lane right on its way down, ``/`` one lane left. A line that must move
     several lanes (a merge's parent lane, or a child's lane ending in its parent) moves one lane per text line,
-    so it may cross lanes on its way.
+    so it may cross lanes on its way. A commit drawn right under an unrelated root (several tips) gets a line
+    of its own lanes first, so the two do not look connected.
     """
     out: list[str] = []
     rows = layout_lanes((info.commit_hash, info.parent_hashes) for info in infos)
