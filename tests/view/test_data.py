@@ -6,8 +6,8 @@ from itertools import pairwise
 from pathlib import Path
 
 import pytest
+from engine.test_lanes import histories
 from hypothesis import given
-from hypothesis import strategies as st
 
 from tractkv import Tract
 from tractkv.errors import InvalidInput, ObjectNotFound, UnknownRevision
@@ -187,23 +187,6 @@ def test_branch_summaries_compile_each_head_once(
         assert inspector.branches() == first
         assert len(compiled) == 2  # nothing recompiled
         assert len({(b.commit_count, b.token_count) for b in first if b.head == head}) == 1
-
-
-@st.composite
-def histories(draw: st.DrawFn) -> list[tuple[int, ...]]:
-    """A random commit DAG: commit i's parents are earlier commits (0 = a root; 2+ = a merge)."""
-    size = draw(st.integers(1, 40))
-    out: list[tuple[int, ...]] = [()]
-    for i in range(1, size):
-        kind = draw(st.sampled_from(["child", "child", "child", "merge", "root"]))
-        if kind == "root":
-            out.append(())
-        elif kind == "merge" and i >= 2:
-            parents = draw(st.lists(st.integers(0, i - 1), min_size=2, max_size=3, unique=True))
-            out.append(tuple(parents))
-        else:
-            out.append((draw(st.integers(max(0, i - 4), i - 1)),))
-    return out
 
 
 @given(histories())
