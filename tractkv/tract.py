@@ -20,7 +20,7 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 from tractkv.engine import branches
-from tractkv.engine.gc import collect_garbage
+from tractkv.engine.gc import collect_for
 from tractkv.engine.merging import commit_compress, merge, plan_compress
 from tractkv.engine.queries import ToolTurn
 from tractkv.engine.refs import branch_ref
@@ -38,7 +38,6 @@ from tractkv.engine.results import (
 from tractkv.engine.session import Session
 from tractkv.engine.tokens import TokenCounter
 from tractkv.engine.tool_results import ToolResults
-from tractkv.engine.usage_rows import held_ids
 from tractkv.engine.usage_stats import ToolStats, usage_stats
 from tractkv.engine.usage_tree import (
     STATUSES,
@@ -343,21 +342,7 @@ class Tract:
     ) -> GcResult:
         """Remove objects no ref, young reflog entry, young commit, pin or running tool execution keeps
         (see :mod:`tractkv.engine.gc`)."""
-        if min_age_hours < 0:
-            raise InvalidInput("min_age_hours must be >= 0")
-        session = self._session
-        session.before_gc()
-        result = collect_garbage(
-            self._store,
-            min_age_hours=min_age_hours,
-            keep_pinned=keep_pinned,
-            keep_branches=keep_branches,
-            current_branch=session.branch_ref,
-            now_us=int(session.clock()),
-            extra_roots=held_ids(self._store),
-        )
-        session.after_store_rewrite()
-        return result
+        return collect_for(self._session, min_age_hours, keep_pinned, keep_branches)
 
     # --- sync (tractkv.sync, loaded on first use) --------------------------------------------------------
 
@@ -661,30 +646,36 @@ class Tract:
     # --- tool usage -----------------------------------------------------------------------------------------
 
     def tool_usages(
-        self, commit: str | None = None, name: str | None = None, status: str | None = None
+        self,
+        commit: str | None = None,
+        name: str | None = None,
+        status: str | None = None,
+        *,
+        rev: str | None = None,
     ) -> list[ToolUsage]:
-        """Tool executions in the history of HEAD (nested ones included), plus running and interrupted ones.
-
-        ``commit`` keeps those started by that assistant commit or answered in that tool result commit;
-        ``name`` those of one tool; ``status`` one of pending, success, error, interrupted.
+        """Tool executions in the history of HEAD (or ``rev``), nested ones included, plus running and
+        interrupted ones. ``commit`` keeps those started by that assistant commit or answered in that tool
+        result commit; ``name`` those of one tool; ``status`` one of pending, success, error, interrupted.
         """
         if status is not None and status not in STATUSES:
             raise InvalidInput(f"status must be one of {STATUSES}, not {status!r}")
         commit_id = self._session.resolve(commit) if commit is not None else None
-        return select_usages(self._usage_forest(), commit=commit_id, name=name, status=status)
+        return select_usages(self._usage_forest(rev), commit=commit_id, name=name, status=status)
 
-    def usage_tree(self, commit: str | None = None) -> list[UsageNode]:
-        """The usage trees of one message (an assistant commit or its tool result) or of the whole history."""
+    def usage_tree(self, commit: str | None = None, *, rev: str | None = None) -> list[UsageNode]:
+        """The usage trees of one message (an assistant commit or its tool result) or of the whole history
+        of HEAD (or ``rev``)."""
         commit_id = self._session.resolve(commit) if commit is not None else None
-        return select_trees(self._usage_forest(), commit_id)
+        return select_trees(self._usage_forest(rev), commit_id)
 
-    def tool_usage_stats(self) -> dict[str, ToolStats]:
-        """Per tool: count, successes, errors, success rate, p50 / p95 duration (history of HEAD)."""
-        return usage_stats(flatten(self._usage_forest()))
+    def tool_usage_stats(self, *, rev: str | None = None) -> dict[str, ToolStats]:
+        """Per tool: count, successes, errors, success rate, p50 / p95 duration (history of HEAD or ``rev``)."""
+        return usage_stats(flatten(self._usage_forest(rev)))
 
-    def _usage_forest(self) -> list[UsageNode]:
+    def _usage_forest(self, rev: str | None) -> list[UsageNode]:
         reader = self._session.reader()
-        return usage_forest(reader, self._session.head_commit(reader))
+        tip = self._session.resolve(rev) if rev is not None else self._session.head_commit(reader)
+        return usage_forest(reader, tip)
 
     # --- agent toolkit (above this module: one-line lazy delegations) -----------------------------------------
 

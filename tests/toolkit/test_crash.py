@@ -115,7 +115,13 @@ def test_a_killed_tool_is_pending_then_interrupted_then_answered(tmp_path: Path)
         assert outcome.text.startswith("The tool was interrupted")
         assert outcome.usage_ids == (usage_id,)
         sent = llm.calls[0].messages
-        assert sent[-1] == {"role": "tool", "tool_call_id": "c1", "content": f"Error: {INTERRUPTED}"}
+        last = sent[-1]
+        assert (last.role, last.tool_call_id, last.content, last.is_error) == (
+            "tool",
+            "c1",
+            f"Error: {INTERRUPTED}",
+            True,
+        )
         (tree,) = t.usage_tree()
         assert (tree.usage.status, tree.usage.oid is not None) == ("interrupted", True)
         assert tree.usage.result_commit == t.compile().commit_hashes[2]

@@ -128,7 +128,7 @@ def test_a_raising_tool_is_an_error_usage_and_the_loop_continues(tract: Tract) -
         "Error: RuntimeError: cannot handle 7",
     )
     # the model saw the error on its next call
-    assert any(m.get("content") == "Error: RuntimeError: cannot handle 7" for m in llm.calls[1].messages)
+    assert any(m.content == "Error: RuntimeError: cannot handle 7" for m in llm.calls[1].messages)
     failed, ok = tract.tool_usages()
     assert (failed.status, failed.error, failed.result) == ("error", "RuntimeError: cannot handle 7", None)
     assert ok.status == "success"
@@ -205,7 +205,7 @@ def test_context_changes_land_after_the_steps_tool_results(tract: Tract) -> None
     assert messages[5].content == "note: x=1"
     # the model's second call was well formed: each result follows its call
     sent = llm.calls[1].messages
-    assert [m["role"] for m in sent] == ["system", "user", "assistant", "tool", "tool", "user"]
+    assert [m.role for m in sent] == ["system", "user", "assistant", "tool", "tool", "user"]
 
 
 def test_reset_and_branch_from_a_step(tract: Tract) -> None:
@@ -222,7 +222,7 @@ def test_reset_and_branch_from_a_step(tract: Tract) -> None:
     result = tract.run(llm)
     assert result.text == "on the branch"
     # after the reset the model saw the context at `keep` only
-    assert [m["content"] for m in llm.calls[1].messages] == ["first", "first answer"]
+    assert [m.content for m in llm.calls[1].messages] == ["first", "first answer"]
     assert tract.current_branch == "explore"
     assert _roles(tract) == ["user", "assistant", "assistant", "tool", "assistant"]
     # the reset step's tool turn is on main's abandoned tip, still in the reflog
@@ -262,8 +262,8 @@ def test_open_calls_at_head_are_answered_before_the_model_is_asked(tract: Tract)
     llm = ScriptedLLM(["b is 2"])
     result = tract.run(llm, ToolExecutor(tract, profile=None, tools=[lookup]))
     assert result.text == "b is 2"
-    assert [m["role"] for m in llm.calls[0].messages] == ["user", "assistant", "tool"]
-    assert llm.calls[0].messages[2]["content"] == "2"
+    assert [m.role for m in llm.calls[0].messages] == ["user", "assistant", "tool"]
+    assert llm.calls[0].messages[2].content == "2"
     assert [u.tool_call_id for u in tract.tool_usages()] == ["c0"]
 
 

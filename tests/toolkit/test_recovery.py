@@ -41,7 +41,7 @@ def test_a_completed_call_whose_result_never_landed_is_not_run_again(tract: Trac
     result = tract.run(llm, ex)
     assert runs == ["charged"]  # not again
     assert result.text == "paid"
-    assert llm.calls[0].messages[-1]["content"] == "charged 5"
+    assert llm.calls[0].messages[-1].content == "charged 5"
     (linked,) = tract.tool_usages()
     assert linked.id == done.usage_id
     assert linked.result_commit == tract.compile().commit_hashes[2]
@@ -63,7 +63,7 @@ def test_a_handler_cut_short_in_process_shows_as_interrupted_at_once(tract: Trac
     assert usage.status == "interrupted"
     llm = ScriptedLLM(["ok"])
     tract.run(llm, ex)
-    assert llm.calls[0].messages[-1]["content"] == f"Error: {INTERRUPTED}"
+    assert llm.calls[0].messages[-1].content == f"Error: {INTERRUPTED}"
     (usage,) = tract.tool_usages()
     assert usage.status == "interrupted"
     assert usage.oid is not None

@@ -5,17 +5,8 @@ from __future__ import annotations
 import click
 
 from tractkv.cli.common import CliState, echo_json, json_option, note, with_state
-from tractkv.engine.refs import resolve_revision
 from tractkv.engine.usage_stats import usage_stats
-from tractkv.engine.usage_tree import (
-    STATUSES,
-    ToolUsage,
-    UsageNode,
-    flatten,
-    select_trees,
-    select_usages,
-    usage_forest,
-)
+from tractkv.engine.usage_tree import STATUSES, flatten
 
 
 @click.command("usage")
@@ -49,7 +40,7 @@ def usage(
     from tractkv.toolkit.export import format_usage, stats_lines, tree_lines
 
     if stats:
-        table = usage_stats(_usages(st, rev, commit, tool_name, status))
+        table = usage_stats(st.tract().tool_usages(commit, tool_name, status, rev=rev))
         if as_json:
             echo_json({name: s.to_json() for name, s in table.items()})
         elif table:
@@ -59,7 +50,7 @@ def usage(
             note("no tool usage")
         return
     if tool_name is not None or status is not None:
-        usages = _usages(st, rev, commit, tool_name, status)
+        usages = st.tract().tool_usages(commit, tool_name, status, rev=rev)
         if as_json:
             echo_json([u.to_json() for u in usages])
             return
@@ -68,7 +59,7 @@ def usage(
         if not usages:
             note("no matching tool usage")
         return
-    trees = _trees(st, rev, commit)
+    trees = st.tract().usage_tree(commit, rev=rev)
     if as_json:
         echo_json([t.to_json() for t in trees])
         return
@@ -77,32 +68,6 @@ def usage(
         click.echo(line)
     count = len(flatten(trees))
     note(f"{count} tool execution(s) in {len(trees)} tree(s)" if count else "no tool usage")
-
-
-# The facade answers usage queries for HEAD. ``--rev`` asks about another revision, which the facade cannot
-# be pointed at without moving HEAD, so for it these two read the engine's forest directly (the same
-# selection the facade makes).
-
-
-def _usages(
-    st: CliState, rev: str | None, commit: str | None, name: str | None, status: str | None
-) -> list[ToolUsage]:
-    """The executions of the history of ``rev`` (HEAD when None), selected as :meth:`Tract.tool_usages` does."""
-    if rev is None:
-        return st.tract().tool_usages(commit, name, status)
-    store = st.store()
-    roots = usage_forest(store, resolve_revision(store, rev))
-    commit_id = resolve_revision(store, commit) if commit is not None else None
-    return select_usages(roots, commit=commit_id, name=name, status=status)
-
-
-def _trees(st: CliState, rev: str | None, commit: str | None) -> list[UsageNode]:
-    """The usage trees of the history of ``rev`` (HEAD when None), as :meth:`Tract.usage_tree` selects them."""
-    if rev is None:
-        return st.tract().usage_tree(commit)
-    store = st.store()
-    roots = usage_forest(store, resolve_revision(store, rev))
-    return select_trees(roots, resolve_revision(store, commit) if commit is not None else None)
 
 
 @click.command("export")

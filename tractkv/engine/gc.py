@@ -19,6 +19,7 @@ import time
 from collections.abc import Iterable
 
 from tractkv import codec
+from tractkv.errors import InvalidInput
 from tractkv.ids import ObjectId, is_object_id, raw_to_oid
 from tractkv.model import Blob, Commit, decode
 from tractkv.store import Store, Table
@@ -27,6 +28,7 @@ from .content import ANNOTATION
 from .history import iter_all_reflogs, log_ref_move
 from .refs import HEAD, HEADS
 from .results import GcResult
+from .session import Session
 from .state import CHUNK_PREFIX, CKPT_PREFIX
 
 
@@ -152,3 +154,26 @@ def _drop_checkpoints(snap: object, batch: object, live: Iterable[ObjectId]) -> 
         if key not in used_chunks:
             batch.table_put(Table.DERIVED, key, None)
     return removed
+
+
+def collect_for(
+    session: Session, min_age_hours: float = 72.0, keep_pinned: bool = True, keep_branches: bool = True
+) -> GcResult:
+    """gc from a session: its HEAD state is flushed first, the ids running tool executions hold are kept
+    (:func:`~tractkv.engine.usage_rows.held_ids`), and its caches are dropped afterwards."""
+    from .usage_rows import held_ids
+
+    if min_age_hours < 0:
+        raise InvalidInput("min_age_hours must be >= 0")
+    session.before_gc()
+    result = collect_garbage(
+        session.store,
+        min_age_hours=min_age_hours,
+        keep_pinned=keep_pinned,
+        keep_branches=keep_branches,
+        current_branch=session.branch_ref,
+        now_us=int(session.clock()),
+        extra_roots=held_ids(session.store),
+    )
+    session.after_store_rewrite()
+    return result

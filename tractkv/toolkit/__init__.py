@@ -16,6 +16,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from tractkv.engine.results import RunResult
     from tractkv.engine.usage_stats import ToolStats
     from tractkv.engine.usage_tree import ToolUsage, UsageNode
 
@@ -24,8 +25,6 @@ if TYPE_CHECKING:
     from .events import EventBus, ToolEvent
     from .executor import ToolExecutor
     from .export import export_conversation
-    from tractkv.engine.results import RunResult
-
     from .loop import run
     from .profiles import FULL_PROFILE, SELF_PROFILE, SUPERVISOR_PROFILE, ToolProfile, as_tools, get_profile
 

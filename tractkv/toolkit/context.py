@@ -23,6 +23,7 @@ from tractkv.ids import ObjectId
 
 if TYPE_CHECKING:
     from tractkv.engine.results import CompiledContext, RunResult
+    from tractkv.llm.protocol import LLMClient
     from tractkv.tract import Tract
 
     from .definitions import ToolDefinition, ToolResult
@@ -69,7 +70,7 @@ class ToolContext:
 
     tract: Tract
     compiled: CompiledContext | None
-    llm: Any
+    llm: LLMClient | None
     executor: ToolExecutor
     events: EventBus
     usage_id: str
@@ -87,7 +88,7 @@ class ToolContext:
         self,
         prompt: str,
         *,
-        llm: Any = None,
+        llm: LLMClient | None = None,
         tools: Iterable[str | ToolDefinition] = (),
         profile: str | ToolProfile | None = None,
         system: str | None = None,

@@ -48,6 +48,7 @@ from .schema import validate
 
 if TYPE_CHECKING:
     from tractkv.engine.results import CompiledContext
+    from tractkv.llm.protocol import LLMClient
     from tractkv.store import Store
     from tractkv.tract import Tract
 
@@ -64,7 +65,7 @@ class _Frame:
         store: Store,
         commit: ObjectId | None,
         turn: Turn | None,
-        llm: Any,
+        llm: LLMClient | None,
         compiled: CompiledContext | None,
     ) -> None:
         self.usage_id = usage_id
@@ -157,7 +158,7 @@ class ToolExecutor:
         profile: str | ToolProfile | None = "full",
         overrides: Mapping[str, str] | None = None,
         tools: Iterable[ToolDefinition | Handler] = (),
-        llm: Any = None,
+        llm: LLMClient | None = None,
         events: EventBus | None = None,
         result_limit: int = DEFAULT_RESULT_LIMIT,
         clock: Callable[[], int] | None = None,
@@ -329,7 +330,7 @@ class ToolExecutor:
         commit: ObjectId | None = None,
         compiled: CompiledContext | None = None,
         parent_id: str | None = None,
-        llm: Any = None,
+        llm: LLMClient | None = None,
         turn: Turn | None = None,
     ) -> ToolResult:
         """Run a tool and record its usage; every failure is returned as a result, never raised.
