@@ -82,12 +82,18 @@ class Tract:
         branch: str | None = None,
         owns_store: bool = True,
         llm: LLMClient | None = None,
+        readonly: bool = False,
     ) -> None:
         self._store = store
         self._owns_store = owns_store
         self.token_budget = token_budget
         self._session = Session(
-            store, counter=token_counter, clock=clock, branch=branch, rebase_appends=rebase_appends
+            store,
+            counter=token_counter,
+            clock=clock,
+            branch=branch,
+            rebase_appends=rebase_appends,
+            readonly=readonly,
         )
         self._llm: LLMClient | None = None
         self.configure_llm(llm)
@@ -108,6 +114,7 @@ class Tract:
         create: bool = True,
         clock: Callable[[], int] | None = None,
         llm: LLMClient | None = None,
+        readonly: bool = False,
     ) -> Tract:
         """Open (or create) a store at ``path``; an in-memory store when ``path`` is None.
 
@@ -121,6 +128,8 @@ class Tract:
             create: create the store when absent.
             clock: returns the time in µs since the epoch (tests pass a fake one).
             llm: the model summarize, compress and generate use (see :meth:`configure_llm`).
+            readonly: refuse every write (:class:`~tractkv.errors.ReadOnlySession`); HEAD and compile
+                checkpoints are never written, so reading changes nothing in the store.
         """
         store = open_store(None) if path is None else open_store(path, durable=durable, create=create)
         try:
@@ -132,6 +141,7 @@ class Tract:
                 clock=clock,
                 branch=branch,
                 llm=llm,
+                readonly=readonly,
             )
         except BaseException:
             store.close()

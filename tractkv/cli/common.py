@@ -39,12 +39,13 @@ class CliState:
             self._store = LmdbStore(self.store_path, create=create)
         return self._store
 
-    def tract(self) -> Tract:
-        """A Tract over the store (one per command); it writes its compile checkpoint when the command ends."""
+    def tract(self, *, readonly: bool = False) -> Tract:
+        """A Tract over the store (one per command). A writing command's Tract writes its compile checkpoint
+        when the command ends; a read command's (``readonly``) writes nothing at all, not even HEAD."""
         if self._tract is None:
             from tractkv.tract import Tract
 
-            self._tract = Tract(self.store(), owns_store=False)
+            self._tract = Tract(self.store(), owns_store=False, readonly=readonly)
         return self._tract
 
     def close(self) -> None:

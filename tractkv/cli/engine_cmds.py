@@ -146,7 +146,7 @@ def log(
     """Commits reachable from HEAD (or REV), newest first."""
     if graph and op_filter is not None:
         raise click.UsageError("--graph draws every commit's edges: it cannot be combined with --op")
-    infos = st.tract().log(limit=limit, op_filter=op_filter, rev=rev)
+    infos = st.tract(readonly=True).log(limit=limit, op_filter=op_filter, rev=rev)
     if as_json:
         echo_json([i.to_json() for i in infos])
         return
@@ -221,7 +221,7 @@ def _moves(segments: tuple[tuple[int, int], ...]) -> list[str]:
 @with_state
 def show(st: CliState, rev: str, as_json: bool) -> None:
     """One commit: its fields and content."""
-    info = st.tract().get_commit(rev)
+    info = st.tract(readonly=True).get_commit(rev)
     if as_json:
         echo_json(info.to_json())
         return
@@ -262,7 +262,7 @@ def show(st: CliState, rev: str, as_json: bool) -> None:
 @with_state
 def compile_cmd(st: CliState, fmt: str, at: str | None, include_reasoning: bool, as_json: bool) -> None:
     """The context a model call needs, from HEAD (or --at REV)."""
-    ctx = st.tract().compile(at=at, include_reasoning=include_reasoning)
+    ctx = st.tract(readonly=True).compile(at=at, include_reasoning=include_reasoning)
     if as_json:
         fmt = "json"
     if fmt == "openai":
@@ -300,7 +300,7 @@ def compile_cmd(st: CliState, fmt: str, at: str | None, include_reasoning: bool,
 @with_state
 def status(st: CliState, as_json: bool) -> None:
     """Branch, HEAD, commit / message / token counts, budget use, ahead / behind its upstream."""
-    info = st.tract().status()
+    info = st.tract(readonly=True).status()
     if as_json:
         data = _jsonable(info)
         data["budget_used"] = info.budget_used
@@ -428,7 +428,7 @@ def reset(st: CliState, rev: str, mode: str) -> None:
 @with_state
 def reflog(st: CliState, branch: str | None, limit: int | None, as_json: bool) -> None:
     """Moves of BRANCH (default: the current one), newest first."""
-    entries = st.tract().reflog(branch, limit=limit)
+    entries = st.tract(readonly=True).reflog(branch, limit=limit)
     if as_json:
         echo_json([_jsonable(e) for e in entries])
         return
@@ -446,7 +446,7 @@ def reflog(st: CliState, branch: str | None, limit: int | None, as_json: bool) -
 @with_state
 def diff(st: CliState, a: str, b: str | None, as_json: bool) -> None:
     """Message-level changes between the compiled contexts of A and B (default HEAD)."""
-    result = st.tract().diff(a, b)
+    result = st.tract(readonly=True).diff(a, b)
     if as_json:
         echo_json(_jsonable(result))
         return

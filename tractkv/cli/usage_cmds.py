@@ -40,7 +40,7 @@ def usage(
     from tractkv.toolkit.export import format_usage, stats_lines, tree_lines
 
     if stats:
-        table = usage_stats(st.tract().tool_usages(commit, tool_name, status, rev=rev))
+        table = usage_stats(st.tract(readonly=True).tool_usages(commit, tool_name, status, rev=rev))
         if as_json:
             echo_json({name: s.to_json() for name, s in table.items()})
         elif table:
@@ -50,7 +50,7 @@ def usage(
             note("no tool usage")
         return
     if tool_name is not None or status is not None:
-        usages = st.tract().tool_usages(commit, tool_name, status, rev=rev)
+        usages = st.tract(readonly=True).tool_usages(commit, tool_name, status, rev=rev)
         if as_json:
             echo_json([u.to_json() for u in usages])
             return
@@ -59,7 +59,7 @@ def usage(
         if not usages:
             note("no matching tool usage")
         return
-    trees = st.tract().usage_tree(commit, rev=rev)
+    trees = st.tract(readonly=True).usage_tree(commit, rev=rev)
     if as_json:
         echo_json([t.to_json() for t in trees])
         return
@@ -85,7 +85,7 @@ def export(st: CliState, fmt: str, output: str | None) -> None:
     """Export the conversation at HEAD with its tool-usage history (JSON or Markdown)."""
     from tractkv.tract import Tract
 
-    with Tract(st.store(), owns_store=False) as t:
+    with Tract(st.store(), owns_store=False, readonly=True) as t:
         text = t.export(fmt)
     if output is None:
         click.echo(text, nl=not text.endswith("\n"))
