@@ -11,7 +11,10 @@ There is no server to verify anything, so the protocol rests on S3's conditional
 
 One object per ref keeps agents pushing different branches from contending, at the price of cross-ref
 atomicity: an ``atomic`` push of several refs is refused (use a hub for that). Deleting a branch is not
-supported over S3 (S3 has no portable conditional delete).
+supported over S3 (S3 has no portable conditional delete). With no server to walk history on every push,
+the fast-forward rule is the pusher's to check (:func:`tractkv.sync.ops.push_to` does, before sending);
+only a refused update's reason walks the bucket's history, to tell ``stale`` from ``non-fast-forward`` as
+a hub would.
 
 The endpoint and credentials come from the usual AWS settings (``AWS_ENDPOINT_URL_S3`` or
 ``AWS_ENDPOINT_URL``, ``AWS_ACCESS_KEY_ID`` / ``AWS_SECRET_ACCESS_KEY``, ``AWS_DEFAULT_REGION``).
@@ -29,6 +32,7 @@ from urllib.parse import urlsplit
 
 from tractkv.errors import ConditionalWritesUnsupported, RemoteUnavailable, TransferError, UnsupportedURL
 from tractkv.ids import ObjectId, is_object_id, raw_to_oid
+from tractkv.model import Commit
 from tractkv.store import Reader, Table
 from tractkv.store.walk import iter_reachable
 
@@ -255,14 +259,53 @@ class S3Remote(Remote):
         self._etags[key] = response.get("ETag", "")
         return RefResult(update.name, True)
 
-    @staticmethod
-    def _moved(update: RefUpdate, value: str | None) -> RefResult:
+    def _moved(self, update: RefUpdate, value: str | None) -> RefResult:
+        """The refusal of an update whose ref is no longer at the expected old value, worded as a hub's:
+        ``non-fast-forward`` when the new value does not contain the current one (pull and merge), else
+        ``stale`` (re-read and retry)."""
         detail = f"expected {update.old or 'absent'}, found {value or 'absent'}"
-        if update.force or value is None:
+        if (
+            update.force
+            or value is None
+            or update.new is None
+            or not is_object_id(value)
+            or self._contains(update.new, ObjectId(value))
+        ):
             return RefResult(update.name, False, "stale", detail)
         return RefResult(
             update.name, False, "non-fast-forward", f"{detail}: someone pushed first, pull first"
         )
+
+    def _contains(self, tip: ObjectId, ancestor: ObjectId) -> bool:
+        """Whether ``ancestor`` is in the history of ``tip``, read from the bucket.
+
+        Commit times grow strictly along every edge, so the walk goes newest first and never below
+        ``ancestor``'s time: after a race lost to another pusher it reads the few commits pushed since,
+        not the whole history. An object the bucket lacks counts as "not contained".
+        """
+        try:
+            target = self._commit(ancestor)
+            pending = [tip]
+            seen: set[ObjectId] = set()
+            while pending:
+                oid = pending.pop()
+                if oid == ancestor:
+                    return True
+                if oid in seen:
+                    continue
+                seen.add(oid)
+                commit = self._commit(oid)
+                if commit.created_at > target.created_at:
+                    pending.extend(commit.parents)
+        except TransferError:
+            return False
+        return False
+
+    def _commit(self, oid: ObjectId) -> Commit:
+        obj = verify(oid, self._get_object(oid))
+        if not isinstance(obj, Commit):
+            raise TransferError(f"{oid} is a {obj.KIND}, not a commit", oid)
+        return obj
 
     def fetch(
         self,
