@@ -49,8 +49,8 @@ import httpx  # noqa: E402
 from starlette.testclient import TestClient  # noqa: E402
 
 from tractkv import Tract  # noqa: E402
-from tractkv.store import LmdbStore  # noqa: E402
 from tractkv.llm import ScriptedLLM  # noqa: E402
+from tractkv.store import LmdbStore  # noqa: E402
 from tractkv.toolkit import ToolContext, ToolExecutor, tool  # noqa: E402
 from tractkv.view.app import POLL_INTERVAL, create_app  # noqa: E402
 

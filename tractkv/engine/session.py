@@ -438,6 +438,12 @@ class Session:
         state = self.state_at(at)
         return context_of(reader, state, self.counter.name, self.tools_of(state.tools), include_reasoning)
 
+    def compiled_at(self, oid: ObjectId | None) -> tuple[CompileState, CompiledContext]:
+        """The (shared, read-only) compile state at a commit id (None: the empty state) and its context."""
+        reader = self.reader()
+        state = self.compiler.state_at(reader, oid)
+        return state, context_of(reader, state, self.counter.name, self.tools_of(state.tools))
+
     def tools_of(self, toolset_id: ObjectId | None) -> tuple[dict[str, Any], ...]:
         """The schemas of a tool set, in order (cached: a tool set id names one list forever)."""
         if toolset_id is None:

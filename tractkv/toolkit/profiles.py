@@ -82,9 +82,7 @@ def get_profile(profile: object) -> ToolProfile:
     return found
 
 
-def profile_tools(
-    profile: object, overrides: Mapping[str, str] | None = None
-) -> list[ToolDefinition]:
+def profile_tools(profile: object, overrides: Mapping[str, str] | None = None) -> list[ToolDefinition]:
     """The built-in tools of a profile (none for None), with ``overrides`` ({name: description}) applied.
 
     Raises:

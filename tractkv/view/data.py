@@ -17,14 +17,14 @@ from typing import Any
 import attrs
 
 from tractkv.engine import graph
-from tractkv.engine.compiler import Compiler, context_of, load_tools
 from tractkv.engine.content import ANNOTATION
 from tractkv.engine.history import commit_info
 from tractkv.engine.lanes import LaneLayout
 from tractkv.engine.refs import HEADS, REMOTES
 from tractkv.engine.results import CommitInfo, CompiledContext, timestamp
+from tractkv.engine.session import Session
 from tractkv.engine.state import CompileState
-from tractkv.engine.tokens import DEFAULT_COUNTER, TokenCounter
+from tractkv.engine.tokens import TokenCounter
 from tractkv.engine.usage_rows import USAGE_LINK
 from tractkv.engine.usage_stats import ToolStats, usage_stats
 from tractkv.engine.usage_tree import STATUSES, UsageNode, flatten, usage_forest
@@ -133,17 +133,18 @@ class Inspector:
 
     def __init__(self, store: Store, counter: TokenCounter | None = None) -> None:
         self.store = store
-        self.counter = counter or DEFAULT_COUNTER
-        self._compiler = Compiler(self.counter)
-        self._lock = threading.Lock()  # the compiler's cache is not thread-safe
+        self.session = Session(
+            store, counter=counter, readonly=True
+        )  # can never write, not even a checkpoint
+        self.counter = self.session.counter
+        self._lock = threading.Lock()  # the session's compile cache is not thread-safe
         self._summaries: OrderedDict[ObjectId, tuple[int, int, int, int | None]] = OrderedDict()
 
-    def _compiled(self, reader: Reader, oid: ObjectId | None) -> tuple[CompileState, CompiledContext]:
+    def _compiled(self, oid: ObjectId | None) -> tuple[CompileState, CompiledContext]:
         """The (shared, read-only) compile state at ``oid`` and its context. Under the lock: the compiler's
         cache and a state's lazily rendered view are not thread-safe, and requests run in a thread pool."""
         with self._lock:
-            state = self._compiler.state_at(reader, oid)
-            return state, context_of(reader, state, self.counter.name, load_tools(reader, state.tools))
+            return self.session.compiled_at(oid)
 
     # --- refs ----------------------------------------------------------------------------------------
 
@@ -192,7 +193,7 @@ class Inspector:
             if cached is not None:
                 self._summaries.move_to_end(head)
                 return cached
-        state, context = self._compiled(self.store, head)
+        state, context = self._compiled(head)
         summary = (
             state.commit_count,
             len(context.messages),
@@ -252,7 +253,7 @@ class Inspector:
         reader = self.store
         commit = reader.get_commit(oid)
         info = commit_info(reader, oid, commit, self.counter)
-        state, context = self._compiled(reader, oid)
+        state, context = self._compiled(oid)
         message_annotations = {
             slot.commit: ann
             for slot in state.slots
