@@ -16,11 +16,15 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 
 from tractkv import Tract
 from tractkv.store import LmdbStore, fsck
+from tractkv.sync.http_client import HttpRemote
 from tractkv.toolkit import ToolContext, ToolExecutor, tool
+
+from .asgi_transport import AsgiTransport
 
 START_US = 1_700_000_000_000_000
 ADMIN = "admin-token-0123456789abcdef"
@@ -113,6 +117,48 @@ def start_hub(tmp_path: Path) -> Iterator[Callable[..., Hub]]:
             with LmdbStore(str(hub.store), durable=False) as st:
                 report = fsck(st)
             assert report.ok, report.problems
+
+
+class InProcessHub:
+    """The hub's app over a store in this process, reached through :class:`AsgiTransport`: no socket, no
+    process. ``url`` names nothing on the network; only the transport reaches it."""
+
+    url = "http://hub.in-process"
+
+    def __init__(self, path: Path, **options: Any) -> None:
+        from tractkv.sync.server import create_app
+
+        self.store = LmdbStore(str(path), durable=False)
+        self.app = create_app(self.store, **options)
+
+    def remote(self, token: str | None = None) -> HttpRemote:
+        """A client of this hub (close it, or use it as a context manager)."""
+        return HttpRemote(self.url, token=token, transport=AsgiTransport(self.app))
+
+    def client(self) -> httpx.Client:
+        """A plain httpx client of this hub, for requests no HttpRemote would send."""
+        return httpx.Client(base_url=self.url, transport=AsgiTransport(self.app))
+
+    def state(self) -> tuple[dict[str, str], int]:
+        """The hub's refs and object count."""
+        return dict(self.store.iter_refs("refs/")), sum(1 for _ in self.store.iter_oids())
+
+
+@pytest.fixture
+def in_process_hub(tmp_path: Path) -> Iterator[Callable[..., InProcessHub]]:
+    """``in_process_hub(**create_app_options)``: a hub in this process; its store fsck'd and closed at the end."""
+    hubs: list[InProcessHub] = []
+
+    def factory(**options: Any) -> InProcessHub:
+        hub = InProcessHub(tmp_path / f"in-process-hub{len(hubs)}", **options)
+        hubs.append(hub)
+        return hub
+
+    yield factory
+    for hub in hubs:
+        report = fsck(hub.store)
+        hub.store.close()
+        assert report.ok, report.problems
 
 
 @pytest.fixture

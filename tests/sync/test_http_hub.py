@@ -1,5 +1,6 @@
-"""Sync through a real `tractkv serve` hub on 127.0.0.1 (a subprocess per test): what only a hub does (auth,
-limits, malformed requests, a killed hub, racing clients). Force, lease, prune, diverged refusal, atomic
+"""The HTTP hub: what only a hub does (auth, limits, malformed requests, a killed hub, racing clients), through
+a real `tractkv serve` on 127.0.0.1 (a subprocess per test) or, where no process is needed, the hub's app in
+process. Force, lease, prune, diverged refusal, atomic
 multi-ref and an interrupted push are in the Remote contract (test_remote_contract.py).
 """
 
@@ -11,7 +12,6 @@ import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-import httpx
 import pytest
 
 from tractkv import Tract
@@ -31,7 +31,7 @@ from tractkv.sync.ops import push_to
 from tractkv.sync.remote import RefUpdate
 from tractkv.sync.wire import encode_push_head
 
-from .conftest import ADMIN, EDGE, READER, Hub, snapshot, tool_session
+from .conftest import ADMIN, EDGE, READER, Hub, InProcessHub, snapshot, tool_session
 
 Factory = Callable[..., Tract]
 MAIN = "refs/heads/main"
@@ -160,9 +160,9 @@ def test_oversize_object_and_oversize_request_get_413_and_store_nothing(
 
 
 def test_corrupted_object_unknown_kind_and_garbage_are_rejected_naming_the_object(
-    open_store_tract: Factory, start_hub: Callable[..., Hub]
+    open_store_tract: Factory, in_process_hub: Callable[..., InProcessHub]
 ) -> None:
-    hub = start_hub()
+    hub = in_process_hub()
     a = open_store_tract("a")
     a.system("s")
     a.user("to be corrupted")
@@ -170,37 +170,39 @@ def test_corrupted_object_unknown_kind_and_garbage_are_rejected_naming_the_objec
     pairs = list(objects_for(a.store, [a.head], []))
     bad_oid, bad_data = pairs[1]
     corrupted = [*pairs[:1], (bad_oid, bad_data.replace(b"s", b"S", 1)), *pairs[2:]]
-    with HttpRemote(hub.url) as remote:
+    with hub.remote() as remote:
         with pytest.raises(RejectedObject) as info:
             remote.push(corrupted, [RefUpdate(MAIN, None, a.head)])
         assert info.value.oid == bad_oid
-    refs, count = hub_state(hub)
+    refs, count = hub.state()
     assert refs == {}
     assert count == 1  # the object before the bad one was verified and kept
-    with httpx.Client() as client:
-        response = client.post(hub.url + "/v1/push", content=b"\x00\x00\x00\x02{}")
+    with hub.client() as client:
+        response = client.post("/v1/push", content=b"\x00\x00\x00\x02{}")
         assert response.status_code == 400
         head = encode_push_head([RefUpdate(MAIN, None, a.head)], False)
-        response = client.post(hub.url + "/v1/push", content=head + b"garbage, not a stream")
+        response = client.post("/v1/push", content=head + b"garbage, not a stream")
         assert response.status_code == 400
         assert "bad magic" in response.json()["message"]
-        response = client.post(hub.url + "/v1/missing", content=b"short")
+        response = client.post("/v1/missing", content=b"short")
         assert response.status_code == 400
 
 
-def test_missing_parent_is_refused(open_store_tract: Factory, start_hub: Callable[..., Hub]) -> None:
-    hub = start_hub()
+def test_missing_parent_is_refused(
+    open_store_tract: Factory, in_process_hub: Callable[..., InProcessHub]
+) -> None:
+    hub = in_process_hub()
     a = open_store_tract("a")
     a.system("s")
     a.user("child")
     assert a.head is not None
     pairs = list(objects_for(a.store, [a.head], []))
     parent = a.get_commit("HEAD~1").commit_hash
-    with HttpRemote(hub.url) as remote, pytest.raises(RejectedObject) as info:
+    with hub.remote() as remote, pytest.raises(RejectedObject) as info:
         remote.push([p for p in pairs if p[0] != parent], [RefUpdate(MAIN, None, a.head)])
     assert info.value.oid == a.head
     assert parent in str(info.value)
-    assert hub_state(hub)[0] == {}
+    assert hub.state()[0] == {}
 
 
 def big_session(t: Tract, commits: int) -> None:

@@ -37,10 +37,8 @@ from tractkv.sync.path import PathRemote
 from tractkv.sync.receive import receive_objects, verify
 from tractkv.sync.remote import PushOutcome, RefUpdate, Remote
 from tractkv.sync.s3 import S3Remote
-from tractkv.sync.server import create_app
 
-from .asgi_transport import AsgiTransport
-from .conftest import BUCKET, Hub
+from .conftest import BUCKET, Hub, InProcessHub
 
 Factory = Callable[..., Tract]
 HEADS = "refs/heads/"
@@ -160,30 +158,26 @@ class PathBackend(Backend):
 
 
 class AsgiBackend(Backend):
-    """The hub's Starlette app over a store, reached through :class:`AsgiTransport` (no socket)."""
+    """The hub's Starlette app over a store, reached through an injected transport (no socket)."""
 
     kind = "http-asgi"
 
-    def __init__(self, path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-        self.url = "http://hub.in-process"
-        self.store = LmdbStore(str(path), durable=False)
-        self.app = create_app(self.store)
+    def __init__(self, hub: InProcessHub, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.url = hub.url
+        self.hub = hub
         self._monkeypatch = monkeypatch
 
     def connect(self) -> Remote:
-        return HttpRemote(self.url, transport=AsgiTransport(self.app))
+        return self.hub.remote()
 
     def held(self) -> tuple[dict[str, str], dict[ObjectId, bytes]]:
-        return lmdb_held(self.store)
+        return lmdb_held(self.hub.store)
 
     def clone(self, path: Path) -> Tract:
         # Clone opens its remote by URL; route this URL to the in-process hub.
         with self._monkeypatch.context() as patch:
             patch.setattr(ops, "open_remote", lambda url, token_env=None: self.connect())
             return super().clone(path)
-
-    def close(self) -> None:
-        self.store.close()
 
 
 class HubBackend(Backend):
@@ -303,7 +297,7 @@ def backend(
     if kind == "path":
         chosen = PathBackend(tmp_path / "remote")
     elif kind == "http-asgi":
-        chosen = AsgiBackend(tmp_path / "remote", monkeypatch)
+        chosen = AsgiBackend(request.getfixturevalue("in_process_hub")(), monkeypatch)
     elif kind == "http-hub":
         chosen = HubBackend(request.getfixturevalue("start_hub")())
     elif kind == "s3":
