@@ -181,7 +181,7 @@ def test_branch_summaries_compile_each_head_once(
         inspector = Inspector(st)
         compiled: list[str | None] = []
         real = inspector._compiled
-        monkeypatch.setattr(inspector, "_compiled", lambda r, oid: compiled.append(oid) or real(r, oid))
+        monkeypatch.setattr(inspector, "_compiled", lambda oid: compiled.append(oid) or real(oid))
         first = inspector.branches()
         assert sorted(compiled) == sorted({b.head for b in first})  # main's head once, explore's once
         assert inspector.branches() == first
