@@ -456,34 +456,14 @@ class Tract:
         ``branch``, else ``main`` when the remote has it, else the first. A clone that fails leaves no
         store behind at ``path``.
         """
-        import os
-        import shutil
-
         from tractkv.sync import ops
 
-        if path is not None and os.path.exists(path) and os.listdir(path):
-            raise InvalidInput(f"cannot clone into {path!r}: it exists and is not empty")
-        created = path is not None and not os.path.exists(path)
-        tract: Tract | None = None
-        try:
-            tract = cls.open(path, durable=durable, **kwargs)
-            start = ops.clone_from(
-                tract._store,
-                url,
-                remote,
-                token_env=token_env,
-                branch=branch,
-                progress=progress,
-                now_us=tract._session.clock(),
-            )
-            tract._session.place(branch_ref(start))
-            return tract
-        except BaseException:
-            if tract is not None:
-                tract.close()
-            if created and path is not None:
-                shutil.rmtree(path, ignore_errors=True)
-            raise
+        def open_handle() -> Tract:
+            return cls.open(path, durable=durable, **kwargs)
+
+        return ops.clone_into(
+            path, open_handle, url, remote, token_env=token_env, branch=branch, progress=progress
+        )
 
     # --- tools in context ---------------------------------------------------------------------------------
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Callable, Iterable, Iterator
-from typing import Any
+from typing import Any, Protocol, TypeVar
 from urllib.parse import urlsplit
 
 import attrs
@@ -294,38 +294,69 @@ def _reject(ref: str, reason: str, detail: str) -> None:
     raise PushRejected([RefResult(ref, False, reason, detail)])  # type: ignore[arg-type]
 
 
-def clone_from(
-    store: Store,
+class Cloned(Protocol):
+    """What :func:`clone_into` needs of the handle it fills: its session, and close() for a rollback."""
+
+    @property
+    def session(self) -> Session: ...
+
+    def close(self) -> None: ...
+
+
+HandleT = TypeVar("HandleT", bound=Cloned)
+
+
+def clone_into(
+    path: str | None,
+    open_handle: Callable[[], HandleT],
     url: str,
     remote_name: str,
     *,
     token_env: str | None = None,
     branch: str | None = None,
     progress: Progress | None = None,
-    now_us: int | None = None,
-) -> str:
-    """Fill an empty store from ``url``: remember the remote, fetch, and make every remote branch a local
-    branch. Returns the branch HEAD should be on: ``branch``, else ``main`` when the remote has it, else the
-    first by name.
+) -> HandleT:
+    """Open a new store at ``path`` with ``open_handle`` and fill it from ``url``: remember the remote,
+    fetch, make every remote branch a local branch, and put HEAD on ``branch``, else ``main`` when the remote
+    has it, else the first by name.
+
+    Guarantees: a clone that fails closes the handle and leaves no store behind at ``path``.
 
     Raises:
-        BranchNotFound: the remote has no ``branch``.
+        InvalidInput: ``path`` exists and is not empty. BranchNotFound: the remote has no ``branch``.
     """
+    import shutil
+
     from tractkv.errors import BranchNotFound
 
-    add_remote(store, remote_name, url, token_env=token_env)
-    with open_named(store, remote_name) as conn:
-        fetch_from(store, conn, remote_name, progress=progress)
-    prefix = f"{REMOTES}{remote_name}/"
-    tips = {ref[len(prefix) :]: ObjectId(v) for ref, v in store.iter_refs(prefix)}
-    if branch is not None and branch not in tips:
-        raise BranchNotFound(f"{remote_name}/{branch}")
-    batch = store.new_batch()
-    for name, tip in tips.items():
-        batch.set_ref(HEADS + name, tip, expected=None)
-        log_ref_move(batch, HEADS + name, None, tip, "clone", f"clone from {url}", now_us=now_us)
-    store.apply(batch)
-    return branch or ("main" if "main" in tips or not tips else sorted(tips)[0])
+    if path is not None and os.path.exists(path) and os.listdir(path):
+        raise InvalidInput(f"cannot clone into {path!r}: it exists and is not empty")
+    created = path is not None and not os.path.exists(path)
+    handle: HandleT | None = None
+    try:
+        handle = open_handle()
+        session = handle.session
+        store = session.store
+        add_remote(store, remote_name, url, token_env=token_env)
+        with open_named(store, remote_name) as conn:
+            fetch_from(store, conn, remote_name, progress=progress)
+        prefix = f"{REMOTES}{remote_name}/"
+        tips = {ref[len(prefix) :]: ObjectId(v) for ref, v in store.iter_refs(prefix)}
+        if branch is not None and branch not in tips:
+            raise BranchNotFound(f"{remote_name}/{branch}")
+        batch = store.new_batch()
+        for name, tip in tips.items():
+            batch.set_ref(HEADS + name, tip, expected=None)
+            log_ref_move(batch, HEADS + name, None, tip, "clone", f"clone from {url}", now_us=session.clock())
+        store.apply(batch)
+        session.place(HEADS + (branch or ("main" if "main" in tips or not tips else sorted(tips)[0])))
+        return handle
+    except BaseException:
+        if handle is not None:
+            handle.close()
+        if created and path is not None:
+            shutil.rmtree(path, ignore_errors=True)
+        raise
 
 
 def merge_tracking(

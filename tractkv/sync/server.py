@@ -71,9 +71,7 @@ class Hub:
         return self.tokens.authenticate(request.headers.get("authorization"))
 
     async def info(self, request: Request) -> Response:
-        return JSONResponse(
-            {"tractkv": __version__, "protocol": PROTOCOL, "auth": self.tokens is not None}
-        )
+        return JSONResponse({"tractkv": __version__, "protocol": PROTOCOL, "auth": self.tokens is not None})
 
     async def refs(self, request: Request) -> Response:
         grant = self.grant(request)
