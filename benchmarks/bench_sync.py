@@ -47,8 +47,8 @@ from tractkv.store import LmdbStore  # noqa: E402
 from tractkv.sync.frames import encode_stream  # noqa: E402
 from tractkv.sync.http_client import HttpRemote  # noqa: E402
 from tractkv.sync.negotiate import candidate_ids, raw_objects  # noqa: E402
-from tractkv.sync.ops import push_to  # noqa: E402
 from tractkv.sync.receive import receive_objects  # noqa: E402
+from tractkv.sync.transfer import push_to  # noqa: E402
 
 SMOKE_ARGS = ["--commits", "40", "--repeat", "1"]
 TARGETS = {"push_full": 1.0, "clone_full": 1.0, "push_one_requests": 3, "push_one_wire_ratio": 2.0}

@@ -22,7 +22,7 @@ from tractkv.engine.content import (
     ReasoningContent,
     ToolCall,
 )
-from tractkv.engine.results import (
+from tractkv.engine.records import (
     BranchInfo,
     CommitInfo,
     CompiledContext,

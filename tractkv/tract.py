@@ -3,9 +3,9 @@
 Lifecycle and delegation only. The handle's HEAD, compile state, batches and write path are a
 :class:`~tractkv.engine.session.Session`; merge and compress are :mod:`tractkv.engine.merging`; tool results,
 hooks and summarization are :mod:`tractkv.engine.tool_results`; tool-usage queries are
-``tractkv.engine.usage_*``; sync is :mod:`tractkv.sync.ops`; the model is reached through
-:func:`tractkv.llm.protocol.call_model`. The agent toolkit sits above this module and is reached only by
-one-line lazy delegations (:meth:`run`, :meth:`as_tools`, :meth:`export`).
+``tractkv.engine.usage_*``; sync is :mod:`tractkv.sync.transfer` and :mod:`tractkv.sync.remotes`; the model
+is reached through :func:`tractkv.llm.protocol.call_model`. The agent toolkit sits above this module and is
+reached only by one-line lazy delegations (:meth:`run`, :meth:`as_tools`, :meth:`export`).
 
 Concurrency: several handles (threads or processes) may use one store, each with its own HEAD. Every ref
 move is a compare-and-swap, so two handles appending to one branch never lose a commit: the loser gets
@@ -23,8 +23,7 @@ from tractkv.engine import branches
 from tractkv.engine.gc import collect_for
 from tractkv.engine.merging import commit_compress, merge, plan_compress
 from tractkv.engine.queries import ToolTurn
-from tractkv.engine.refs import branch_ref
-from tractkv.engine.results import (
+from tractkv.engine.records import (
     BranchInfo,
     CommitInfo,
     CompiledContext,
@@ -35,6 +34,7 @@ from tractkv.engine.results import (
     RunResult,
     StatusInfo,
 )
+from tractkv.engine.refs import branch_ref
 from tractkv.engine.session import Session
 from tractkv.engine.tokens import TokenCounter
 from tractkv.engine.tool_results import ToolResults
@@ -55,8 +55,8 @@ from tractkv.store import Store, open_store
 
 if TYPE_CHECKING:
     from tractkv.llm.protocol import LLMClient
-    from tractkv.sync.ops import FetchResult
     from tractkv.sync.remote import PushOutcome
+    from tractkv.sync.transfer import FetchResult
 
 COMPRESS_INSTRUCTIONS = (
     "Summarize this conversation so far for the assistant who will continue it. Keep decisions, facts, "
@@ -361,31 +361,31 @@ class Tract:
         ``s3://bucket/prefix`` or a bundle file. ``token_env`` names the environment variable holding the
         hub's bearer token (default ``TRACTKV_TOKEN``); tokens are never stored.
         """
-        from tractkv.sync import ops
+        from tractkv.sync import remotes
 
         self._session.check_writes("remote_add", in_batch=False)
-        ops.add_remote(self._store, name, url, token_env=token_env)
+        remotes.add_remote(self._store, name, url, token_env=token_env)
 
     def remotes(self) -> dict[str, str]:
         """Configured remotes: name -> URL."""
-        from tractkv.sync import ops
+        from tractkv.sync import remotes
 
-        return ops.list_remotes(self._store)
+        return remotes.list_remotes(self._store)
 
     def remote_remove(self, name: str) -> None:
         """Forget a remote and its remote-tracking branches (the objects stay until gc)."""
-        from tractkv.sync import ops
+        from tractkv.sync import remotes
 
         self._session.check_writes("remote_remove", in_batch=False)
-        ops.remove_remote(self._store, name)
+        remotes.remove_remote(self._store, name)
 
     def fetch(self, remote: str = "origin", *, progress: Callable[[int], None] | None = None) -> FetchResult:
         """Receive the remote's branches as ``<remote>/<branch>`` tracking branches; local branches stay."""
-        from tractkv.sync import ops
+        from tractkv.sync import remotes, transfer
 
         self._session.check_writes("fetch", in_batch=False)
-        with ops.open_named(self._store, remote) as conn:
-            return ops.fetch_from(self._store, conn, remote, progress=progress)
+        with remotes.open_named(self._store, remote) as conn:
+            return transfer.fetch_from(self._store, conn, remote, progress=progress)
 
     def pull(
         self,
@@ -404,10 +404,10 @@ class Tract:
             NotFastForward: ``ff_only`` and the histories diverged (nothing moved locally but the fetch).
             BranchNotFound: the remote has no such branch.
         """
-        from tractkv.sync import ops
+        from tractkv.sync import transfer
 
         self.fetch(remote, progress=progress)
-        return ops.merge_tracking(self._session, remote, branch, ff_only=ff_only, strategy=strategy)
+        return transfer.merge_tracking(self._session, remote, branch, ff_only=ff_only, strategy=strategy)
 
     def push(
         self,
@@ -427,15 +427,17 @@ class Tract:
         Raises:
             PushRejected: the remote refused the update (``.results`` says why: non-fast-forward, stale, ...).
         """
-        from tractkv.sync import ops
+        from tractkv.sync import remotes, transfer
 
         self._session.check_writes("push", in_batch=False)
         ref = branch_ref(branch) if branch is not None else self._session.writable("push")
         lease: object = ...
         if expect is not None:
             lease = ObjectId(expect) if is_object_id(expect) else self._session.resolve(expect)
-        with ops.open_named(self._store, remote) as conn:
-            return ops.push_to(self._store, conn, remote, ref, force=force, expect=lease, progress=progress)
+        with remotes.open_named(self._store, remote) as conn:
+            return transfer.push_to(
+                self._store, conn, remote, ref, force=force, expect=lease, progress=progress
+            )
 
     @classmethod
     def clone(
@@ -456,12 +458,12 @@ class Tract:
         ``branch``, else ``main`` when the remote has it, else the first. A clone that fails leaves no
         store behind at ``path``.
         """
-        from tractkv.sync import ops
+        from tractkv.sync import transfer
 
         def open_handle() -> Tract:
             return cls.open(path, durable=durable, **kwargs)
 
-        return ops.clone_into(
+        return transfer.clone_into(
             path, open_handle, url, remote, token_env=token_env, branch=branch, progress=progress
         )
 

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from tractkv.engine.describe import CommitDescription, clip, describe_commit, short_id
-from tractkv.engine.results import CommitInfo
+from tractkv.engine.records import CommitInfo
 from tractkv.ids import ObjectId
 
 ME, PARENT, OTHER, TARGET = (ObjectId(ch * 64) for ch in "abcd")

@@ -27,8 +27,8 @@ from tractkv.ids import ObjectId
 from tractkv.store import LmdbStore, fsck
 from tractkv.sync.http_client import HttpRemote
 from tractkv.sync.negotiate import objects_for
-from tractkv.sync.ops import push_to
 from tractkv.sync.remote import RefUpdate
+from tractkv.sync.transfer import push_to
 from tractkv.sync.wire import encode_push_head
 
 from .conftest import ADMIN, EDGE, READER, Hub, InProcessHub, snapshot, tool_session

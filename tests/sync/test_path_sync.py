@@ -22,7 +22,7 @@ from tractkv.errors import (
 from tractkv.ids import ObjectId
 from tractkv.store import LmdbStore, fsck
 from tractkv.store.walk import iter_reachable
-from tractkv.sync import ops
+from tractkv.sync import remotes, transfer
 from tractkv.sync.bundle import write_bundle
 
 from .conftest import snapshot, tool_session
@@ -204,15 +204,15 @@ def test_remote_config_errors(open_store_tract: Factory, tmp_path: Path) -> None
 
 
 def test_url_kinds(tmp_path: Path) -> None:
-    assert ops.url_kind("http://127.0.0.1:1/") == "http"
-    assert ops.url_kind("s3://bucket/prefix") == "s3"
-    assert ops.url_kind(str(tmp_path / "store")) == "path"
-    assert ops.url_kind(f"file://{tmp_path}/store") == "path"
-    assert ops.url_kind(str(tmp_path / "s.tkvbundle")) == "bundle"
+    assert remotes.url_kind("http://127.0.0.1:1/") == "http"
+    assert remotes.url_kind("s3://bucket/prefix") == "s3"
+    assert remotes.url_kind(str(tmp_path / "store")) == "path"
+    assert remotes.url_kind(f"file://{tmp_path}/store") == "path"
+    assert remotes.url_kind(str(tmp_path / "s.tkvbundle")) == "bundle"
     with pytest.raises(UnsupportedURL):
-        ops.url_kind("file://otherhost/x")
+        remotes.url_kind("file://otherhost/x")
     with pytest.raises(UnsupportedURL):
-        ops.url_kind("")
+        remotes.url_kind("")
 
 
 def test_clone_into_a_non_empty_directory_or_from_nowhere_leaves_nothing(tmp_path: Path) -> None:
@@ -280,6 +280,6 @@ def test_a_remote_that_omits_objects_moves_no_tracking_ref(open_store_tract: Fac
 
     b = open_store_tract("b")
     with Forgetful(str(tmp_path / "a"), store=a.store) as remote, pytest.raises(TransferError) as info:
-        ops.fetch_from(b.store, remote, "origin")
+        transfer.fetch_from(b.store, remote, "origin")
     assert info.value.oid == a.head
     assert list(b.store.iter_refs("refs/remotes/")) == []

@@ -29,7 +29,7 @@ from tractkv import Tract
 from tractkv.errors import PushRejected, SyncError
 from tractkv.ids import ObjectId
 from tractkv.store import LmdbStore, MemoryStore, Store
-from tractkv.sync import ops
+from tractkv.sync import remotes, transfer
 from tractkv.sync.bundle import BundleRemote, write_bundle
 from tractkv.sync.http_client import HttpRemote
 from tractkv.sync.negotiate import ASK_THRESHOLD, candidate_ids, objects_for, raw_objects
@@ -117,7 +117,7 @@ class Backend(abc.ABC):
         """Make the remote hold ``branches`` as ``source`` has them (what another writer would do)."""
         with self.connect() as remote:
             for name in branches:
-                assert ops.push_to(source, remote, "publisher", HEADS + name, force=True).ok
+                assert transfer.push_to(source, remote, "publisher", HEADS + name, force=True).ok
 
     def remove_branch(self, name: str) -> None:
         """Delete a branch on the remote through the transport (or assert its refusal and do it aside)."""
@@ -176,7 +176,7 @@ class AsgiBackend(Backend):
     def clone(self, path: Path) -> Tract:
         # Clone opens its remote by URL; route this URL to the in-process hub.
         with self._monkeypatch.context() as patch:
-            patch.setattr(ops, "open_remote", lambda url, token_env=None: self.connect())
+            patch.setattr(remotes, "open_remote", lambda url, token_env=None: self.connect())
             return super().clone(path)
 
 
@@ -377,10 +377,10 @@ def test_list_refs_fetch_and_clone(backend: Backend, open_store_tract: Factory, 
     with backend.connect() as remote:
         assert remote.list_refs() == heads(source.store)
         assert remote.list_refs("refs/heads/feat") == {FEATURE: source.store.get_ref(FEATURE)}
-        result = ops.fetch_from(local.store, remote, "origin")
+        result = transfer.fetch_from(local.store, remote, "origin")
         assert set(result.updated) == {"refs/remotes/origin/main", "refs/remotes/origin/feature"}
         assert result.new_objects == len(backend.held()[1])
-        again = ops.fetch_from(local.store, remote, "origin")
+        again = transfer.fetch_from(local.store, remote, "origin")
         assert (again.updated, again.objects) == ({}, 0)  # up to date: nothing asked, nothing sent
     clone = backend.clone(tmp_path / "clone")
     try:
@@ -405,17 +405,17 @@ def test_force_push_and_force_with_lease(backend: Backend, open_store_tract: Fac
     with backend.connect() as remote:
         before = backend.held()
         with pytest.raises(PushRejected) as info:
-            ops.push_to(t.store, remote, "origin", MAIN)
+            transfer.push_to(t.store, remote, "origin", MAIN)
         assert [r.reason for r in info.value.results] == ["non-fast-forward"]
         assert backend.held() == before  # refused before anything was sent
         if not backend.writable:
-            assert_read_only(backend, lambda: ops.push_to(t.store, remote, "origin", MAIN, force=True))
+            assert_read_only(backend, lambda: transfer.push_to(t.store, remote, "origin", MAIN, force=True))
             return
         with pytest.raises(PushRejected) as info:  # a lease on a value the remote no longer has
-            ops.push_to(t.store, remote, "origin", MAIN, force=True, expect=first)
+            transfer.push_to(t.store, remote, "origin", MAIN, force=True, expect=first)
         assert [r.reason for r in info.value.results] == ["stale"]
         assert backend.held()[0] == {MAIN: published}
-        outcome = ops.push_to(t.store, remote, "origin", MAIN, force=True, expect=published)
+        outcome = transfer.push_to(t.store, remote, "origin", MAIN, force=True, expect=published)
         assert outcome.ok
         assert backend.held()[0] == {MAIN: rewrite}
         assert remote.list_refs() == {MAIN: rewrite}
@@ -441,7 +441,7 @@ def test_diverged_push_is_refused_and_changes_nothing_on_either_side(
     remote_before = backend.held()
     with backend.connect() as remote:
         with pytest.raises(PushRejected) as info:
-            ops.push_to(ours.store, remote, "origin", MAIN)
+            transfer.push_to(ours.store, remote, "origin", MAIN)
         assert [r.reason for r in info.value.results] == ["non-fast-forward"]
         assert backend.held() == remote_before  # refused before any object was sent
         assert dict(ours.store.iter_refs("refs/")) == local_before
@@ -468,17 +468,17 @@ def test_fetch_prunes_branches_the_remote_no_longer_has(backend: Backend, open_s
     backend.publish(source.store, ["main", "feature"])
     local = open_store_tract("local")
     with backend.connect() as remote:
-        ops.fetch_from(local.store, remote, "origin")
+        transfer.fetch_from(local.store, remote, "origin")
     assert set(dict(local.store.iter_refs("refs/remotes/"))) == {
         "refs/remotes/origin/main",
         "refs/remotes/origin/feature",
     }
     backend.remove_branch(FEATURE)
     with backend.connect() as remote:
-        kept = ops.fetch_from(local.store, remote, "origin", prune=False)
+        kept = transfer.fetch_from(local.store, remote, "origin", prune=False)
         assert kept.updated == {}
         assert local.store.get_ref("refs/remotes/origin/feature") == feature_tip
-        result = ops.fetch_from(local.store, remote, "origin")
+        result = transfer.fetch_from(local.store, remote, "origin")
     assert result.updated == {"refs/remotes/origin/feature": (feature_tip, None)}
     assert result.objects == 0
     assert set(dict(local.store.iter_refs("refs/remotes/"))) == {"refs/remotes/origin/main"}
@@ -547,7 +547,7 @@ def test_interrupted_push_keeps_a_closed_prefix_and_a_retry_sends_the_rest(
     assert set(kept) <= {oid for oid, _ in long_history[:half]}  # a prefix of the stream...
     assert_closed(kept)  # ...closed under links
     with backend.connect() as remote:
-        outcome = ops.push_to(store, remote, "origin", MAIN)
+        outcome = transfer.push_to(store, remote, "origin", MAIN)
     assert outcome.ok
     assert outcome.objects_sent == len(long_history) - len(kept)  # only the rest
     refs, objects = backend.held()
@@ -563,13 +563,13 @@ def test_interrupted_fetch_keeps_a_closed_prefix_and_a_retry_completes(
     local = MemoryStore()
     half = len(long_history) // 2
     with backend.connect() as remote, pytest.raises(StreamCut):
-        ops.fetch_from(local, CutFetch(remote, half), "origin")
+        transfer.fetch_from(local, CutFetch(remote, half), "origin")
     kept = dict(local.iter_raw_objects())
     assert len(kept) == half  # every object that arrived whole was verified and kept
     assert_closed(kept)
     assert list(local.iter_refs("refs/remotes/")) == []  # no tracking ref moved
     with backend.connect() as remote:
-        result = ops.fetch_from(local, remote, "origin")
+        result = transfer.fetch_from(local, remote, "origin")
     assert result.new_objects == len(long_history) - half
     assert local.get_ref("refs/remotes/origin/main") == head
     assert set(local.iter_oids()) == {oid for oid, _ in long_history}

@@ -11,8 +11,8 @@ import pytest
 
 from tractkv import Tract
 from tractkv.errors import ConditionalWritesUnsupported, PushRejected
-from tractkv.sync.ops import push_to
 from tractkv.sync.s3 import S3Remote
+from tractkv.sync.transfer import push_to
 
 from .conftest import snapshot, tool_session
 

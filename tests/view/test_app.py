@@ -14,7 +14,7 @@ from starlette.testclient import TestClient
 from tractkv.store import LmdbStore
 from tractkv.sync.auth import TokenTable
 from tractkv.view.app import COOKIE, QUEUE_EVENTS, ChangeFeed, _changes, _put_latest, create_app
-from tractkv.view.data import Inspector
+from tractkv.view.inspector import Inspector
 
 from .conftest import READER
 from .session import HOSTILE

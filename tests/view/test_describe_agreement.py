@@ -17,7 +17,7 @@ from tractkv.engine.describe import CommitDescription, describe_commit
 from tractkv.store import open_store
 from tractkv.toolkit import ToolExecutor
 from tractkv.toolkit.builtin import LOG_LINE
-from tractkv.view.data import Inspector
+from tractkv.view.inspector import Inspector
 from tractkv.view.pages import PREVIEW, graph_body
 
 MAIN = "refs/heads/main"

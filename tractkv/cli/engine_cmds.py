@@ -17,7 +17,7 @@ from tractkv.cli.common import CliState, echo_json, json_option, note, with_stat
 from tractkv.engine.content import Message
 from tractkv.engine.describe import describe_commit, short_id
 from tractkv.engine.lanes import layout_lanes
-from tractkv.engine.results import CommitInfo
+from tractkv.engine.records import CommitInfo
 from tractkv.errors import InvalidInput
 from tractkv.model import to_jsonable
 

@@ -311,7 +311,8 @@ def bundle_create(state: CliState, file: str, branches: tuple[str, ...]) -> None
 def bundle_unbundle(state: CliState, file: str, name: str) -> None:
     """Verify and store FILE's objects; its branches appear as <NAME>/<branch> (merge or branch from them)."""
     from tractkv.sync.bundle import BundleRemote
-    from tractkv.sync.ops import check_remote_name, fetch_from
+    from tractkv.sync.remotes import check_remote_name
+    from tractkv.sync.transfer import fetch_from
 
     store = state.store()
     with BundleRemote(file) as conn:

@@ -11,9 +11,9 @@ from tractkv.ids import ObjectId
 from tractkv.store import Reader
 
 from . import graph
-from .history import iter_reflog, log_ref_move
+from .records import BranchInfo, ReflogEntry, StatusInfo
+from .reflog import iter_reflog, log_ref_move
 from .refs import HEADS, REMOTES, branch_ref, check_branch_name, resolve_revision
-from .results import BranchInfo, ReflogEntry, StatusInfo
 from .session import Session
 
 

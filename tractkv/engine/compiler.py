@@ -20,7 +20,7 @@ from tractkv.store import Reader, Store, WriteBatch
 
 from . import graph
 from .content import MERGE
-from .results import CompiledContext, FrozenPrefix
+from .records import CompiledContext, FrozenPrefix
 from .state import CompileState, Conflict, merge_states
 from .tokens import TokenCounter
 

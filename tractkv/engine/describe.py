@@ -1,6 +1,6 @@
 """One description of a commit, shared by every surface that lists history (CLI, viewer, built-in tools).
 
-:func:`describe_commit` turns a :class:`~tractkv.engine.results.CommitInfo` into a
+:func:`describe_commit` turns a :class:`~tractkv.engine.records.CommitInfo` into a
 :class:`CommitDescription`: what kind of commit it is, who speaks, the commits it acts on, and one line of
 text. Each surface only chooses how wide a line it has room for (:meth:`CommitDescription.line`).
 
@@ -28,7 +28,7 @@ import attrs
 from tractkv.ids import ObjectId
 
 from .content import ANNOTATION, MERGE, MESSAGE_TYPES
-from .results import CommitInfo
+from .records import CommitInfo
 
 KINDS = ("message", "tool_call", "tool_result", "summary", "annotation", "merge", "other")
 

@@ -25,9 +25,9 @@ from tractkv.model import Blob, Commit, decode
 from tractkv.store import Store, Table
 
 from .content import ANNOTATION
-from .history import iter_all_reflogs, log_ref_move
+from .records import GcResult
+from .reflog import iter_all_reflogs, log_ref_move
 from .refs import HEAD, HEADS
-from .results import GcResult
 from .session import Session
 from .state import CHUNK_PREFIX, CKPT_PREFIX
 

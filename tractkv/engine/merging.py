@@ -23,7 +23,7 @@ from . import graph
 from .compiler import merge_payload
 from .content import normalize
 from .queries import context_infos, tool_turns
-from .results import CommitInfo, MergeResult
+from .records import CommitInfo, MergeResult
 from .session import Session
 
 STRATEGIES = ("auto", "ours", "theirs")

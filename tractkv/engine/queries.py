@@ -8,8 +8,8 @@ import attrs
 
 from tractkv.ids import ObjectId
 
-from .history import commit_info
-from .results import CommitInfo
+from .commit_info import commit_info
+from .records import CommitInfo
 from .session import Session
 
 

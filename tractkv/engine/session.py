@@ -37,12 +37,14 @@ from tractkv.model import Blob, Commit, ToolSchema, ToolSet
 from tractkv.store import Reader, Store, Table, WriteBatch
 
 from . import graph
+from .commit_info import commit_info
 from .compiler import CHECKPOINT_EVERY, Compiler, context_of, load_tools
 from .content import ANNOTATION, PRIORITIES, normalize
-from .history import commit_info, diff_states, log_ref_move
+from .diff import diff_states
+from .records import BranchInfo, CommitInfo, CompiledContext, ContextDiff
+from .reflog import log_ref_move
 from .refs import HEAD, SYMBOLIC, branch_name, branch_ref, read_head
 from .refs import resolve_revision as _resolve
-from .results import BranchInfo, CommitInfo, CompiledContext, ContextDiff
 from .state import CompileState
 from .tokens import DEFAULT_COUNTER, TokenCounter
 from .toolsets import ACTIVE_TOOLS, EMPTY_TOOLSET_ID, toolset_objects

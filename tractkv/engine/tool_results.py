@@ -23,11 +23,11 @@ from tractkv.errors import ContentError, InvalidInput
 from tractkv.ids import ObjectId
 from tractkv.model import Blob, UsageRecord, object_id
 
+from .commit_info import commit_info
 from .content import normalize
-from .history import commit_info
 from .hooks import HookRegistry, PendingToolResult
 from .queries import ToolTurn, context_infos, tool_turns
-from .results import CommitInfo
+from .records import CommitInfo
 from .session import Session
 from .usage_rows import USAGE_LINK
 

@@ -16,7 +16,7 @@ from typing import Any
 import attrs
 
 from tractkv.engine import graph
-from tractkv.engine.results import timestamp
+from tractkv.engine.records import timestamp
 from tractkv.ids import ObjectId
 from tractkv.model import Commit, UsageRecord, to_jsonable
 from tractkv.store import Reader

@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from tractkv.engine.content import Message, normalize
-from tractkv.engine.results import CommitInfo
+from tractkv.engine.records import CommitInfo
 from tractkv.engine.session import Session
 
 from .protocol import LLMClient, call_model

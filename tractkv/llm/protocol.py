@@ -1,8 +1,8 @@
 """The model boundary: ``LLMClient.chat(messages, tools=None, **params) -> LLMResponse`` and :func:`call_model`.
 
 Messages are the library's own :class:`~tractkv.engine.content.Message` values (what
-:meth:`~tractkv.engine.results.CompiledContext.messages` holds); tools are stored tool schemas in OpenAI's or
-Anthropic's shape (what :attr:`~tractkv.engine.results.CompiledContext.tools` holds). A client renders both
+:meth:`~tractkv.engine.records.CompiledContext.messages` holds); tools are stored tool schemas in OpenAI's or
+Anthropic's shape (what :attr:`~tractkv.engine.records.CompiledContext.tools` holds). A client renders both
 for its provider with :mod:`tractkv.engine.render` and turns the provider's reply into one
 :class:`LLMResponse`, so code above this layer never sees a provider's wire format.
 """

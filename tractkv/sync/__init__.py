@@ -8,7 +8,8 @@ Layers, each importing only downward::
     negotiate   what to send: closure walks pruned at what the other side is known to have
     path/bundle/http_client/s3   transports (a Remote each)
     server      the HTTP hub (Starlette on uvicorn/h11; the `server` extra)
-    ops         fetch / pull / push / clone on a Tract's store, remote config
+    remotes     named remotes (local config), URL kinds, opening a Remote
+    transfer    fetch / push / clone on a store, and merging a tracking branch into a session's branch
 
 See docs/ARCHITECTURE.md, "Sync".
 """

@@ -14,7 +14,7 @@ from contextlib import ExitStack
 import attrs
 
 from tractkv.engine.graph import is_ancestor
-from tractkv.engine.history import log_ref_move
+from tractkv.engine.reflog import log_ref_move
 from tractkv.engine.refs import HEADS, check_branch_name
 from tractkv.errors import DecodeError, InvalidRefName, RefConflict, RejectedObject
 from tractkv.ids import ObjectId, hash_bytes, is_object_id

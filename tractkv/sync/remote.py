@@ -3,7 +3,7 @@
 A transport moves three things: the other side's refs (``list_refs``), objects (``missing`` / ``push`` one
 way, ``fetch`` the other), and compare-and-swap ref updates (carried by ``push``, applied in one transaction
 on the receiving side). The logic that decides *what* to send lives in :mod:`tractkv.sync.negotiate` and
-:mod:`tractkv.sync.ops`, so every transport (path, HTTP hub, S3, bundle) behaves the same.
+:mod:`tractkv.sync.transfer`, so every transport (path, HTTP hub, S3, bundle) behaves the same.
 
 Ref names on the wire are full names (``refs/heads/main``); values are hex object ids.
 """

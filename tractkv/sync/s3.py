@@ -12,7 +12,7 @@ There is no server to verify anything, so the protocol rests on S3's conditional
 One object per ref keeps agents pushing different branches from contending, at the price of cross-ref
 atomicity: an ``atomic`` push of several refs is refused (use a hub for that). Deleting a branch is not
 supported over S3 (S3 has no portable conditional delete). With no server to walk history on every push,
-the fast-forward rule is the pusher's to check (:func:`tractkv.sync.ops.push_to` does, before sending);
+the fast-forward rule is the pusher's to check (:func:`tractkv.sync.transfer.push_to` does, before sending);
 only a refused update's reason walks the bucket's history, to tell ``stale`` from ``non-fast-forward`` as
 a hub would.
 

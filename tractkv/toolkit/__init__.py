@@ -16,7 +16,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from tractkv.engine.results import RunResult
+    from tractkv.engine.records import RunResult
     from tractkv.engine.usage_stats import ToolStats
     from tractkv.engine.usage_tree import ToolUsage, UsageNode
 

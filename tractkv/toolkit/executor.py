@@ -25,7 +25,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, overload
 
 from tractkv import codec
-from tractkv.engine.results import timestamp
+from tractkv.engine.records import timestamp
 from tractkv.engine.usage_rows import (
     DEFAULT_RESULT_LIMIT,
     PendingUsage,
@@ -47,7 +47,7 @@ from .profiles import ToolProfile, profile_tools
 from .schema import validate
 
 if TYPE_CHECKING:
-    from tractkv.engine.results import CompiledContext
+    from tractkv.engine.records import CompiledContext
     from tractkv.llm.protocol import LLMClient
     from tractkv.store import Store
     from tractkv.tract import Tract

@@ -27,7 +27,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
-from tractkv.engine.results import RunResult
+from tractkv.engine.records import RunResult
 from tractkv.engine.usage_rows import delete_rows, interrupted_records, iter_pending
 from tractkv.engine.usage_tree import load_tree
 from tractkv.errors import InvalidInput, NoLLMConfigured, TractError
@@ -37,7 +37,7 @@ from .context import Turn
 from .definitions import ToolDefinition, ToolResult
 
 if TYPE_CHECKING:
-    from tractkv.engine.results import CompiledContext
+    from tractkv.engine.records import CompiledContext
     from tractkv.llm.protocol import LLMClient
     from tractkv.tract import Tract
 

@@ -37,8 +37,8 @@ from tractkv.sync.frames import MAX_OBJECT_BYTES, MAX_REQUEST_BYTES
 from tractkv.sync.server import ERROR_HANDLERS, Hub, hub_routes
 
 from . import pages
-from .data import PAGE_COMMITS, PAGE_GROUPS, Inspector
 from .html import Markup, page
+from .inspector import PAGE_COMMITS, PAGE_GROUPS, Inspector
 
 COOKIE = "tractkv_token"
 POLL_INTERVAL = 0.25  # seconds between two looks at the store while a browser listens

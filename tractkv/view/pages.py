@@ -1,4 +1,4 @@
-"""The viewer's pages: data from :mod:`tractkv.view.data` rendered as HTML with :mod:`tractkv.view.html`.
+"""The viewer's pages: data from :mod:`tractkv.view.inspector` rendered as HTML with :mod:`tractkv.view.html`.
 
 Every function returns :class:`~tractkv.view.html.Markup` built only with ``el``/``join``, so any text from the
 store is escaped. A page's ``body`` is also what a live refresh fetches (``?fragment=1``).
@@ -11,12 +11,13 @@ from typing import Any
 from urllib.parse import urlencode
 
 from tractkv.engine.describe import describe_commit
-from tractkv.engine.results import CommitInfo
+from tractkv.engine.records import CommitInfo
 from tractkv.engine.usage_stats import ToolStats
 from tractkv.engine.usage_tree import STATUSES, UsageNode
 from tractkv.ids import ObjectId
 
-from .data import (
+from .html import Markup, el, join, pretty_json
+from .inspector import (
     BranchSummary,
     CommitView,
     GraphPage,
@@ -25,7 +26,6 @@ from .data import (
     UsagePage,
     tool_diff,
 )
-from .html import Markup, el, join, pretty_json
 
 LANE = 14  # px between graph lanes
 ROW = 28  # px per graph row (the CSS gives rows this height)

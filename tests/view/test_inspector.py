@@ -12,7 +12,7 @@ from hypothesis import given
 from tractkv import Tract
 from tractkv.errors import InvalidInput, ObjectNotFound, UnknownRevision
 from tractkv.store import LmdbStore, Table
-from tractkv.view.data import Inspector, tool_diff
+from tractkv.view.inspector import Inspector, tool_diff
 
 from .conftest import Clock
 

@@ -17,11 +17,11 @@ from typing import Any
 import attrs
 
 from tractkv.engine import graph
+from tractkv.engine.commit_info import commit_info
 from tractkv.engine.content import ANNOTATION
-from tractkv.engine.history import commit_info
 from tractkv.engine.lanes import LaneLayout
+from tractkv.engine.records import CommitInfo, CompiledContext, timestamp
 from tractkv.engine.refs import HEADS, REMOTES
-from tractkv.engine.results import CommitInfo, CompiledContext, timestamp
 from tractkv.engine.session import Session
 from tractkv.engine.state import CompileState
 from tractkv.engine.tokens import TokenCounter

@@ -1,0 +1,53 @@
+"""A stored commit as users see it: :class:`~tractkv.engine.records.CommitInfo` (role, content, tokens)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tractkv.ids import ObjectId
+from tractkv.model import Blob, Commit
+from tractkv.store import Reader
+
+from .content import content_type
+from .records import CommitInfo, timestamp
+from .state import count_tokens
+from .tokens import TokenCounter
+
+
+def commit_info(
+    reader: Reader,
+    oid: ObjectId,
+    commit: Commit,
+    counter: TokenCounter,
+    data: Any = None,
+    *,
+    tokens: int | None = None,
+) -> CommitInfo:
+    """A :class:`CommitInfo` for a stored commit (reads its content blob unless ``data`` is given; counts its
+    tokens unless ``tokens`` is given, as the session does for a commit its compile state just counted)."""
+    if data is None and commit.content is not None:
+        blob = reader.get(commit.content)
+        data = blob.data if isinstance(blob, Blob) else None
+    kind = content_type(data)
+    role = None
+    count = 0
+    if isinstance(data, dict) and kind in ("instruction", "dialogue", "reasoning", "artifact", "freeform"):
+        count = tokens if tokens is not None else count_tokens(data, counter)
+        role = {"instruction": "system", "reasoning": "assistant"}.get(str(kind), data.get("role"))
+    return CommitInfo(
+        commit_hash=oid,
+        parent_hashes=commit.parents,
+        operation=commit.operation,
+        content_type=kind,
+        role=role,
+        message=commit.message,
+        metadata=commit.metadata,
+        token_count=count,
+        created_at=timestamp(commit.created_at),
+        edit_target=commit.edit_target,
+        response_to=commit.response_to,
+        generation_config=commit.generation_config,
+        content_hash=commit.content,
+        tools_hash=commit.tools,
+        content=data,
+    )

@@ -1,0 +1,58 @@
+"""Message-level diff between two compiled contexts (what ``tractkv diff`` and ``Tract.diff`` show)."""
+
+from __future__ import annotations
+
+import difflib
+
+from tractkv.store import Reader
+
+from .records import ContextDiff, DiffEntry
+from .state import CompileState
+
+
+def diff_states(reader: Reader, a: CompileState, b: CompileState) -> ContextDiff:
+    """Message-level changes from the compiled context of ``a`` to that of ``b``."""
+    view_a, view_b = a.render(reader), b.render(reader)
+    matcher = difflib.SequenceMatcher(a=view_a.commits, b=view_b.commits, autojunk=False)
+    entries: list[DiffEntry] = []
+    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+        if tag == "equal":
+            for offset in range(i2 - i1):
+                before, after = view_a.messages[i1 + offset], view_b.messages[j1 + offset]
+                if before != after:
+                    entries.append(
+                        DiffEntry(
+                            change="modified",
+                            commit_hash=view_a.commits[i1 + offset],
+                            before=before,
+                            after=after,
+                            index_before=i1 + offset,
+                            index_after=j1 + offset,
+                        )
+                    )
+            continue
+        for i in range(i1, i2):
+            entries.append(
+                DiffEntry(
+                    change="removed",
+                    commit_hash=view_a.commits[i],
+                    before=view_a.messages[i],
+                    after=None,
+                    index_before=i,
+                    index_after=None,
+                )
+            )
+        for j in range(j1, j2):
+            entries.append(
+                DiffEntry(
+                    change="added",
+                    commit_hash=view_b.commits[j],
+                    before=None,
+                    after=view_b.messages[j],
+                    index_before=None,
+                    index_after=j,
+                )
+            )
+    return ContextDiff(
+        base=a.head, target=b.head, entries=tuple(entries), token_delta=view_b.tokens - view_a.tokens
+    )
