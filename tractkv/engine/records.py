@@ -1,0 +1,278 @@
+"""Values the engine returns: commit info, compiled contexts, status, diffs, reflog, gc reports."""
+
+from __future__ import annotations
+
+import copy
+import itertools
+from collections.abc import Iterator, Sequence
+from datetime import UTC, datetime
+from typing import Any, TypeVar, overload
+
+import attrs
+
+from tractkv.ids import ObjectId
+
+from .content import Message
+
+T = TypeVar("T")
+
+
+class FrozenPrefix(Sequence[T]):
+    """A read-only view of the first ``n`` items of an append-only list: O(1) to make, however long.
+
+    compile() hands these out instead of tuple copies, so compiling after an append costs the same at 1k
+    and 100k messages. Sound because the engine only ever appends to the lists it shares (View.add) and
+    replaces a view wholesale otherwise. Compares equal to any sequence of equal items (tuples and lists
+    included); slicing returns a tuple.
+    """
+
+    __slots__ = ("_items", "_n")
+
+    def __init__(self, items: list[T], n: int | None = None) -> None:
+        self._items = items
+        self._n = len(items) if n is None else n
+
+    def __len__(self) -> int:
+        return self._n
+
+    @overload
+    def __getitem__(self, index: int) -> T: ...
+    @overload
+    def __getitem__(self, index: slice) -> tuple[T, ...]: ...
+    def __getitem__(self, index: int | slice) -> T | tuple[T, ...]:
+        if isinstance(index, slice):
+            return (
+                tuple(self._items[: self._n][index])
+                if self._n != len(self._items)
+                else tuple(self._items[index])
+            )
+        if index < 0:
+            index += self._n
+        if not 0 <= index < self._n:
+            raise IndexError("index out of range")
+        return self._items[index]
+
+    def __iter__(self) -> Iterator[T]:
+        return itertools.islice(self._items, self._n)
+
+    def __reversed__(self) -> Iterator[T]:
+        return (self._items[i] for i in range(self._n - 1, -1, -1))
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, FrozenPrefix | tuple | list):
+            return len(other) == self._n and all(a == b for a, b in zip(self, other, strict=True))
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash(tuple(self))
+
+    def __repr__(self) -> str:
+        return repr(tuple(self))
+
+
+def timestamp(micros: int) -> datetime:
+    """A commit timestamp (µs since the epoch) as an aware UTC datetime."""
+    return datetime.fromtimestamp(micros / 1_000_000, tz=UTC)
+
+
+@attrs.frozen(kw_only=True)
+class CommitInfo:
+    """A commit as users see it."""
+
+    commit_hash: ObjectId
+    parent_hashes: tuple[ObjectId, ...]
+    operation: str
+    content_type: str | None
+    role: str | None
+    message: str | None
+    metadata: dict[str, Any] | None = attrs.field(eq=False, hash=False)
+    token_count: int
+    created_at: datetime
+    edit_target: ObjectId | None = None
+    response_to: ObjectId | None = None
+    generation_config: dict[str, Any] | None = attrs.field(default=None, eq=False, hash=False)
+    content_hash: ObjectId | None = None
+    tools_hash: ObjectId | None = None
+    content: Any = attrs.field(default=None, eq=False, hash=False)
+
+    def to_json(self) -> dict[str, Any]:
+        """A JSON-safe dict (timestamps as ISO 8601)."""
+        from tractkv.model import to_jsonable
+
+        out = attrs.asdict(self, recurse=False)
+        out["parent_hashes"] = list(self.parent_hashes)
+        out["created_at"] = self.created_at.isoformat()
+        return dict(to_jsonable(out))
+
+
+@attrs.frozen(kw_only=True)
+class CompiledContext:
+    """The exact context a model call needs, compiled from one commit.
+
+    ``messages``, ``commit_hashes`` and ``generation_configs`` are aligned: message *i* was added by commit
+    ``commit_hashes[i]`` (edits keep the original commit's position and hash).
+    """
+
+    messages: Sequence[Message]
+    token_count: int
+    commit_count: int
+    commit_hashes: Sequence[ObjectId]
+    generation_configs: Sequence[dict[str, Any] | None] = attrs.field(eq=False, hash=False)
+    token_source: str
+    head: ObjectId | None = None
+    tools: tuple[dict[str, Any], ...] = attrs.field(default=(), eq=False, hash=False)
+
+    def __len__(self) -> int:
+        return len(self.messages)
+
+    def to_dicts(self) -> list[dict[str, Any]]:
+        """Provider-neutral dicts (``role``, ``content`` and any extras), fresh copies."""
+        return [m.to_dict() for m in self.messages]
+
+    def to_openai(self) -> list[dict[str, Any]]:
+        """Messages for OpenAI's chat completions API."""
+        from tractkv.engine.render import messages_to_openai
+
+        return messages_to_openai(self.messages)
+
+    def to_anthropic(self) -> dict[str, Any]:
+        """``{"system": ..., "messages": [...]}`` for Anthropic's messages API."""
+        from tractkv.engine.render import messages_to_anthropic
+
+        return messages_to_anthropic(self.messages)
+
+    def to_openai_params(self) -> dict[str, Any]:
+        """``{"messages": [...], "tools": [...]}`` for ``client.chat.completions.create(**params)``.
+
+        ``tools`` is omitted when the context has none; tool schemas stored in Anthropic's shape are converted.
+        """
+        from tractkv.engine.render import openai_params
+
+        return openai_params(self.messages, copy.deepcopy(list(self.tools)))
+
+    def to_anthropic_params(self) -> dict[str, Any]:
+        """``{"system": ..., "messages": [...], "tools": [...]}`` for ``client.messages.create(**params)``.
+
+        ``system`` is omitted when empty and ``tools`` when there are none; OpenAI-shaped tools are converted.
+        """
+        from tractkv.engine.render import anthropic_params
+
+        return anthropic_params(self.messages, copy.deepcopy(list(self.tools)))
+
+
+@attrs.frozen(kw_only=True)
+class BranchInfo:
+    """A local or remote-tracking branch."""
+
+    name: str
+    head: ObjectId | None
+    is_current: bool
+    is_remote: bool = False
+
+
+@attrs.frozen(kw_only=True)
+class StatusInfo:
+    """Where HEAD is and what the context holds."""
+
+    branch: str | None
+    head: ObjectId | None
+    detached: bool
+    commit_count: int
+    message_count: int
+    token_count: int
+    token_budget: int | None
+    token_source: str
+    upstream: str | None = None
+    ahead: int | None = None
+    behind: int | None = None
+
+    @property
+    def budget_used(self) -> float | None:
+        """Fraction of the token budget in use, or None without a budget."""
+        if not self.token_budget:
+            return None
+        return self.token_count / self.token_budget
+
+
+@attrs.frozen(kw_only=True)
+class DiffEntry:
+    """One change between two compiled contexts."""
+
+    change: str  # "added", "removed", "modified"
+    commit_hash: ObjectId
+    before: Message | None
+    after: Message | None
+    index_before: int | None
+    index_after: int | None
+
+
+@attrs.frozen(kw_only=True)
+class ContextDiff:
+    """The difference between the compiled contexts of two commits."""
+
+    base: ObjectId | None
+    target: ObjectId | None
+    entries: tuple[DiffEntry, ...]
+    token_delta: int
+
+    @property
+    def is_empty(self) -> bool:
+        return not self.entries
+
+
+@attrs.frozen(kw_only=True)
+class MergeResult:
+    """What merge did: ``fast-forward``, ``merge`` (a merge commit), or ``up-to-date``."""
+
+    kind: str
+    head: ObjectId | None
+    commit: CommitInfo | None
+    conflicts_resolved: int = 0
+    strategy: str = "auto"
+
+
+@attrs.frozen(kw_only=True)
+class ReflogEntry:
+    """One move of a branch: from ``old`` to ``new``, by which operation, when."""
+
+    ref: str
+    old: ObjectId | None
+    new: ObjectId | None
+    operation: str
+    message: str
+    created_at: datetime
+    hard: bool = False
+    seq: int = 0
+
+
+@attrs.frozen(kw_only=True)
+class GcResult:
+    """What gc removed and kept."""
+
+    removed_objects: int
+    removed_bytes: int
+    kept_objects: int
+    removed_checkpoints: int
+
+
+@attrs.frozen(kw_only=True)
+class RunResult:
+    """How an agent run ended.
+
+    Attributes:
+        text: the text of the model's last reply (often "" when the run ended on tool calls).
+        steps: model calls made.
+        stop_reason: ``done`` (a reply without tool calls), ``max_steps``, or ``detached``.
+        head: the commit HEAD points at afterwards.
+        usage_ids: the top-level usage ids of the run's tool executions, in order.
+    """
+
+    text: str
+    steps: int
+    stop_reason: str = "done"
+    head: ObjectId | None = None
+    usage_ids: tuple[str, ...] = ()
+
+    @property
+    def tool_calls(self) -> int:
+        return len(self.usage_ids)
