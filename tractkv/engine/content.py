@@ -27,8 +27,8 @@ from typing import Any
 
 import attrs
 
-from tractkv.codec import check_value
 from tractkv.errors import ContentError, EncodeError
+from tractkv.model import Blob
 
 MESSAGE_TYPES = frozenset({"instruction", "dialogue", "reasoning", "artifact", "freeform"})
 DIALOGUE_ROLES = frozenset({"user", "assistant", "tool"})
@@ -114,15 +114,41 @@ def _parse_tool_calls(raw: object) -> list[dict[str, Any]]:
     return calls
 
 
-def normalize(content: object) -> dict[str, Any]:
-    """Validate message content and return the canonical payload dict stored in the blob.
+def content_blob(content: object) -> Blob:
+    """Validate message content and return the blob that stores it (its payload is the canonical dict).
 
     Accepts a payload dict (``{"type": "dialogue", "role": "user", "text": "hi"}``) or one of the
-    content classes below.
+    content classes below. The payload is checked once: its shape here, its values (what a hashed payload
+    may hold) by the :class:`~tractkv.model.Blob` it is stored in.
 
     Raises:
-        ContentError: unknown type, missing or mistyped fields, unknown fields.
+        ContentError: unknown type, missing or mistyped fields, unknown fields, values a payload may not
+            hold (NaN, sets, ...).
     """
+    payload = _canonical_payload(content)
+    try:
+        return Blob(data=payload)
+    except EncodeError as exc:
+        # Name the place inside the payload, as a payload check would ("payload.x", not "data.payload.x").
+        where = exc.path.removeprefix("data").removeprefix(".")
+        raise ContentError(str(EncodeError(where, exc.reason))) from exc
+
+
+def normalize(content: object) -> dict[str, Any]:
+    """Validate message content and return the canonical payload dict (``content_blob(content).data``).
+
+    Prefer :func:`content_blob` when the payload is to be stored: it returns the blob already checked.
+
+    Raises:
+        ContentError: as :func:`content_blob`.
+    """
+    data: dict[str, Any] = content_blob(content).data
+    return data
+
+
+def _canonical_payload(content: object) -> dict[str, Any]:
+    """The canonical payload dict of message content, its shape checked (its values are not: see
+    :func:`content_blob`)."""
     if isinstance(content, _ContentBase):
         content = content.to_payload()
     if not isinstance(content, dict):
@@ -183,10 +209,6 @@ def normalize(content: object) -> dict[str, Any]:
     unknown = set(content) - allowed
     if unknown:
         raise ContentError(f"{kind} content has unknown fields {sorted(unknown)}")
-    try:
-        check_value(out)
-    except EncodeError as exc:
-        raise ContentError(str(exc)) from exc
     return out
 
 

@@ -11,12 +11,18 @@ optional field without changing the id of any object written before it. A decode
 not know (they come from a newer writer) instead of silently dropping them.
 
 The object id is ``blake3-256(bytes)`` as 64 lowercase hex digits (:func:`tractkv.ids.hash_bytes`).
+
+Objects are immutable values, payloads included: each object encodes and hashes itself once, on first use
+(:func:`object_id`, :func:`encode`, ``batch.put``), and keeps the result. That memo is not a field: it takes no
+part in equality, hashing, ``repr``, pickling or :func:`attrs.evolve`. Mutating a payload dict after the object
+was first used is a bug (the object would keep the id of the old value), as it already was for validation.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from typing import Any, ClassVar, TypeAlias
+from functools import cached_property
+from typing import Any, ClassVar, Protocol, TypeAlias
 
 import attrs
 
@@ -60,11 +66,29 @@ def _check_map(_inst: object, attribute: attrs.Attribute[Any], value: object) ->
         codec.check_value(value, attribute.name)
 
 
+class _Wired(Protocol):
+    """What every stored object provides to be encoded (see :func:`_encode_and_hash`)."""
+
+    KIND: ClassVar[str]
+
+    def to_wire(self) -> dict[str, Any]: ...
+
+
+def _encode_and_hash(obj: _Wired) -> tuple[ObjectId, bytes]:
+    """The id and canonical bytes of an object, computed (each class memoizes it as ``_canonical``)."""
+    wire = obj.to_wire()
+    wire["t"] = obj.KIND
+    wire["v"] = OBJECT_FORMAT
+    data = codec.dumps(wire)
+    return hash_bytes(data), data
+
+
 @attrs.frozen(kw_only=True)
 class Blob:
     """Any payload (a message's content, a summary's text, a raw tool result), addressed by its value."""
 
     KIND: ClassVar[str] = "blob"
+    _canonical = cached_property(_encode_and_hash)  # (id, bytes), computed on first use
     data: Any = attrs.field(validator=_check_payload, hash=False)
 
     def to_wire(self) -> dict[str, Any]:
@@ -98,6 +122,7 @@ class Commit:
     """
 
     KIND: ClassVar[str] = "commit"
+    _canonical = cached_property(_encode_and_hash)  # (id, bytes), computed on first use
     parents: tuple[ObjectId, ...] = attrs.field(default=(), converter=_oid_tuple, validator=_check_oids)
     content: ObjectId | None = attrs.field(default=None, validator=_check_oid)
     tools: ObjectId | None = attrs.field(default=None, validator=_check_oid)
@@ -177,6 +202,7 @@ class ToolSchema:
     """
 
     KIND: ClassVar[str] = "tool"
+    _canonical = cached_property(_encode_and_hash)  # (id, bytes), computed on first use
     name: str = attrs.field(validator=_check_str)
     schema: dict[str, Any] = attrs.field(validator=_check_map, hash=False)
 
@@ -201,6 +227,7 @@ class ToolSet:
     """An ordered list of tool-schema ids, stored once however many commits share it."""
 
     KIND: ClassVar[str] = "toolset"
+    _canonical = cached_property(_encode_and_hash)  # (id, bytes), computed on first use
     tools: tuple[ObjectId, ...] = attrs.field(converter=_oid_tuple, validator=_check_oids)
 
     def to_wire(self) -> dict[str, Any]:
@@ -246,6 +273,7 @@ class UsageRecord:
     """
 
     KIND: ClassVar[str] = "usage"
+    _canonical = cached_property(_encode_and_hash)  # (id, bytes), computed on first use
     usage_id: str = attrs.field(validator=_check_str)
     tool_name: str = attrs.field(validator=_check_str)
     status: str = attrs.field(validator=_check_str)
@@ -342,22 +370,20 @@ KINDS: dict[str, type[Blob] | type[Commit] | type[ToolSchema] | type[ToolSet] | 
 
 
 def encode(obj: StoredObject) -> bytes:
-    """The canonical bytes of an object (what its id is the hash of)."""
-    wire = obj.to_wire()
-    wire["t"] = obj.KIND
-    wire["v"] = OBJECT_FORMAT
-    return codec.dumps(wire)
+    """The canonical bytes of an object (what its id is the hash of); encoded once per object."""
+    return obj._canonical[1]
 
 
 def encode_with_id(obj: StoredObject) -> tuple[ObjectId, bytes]:
-    """The object's id and canonical bytes."""
-    data = encode(obj)
-    return hash_bytes(data), data
+    """The object's id and canonical bytes, both computed once per object (on the first call of any of
+    :func:`encode`, :func:`encode_with_id`, :func:`object_id` or ``batch.put``)."""
+    return obj._canonical
 
 
 def object_id(obj: StoredObject) -> ObjectId:
-    """The id an object has (or would have) in any store."""
-    return hash_bytes(encode(obj))
+    """The id an object has (or would have) in any store; taking it first makes a later put free of
+    encoding and hashing (the object keeps both)."""
+    return obj._canonical[0]
 
 
 def decode(data: bytes, oid: ObjectId | None = None, *, strict: bool = False) -> StoredObject:
