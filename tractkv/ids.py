@@ -48,8 +48,19 @@ def is_oid_prefix(text: str) -> bool:
 
 
 def oid_to_raw(oid: ObjectId) -> bytes:
-    """The 32 raw bytes of an id (the form used in keys and inside encoded objects)."""
-    return bytes.fromhex(oid)
+    """The 32 raw bytes of an id (the form used in keys and inside encoded objects).
+
+    Raises:
+        InvalidObjectId: ``oid`` is not 64 lowercase hex digits (an uppercase spelling would otherwise
+            find the object and then fail its hash check).
+    """
+    try:
+        raw = bytes.fromhex(oid)
+    except (TypeError, ValueError):
+        raise InvalidObjectId(str(oid)) from None
+    if len(raw) != OID_RAW_LEN or raw.hex() != oid:  # the hex round trip refuses case and spaces
+        raise InvalidObjectId(str(oid))
+    return raw
 
 
 def raw_to_oid(raw: bytes) -> ObjectId:

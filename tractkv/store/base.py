@@ -14,8 +14,12 @@ A store is a set of ordered byte tables (:class:`Table`) in one transactional un
 * ``derived``: caches rebuilt from objects (compile state, token counts). Never trusted over objects.
 * ``usage``: mutable records of tool executions in progress (completed ones become objects).
 
-Writes go through a :class:`WriteBatch`: reads inside it see its own pending writes; nothing reaches the
-store until the batch is applied, and then everything lands in one transaction or nothing does.
+Writes go through a :class:`WriteBatch`: reads inside it see its own pending writes (and deletes, and the
+index rows and sequence numbers the store will derive from them); nothing reaches the store until the batch
+is applied, and then everything lands in one transaction or nothing does.
+
+Keys: every key is 1 to :data:`MAX_KEY_BYTES` bytes (LMDB's limit, enforced for both stores when a write is
+staged). A read of a key no table can hold finds nothing.
 
 Guarantees (both stores):
     * Atomicity: a batch's objects, index rows, table rows and ref moves land together or not at all.
@@ -28,36 +32,44 @@ Guarantees (both stores):
 from __future__ import annotations
 
 import abc
-import enum
-import struct
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import AbstractContextManager, contextmanager
 from typing import Any, Final
 
 from tractkv import codec
-from tractkv.errors import InvalidInput, ObjectNotFound, RefConflict
-from tractkv.ids import ObjectId, hash_bytes, is_oid_prefix, oid_to_raw, raw_to_oid
+from tractkv.errors import InvalidInput, RefConflict
+from tractkv.ids import ObjectId, hash_bytes, oid_to_raw, raw_to_oid
 from tractkv.model import Commit, StoredObject, ToolSchema, decode, encode_with_id, kind_of
+from tractkv.store.reader import (
+    MAX_KEY_BYTES,
+    META_FORMAT,
+    META_SEQ,
+    SEQ,
+    RawReader,
+    RawWriter,
+    Reader,
+    Table,
+)
 
-STORE_FORMAT: Final = 1  # kept in meta["format"]; a store with a higher number is refused on open
+__all__ = [
+    "ANY",
+    "MAX_KEY_BYTES",
+    "META_FORMAT",
+    "META_SEQ",
+    "SEQ",
+    "RawReader",
+    "RawWriter",
+    "Reader",
+    "RefExpectation",
+    "Store",
+    "Table",
+    "WriteBatch",
+    "apply_batch",
+    "verify_raw",
+]
 
-
-class Table(enum.StrEnum):
-    """The named tables of a store (LMDB named databases)."""
-
-    OBJECTS = "objects"
-    REFS = "refs"
-    COMMIT_TOOLS = "commit_tools"
-    TOOL_VERSIONS = "tool_versions"
-    REFLOG = "reflog"
-    META = "meta"
-    DERIVED = "derived"
-    USAGE = "usage"
-
-
-META_FORMAT = b"format"
-META_SEQ = b"seq"  # 8-byte big-endian counter shared by every sequenced append
-SEQ = struct.Struct(">Q")
+_INDEXES: Final = (Table.COMMIT_TOOLS, Table.TOOL_VERSIONS)  # rows the store derives from objects
+_STORE_META: Final = (META_FORMAT, META_SEQ)  # meta rows the store owns
 
 
 class _Any:
@@ -73,176 +85,13 @@ ANY: Final = _Any()
 RefExpectation = str | None | _Any
 
 
-class RawReader(abc.ABC):
-    """Byte-level reads of one consistent view of the tables."""
-
-    @abc.abstractmethod
-    def get(self, table: Table, key: bytes) -> bytes | None: ...
-
-    @abc.abstractmethod
-    def iter(
-        self, table: Table, prefix: bytes = b"", *, reverse: bool = False
-    ) -> Iterator[tuple[bytes, bytes]]:
-        """Rows whose key starts with ``prefix``, in key order (descending with ``reverse``)."""
-
-    @abc.abstractmethod
-    def count(self, table: Table) -> int: ...
-
-
-class RawWriter(RawReader):
-    """Byte-level writes inside one transaction (used only while a batch is applied)."""
-
-    @abc.abstractmethod
-    def put(self, table: Table, key: bytes, value: bytes) -> None: ...
-
-    @abc.abstractmethod
-    def add(self, table: Table, key: bytes, value: bytes) -> bool:
-        """Put unless the key exists; True when written."""
-
-    @abc.abstractmethod
-    def delete(self, table: Table, key: bytes) -> None: ...
-
-
-class Reader:
-    """Typed reads (objects, refs, table rows) over a :class:`RawReader`-like source.
-
-    Mapping semantics: ``reader[oid]`` raises :class:`ObjectNotFound`, ``reader.get(oid)`` returns None,
-    ``oid in reader`` tests presence. Every object read is checked against its id.
-    """
-
-    def _raw_get(self, table: Table, key: bytes) -> bytes | None:
-        raise NotImplementedError
-
-    def _raw_iter(
-        self, table: Table, prefix: bytes = b"", *, reverse: bool = False
-    ) -> Iterator[tuple[bytes, bytes]]:
-        raise NotImplementedError
-
-    # objects ------------------------------------------------------------------------------------------
-
-    def get_raw(self, oid: ObjectId) -> bytes | None:
-        """The stored bytes of an object, or None."""
-        return self._raw_get(Table.OBJECTS, oid_to_raw(oid))
-
-    def get(self, oid: ObjectId) -> StoredObject | None:
-        """The object, or None when absent.
-
-        Raises:
-            CorruptObject: the stored bytes do not hash to ``oid``.
-        """
-        data = self.get_raw(oid)
-        return None if data is None else decode(data, oid)
-
-    def __getitem__(self, oid: ObjectId) -> StoredObject:
-        obj = self.get(oid)
-        if obj is None:
-            raise ObjectNotFound(oid)
-        return obj
-
-    def __contains__(self, oid: object) -> bool:
-        return isinstance(oid, str) and self.has(ObjectId(oid))
-
-    def has(self, oid: ObjectId) -> bool:
-        """True when the object is stored."""
-        return self._raw_get(Table.OBJECTS, oid_to_raw(oid)) is not None
-
-    def get_commit(self, oid: ObjectId) -> Commit:
-        """The commit with this id.
-
-        Raises:
-            ObjectNotFound: absent. InvalidInput: the object is not a commit.
-        """
-        obj = self[oid]
-        if not isinstance(obj, Commit):
-            raise InvalidInput(f"{oid} is a {obj.KIND}, not a commit")
-        return obj
-
-    def iter_oids(self) -> Iterator[ObjectId]:
-        """Every stored object id, in byte order."""
-        for key, _ in self._raw_iter(Table.OBJECTS):
-            yield raw_to_oid(key)
-
-    def iter_raw_objects(self) -> Iterator[tuple[ObjectId, bytes]]:
-        """Every (id, stored bytes) pair, unverified (fsck checks them)."""
-        for key, value in self._raw_iter(Table.OBJECTS):
-            yield raw_to_oid(key), value
-
-    def resolve_prefix(self, prefix: str, *, kind: str | None = None) -> list[ObjectId]:
-        """Ids starting with a hex prefix (4+ digits); up to 2 (enough to tell unique from ambiguous).
-
-        With ``kind`` (``"commit"``...) only objects of that kind count, so a blob sharing the prefix neither
-        hides a second commit nor makes a unique commit prefix look ambiguous.
-        """
-        if not is_oid_prefix(prefix):
-            raise InvalidInput(f"{prefix!r} is not a hex id prefix of 4 to 64 digits")
-        raw_prefix = bytes.fromhex(prefix[: len(prefix) - len(prefix) % 2])
-        out: list[ObjectId] = []
-        for key, data in self._raw_iter(Table.OBJECTS, raw_prefix):
-            oid = raw_to_oid(key)
-            if oid.startswith(prefix) and (kind is None or kind_of(data) == kind):
-                out.append(oid)
-                if len(out) == 2:
-                    break
-        return out
-
-    # refs ---------------------------------------------------------------------------------------------
-
-    def get_ref(self, name: str) -> str | None:
-        """A ref's value: an id, ``ref: <name>`` for a symbolic ref, or None when absent."""
-        value = self._raw_get(Table.REFS, name.encode())
-        return None if value is None else value.decode()
-
-    def iter_refs(self, prefix: str = "") -> Iterator[tuple[str, str]]:
-        """(name, value) of every ref whose name starts with ``prefix``, in name order."""
-        for key, value in self._raw_iter(Table.REFS, prefix.encode()):
-            yield key.decode(), value.decode()
-
-    # indexes and tables -------------------------------------------------------------------------------
-
-    def commit_toolset(self, commit_id: ObjectId) -> ObjectId | None:
-        """The tool-set id a commit carries, or None."""
-        return self.get_commit(commit_id).tools
-
-    def iter_toolset_changes(self) -> Iterator[tuple[ObjectId, ObjectId]]:
-        """(commit, tool set) for every commit whose tool set differs from its first parent's (the index)."""
-        for key, value in self._raw_iter(Table.COMMIT_TOOLS):
-            yield raw_to_oid(key), raw_to_oid(value)
-
-    def tool_versions(self, name: str) -> list[ObjectId]:
-        """Every stored schema id for a tool name, oldest first (from the index)."""
-        return [raw_to_oid(v) for _, v in self._raw_iter(Table.TOOL_VERSIONS, name.encode() + b"\0")]
-
-    def tool_names(self) -> list[str]:
-        """Every tool name with at least one stored schema, sorted."""
-        names: list[str] = []
-        for key, _ in self._raw_iter(Table.TOOL_VERSIONS):
-            name = key[: -(SEQ.size + 1)].decode()
-            if not names or names[-1] != name:
-                names.append(name)
-        return names
-
-    def table_get(self, table: Table, key: bytes) -> bytes | None:
-        """A row of a local table."""
-        return self._raw_get(table, key)
-
-    def table_iter(
-        self, table: Table, prefix: bytes = b"", *, reverse: bool = False
-    ) -> Iterator[tuple[bytes, bytes]]:
-        """Rows of a local table whose key starts with ``prefix``."""
-        return self._raw_iter(table, prefix, reverse=reverse)
-
-    def log_entries(self, table: Table, prefix: bytes, *, reverse: bool = False) -> Iterator[tuple[int, Any]]:
-        """(sequence number, decoded value) of entries appended with :meth:`WriteBatch.append_log`."""
-        full = prefix + b"\0"
-        for key, value in self._raw_iter(table, full, reverse=reverse):
-            (seq,) = SEQ.unpack(key[len(full) :])
-            yield seq, codec.loads(value)
-
-
 class WriteBatch(Reader):
     """Pending writes, applied all at once by :meth:`Store.apply` (or at the end of ``with store.batch()``).
 
-    Reads through the batch see its own pending writes first, then the store.
+    Reads through the batch see the store as it will be once the batch is applied: its pending objects,
+    deletes, rows, log entries and ref moves over the store, plus the index rows and sequence numbers the
+    store derives from them (numbered as if no other batch lands first). Within a batch the last write of an
+    object, row or ref wins (a put after a delete keeps the object).
     """
 
     def __init__(self, base: Reader) -> None:
@@ -252,6 +101,7 @@ class WriteBatch(Reader):
         self.ref_updates: dict[str, tuple[RefExpectation, str | None]] = {}
         self.log_appends: list[tuple[Table, bytes, bytes]] = []
         self.deletions: set[ObjectId] = set()
+        self._log_tables: set[Table] = set()  # the tables log_appends write to (checked on every row read)
 
     def __len__(self) -> int:
         return (
@@ -265,16 +115,22 @@ class WriteBatch(Reader):
     # writes -------------------------------------------------------------------------------------------
 
     def put(self, obj: StoredObject) -> ObjectId:
-        """Stage an object; return its id. Staging an object the store has already is a no-op."""
+        """Stage an object and return its id. Staging an object the store has already is a no-op.
+
+        The object is encoded and hashed at most once in its life: an id taken before with
+        :func:`~tractkv.model.object_id` is reused here, and this id is reused by any later call.
+        """
         oid, data = encode_with_id(obj)
         if oid not in self.objects:
             self.objects[oid] = (data, obj)
+        self.deletions.discard(oid)
         return oid
 
     def put_raw(self, oid: ObjectId, data: bytes, obj: StoredObject | None = None) -> None:
         """Stage bytes already verified to hash to ``oid`` (sync does that check while receiving)."""
         if oid not in self.objects:
             self.objects[oid] = (data, obj)
+        self.deletions.discard(oid)
 
     def delete_object(self, oid: ObjectId) -> None:
         """Stage the removal of an object and its index rows (gc only: objects are otherwise immutable)."""
@@ -285,37 +141,68 @@ class WriteBatch(Reader):
         """Stage a ref move (``value=None`` deletes it), checked against ``expected`` when applied.
 
         Several moves of one ref in a batch keep the first expectation and the last value.
+
+        Raises:
+            InvalidInput: the name is empty or longer than :data:`MAX_KEY_BYTES` in UTF-8.
         """
         if name in self.ref_updates:
             first_expected, _ = self.ref_updates[name]
             self.ref_updates[name] = (first_expected, value)
         else:
+            _check_key(name.encode(), "a ref name")
             self.ref_updates[name] = (expected, value)
 
     def table_put(self, table: Table, key: bytes, value: bytes | None) -> None:
-        """Stage a row of a local table (``None`` deletes it)."""
-        if table in (Table.OBJECTS, Table.REFS):
-            raise InvalidInput(f"use put()/set_ref() for the {table} table")
+        """Stage a row of a local table (``None`` deletes it).
+
+        Raises:
+            InvalidInput: objects, refs and the indexes are written through :meth:`put` / :meth:`set_ref`
+                (the store derives index rows itself); ``format`` and ``seq`` in ``meta`` belong to the
+                store; the key is empty or longer than :data:`MAX_KEY_BYTES`.
+        """
+        if table in (Table.OBJECTS, Table.REFS, *_INDEXES):
+            raise InvalidInput(f"the {table} table is written through put()/set_ref(), not table_put()")
+        if table is Table.META and key in _STORE_META:
+            raise InvalidInput(f"meta row {key.decode()!r} belongs to the store")
+        _check_key(key, "a row key")
         self.rows[(table, key)] = value
 
     def append_log(self, table: Table, prefix: bytes, value: Any) -> None:
         """Stage an entry keyed ``prefix NUL seq``, where seq is allocated when the batch is applied."""
         if b"\0" in prefix:
             raise InvalidInput("a log prefix cannot hold a NUL byte")
+        if table in (Table.OBJECTS, Table.REFS, Table.META, *_INDEXES):
+            raise InvalidInput(f"log entries cannot go to the {table} table")
+        _check_key(prefix + b"\0" + SEQ.pack(0), "a log prefix (with its NUL and 8-byte number)")
         self.log_appends.append((table, prefix, codec.dumps(value)))
+        self._log_tables.add(table)
 
     # reads through the overlay ------------------------------------------------------------------------
 
+    def get(self, oid: ObjectId) -> StoredObject | None:
+        """The object (a pending one as it was staged, without decoding it again), or None."""
+        pending = self.objects.get(oid)
+        if pending is not None and pending[1] is not None:
+            return pending[1]
+        return super().get(oid)
+
     def _raw_get(self, table: Table, key: bytes) -> bytes | None:
         if table is Table.OBJECTS:
-            pending = self.objects.get(raw_to_oid(key))
+            oid = raw_to_oid(key)
+            pending = self.objects.get(oid)
             if pending is not None:
                 return pending[0]
+            if oid in self.deletions:
+                return None
         elif table is Table.REFS:
             name = key.decode()
             if name in self.ref_updates:
                 value = self.ref_updates[name][1]
                 return None if value is None else value.encode()
+        elif self._derives_rows(table, key):
+            overlay = self._pending_rows(table)  # rows derived when applied: computed, not kept
+            if key in overlay:
+                return overlay[key]
         elif (table, key) in self.rows:
             return self.rows[(table, key)]
         return self._base._raw_get(table, key)
@@ -323,16 +210,7 @@ class WriteBatch(Reader):
     def _raw_iter(
         self, table: Table, prefix: bytes = b"", *, reverse: bool = False
     ) -> Iterator[tuple[bytes, bytes]]:
-        overlay: dict[bytes, bytes | None]
-        if table is Table.OBJECTS:
-            overlay = {oid_to_raw(o): d for o, (d, _) in self.objects.items()}
-        elif table is Table.REFS:
-            overlay = {
-                n.encode(): (None if v is None else v.encode()) for n, (_, v) in self.ref_updates.items()
-            }
-        else:
-            overlay = {k: v for (t, k), v in self.rows.items() if t is table}
-        overlay = {k: v for k, v in overlay.items() if k.startswith(prefix)}
+        overlay = {k: v for k, v in self._pending_rows(table).items() if k.startswith(prefix)}
         if not overlay:
             yield from self._base._raw_iter(table, prefix, reverse=reverse)
             return
@@ -345,17 +223,111 @@ class WriteBatch(Reader):
         for key in sorted(merged, reverse=reverse):
             yield key, merged[key]
 
+    def _derives_rows(self, table: Table, key: bytes) -> bool:
+        """True when applying the batch derives rows of ``table`` (index rows, numbered log entries)."""
+        return table in _INDEXES or table in self._log_tables or (table is Table.META and key == META_SEQ)
 
-def _first_parent_tools(writer: RawReader, commit: Commit) -> ObjectId | None:
+    def _pending_rows(self, table: Table) -> dict[bytes, bytes | None]:
+        """The rows applying this batch writes (a value) or deletes (None) in ``table``, numbered as
+        :func:`apply_batch` would number them now."""
+        if table is Table.OBJECTS:
+            rows: dict[bytes, bytes | None] = {oid_to_raw(o): None for o in self.deletions}
+            rows.update((oid_to_raw(o), data) for o, (data, _) in self.objects.items())
+            return rows
+        if table is Table.REFS:
+            return {n.encode(): (None if v is None else v.encode()) for n, (_, v) in self.ref_updates.items()}
+        rows = {k: v for (t, k), v in self.rows.items() if t is table}
+        if table is Table.COMMIT_TOOLS:
+            rows.update(self._pending_commit_tools())
+        if table is Table.COMMIT_TOOLS or not self._derives_rows(table, META_SEQ):
+            return rows
+        if table is Table.TOOL_VERSIONS:
+            rows.update(self._deleted_tool_versions())
+        # one counter numbers new tool schemas (in staging order), then log entries, as apply_batch does
+        seq = start = _read_seq(self._base._raw_get)
+        for oid, tool in self._new_tool_schemas():
+            seq += 1
+            if table is Table.TOOL_VERSIONS:
+                rows[tool.name.encode() + b"\0" + SEQ.pack(seq)] = oid_to_raw(oid)
+        for log_table, prefix, value in self.log_appends:
+            seq += 1
+            if log_table is table:
+                rows[prefix + b"\0" + SEQ.pack(seq)] = value
+        if table is Table.META and seq != start:
+            rows[META_SEQ] = SEQ.pack(seq)
+        return rows
+
+    def _is_new(self, oid: ObjectId) -> bool:
+        """True when applying the batch adds this pending object (the store does not hold it yet)."""
+        return self._base._raw_get(Table.OBJECTS, oid_to_raw(oid)) is None
+
+    def _new_tool_schemas(self) -> Iterator[tuple[ObjectId, ToolSchema]]:
+        for oid, (data, obj) in self.objects.items():
+            if obj is None and kind_of(data) != ToolSchema.KIND:
+                continue
+            tool = _decoded(data, obj)
+            if isinstance(tool, ToolSchema) and self._is_new(oid):
+                yield oid, tool
+
+    def _pending_commit_tools(self) -> dict[bytes, bytes | None]:
+        rows: dict[bytes, bytes | None] = {oid_to_raw(o): None for o in self.deletions}
+        for oid, (data, obj) in self.objects.items():
+            if obj is None and kind_of(data) != Commit.KIND:
+                continue
+            commit = _decoded(data, obj)
+            if not isinstance(commit, Commit) or commit.tools is None or not self._is_new(oid):
+                continue
+            if commit.tools != _first_parent_tools(self, self._base._raw_get, commit):
+                rows[oid_to_raw(oid)] = oid_to_raw(commit.tools)
+        return rows
+
+    def _deleted_tool_versions(self) -> dict[bytes, bytes | None]:
+        """The version rows applying the batch deletes (those of deleted tool schemas)."""
+        rows: dict[bytes, bytes | None] = {}
+        for oid in self.deletions:
+            raw_oid = oid_to_raw(oid)
+            stored = self._base._raw_get(Table.OBJECTS, raw_oid)
+            if stored is None or kind_of(stored) != ToolSchema.KIND:
+                continue
+            tool = decode(stored)
+            assert isinstance(tool, ToolSchema)
+            for key, value in self._base._raw_iter(Table.TOOL_VERSIONS, tool.name.encode() + b"\0"):
+                if value == raw_oid:
+                    rows[key] = None
+        return rows
+
+
+def _check_key(key: bytes, what: str) -> None:
+    if not key or len(key) > MAX_KEY_BYTES:
+        raise InvalidInput(f"{what} must be 1 to {MAX_KEY_BYTES} bytes, not {len(key)}")
+
+
+def _decoded(data: bytes, obj: StoredObject | None) -> StoredObject:
+    return decode(data) if obj is None else obj
+
+
+RawGet = Callable[[Table, bytes], bytes | None]
+
+
+def _first_parent_tools(batch: WriteBatch, stored: RawGet, commit: Commit) -> ObjectId | None:
+    """The tool set of a commit's first parent, staged in ``batch`` or ``stored`` (None: root or absent).
+
+    The batch comes first, so the index row does not depend on the order a batch stages a commit and its
+    parent in.
+    """
     if not commit.parents:
         return None
-    raw = writer.get(Table.OBJECTS, oid_to_raw(commit.parents[0]))
-    parent = decode(raw) if raw is not None else None
+    pending = batch.objects.get(commit.parents[0])
+    if pending is not None:
+        parent: StoredObject | None = _decoded(*pending)
+    else:
+        raw = stored(Table.OBJECTS, oid_to_raw(commit.parents[0]))
+        parent = decode(raw) if raw is not None else None
     return parent.tools if isinstance(parent, Commit) else None
 
 
-def _read_seq(reader: RawReader) -> int:
-    raw = reader.get(Table.META, META_SEQ)
+def _read_seq(stored: RawGet) -> int:
+    raw = stored(Table.META, META_SEQ)
     return SEQ.unpack(raw)[0] if raw is not None else 0
 
 
@@ -379,11 +351,11 @@ def apply_batch(writer: RawWriter, batch: WriteBatch) -> None:
             continue  # already stored: objects are immutable, index rows exist already
         stored = decode(data, oid) if obj is None else obj
         if isinstance(stored, Commit):
-            if stored.tools is not None and stored.tools != _first_parent_tools(writer, stored):
+            if stored.tools is not None and stored.tools != _first_parent_tools(batch, writer.get, stored):
                 writer.put(Table.COMMIT_TOOLS, oid_to_raw(oid), oid_to_raw(stored.tools))
         elif isinstance(stored, ToolSchema):
             if seq < 0:
-                seq = seq_start = _read_seq(writer)
+                seq = seq_start = _read_seq(writer.get)
             seq += 1
             writer.put(Table.TOOL_VERSIONS, stored.name.encode() + b"\0" + SEQ.pack(seq), oid_to_raw(oid))
     for oid in batch.deletions:
@@ -408,7 +380,7 @@ def apply_batch(writer: RawWriter, batch: WriteBatch) -> None:
             writer.put(table, key, value)
     for table, prefix, value in batch.log_appends:
         if seq < 0:
-            seq = seq_start = _read_seq(writer)
+            seq = seq_start = _read_seq(writer.get)
         seq += 1
         writer.put(table, prefix + b"\0" + SEQ.pack(seq), value)
     for name, (_, new) in batch.ref_updates.items():
@@ -515,44 +487,3 @@ class Store(Reader, abc.ABC):
 def verify_raw(oid: ObjectId, data: bytes) -> bool:
     """True when ``data`` hashes to ``oid``."""
     return hash_bytes(data) == oid
-
-
-# --- store format and migrations -------------------------------------------------------------------------
-
-Migration = Any  # Callable[[RawWriter], None]: upgrades a store from version N to N + 1 in place
-MIGRATIONS: dict[int, Migration] = {}
-"""``MIGRATIONS[n]`` upgrades a store of format ``n`` to ``n + 1``. Format 1 is the first; a later format
-adds its step here, and :func:`ensure_format` runs every step a store needs in the opening transaction."""
-
-
-def ensure_format(writer: RawWriter) -> int:
-    """Stamp a new store, or check (and migrate) an existing one; returns the version found.
-
-    Raises:
-        StoreFormatError: the store is newer than this tractkv, or no migration path exists.
-    """
-    from tractkv.errors import StoreFormatError
-
-    raw = writer.get(Table.META, META_FORMAT)
-    if raw is None:
-        if writer.count(Table.OBJECTS) or writer.count(Table.REFS):
-            raise StoreFormatError("store has data but no format version: not a tractkv store")
-        writer.put(Table.META, META_FORMAT, str(STORE_FORMAT).encode())
-        return STORE_FORMAT
-    try:
-        found = int(raw.decode())
-    except ValueError as exc:
-        raise StoreFormatError(f"unreadable store format version {raw!r}") from exc
-    if found > STORE_FORMAT:
-        raise StoreFormatError(
-            f"store format {found} is newer than this tractkv supports ({STORE_FORMAT}); upgrade tractkv"
-        )
-    version = found
-    while version < STORE_FORMAT:
-        step = MIGRATIONS.get(version)
-        if step is None:
-            raise StoreFormatError(f"no migration from store format {version} to {version + 1}")
-        step(writer)
-        version += 1
-        writer.put(Table.META, META_FORMAT, str(version).encode())
-    return found

@@ -35,16 +35,16 @@ import lmdb
 
 from tractkv.errors import StoreClosed, StoreError, StoreFormatError, TractError
 from tractkv.store.base import (
+    MAX_KEY_BYTES,
     META_FORMAT,
-    STORE_FORMAT,
     RawWriter,
     Reader,
     Store,
     Table,
     WriteBatch,
     apply_batch,
-    ensure_format,
 )
+from tractkv.store.format import STORE_FORMAT, ensure_format
 
 DEFAULT_MAP_SIZE = 64 * 1024 * 1024  # bytes; the map doubles on demand, the file grows only as used
 MAX_MAP_SIZE = 1 << 44  # 16 TiB: a ceiling for doubling, far above any sane store
@@ -74,6 +74,10 @@ class _Env:
                 lock=True,
             )
             self.env.reader_check()  # clear reader slots left by killed processes
+            if self.env.max_key_size() < MAX_KEY_BYTES:
+                limit = self.env.max_key_size()
+                self.env.close()
+                raise StoreError(f"this LMDB build takes keys of {limit} bytes at most, not {MAX_KEY_BYTES}")
             with self.env.begin(write=True) as txn:
                 self.dbs = {t: self.env.open_db(t.value.encode(), txn=txn, create=True) for t in Table}
         except lmdb.Error as exc:
@@ -100,7 +104,10 @@ class _LmdbTxn(RawWriter):
         self.dbs = dbs
 
     def get(self, table: Table, key: bytes) -> bytes | None:
-        value = self.txn.get(key, db=self.dbs[table])
+        try:
+            value = self.txn.get(key, db=self.dbs[table])
+        except lmdb.BadValsizeError:
+            return None  # an empty or oversized key: no row can have it
         return None if value is None else bytes(value)
 
     def iter(
@@ -293,6 +300,8 @@ class LmdbStore(Store):
             raise StoreError(f"cannot read store {self.path}: {exc}") from exc
         try:
             value = txn.get(key, db=shared.dbs[table])
+        except lmdb.BadValsizeError:
+            value = None  # an empty or oversized key: no row can have it
         except lmdb.Error as exc:
             raise StoreError(f"read failed in {self.path}: {exc}") from exc
         finally:

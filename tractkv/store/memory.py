@@ -1,13 +1,19 @@
-"""An in-memory store with the same interface and guarantees as the LMDB store (minus durability)."""
+"""An in-memory store with the same interface and guarantees as the LMDB store (minus durability).
+
+A snapshot is exact, as an LMDB read transaction is: while one is open, every batch applied records the
+values it replaces in the snapshot's undo log, so opening a snapshot costs nothing and a write costs one
+dict entry per changed row and open snapshot.
+"""
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 
 from tractkv.errors import StoreClosed
-from tractkv.store.base import RawWriter, Reader, Store, Table, WriteBatch, apply_batch, ensure_format
+from tractkv.store.base import RawWriter, Reader, Store, Table, WriteBatch, apply_batch
+from tractkv.store.format import ensure_format
 
 
 class _DictTables(RawWriter):
@@ -50,15 +56,58 @@ class _DictTables(RawWriter):
     def delete(self, table: Table, key: bytes) -> None:
         self.pending.setdefault(table, {})[key] = None
 
-    def commit(self) -> None:
+    def commit(self, snapshots: Iterable[_MemorySnapshot] = ()) -> None:
+        """Write the pending rows, first saving the values they replace in every open snapshot."""
         for table, rows in self.pending.items():
             target = self._tables[table]
+            for snapshot in snapshots:
+                snapshot.remember(table, target, rows)
             for key, value in rows.items():
                 if value is None:
                     target.pop(key, None)
                 else:
                     target[key] = value
         self.pending.clear()
+
+
+class _MemorySnapshot(Reader):
+    """The tables as they were when the snapshot opened: the live tables behind an undo log."""
+
+    def __init__(self, store: MemoryStore) -> None:
+        self._store = store
+        self._undo: dict[Table, dict[bytes, bytes | None]] = {}
+
+    def remember(self, table: Table, live: dict[bytes, bytes], changes: dict[bytes, bytes | None]) -> None:
+        """Keep the values ``changes`` are about to replace (None: the row did not exist), first one wins."""
+        undo = self._undo.setdefault(table, {})
+        for key in changes:
+            if key not in undo:
+                undo[key] = live.get(key)
+
+    def _raw_get(self, table: Table, key: bytes) -> bytes | None:
+        store = self._store
+        store._check()
+        with store._lock:
+            undo = self._undo.get(table)
+            if undo is not None and key in undo:
+                return undo[key]
+            return store._tables[table].get(key)
+
+    def _raw_iter(
+        self, table: Table, prefix: bytes = b"", *, reverse: bool = False
+    ) -> Iterator[tuple[bytes, bytes]]:
+        store = self._store
+        store._check()
+        with store._lock:
+            rows = {k: v for k, v in store._tables[table].items() if k.startswith(prefix)}
+            for key, value in self._undo.get(table, {}).items():
+                if not key.startswith(prefix):
+                    continue
+                if value is None:
+                    rows.pop(key, None)
+                else:
+                    rows[key] = value
+        return iter(sorted(rows.items(), reverse=reverse))
 
 
 class MemoryStore(Store):
@@ -72,6 +121,7 @@ class MemoryStore(Store):
         self._tables: dict[Table, dict[bytes, bytes]] = {t: {} for t in Table}
         self._lock = threading.RLock()
         self._closed = False
+        self._snapshots: set[_MemorySnapshot] = set()
         writer = _DictTables(self._tables)
         ensure_format(writer)
         writer.commit()
@@ -96,16 +146,21 @@ class MemoryStore(Store):
     @contextmanager
     def snapshot(self) -> Iterator[Reader]:
         self._check()
-        # Reads of immutable objects need no isolation; refs and rows are read one by one as in a fresh
-        # LMDB read transaction per call. Copying the tables would make the snapshot exact but O(store).
-        yield self
+        snapshot = _MemorySnapshot(self)
+        with self._lock:
+            self._snapshots.add(snapshot)
+        try:
+            yield snapshot
+        finally:
+            with self._lock:
+                self._snapshots.discard(snapshot)
 
     def apply(self, batch: WriteBatch) -> None:
         self._check()
         with self._lock:
             writer = _DictTables(self._tables)
             apply_batch(writer, batch)
-            writer.commit()
+            writer.commit(self._snapshots)
 
     def close(self) -> None:
         self._closed = True
