@@ -35,7 +35,7 @@ if TYPE_CHECKING:
 Deferred = Callable[[], "str | None"]
 
 
-class Turn:
+class AgentStep:
     """One agent step on one tract: the changes its tools deferred until its tool results are committed."""
 
     def __init__(self, tract: Tract) -> None:
@@ -65,7 +65,7 @@ class ToolContext:
         commit_hash: the assistant commit whose tool call started this execution, or None.
         tool_call_id: the model's id for the call, or None.
         tool_name: the tool being run.
-        turn: the agent step this call belongs to (for :meth:`defer`), or None.
+        step: the agent step this call belongs to (for :meth:`defer`), or None.
     """
 
     tract: Tract
@@ -78,7 +78,7 @@ class ToolContext:
     commit_hash: ObjectId | None = None
     tool_call_id: str | None = None
     tool_name: str = ""
-    turn: Turn | None = None
+    step: AgentStep | None = None
 
     def execute(self, name: str, arguments: dict[str, Any] | None = None) -> ToolResult:
         """Run another tool of this executor as a child of this usage (never raises; see ToolResult)."""
@@ -133,7 +133,7 @@ class ToolContext:
         """
         if not callable(action):
             raise InvalidInput("defer() takes a callable")
-        if self.turn is not None and self.turn.tract is self.tract:
-            self.turn.defer(self.tool_name, action)
+        if self.step is not None and self.step.tract is self.tract:
+            self.step.defer(self.tool_name, action)
             return note
         return action() or ""

@@ -40,7 +40,7 @@ from tractkv.errors import EncodeError, InvalidInput, TractError
 from tractkv.ids import ObjectId, is_object_id
 from tractkv.model import UsageRecord, object_id
 
-from .context import ToolContext, Turn
+from .context import AgentStep, ToolContext
 from .definitions import FORMATS, Handler, ToolDefinition, ToolResult, context_problem
 from .events import EventBus, ToolEvent
 from .profiles import ToolProfile, profile_tools
@@ -64,14 +64,14 @@ class _Frame:
         usage_id: str,
         store: Store,
         commit: ObjectId | None,
-        turn: Turn | None,
+        step: AgentStep | None,
         llm: LLMClient | None,
         compiled: CompiledContext | None,
     ) -> None:
         self.usage_id = usage_id
         self.store = store
         self.commit = commit
-        self.turn = turn
+        self.step = step
         self.llm = llm
         self.compiled = compiled
         self.children: list[tuple[int, ObjectId]] = []
@@ -331,7 +331,7 @@ class ToolExecutor:
         compiled: CompiledContext | None = None,
         parent_id: str | None = None,
         llm: LLMClient | None = None,
-        turn: Turn | None = None,
+        step: AgentStep | None = None,
     ) -> ToolResult:
         """Run a tool and record its usage; every failure is returned as a result, never raised.
 
@@ -343,7 +343,7 @@ class ToolExecutor:
             compiled: the context the model saw (handed to the handler as ``context.compiled``).
             parent_id: nest under this running execution (default: the one running in this context).
             llm: the model handlers see (default: the enclosing execution's, the executor's, the tract's).
-            turn: the agent step, for deferred context changes (the agent loop passes it).
+            step: the agent step, for deferred context changes (the agent loop passes it).
 
         Raises:
             InvalidInput: only for a caller's mistake in the keywords (a ``tool_call_id`` that is not a
@@ -358,7 +358,7 @@ class ToolExecutor:
         parent, parent_problem = self._parent(parent_id)
         if parent is not None:
             commit = commit if commit is not None else parent.commit
-            turn = turn if turn is not None else parent.turn
+            step = step if step is not None else parent.step
             compiled = compiled if compiled is not None else parent.compiled
             llm = llm if llm is not None else parent.llm
         if llm is None:
@@ -411,7 +411,7 @@ class ToolExecutor:
             )
             return ToolResult(tool_name, False, error=error, usage_id=usage_id)
         frame = _Frame(
-            usage_id=usage_id, store=self.store, commit=commit, turn=turn, llm=llm, compiled=compiled
+            usage_id=usage_id, store=self.store, commit=commit, step=step, llm=llm, compiled=compiled
         )
         with _RUNNING_LOCK:
             _RUNNING[usage_id] = frame
@@ -478,7 +478,7 @@ class ToolExecutor:
             commit_hash=frame.commit,
             tool_call_id=tool_call_id,
             tool_name=tool_name,
-            turn=frame.turn,
+            step=frame.step,
         )
         try:
             value = handler(**args, context=context)

@@ -33,7 +33,7 @@ from tractkv.engine.usage_tree import load_tree
 from tractkv.errors import InvalidInput, NoLLMConfigured, TractError
 from tractkv.ids import ObjectId
 
-from .context import Turn
+from .context import AgentStep
 from .definitions import ToolDefinition, ToolResult
 
 if TYPE_CHECKING:
@@ -119,7 +119,7 @@ def _run_calls(
     calls: Iterable[dict[str, Any]],
     usage_ids: list[str],
 ) -> None:
-    turn = Turn(tract)
+    step = AgentStep(tract)
     for call in calls:
         result = executor.execute(
             call["name"],
@@ -128,12 +128,12 @@ def _run_calls(
             commit=commit,
             compiled=compiled,
             llm=model,
-            turn=turn,
+            step=step,
         )
         _commit_result(tract, call["id"], call["name"], result)
         if result.usage_id is not None:
             usage_ids.append(result.usage_id)
-    _run_deferred(tract, turn)
+    _run_deferred(tract, step)
 
 
 def _commit_result(tract: Tract, call_id: str, name: str, result: ToolResult) -> None:
@@ -147,8 +147,8 @@ def _commit_result(tract: Tract, call_id: str, name: str, result: ToolResult) ->
         delete_rows(tract.store, [result.usage_id])
 
 
-def _run_deferred(tract: Tract, turn: Turn) -> None:
-    for tool_name, action in turn.take():
+def _run_deferred(tract: Tract, step: AgentStep) -> None:
+    for tool_name, action in step.take():
         try:
             action()
         except Exception as exc:
@@ -177,7 +177,7 @@ def _answer_open_calls(tract: Tract, executor: ToolExecutor, model: LLMClient, u
         return
     store = tract.store
     rows = {(r.commit, r.tool_call_id): r for r in iter_pending(store) if r.parent_id is None}
-    turn = Turn(tract)
+    step = AgentStep(tract)
     for call in open_calls:
         row = rows.get((commit, call.id))
         if row is not None and row.record is not None:  # it ran; the process died before its result landed
@@ -214,12 +214,12 @@ def _answer_open_calls(tract: Tract, executor: ToolExecutor, model: LLMClient, u
                 commit=commit,
                 compiled=compiled,
                 llm=model,
-                turn=turn,
+                step=step,
             )
             _commit_result(tract, call.id, call.name, result)
         if result.usage_id is not None:
             usage_ids.append(result.usage_id)
-    _run_deferred(tract, turn)
+    _run_deferred(tract, step)
 
 
 CHILD_BRANCH_PREFIX = "tractkv-child/"  # temporary branches of child agent loops (deleted when they end)
