@@ -47,17 +47,10 @@ class HeuristicCounter:
     """An offline estimate: the larger of chars/4 and 3/4 of the word-and-punctuation count."""
 
     name = "heuristic"
-    # The last text counted and its count: a commit counts its text for the compile state and again for
-    # the CommitInfo it returns. Compared by identity (str is immutable); one tuple, so a thread never sees
-    # a text paired with another text's count.
-    _last: tuple[str, int] = ("", 0)
 
     def count(self, text: str) -> int:
         if not text:
             return 0
-        last = self._last
-        if last[0] is text:
-            return last[1]
         by_chars = (len(text) + 3) // 4
         if len(text) > 20_000:  # long texts: characters alone are a fine estimate and O(1) in Python
             return by_chars
@@ -66,7 +59,6 @@ class HeuristicCounter:
         else:
             # subn counts the same matches as findall without building a list of substrings (2x faster).
             result = max(by_chars, (_WORDISH.subn("", text)[1] * 3 + 3) // 4)
-        self._last = (text, result)
         return result
 
 
