@@ -239,8 +239,9 @@ class WriteBatch(Reader):
         rows = {k: v for (t, k), v in self.rows.items() if t is table}
         if table is Table.COMMIT_TOOLS:
             rows.update(self._pending_commit_tools())
-        if table is Table.COMMIT_TOOLS or not self._derives_rows(table, META_SEQ):
             return rows
+        if table is not Table.TOOL_VERSIONS and table is not Table.META and table not in self._log_tables:
+            return rows  # no numbered rows here
         if table is Table.TOOL_VERSIONS:
             rows.update(self._deleted_tool_versions())
         # one counter numbers new tool schemas (in staging order), then log entries, as apply_batch does
