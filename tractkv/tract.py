@@ -210,11 +210,8 @@ class Tract:
 
     @contextmanager
     def batch(self) -> Iterator[Tract]:
-        """Stage every commit made inside the block and write them in one transaction at its end.
-
-        Reads inside the block (compile, log) see the staged commits. If the block raises, nothing is
-        written. Nested blocks join the outer one.
-        """
+        """Stage every commit made inside the block; write them in one transaction at its end (nothing if it
+        raises). Reads inside see the staged commits; nested blocks join the outer one."""
         with self._session.batch():
             yield self
 
@@ -269,10 +266,7 @@ class Tract:
         return self.commit(payload, **kwargs)
 
     def annotate(self, target: str, priority: str, reason: str | None = None) -> CommitInfo:
-        """Set a message's priority: ``pinned`` (kept through compression), ``normal``, or ``skip`` (left out).
-
-        The annotation is a commit on the branch, so it syncs and compiles everywhere the branch goes.
-        """
+        """Set a message's priority with a commit: ``pinned`` (kept through compression), ``normal``, ``skip``."""
         return self._session.annotate(target, priority, reason)
 
     # --- reading ------------------------------------------------------------------------------------------
@@ -321,26 +315,17 @@ class Tract:
         return branches.list_branches(self._session, remotes=remotes)
 
     def delete_branch(self, name: str, *, force: bool = False) -> ObjectId:
-        """Delete a branch (not the current one). Without ``force`` its commits must be reachable from
-        another branch; either way the reflog keeps its tip until gc ages it out."""
+        """Delete a branch (not the current one; without ``force``, only one another branch contains)."""
         return branches.delete_branch(self._session, name, force=force)
 
     def merge(self, source: str, strategy: str = "auto", message: str | None = None) -> MergeResult:
-        """Merge a branch or commit into the current branch.
-
-        Fast-forwards when possible; otherwise makes a merge commit with parents (HEAD, source) that compiles
-        as described in :mod:`tractkv.engine.state`. ``auto`` raises :class:`MergeConflict` listing every
-        conflict; ``ours`` / ``theirs`` settle them. Merge bookkeeping never appears as a message.
-        """
+        """Merge a branch or commit: a fast-forward, else a merge commit (:mod:`tractkv.engine.merging`);
+        ``auto`` raises :class:`MergeConflict` listing every conflict, ``ours`` / ``theirs`` settle them."""
         return merge(self._session, source, strategy, message)
 
     def reset(self, target: str, mode: str = "soft") -> ObjectId:
-        """Move the current branch to ``target``.
-
-        ``soft`` keeps the abandoned commits protected from gc (through the reflog) until they are older than
-        gc's ``min_age_hours``; ``hard`` leaves them unprotected, so the next gc reclaims them. Either way,
-        until gc runs, ``reflog()`` shows the old tip and ``reset(old_tip)`` undoes the reset.
-        """
+        """Move the current branch to ``target``; ``soft`` keeps the abandoned commits from gc until they age,
+        ``hard`` does not. Until gc runs, ``reset(old_tip)`` (see :meth:`reflog`) undoes it."""
         return self._session.reset(target, mode)
 
     def reflog(self, branch: str | None = None, limit: int | None = None) -> list[ReflogEntry]:
@@ -396,14 +381,8 @@ class Tract:
         strategy: str = "auto",
         progress: Callable[[int], None] | None = None,
     ) -> MergeResult:
-        """Fetch, then bring ``<remote>/<branch>`` (default: the current branch's name) into the current
-        branch: a fast-forward when possible, else a merge commit through :meth:`merge` (``strategy``
-        settles conflicts as there).
-
-        Raises:
-            NotFastForward: ``ff_only`` and the histories diverged (nothing moved locally but the fetch).
-            BranchNotFound: the remote has no such branch.
-        """
+        """Fetch, then merge ``<remote>/<branch>`` (default: this branch's name) into this branch (see
+        :func:`tractkv.sync.transfer.merge_tracking`; ``NotFastForward`` with ``ff_only`` on diverged histories)."""
         from tractkv.sync import transfer
 
         self.fetch(remote, progress=progress)
@@ -418,15 +397,9 @@ class Tract:
         *,
         progress: Callable[[int], None] | None = None,
     ) -> PushOutcome:
-        """Send a branch (default: the current one) to the same name on the remote.
-
-        The remote's ref moves by compare-and-swap from the value it advertised, or from ``expect`` (an id
-        or revision: force-with-lease when combined with ``force``). Without ``force`` a push that is not a
-        fast-forward is refused before any object is sent.
-
-        Raises:
-            PushRejected: the remote refused the update (``.results`` says why: non-fast-forward, stale, ...).
-        """
+        """Send a branch (default: the current one); the remote's ref moves by compare-and-swap from the value it
+        advertised, or from ``expect`` (force-with-lease with ``force``). Without ``force`` only a fast-forward
+        is sent. Raises :class:`PushRejected` (``.results`` says why) when the remote refuses."""
         from tractkv.sync import remotes, transfer
 
         self._session.check_writes("push", in_batch=False)
@@ -452,12 +425,8 @@ class Tract:
         progress: Callable[[int], None] | None = None,
         **kwargs: Any,
     ) -> Tract:
-        """Make a new store at ``path`` (None: in memory) from the remote at ``url``.
-
-        Every remote branch becomes a local branch and a ``<remote>/<branch>`` tracking branch; HEAD is
-        ``branch``, else ``main`` when the remote has it, else the first. A clone that fails leaves no
-        store behind at ``path``.
-        """
+        """A new store at ``path`` (None: in memory) with every branch of the remote at ``url``; HEAD on
+        ``branch``, else ``main``, else the first (see :func:`tractkv.sync.transfer.clone_into`)."""
         from tractkv.sync import transfer
 
         def open_handle() -> Tract:
@@ -470,11 +439,8 @@ class Tract:
     # --- tools in context ---------------------------------------------------------------------------------
 
     def set_tools(self, tools: list[dict[str, Any]] | None) -> list[dict[str, Any]]:
-        """Link these tool schemas to every later commit on this branch, until changed or cleared with None.
-
-        The setting is kept in the store (it survives reopening) per branch; the schemas are stored at once.
-        After ``set_tools(None)`` the next commit records an empty tool set, so compile shows no tools.
-        """
+        """Link these tool schemas to every later commit on this branch (a stored per-branch setting) until
+        changed; after ``set_tools(None)`` the next commit records an empty tool set."""
         return self._session.set_tools(tools)
 
     def get_tools(self) -> list[dict[str, Any]]:
@@ -511,7 +477,7 @@ class Tract:
         return ask(self._llm, instructions, text)
 
     def on(self, event: str, handler: Callable[[Any], object]) -> None:
-        """Register a hook (``"tool_result"``: see :mod:`tractkv.engine.hooks`; events: ``EVENTS``)."""
+        """Register a hook (``"tool_result"``: see :mod:`tractkv.engine.hooks`)."""
         self._results.hooks.on(event, handler)
 
     def off(self, event: str, handler: Callable[[Any], object] | None = None) -> None:
@@ -541,18 +507,10 @@ class Tract:
         usages: Sequence[UsageRecord] = (),
         hooks: bool = True,
     ) -> CommitInfo | None:
-        """Commit the result of a tool call (answering the assistant message that made the call).
-
-        With ``edit=<result commit>`` it replaces an earlier result (hooks are bypassed; the call id and name
-        must match). Otherwise the ``tool_result`` hooks run first (see :mod:`tractkv.engine.hooks`) and may
-        edit, summarize or reject it: then the return value is None and nothing is committed. Results over the
-        configured auto-summarization threshold are summarized when no hook is registered. Whenever the
-        committed text differs from ``content``, the raw original is kept (:meth:`original_of`).
-
-        ``usages`` are the tool-usage records of the call (``ToolResult.usage_objects``): they are stored in
-        the same transaction and the top-level ones linked (``links["usages"]``), so the usage history
-        travels with the branch. ``hooks=False`` commits ``content`` as given.
-        """
+        """Commit the result of a tool call, answering the message that made it (see
+        :mod:`tractkv.engine.tool_results`): hooks or auto-summarization may edit it, or reject it (None is
+        returned); ``edit=<result commit>`` replaces an earlier result; the raw text stays recoverable
+        (:meth:`original_of`); ``usages`` (the call's usage records) are stored and linked in the same commit."""
         return self._results.commit_result(
             tool_call_id,
             name,
@@ -584,11 +542,8 @@ class Tract:
     def compress_tool_calls(
         self, name: str | None = None, commits: list[str] | None = None
     ) -> list[CommitInfo]:
-        """Summarize tool results (of one tool, or the given result commits) in place, as edits.
-
-        Each result keeps its call id and name, so calls and results still pair up; the raw original stays
-        recoverable with :meth:`original_of`. Needs a model (see :meth:`configure_llm`).
-        """
+        """Summarize tool results (of one tool, or the given commits) in place, as edits that keep call ids and
+        names; the originals stay recoverable (:meth:`original_of`). Needs a model (:meth:`configure_llm`)."""
         return self._results.compress_calls(name, commits)
 
     # --- generation and compression -------------------------------------------------------------------------
@@ -596,11 +551,9 @@ class Tract:
     def generate(
         self, llm: LLMClient | None = None, tools: list[dict[str, Any]] | None = None, **params: Any
     ) -> CommitInfo:
-        """Compile, call the model with the context's tools (or ``tools``), and commit its reply.
-
-        The reply (text and tool calls) is committed with the tool set it was generated with and the
-        generation parameters as ``generation_config``. A model error raises and commits nothing.
-        """
+        """Compile, call the model with the context's tools (or ``tools``), commit its reply with that tool set
+        and ``params`` as ``generation_config`` (:func:`tractkv.llm.generate.generate`); a model error commits
+        nothing."""
         model = llm if llm is not None else self._llm
         if model is None:
             raise NoLLMConfigured("generate")
@@ -622,12 +575,8 @@ class Tract:
         instructions: str | None = None,
         content: str | None = None,
     ) -> CommitInfo:
-        """Replace a range of messages by a summary (from the model, or ``content`` given by you).
-
-        The range runs from ``from_commit`` to ``to_commit`` (default: every message); pinned messages,
-        system instructions and tool turns the range cuts stay verbatim. The summary commit records its
-        sources and keeps the tool set in force. Nothing is deleted: the summarized commits stay in history.
-        """
+        """Replace the messages from ``from_commit`` to ``to_commit`` (default: all) by a summary (the model's, or
+        ``content``); pinned messages, instructions and cut tool turns stay (:mod:`tractkv.engine.merging`)."""
         plan = plan_compress(self._session, from_commit, to_commit)
         if content is None:
             content = self._results.summarize(

@@ -10,8 +10,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import attrs
 
 from tractkv.errors import InvalidInput, MergeConflict
@@ -21,7 +19,7 @@ from tractkv.store import WriteBatch
 
 from . import graph
 from .compiler import merge_payload
-from .content import normalize
+from .content import content_blob
 from .queries import context_infos, tool_turns
 from .records import CommitInfo, MergeResult
 from .session import Session
@@ -128,9 +126,8 @@ def _position(session: Session, ids: list[ObjectId], rev: str, what: str) -> int
 
 def commit_compress(session: Session, plan: CompressPlan, summary: str) -> CommitInfo:
     """Commit ``summary`` in place of the plan's sources (the tool set in force is kept)."""
-    payload: dict[str, Any] = normalize({"type": "dialogue", "role": "user", "text": summary})
-    return session.commit_payload(
-        payload,
+    return session.commit_content(
+        content_blob({"type": "dialogue", "role": "user", "text": summary}),
         operation="compress",
         message=f"compress {len(plan.sources)} messages",
         links={"sources": plan.sources},

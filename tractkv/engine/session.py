@@ -39,7 +39,7 @@ from tractkv.store import Reader, Store, Table, WriteBatch
 from . import graph
 from .commit_info import commit_info
 from .compiler import CHECKPOINT_EVERY, Compiler, context_of, load_tools
-from .content import ANNOTATION, PRIORITIES, normalize
+from .content import ANNOTATION, PRIORITIES, content_blob
 from .diff import diff_states
 from .records import BranchInfo, CommitInfo, CompiledContext, ContextDiff
 from .reflog import log_ref_move
@@ -318,7 +318,7 @@ class Session:
                 f"operation must be one of {OPERATIONS}, not {operation!r} (see annotate/merge)"
             )
         self.writable()
-        payload = normalize(content)
+        blob = content_blob(content)
         target: ObjectId | None = None
         if operation == "edit":
             if edit_target is None:
@@ -327,8 +327,8 @@ class Session:
         elif edit_target is not None:
             raise InvalidInput("edit_target is only for operation='edit'")
         reply = self.resolve(response_to) if response_to is not None else None
-        return self.commit_payload(
-            payload,
+        return self.commit_content(
+            blob,
             operation=operation,
             target=target,
             reply=reply,
@@ -338,9 +338,9 @@ class Session:
             tools=tools,
         )
 
-    def commit_payload(
+    def commit_content(
         self,
-        payload: dict[str, Any],
+        blob: Blob,
         *,
         operation: str,
         target: ObjectId | None = None,
@@ -354,9 +354,9 @@ class Session:
         toolset: ObjectId | None = None,
         action: str = "commit",
     ) -> CommitInfo:
-        """Commit a normalized payload with the tools in force (explicit ``tools`` win over set_tools;
-        ``toolset`` links an existing tool set)."""
-        blob = Blob(data=payload)
+        """Commit a content blob (from :func:`~tractkv.engine.content.content_blob`, validated once) with the
+        tools in force (explicit ``tools`` win over set_tools; ``toolset`` links an existing tool set)."""
+        payload: dict[str, Any] = blob.data
         tool_objects = toolset_objects(tools) if tools is not None else []
         inherited = toolset or (self.tools_for_next_commit() if tools is None else None)
 

@@ -24,7 +24,7 @@ from tractkv.ids import ObjectId
 from tractkv.model import Blob, UsageRecord, object_id
 
 from .commit_info import commit_info
-from .content import normalize
+from .content import content_blob
 from .hooks import HookRegistry, PendingToolResult
 from .queries import ToolTurn, context_infos, tool_turns
 from .records import CommitInfo
@@ -156,7 +156,7 @@ class ToolResults:
         }
         if is_error:
             payload["is_error"] = True
-        payload = normalize(payload)
+        blob = content_blob(payload)
         links: dict[str, tuple[Any, ...]] = {}
         extra: tuple[Any, ...] = ()
         if final != text:
@@ -167,8 +167,8 @@ class ToolResults:
             nested = {child for record in usages for child in record.children}
             extra = (*extra, *usages)  # re-stored here: a gc since they were recorded cannot drop them
             links[USAGE_LINK] = tuple(o for o in map(object_id, usages) if o not in nested)
-        return self.session.commit_payload(
-            payload,
+        return self.session.commit_content(
+            blob,
             operation="edit" if target is not None else "append",
             target=target,
             reply=call_commit,

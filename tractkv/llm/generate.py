@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from tractkv.engine.content import Message, normalize
+from tractkv.engine.content import Message, content_blob
 from tractkv.engine.records import CommitInfo
 from tractkv.engine.session import Session
 
@@ -29,8 +29,8 @@ def generate(
     config = {k: v for k, v in params.items() if v is not None}
     if response.model:
         config["model"] = response.model
-    return session.commit_payload(
-        normalize(response.assistant_payload()),
+    return session.commit_content(
+        content_blob(response.assistant_payload()),
         operation="append",
         generation_config=config,
         tools=offered if tools is not None else None,
