@@ -48,7 +48,7 @@ def test_commit_and_compile_match_the_library(store: str) -> None:
     user = ok(store, "commit", "Hello", "--metadata", '{"lang": "en"}').strip()
     piped = ok(store, "commit", "--role", "assistant", "-", input="Hi from stdin\n").strip()
     with Tract.open(store) as t:
-        assert [c.commit_hash for c in t.log()] == [piped, user, system]
+        assert [c.commit_id for c in t.log()] == [piped, user, system]
         assert t.get_commit(user).metadata == {"lang": "en"}
         expected_openai = t.compile().to_openai_params()
         expected_anthropic = t.compile().to_anthropic_params()
@@ -57,7 +57,7 @@ def test_commit_and_compile_match_the_library(store: str) -> None:
     assert json.loads(ok(store, "compile", "--format", "anthropic")) == expected_anthropic
     as_json = json.loads(ok(store, "compile", "--json"))
     assert as_json["messages"] == expected_dicts
-    assert as_json["commit_hashes"] == [system, user, piped]
+    assert as_json["commit_ids"] == [system, user, piped]
     text = ok(store, "compile", "--format", "text")
     assert "[assistant]" in text
     assert "Hi from stdin" in text
@@ -81,7 +81,7 @@ def test_edit_and_other_content_types(store: str) -> None:
 def test_show_status_and_log_text(store: str) -> None:
     oid = ok(store, "commit", "Hello there").strip()
     shown = json.loads(ok(store, "show", oid[:10], "--json"))
-    assert shown["commit_hash"] == oid
+    assert shown["commit_id"] == oid
     assert shown["content"]["text"] == "Hello there"
     assert f"commit     {oid}" in ok(store, "show")
     status = json.loads(ok(store, "status", "--json"))

@@ -21,8 +21,8 @@ COMMIT_LINE = re.compile(r"^([ *|/\\]*?)([0-9a-f]{12}) ")
 
 def info(oid: ObjectId, parent_ids: tuple[ObjectId, ...]) -> CommitInfo:
     return CommitInfo(
-        commit_hash=oid,
-        parent_hashes=parent_ids,
+        commit_id=oid,
+        parent_ids=parent_ids,
         operation="append",
         content_type="dialogue",
         role="user",

@@ -50,16 +50,16 @@ def test_a_compiled_context_never_changes_after_later_appends() -> None:
         t.assistant("two")
         before = t.compile()
         contents = [m.content for m in before.messages]
-        hashes = tuple(before.commit_hashes)
+        hashes = tuple(before.commit_ids)
         t.user("three")
         t.commit(
             {"type": "dialogue", "role": "user", "text": "THREE"},
             operation="edit",
-            edit_target=t.log()[0].commit_hash,
+            edit_target=t.log()[0].commit_id,
         )
         after = t.compile()
     assert [m.content for m in before.messages] == contents == ["one", "two"]
-    assert tuple(before.commit_hashes) == hashes
+    assert tuple(before.commit_ids) == hashes
     assert len(before.generation_configs) == 2
     assert [m.content for m in after.messages] == ["one", "two", "THREE"]
     assert after.messages[:2] == before.messages

@@ -20,9 +20,6 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 from tractkv.engine import branches
-from tractkv.engine.gc import collect_for
-from tractkv.engine.merging import commit_compress, merge, plan_compress
-from tractkv.engine.queries import ToolTurn
 from tractkv.engine.records import (
     BranchInfo,
     CommitInfo,
@@ -31,29 +28,22 @@ from tractkv.engine.records import (
     GcResult,
     MergeResult,
     ReflogEntry,
-    RunResult,
     StatusInfo,
 )
 from tractkv.engine.refs import branch_ref
 from tractkv.engine.session import Session
 from tractkv.engine.tokens import TokenCounter
-from tractkv.engine.tool_results import ToolResults
-from tractkv.engine.usage_stats import ToolStats, usage_stats
-from tractkv.engine.usage_tree import (
-    STATUSES,
-    ToolUsage,
-    UsageNode,
-    flatten,
-    select_trees,
-    select_usages,
-    usage_forest,
-)
 from tractkv.errors import InvalidInput, NoLLMConfigured, UnknownRevision
 from tractkv.ids import ObjectId, is_object_id
 from tractkv.model import UsageRecord
 from tractkv.store import Store, open_store
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # engine modules a few methods need are imported on first use: `import tractkv` stays light
+    from tractkv.engine.queries import ToolTurn
+    from tractkv.engine.records import RunResult
+    from tractkv.engine.tool_results import ToolResults
+    from tractkv.engine.usage_stats import ToolStats
+    from tractkv.engine.usage_tree import ToolUsage, UsageNode
     from tractkv.llm.protocol import LLMClient
     from tractkv.sync.remote import PushOutcome
     from tractkv.sync.transfer import FetchResult
@@ -97,7 +87,16 @@ class Tract:
         )
         self._llm: LLMClient | None = None
         self.configure_llm(llm)
-        self._results = ToolResults(self._session, self._ask_model)
+        self._tool_results: ToolResults | None = None
+
+    @property
+    def _results(self) -> ToolResults:
+        """The tool-result pipeline (hooks, summarization settings), made on first use."""
+        if self._tool_results is None:
+            from tractkv.engine.tool_results import ToolResults
+
+            self._tool_results = ToolResults(self._session, self._ask_model)
+        return self._tool_results
 
     # --- opening and closing -----------------------------------------------------------------------------
 
@@ -221,7 +220,7 @@ class Tract:
         operation: str = "append",
         edit_target: str | None = None,
         message: str | None = None,
-        response_to: str | None = None,
+        reply_to: str | None = None,
         metadata: dict[str, Any] | None = None,
         generation_config: dict[str, Any] | None = None,
         tools: list[dict[str, Any]] | None = None,
@@ -233,7 +232,7 @@ class Tract:
             operation: ``append`` or ``edit``.
             edit_target: the message commit (or a revision naming it) an edit replaces.
             message: a note for people (never sent to a model).
-            response_to: the commit this one answers.
+            reply_to: the commit this one answers.
             metadata: JSON-like data kept with the commit.
             generation_config: the model parameters that produced this content.
             tools: tool schemas available for this commit (stored once each, as an ordered set).
@@ -244,7 +243,7 @@ class Tract:
             ConcurrentUpdate: another handle moved the branch (see the module doc).
         """
         return self._session.commit(
-            content, operation, edit_target, message, response_to, metadata, generation_config, tools
+            content, operation, edit_target, message, reply_to, metadata, generation_config, tools
         )
 
     def system(self, text: str, **kwargs: Any) -> CommitInfo:
@@ -321,6 +320,8 @@ class Tract:
     def merge(self, source: str, strategy: str = "auto", message: str | None = None) -> MergeResult:
         """Merge a branch or commit: a fast-forward, else a merge commit (:mod:`tractkv.engine.merging`);
         ``auto`` raises :class:`MergeConflict` listing every conflict, ``ours`` / ``theirs`` settle them."""
+        from tractkv.engine.merging import merge
+
         return merge(self._session, source, strategy, message)
 
     def reset(self, target: str, mode: str = "soft") -> ObjectId:
@@ -337,6 +338,8 @@ class Tract:
     ) -> GcResult:
         """Remove objects no ref, young reflog entry, young commit, pin or running tool execution keeps
         (see :mod:`tractkv.engine.gc`)."""
+        from tractkv.engine.gc import collect_for
+
         return collect_for(self._session, min_age_hours, keep_pinned, keep_branches)
 
     # --- sync (tractkv.sync, loaded on first use) --------------------------------------------------------
@@ -577,6 +580,8 @@ class Tract:
     ) -> CommitInfo:
         """Replace the messages from ``from_commit`` to ``to_commit`` (default: all) by a summary (the model's, or
         ``content``); pinned messages, instructions and cut tool turns stay (:mod:`tractkv.engine.merging`)."""
+        from tractkv.engine.merging import commit_compress, plan_compress
+
         plan = plan_compress(self._session, from_commit, to_commit)
         if content is None:
             content = self._results.summarize(
@@ -598,6 +603,8 @@ class Tract:
         interrupted ones. ``commit`` keeps those started by that assistant commit or answered in that tool
         result commit; ``name`` those of one tool; ``status`` one of pending, success, error, interrupted.
         """
+        from tractkv.engine.usage_tree import STATUSES, select_usages
+
         if status is not None and status not in STATUSES:
             raise InvalidInput(f"status must be one of {STATUSES}, not {status!r}")
         commit_id = self._session.resolve(commit) if commit is not None else None
@@ -606,14 +613,21 @@ class Tract:
     def usage_tree(self, commit: str | None = None, *, rev: str | None = None) -> list[UsageNode]:
         """The usage trees of one message (an assistant commit or its tool result) or of the whole history
         of HEAD (or ``rev``)."""
+        from tractkv.engine.usage_tree import select_trees
+
         commit_id = self._session.resolve(commit) if commit is not None else None
         return select_trees(self._usage_forest(rev), commit_id)
 
     def tool_usage_stats(self, *, rev: str | None = None) -> dict[str, ToolStats]:
         """Per tool: count, successes, errors, success rate, p50 / p95 duration (history of HEAD or ``rev``)."""
+        from tractkv.engine.usage_stats import usage_stats
+        from tractkv.engine.usage_tree import flatten
+
         return usage_stats(flatten(self._usage_forest(rev)))
 
     def _usage_forest(self, rev: str | None) -> list[UsageNode]:
+        from tractkv.engine.usage_tree import usage_forest
+
         reader = self._session.reader()
         tip = self._session.resolve(rev) if rev is not None else self._session.head_commit(reader)
         return usage_forest(reader, tip)

@@ -34,14 +34,14 @@ def footprint(t: Tract) -> tuple[Any, ...]:
 def edit(t: Tract, target: str, text: str, role: str = "user") -> str:
     return t.commit(
         {"type": "dialogue", "role": role, "text": text}, operation="edit", edit_target=target
-    ).commit_hash
+    ).commit_id
 
 
 # --- branch bookkeeping ------------------------------------------------------------------------------------
 
 
 def test_branch_switch_and_list(tract: Tract) -> None:
-    root = tract.user("root").commit_hash
+    root = tract.user("root").commit_id
     info = tract.branch("feature")
     assert (info.name, info.head, info.is_current) == ("feature", root, True)
     assert tract.current_branch == "feature"
@@ -60,7 +60,7 @@ def test_branch_switch_and_list(tract: Tract) -> None:
     assert texts(tract) == ["root"]
     assert texts(tract, at="feature") == ["root", "on feature"]
     tract.branch("from-rev", source="feature~1", switch=False)
-    assert tract.get_commit("from-rev").commit_hash == root
+    assert tract.get_commit("from-rev").commit_id == root
 
 
 def test_branch_errors(tract: Tract) -> None:
@@ -89,7 +89,7 @@ def test_delete_branch(tract: Tract) -> None:
     tract.branch("merged")
     tract.switch("main")
     tract.branch("unmerged")
-    tip = tract.user("only here").commit_hash
+    tip = tract.user("only here").commit_id
     with pytest.raises(InvalidInput, match="current"):
         tract.delete_branch("unmerged")
     tract.switch("main")
@@ -126,20 +126,20 @@ def test_fast_forward(tract: Tract) -> None:
     tract.user("root")
     tract.branch("feature")
     tract.user("f1")
-    tip = tract.assistant("f2").commit_hash
+    tip = tract.assistant("f2").commit_id
     tract.switch("main")
     objects = tract.store.count_objects()
     result = tract.merge("feature")
     assert (result.kind, result.head) == ("fast-forward", tip)
     assert result.commit is not None
-    assert result.commit.commit_hash == tip
+    assert result.commit.commit_id == tip
     assert tract.head == tip
     assert tract.store.count_objects() == objects  # no merge commit
     assert texts(tract) == ["root", "f1", "f2"]
     assert tract.reflog()[0].operation == "merge"
     # continuing on main after a fast-forward extends the same history
     tract.user("after")
-    assert tract.get_commit("HEAD~1").commit_hash == tip
+    assert tract.get_commit("HEAD~1").commit_id == tip
 
 
 def test_fast_forward_into_unborn_branch(open_tract: Callable[..., Tract]) -> None:
@@ -177,14 +177,14 @@ def test_merge_rejects_bad_strategy(tract: Tract) -> None:
 
 def _diverged(t: Tract) -> dict[str, str]:
     ids = {}
-    ids["sys"] = t.system("sys").commit_hash
-    ids["q"] = t.user("question").commit_hash
+    ids["sys"] = t.system("sys").commit_id
+    ids["q"] = t.user("question").commit_id
     t.branch("theirs")
-    ids["t1"] = t.assistant("their answer").commit_hash
-    ids["t2"] = t.user("their follow-up").commit_hash
+    ids["t1"] = t.assistant("their answer").commit_id
+    ids["t2"] = t.user("their follow-up").commit_id
     t.switch("main")
-    ids["o1"] = t.assistant("our answer").commit_hash
-    ids["o2"] = t.user("our follow-up").commit_hash
+    ids["o1"] = t.assistant("our answer").commit_id
+    ids["o2"] = t.user("our follow-up").commit_id
     return ids
 
 
@@ -195,7 +195,7 @@ def test_merge_commit_order_ours_then_theirs(tract: Tract) -> None:
     assert result.conflicts_resolved == 0
     assert result.commit is not None
     merge = tract.get_commit("HEAD")
-    assert merge.parent_hashes == (ids["o2"], ids["t2"])
+    assert merge.parent_ids == (ids["o2"], ids["t2"])
     assert merge.operation == "merge"
     assert merge.token_count == 0
     assert merge.role is None
@@ -208,7 +208,7 @@ def test_merge_commit_order_ours_then_theirs(tract: Tract) -> None:
         "their answer",
         "their follow-up",
     ]
-    assert ctx.commit_hashes == tuple(ids[k] for k in ("sys", "q", "o1", "o2", "t1", "t2"))
+    assert ctx.commit_ids == tuple(ids[k] for k in ("sys", "q", "o1", "o2", "t1", "t2"))
     assert ctx.commit_count == 7  # 6 messages + the merge commit
     # the merge blob is bookkeeping and never becomes a message, whatever is asked
     assert len(tract.compile(include_reasoning=True).messages) == 6
@@ -419,7 +419,7 @@ def test_merge_compiles_identically_after_reopen(open_tract: Callable[..., Tract
     fresh = open_tract()
     again = fresh.compile()
     assert again.to_dicts() == expected.to_dicts()
-    assert again.commit_hashes == expected.commit_hashes
+    assert again.commit_ids == expected.commit_ids
     assert (again.token_count, again.commit_count, again.tools) == (
         expected.token_count,
         expected.commit_count,

@@ -95,7 +95,7 @@ CONTENT_CASES: list[tuple[Any, dict[str, Any]]] = [
 def test_every_content_type_compiles(tract: Tract, content: Any, expected: dict[str, Any]) -> None:
     info = tract.commit(content)
     assert dicts(tract) == [expected]
-    assert tract.compile().commit_hashes == (info.commit_hash,)
+    assert tract.compile().commit_ids == (info.commit_id,)
 
 
 @pytest.mark.parametrize("content", [{"type": "reasoning", "text": "think"}, ReasoningContent("think")])
@@ -107,7 +107,7 @@ def test_reasoning_is_hidden_unless_asked(tract: Tract, content: Any) -> None:
     full = tract.compile(include_reasoning=True)
     assert [m.content for m in full.messages] == ["q", "think", "a"]
     assert full.messages[1].role == "assistant"
-    assert full.commit_hashes[1] == reasoning.commit_hash
+    assert full.commit_ids[1] == reasoning.commit_id
     assert full.token_count > tract.compile().token_count
     # asking for reasoning does not leak into the default view afterwards
     assert texts(tract) == ["q", "a"]
@@ -158,7 +158,7 @@ def test_malformed_edit_writes_nothing(tract: Tract) -> None:
     original = tract.user("before")
     before = footprint(tract)
     with pytest.raises(ContentError):
-        tract.commit({"type": "dialogue", "role": "user"}, operation="edit", edit_target=original.commit_hash)
+        tract.commit({"type": "dialogue", "role": "user"}, operation="edit", edit_target=original.commit_id)
     assert footprint(tract) == before
 
 
@@ -188,29 +188,27 @@ def test_edit_replaces_in_place_and_log_keeps_both(tract: Tract) -> None:
     edit = tract.commit(
         {"type": "dialogue", "role": "user", "text": "what is 2+3?"},
         operation="edit",
-        edit_target=question.commit_hash,
+        edit_target=question.commit_id,
     )
     ctx = tract.compile()
     assert [m.content for m in ctx.messages] == ["sys", "what is 2+3?", "5"]
     # the message keeps its position and its original commit's hash
-    assert ctx.commit_hashes[1] == question.commit_hash
-    assert edit.edit_target == question.commit_hash
+    assert ctx.commit_ids[1] == question.commit_id
+    assert edit.edit_target == question.commit_id
     log = tract.log()
     assert [c.operation for c in log] == ["edit", "append", "append", "append"]
-    assert {c.commit_hash for c in log} >= {question.commit_hash, edit.commit_hash}
-    assert tract.get_commit(question.commit_hash).content["text"] == "what is 2+2?"
+    assert {c.commit_id for c in log} >= {question.commit_id, edit.commit_id}
+    assert tract.get_commit(question.commit_id).content["text"] == "what is 2+2?"
     assert ctx.commit_count == 4
 
 
 def test_edit_may_change_the_content_type(tract: Tract) -> None:
     message = tract.user("draft")
-    tract.commit(
-        {"type": "reasoning", "text": "hidden now"}, operation="edit", edit_target=message.commit_hash
-    )
+    tract.commit({"type": "reasoning", "text": "hidden now"}, operation="edit", edit_target=message.commit_id)
     assert texts(tract) == []
     assert texts(tract, include_reasoning=True) == ["hidden now"]
     tract.commit(
-        {"type": "instruction", "text": "system now"}, operation="edit", edit_target=message.commit_hash
+        {"type": "instruction", "text": "system now"}, operation="edit", edit_target=message.commit_id
     )
     assert dicts(tract) == [{"role": "system", "content": "system now"}]
 
@@ -219,19 +217,19 @@ def test_edit_of_an_edit_replaces_the_same_message(tract: Tract) -> None:
     first = tract.user("v1")
     tract.assistant("reply")
     second = tract.commit(
-        {"type": "dialogue", "role": "user", "text": "v2"}, operation="edit", edit_target=first.commit_hash
+        {"type": "dialogue", "role": "user", "text": "v2"}, operation="edit", edit_target=first.commit_id
     )
     third = tract.commit(
-        {"type": "dialogue", "role": "user", "text": "v3"}, operation="edit", edit_target=second.commit_hash
+        {"type": "dialogue", "role": "user", "text": "v3"}, operation="edit", edit_target=second.commit_id
     )
     ctx = tract.compile()
     assert [m.content for m in ctx.messages] == ["v3", "reply"]
-    assert ctx.commit_hashes == (first.commit_hash, ctx.commit_hashes[1])
+    assert ctx.commit_ids == (first.commit_id, ctx.commit_ids[1])
     # an edit naming an edit is recorded against the message it replaces
-    assert third.edit_target == first.commit_hash
+    assert third.edit_target == first.commit_id
     # a later edit through the original still wins over earlier ones
     tract.commit(
-        {"type": "dialogue", "role": "user", "text": "v4"}, operation="edit", edit_target=first.commit_hash
+        {"type": "dialogue", "role": "user", "text": "v4"}, operation="edit", edit_target=first.commit_id
     )
     assert texts(tract) == ["v4", "reply"]
     # and the history compiles the same in a fresh handle
@@ -249,20 +247,20 @@ def test_edit_target_not_in_branch_is_an_error(tract: Tract) -> None:
         tract.commit(
             {"type": "dialogue", "role": "user", "text": "x"},
             operation="edit",
-            edit_target=elsewhere.commit_hash,
+            edit_target=elsewhere.commit_id,
         )
     with pytest.raises(InvalidInput, match="not a message"):
-        tract.annotate(elsewhere.commit_hash, "skip")
+        tract.annotate(elsewhere.commit_id, "skip")
     assert footprint(tract) == before
 
 
 def test_edit_target_must_be_a_message(tract: Tract) -> None:
     message = tract.user("x")
-    note = tract.annotate(message.commit_hash, "pinned")
+    note = tract.annotate(message.commit_id, "pinned")
     before = footprint(tract)
     with pytest.raises(InvalidInput):
         tract.commit(
-            {"type": "dialogue", "role": "user", "text": "y"}, operation="edit", edit_target=note.commit_hash
+            {"type": "dialogue", "role": "user", "text": "y"}, operation="edit", edit_target=note.commit_id
         )
     with pytest.raises(UnknownRevision):
         tract.commit(
@@ -278,22 +276,20 @@ def test_annotate_skip_normal_pinned(tract: Tract) -> None:
     a = tract.user("a")
     b = tract.assistant("b")
     c = tract.user("c")
-    tract.annotate(b.commit_hash, "skip", reason="noise")
+    tract.annotate(b.commit_id, "skip", reason="noise")
     ctx = tract.compile()
     assert [m.content for m in ctx.messages] == ["a", "c"]
-    assert ctx.commit_hashes == (a.commit_hash, c.commit_hash)
-    tract.annotate(b.commit_hash, "pinned")
+    assert ctx.commit_ids == (a.commit_id, c.commit_id)
+    tract.annotate(b.commit_id, "pinned")
     assert texts(tract) == ["a", "b", "c"]
-    tract.annotate(b.commit_hash, "skip")
-    tract.annotate(b.commit_hash, "normal")
+    tract.annotate(b.commit_id, "skip")
+    tract.annotate(b.commit_id, "normal")
     assert texts(tract) == ["a", "b", "c"]
     # a skipped message can still be edited, and stays hidden until un-skipped
-    tract.annotate(a.commit_hash, "skip")
-    tract.commit(
-        {"type": "dialogue", "role": "user", "text": "A"}, operation="edit", edit_target=a.commit_hash
-    )
+    tract.annotate(a.commit_id, "skip")
+    tract.commit({"type": "dialogue", "role": "user", "text": "A"}, operation="edit", edit_target=a.commit_id)
     assert texts(tract) == ["b", "c"]
-    tract.annotate(a.commit_hash, "normal")
+    tract.annotate(a.commit_id, "normal")
     assert texts(tract) == ["A", "b", "c"]
     # annotations are commits but never messages
     assert [x.operation for x in tract.log(op_filter="annotate")] == ["annotate"] * 6
@@ -304,17 +300,17 @@ def test_annotate_rejects_bad_priority(tract: Tract) -> None:
     a = tract.user("a")
     before = footprint(tract)
     with pytest.raises(InvalidInput):
-        tract.annotate(a.commit_hash, "important")
+        tract.annotate(a.commit_id, "important")
     assert footprint(tract) == before
 
 
 def test_annotation_through_an_edit_commit(tract: Tract) -> None:
     a = tract.user("a")
     edit = tract.commit(
-        {"type": "dialogue", "role": "user", "text": "A"}, operation="edit", edit_target=a.commit_hash
+        {"type": "dialogue", "role": "user", "text": "A"}, operation="edit", edit_target=a.commit_id
     )
-    note = tract.annotate(edit.commit_hash, "skip")
-    assert note.edit_target == a.commit_hash
+    note = tract.annotate(edit.commit_id, "skip")
+    assert note.edit_target == a.commit_id
     assert texts(tract) == []
 
 
@@ -330,7 +326,7 @@ def test_compile_at_older_commit_equals_what_compile_returned_then(
     def snap() -> None:
         ctx = t.compile()
         assert ctx.head is not None
-        snapshots.append((ctx.head, ctx.to_dicts(), ctx.token_count, ctx.commit_count, ctx.commit_hashes))
+        snapshots.append((ctx.head, ctx.to_dicts(), ctx.token_count, ctx.commit_count, ctx.commit_ids))
 
     t.system("sys")
     snap()
@@ -338,9 +334,9 @@ def test_compile_at_older_commit_equals_what_compile_returned_then(
     snap()
     a = t.assistant("a1", generation_config={"temperature": 0.5})
     snap()
-    t.commit({"type": "dialogue", "role": "user", "text": "q1'"}, operation="edit", edit_target=q.commit_hash)
+    t.commit({"type": "dialogue", "role": "user", "text": "q1'"}, operation="edit", edit_target=q.commit_id)
     snap()
-    t.annotate(a.commit_hash, "skip")
+    t.annotate(a.commit_id, "skip")
     snap()
     t.branch("side")
     t.user("side message")
@@ -350,12 +346,12 @@ def test_compile_at_older_commit_equals_what_compile_returned_then(
     snap()
     t.merge("side", strategy="ours")
     snap()
-    t.annotate(a.commit_hash, "normal")
+    t.annotate(a.commit_id, "normal")
     snap()
     for handle in (t, open_tract()):
         for head, messages, tokens, count, hashes in snapshots:
             ctx = handle.compile(at=head)
-            assert (ctx.to_dicts(), ctx.token_count, ctx.commit_count, ctx.commit_hashes) == (
+            assert (ctx.to_dicts(), ctx.token_count, ctx.commit_count, ctx.commit_ids) == (
                 messages,
                 tokens,
                 count,
@@ -373,13 +369,13 @@ def test_compiled_context_lists_are_aligned_and_tokens_add_up(tract: Tract) -> N
     reply = tract.assistant("It is a B+tree.", generation_config={"model": "m1", "temperature": 0.2})
     tract.user("thanks!")
     ctx = tract.compile()
-    assert len(ctx) == len(ctx.messages) == len(ctx.commit_hashes) == len(ctx.generation_configs) == 4
+    assert len(ctx) == len(ctx.messages) == len(ctx.commit_ids) == len(ctx.generation_configs) == 4
     assert ctx.generation_configs[2] == {"model": "m1", "temperature": 0.2}
     assert ctx.generation_configs[0] is None
-    assert ctx.commit_hashes[2] == reply.commit_hash
+    assert ctx.commit_ids[2] == reply.commit_id
     counter = tract.token_counter
     assert ctx.token_count == sum(counter.count(m.content) + MESSAGE_OVERHEAD for m in ctx.messages)
-    assert ctx.token_count == sum(tract.get_commit(h).token_count for h in ctx.commit_hashes)
+    assert ctx.token_count == sum(tract.get_commit(h).token_count for h in ctx.commit_ids)
     assert ctx.token_source == counter.name
     status = tract.status()
     assert (status.message_count, status.token_count, status.commit_count) == (4, ctx.token_count, 4)
@@ -392,14 +388,14 @@ def test_token_count_follows_edits_and_skips(tract: Tract) -> None:
     tract.commit(
         {"type": "dialogue", "role": "user", "text": "a much, much longer replacement text " * 10},
         operation="edit",
-        edit_target=a.commit_hash,
+        edit_target=a.commit_id,
     )
     ctx = tract.compile()
     assert ctx.token_count > before
     assert ctx.token_count == sum(
         tract.token_counter.count(m.content) + MESSAGE_OVERHEAD for m in ctx.messages
     )
-    tract.annotate(a.commit_hash, "skip")
+    tract.annotate(a.commit_id, "skip")
     ctx = tract.compile()
     assert ctx.token_count == tract.token_counter.count("another message here") + MESSAGE_OVERHEAD
 
@@ -517,7 +513,7 @@ def test_to_dicts_returns_fresh_copies(tract: Tract) -> None:
 def test_commits_on_a_detached_checkout_raise(tract: Tract) -> None:
     first = tract.user("one")
     tract.user("two")
-    assert tract.checkout(first.commit_hash) == first.commit_hash
+    assert tract.checkout(first.commit_id) == first.commit_id
     assert tract.is_detached
     assert tract.current_branch is None
     assert texts(tract) == ["one"]
@@ -527,11 +523,11 @@ def test_commits_on_a_detached_checkout_raise(tract: Tract) -> None:
     with pytest.raises(DetachedHead):
         tract.commit({"type": "instruction", "text": "nope"})
     with pytest.raises(DetachedHead):
-        tract.annotate(first.commit_hash, "skip")
+        tract.annotate(first.commit_id, "skip")
     with pytest.raises(DetachedHead):
         tract.merge("main")
     with pytest.raises(DetachedHead):
-        tract.reset(first.commit_hash)
+        tract.reset(first.commit_id)
     with pytest.raises(DetachedHead):
         tract.reflog()
     assert footprint(tract) == before
@@ -598,35 +594,35 @@ def test_valid_branch_names(tract: Tract, name: str) -> None:
 
 
 def test_revision_syntax(tract: Tract) -> None:
-    a = tract.user("a").commit_hash
-    b = tract.user("b").commit_hash
-    c = tract.user("c").commit_hash
+    a = tract.user("a").commit_id
+    b = tract.user("b").commit_id
+    c = tract.user("c").commit_id
     tract.branch("side", source=b, switch=False)
     tract.switch("side")
-    s = tract.user("s").commit_hash
+    s = tract.user("s").commit_id
     tract.switch("main")
     merge = tract.merge("side").head
     assert merge is not None
     get = tract.get_commit
-    assert get("HEAD").commit_hash == merge
-    assert get("HEAD^").commit_hash == c
-    assert get("HEAD^1").commit_hash == c
-    assert get("HEAD^2").commit_hash == s
-    assert get("HEAD~1").commit_hash == c
-    assert get("HEAD~2").commit_hash == b
-    assert get("HEAD~3").commit_hash == a
-    assert get("HEAD^2~1").commit_hash == b
-    assert get("HEAD^^").commit_hash == b
-    assert get("HEAD~0").commit_hash == merge
-    assert get("HEAD^0").commit_hash == merge
-    assert get("side").commit_hash == s
-    assert get("side~2").commit_hash == a
-    assert get("main").commit_hash == merge
-    assert get("refs/heads/side").commit_hash == s
-    assert get(a).commit_hash == a
-    assert get(a[:4]).commit_hash == a or len({x[:4] for x in (a, b, c, s, merge)}) < 5
-    assert get(b[:12]).commit_hash == b
-    assert get(f"{c[:10]}~1").commit_hash == b
+    assert get("HEAD").commit_id == merge
+    assert get("HEAD^").commit_id == c
+    assert get("HEAD^1").commit_id == c
+    assert get("HEAD^2").commit_id == s
+    assert get("HEAD~1").commit_id == c
+    assert get("HEAD~2").commit_id == b
+    assert get("HEAD~3").commit_id == a
+    assert get("HEAD^2~1").commit_id == b
+    assert get("HEAD^^").commit_id == b
+    assert get("HEAD~0").commit_id == merge
+    assert get("HEAD^0").commit_id == merge
+    assert get("side").commit_id == s
+    assert get("side~2").commit_id == a
+    assert get("main").commit_id == merge
+    assert get("refs/heads/side").commit_id == s
+    assert get(a).commit_id == a
+    assert get(a[:4]).commit_id == a or len({x[:4] for x in (a, b, c, s, merge)}) < 5
+    assert get(b[:12]).commit_id == b
+    assert get(f"{c[:10]}~1").commit_id == b
     for bad in ("HEAD~4", "HEAD^3", "HEAD~2^2", "nosuch", "abc", "0000000000", "f" * 64, "", "HEAD@{1}"):
         with pytest.raises(UnknownRevision):
             get(bad)
@@ -668,9 +664,9 @@ def test_ambiguous_prefix_and_prefixes_shared_with_blobs() -> None:
             t.get_commit(prefix)
     # a blob sharing a commit's prefix neither hides the commit nor makes it ambiguous
     for prefix in shadowed:
-        assert t.get_commit(prefix).commit_hash == cases[prefix][0]
+        assert t.get_commit(prefix).commit_id == cases[prefix][0]
     # a prefix of a blob only names no commit
-    blob = t.get_commit("HEAD").content_hash
+    blob = t.get_commit("HEAD").content_id
     assert blob is not None
     with pytest.raises(UnknownRevision):
         t.get_commit(blob)

@@ -22,7 +22,7 @@ def info(
     *,
     parents: tuple[ObjectId, ...] = (PARENT,),
     edit_target: ObjectId | None = None,
-    response_to: ObjectId | None = None,
+    reply_to: ObjectId | None = None,
     message: str | None = None,
 ) -> CommitInfo:
     kind = content.get("type") if isinstance(content, dict) else None
@@ -30,8 +30,8 @@ def info(
     if kind in ("instruction", "dialogue", "reasoning", "artifact", "freeform"):
         role = ROLE_OF.get(kind, content.get("role"))
     return CommitInfo(
-        commit_hash=ME,
-        parent_hashes=parents,
+        commit_id=ME,
+        parent_ids=parents,
         operation=operation,
         content_type=kind,
         role=role,
@@ -40,7 +40,7 @@ def info(
         token_count=3,
         created_at=datetime(2024, 1, 1, tzinfo=UTC),
         edit_target=edit_target,
-        response_to=response_to,
+        reply_to=reply_to,
         content=content,
     )
 
@@ -104,12 +104,12 @@ def test_an_assistant_message_with_tool_calls_names_them_after_its_text() -> Non
 
 def test_a_tool_result_names_its_tool_and_the_call_it_answers() -> None:
     result = {"type": "dialogue", "role": "tool", "text": "3 notes", "tool_call_id": "c1", "name": "search"}
-    described = describe_commit(info(result, response_to=OTHER))
+    described = describe_commit(info(result, reply_to=OTHER))
     assert fields(described) == ("tool_result", "append tool", "tool", "[result of search] 3 notes")
     assert described.tool_name == "search"
     assert described.targets == (OTHER,)
     assert not described.is_error
-    failed = describe_commit(info({**result, "is_error": True, "text": "boom"}, response_to=OTHER))
+    failed = describe_commit(info({**result, "is_error": True, "text": "boom"}, reply_to=OTHER))
     assert failed.summary == "[error from search] boom"
     assert failed.is_error
 
@@ -121,7 +121,7 @@ def test_an_edit_is_described_by_its_new_text_and_targets_the_message() -> None:
     assert described.targets == (TARGET,)
     # a summarized tool result is an edit of the result: still a tool result
     result = {"type": "dialogue", "role": "tool", "text": "short", "tool_call_id": "c1", "name": "search"}
-    edited = describe_commit(info(result, "edit", edit_target=TARGET, response_to=OTHER))
+    edited = describe_commit(info(result, "edit", edit_target=TARGET, reply_to=OTHER))
     assert fields(edited) == ("tool_result", "edit tool", "tool", "[result of search] short")
     assert edited.targets == (TARGET, OTHER)
 

@@ -34,7 +34,7 @@ def checkpoints(t: Tract) -> set[ObjectId]:
 
 
 def _history(t: Tract, n: int = 4) -> list[ObjectId]:
-    return [t.user(f"message {i}").commit_hash for i in range(n)]
+    return [t.user(f"message {i}").commit_id for i in range(n)]
 
 
 # --- reset and reflog --------------------------------------------------------------------------------------
@@ -62,7 +62,7 @@ def test_reset_moves_the_branch_and_is_undone_through_the_reflog(tract: Tract, m
     tract.reset(ids[0], mode=mode)
     tract.user("fresh")
     assert texts(tract) == ["message 0", "fresh"]
-    assert tract.get_commit("HEAD~1").commit_hash == ids[0]
+    assert tract.get_commit("HEAD~1").commit_id == ids[0]
 
 
 def test_reflog_records_every_move_newest_first(tract: Tract) -> None:
@@ -97,7 +97,7 @@ def test_reset_errors(tract: Tract) -> None:
 def test_reset_to_another_branch_commit(tract: Tract) -> None:
     _history(tract, 2)
     tract.branch("other")
-    tip = tract.user("other work").commit_hash
+    tip = tract.user("other work").commit_id
     tract.switch("main")
     tract.reset("other")
     assert tract.head == tip
@@ -164,8 +164,8 @@ def test_gc_keeps_young_commits(tract: Tract, clock: FakeClock) -> None:
 
 def test_gc_keep_pinned(tract: Tract) -> None:
     ids = _history(tract, 2)
-    pinned = tract.user("pin me").commit_hash
-    note = tract.annotate(pinned, "pinned").commit_hash
+    pinned = tract.user("pin me").commit_id
+    note = tract.annotate(pinned, "pinned").commit_id
     tract.user("unpinned")
     tract.reset(ids[1], mode="hard")
     assert gc_checked(tract, min_age_hours=0, keep_pinned=True) == 2  # only the last message and its blob
@@ -178,7 +178,7 @@ def test_gc_keep_pinned(tract: Tract) -> None:
 def test_gc_keep_branches_false_deletes_other_branches(tract: Tract) -> None:
     _history(tract, 2)
     tract.branch("side")
-    side_tip = tract.user("side only").commit_hash
+    side_tip = tract.user("side only").commit_id
     tract.branch("nested/feature")
     tract.user("nested")
     tract.switch("main")

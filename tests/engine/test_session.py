@@ -77,7 +77,7 @@ def test_read_only_reads_everything_and_writes_nothing(store: Store) -> None:
     with Tract(store, owns_store=False, readonly=True) as reader:
         with Tract(store, owns_store=False) as writer:
             assert reader.compile().to_openai() == writer.compile().to_openai()
-            assert [c.commit_hash for c in reader.log()] == [c.commit_hash for c in writer.log()]
+            assert [c.commit_id for c in reader.log()] == [c.commit_id for c in writer.log()]
             assert reader.status().message_count == writer.status().message_count
         assert reader.diff("side").entries
         assert reader.reflog()
@@ -152,3 +152,11 @@ def test_cli_read_commands_write_nothing(tmp_path: Any) -> None:
         assert result.exit_code == 0, (args, result.output)
     with LmdbStore(path) as s:
         assert _snapshot(s) == before
+
+
+def test_commit_hash_is_a_deprecated_alias_of_commit_id() -> None:
+    with Tract.open() as t:
+        info = t.user("hi")
+        with pytest.warns(DeprecationWarning, match="commit_id"):
+            assert info.commit_hash == info.commit_id
+        assert "commit_hash" not in info.to_json()

@@ -214,9 +214,9 @@ class TractMachine(RuleBasedStateMachine):
     def append(self, kind: str, text: str) -> None:
         head = self.model.head
         info = self.t.commit(payload(kind, text))
-        assert info.parent_hashes == ((head,) if head else ())
-        oid = info.commit_hash
-        self.model.add(oid, info.parent_hashes, (*self.model.slots(head), Slot(oid, oid, kind, text)))
+        assert info.parent_ids == ((head,) if head else ())
+        oid = info.commit_id
+        self.model.add(oid, info.parent_ids, (*self.model.slots(head), Slot(oid, oid, kind, text)))
 
     @rule(texts=st.lists(TEXTS, min_size=1, max_size=3))
     def append_in_batch(self, texts: list[str]) -> None:
@@ -234,8 +234,8 @@ class TractMachine(RuleBasedStateMachine):
         target = data.draw(st.sampled_from([slot.msg, slot.source]), label="target")
         info = self.t.commit(payload(kind, text), operation="edit", edit_target=target)
         assert info.edit_target == slot.msg
-        slots[position] = attrs.evolve(slot, source=info.commit_hash, kind=kind, text=text)
-        self.model.add(info.commit_hash, info.parent_hashes, tuple(slots))
+        slots[position] = attrs.evolve(slot, source=info.commit_id, kind=kind, text=text)
+        self.model.add(info.commit_id, info.parent_ids, tuple(slots))
 
     @precondition(lambda self: bool(self.model.slots(self.model.head)))
     @rule(data=st.data(), priority=st.sampled_from(PRIORITIES))
@@ -246,7 +246,7 @@ class TractMachine(RuleBasedStateMachine):
         target = data.draw(st.sampled_from([slot.msg, slot.source]), label="target")
         info = self.t.annotate(target, priority)
         slots[position] = attrs.evolve(slot, priority=priority)
-        self.model.add(info.commit_hash, info.parent_hashes, tuple(slots))
+        self.model.add(info.commit_id, info.parent_ids, tuple(slots))
 
     @precondition(lambda self: self.model.head is not None)
     @rule(name=st.sampled_from(BRANCHES), switch=st.booleans())
@@ -321,7 +321,7 @@ class TractMachine(RuleBasedStateMachine):
         assert self.t.is_detached
         expected = self.model.slots(target)
         assert self.t.compile().to_dicts() == render(expected)
-        assert self.t.compile(at=target).commit_hashes == visible_commits(expected)
+        assert self.t.compile(at=target).commit_ids == visible_commits(expected)
         self.t.switch(self.model.current)
 
     @precondition(lambda self: self.model.head is not None)
@@ -349,7 +349,7 @@ class TractMachine(RuleBasedStateMachine):
         expected = model.slots(model.head)
         ctx = self.t.compile()
         assert ctx.to_dicts() == render(expected)
-        assert ctx.commit_hashes == visible_commits(expected)
+        assert ctx.commit_ids == visible_commits(expected)
         assert ctx.token_count == tokens(expected)
         assert ctx.commit_count == (len(model.ancestors(model.head)) if model.head else 0)
         assert self.t.head == model.head
@@ -363,7 +363,7 @@ class TractMachine(RuleBasedStateMachine):
             for name, tip in model.branches.items():
                 other = fresh.compile(at=name)
                 assert other.to_dicts() == render(model.slots(tip)), name
-                assert other.commit_hashes == visible_commits(model.slots(tip))
+                assert other.commit_ids == visible_commits(model.slots(tip))
                 assert other.commit_count == len(model.ancestors(tip))
         finally:
             fresh.close()

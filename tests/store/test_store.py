@@ -83,7 +83,7 @@ def test_fsck_finds_a_flipped_byte_and_reads_refuse_it(tmp_path: Path) -> None:
     path = tmp_path / "s"
     with Tract.open(str(path), durable=False) as t:
         t.user("to be corrupted")
-        content = t.get_commit("HEAD").content_hash
+        content = t.get_commit("HEAD").content_id
     env = lmdb.open(str(path), max_dbs=32, subdir=True)
     objects = env.open_db(b"objects")
     with env.begin(write=True, db=objects) as txn:
@@ -180,7 +180,7 @@ def test_store_cli_init_stats_cat_object(tmp_path: Path) -> None:
     runner = CliRunner()
     assert runner.invoke(cli, ["--store", path, "init"]).exit_code == 0
     with Tract.open(path) as t:
-        oid = t.user("inspect me").commit_hash
+        oid = t.user("inspect me").commit_id
     shown = runner.invoke(cli, ["--store", path, "cat-object", oid[:8]])
     assert shown.exit_code == 0
     assert "commit" in shown.output

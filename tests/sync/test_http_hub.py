@@ -197,7 +197,7 @@ def test_missing_parent_is_refused(
     a.user("child")
     assert a.head is not None
     pairs = list(objects_for(a.store, [a.head], []))
-    parent = a.get_commit("HEAD~1").commit_hash
+    parent = a.get_commit("HEAD~1").commit_id
     with hub.remote() as remote, pytest.raises(RejectedObject) as info:
         remote.push([p for p in pairs if p[0] != parent], [RefUpdate(MAIN, None, a.head)])
     assert info.value.oid == a.head

@@ -85,7 +85,7 @@ def test_ref_update_rules() -> None:
     t = session(3)
     head = t.head
     assert head is not None
-    parent = t.get_commit("HEAD~1").commit_hash
+    parent = t.get_commit("HEAD~1").commit_id
     target = received(t)
 
     def one(update: RefUpdate) -> tuple[bool, str | None]:
@@ -145,8 +145,8 @@ def test_a_ref_moved_between_check_and_write_is_reported_stale_not_lost() -> Non
     t = session(3)
     head = t.head
     assert head is not None
-    parent = t.get_commit("HEAD~1").commit_hash
-    grand = t.get_commit("HEAD~2").commit_hash
+    parent = t.get_commit("HEAD~1").commit_id
+    grand = t.get_commit("HEAD~2").commit_id
     target = received(t)
     apply_ref_updates(target, [RefUpdate(MAIN, None, grand)])
 

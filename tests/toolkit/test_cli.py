@@ -85,7 +85,7 @@ def test_usage_json_filters_and_stats(store: str) -> None:
     ]
     assert len(out.splitlines()) == 4
 
-    code, out, _ = _run("--store", store, "usage", "--commit", trees[1]["commit_hash"][:10], "--json")
+    code, out, _ = _run("--store", store, "usage", "--commit", trees[1]["commit_id"][:10], "--json")
     assert [t["tool_name"] for t in json.loads(out)] == ["explode"]
 
     code, out, err = _run("--store", store, "usage", "--status", "interrupted")
@@ -128,7 +128,7 @@ def test_usage_of_another_revision(store: str) -> None:
     with Tract.open(store) as t:
         # newest first: the answer, c2's result, the explode call, c1's result, the delegate call, the user
         log = t.log()
-    first_result = log[3].commit_hash
+    first_result = log[3].commit_id
     assert log[3].role == "tool"
 
     code, out, err = _run("--store", store, "usage", "--rev", first_result, "--json")
@@ -142,7 +142,7 @@ def test_usage_of_another_revision(store: str) -> None:
     code, out, _ = _run("--store", store, "usage", "--rev", first_result, "--tool", "explode", "--json")
     assert json.loads(out) == []
 
-    code, out, err = _run("--store", store, "usage", "--rev", log[-1].commit_hash)
+    code, out, err = _run("--store", store, "usage", "--rev", log[-1].commit_id)
     assert (code, out) == (0, "")
     assert "no tool usage" in err
 

@@ -46,7 +46,7 @@ WORKER = textwrap.dedent(
     t.user("go")
     reply = t.assistant("", tool_calls=[{"id": "c1", "name": "slow", "arguments": {}}])
     ToolExecutor(t, profile=None, tools=[slow, quick]).execute(
-        "slow", {}, tool_call_id="c1", commit=reply.commit_hash
+        "slow", {}, tool_call_id="c1", commit=reply.commit_id
     )
     """
 )
@@ -81,10 +81,10 @@ def test_a_killed_tool_is_pending_then_interrupted_then_answered(tmp_path: Path)
     assert proc.returncode == -signal.SIGKILL
 
     with Tract.open(store) as t:
-        reply_commit = t.compile().commit_hashes[1]
+        reply_commit = t.compile().commit_ids[1]
         (tree,) = t.usage_tree()
         usage = tree.usage
-        assert (usage.id, usage.tool_name, usage.status, usage.commit_hash, usage.tool_call_id) == (
+        assert (usage.id, usage.tool_name, usage.status, usage.commit_id, usage.tool_call_id) == (
             usage_id,
             "slow",
             "interrupted",
@@ -124,7 +124,7 @@ def test_a_killed_tool_is_pending_then_interrupted_then_answered(tmp_path: Path)
         )
         (tree,) = t.usage_tree()
         assert (tree.usage.status, tree.usage.oid is not None) == ("interrupted", True)
-        assert tree.usage.result_commit == t.compile().commit_hashes[2]
+        assert tree.usage.result_commit == t.compile().commit_ids[2]
         assert [c.usage.tool_name for c in tree.children] == ["quick"]
         assert list(t.store.table_iter(Table.USAGE)) == []  # the rows became the record
         report = fsck(t.store)

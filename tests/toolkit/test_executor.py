@@ -130,9 +130,9 @@ def test_builtins_return_readable_summaries(tract: Tract) -> None:
         "status": ex.execute("status", {}).output,
         "log": ex.execute("log", {"limit": 2}).output,
         "compile": ex.execute("compile", {}).output,
-        "get_commit": ex.execute("get_commit", {"rev": first.commit_hash[:8]}).output,
+        "get_commit": ex.execute("get_commit", {"rev": first.commit_id[:8]}).output,
         "list_branches": ex.execute("list_branches").output,
-        "diff": ex.execute("diff", {"a": first.commit_hash}).output,
+        "diff": ex.execute("diff", {"a": first.commit_id}).output,
     }
     for name, text in outputs.items():
         assert text, (name, text)
@@ -241,16 +241,16 @@ def test_tool_context_is_frozen_slotted_and_complete(tract: Tract) -> None:
     tract.user("hi")
     info = tract.assistant("", tool_calls=[{"id": "c1", "name": "probe", "arguments": {}}])
     compiled = tract.compile()
-    result = ex.execute("probe", {}, tool_call_id="c1", commit=info.commit_hash, compiled=compiled)
+    result = ex.execute("probe", {}, tool_call_id="c1", commit=info.commit_id, compiled=compiled)
     (ctx,) = seen
     assert ctx.tract is tract
     assert ctx.executor is ex
     assert ctx.events is ex.events
     assert ctx.llm is llm
     assert ctx.compiled is compiled
-    assert (ctx.usage_id, ctx.commit_hash, ctx.tool_call_id, ctx.parent_id) == (
+    assert (ctx.usage_id, ctx.commit_id, ctx.tool_call_id, ctx.parent_id) == (
         result.usage_id,
-        info.commit_hash,
+        info.commit_id,
         "c1",
         None,
     )
@@ -324,12 +324,12 @@ def test_the_pending_row_exists_while_the_handler_runs(tract: Tract) -> None:
 
     tract.user("hi")
     info = tract.assistant("", tool_calls=[{"id": "c1", "name": "look", "arguments": {}}])
-    result = _executor(tract, look).execute("look", {}, tool_call_id="c1", commit=info.commit_hash)
+    result = _executor(tract, look).execute("look", {}, tool_call_id="c1", commit=info.commit_id)
     (pending,) = observed
-    assert (pending.id, pending.status, pending.commit_hash, pending.tool_call_id) == (
+    assert (pending.id, pending.status, pending.commit_id, pending.tool_call_id) == (
         result.usage_id,
         "pending",
-        info.commit_hash,
+        info.commit_id,
         "c1",
     )
     assert pending.completed_at is None

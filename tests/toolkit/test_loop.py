@@ -87,7 +87,7 @@ def test_delegation_runs_a_child_loop_recorded_as_a_nested_usage_tree(tract: Tra
     # the children were called by the child's assistant messages, kept reachable through the record
     (child_head,) = root.heads
     child_log = tract.log(rev=child_head)
-    assert {c.usage.commit_hash for c in tree.children} <= {c.commit_hash for c in child_log}
+    assert {c.usage.commit_id for c in tree.children} <= {c.commit_id for c in child_log}
     assert [c.role for c in reversed(child_log)] == [
         "system",
         "user",
@@ -108,9 +108,9 @@ def test_delegation_runs_a_child_loop_recorded_as_a_nested_usage_tree(tract: Tra
         ("tool_complete", "delegate", None),
     ]
     # queries
-    assistant_commit = tract.compile().commit_hashes[2]
+    assistant_commit = tract.compile().commit_ids[2]
     assert [n.usage.id for n in tract.usage_tree(commit=assistant_commit)] == [root.id]
-    assert [n.usage.id for n in tract.usage_tree(commit=tract.compile().commit_hashes[3])] == [root.id]
+    assert [n.usage.id for n in tract.usage_tree(commit=tract.compile().commit_ids[3])] == [root.id]
     assert [u.tool_name for u in tract.tool_usages()] == ["delegate", "lookup", "lookup", "lookup"]
     assert [u.tool_name for u in tract.tool_usages(commit=assistant_commit)] == ["delegate"]
     assert len(tract.tool_usages(name="lookup", status="success")) == 3
@@ -167,7 +167,7 @@ def test_results_go_through_the_tool_result_hooks(tract: Tract) -> None:
     tract.on("tool_result", lambda pending: pending.edit_result(pending.content.upper() + "!"))
     llm = ScriptedLLM([call("c1", "lookup", {"key": "a"}), "ok"])
     tract.run(llm, ToolExecutor(tract, profile=None, tools=[lookup]))
-    result_commit = tract.compile().commit_hashes[2]
+    result_commit = tract.compile().commit_ids[2]
     assert tract.compile().messages[2].content == "1!"
     assert tract.original_of(result_commit) == "1"
     (usage,) = tract.tool_usages()
@@ -214,7 +214,7 @@ def test_reset_and_branch_from_a_step(tract: Tract) -> None:
     tract.user("a bad turn")
     llm = ScriptedLLM(
         [
-            call("c1", "reset", {"target": keep.commit_hash[:10]}),
+            call("c1", "reset", {"target": keep.commit_id[:10]}),
             call("c2", "branch", {"name": "explore"}),
             "on the branch",
         ]
@@ -233,13 +233,13 @@ def test_a_deferred_change_that_fails_is_reported_to_the_model(tract: Tract) -> 
     base = tract.user("base")
     tract.branch("other", switch=False)
     tract.commit(
-        {"type": "dialogue", "role": "user", "text": "ours"}, operation="edit", edit_target=base.commit_hash
+        {"type": "dialogue", "role": "user", "text": "ours"}, operation="edit", edit_target=base.commit_id
     )
     with Tract(tract.store, owns_store=False, branch="other") as other:
         other.commit(
             {"type": "dialogue", "role": "user", "text": "theirs"},
             operation="edit",
-            edit_target=base.commit_hash,
+            edit_target=base.commit_id,
         )
     tract.switch("main")
     llm = ScriptedLLM([call("c1", "merge", {"source": "other"}), "ok"])

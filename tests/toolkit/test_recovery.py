@@ -27,7 +27,7 @@ def test_a_completed_call_whose_result_never_landed_is_not_run_again(tract: Trac
     reply = tract.assistant("", tool_calls=[{"id": "c1", "name": "charge", "arguments": {"amount": 5}}])
     ex = ToolExecutor(tract, profile=None, tools=[charge])
     # what the loop does, up to a crash right before the result commit
-    done = ex.execute("charge", {"amount": 5}, tool_call_id="c1", commit=reply.commit_hash)
+    done = ex.execute("charge", {"amount": 5}, tool_call_id="c1", commit=reply.commit_id)
     assert runs == ["charged"]
     (shown,) = tract.tool_usages()  # visible from its record while it awaits the link
     assert (shown.id, shown.status, shown.result, shown.result_commit) == (
@@ -44,7 +44,7 @@ def test_a_completed_call_whose_result_never_landed_is_not_run_again(tract: Trac
     assert llm.calls[0].messages[-1].content == "charged 5"
     (linked,) = tract.tool_usages()
     assert linked.id == done.usage_id
-    assert linked.result_commit == tract.compile().commit_hashes[2]
+    assert linked.result_commit == tract.compile().commit_ids[2]
     assert list(tract.store.table_iter(Table.USAGE)) == []
 
 
@@ -58,7 +58,7 @@ def test_a_handler_cut_short_in_process_shows_as_interrupted_at_once(tract: Trac
     reply = tract.assistant("", tool_calls=[{"id": "c1", "name": "wait", "arguments": {}}])
     ex = ToolExecutor(tract, profile=None, tools=[wait])
     with pytest.raises(KeyboardInterrupt):
-        ex.execute("wait", {}, tool_call_id="c1", commit=reply.commit_hash)
+        ex.execute("wait", {}, tool_call_id="c1", commit=reply.commit_id)
     (usage,) = tract.tool_usages()
     assert usage.status == "interrupted"
     llm = ScriptedLLM(["ok"])

@@ -144,7 +144,7 @@ def _usage(name: str, status: str, ms: float | None) -> ToolUsage:
     start = datetime(2024, 1, 1, tzinfo=UTC)
     return ToolUsage(
         id=f"{name}-{status}-{ms}",
-        commit_hash=None,
+        commit_id=None,
         parent_id=None,
         tool_name=name,
         arguments={},

@@ -47,19 +47,19 @@ def call(call_id: str, name: str, args: dict[str, Any]) -> dict[str, Any]:
 def build(t: Tract) -> dict[str, str]:
     """Fill ``t`` (on main); returns the interesting commit ids by name."""
     ids: dict[str, str] = {}
-    ids["system"] = t.system("You are a careful research assistant.").commit_hash
-    ids["hostile"] = t.user(HOSTILE).commit_hash
+    ids["system"] = t.system("You are a careful research assistant.").commit_id
+    ids["hostile"] = t.user(HOSTILE).commit_id
     ex = ToolExecutor(t, profile=None, tools=[research, search, lookup])
     t.user("Research LMDB for me.")
     t.run(ScriptedLLM([call("call-1", "research", {"topic": "LMDB"}), "LMDB is a B+tree store."]), ex)
     ids["answer"] = t.head or ""
-    ids["question"] = t.user("And what about CBOR?").commit_hash
+    ids["question"] = t.user("And what about CBOR?").commit_id
     ids["edit"] = t.commit(
         {"type": "dialogue", "role": "user", "text": "And what about canonical CBOR?"},
         operation="edit",
         edit_target=ids["question"],
-    ).commit_hash
-    ids["annotate"] = t.annotate(ids["hostile"], "pinned", "keep the odd message in view").commit_hash
+    ).commit_id
+    ids["annotate"] = t.annotate(ids["hostile"], "pinned", "keep the odd message in view").commit_id
     # a second version of the search tool's schema, set on a side branch, merged back
     t.branch("explore")
     schemas = ex.schemas()
@@ -74,5 +74,5 @@ def build(t: Tract) -> dict[str, str]:
     ids["merge"] = t.merge("explore").head or ""
     ids["compress"] = t.compress(
         from_commit=ids["system"], to_commit=ids["answer"], content="Summary: LMDB researched."
-    ).commit_hash
+    ).commit_id
     return ids

@@ -69,7 +69,7 @@ def test_an_open_event_stream_gets_changes_and_does_not_hold_up_shutdown(
     listener.start()
     assert opened.wait(30)
     with Tract.open(str(path), durable=False) as t:
-        head = t.user("second").commit_hash
+        head = t.user("second").commit_id
     assert changed.wait(30), lines
     assert f'data: {{"refs": {{"{MAIN}": "{head}"}}}}' in lines
     started = time.monotonic()

@@ -32,7 +32,7 @@ def cli_out(path: Path, *args: str) -> str:
 def test_every_surface_describes_each_commit_alike(demo: tuple[Path, dict[str, str]]) -> None:
     path, ids = demo
     with Tract.open(str(path)) as t:
-        described: dict[str, CommitDescription] = {i.commit_hash: describe_commit(i) for i in t.log()}
+        described: dict[str, CommitDescription] = {i.commit_id: describe_commit(i) for i in t.log()}
     kinds = {d.kind for d in described.values()}
     assert {"merge", "annotation", "summary", "tool_call", "tool_result", "message"} <= kinds
     assert described[ids["edit"]].operation == "edit"

@@ -57,22 +57,22 @@ def test_remote_tracking_branches_are_listed(tmp_path: Path, clock: Clock) -> No
 def test_graph_pages_cover_the_log_once_in_order(demo: tuple[Path, dict[str, str]]) -> None:
     path, ids = demo
     with Tract.open(str(path)) as t:
-        log = [c.commit_hash for c in t.log()]
+        log = [c.commit_id for c in t.log()]
     with LmdbStore(path) as st:
         inspector = Inspector(st)
         whole = inspector.graph_page(MAIN)
-        assert [r.info.commit_hash for r in whole.rows] == log
+        assert [r.info.commit_id for r in whole.rows] == log
         assert not whole.more
         paged = []
         start = 0
         while True:
             page = inspector.graph_page(MAIN, start=start, limit=4)
-            paged += [r.info.commit_hash for r in page.rows]
+            paged += [r.info.commit_id for r in page.rows]
             if not page.more:
                 break
             start += 4
         assert paged == log
-        merge = next(r for r in whole.rows if r.info.commit_hash == ids["merge"])
+        merge = next(r for r in whole.rows if r.info.commit_id == ids["merge"])
         # the merge node has two edges below it: to its first parent's lane and to a second lane
         assert len(merge.bottom) == 2
         assert {a for a, _ in merge.bottom} == {merge.lane}
@@ -94,7 +94,7 @@ def test_commit_view_is_the_compiled_context(demo: tuple[Path, dict[str, str]]) 
     with LmdbStore(path) as st:
         inspector = Inspector(st)
         view = inspector.commit(ids["answer"][:10], MAIN)
-        assert view.info.commit_hash == ids["answer"]
+        assert view.info.commit_id == ids["answer"]
         assert view.context.to_openai_params() == expected.to_openai_params()
         assert view.context.to_anthropic_params() == expected.to_anthropic_params()
         assert list(view.tools) == tools
@@ -106,7 +106,7 @@ def test_commit_view_is_the_compiled_context(demo: tuple[Path, dict[str, str]]) 
         assert inspector.commit(ids["hostile"]).annotations == ()  # at the commit itself: not annotated yet
         later = inspector.commit(ids["merge"], MAIN)
         assert later.message_annotations[ids["hostile"]].priority == "pinned"
-        assert inspector.commit(result.commit_hash, MAIN).usage_count == 1
+        assert inspector.commit(result.commit_id, MAIN).usage_count == 1
         with pytest.raises(UnknownRevision):
             inspector.commit("0" * 64)
 
@@ -210,7 +210,7 @@ def test_graph_lanes_are_continuous_from_row_to_row(parents: list[tuple[int, ...
         assert {b for _, b in above.bottom} == {a for a, _ in below.top}
         assert all(b == below.lane for a, b in below.top if a != b)  # only lines into the node bend
     for row in rows:
-        parents_of = len(row.info.parent_hashes)
+        parents_of = len(row.info.parent_ids)
         assert len({b for a, b in row.bottom if a == row.lane}) == parents_of  # one line per parent
         assert row.width >= max([row.lane, *(x for s in (*row.top, *row.bottom) for x in s)]) + 1
     assert rows[-1].bottom == ()  # the oldest commit is a root: nothing below it

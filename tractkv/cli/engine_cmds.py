@@ -47,7 +47,7 @@ def _preview(info: CommitInfo, width: int = LINE) -> str:
     """One line describing a commit: short id, operation and speaker, summary (the engine's description)."""
     described = describe_commit(info)
     text = described.line(width)
-    return f"{short_id(info.commit_hash)} {described.label}" + (f": {text}" if text else "")
+    return f"{short_id(info.commit_id)} {described.label}" + (f": {text}" if text else "")
 
 
 def _read_text(text: str) -> str:
@@ -130,7 +130,7 @@ def commit(
     if as_json:
         echo_json(info.to_json())
     else:
-        click.echo(info.commit_hash)
+        click.echo(info.commit_id)
 
 
 @click.command("log")
@@ -172,7 +172,7 @@ def graph_lines(infos: list[CommitInfo]) -> list[str]:
     of its own lanes first, so the two do not look connected.
     """
     out: list[str] = []
-    rows = layout_lanes((info.commit_hash, info.parent_hashes) for info in infos)
+    rows = layout_lanes((info.commit_id, info.parent_ids) for info in infos)
     root_lane: int | None = None  # the lane of the previous commit when it has no parent
     for info, row in zip(infos, rows, strict=True):
         if row.lane == root_lane and all(a != row.lane for a, _ in row.top):
@@ -190,7 +190,7 @@ def graph_lines(infos: list[CommitInfo]) -> list[str]:
         cells[2 * row.lane] = "*"
         out.append("".join(cells) + _preview(info))
         out += _moves(row.bottom)  # a merge's edges to its other parents
-        root_lane = None if info.parent_hashes else row.lane
+        root_lane = None if info.parent_ids else row.lane
     return out
 
 
@@ -225,19 +225,19 @@ def show(st: CliState, rev: str, as_json: bool) -> None:
     if as_json:
         echo_json(info.to_json())
         return
-    click.echo(f"commit     {info.commit_hash}")
-    for parent in info.parent_hashes:
+    click.echo(f"commit     {info.commit_id}")
+    for parent in info.parent_ids:
         click.echo(f"parent     {parent}")
     click.echo(f"operation  {info.operation}")
     click.echo(f"summary    {describe_commit(info).line(LINE)}")
     if info.edit_target:
         click.echo(f"target     {info.edit_target}")
-    if info.response_to:
-        click.echo(f"reply-to   {info.response_to}")
+    if info.reply_to:
+        click.echo(f"reply-to   {info.reply_to}")
     click.echo(f"date       {info.created_at.isoformat()}")
     click.echo(f"tokens     {info.token_count}")
-    if info.tools_hash:
-        click.echo(f"tools      {info.tools_hash}")
+    if info.toolset_id:
+        click.echo(f"tools      {info.toolset_id}")
     if info.message:
         click.echo(f"message    {info.message}")
     if info.metadata:
@@ -277,12 +277,12 @@ def compile_cmd(st: CliState, fmt: str, at: str | None, include_reasoning: bool,
                 "tools": to_jsonable(list(ctx.tools)),
                 "token_count": ctx.token_count,
                 "commit_count": ctx.commit_count,
-                "commit_hashes": list(ctx.commit_hashes),
+                "commit_ids": list(ctx.commit_ids),
                 "token_source": ctx.token_source,
             }
         )
     else:
-        for message, oid in zip(ctx.messages, ctx.commit_hashes, strict=True):
+        for message, oid in zip(ctx.messages, ctx.commit_ids, strict=True):
             click.echo(f"[{message.role}] ({oid[:12]})")
             click.echo(message.content)
             for call in message.tool_calls:
@@ -457,7 +457,7 @@ def diff(st: CliState, a: str, b: str | None, as_json: bool) -> None:
         msg = e.after if e.after is not None else e.before
         text = " ".join((msg.content if msg else "").split())[:72]
         role = msg.role if msg else ""
-        click.echo(f"{sign.get(e.change, '?')} {e.commit_hash[:12]} [{role}] {text}")
+        click.echo(f"{sign.get(e.change, '?')} {e.commit_id[:12]} [{role}] {text}")
     note(f"token delta {result.token_delta:+d}")
 
 
@@ -469,7 +469,7 @@ def diff(st: CliState, a: str, b: str | None, as_json: bool) -> None:
 def annotate(st: CliState, rev: str, priority: str, reason: str | None) -> None:
     """Mark a message pinned (survives compression), normal, or skip (left out of compile)."""
     info = st.tract().annotate(rev, priority, reason=reason)
-    click.echo(info.commit_hash)
+    click.echo(info.commit_id)
 
 
 @click.command("gc")

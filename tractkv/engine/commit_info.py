@@ -35,8 +35,8 @@ def commit_info(
         count = tokens if tokens is not None else count_tokens(data, counter)
         role = {"instruction": "system", "reasoning": "assistant"}.get(str(kind), data.get("role"))
     return CommitInfo(
-        commit_hash=oid,
-        parent_hashes=commit.parents,
+        commit_id=oid,
+        parent_ids=commit.parents,
         operation=commit.operation,
         content_type=kind,
         role=role,
@@ -45,9 +45,9 @@ def commit_info(
         token_count=count,
         created_at=timestamp(commit.created_at),
         edit_target=commit.edit_target,
-        response_to=commit.response_to,
+        reply_to=commit.reply_to,
         generation_config=commit.generation_config,
-        content_hash=commit.content,
-        tools_hash=commit.tools,
+        content_id=commit.content,
+        toolset_id=commit.tools,
         content=data,
     )

@@ -194,7 +194,7 @@ def context_of(
         messages=FrozenPrefix(view.messages),  # O(1): the view's lists are append-only
         token_count=view.tokens,
         commit_count=state.commit_count,
-        commit_hashes=FrozenPrefix(view.commits),
+        commit_ids=FrozenPrefix(view.commits),
         generation_configs=FrozenPrefix(view.gens),
         token_source=counter_name,
         head=state.head,

@@ -94,7 +94,7 @@ def describe_commit(info: CommitInfo) -> CommitDescription:
     """
     data: dict[str, Any] = info.content if isinstance(info.content, dict) else {}
     kind = data.get("type")
-    common: dict[str, Any] = {"commit_id": info.commit_hash, "operation": info.operation}
+    common: dict[str, Any] = {"commit_id": info.commit_id, "operation": info.operation}
     if kind == ANNOTATION:
         target = info.edit_target
         summary = f"{data.get('priority')} {short_id(target)}"
@@ -106,7 +106,7 @@ def describe_commit(info: CommitInfo) -> CommitDescription:
         conflicts = data.get("conflicts")
         if isinstance(conflicts, int) and conflicts:
             summary += f", {conflicts} conflict{'s' if conflicts != 1 else ''} settled"
-        return _bookkeeping(common, "merge", summary + ")", tuple(info.parent_hashes[1:]))
+        return _bookkeeping(common, "merge", summary + ")", tuple(info.parent_ids[1:]))
     if kind not in MESSAGE_TYPES:
         return _bookkeeping(common, "other", info.message or info.operation, _targets(info))
     text = _message_text(data)
@@ -148,7 +148,7 @@ def _message_text(data: dict[str, Any]) -> str:
 
 
 def _targets(info: CommitInfo) -> tuple[ObjectId, ...]:
-    return tuple(t for t in (info.edit_target, info.response_to) if t is not None)
+    return tuple(t for t in (info.edit_target, info.reply_to) if t is not None)
 
 
 def _bookkeeping(

@@ -23,7 +23,7 @@ def diff_states(reader: Reader, a: CompileState, b: CompileState) -> ContextDiff
                     entries.append(
                         DiffEntry(
                             change="modified",
-                            commit_hash=view_a.commits[i1 + offset],
+                            commit_id=view_a.commits[i1 + offset],
                             before=before,
                             after=after,
                             index_before=i1 + offset,
@@ -35,7 +35,7 @@ def diff_states(reader: Reader, a: CompileState, b: CompileState) -> ContextDiff
             entries.append(
                 DiffEntry(
                     change="removed",
-                    commit_hash=view_a.commits[i],
+                    commit_id=view_a.commits[i],
                     before=view_a.messages[i],
                     after=None,
                     index_before=i,
@@ -46,7 +46,7 @@ def diff_states(reader: Reader, a: CompileState, b: CompileState) -> ContextDiff
             entries.append(
                 DiffEntry(
                     change="added",
-                    commit_hash=view_b.commits[j],
+                    commit_id=view_b.commits[j],
                     before=None,
                     after=view_b.messages[j],
                     index_before=None,

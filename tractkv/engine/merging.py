@@ -104,7 +104,7 @@ def plan_compress(
         if state.slots[state.index[c]].priority == 1 or state.slots[state.index[c]].kind == "instruction"
     }
     for turn in tool_turns(context_infos(session)):
-        members = set(turn.all_hashes)
+        members = set(turn.all_ids)
         if members & in_range and (members - in_range or members & keep):
             keep |= members
     sources = tuple(c for c in ids[start : end + 1] if c not in keep)

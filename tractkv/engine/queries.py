@@ -22,12 +22,12 @@ class ToolTurn:
     tool_names: tuple[str, ...]
 
     @property
-    def result_hashes(self) -> tuple[ObjectId, ...]:
-        return tuple(r.commit_hash for r in self.results)
+    def result_ids(self) -> tuple[ObjectId, ...]:
+        return tuple(r.commit_id for r in self.results)
 
     @property
-    def all_hashes(self) -> tuple[ObjectId, ...]:
-        return (self.call.commit_hash, *self.result_hashes)
+    def all_ids(self) -> tuple[ObjectId, ...]:
+        return (self.call.commit_id, *self.result_ids)
 
     @property
     def total_tokens(self) -> int:
@@ -68,7 +68,7 @@ def context_infos(session: Session) -> list[CommitInfo]:
     for commit_id in view.commits:
         source = state.slots[state.index[commit_id]].source
         info = commit_info(reader, source, reader.get_commit(source), session.counter)
-        infos.append(attrs.evolve(info, commit_hash=commit_id) if source != commit_id else info)
+        infos.append(attrs.evolve(info, commit_id=commit_id) if source != commit_id else info)
     return infos
 
 

@@ -77,10 +77,20 @@ def timestamp(micros: int) -> datetime:
 
 @attrs.frozen(kw_only=True)
 class CommitInfo:
-    """A commit as users see it."""
+    """A commit as users see it.
 
-    commit_hash: ObjectId
-    parent_hashes: tuple[ObjectId, ...]
+    Attributes:
+        commit_id: the commit's id. parent_ids: its parents (two for a merge).
+        operation: append, edit, annotate, merge or compress. content_type / role: of its content.
+        message: a note for people. metadata: JSON-like data kept with the commit.
+        token_count: tokens its content costs in a context (0 for bookkeeping commits).
+        created_at: when it was made (UTC). edit_target: the message an edit or annotation acts on.
+        reply_to: the commit it answers (a tool result answers the call). generation_config: model parameters.
+        content_id / toolset_id: the ids of its content blob and tool set. content: the content's data.
+    """
+
+    commit_id: ObjectId
+    parent_ids: tuple[ObjectId, ...]
     operation: str
     content_type: str | None
     role: str | None
@@ -89,18 +99,26 @@ class CommitInfo:
     token_count: int
     created_at: datetime
     edit_target: ObjectId | None = None
-    response_to: ObjectId | None = None
+    reply_to: ObjectId | None = None
     generation_config: dict[str, Any] | None = attrs.field(default=None, eq=False, hash=False)
-    content_hash: ObjectId | None = None
-    tools_hash: ObjectId | None = None
+    content_id: ObjectId | None = None
+    toolset_id: ObjectId | None = None
     content: Any = attrs.field(default=None, eq=False, hash=False)
+
+    @property
+    def commit_hash(self) -> ObjectId:
+        """Deprecated alias of :attr:`commit_id` (the name README examples used before 0.2)."""
+        import warnings
+
+        warnings.warn("CommitInfo.commit_hash is deprecated; use commit_id", DeprecationWarning, stacklevel=2)
+        return self.commit_id
 
     def to_json(self) -> dict[str, Any]:
         """A JSON-safe dict (timestamps as ISO 8601)."""
         from tractkv.model import to_jsonable
 
         out = attrs.asdict(self, recurse=False)
-        out["parent_hashes"] = list(self.parent_hashes)
+        out["parent_ids"] = list(self.parent_ids)
         out["created_at"] = self.created_at.isoformat()
         return dict(to_jsonable(out))
 
@@ -109,14 +127,14 @@ class CommitInfo:
 class CompiledContext:
     """The exact context a model call needs, compiled from one commit.
 
-    ``messages``, ``commit_hashes`` and ``generation_configs`` are aligned: message *i* was added by commit
-    ``commit_hashes[i]`` (edits keep the original commit's position and hash).
+    ``messages``, ``commit_ids`` and ``generation_configs`` are aligned: message *i* was added by commit
+    ``commit_ids[i]`` (edits keep the original commit's position and hash).
     """
 
     messages: Sequence[Message]
     token_count: int
     commit_count: int
-    commit_hashes: Sequence[ObjectId]
+    commit_ids: Sequence[ObjectId]
     generation_configs: Sequence[dict[str, Any] | None] = attrs.field(eq=False, hash=False)
     token_source: str
     head: ObjectId | None = None
@@ -199,7 +217,7 @@ class DiffEntry:
     """One change between two compiled contexts."""
 
     change: str  # "added", "removed", "modified"
-    commit_hash: ObjectId
+    commit_id: ObjectId
     before: Message | None
     after: Message | None
     index_before: int | None

@@ -307,7 +307,7 @@ class Session:
         operation: str = "append",
         edit_target: str | None = None,
         message: str | None = None,
-        response_to: str | None = None,
+        reply_to: str | None = None,
         metadata: dict[str, Any] | None = None,
         generation_config: dict[str, Any] | None = None,
         tools: list[dict[str, Any]] | None = None,
@@ -326,7 +326,7 @@ class Session:
             target = self.message_target(edit_target)
         elif edit_target is not None:
             raise InvalidInput("edit_target is only for operation='edit'")
-        reply = self.resolve(response_to) if response_to is not None else None
+        reply = self.resolve(reply_to) if reply_to is not None else None
         return self.commit_content(
             blob,
             operation=operation,
@@ -372,7 +372,7 @@ class Session:
                 tools=toolset_id,
                 operation=operation,
                 edit_target=target,
-                response_to=reply,
+                reply_to=reply,
                 message=message,
                 metadata=metadata or None,
                 generation_config=generation_config or None,

@@ -1,6 +1,6 @@
 """The tool-result pipeline: hooks, summarization, the result commit, and queries over tool turns.
 
-A tool result is a dialogue message with role ``tool`` answering (``response_to``) the assistant commit that
+A tool result is a dialogue message with role ``tool`` answering (``reply_to``) the assistant commit that
 made the call. :meth:`ToolResults.commit_result` finds that call in HEAD's context, runs the ``tool_result``
 hooks (:mod:`tractkv.engine.hooks`) or the automatic summarization, and commits what they decided through
 the session's write path. When the committed text differs from the raw result, the raw text is a
@@ -231,7 +231,7 @@ class ToolResults:
         infos = context_infos(self.session)
         if after is not None:
             after_id = self.session.resolve(after)
-            ids = [i.commit_hash for i in infos]
+            ids = [i.commit_id for i in infos]
             infos = infos[ids.index(after_id) + 1 :] if after_id in ids else []
         return [
             i for i in infos if i.role == "tool" and (name is None or (i.content or {}).get("name") == name)
@@ -245,14 +245,14 @@ class ToolResults:
         """Summarize tool results in place, as edits (see :meth:`tractkv.Tract.compress_tool_calls`)."""
         if commits is not None:
             wanted = {self.session.message_target(c) for c in commits}
-            results = [r for r in self.find_results() if r.commit_hash in wanted]
+            results = [r for r in self.find_results() if r.commit_id in wanted]
         else:
             results = self.find_results(name)
         out = []
         for result in results:
             data = result.content if isinstance(result.content, dict) else {}
             tool = str(data.get("name", ""))
-            original = self.original_of(result.commit_hash)
+            original = self.original_of(result.commit_id)
             summary = self.summarize(tool, str(data.get("text", "")), None, None)
             self.session.writable("compress tool results")
             call_id = str(data.get("tool_call_id"))
@@ -264,7 +264,7 @@ class ToolResults:
                     tool,
                     summary,
                     original,
-                    result.commit_hash,
+                    result.commit_id,
                     bool(data.get("is_error")),
                     f"compress {tool}",
                     None,

@@ -40,8 +40,6 @@ links and the rows of this table into trees of :class:`~tractkv.engine.usage_tre
 from __future__ import annotations
 
 import os
-import secrets
-import socket
 import threading
 from collections.abc import Iterable, Iterator
 from typing import Any
@@ -74,25 +72,39 @@ def _process_start(pid: int) -> int | None:
 
 
 class _Process:
-    """This process's pid, host, start time and a random token (drawn again in a forked child)."""
+    """This process's pid, host, start time and a random token (drawn again in a forked child).
+
+    Read on first use, not at import: ``import tractkv`` stays free of socket and /proc reads."""
 
     def __init__(self) -> None:
-        self.reset()
+        self._known = False
+        self.pid = 0
+        self.host = ""
+        self.token = ""
+        self.start: int | None = None
+
+    def load(self) -> _Process:
+        if not self._known:
+            import socket
+
+            self.pid = os.getpid()
+            self.host = socket.gethostname()
+            self.token = os.urandom(8).hex()
+            self.start = _process_start(self.pid)
+            self._known = True
+        return self
 
     def reset(self) -> None:
-        self.pid = os.getpid()
-        self.host = socket.gethostname()
-        self.token = secrets.token_hex(8)
-        self.start = _process_start(self.pid)
+        self._known = False
 
 
-_SELF = _Process()
-os.register_at_fork(after_in_child=_SELF.reset)
+_PROCESS = _Process()
+os.register_at_fork(after_in_child=_PROCESS.reset)
 
 
 def new_usage_id(now_us: int) -> str:
     """A usage id: 14 hex digits of the start time (µs) then 10 random hex digits, so ids sort by start."""
-    return f"{now_us:014x}{secrets.token_hex(5)}"
+    return f"{now_us:014x}{os.urandom(5).hex()}"
 
 
 def truncate(text: str, limit: int) -> tuple[str, int | None]:
@@ -149,6 +161,7 @@ class PendingUsage:
         parent_id: str | None,
     ) -> PendingUsage:
         """A row owned by this process."""
+        me = _PROCESS.load()
         return cls(
             usage_id=usage_id,
             tool_name=tool_name,
@@ -157,10 +170,10 @@ class PendingUsage:
             commit=commit,
             tool_call_id=tool_call_id,
             parent_id=parent_id,
-            host=_SELF.host,
-            pid=_SELF.pid,
-            process_start=_SELF.start,
-            run=_SELF.token,
+            host=me.host,
+            pid=me.pid,
+            process_start=me.start,
+            run=me.token,
         )
 
     def to_row(self) -> bytes:
@@ -232,11 +245,12 @@ class PendingUsage:
 
     def owner_alive(self) -> bool:
         """Whether the process that started it may still be running (see the module's caveats)."""
-        if self.run == _SELF.token:
+        me = _PROCESS.load()
+        if self.run == me.token:
             return True
-        if self.host != _SELF.host:
+        if self.host != me.host:
             return True  # cannot check another host: assume it is still running
-        if self.pid == _SELF.pid or self.pid <= 0:
+        if self.pid == me.pid or self.pid <= 0:
             return False  # an earlier process that had our pid
         try:
             os.kill(self.pid, 0)

@@ -44,7 +44,7 @@ class ToolUsage:
 
     Attributes:
         id: the usage id (given at start; events and pending rows use it too).
-        commit_hash: the assistant commit whose tool call started it (inherited by nested executions).
+        commit_id: the assistant commit whose tool call started it (inherited by nested executions).
         parent_id: the usage id of the execution it ran inside, or None at the top level.
         status: ``pending``, ``success``, ``error`` or ``interrupted``.
         result: the output as recorded, cut to the executor's limit with a marker (see ``result_chars``).
@@ -55,7 +55,7 @@ class ToolUsage:
     """
 
     id: str
-    commit_hash: ObjectId | None
+    commit_id: ObjectId | None
     parent_id: str | None
     tool_name: str
     arguments: dict[str, Any] = attrs.field(eq=False, hash=False)
@@ -89,7 +89,7 @@ class ToolUsage:
             "id": self.id,
             "tool_name": self.tool_name,
             "status": self.status,
-            "commit_hash": self.commit_hash,
+            "commit_id": self.commit_id,
             "parent_id": self.parent_id,
             "tool_call_id": self.tool_call_id,
             "arguments": to_jsonable(self.arguments),
@@ -116,7 +116,7 @@ class ToolUsage:
         """
         return cls(
             id=record.usage_id,
-            commit_hash=record.commit,
+            commit_id=record.commit,
             parent_id=record.parent_id,
             tool_name=record.tool_name,
             arguments=dict(record.arguments or {}),
@@ -137,7 +137,7 @@ class ToolUsage:
         """A running or interrupted execution from its row (no record yet; status judged from its owner)."""
         return cls(
             id=row.usage_id,
-            commit_hash=row.commit,
+            commit_id=row.commit,
             parent_id=row.parent_id,
             tool_name=row.tool_name,
             arguments=dict(row.arguments),
@@ -245,7 +245,7 @@ def flatten(roots: Iterable[UsageNode]) -> list[ToolUsage]:
 
 
 def _about(usage: ToolUsage, commit: ObjectId) -> bool:
-    return commit in (usage.commit_hash, usage.result_commit)
+    return commit in (usage.commit_id, usage.result_commit)
 
 
 def select_usages(

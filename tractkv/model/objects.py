@@ -112,7 +112,7 @@ class Commit:
         tools: the :class:`ToolSet` available when this commit was made, or None.
         operation: what the commit does: ``append``, ``edit``, ``annotate``, ``merge``, ``compress``, ...
         edit_target: the commit an ``edit`` replaces or an ``annotate`` annotates.
-        response_to: the commit this one answers (e.g. a tool result's assistant turn), or None.
+        reply_to: the commit this one answers (e.g. a tool result's assistant turn), or None.
         message: a human note, never sent to a model.
         metadata: caller-defined JSON-like data.
         generation_config: the model parameters that produced this content, if a model did.
@@ -128,7 +128,7 @@ class Commit:
     tools: ObjectId | None = attrs.field(default=None, validator=_check_oid)
     operation: str = attrs.field(default="append", validator=_check_str)
     edit_target: ObjectId | None = attrs.field(default=None, validator=_check_oid)
-    response_to: ObjectId | None = attrs.field(default=None, validator=_check_oid)
+    reply_to: ObjectId | None = attrs.field(default=None, validator=_check_oid)
     message: str | None = attrs.field(default=None, validator=_check_str)
     metadata: dict[str, Any] | None = attrs.field(default=None, validator=_check_map, hash=False)
     generation_config: dict[str, Any] | None = attrs.field(default=None, validator=_check_map, hash=False)
@@ -154,8 +154,8 @@ class Commit:
             wire["tools"] = oid_to_raw(self.tools)
         if self.edit_target is not None:
             wire["target"] = oid_to_raw(self.edit_target)
-        if self.response_to is not None:
-            wire["reply_to"] = oid_to_raw(self.response_to)
+        if self.reply_to is not None:
+            wire["reply_to"] = oid_to_raw(self.reply_to)
         if self.message is not None:
             wire["message"] = self.message
         if self.metadata:
@@ -178,7 +178,7 @@ class Commit:
             content=_opt_oid(_take(wire, "content", None)),
             tools=_opt_oid(_take(wire, "tools", None)),
             edit_target=_opt_oid(_take(wire, "target", None)),
-            response_to=_opt_oid(_take(wire, "reply_to", None)),
+            reply_to=_opt_oid(_take(wire, "reply_to", None)),
             message=_take(wire, "message", None),
             metadata=_take(wire, "meta", None),
             generation_config=_take(wire, "gen", None),
@@ -187,7 +187,7 @@ class Commit:
 
     def iter_links(self) -> Iterator[ObjectId]:
         yield from self.parents
-        for oid in (self.content, self.tools, self.edit_target, self.response_to):
+        for oid in (self.content, self.tools, self.edit_target, self.reply_to):
             if oid is not None:
                 yield oid
         for oids in self.links.values():

@@ -48,7 +48,7 @@ class FsckReport:
         return not self.problems
 
 
-_LINK_KINDS = {"parent": "commit", "edit_target": "commit", "response_to": "commit", "tools": "toolset"}
+_LINK_KINDS = {"parent": "commit", "edit_target": "commit", "reply_to": "commit", "tools": "toolset"}
 
 
 def _commit_links(commit: Commit) -> Iterator[tuple[str, ObjectId, str | None]]:
@@ -60,8 +60,8 @@ def _commit_links(commit: Commit) -> Iterator[tuple[str, ObjectId, str | None]]:
         yield "tools", commit.tools, "toolset"
     if commit.edit_target is not None:
         yield "edit_target", commit.edit_target, "commit"
-    if commit.response_to is not None:
-        yield "response_to", commit.response_to, "commit"
+    if commit.reply_to is not None:
+        yield "reply_to", commit.reply_to, "commit"
     for name, oids in commit.links.items():
         want = "usage" if name == "usages" else None  # a tool result links its tool-usage records
         for oid in oids:

@@ -53,7 +53,7 @@ def _commit(
             info = t.user(content, message=message)
         else:
             info = t.assistant(content, message=message)
-        return f"Committed {role} message {_short(info.commit_hash)} ({info.token_count} tokens)."
+        return f"Committed {role} message {_short(info.commit_id)} ({info.token_count} tokens)."
 
     return context.defer(act, f"The {role} message will be committed. {AFTER_TURN}")
 
@@ -66,7 +66,7 @@ def _compile(at: str | None = None, full: bool = False, *, context: ToolContext)
         f"Context at {_short(ctx.head)}: {len(ctx.messages)} messages, {ctx.token_count} tokens, "
         f"{len(ctx.tools)} tools."
     ]
-    for index, (msg, commit_id) in enumerate(zip(ctx.messages, ctx.commit_hashes, strict=True), 1):
+    for index, (msg, commit_id) in enumerate(zip(ctx.messages, ctx.commit_ids, strict=True), 1):
         who = msg.role + (f" ({msg.name})" if msg.name else "")
         text = msg.content if full else _clip(msg.content)
         if msg.tool_calls:
@@ -82,7 +82,7 @@ def _compile(at: str | None = None, full: bool = False, *, context: ToolContext)
 
 def _annotate(target: str, priority: str, reason: str | None = None, *, context: ToolContext) -> str:
     info = context.tract.annotate(target, priority, reason)
-    return f"Marked {_short(info.edit_target)} as {priority} (annotation {_short(info.commit_hash)})."
+    return f"Marked {_short(info.edit_target)} as {priority} (annotation {_short(info.commit_id)})."
 
 
 def _status(*, context: ToolContext) -> str:
@@ -104,7 +104,7 @@ def _log(limit: int = 10, op: str | None = None, *, context: ToolContext) -> str
     for info in entries:
         described = describe_commit(info)
         lines.append(
-            f"{_short(info.commit_hash)} {info.created_at:%Y-%m-%d %H:%M:%S} {described.label}: "
+            f"{_short(info.commit_id)} {info.created_at:%Y-%m-%d %H:%M:%S} {described.label}: "
             f"{described.line(LOG_LINE)}"
         )
     return "\n".join(lines)
@@ -122,7 +122,7 @@ def _diff(a: str, b: str | None = None, *, context: ToolContext) -> str:
         msg = entry.after or entry.before
         text = _clip(msg.content) if msg is not None else ""
         role = msg.role if msg is not None else "?"
-        lines.append(f"{marks.get(entry.change, '?')} {_short(entry.commit_hash)} {role}: {text}")
+        lines.append(f"{marks.get(entry.change, '?')} {_short(entry.commit_id)} {role}: {text}")
     return "\n".join(lines)
 
 
@@ -145,7 +145,7 @@ def _compress(
     def act() -> str:
         info = t.compress(target_tokens, from_commit, to_commit, instructions, content)
         return (
-            f"Compressed into summary {_short(info.commit_hash)} ({info.token_count} tokens); {info.message}."
+            f"Compressed into summary {_short(info.commit_id)} ({info.token_count} tokens); {info.message}."
         )
 
     return context.defer(act, f"The context will be compressed. {AFTER_TURN}")
@@ -201,7 +201,7 @@ def _merge(source: str, strategy: str = "auto", message: str | None = None, *, c
 
 def _reset(target: str, mode: str = "soft", *, context: ToolContext) -> str:
     t = context.tract
-    goal = t.get_commit(target).commit_hash
+    goal = t.get_commit(target).commit_id
 
     def act() -> str:
         old = t.head
@@ -213,7 +213,7 @@ def _reset(target: str, mode: str = "soft", *, context: ToolContext) -> str:
 
 def _checkout(rev: str, *, context: ToolContext) -> str:
     t = context.tract
-    goal = t.get_commit(rev).commit_hash
+    goal = t.get_commit(rev).commit_id
 
     def act() -> str:
         t.checkout(goal)
@@ -244,19 +244,19 @@ def _get_commit(rev: str, *, context: ToolContext) -> str:
     info = context.tract.get_commit(rev)
     described = describe_commit(info)
     lines = [
-        f"commit {info.commit_hash}",
+        f"commit {info.commit_id}",
         f"operation: {info.operation}",
         f"summary: {described.line(LOG_LINE)}",
         f"date: {info.created_at:%Y-%m-%d %H:%M:%S} UTC",
     ]
-    if info.parent_hashes:
-        lines.append("parents: " + ", ".join(_short(p) for p in info.parent_hashes))
+    if info.parent_ids:
+        lines.append("parents: " + ", ".join(_short(p) for p in info.parent_ids))
     if info.role:
         lines.append(f"role: {info.role}")
     if info.edit_target:
         lines.append(f"target: {_short(info.edit_target)}")
-    if info.response_to:
-        lines.append(f"answers: {_short(info.response_to)}")
+    if info.reply_to:
+        lines.append(f"answers: {_short(info.reply_to)}")
     if info.message:
         lines.append(f"message: {info.message}")
     data = info.content if isinstance(info.content, dict) else {}

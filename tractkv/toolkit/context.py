@@ -62,7 +62,7 @@ class ToolContext:
         events: the event bus every nested execution publishes on.
         usage_id: this execution's usage id.
         parent_id: the enclosing execution's usage id, or None at the top level.
-        commit_hash: the assistant commit whose tool call started this execution, or None.
+        commit_id: the assistant commit whose tool call started this execution, or None.
         tool_call_id: the model's id for the call, or None.
         tool_name: the tool being run.
         step: the agent step this call belongs to (for :meth:`defer`), or None.
@@ -75,7 +75,7 @@ class ToolContext:
     events: EventBus
     usage_id: str
     parent_id: str | None = None
-    commit_hash: ObjectId | None = None
+    commit_id: ObjectId | None = None
     tool_call_id: str | None = None
     tool_name: str = ""
     step: AgentStep | None = None

@@ -38,7 +38,7 @@ class ToolEvent:
     kind: str
     usage_id: str
     parent_id: str | None
-    commit_hash: ObjectId | None
+    commit_id: ObjectId | None
     tool_name: str
     timestamp: datetime
     tool_call_id: str | None = None

@@ -28,7 +28,7 @@ STATUS_MARKS = {"success": "✓", "error": "✗", "pending": "…", "interrupted
 def format_usage(usage: ToolUsage) -> str:
     """One line for a usage: mark, tool, status, duration, usage id, commit, and the error if any."""
     duration = f"{usage.duration_ms:.1f} ms" if usage.duration_ms is not None else "-"
-    commit = f" commit {usage.commit_hash[:12]}" if usage.commit_hash else ""
+    commit = f" commit {usage.commit_id[:12]}" if usage.commit_id else ""
     line = f"{STATUS_MARKS.get(usage.status, '?')} {usage.tool_name} {usage.status} {duration} [{usage.id}]{commit}"
     if usage.error:
         line += f": {_one_line(usage.error, 120)}"
@@ -70,7 +70,7 @@ def conversation(tract: Tract, roots: list[UsageNode] | None = None) -> dict[str
         if root.usage.result_commit is not None:
             by_result.setdefault(root.usage.result_commit, []).append(root)
     messages = []
-    for message, commit_id in zip(compiled.messages, compiled.commit_hashes, strict=True):
+    for message, commit_id in zip(compiled.messages, compiled.commit_ids, strict=True):
         entry: dict[str, Any] = {"commit": commit_id, **message.to_dict()}
         nodes = by_result.get(commit_id)
         if nodes:

@@ -105,7 +105,7 @@ def run(
             return RunResult(
                 text=text, steps=steps, stop_reason="done", head=tract.head, usage_ids=tuple(usage_ids)
             )
-        _run_calls(tract, executor, model, compiled, reply.commit_hash, calls, usage_ids)
+        _run_calls(tract, executor, model, compiled, reply.commit_id, calls, usage_ids)
     stop = "detached" if tract.is_detached else "max_steps"
     return RunResult(text=text, steps=steps, stop_reason=stop, head=tract.head, usage_ids=tuple(usage_ids))
 
@@ -171,7 +171,7 @@ def _answer_open_calls(tract: Tract, executor: ToolExecutor, model: LLMClient, u
         index -= 1
     if index < 0 or messages[index].role != "assistant" or not messages[index].tool_calls:
         return
-    commit = compiled.commit_hashes[index]
+    commit = compiled.commit_ids[index]
     open_calls = [c for c in messages[index].tool_calls if c.id not in answered]
     if not open_calls:
         return

@@ -265,7 +265,7 @@ class Viewer:
         first = _int(request, "from", -1)
         view = self.inspector.commit(request.path_params["rev"], ref)
         body = pages.commit_body(view, fmt, first if first >= 0 else None)
-        return f"Commit {view.info.commit_hash[:12]}", body, ref, False
+        return f"Commit {view.info.commit_id[:12]}", body, ref, False
 
     async def request_json(self, request: Request) -> Response:
         """The exact request parameters the context at a commit makes, as a JSON document."""

@@ -335,12 +335,12 @@ class Inspector:
             kept = [
                 r
                 for r in roots
-                if (commit_id is None or commit_id in (r.usage.commit_hash, r.usage.result_commit))
+                if (commit_id is None or commit_id in (r.usage.commit_id, r.usage.result_commit))
                 and any(u.id in matching for _, u in r.walk())
             ]
             groups: dict[ObjectId | None, list[UsageNode]] = {}
             for root in kept:
-                groups.setdefault(root.usage.commit_hash, []).append(root)
+                groups.setdefault(root.usage.commit_id, []).append(root)
             ordered = list(reversed(groups.items()))  # newest message first
             page = ordered[start : start + limit]
             out = []

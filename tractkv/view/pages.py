@@ -171,18 +171,18 @@ def graph_body(page: GraphPage) -> Markup:
     for row in page.rows:
         info = row.info
         described = describe_commit(info)
-        href = url(f"/ui/commit/{info.commit_hash}", ref=page.ref)
+        href = url(f"/ui/commit/{info.commit_id}", ref=page.ref)
         rows.append(
             el(
                 "tr",
                 el("td", lanes_svg(row), class_="graph-cell"),
-                el("td", el("a", short(info.commit_hash), href=href, class_="oid", title=info.commit_hash)),
+                el("td", el("a", short(info.commit_id), href=href, class_="oid", title=info.commit_id)),
                 el("td", el("span", info.operation, class_=f"badge op-{_css(info.operation)}")),
                 el("td", described.role or "", class_="role"),
                 el("td", el("a", described.line(PREVIEW), href=href, class_="preview")),
                 el("td", f"{info.token_count:,}" if info.token_count else "", class_="num"),
                 el("td", when(info.created_at)),
-                data_commit=info.commit_hash,
+                data_commit=info.commit_id,
                 data_kind=described.kind,
                 class_="commit-row",
             )
@@ -226,11 +226,11 @@ def _pager(path: str, start: int, limit: int, shown: int, more: bool, what: str,
 def commit_body(view: CommitView, fmt: str, first: int | None = None) -> Markup:
     info = view.info
     facts: list[tuple[str, Any]] = [
-        ("Commit", el("code", info.commit_hash)),
+        ("Commit", el("code", info.commit_id)),
         ("Operation", el("span", info.operation, class_=f"badge op-{_css(info.operation)}")),
         ("Summary", el("span", preview(info), class_="summary")),
         ("Created", when(info.created_at)),
-        ("Parents", join([commit_link(p, view.ref) for p in info.parent_hashes]) or "none (root)"),
+        ("Parents", join([commit_link(p, view.ref) for p in info.parent_ids]) or "none (root)"),
     ]
     if info.role:
         facts.append(("Role", info.role))
@@ -240,8 +240,8 @@ def commit_body(view: CommitView, fmt: str, first: int | None = None) -> Markup:
         facts.append(("Tokens", f"{info.token_count:,}"))
     if info.edit_target:
         facts.append(("Target", commit_link(info.edit_target, view.ref)))
-    if info.response_to:
-        facts.append(("Answers", commit_link(info.response_to, view.ref)))
+    if info.reply_to:
+        facts.append(("Answers", commit_link(info.reply_to, view.ref)))
     if info.message:
         facts.append(("Note", info.message))
     for name, ids in sorted(view.links.items()):
@@ -253,12 +253,12 @@ def commit_body(view: CommitView, fmt: str, first: int | None = None) -> Markup:
                 el(
                     "a",
                     f"{view.usage_count} recorded execution(s)",
-                    href=url("/ui/usage", ref=view.ref, commit=info.commit_hash),
+                    href=url("/ui/usage", ref=view.ref, commit=info.commit_id),
                 ),
             )
         )
     sections = [
-        el("h1", "Commit ", el("code", short(info.commit_hash))),
+        el("h1", "Commit ", el("code", short(info.commit_id))),
         el("dl", [join(el("dt", k), el("dd", v)) for k, v in facts], class_="facts"),
         el("h2", "Content"),
         _clip(pretty_json(info.content), 20_000, "json content")
@@ -339,7 +339,7 @@ def context_section(view: CommitView, fmt: str, first: int | None = None) -> Mar
     """The request as the model receives it, one card per message, ``CONTEXT_PAGE`` messages at a time
     (by default the last ones: the end of a context is what the commit added)."""
     ctx = view.context
-    base = f"/ui/commit/{view.info.commit_hash}"
+    base = f"/ui/commit/{view.info.commit_id}"
     tabs = el(
         "div",
         [
@@ -365,9 +365,9 @@ def context_section(view: CommitView, fmt: str, first: int | None = None) -> Mar
     cards: list[Markup] = []
     if fmt == "anthropic" and "system" in params and first == 0:
         cards.append(_message_card({"role": "system", "content": params["system"]}, None, view, "system"))
-    aligned = fmt == "openai" and total == len(ctx.commit_hashes)
+    aligned = fmt == "openai" and total == len(ctx.commit_ids)
     for i, message in enumerate(shown, start=first):
-        commit = ctx.commit_hashes[i] if aligned else None
+        commit = ctx.commit_ids[i] if aligned else None
         cards.append(_message_card(message, commit, view, str(message.get("role", "?"))))
     pager = None
     if total > CONTEXT_PAGE:
@@ -439,7 +439,7 @@ def _message_card(message: dict[str, Any], commit: ObjectId | None, view: Commit
             body.append(
                 el("div", el("span", key, class_="key"), el("pre", pretty_json(value), class_="json"))
             )
-    current = " current" if commit == view.info.commit_hash else ""
+    current = " current" if commit == view.info.commit_id else ""
     return el("article", el("header", header), body, class_=f"message role-{_css(role)}{current}")
 
 
