@@ -74,6 +74,8 @@ class Tract:
         llm: LLMClient | None = None,
         readonly: bool = False,
     ) -> None:
+        if llm is not None and not callable(getattr(llm, "chat", None)):  # before the session records HEAD
+            raise InvalidInput("an LLM client needs a chat(messages, tools=None, **params) method")
         self._store = store
         self._owns_store = owns_store
         self.token_budget = token_budget
@@ -406,7 +408,7 @@ class Tract:
         from tractkv.sync import remotes, transfer
 
         self._session.check_writes("push", in_batch=False)
-        ref = branch_ref(branch) if branch is not None else self._session.writable("push")
+        ref = branch_ref(branch) if branch is not None else self._session.writable("push").ref
         lease: object = ...
         if expect is not None:
             lease = ObjectId(expect) if is_object_id(expect) else self._session.resolve(expect)
@@ -603,34 +605,22 @@ class Tract:
         interrupted ones. ``commit`` keeps those started by that assistant commit or answered in that tool
         result commit; ``name`` those of one tool; ``status`` one of pending, success, error, interrupted.
         """
-        from tractkv.engine.usage_tree import STATUSES, select_usages
+        from tractkv.engine import usage_queries
 
-        if status is not None and status not in STATUSES:
-            raise InvalidInput(f"status must be one of {STATUSES}, not {status!r}")
-        commit_id = self._session.resolve(commit) if commit is not None else None
-        return select_usages(self._usage_forest(rev), commit=commit_id, name=name, status=status)
+        return usage_queries.usages(self._session, rev, commit=commit, name=name, status=status)
 
     def usage_tree(self, commit: str | None = None, *, rev: str | None = None) -> list[UsageNode]:
         """The usage trees of one message (an assistant commit or its tool result) or of the whole history
         of HEAD (or ``rev``)."""
-        from tractkv.engine.usage_tree import select_trees
+        from tractkv.engine import usage_queries
 
-        commit_id = self._session.resolve(commit) if commit is not None else None
-        return select_trees(self._usage_forest(rev), commit_id)
+        return usage_queries.trees(self._session, rev, commit=commit)
 
     def tool_usage_stats(self, *, rev: str | None = None) -> dict[str, ToolStats]:
         """Per tool: count, successes, errors, success rate, p50 / p95 duration (history of HEAD or ``rev``)."""
-        from tractkv.engine.usage_stats import usage_stats
-        from tractkv.engine.usage_tree import flatten
+        from tractkv.engine import usage_queries
 
-        return usage_stats(flatten(self._usage_forest(rev)))
-
-    def _usage_forest(self, rev: str | None) -> list[UsageNode]:
-        from tractkv.engine.usage_tree import usage_forest
-
-        reader = self._session.reader()
-        tip = self._session.resolve(rev) if rev is not None else self._session.head_commit(reader)
-        return usage_forest(reader, tip)
+        return usage_queries.stats(self._session, rev)
 
     # --- agent toolkit (above this module: one-line lazy delegations) -----------------------------------------
 

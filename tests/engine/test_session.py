@@ -9,11 +9,13 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from tractkv import ReadOnlySession, Tract
+from tractkv import ConcurrentUpdate, ModelCallFailed, ReadOnlySession, Tract
 from tractkv.cli import cli
 from tractkv.engine.session import Session
 from tractkv.engine.tokens import MESSAGE_OVERHEAD
-from tractkv.store import LmdbStore, Reader, Store, Table
+from tractkv.llm import LLMResponse
+from tractkv.store import LmdbStore, MemoryStore, Reader, Store, Table
+from tractkv.toolkit import ToolExecutor
 
 
 def _snapshot(reader: Reader) -> dict[str, list[tuple[bytes, bytes]]]:
@@ -49,7 +51,23 @@ WRITES: list[tuple[str, Callable[[Tract], object]]] = [
     ("compress", lambda t: t.compress(content="summary")),
     ("batch", lambda t: t.batch().__enter__()),
     ("remote_add", lambda t: t.remote_add("origin", "/nowhere")),
+    ("remote_remove", lambda t: t.remote_remove("origin")),
+    ("fetch", lambda t: t.fetch("origin")),
+    ("pull", lambda t: t.pull("origin")),
+    ("push", lambda t: t.push("origin")),
+    ("generate", lambda t: t.generate(_NeverCalled())),
+    ("chat", lambda t: t.chat("hi", _NeverCalled())),
+    ("compress_tool_calls", lambda t: t.compress_tool_calls()),
+    ("run", lambda t: t.run(_NeverCalled())),
+    ("tool_executor", ToolExecutor),
 ]
+
+
+class _NeverCalled:
+    """A model a refused write must never reach."""
+
+    def chat(self, messages: Any, tools: Any = None, **params: Any) -> LLMResponse:
+        raise AssertionError("the model was called before the write was refused")
 
 
 @pytest.fixture
@@ -65,7 +83,7 @@ def test_read_only_refuses_every_write_and_changes_nothing(
     store: Store, name: str, write: Callable[[Tract], object]
 ) -> None:
     before = _snapshot(store)
-    t = Tract(store, owns_store=False, readonly=True)
+    t = Tract(store, owns_store=False, readonly=True, llm=_NeverCalled())
     with pytest.raises(ReadOnlySession):
         write(t)
     t.close()
@@ -160,3 +178,123 @@ def test_commit_hash_is_a_deprecated_alias_of_commit_id() -> None:
         with pytest.warns(DeprecationWarning, match="commit_id"):
             assert info.commit_hash == info.commit_id
         assert "commit_hash" not in info.to_json()
+
+
+def test_read_only_clone_is_refused_and_leaves_nothing(tmp_path: Any, store: Store) -> None:
+    source = str(tmp_path / "source")
+    with Tract.open(source, durable=False) as t:
+        _history(t)
+    target = tmp_path / "clone"
+    with pytest.raises(ReadOnlySession):
+        Tract.clone(source, str(target), readonly=True)
+    assert not target.exists()
+
+
+# --- an operation commits on the tip it read, or not at all ---------------------------------------------------
+
+
+class RacingModel:
+    """A model that, while it "thinks", lets another handle append to the branch."""
+
+    def __init__(self, other: Tract) -> None:
+        self.other = other
+
+    def chat(self, messages: Any, tools: Any = None, **params: Any) -> LLMResponse:
+        self.other.user("meanwhile, on another handle")
+        return LLMResponse(text="a reply to a context that is gone")
+
+
+def _two_handles() -> tuple[Tract, Tract, MemoryStore]:
+    memory = MemoryStore()
+    a = Tract(memory, owns_store=False)
+    _history(a)
+    b = Tract(memory, owns_store=False)
+    b.switch("main")
+    return a, b, memory
+
+
+def _assert_only_b_moved(a: Tract, b: Tract, tip_before: str) -> None:
+    log = b.log()
+    assert log[0].content["text"] == "meanwhile, on another handle"
+    assert log[1].commit_id == tip_before  # B's commit sits on the old tip; nothing of A's landed
+    assert a.reflog()[0].message.startswith("meanwhile")
+
+
+def test_generate_does_not_commit_a_reply_to_a_context_another_handle_changed() -> None:
+    a, b, _ = _two_handles()
+    tip = a.head
+    assert tip is not None
+    with pytest.raises(ConcurrentUpdate):
+        a.generate(RacingModel(b))
+    _assert_only_b_moved(a, b, tip)
+
+
+def test_compress_does_not_commit_a_summary_of_a_context_another_handle_changed() -> None:
+    a, b, _ = _two_handles()
+    tip = a.head
+    assert tip is not None
+    a.configure_llm(RacingModel(b))
+    with pytest.raises(ConcurrentUpdate):
+        a.compress()
+    _assert_only_b_moved(a, b, tip)
+
+
+def test_a_hook_that_outlasts_a_move_does_not_commit_the_result() -> None:
+    a, b, _ = _two_handles()
+    a.assistant("", tool_calls=[{"id": "c2", "name": "lookup", "arguments": {}}])
+    tip = a.head
+    assert tip is not None
+
+    def slow_hook(pending: Any) -> None:
+        b.user("meanwhile, on another handle")
+        pending.approve()
+
+    a.on("tool_result", slow_hook)
+    with pytest.raises(ConcurrentUpdate):
+        a.tool_result("c2", "lookup", "late")
+    _assert_only_b_moved(a, b, tip)
+
+
+@pytest.mark.parametrize("fast_forward", [True, False])
+def test_merge_does_not_drop_a_commit_made_while_it_was_deciding(
+    monkeypatch: pytest.MonkeyPatch, fast_forward: bool
+) -> None:
+    from tractkv.engine import merging
+
+    a, b, _ = _two_handles()
+    if not fast_forward:
+        a.user("diverge main")  # side is no longer a descendant: a real merge commit
+    tip = a.head
+    assert tip is not None
+    real = merging.graph.is_ancestor
+    calls = []
+
+    def racing_is_ancestor(*args: Any) -> bool:
+        if not calls:
+            b.user("meanwhile, on another handle")
+        calls.append(args)
+        return real(*args)
+
+    monkeypatch.setattr(merging.graph, "is_ancestor", racing_is_ancestor)
+    with pytest.raises(ConcurrentUpdate):
+        a.merge("side")
+    monkeypatch.undo()
+    _assert_only_b_moved(a, b, tip)
+
+
+class _Broken:
+    def chat(self, messages: Any, tools: Any = None, **params: Any) -> LLMResponse:
+        raise RuntimeError("provider down")
+
+
+def test_a_failing_summarizer_is_model_call_failed_and_commits_nothing() -> None:
+    with Tract.open(llm=_Broken()) as t:
+        t.assistant("", tool_calls=[{"id": "c1", "name": "grep", "arguments": {}}])
+        t.configure_tool_summarization(auto_threshold=1)
+        tip = t.head
+        with pytest.raises(ModelCallFailed, match="provider down"):
+            t.tool_result("c1", "grep", "a long output " * 20)
+        assert t.head == tip
+        with pytest.raises(ModelCallFailed):
+            t.compress()
+        assert t.head == tip

@@ -193,6 +193,21 @@ def test_items_that_are_not_messages_are_refused(
     assert recorder.requests == []
 
 
+@pytest.mark.parametrize(
+    ("message", "problem"),
+    [
+        (Message(role="developer", content="x"), "role 'developer'"),
+        (Message(role="tool", content="42"), "without the tool_call_id"),
+    ],
+)
+def test_messages_no_provider_accepts_are_refused_before_sending(
+    recorder: Recorder, client: AnthropicClient, message: Message, problem: str
+) -> None:
+    with pytest.raises(InvalidInput, match=problem):
+        client.chat([*HELLO, message])
+    assert recorder.requests == []
+
+
 def test_bad_settings() -> None:
     with pytest.raises(InvalidInput):
         AnthropicClient("m", base_url="http://127.0.0.1:9", max_tokens=0)

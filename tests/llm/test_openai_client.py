@@ -234,6 +234,10 @@ def test_bad_messages_and_streaming(recorder: Recorder, client: OpenAIClient) ->
         client.chat([*HELLO, "not a message"])  # type: ignore[list-item]
     with pytest.raises(InvalidInput, match="sequence of Message"):
         client.chat("hi")  # type: ignore[arg-type]
+    with pytest.raises(InvalidInput, match="role 'developer'"):
+        client.chat([*HELLO, Message(role="developer", content="x")])
+    with pytest.raises(InvalidInput, match="without the tool_call_id"):
+        client.chat([*HELLO, Message(role="tool", content="42")])
     assert recorder.requests == []
     with pytest.raises(InvalidInput, match="streaming"):
         client.chat(HELLO, stream=True)

@@ -87,7 +87,7 @@ def describe_commit(info: CommitInfo) -> CommitDescription:
     """Describe one commit (its content is read from ``info.content``; nothing else is loaded).
 
     Args:
-        info: the commit, as :func:`tractkv.engine.history.commit_info` returns it.
+        info: the commit, as :func:`tractkv.engine.commit_info.commit_info` returns it.
 
     Returns:
         The description; never raises for content this release cannot read (kind ``other``).

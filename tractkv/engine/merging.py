@@ -22,7 +22,7 @@ from .compiler import merge_payload
 from .content import content_blob
 from .queries import context_infos, tool_turns
 from .records import CommitInfo, MergeResult
-from .session import Session
+from .session import Session, Tip
 
 STRATEGIES = ("auto", "ours", "theirs")
 
@@ -31,14 +31,14 @@ def merge(session: Session, source: str, strategy: str = "auto", message: str | 
     """Merge a branch or commit into the session's branch (see :meth:`tractkv.Tract.merge`)."""
     if strategy not in STRATEGIES:
         raise InvalidInput(f"strategy must be auto, ours or theirs, not {strategy!r}")
-    session.writable("merge")
+    tip = session.writable("merge")
     reader = session.reader()
-    head = session.head_commit(reader)
+    head = tip.head
     theirs = session.resolve(source)
     if head is not None and graph.is_ancestor(reader, theirs, head):
         return MergeResult(kind="up-to-date", head=head, commit=None, strategy=strategy)
     if head is None or graph.is_ancestor(reader, head, theirs):
-        session.move_branch(theirs, "merge", f"fast-forward to {source}")
+        session.move_branch(tip, theirs, "merge", f"fast-forward to {source}")
         return MergeResult(
             kind="fast-forward", head=theirs, commit=session.get_commit(theirs), strategy=strategy
         )
@@ -60,7 +60,7 @@ def merge(session: Session, source: str, strategy: str = "auto", message: str | 
         )
 
     oid, commit = session.commit_with(
-        build, "merge", message or f"merge {source} ({strategy})", action="merge"
+        build, "merge", message or f"merge {source} ({strategy})", tip=tip, action="merge"
     )
     return MergeResult(
         kind="merge",
@@ -78,6 +78,7 @@ class CompressPlan:
     sources: tuple[ObjectId, ...]
     text: str
     tools: ObjectId | None
+    tip: Tip  # the tip the plan was made at: the summary commits on it or not at all
 
 
 def plan_compress(
@@ -86,7 +87,7 @@ def plan_compress(
     """The messages of HEAD's context from ``from_commit`` to ``to_commit`` (default: all) that a compress
     would replace: pinned messages, instructions, and any tool turn partly pinned or partly outside the range
     stay."""
-    session.writable("compress")
+    tip = session.writable("compress")
     reader = session.reader()
     state = session.head_state(reader)
     view = state.render(reader)
@@ -114,7 +115,7 @@ def plan_compress(
     text = "\n".join(
         f"{m.role}: {m.content}" for m, c in zip(view.messages, view.commits, strict=True) if c in wanted
     )
-    return CompressPlan(sources=sources, text=text, tools=state.tools)
+    return CompressPlan(sources=sources, text=text, tools=state.tools, tip=tip)
 
 
 def _position(session: Session, ids: list[ObjectId], rev: str, what: str) -> int:
@@ -133,4 +134,5 @@ def commit_compress(session: Session, plan: CompressPlan, summary: str) -> Commi
         links={"sources": plan.sources},
         toolset=plan.tools,
         action="compress",
+        tip=plan.tip,
     )

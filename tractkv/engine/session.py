@@ -11,9 +11,13 @@ Concurrency: several sessions (threads or processes) may share a store. Each has
 ``rebase_appends=True``, a pure append is re-made on the new tip (its parent changes; its content, message
 and metadata do not), at most :data:`MAX_REBASE_ATTEMPTS` times.
 
-Read-only mode (``readonly=True``) is what the viewer, the CLI's read commands and the built-in tools' reads
-use: no write is possible, HEAD is never recorded and no compile checkpoint is ever flushed, so reading a
-store changes none of its tables.
+Every operation reads its branch tip once, when it starts (:class:`Tip`), and commits by compare-and-swap
+from that tip, so nothing computed from what it read (a model's reply, a merge's conflicts, a compress plan)
+lands on a tip it did not see.
+
+Read-only mode (``readonly=True``) is what the viewer and the CLI's read commands use: no write is possible,
+HEAD is never recorded and no compile checkpoint is ever flushed, so reading a store changes none of its
+tables.
 """
 
 from __future__ import annotations
@@ -22,6 +26,8 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
+
+import attrs
 
 from tractkv.errors import (
     BranchNotFound,
@@ -54,6 +60,19 @@ OPERATIONS = ("append", "edit")  # what commit() makes; annotate / merge / compr
 
 Build = Callable[[WriteBatch, ObjectId | None, Commit | None], Commit]
 """Stages a commit's objects in the batch and returns the commit, given its parent id and parent commit."""
+
+
+@attrs.frozen
+class Tip:
+    """The branch an operation writes to and its tip as read when the operation started.
+
+    Every write compares-and-swaps the branch from this tip, so anything the operation computed from it (a
+    merge's conflicts, a compress plan, a model's reply to the compiled context, an edit's target) is never
+    committed on top of a tip it did not see: another handle's move makes it :class:`ConcurrentUpdate`.
+    """
+
+    ref: str
+    head: ObjectId | None
 
 
 class Session:
@@ -166,12 +185,13 @@ class Session:
         if self.store.get_ref(HEAD) != value:
             self.store.set_ref(HEAD, value)
 
-    def writable(self, action: str = "commit") -> str:
-        """The branch ref this session writes to, or an error when it cannot write (read-only, detached)."""
+    def writable(self, action: str = "commit") -> Tip:
+        """The branch this session writes to and its tip now (read once, at the start of an operation), or an
+        error when it cannot write (read-only, detached)."""
         self.check_writes(action)
         if self.branch_ref is None:
             raise DetachedHead(str(self.detached), action)
-        return self.branch_ref
+        return Tip(self.branch_ref, self.head_commit(self.reader()))
 
     def check_writes(self, action: str, *, in_batch: bool = True) -> None:
         """Raise unless ``action`` may write now (``in_batch=False``: not inside :meth:`batch` either)."""
@@ -223,15 +243,17 @@ class Session:
         reflog_op: str,
         summary: str,
         *,
+        tip: Tip | None = None,
         action: str = "commit",
         rebase: bool = False,
         payload: dict[str, Any] | None = None,
     ) -> tuple[ObjectId, Commit]:
-        """Stage what ``build`` puts plus its commit on the current branch with compare-and-swap, apply it
-        (unless inside :meth:`batch`), and bring the HEAD state up to date. ``payload`` is the commit's
-        content data when the caller has it (saves reading it back)."""
-        ref = self.writable(action)
-        parent = self.head_commit(self.reader())
+        """Stage what ``build`` puts plus its commit on the branch, compare-and-swap it from ``tip`` (what the
+        operation read when it started; default: the tip now), apply it (unless inside :meth:`batch`), and
+        bring the HEAD state up to date. ``payload`` is the commit's content data when the caller has it.
+        With ``rebase`` (pure appends only) a lost swap is retried on the new tip."""
+        tip = tip or self.writable(action)
+        ref, parent = tip.ref, tip.head
         attempts = 0
         while True:
             reader = self.reader()
@@ -317,7 +339,7 @@ class Session:
             raise InvalidInput(
                 f"operation must be one of {OPERATIONS}, not {operation!r} (see annotate/merge)"
             )
-        self.writable()
+        tip = self.writable()
         blob = content_blob(content)
         target: ObjectId | None = None
         if operation == "edit":
@@ -331,11 +353,12 @@ class Session:
             blob,
             operation=operation,
             target=target,
-            reply=reply,
+            reply_to=reply,
             message=message,
             metadata=metadata,
             generation_config=generation_config,
             tools=tools,
+            tip=tip,
         )
 
     def commit_content(
@@ -344,7 +367,7 @@ class Session:
         *,
         operation: str,
         target: ObjectId | None = None,
-        reply: ObjectId | None = None,
+        reply_to: ObjectId | None = None,
         message: str | None = None,
         metadata: dict[str, Any] | None = None,
         generation_config: dict[str, Any] | None = None,
@@ -353,6 +376,7 @@ class Session:
         extra_objects: tuple[Any, ...] = (),
         toolset: ObjectId | None = None,
         action: str = "commit",
+        tip: Tip | None = None,
     ) -> CommitInfo:
         """Commit a content blob (from :func:`~tractkv.engine.content.content_blob`, validated once) with the
         tools in force (explicit ``tools`` win over set_tools; ``toolset`` links an existing tool set)."""
@@ -372,7 +396,7 @@ class Session:
                 tools=toolset_id,
                 operation=operation,
                 edit_target=target,
-                reply_to=reply,
+                reply_to=reply_to,
                 message=message,
                 metadata=metadata or None,
                 generation_config=generation_config or None,
@@ -384,6 +408,7 @@ class Session:
             build,
             operation,
             message or _summary(payload),
+            tip=tip,
             action=action,
             rebase=self.rebase_appends and operation == "append",
             payload=payload,
@@ -396,7 +421,7 @@ class Session:
             raise InvalidInput(f"priority must be one of {PRIORITIES}, not {priority!r}")
         if reason is not None and not isinstance(reason, str):
             raise InvalidInput("reason must be a string")
-        self.writable("annotate")
+        tip = self.writable("annotate")
         target_id = self.message_target(target)
         payload: dict[str, Any] = {"type": ANNOTATION, "priority": priority}
         if reason:
@@ -413,7 +438,9 @@ class Session:
                 created_at=self.now(parent_commit),
             )
 
-        oid, commit = self.commit_with(build, "annotate", f"{priority} {target_id[:12]}", action="annotate")
+        oid, commit = self.commit_with(
+            build, "annotate", f"{priority} {target_id[:12]}", tip=tip, action="annotate", payload=payload
+        )
         return self.info(oid, commit, payload)
 
     def message_target(self, rev: str) -> ObjectId:
@@ -509,10 +536,12 @@ class Session:
         if not self.readonly:
             self._save_head()
 
-    def move_branch(self, target: ObjectId, reflog_op: str, summary: str, *, hard: bool = False) -> None:
-        """Move the current branch to ``target`` by compare-and-swap (reset, fast-forward merge)."""
-        ref = self.writable(reflog_op)
-        head = self.head_commit(self.reader())
+    def move_branch(
+        self, tip: Tip, target: ObjectId, reflog_op: str, summary: str, *, hard: bool = False
+    ) -> None:
+        """Move the branch from ``tip`` (read when the operation started) to ``target`` by compare-and-swap
+        (reset, fast-forward merge): if another handle moved it since, nothing moves."""
+        ref, head = tip.ref, tip.head
         own = self._batch is None
         batch = self.store.new_batch() if own else self._batch
         assert batch is not None
@@ -526,8 +555,9 @@ class Session:
         if mode not in ("soft", "hard"):
             raise InvalidInput(f"mode must be 'soft' or 'hard', not {mode!r}")
         self.check_writes("reset", in_batch=False)
+        tip = self.writable("reset")
         oid = _resolve(self.store, target)
-        self.move_branch(oid, f"reset --{mode}", f"reset to {target}", hard=mode == "hard")
+        self.move_branch(tip, oid, f"reset --{mode}", f"reset to {target}", hard=mode == "hard")
         return oid
 
     # --- tools in context ---------------------------------------------------------------------------------

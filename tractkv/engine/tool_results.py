@@ -28,7 +28,7 @@ from .content import content_blob
 from .hooks import HookRegistry, PendingToolResult
 from .queries import ToolTurn, context_infos, tool_turns
 from .records import CommitInfo
-from .session import Session
+from .session import Session, Tip
 from .usage_rows import USAGE_LINK
 
 DEFAULT_SUMMARY_INSTRUCTIONS = (
@@ -108,7 +108,7 @@ class ToolResults:
         text = (
             content if isinstance(content, str) else json.dumps(content, ensure_ascii=False, sort_keys=True)
         )
-        self.session.writable("commit a tool result")
+        tip = self.session.writable("commit a tool result")  # hooks may call a model: commit on this tip
         call_commit, call_name = self.find_call(tool_call_id)
         if call_name != name:
             raise InvalidInput(f"tool call {tool_call_id!r} called {call_name!r}, not {name!r}")
@@ -122,7 +122,7 @@ class ToolResults:
                 return None
         assert final is not None
         return self._commit(
-            call_commit, tool_call_id, name, final, text, target, is_error, message, metadata, usages
+            tip, call_commit, tool_call_id, name, final, text, target, is_error, message, metadata, usages
         )
 
     def _result_target(self, rev: str, tool_call_id: str) -> ObjectId:
@@ -136,6 +136,7 @@ class ToolResults:
 
     def _commit(
         self,
+        tip: Tip,
         call_commit: ObjectId,
         tool_call_id: str,
         name: str,
@@ -171,12 +172,13 @@ class ToolResults:
             blob,
             operation="edit" if target is not None else "append",
             target=target,
-            reply=call_commit,
+            reply_to=call_commit,
             message=message,
             metadata=metadata,
             links=links,
             extra_objects=extra,
             action="commit a tool result",
+            tip=tip,
         )
 
     def _run_hooks(self, tool_call_id: str, name: str, text: str) -> str | None:
@@ -243,6 +245,7 @@ class ToolResults:
 
     def compress_calls(self, name: str | None = None, commits: list[str] | None = None) -> list[CommitInfo]:
         """Summarize tool results in place, as edits (see :meth:`tractkv.Tract.compress_tool_calls`)."""
+        self.session.writable("compress tool results")  # refuse before any model call
         if commits is not None:
             wanted = {self.session.message_target(c) for c in commits}
             results = [r for r in self.find_results() if r.commit_id in wanted]
@@ -252,13 +255,14 @@ class ToolResults:
         for result in results:
             data = result.content if isinstance(result.content, dict) else {}
             tool = str(data.get("name", ""))
+            tip = self.session.writable("compress tool results")  # each edit commits on the tip it summarized
             original = self.original_of(result.commit_id)
             summary = self.summarize(tool, str(data.get("text", "")), None, None)
-            self.session.writable("compress tool results")
             call_id = str(data.get("tool_call_id"))
             call_commit, _ = self.find_call(call_id)
             out.append(
                 self._commit(
+                    tip,
                     call_commit,
                     call_id,
                     tool,

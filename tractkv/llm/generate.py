@@ -22,7 +22,7 @@ def generate(
 
     The model is called before anything is staged: a model error raises and commits nothing.
     """
-    session.writable("generate")
+    tip = session.writable("generate")  # the reply commits on the tip the model saw, or not at all
     ctx = session.compile()
     offered = list(tools) if tools is not None else list(ctx.tools)
     response = call_model(model, ctx.messages, offered or None, params)
@@ -36,6 +36,7 @@ def generate(
         tools=offered if tools is not None else None,
         toolset=None if tools is not None else session.head_state().tools,
         action="generate",
+        tip=tip,
     )
 
 

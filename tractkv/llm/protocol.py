@@ -193,12 +193,16 @@ def call_model(
     )
 
 
+ROLES = ("system", "user", "assistant", "tool")  # the roles a compiled Message has (engine/content.py)
+
+
 def as_messages(messages: Sequence[Message]) -> tuple[Message, ...]:
     """``messages`` as a tuple, each checked to be a :class:`Message` (what every tractkv client does first).
 
     Raises:
-        InvalidInput: ``messages`` is not a sequence, or an item is not a Message (a message dict, say:
-            ``CompiledContext.messages`` holds the Messages of a compiled context).
+        InvalidInput: ``messages`` is not a sequence, an item is not a Message (a message dict, say:
+            ``CompiledContext.messages`` holds the Messages of a compiled context), a role no provider knows,
+            or a tool message without the id of the call it answers.
     """
     if isinstance(messages, str | bytes | Mapping) or not isinstance(messages, Sequence):
         raise InvalidInput(f"messages must be a sequence of Message, not {type(messages).__name__}")
@@ -208,6 +212,12 @@ def as_messages(messages: Sequence[Message]) -> tuple[Message, ...]:
                 f"messages[{index}] must be a tractkv Message (see CompiledContext.messages), "
                 f"not {type(item).__name__}"
             )
+        if item.role not in ROLES:
+            raise InvalidInput(
+                f"messages[{index}] has role {item.role!r}; a role is one of {', '.join(ROLES)}"
+            )
+        if item.role == "tool" and not (isinstance(item.tool_call_id, str) and item.tool_call_id):
+            raise InvalidInput(f"messages[{index}] is a tool result without the tool_call_id it answers")
     return tuple(messages)
 
 

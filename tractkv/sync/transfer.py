@@ -199,6 +199,7 @@ def clone_into(
     try:
         handle = open_handle()
         session = handle.session
+        session.check_writes("clone", in_batch=False)
         store = session.store
         add_remote(store, remote_name, url, token_env=token_env)
         with open_named(store, remote_name) as conn:
@@ -239,8 +240,8 @@ def merge_tracking(
     from tractkv.engine.merging import merge
     from tractkv.errors import BranchNotFound, NotFastForward
 
-    ref = session.writable("pull")
-    head = session.head
+    tip = session.writable("pull")
+    ref, head = tip.ref, tip.head
     tracking = f"{remote_name}/{check_branch_name(branch if branch is not None else ref[len(HEADS) :])}"
     theirs = session.store.get_ref(REMOTES + tracking)
     if theirs is None:

@@ -165,6 +165,7 @@ class ToolExecutor:
     ) -> None:
         if not isinstance(result_limit, int) or result_limit < 1:
             raise InvalidInput("result_limit must be a positive number of characters")
+        tract.session.check_writes("execute tools")  # executions write usage rows: not on a read-only tract
         self.tract = tract
         self.llm = llm
         self.events = events if events is not None else EventBus()
