@@ -25,9 +25,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any
-
-import attrs
+from typing import Any, NamedTuple
 
 from tractkv.errors import (
     BranchNotFound,
@@ -62,8 +60,7 @@ Build = Callable[[WriteBatch, ObjectId | None, Commit | None], Commit]
 """Stages a commit's objects in the batch and returns the commit, given its parent id and parent commit."""
 
 
-@attrs.frozen
-class Tip:
+class Tip(NamedTuple):
     """The branch an operation writes to and its tip as read when the operation started.
 
     Every write compares-and-swaps the branch from this tip, so anything the operation computed from it (a

@@ -171,9 +171,12 @@ class WriteBatch(Reader):
         """Stage an entry keyed ``prefix NUL seq``, where seq is allocated when the batch is applied."""
         if b"\0" in prefix:
             raise InvalidInput("a log prefix cannot hold a NUL byte")
-        if table in (Table.OBJECTS, Table.REFS, Table.META, *_INDEXES):
+        if table in _NO_LOGS:
             raise InvalidInput(f"log entries cannot go to the {table} table")
-        _check_key(prefix + b"\0" + SEQ.pack(0), "a log prefix (with its NUL and 8-byte number)")
+        if len(prefix) + 1 + SEQ.size > MAX_KEY_BYTES:  # the key is prefix NUL seq
+            raise InvalidInput(
+                f"a log prefix must leave room for its NUL and 8-byte number: {len(prefix)} bytes"
+            )
         self.log_appends.append((table, prefix, codec.dumps(value)))
         self._log_tables.add(table)
 
@@ -296,6 +299,9 @@ class WriteBatch(Reader):
                 if value == raw_oid:
                     rows[key] = None
         return rows
+
+
+_NO_LOGS = frozenset((Table.OBJECTS, Table.REFS, Table.META, *_INDEXES))  # tables whose keys are not logs
 
 
 def _check_key(key: bytes, what: str) -> None:
