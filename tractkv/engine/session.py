@@ -37,7 +37,7 @@ from tractkv.errors import (
     StoreClosed,
 )
 from tractkv.ids import ObjectId
-from tractkv.model import Blob, Commit, ToolSchema, ToolSet
+from tractkv.model import Blob, Commit, ToolSchema
 from tractkv.store import Reader, Store, Table, WriteBatch
 
 from . import graph
@@ -51,7 +51,7 @@ from .refs import HEAD, SYMBOLIC, branch_name, branch_ref, read_head
 from .refs import resolve_revision as _resolve
 from .state import CompileState
 from .tokens import DEFAULT_COUNTER, TokenCounter
-from .toolsets import ACTIVE_TOOLS, EMPTY_TOOLSET_ID, toolset_objects
+from .toolsets import ACTIVE_TOOLS, EMPTY_TOOLSET_ID, put_toolset, tool_schemas
 
 MAX_REBASE_ATTEMPTS = 16  # bounded retries of an automatic append rebase under contention
 OPERATIONS = ("append", "edit")  # what commit() makes; annotate / merge / compress have their own methods
@@ -370,23 +370,21 @@ class Session:
         generation_config: dict[str, Any] | None = None,
         tools: list[dict[str, Any]] | None = None,
         links: dict[str, tuple[Any, ...]] | None = None,
-        extra_objects: tuple[Any, ...] = (),
+        stage: Callable[[WriteBatch], dict[str, tuple[ObjectId, ...]]] | None = None,
         toolset: ObjectId | None = None,
         action: str = "commit",
         tip: Tip | None = None,
     ) -> CommitInfo:
         """Commit a content blob (from :func:`~tractkv.engine.content.content_blob`, validated once) with the
-        tools in force (explicit ``tools`` win over set_tools; ``toolset`` links an existing tool set)."""
+        tools in force (explicit ``tools`` win over set_tools; ``toolset`` links an existing tool set).
+        ``stage(batch)`` stores further objects with the commit and returns the links naming them."""
         payload: dict[str, Any] = blob.data
-        tool_objects = toolset_objects(tools) if tools is not None else []
+        schemas = tool_schemas(tools) if tools is not None else None
         inherited = toolset or (self.tools_for_next_commit() if tools is None else None)
 
         def build(batch: WriteBatch, parent: ObjectId | None, parent_commit: Commit | None) -> Commit:
-            toolset_id = inherited
-            for obj in tool_objects:
-                toolset_id = batch.put(obj)  # the tool set comes last
-            for obj in extra_objects:
-                batch.put(obj)
+            toolset_id = put_toolset(batch, schemas) if schemas is not None else inherited
+            staged = stage(batch) if stage is not None else {}  # objects linked by the ids put returned
             return Commit(
                 parents=(parent,) if parent is not None else (),
                 content=batch.put(blob),
@@ -398,7 +396,7 @@ class Session:
                 metadata=metadata or None,
                 generation_config=generation_config or None,
                 created_at=self.now(parent_commit),
-                links=links or {},
+                links={**(links or {}), **staged},
             )
 
         oid, commit = self.commit_with(
@@ -578,12 +576,9 @@ class Session:
         key = self._tools_key()
         if key is None:
             raise DetachedHead(str(self.detached), "set tools")
-        objects = toolset_objects(tools) if tools is not None else [ToolSet(tools=())]
+        schemas = tool_schemas(tools) if tools is not None else []  # None: the empty set, linked once
         batch = self.store.new_batch()
-        toolset_id = None
-        for obj in objects:
-            toolset_id = batch.put(obj)
-        assert toolset_id is not None
+        toolset_id = put_toolset(batch, schemas)
         batch.table_put(Table.META, key, toolset_id.encode())
         self.store.apply(batch)
         return self.get_tools()

@@ -21,7 +21,8 @@ import attrs
 
 from tractkv.errors import ContentError, InvalidInput
 from tractkv.ids import ObjectId
-from tractkv.model import Blob, UsageRecord, object_id
+from tractkv.model import Blob, UsageRecord
+from tractkv.store import WriteBatch
 
 from .commit_info import commit_info
 from .content import content_blob
@@ -158,16 +159,18 @@ class ToolResults:
         if is_error:
             payload["is_error"] = True
         blob = content_blob(payload)
-        links: dict[str, tuple[Any, ...]] = {}
-        extra: tuple[Any, ...] = ()
-        if final != text:
-            original = Blob(data={"type": "tool_original", "text": text})
-            extra = (original,)
-            links[ORIGINAL_LINK] = (object_id(original),)
-        if usages:
-            nested = {child for record in usages for child in record.children}
-            extra = (*extra, *usages)  # re-stored here: a gc since they were recorded cannot drop them
-            links[USAGE_LINK] = tuple(o for o in map(object_id, usages) if o not in nested)
+        original = Blob(data={"type": "tool_original", "text": text}) if final != text else None
+        nested = {child for record in usages for child in record.children}
+
+        def stage(batch: WriteBatch) -> dict[str, tuple[ObjectId, ...]]:
+            links: dict[str, tuple[ObjectId, ...]] = {}
+            if original is not None:
+                links[ORIGINAL_LINK] = (batch.put(original),)
+            if usages:  # re-stored here: a gc since they were recorded cannot drop them
+                stored = [batch.put(record) for record in usages]
+                links[USAGE_LINK] = tuple(oid for oid in stored if oid not in nested)
+            return links
+
         return self.session.commit_content(
             blob,
             operation="edit" if target is not None else "append",
@@ -175,8 +178,7 @@ class ToolResults:
             reply_to=call_commit,
             message=message,
             metadata=metadata,
-            links=links,
-            extra_objects=extra,
+            stage=stage,
             action="commit a tool result",
             tip=tip,
         )

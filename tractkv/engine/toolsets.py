@@ -6,20 +6,24 @@ from __future__ import annotations
 from typing import Any
 
 from tractkv.errors import ContentError, InvalidInput
+from tractkv.ids import ObjectId
 from tractkv.model import ToolSchema, ToolSet, object_id
+from tractkv.store import WriteBatch
 
 ACTIVE_TOOLS = b"tools:"  # meta key prefix: branch ref -> tool set id set_tools() links to later commits
 EMPTY_TOOLSET_ID = object_id(ToolSet(tools=()))
 
 
-def toolset_objects(tools: list[dict[str, Any]] | None) -> list[ToolSchema | ToolSet]:
-    """The schemas and (last) the tool set for a tools list; empty for None."""
-    if tools is None:
-        return []
+def tool_schemas(tools: list[dict[str, Any]]) -> list[ToolSchema]:
+    """The stored schemas of a tools list (validated, before anything is staged)."""
     if not isinstance(tools, list | tuple):
         raise InvalidInput("tools must be a list of tool schemas")
-    schemas = [tool_schema(t) for t in tools]
-    return [*schemas, ToolSet(tools=tuple(object_id(s) for s in schemas))]
+    return [tool_schema(t) for t in tools]
+
+
+def put_toolset(batch: WriteBatch, schemas: list[ToolSchema]) -> ObjectId:
+    """Stage the schemas and the ordered tool set of their ids (each encoded once); returns the set's id."""
+    return batch.put(ToolSet(tools=tuple(batch.put(s) for s in schemas)))
 
 
 def tool_schema(tool: Any) -> ToolSchema:

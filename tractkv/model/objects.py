@@ -12,16 +12,13 @@ not know (they come from a newer writer) instead of silently dropping them.
 
 The object id is ``blake3-256(bytes)`` as 64 lowercase hex digits (:func:`tractkv.ids.hash_bytes`).
 
-Objects are immutable values, payloads included: each object encodes and hashes itself once, on first use
-(:func:`object_id`, :func:`encode`, ``batch.put``), and keeps the result. That memo is not a field: it takes no
-part in equality, hashing, ``repr``, pickling or :func:`attrs.evolve`. Mutating a payload dict after the object
-was first used is a bug (the object would keep the id of the old value), as it already was for validation.
+Encoding is not memoized (a memo slot measurably slowed decoding, the hot path of a fresh compile): the write
+path encodes and hashes each object once by taking ids from ``batch.put``, which returns the id it computed.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from functools import cached_property
 from typing import Any, ClassVar, Protocol, TypeAlias
 
 import attrs
@@ -75,7 +72,7 @@ class _Wired(Protocol):
 
 
 def _encode_and_hash(obj: _Wired) -> tuple[ObjectId, bytes]:
-    """The id and canonical bytes of an object, computed (each class memoizes it as ``_canonical``)."""
+    """The id and canonical bytes of an object."""
     wire = obj.to_wire()
     wire["t"] = obj.KIND
     wire["v"] = OBJECT_FORMAT
@@ -88,7 +85,6 @@ class Blob:
     """Any payload (a message's content, a summary's text, a raw tool result), addressed by its value."""
 
     KIND: ClassVar[str] = "blob"
-    _canonical = cached_property(_encode_and_hash)  # (id, bytes), computed on first use
     data: Any = attrs.field(validator=_check_payload, hash=False)
 
     def to_wire(self) -> dict[str, Any]:
@@ -122,7 +118,6 @@ class Commit:
     """
 
     KIND: ClassVar[str] = "commit"
-    _canonical = cached_property(_encode_and_hash)  # (id, bytes), computed on first use
     parents: tuple[ObjectId, ...] = attrs.field(default=(), converter=_oid_tuple, validator=_check_oids)
     content: ObjectId | None = attrs.field(default=None, validator=_check_oid)
     tools: ObjectId | None = attrs.field(default=None, validator=_check_oid)
@@ -202,7 +197,6 @@ class ToolSchema:
     """
 
     KIND: ClassVar[str] = "tool"
-    _canonical = cached_property(_encode_and_hash)  # (id, bytes), computed on first use
     name: str = attrs.field(validator=_check_str)
     schema: dict[str, Any] = attrs.field(validator=_check_map, hash=False)
 
@@ -227,7 +221,6 @@ class ToolSet:
     """An ordered list of tool-schema ids, stored once however many commits share it."""
 
     KIND: ClassVar[str] = "toolset"
-    _canonical = cached_property(_encode_and_hash)  # (id, bytes), computed on first use
     tools: tuple[ObjectId, ...] = attrs.field(converter=_oid_tuple, validator=_check_oids)
 
     def to_wire(self) -> dict[str, Any]:
@@ -273,7 +266,6 @@ class UsageRecord:
     """
 
     KIND: ClassVar[str] = "usage"
-    _canonical = cached_property(_encode_and_hash)  # (id, bytes), computed on first use
     usage_id: str = attrs.field(validator=_check_str)
     tool_name: str = attrs.field(validator=_check_str)
     status: str = attrs.field(validator=_check_str)
@@ -370,20 +362,19 @@ KINDS: dict[str, type[Blob] | type[Commit] | type[ToolSchema] | type[ToolSet] | 
 
 
 def encode(obj: StoredObject) -> bytes:
-    """The canonical bytes of an object (what its id is the hash of); encoded once per object."""
-    return obj._canonical[1]
+    """The canonical bytes of an object (what its id is the hash of)."""
+    return _encode_and_hash(obj)[1]
 
 
 def encode_with_id(obj: StoredObject) -> tuple[ObjectId, bytes]:
-    """The object's id and canonical bytes, both computed once per object (on the first call of any of
-    :func:`encode`, :func:`encode_with_id`, :func:`object_id` or ``batch.put``)."""
-    return obj._canonical
+    """The object's id and canonical bytes, from one encoding."""
+    return _encode_and_hash(obj)
 
 
 def object_id(obj: StoredObject) -> ObjectId:
-    """The id an object has (or would have) in any store; taking it first makes a later put free of
-    encoding and hashing (the object keeps both)."""
-    return obj._canonical[0]
+    """The id an object has (or would have) in any store. It encodes the object: when the object is to be
+    stored too, take the id ``batch.put`` returns instead."""
+    return _encode_and_hash(obj)[0]
 
 
 def decode(data: bytes, oid: ObjectId | None = None, *, strict: bool = False) -> StoredObject:

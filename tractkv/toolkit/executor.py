@@ -38,7 +38,7 @@ from tractkv.engine.usage_rows import (
 )
 from tractkv.errors import EncodeError, InvalidInput, TractError
 from tractkv.ids import ObjectId, is_object_id
-from tractkv.model import UsageRecord, object_id
+from tractkv.model import UsageRecord
 
 from .context import AgentStep, ToolContext
 from .definitions import FORMATS, Handler, ToolDefinition, ToolResult, context_problem
@@ -499,16 +499,14 @@ class ToolExecutor:
         had_row: bool,
         output: str,
     ) -> ToolResult:
-        oid = object_id(record)
-        stored = True
+        oid: ObjectId | None = None
         # a top-level answer to a call keeps an awaiting-link marker with the full output (see engine/usage_rows)
         awaits_link = (
             record.parent_id is None and record.tool_call_id is not None and record.commit is not None
         )
         try:
-            finish(self.store, record, had_row=had_row, output=output if awaits_link else None)
-        except Exception:
-            stored = False  # the row (if any) stays: the usage shows as pending, then interrupted
+            oid = finish(self.store, record, had_row=had_row, output=output if awaits_link else None)
+        except Exception:  # the row (if any) stays: the usage shows as pending, then interrupted
             _log.exception("could not store the usage record of %s (%s)", record.tool_name, record.usage_id)
         success = record.status == "success"
         self._publish(
@@ -522,8 +520,8 @@ class ToolExecutor:
             output=record.result if success else None,
             error=record.error,
         )
-        objects = (*nested, record) if stored else ()
-        if parent is not None and stored:
+        objects = (*nested, record) if oid is not None else ()
+        if parent is not None and oid is not None:
             parent.add_child(record, oid, objects)
         return ToolResult(
             record.tool_name,
