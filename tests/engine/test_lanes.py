@@ -96,3 +96,16 @@ def test_lanes_are_continuous_from_row_to_row(parents: list[tuple[int, ...]]) ->
         assert all(a == b for a, b in row.bottom if a != row.lane)  # only lines out of the node bend
         assert row.width == max([row.lane, *(x for s in (*row.top, *row.bottom) for x in s)]) + 1
     assert rows[-1].bottom == ()  # the oldest commit is a root: nothing below it
+
+
+@given(histories(), st.integers(0, 45))
+def test_skipping_rows_leaves_the_lanes_as_placing_them_does(
+    parents: list[tuple[int, ...]], start: int
+) -> None:
+    """A page that starts at row ``start`` (the viewer's later pages) draws the rows the whole layout draws."""
+    pairs = newest_first(parents)
+    every = list(layout_lanes(pairs))
+    layout = LaneLayout()
+    for oid, parent_ids in pairs[:start]:
+        layout.skip(oid, parent_ids)
+    assert [layout.place(oid, ps) for oid, ps in pairs[start:]] == every[start:]

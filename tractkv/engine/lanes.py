@@ -75,6 +75,27 @@ class LaneLayout:
     def place(self, commit_id: ObjectId, parent_ids: Sequence[ObjectId]) -> LaneRow:
         """Place the next commit (every commit placed earlier is newer); returns its row."""
         lanes = self._lanes
+        passing = [i for i, x in enumerate(lanes) if x is not None and x != commit_id]
+        lane, waiting, targets = self._advance(commit_id, parent_ids)
+        top = {(i, lane) for i in waiting}
+        top |= {(i, i) for i in passing}
+        bottom = {(lane, lane)} if parent_ids else set()
+        bottom |= {(lane, target) for target in targets}
+        bottom |= {(i, i) for i, x in enumerate(lanes) if x is not None and i != lane and (i, i) in top}
+        width = max([lane, *(x for s in (*top, *bottom) for x in s)]) + 1
+        return LaneRow(
+            commit_id=commit_id, lane=lane, top=tuple(sorted(top)), bottom=tuple(sorted(bottom)), width=width
+        )
+
+    def skip(self, commit_id: ObjectId, parent_ids: Sequence[ObjectId]) -> None:
+        """Place the next commit without building its row (the rows before a page still move the lanes)."""
+        self._advance(commit_id, parent_ids)
+
+    def _advance(
+        self, commit_id: ObjectId, parent_ids: Sequence[ObjectId]
+    ) -> tuple[int, list[int], list[int]]:
+        """Move the lanes past one commit: its lane, the lanes that waited for it, its extra parents' lanes."""
+        lanes = self._lanes
         waiting = [i for i, x in enumerate(lanes) if x == commit_id]
         if waiting:
             lane = waiting[0]
@@ -82,12 +103,10 @@ class LaneLayout:
             lane = lanes.index(None) if None in lanes else len(lanes)
             if lane == len(lanes):
                 lanes.append(None)
-        top = {(i, lane) for i in waiting}
-        top |= {(i, i) for i, x in enumerate(lanes) if x is not None and x != commit_id}
         for i in waiting[1:]:
             lanes[i] = None  # several children shared this parent: their lanes end here
         lanes[lane] = parent_ids[0] if parent_ids else None
-        bottom = {(lane, lane)} if parent_ids else set()
+        targets = []
         for parent in parent_ids[1:]:
             if parent in lanes:
                 target = lanes.index(parent)
@@ -97,14 +116,10 @@ class LaneLayout:
                 if target == len(lanes):
                     lanes.append(None)
                 lanes[target] = parent
-            bottom.add((lane, target))
-        bottom |= {(i, i) for i, x in enumerate(lanes) if x is not None and i != lane and (i, i) in top}
+            targets.append(target)
         while lanes and lanes[-1] is None:
             lanes.pop()
-        width = max([lane, *(x for s in (*top, *bottom) for x in s)]) + 1
-        return LaneRow(
-            commit_id=commit_id, lane=lane, top=tuple(sorted(top)), bottom=tuple(sorted(bottom)), width=width
-        )
+        return lane, waiting, targets
 
 
 def layout_lanes(commits: Iterable[tuple[ObjectId, Sequence[ObjectId]]]) -> Iterator[LaneRow]:

@@ -222,14 +222,14 @@ class Inspector:
                     if index >= start + limit:
                         more = True
                         break
+                    if index < start:
+                        layout.skip(oid, commit.parents)  # earlier pages move the lanes; no rows built
+                        continue
                     row = layout.place(oid, commit.parents)
-                    if index >= start:
-                        info = commit_info(reader, oid, commit, self.counter)
-                        rows.append(
-                            GraphRow(
-                                info=info, lane=row.lane, top=row.top, bottom=row.bottom, width=row.width
-                            )
-                        )
+                    info = commit_info(reader, oid, commit, self.counter)
+                    rows.append(
+                        GraphRow(info=info, lane=row.lane, top=row.top, bottom=row.bottom, width=row.width)
+                    )
         return GraphPage(ref=ref, head=head, rows=tuple(rows), start=start, limit=limit, more=more)
 
     # --- one commit ----------------------------------------------------------------------------------
