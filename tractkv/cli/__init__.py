@@ -1,11 +1,13 @@
 """The ``tractkv`` command line: a thin layer that parses, calls the library and prints.
 
 Data goes to stdout, notices to stderr. Every library error becomes a one-line ``Error: ...`` on stderr
-with exit code 1, never a traceback (one place: :class:`_Group`).
+with exit code 1, never a traceback (one place: :class:`_Group`). So does any other failure (a bug, or store
+content nothing caught yet): one line naming it and what to do; ``TRACTKV_DEBUG=1`` shows the traceback.
 """
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 import click
@@ -13,13 +15,24 @@ import click
 from tractkv.cli.common import STORE_ENV, CliState, default_store_path
 from tractkv.errors import TractError
 
+DEBUG_ENV = "TRACTKV_DEBUG"  # set to show the traceback of an unexpected failure instead of one line
+
 
 class _Group(click.Group):
     def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
+        except (click.exceptions.ClickException, click.exceptions.Exit, click.exceptions.Abort):
+            raise
         except TractError as exc:
             raise click.ClickException(str(exc)) from exc
+        except Exception as exc:
+            if os.environ.get(DEBUG_ENV):
+                raise
+            raise click.ClickException(
+                f"unexpected {type(exc).__name__}: {exc} (run `tractkv fsck`; if it reports nothing, this is a "
+                f"bug: rerun with {DEBUG_ENV}=1 for the traceback)"
+            ) from exc
         finally:
             obj = ctx.find_object(CliState)
             if obj is not None:

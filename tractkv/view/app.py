@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
+import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
 from importlib import resources
 from typing import Any
@@ -39,6 +40,8 @@ from tractkv.sync.server import ERROR_HANDLERS, Hub, hub_routes
 from . import pages
 from .html import Markup, page
 from .inspector import PAGE_COMMITS, PAGE_GROUPS, Inspector
+
+_log = logging.getLogger(__name__)
 
 COOKIE = "tractkv_token"
 POLL_INTERVAL = 0.25  # seconds between two looks at the store while a browser listens
@@ -213,6 +216,9 @@ class Viewer:
                 title, body, ref, live = await run_in_threadpool(handler, request)
             except TractError as exc:
                 return self._error(request, exc)
+            except Exception as exc:  # content no check caught: an error page, the traceback in the log
+                _log.exception("viewer page %s failed", request.url.path)
+                return self._error(request, TractError(f"{type(exc).__name__}: {exc}"))
             if fragment:
                 return _html(body)
             nav = pages.nav(ref, sign_out=self.tokens is not None)
@@ -231,8 +237,9 @@ class Viewer:
             status = 404
         elif isinstance(exc, InvalidInput):
             status = 400
-        else:
-            status = 500
+        else:  # damaged or unreadable store content (CorruptObject, DecodeError, StoreError, ...): never a 500
+            status = 422
+            exc = TractError(f"the store's data could not be shown: {exc} (run `tractkv fsck` on this store)")
         if status == 401:
             body = pages.login_body(
                 "Sign in to view this hub." if request.cookies.get(COOKIE) is None else str(exc)
@@ -273,9 +280,13 @@ class Viewer:
             self.grant(request)
             fmt = _format(request)
             view = await run_in_threadpool(self.inspector.commit, request.path_params["rev"])
+            params = pages.request_params(view, fmt)
         except TractError as exc:
             return self._error(request, exc)
-        return JSONResponse(pages.request_params(view, fmt), headers=SECURITY_HEADERS)
+        except Exception as exc:  # content no check caught: an error page, the traceback in the log
+            _log.exception("viewer request %s failed", request.url.path)
+            return self._error(request, TractError(f"{type(exc).__name__}: {exc}"))
+        return JSONResponse(params, headers=SECURITY_HEADERS)
 
     def usage(self, request: Request) -> PageResult:
         ref = self._ref(request)
