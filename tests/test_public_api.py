@@ -68,6 +68,7 @@ EXPECTED_ALL = [
     "StatusInfo",
     "Store",
     "StoreClosed",
+    "StoreCorrupt",
     "StoreError",
     "StoreFormatError",
     "SyncError",

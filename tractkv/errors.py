@@ -47,6 +47,7 @@ and build their message in ``__init__``.
     │   └── ConditionalWritesUnsupported     an S3 endpoint that ignores If-Match / If-None-Match
     └── StoreError                           the storage layer failed (I/O, LMDB, closed, fork)
         ├── StoreFormatError                 store format version is newer than this tractkv, or unknown
+        ├── StoreCorrupt                     the store's files are damaged (truncated, emptied): refused
         └── StoreClosed                      the store was used after close()
 
 A test (``tests/test_public_api.py``) parses this drawing and compares it with the classes below: names
@@ -168,6 +169,10 @@ class StoreError(TractError):
 
 class StoreFormatError(StoreError):
     """The store's format version is newer than this tractkv, unknown, or cannot be migrated."""
+
+
+class StoreCorrupt(StoreError):
+    """The store's files are damaged (a truncated or emptied data file); it is refused before it is read."""
 
 
 class StoreClosed(StoreError):
