@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from tractkv.cli.common import CliState, echo_json, json_option, note, resolve_oid, with_state
+from tractkv.engine.checkpoints import check_checkpoints, describe_key, drop_checkpoints
 from tractkv.model import decode, describe, kind_of
 from tractkv.store import Table, fsck
 
@@ -18,30 +19,49 @@ def init(st: CliState) -> None:
 
 
 @click.command("fsck")
+@click.option(
+    "--repair", is_flag=True, help="Drop damaged compile checkpoints (a cache; nothing else is changed)."
+)
 @json_option
 @with_state
-def fsck_cmd(st: CliState, as_json: bool) -> None:
-    """Rehash every object and check every reference; exit 1 when anything is wrong."""
-    report = fsck(st.store())
+def fsck_cmd(st: CliState, repair: bool, as_json: bool) -> None:
+    """Rehash every object, check every reference and compile checkpoint; exit 1 when anything is wrong.
+
+    With --repair, damaged checkpoint rows are deleted in one transaction (compile rebuilds them from
+    objects); problems with objects, refs or indexes are only reported.
+    """
+    store = st.store()
+    report = fsck(store)
+    checkpoints = check_checkpoints(store)
+    dropped = drop_checkpoints(store, checkpoints.damaged) if repair else 0
+    problems = list(report.problems) + ([] if dropped else list(checkpoints.problems))
     if as_json:
         echo_json(
             {
-                "ok": report.ok,
+                "ok": not problems,
                 "objects": report.objects,
                 "kinds": report.kinds,
                 "refs": report.refs,
-                "problems": [{"kind": p.kind, "where": p.where, "detail": p.detail} for p in report.problems],
+                "checkpoints": checkpoints.records,
+                "chunks": checkpoints.chunks,
+                "problems": [{"kind": p.kind, "where": p.where, "detail": p.detail} for p in problems],
+                "dropped": [describe_key(key) for key in checkpoints.damaged] if dropped else [],
             }
         )
     else:
-        for problem in report.problems:
+        for problem in problems:
             click.echo(str(problem))
+        if dropped:
+            for problem in checkpoints.problems:
+                click.echo(f"dropped {problem.where}: {problem.detail}")
         kinds = ", ".join(f"{n} {k}" for k, n in report.kinds.items()) or "no objects"
         note(
-            f"checked {report.objects} objects ({kinds}) and {report.refs} refs: "
-            + ("ok" if report.ok else f"{len(report.problems)} problem(s)")
+            f"checked {report.objects} objects ({kinds}), {report.refs} refs and {checkpoints.records} "
+            f"checkpoints ({checkpoints.chunks} chunks): "
+            + ("ok" if not problems else f"{len(problems)} problem(s)")
+            + (f"; dropped {dropped} damaged checkpoint row(s)" if dropped else "")
         )
-    if not report.ok:
+    if problems:
         raise SystemExit(1)
 
 

@@ -19,8 +19,12 @@ How history compiles (the definition the tests check against a simple model):
   happen without conflicts. A merge commit itself never becomes a message.
 
 State is persisted as checkpoints in the local ``derived`` table (keyed by commit id, chunked so that two
-checkpoints of one growing branch share all but their last chunk). Checkpoints are a cache: one that is
-missing, unreadable or of another format is ignored and rebuilt from objects.
+checkpoints of one growing branch share all but their last chunk). Checkpoints are a cache, and hostile until
+verified: a chunk's key is the hash of its bytes, a record carries a checksum of its key and fields, every
+field's type and the counts are checked, and the commit, tools commit and tool set it names must be stored
+(:func:`read_record`, :func:`read_chunk`). One that is missing, damaged or of another format is ignored and
+the state rebuilt from objects; ``tractkv fsck`` reports damaged rows and ``fsck --repair`` drops them
+(``engine/checkpoints.py``).
 """
 
 from __future__ import annotations
@@ -33,10 +37,10 @@ import attrs
 from tractkv import codec
 from tractkv.errors import DecodeError
 from tractkv.ids import ObjectId, hash_bytes, oid_to_raw, raw_to_oid
-from tractkv.model import Blob, Commit
+from tractkv.model import Blob, Commit, ToolSet
 from tractkv.store import Reader, Store, Table, WriteBatch
 
-from .content import ANNOTATION, Message, is_message, message_text, to_message
+from .content import ANNOTATION, MESSAGE_TYPES, Message, is_message, message_text, to_message
 from .tokens import MESSAGE_OVERHEAD, TokenCounter
 
 DERIVED_FORMAT = 1  # bump when the checkpoint layout changes: old checkpoints are then ignored
@@ -324,7 +328,7 @@ class CompileState:
                 continue
             data = codec.dumps([_slot_row(s) for s in part])
             key = CHUNK_PREFIX + bytes.fromhex(hash_bytes(data))
-            if batch.table_get(Table.DERIVED, key) is None:
+            if batch.table_get(Table.DERIVED, key) != data:  # absent, or damaged: (re)write it
                 batch.table_put(Table.DERIVED, key, data)
             self.chunk_keys[start] = (part, key)
             chunk_keys.append(key)
@@ -337,42 +341,176 @@ class CompileState:
             "tools_commit": None if self.tools_commit is None else oid_to_raw(self.tools_commit),
             "removed": sorted(oid_to_raw(o) for o in self.removed),
         }
-        batch.table_put(Table.DERIVED, CKPT_PREFIX + oid_to_raw(self.head), codec.dumps(record))
+        key = CKPT_PREFIX + oid_to_raw(self.head)
+        record["check"] = _record_check(key, record)
+        batch.table_put(Table.DERIVED, key, codec.dumps(record))
 
     @classmethod
     def load(cls, reader: Reader, oid: ObjectId, counter_name: str) -> CompileState | None:
-        """The checkpoint of a commit, or None when absent, unreadable, or made with another counter."""
-        raw = reader.table_get(Table.DERIVED, CKPT_PREFIX + oid_to_raw(oid))
+        """The checkpoint of a commit, or None when absent, damaged, or made with another counter.
+
+        A checkpoint is a local cache, so it is verified before it is trusted (:func:`read_record`,
+        :func:`read_chunk`): any damage makes it ignored and the state is rebuilt from objects.
+        """
+        key = CKPT_PREFIX + oid_to_raw(oid)
+        raw = reader.table_get(Table.DERIVED, key)
         if raw is None:
             return None
         try:
-            record = codec.loads(raw)
-            if record["counter"] != counter_name:
+            record = read_record(key, raw)
+            if record.counter != counter_name:
                 return None
             state = cls(counter_name)
-            for key in record["chunks"]:
-                chunk = reader.table_get(Table.DERIVED, key)
+            for number, chunk_key in enumerate(record.chunks):
+                chunk = reader.table_get(Table.DERIVED, chunk_key)
                 if chunk is None:
                     return None
+                slots = read_chunk(chunk_key, chunk)
+                check_chunk_size(record, number, slots)
                 start = len(state.slots)
-                state.slots.extend(_slot_from_row(row) for row in codec.loads(chunk))
-                state.chunk_keys[start] = (state.slots[start:], key)
-            if len(state.slots) != record["n"]:
-                return None
-        except (DecodeError, KeyError, TypeError, ValueError, IndexError):
+                state.slots.extend(slots)
+                state.chunk_keys[start] = (slots, chunk_key)
+            state.index = index_slots(state.slots, record.removed)
+            check_stored(reader, record)
+        except DecodeError:
             return None  # a cache: never trusted over objects
-        for position, slot in enumerate(state.slots):
-            state.index[slot.commit] = position
-            if slot.source != slot.commit:
-                state.index[slot.source] = position
         state.head = oid
-        state.commit_count = int(record["commits"])
-        state.tools = None if record["tools"] is None else raw_to_oid(record["tools"])
-        state.tools_commit = None if record["tools_commit"] is None else raw_to_oid(record["tools_commit"])
-        state.removed = {raw_to_oid(o) for o in record.get("removed", ())}
+        state.commit_count = record.commits
+        state.tools = record.tools
+        state.tools_commit = record.tools_commit
+        state.removed = set(record.removed)
         state.ancestors = None
         state.view = None
         return state
+
+
+@attrs.frozen(slots=True)
+class CheckpointRecord:
+    """A decoded, verified checkpoint record (the ``ckpt:`` row of one commit)."""
+
+    head: ObjectId
+    counter: str
+    chunks: tuple[bytes, ...]  # chunk keys, in slot order
+    n: int  # slots
+    commits: int
+    tools: ObjectId | None
+    tools_commit: ObjectId | None
+    removed: frozenset[ObjectId]
+
+
+_RECORD_FIELDS = frozenset({"counter", "chunks", "n", "commits", "tools", "tools_commit", "removed", "check"})
+
+
+def _record_check(key: bytes, body: dict[str, Any]) -> bytes:
+    """The checksum a record carries: blake3 of its key and its other fields (binds a record to its commit)."""
+    return bytes.fromhex(hash_bytes(key + codec.dumps(body)))
+
+
+def _raw_id(value: object, what: str) -> ObjectId:
+    if type(value) is not bytes or len(value) != 32:
+        raise DecodeError(f"{what} is not a 32-byte id")
+    return raw_to_oid(value)
+
+
+def _count(value: object, what: str) -> int:
+    if type(value) is not int or value < 0:
+        raise DecodeError(f"{what} is not a non-negative integer")
+    return value
+
+
+def read_record(key: bytes, raw: bytes) -> CheckpointRecord:
+    """Decode and verify a checkpoint record: its checksum, its fields and their types, consistent counts.
+
+    Raises:
+        DecodeError: the row is damaged (or was not written by this release's layout).
+    """
+    if not key.startswith(CKPT_PREFIX) or len(key) != len(CKPT_PREFIX) + 32:
+        raise DecodeError("not a checkpoint key")
+    value = codec.loads(raw)
+    if not isinstance(value, dict) or set(value) != _RECORD_FIELDS:
+        raise DecodeError("checkpoint record fields are wrong")
+    body = {k: v for k, v in value.items() if k != "check"}
+    if value["check"] != _record_check(key, body):
+        raise DecodeError("checkpoint record checksum mismatch")
+    counter, chunks, removed = body["counter"], body["chunks"], body["removed"]
+    if type(counter) is not str or type(chunks) is not list or type(removed) is not list:
+        raise DecodeError("checkpoint record field types are wrong")
+    n = _count(body["n"], "slot count")
+    commits = _count(body["commits"], "commit count")
+    if n > commits:
+        raise DecodeError("more slots than commits")
+    if len(chunks) != -(-n // CHUNK_SLOTS):
+        raise DecodeError("chunk count does not match the slot count")
+    for chunk_key in chunks:
+        if type(chunk_key) is not bytes or not chunk_key.startswith(CHUNK_PREFIX):
+            raise DecodeError("not a chunk key")
+        _raw_id(chunk_key[len(CHUNK_PREFIX) :], "chunk key")
+    tools = None if body["tools"] is None else _raw_id(body["tools"], "tools")
+    tools_commit = None if body["tools_commit"] is None else _raw_id(body["tools_commit"], "tools_commit")
+    if (tools is None) != (tools_commit is None):
+        raise DecodeError("tools and tools_commit disagree")
+    return CheckpointRecord(
+        head=raw_to_oid(key[len(CKPT_PREFIX) :]),
+        counter=counter,
+        chunks=tuple(chunks),
+        n=n,
+        commits=commits,
+        tools=tools,
+        tools_commit=tools_commit,
+        removed=frozenset(_raw_id(o, "removed id") for o in removed),
+    )
+
+
+def read_chunk(key: bytes, raw: bytes) -> list[Slot]:
+    """Decode and verify one chunk of slots: its bytes hash to its key, every row has the slot shape.
+
+    Raises:
+        DecodeError: the chunk is damaged.
+    """
+    if key != CHUNK_PREFIX + bytes.fromhex(hash_bytes(raw)):
+        raise DecodeError("chunk bytes do not hash to their key")
+    rows = codec.loads(raw)
+    if type(rows) is not list:
+        raise DecodeError("a chunk is not a list")
+    return [_slot_from_row(row) for row in rows]
+
+
+def check_chunk_size(record: CheckpointRecord, number: int, slots: list[Slot]) -> None:
+    """Chunk ``number`` of a record holds :data:`CHUNK_SLOTS` slots, the last one the rest.
+
+    Raises:
+        DecodeError: it holds another number.
+    """
+    if len(slots) != min(CHUNK_SLOTS, record.n - number * CHUNK_SLOTS):
+        raise DecodeError(f"chunk {number} holds {len(slots)} slots")
+
+
+def index_slots(slots: list[Slot], removed: frozenset[ObjectId] = frozenset()) -> dict[ObjectId, int]:
+    """The index of a state's slots (message and edit commits -> position).
+
+    Raises:
+        DecodeError: a commit names two slots, or a slot's commit is one a compression removed.
+    """
+    index: dict[ObjectId, int] = {}
+    for position, slot in enumerate(slots):
+        if slot.commit in index or slot.commit in removed:
+            raise DecodeError(f"slot {position} repeats or revives commit {slot.commit}")
+        index[slot.commit] = position
+        if slot.source != slot.commit:
+            if slot.source in index:
+                raise DecodeError(f"slot {position} repeats commit {slot.source}")
+            index[slot.source] = position
+    return index
+
+
+def check_stored(reader: Reader, record: CheckpointRecord) -> None:
+    """The cheap existence checks: the head and the tools commit are stored, the tool set is one."""
+    if not reader.has(record.head):
+        raise DecodeError(f"checkpoint of {record.head}, which is not stored")
+    if record.tools_commit is not None and not reader.has(record.tools_commit):
+        raise DecodeError(f"tools commit {record.tools_commit} is not stored")
+    if record.tools is not None and not isinstance(reader.get(record.tools), ToolSet):
+        raise DecodeError(f"tools {record.tools} is not a stored tool set")
 
 
 def _slot_row(slot: Slot) -> list[Any]:
@@ -389,21 +527,41 @@ def _slot_row(slot: Slot) -> list[Any]:
     return row
 
 
-def _slot_from_row(row: list[Any]) -> Slot:
-    commit = raw_to_oid(row[0])
+def _slot_from_row(row: object) -> Slot:
+    """A slot from its chunk row (:func:`_slot_row`), every field's type checked.
+
+    Raises:
+        DecodeError: the row does not have the shape of a slot.
+    """
+    if type(row) is not list or len(row) not in (5, 8):
+        raise DecodeError("a slot row is not a list of 5 or 8 fields")
+    commit = _raw_id(row[0], "slot commit")
+    kind, tokens, priority = row[1], row[2], row[3]
+    if type(kind) is not str or kind not in MESSAGE_TYPES:
+        raise DecodeError("a slot's kind is not a message type")
+    if type(tokens) is not int or tokens < 0 or type(priority) is not int or priority not in PRIORITY_NAMES:
+        raise DecodeError("a slot's tokens or priority is wrong")
     if len(row) == 5:
         return Slot(
-            commit=commit, source=commit, blob=raw_to_oid(row[4]), kind=row[1], tokens=row[2], priority=row[3]
+            commit=commit,
+            source=commit,
+            blob=_raw_id(row[4], "slot blob"),
+            kind=kind,
+            tokens=tokens,
+            priority=priority,
         )
+    gen = row[6]
+    if gen is not None and type(gen) is not dict:
+        raise DecodeError("a slot's generation config is not a map")
     return Slot(
         commit=commit,
-        source=raw_to_oid(row[4]),
-        blob=raw_to_oid(row[5]),
-        kind=row[1],
-        tokens=row[2],
-        priority=row[3],
-        gen=row[6],
-        annotation=None if row[7] is None else raw_to_oid(row[7]),
+        source=_raw_id(row[4], "slot source"),
+        blob=_raw_id(row[5], "slot blob"),
+        kind=kind,
+        tokens=tokens,
+        priority=priority,
+        gen=gen,
+        annotation=None if row[7] is None else _raw_id(row[7], "slot annotation"),
     )
 
 

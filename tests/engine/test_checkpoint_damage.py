@@ -1,0 +1,314 @@
+"""Compile checkpoints are verified on load: a damaged or hostile ``derived`` row is ignored (the state is rebuilt
+from objects, compile returns exactly what it returned before), fsck reports it and ``fsck --repair`` drops it."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+
+import tractkv.engine.state
+from tractkv import Tract, codec
+from tractkv.cli import cli
+from tractkv.engine.checkpoints import check_checkpoints, drop_checkpoints
+from tractkv.engine.state import CHUNK_PREFIX, CKPT_PREFIX, CompileState, _record_check
+from tractkv.ids import ObjectId, hash_bytes, oid_to_raw
+from tractkv.store import LmdbStore, Table, fsck
+
+TOOL = {"name": "search", "description": "web search", "input_schema": {"type": "object", "properties": {}}}
+
+
+@pytest.fixture(autouse=True)
+def small_chunks(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Chunks of 4 slots, so a small history has several chunks (and a partial last one)."""
+    monkeypatch.setattr(tractkv.engine.state, "CHUNK_SLOTS", 4)
+
+
+def build(path: str) -> None:
+    """A history with every kind of change: edits, annotations, tools, a merge and a compression."""
+    t = Tract.open(path, durable=False)
+    t.system("You are terse.")
+    ids = [t.user(f"question {i}").commit_id for i in range(6)]
+    t.assistant("answer", generation_config={"temperature": 0.5})
+    t.commit(
+        {"type": "dialogue", "role": "user", "text": "question 1, edited"},
+        operation="edit",
+        edit_target=ids[1],
+    )
+    t.annotate(ids[2], "skip")
+    t.annotate(ids[3], "pinned")
+    t.commit({"type": "dialogue", "role": "user", "text": "with tools"}, tools=[TOOL])
+    t.branch("side")
+    t.user("on the side")
+    t.switch("main")
+    t.user("on main")
+    t.merge("side")
+    t.compress(content="summary of the start", from_commit=ids[4], to_commit=ids[5])
+    t.user("after the summary")
+    t.close()  # writes the checkpoint of HEAD
+
+
+def compiled(path: str) -> tuple[Any, ...]:
+    """Everything compile, log and status show, from a fresh handle (as a new process would)."""
+    with Tract.open(path, durable=False, readonly=True) as t:
+        ctx = t.compile()
+        return (
+            ctx.to_dicts(),
+            ctx.token_count,
+            ctx.commit_count,
+            tuple(ctx.commit_ids),
+            tuple(ctx.generation_configs),
+            ctx.tools,
+            ctx.head,
+            [c.commit_id for c in t.log()],
+        )
+
+
+@pytest.fixture
+def store_path(tmp_path: Path) -> str:
+    path = str(tmp_path / "store")
+    build(path)
+    return path
+
+
+def rows(path: str, prefix: bytes) -> dict[bytes, bytes]:
+    with LmdbStore(path, durable=False) as store:
+        return dict(store.table_iter(Table.DERIVED, prefix))
+
+
+def put_row(path: str, key: bytes, value: bytes | None) -> None:
+    with LmdbStore(path, durable=False) as store:
+        batch = store.new_batch()
+        batch.table_put(Table.DERIVED, key, value)
+        store.apply(batch)
+
+
+def head_key(path: str) -> bytes:
+    with Tract.open(path, durable=False, readonly=True) as t:
+        head = t.head
+    assert head is not None
+    return CKPT_PREFIX + oid_to_raw(head)
+
+
+COUNTER = "heuristic"  # the default counter's name: checkpoints of other counters are never loaded
+
+
+def load(path: str) -> CompileState | None:
+    """The checkpoint of HEAD as a load finds it (None: ignored)."""
+    key = head_key(path)
+    with LmdbStore(path, durable=False) as store:
+        return CompileState.load(store, ObjectId(key[len(CKPT_PREFIX) :].hex()), COUNTER)
+
+
+def resign(key: bytes, record: dict[str, Any]) -> bytes:
+    """A hostile record: damaged fields under a checksum recomputed to match."""
+    body = {k: v for k, v in record.items() if k != "check"}
+    return codec.dumps({**body, "check": _record_check(key, body)})
+
+
+def test_sound_checkpoints_load_and_check_clean(store_path: str) -> None:
+    key = head_key(store_path)
+    assert key in rows(store_path, CKPT_PREFIX)
+    record = codec.loads(rows(store_path, CKPT_PREFIX)[key])
+    assert isinstance(record, dict)
+    assert len(record["chunks"]) > 2
+    with LmdbStore(store_path, durable=False) as store:
+        assert record["counter"] == COUNTER
+        state = CompileState.load(store, ObjectId(key[len(CKPT_PREFIX) :].hex()), COUNTER)
+        assert state is not None  # the checkpoint is used, not rebuilt
+        report = check_checkpoints(store)
+    assert report.ok
+    assert report.problems == ()
+    assert report.records >= 1
+    assert report.chunks >= 3
+
+
+def damaged_chunks() -> list[tuple[str, Callable[[list[Any]], None]]]:
+    def priority(rows: list[Any]) -> None:
+        rows[-1][3] = (rows[-1][3] + 2) % 3  # normal -> skip: the message would vanish from compile
+
+    def tokens(rows: list[Any]) -> None:
+        rows[0][2] += 1
+
+    def kind(rows: list[Any]) -> None:
+        rows[0][1] = ["dialogue"]
+
+    def short_row(rows: list[Any]) -> None:
+        del rows[0][1:]
+
+    return [("priority", priority), ("tokens", tokens), ("kind", kind), ("short_row", short_row)]
+
+
+@pytest.mark.parametrize(("name", "damage"), damaged_chunks())
+def test_damaged_chunk_is_ignored_reported_and_dropped(
+    store_path: str, name: str, damage: Callable[[list[Any]], None]
+) -> None:
+    expected = compiled(store_path)
+    chunks = rows(store_path, CHUNK_PREFIX)
+    for key, raw in chunks.items():
+        data = codec.loads(raw)
+        assert isinstance(data, list)
+        damage(data)
+        put_row(store_path, key, codec.dumps(data))  # the same key: the bytes no longer hash to it
+    assert load(store_path) is None
+    assert compiled(store_path) == expected
+    with LmdbStore(store_path, durable=False) as store:
+        report = check_checkpoints(store)
+        assert not report.ok
+        assert set(chunks) <= set(report.damaged)
+        assert any("hash" in p.detail for p in report.problems)
+        assert drop_checkpoints(store, report.damaged) == len(report.damaged)
+        assert check_checkpoints(store).ok
+        assert fsck(store).ok
+    assert compiled(store_path) == expected
+
+
+def test_flipped_bit_in_a_chunk_changes_nothing(store_path: str) -> None:
+    expected = compiled(store_path)
+    for key, raw in rows(store_path, CHUNK_PREFIX).items():
+        for position in (0, len(raw) // 2, len(raw) - 1):
+            flipped = bytearray(raw)
+            flipped[position] ^= 0x04
+            put_row(store_path, key, bytes(flipped))
+            assert compiled(store_path) == expected
+        put_row(store_path, key, raw)
+    assert check_checkpoints_ok(store_path)
+
+
+def check_checkpoints_ok(path: str) -> bool:
+    with LmdbStore(path, durable=False) as store:
+        return check_checkpoints(store).ok
+
+
+def damaged_records() -> list[tuple[str, Callable[[bytes, dict[str, Any]], bytes]]]:
+    def commits(key: bytes, record: dict[str, Any]) -> bytes:
+        return codec.dumps({**record, "commits": record["commits"] + 1})  # checksum now wrong
+
+    def missing_key(key: bytes, record: dict[str, Any]) -> bytes:
+        return codec.dumps({k: v for k, v in record.items() if k != "tools"})
+
+    def no_checksum(key: bytes, record: dict[str, Any]) -> bytes:
+        return codec.dumps({k: v for k, v in record.items() if k != "check"})
+
+    def not_a_map(key: bytes, record: dict[str, Any]) -> bytes:
+        return codec.dumps([1, 2, 3])
+
+    def garbage(key: bytes, record: dict[str, Any]) -> bytes:
+        return b"\xff\x00garbage"
+
+    def hostile_tools(key: bytes, record: dict[str, Any]) -> bytes:
+        return resign(key, {**record, "tools": bytes(32)})  # a tool set that is not stored
+
+    def hostile_count(key: bytes, record: dict[str, Any]) -> bytes:
+        return resign(key, {**record, "n": record["n"] - 1})
+
+    def hostile_type(key: bytes, record: dict[str, Any]) -> bytes:
+        return resign(key, {**record, "commits": True})
+
+    def hostile_chunk_key(key: bytes, record: dict[str, Any]) -> bytes:
+        return resign(key, {**record, "chunks": [*record["chunks"][:-1], b"chunk:1:short"]})
+
+    return [
+        ("commits", commits),
+        ("missing_key", missing_key),
+        ("no_checksum", no_checksum),
+        ("not_a_map", not_a_map),
+        ("garbage", garbage),
+        ("hostile_tools", hostile_tools),
+        ("hostile_count", hostile_count),
+        ("hostile_type", hostile_type),
+        ("hostile_chunk_key", hostile_chunk_key),
+    ]
+
+
+@pytest.mark.parametrize(("name", "damage"), damaged_records())
+def test_damaged_record_is_ignored_reported_and_dropped(
+    store_path: str, name: str, damage: Callable[[bytes, dict[str, Any]], bytes]
+) -> None:
+    expected = compiled(store_path)
+    key = head_key(store_path)
+    record = codec.loads(rows(store_path, CKPT_PREFIX)[key])
+    assert isinstance(record, dict)
+    put_row(store_path, key, damage(key, record))
+    assert load(store_path) is None
+    assert compiled(store_path) == expected
+    with LmdbStore(store_path, durable=False) as store:
+        report = check_checkpoints(store)
+        assert report.damaged == (key,)
+        assert report.problems[0].kind == "checkpoint"
+        assert report.problems[0].where.endswith(key[-32:].hex())
+        drop_checkpoints(store, report.damaged)
+        assert check_checkpoints(store).ok
+    assert compiled(store_path) == expected
+
+
+def test_record_moved_to_another_commit_is_refused(store_path: str) -> None:
+    """The checksum covers the key: a record copied under another commit's key (or a flipped key) is refused."""
+    key = head_key(store_path)
+    with Tract.open(store_path, durable=False, readonly=True) as t:
+        parent = t.log()[1].commit_id
+    other = CKPT_PREFIX + oid_to_raw(parent)
+    put_row(store_path, other, rows(store_path, CKPT_PREFIX)[key])
+    with LmdbStore(store_path, durable=False) as store:
+        assert CompileState.load(store, parent, COUNTER) is None
+        assert check_checkpoints(store).damaged == (other,)
+
+
+def test_unknown_rows_and_missing_chunks_are_reported(store_path: str) -> None:
+    chunk_key = next(iter(rows(store_path, CHUNK_PREFIX)))
+    put_row(store_path, chunk_key, None)
+    put_row(store_path, b"ckpt:9:stray", b"x")
+    with LmdbStore(store_path, durable=False) as store:
+        report = check_checkpoints(store)
+    assert b"ckpt:9:stray" in report.damaged
+    assert head_key(store_path) in report.damaged
+    assert any("missing" in p.detail for p in report.problems)
+
+
+def test_saving_rewrites_a_damaged_chunk(store_path: str) -> None:
+    """A chunk row whose bytes were damaged is rewritten by the next checkpoint that needs it, not reused."""
+    expected = compiled(store_path)
+    chunks = rows(store_path, CHUNK_PREFIX)
+    for key in chunks:
+        put_row(store_path, key, b"\x80damaged")
+    t = Tract.open(store_path, durable=False)
+    assert t.compile().to_dicts() == expected[0]
+    t.user("one more")
+    t.close()  # saves the new HEAD's checkpoint: every chunk but the last is one of the damaged ones
+    assert load(store_path) is not None
+    record = codec.loads(rows(store_path, CKPT_PREFIX)[head_key(store_path)])
+    assert isinstance(record, dict)
+    shared = set(record["chunks"]) & set(chunks)
+    assert len(shared) == len(record["chunks"]) - 1
+    now = rows(store_path, CHUNK_PREFIX)
+    assert all(now[key] == chunks[key] for key in shared)
+
+
+def test_cli_fsck_reports_and_repair_drops(store_path: str) -> None:
+    expected = compiled(store_path)
+    chunk_key = next(iter(rows(store_path, CHUNK_PREFIX)))
+    put_row(store_path, chunk_key, b"\x80damaged")
+    runner = CliRunner()
+    result = runner.invoke(cli, ["--store", store_path, "fsck"])
+    assert result.exit_code == 1, result.output
+    assert (
+        f"checkpoint: chunk {chunk_key[len(CHUNK_PREFIX) :].hex()}: chunk bytes do not hash" in result.output
+    )
+    result = runner.invoke(cli, ["--store", store_path, "fsck", "--json"])
+    assert result.exit_code == 1
+    assert '"ok": false' in result.output
+    result = runner.invoke(cli, ["--store", store_path, "fsck", "--repair"])
+    assert result.exit_code == 0, result.output
+    assert f"dropped chunk {chunk_key[len(CHUNK_PREFIX) :].hex()}" in result.output
+    assert "dropped 2 damaged checkpoint row(s)" in result.output  # the chunk and the record naming it
+    result = runner.invoke(cli, ["--store", store_path, "fsck"])
+    assert result.exit_code == 0, result.output
+    assert compiled(store_path) == expected
+
+
+def test_chunk_keys_are_content_hashes(store_path: str) -> None:
+    for key, raw in rows(store_path, CHUNK_PREFIX).items():
+        assert key == CHUNK_PREFIX + bytes.fromhex(hash_bytes(raw))

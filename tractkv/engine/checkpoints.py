@@ -1,0 +1,131 @@
+"""fsck for compile checkpoints: find the ``derived`` rows a load would refuse, and drop them.
+
+The ``derived`` table is a local cache (``engine/state.py``: ``ckpt:`` records and content-addressed
+``chunk:`` rows). A load already ignores a damaged checkpoint and rebuilds the state from objects, so damage
+never changes what compile returns; this module makes it visible and removable:
+
+* :func:`check_checkpoints` verifies every row, more thoroughly than a load: each chunk's bytes hash to its
+  key and its rows have the slot shape; each record's checksum, fields, types and counts, that every chunk it
+  names is present, sound and of the right size, that no commit names two slots, and that every id it names
+  (its commit, its tools commit and tool set, each slot's commits, blob and annotation, the removed
+  messages) is stored. Rows outside the two key prefixes are reported too (nothing else writes the table).
+* :func:`drop_checkpoints` deletes the damaged rows in one transaction (``tractkv fsck --repair``). A record
+  whose chunk is damaged is dropped with it. Dropping is always safe: the next compile rebuilds the state
+  from objects and a writing handle saves a fresh checkpoint.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from contextlib import suppress
+
+import attrs
+
+from tractkv.errors import CorruptObject, DecodeError
+from tractkv.ids import raw_to_oid
+from tractkv.store import Reader, Store, Table
+from tractkv.store.fsck import Problem
+
+from .state import (
+    CHUNK_PREFIX,
+    CKPT_PREFIX,
+    CheckpointRecord,
+    Slot,
+    check_chunk_size,
+    check_stored,
+    index_slots,
+    read_chunk,
+    read_record,
+)
+
+
+@attrs.frozen
+class CheckpointReport:
+    """What :func:`check_checkpoints` found: rows checked, a problem per damaged row, and their keys."""
+
+    records: int  # checkpoint records checked
+    chunks: int  # chunk rows checked
+    problems: tuple[Problem, ...]
+    damaged: tuple[bytes, ...]  # the derived keys to drop, in table order
+
+    @property
+    def ok(self) -> bool:
+        return not self.damaged
+
+
+def describe_key(key: bytes) -> str:
+    """A derived row's key as a person reads it (``checkpoint <commit>``, ``chunk <hash>``, or its bytes)."""
+    if key.startswith(CKPT_PREFIX) and len(key) == len(CKPT_PREFIX) + 32:
+        return f"checkpoint {raw_to_oid(key[len(CKPT_PREFIX) :])}"
+    if key.startswith(CHUNK_PREFIX) and len(key) == len(CHUNK_PREFIX) + 32:
+        return f"chunk {key[len(CHUNK_PREFIX) :].hex()}"
+    return f"derived row {key!r}"
+
+
+def check_checkpoints(reader: Reader) -> CheckpointReport:
+    """Verify every row of the ``derived`` table (pass a store or a snapshot; a store reads in one snapshot)."""
+    if isinstance(reader, Store):
+        with reader.snapshot() as snapshot:
+            return check_checkpoints(snapshot)
+    problems: list[Problem] = []
+    damaged: list[bytes] = []
+    chunks: dict[bytes, list[Slot]] = {}
+    records: list[tuple[bytes, bytes]] = []
+    chunk_rows = 0
+
+    def damage(key: bytes, detail: str) -> None:
+        problems.append(Problem("checkpoint", describe_key(key), detail))
+        damaged.append(key)
+
+    for key, raw in reader.table_iter(Table.DERIVED):
+        if key.startswith(CHUNK_PREFIX):
+            chunk_rows += 1
+            try:
+                chunks[key] = read_chunk(key, raw)
+            except DecodeError as exc:
+                damage(key, exc.reason)
+        elif key.startswith(CKPT_PREFIX):
+            records.append((key, raw))
+        else:
+            damage(key, "not a checkpoint or chunk key")
+    for key, raw in records:
+        try:
+            _check_record(reader, read_record(key, raw), chunks)
+        except DecodeError as exc:
+            damage(key, exc.reason)
+    damaged.sort()
+    return CheckpointReport(
+        records=len(records), chunks=chunk_rows, problems=tuple(problems), damaged=tuple(damaged)
+    )
+
+
+def _check_record(reader: Reader, record: CheckpointRecord, chunks: dict[bytes, list[Slot]]) -> None:
+    slots: list[Slot] = []
+    for number, chunk_key in enumerate(record.chunks):
+        part = chunks.get(chunk_key)
+        if part is None:
+            raise DecodeError(f"chunk {number} ({describe_key(chunk_key)}) is missing or damaged")
+        check_chunk_size(record, number, part)
+        slots.extend(part)
+    index_slots(slots, record.removed)
+    with suppress(CorruptObject):  # the tool set's bytes are damaged: the object check reports that
+        check_stored(reader, record)
+    for position, slot in enumerate(slots):
+        for oid in (slot.commit, slot.source, slot.blob, slot.annotation):
+            if oid is not None and not reader.has(oid):
+                raise DecodeError(f"slot {position} names {oid}, which is not stored")
+    for oid in record.removed:
+        if not reader.has(oid):
+            raise DecodeError(f"removed message {oid} is not stored")
+
+
+def drop_checkpoints(store: Store, keys: Iterable[bytes]) -> int:
+    """Delete these ``derived`` rows (the ``damaged`` keys of a report) in one transaction; how many."""
+    batch = store.new_batch()
+    count = 0
+    for key in keys:
+        batch.table_put(Table.DERIVED, key, None)
+        count += 1
+    if count:
+        store.apply(batch)
+    return count
