@@ -427,6 +427,8 @@ def read_record(key: bytes, raw: bytes) -> CheckpointRecord:
     if not key.startswith(CKPT_PREFIX) or len(key) != len(CKPT_PREFIX) + 32:
         raise DecodeError("not a checkpoint key")
     value = codec.loads(raw)
+    if isinstance(value, dict) and set(value) == _RECORD_FIELDS - {"check"}:
+        raise DecodeError("checkpoint record without a checksum (written before they had one)")
     if not isinstance(value, dict) or set(value) != _RECORD_FIELDS:
         raise DecodeError("checkpoint record fields are wrong")
     body = {k: v for k, v in value.items() if k != "check"}
@@ -527,41 +529,48 @@ def _slot_row(slot: Slot) -> list[Any]:
     return row
 
 
+_PRIORITY_CODES = frozenset(PRIORITY_NAMES)
+
+
 def _slot_from_row(row: object) -> Slot:
-    """A slot from its chunk row (:func:`_slot_row`), every field's type checked.
+    """A slot from its chunk row (:func:`_slot_row`), every field's type checked (inline: a fresh process
+    decodes one row per message).
 
     Raises:
         DecodeError: the row does not have the shape of a slot.
     """
-    if type(row) is not list or len(row) not in (5, 8):
-        raise DecodeError("a slot row is not a list of 5 or 8 fields")
-    commit = _raw_id(row[0], "slot commit")
-    kind, tokens, priority = row[1], row[2], row[3]
+    if type(row) is not list:
+        raise DecodeError("a slot row is not a list")
+    size = len(row)
+    if size == 5:
+        commit, kind, tokens, priority, blob = row
+        source, gen, annotation = commit, None, None
+    elif size == 8:
+        commit, kind, tokens, priority, source, blob, gen, annotation = row
+        if type(source) is not bytes or len(source) != 32:
+            raise DecodeError("a slot's source is not a 32-byte id")
+        if gen is not None and type(gen) is not dict:
+            raise DecodeError("a slot's generation config is not a map")
+        if annotation is not None and (type(annotation) is not bytes or len(annotation) != 32):
+            raise DecodeError("a slot's annotation is not a 32-byte id")
+    else:
+        raise DecodeError("a slot row does not have 5 or 8 fields")
+    if type(commit) is not bytes or len(commit) != 32 or type(blob) is not bytes or len(blob) != 32:
+        raise DecodeError("a slot's commit or blob is not a 32-byte id")
     if type(kind) is not str or kind not in MESSAGE_TYPES:
         raise DecodeError("a slot's kind is not a message type")
-    if type(tokens) is not int or tokens < 0 or type(priority) is not int or priority not in PRIORITY_NAMES:
+    if type(tokens) is not int or tokens < 0 or type(priority) is not int or priority not in _PRIORITY_CODES:
         raise DecodeError("a slot's tokens or priority is wrong")
-    if len(row) == 5:
-        return Slot(
-            commit=commit,
-            source=commit,
-            blob=_raw_id(row[4], "slot blob"),
-            kind=kind,
-            tokens=tokens,
-            priority=priority,
-        )
-    gen = row[6]
-    if gen is not None and type(gen) is not dict:
-        raise DecodeError("a slot's generation config is not a map")
+    commit_id = ObjectId(commit.hex())
     return Slot(
-        commit=commit,
-        source=_raw_id(row[4], "slot source"),
-        blob=_raw_id(row[5], "slot blob"),
+        commit=commit_id,
+        source=commit_id if source is commit else ObjectId(source.hex()),
+        blob=ObjectId(blob.hex()),
         kind=kind,
         tokens=tokens,
         priority=priority,
         gen=gen,
-        annotation=None if row[7] is None else _raw_id(row[7], "slot annotation"),
+        annotation=None if annotation is None else ObjectId(annotation.hex()),
     )
 
 
