@@ -210,6 +210,27 @@ def clone(
 @click.option("--tokens", "tokens_file", type=click.Path(dir_okay=False), help="JSON tokens file (see docs).")
 @click.option("--max-object-bytes", type=click.IntRange(1), help="Per-object limit (default 16 MiB).")
 @click.option("--max-request-bytes", type=click.IntRange(1), help="Per-request limit (default 1 GiB).")
+@click.option(
+    "--header-timeout",
+    type=click.FloatRange(0.1),
+    default=10.0,
+    show_default=True,
+    help="Seconds a connection has to send a complete request head; then it is closed.",
+)
+@click.option(
+    "--body-timeout",
+    type=click.FloatRange(0.1),
+    default=30.0,
+    show_default=True,
+    help="Seconds a request body may send nothing; then the request is dropped and the connection closed.",
+)
+@click.option(
+    "--max-connections",
+    type=click.IntRange(1),
+    default=512,
+    show_default=True,
+    help="Open connections; one more is answered 503 (JSON) and closed.",
+)
 @with_state
 def serve(
     state: CliState,
@@ -218,8 +239,15 @@ def serve(
     tokens_file: str | None,
     max_object_bytes: int | None,
     max_request_bytes: int | None,
+    header_timeout: float,
+    body_timeout: float,
+    max_connections: int,
 ) -> None:
-    """Serve this store as an HTTP hub that other stores push to and pull from, with the web viewer at /ui/."""
+    """Serve this store as an HTTP hub that other stores push to and pull from, with the web viewer at /ui/.
+
+    Malformed requests get a JSON 4xx. Pushes buffer at most 256 MiB in all (each push at most 8 MiB plus
+    one object; pushes beyond that wait their turn). A token with only write scopes learns from
+    /v1/missing only about objects its own branches reach."""
     from tractkv.sync.frames import MAX_OBJECT_BYTES, MAX_REQUEST_BYTES
 
     server, create_app = _server_modules("serve")
@@ -241,7 +269,14 @@ def serve(
     click.echo(f"serving {state.store_path} at {url} (viewer at {url}/ui/; {auth})", err=True)
     click.echo(url)
     sys.stdout.flush()
-    server.serve(app, sock, on_exit=viewer.feed.close)
+    server.serve(
+        app,
+        sock,
+        on_exit=viewer.feed.close,
+        header_timeout=header_timeout,
+        body_timeout=body_timeout,
+        max_connections=max_connections,
+    )
 
 
 @click.command()

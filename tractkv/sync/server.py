@@ -5,18 +5,42 @@ event loop only parses bytes; every LMDB read and write runs in the thread pool.
 stream: limits are enforced while bytes arrive (413 before the body is buffered), objects are verified and
 committed in batches as they come (so a dropped connection keeps what arrived whole), and ref updates are
 applied last, by compare-and-swap, in one transaction each or one for all (``atomic``).
+
+Hostile input gets a JSON answer, never a 5xx: every body is validated (``400 {"error", "message"}``),
+unknown routes and methods answer JSON 404 / 405, and a 400 after a fully read body keeps the connection
+alive. :func:`serve` adds the limits a hub on a network needs (each a ``tractkv serve`` option):
+
+* ``header_timeout`` (default 10 s): a connection must deliver a complete request head within this many
+  seconds of opening (or of the previous response); otherwise it is closed. uvicorn has no such timer.
+* ``body_timeout`` (default 30 s): a request body that delivers no bytes for this long while the hub waits
+  for it counts as a disconnect; the connection is closed after the answer.
+* ``max_connections`` (default 512): a connection over the cap gets ``503 {"error": "Overloaded"}`` and is
+  closed; the listen backlog is :data:`BACKLOG`.
+* ``push_memory`` (default 256 MiB): pushes buffer at most ``BATCH_BYTES + max_object`` bytes each (a batch
+  of objects waiting to be committed, plus the object being received), and at most
+  ``push_memory // (BATCH_BYTES + max_object)`` pushes (at least one) read their objects at once; the others
+  wait, reading nothing (TCP back-pressure), so push buffers stay under ``push_memory``.
+
+``/v1/missing`` never lets a token learn more than it may read: for a token with the ``read`` (or
+``admin``) scope it answers from the whole store; for a write-only token, an object counts as present only
+when it is reachable from a branch the token may see (its own namespace), so the answer says nothing about
+anyone else's objects (the pusher re-sends such objects; the hub stores them once).
 """
 
 from __future__ import annotations
 
+import asyncio
 import ipaddress
 import json
 import socket
-from collections.abc import AsyncIterator, Callable
+import threading
+from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping
 from typing import Any
 
+import anyio
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
+from starlette.exceptions import HTTPException
 from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
@@ -25,11 +49,13 @@ from tractkv._version import __version__
 from tractkv.errors import AuthError, InvalidInput, RequestTooLarge, TractError, TransferError
 from tractkv.ids import ObjectId
 from tractkv.store import Store
+from tractkv.store.walk import iter_reachable
 
 from .auth import OPEN, Grant, TokenTable
 from .frames import MAX_OBJECT_BYTES, MAX_REQUEST_BYTES, StreamDecoder, encode_stream
 from .negotiate import candidate_ids, raw_objects
 from .receive import apply_ref_updates, missing_ids, receive_objects
+from .remote import RefUpdate
 from .wire import (
     HEAD_LENGTH,
     IDS_TYPE,
@@ -41,12 +67,19 @@ from .wire import (
     error_body,
     ids_from_bytes,
     ids_to_bytes,
+    parse_fetch_request,
     result_to_json,
 )
 
 BATCH_OBJECTS = 4096
 BATCH_BYTES = 8 * 1024 * 1024
 DRAIN_BYTES = 64 * 1024 * 1024  # after refusing a push, discard this much of the rest before answering
+HEADER_TIMEOUT = 10.0  # seconds for a complete request head (from connect, or from the previous response)
+BODY_TIMEOUT = 30.0  # seconds a request body may deliver nothing while the hub waits for it
+MAX_CONNECTIONS = 512  # open connections; one more is answered 503 and closed
+BACKLOG = 1024  # the listen backlog (connections the kernel queues before the hub accepts them)
+PUSH_MEMORY = 256 * 1024 * 1024  # push buffers across all concurrent pushes (see the module docstring)
+SLOT_POLL = 0.02  # seconds between tries of a push waiting for a slot
 
 
 class Hub:
@@ -59,11 +92,14 @@ class Hub:
         tokens: TokenTable | None = None,
         max_object: int = MAX_OBJECT_BYTES,
         max_request: int = MAX_REQUEST_BYTES,
+        push_memory: int = PUSH_MEMORY,
     ) -> None:
         self.store = store
         self.tokens = tokens
         self.max_object = max_object
         self.max_request = max_request
+        self.push_memory = push_memory
+        self._slots = threading.BoundedSemaphore(max(1, push_memory // (BATCH_BYTES + max_object)))
 
     def grant(self, request: Request) -> Grant:
         if self.tokens is None:
@@ -90,19 +126,31 @@ class Hub:
         if not (grant.can_read or grant.can_push):
             raise AuthError(403, "this token may neither read nor push")
         oids = ids_from_bytes(await _read_limited(request, MAX_IDS_BYTES))
-        lacking = await run_in_threadpool(missing_ids, self.store, oids)
+        if grant.can_read:
+            lacking = await run_in_threadpool(missing_ids, self.store, oids)
+        else:
+            lacking = await run_in_threadpool(self._missing_for_writer, grant, oids)
         return Response(ids_to_bytes([o for o in oids if o in lacking]), media_type=IDS_TYPE)
+
+    def _missing_for_writer(self, grant: Grant, oids: list[ObjectId]) -> set[ObjectId]:
+        """``oids`` not reachable from a branch ``grant`` may see: a write-only token learns nothing about
+        objects outside its namespace. Walks only until every present id is found."""
+        with self.store.snapshot() as snap:
+            lacking = {o for o in oids if not snap.has(o)}
+            unseen = {o for o in oids if o not in lacking}
+            if unseen:
+                tips = [ObjectId(v) for n, v in snap.iter_refs("refs/heads/") if grant.may_see(n)]
+                for oid in iter_reachable(snap, tips):
+                    unseen.discard(oid)
+                    if not unseen:
+                        break
+        return lacking | unseen
 
     async def fetch(self, request: Request) -> Response:
         grant = self.grant(request)
         if not grant.can_read:
             raise AuthError(403, "fetching needs the read scope")
-        try:
-            body = json.loads(await _read_limited(request, MAX_IDS_BYTES * 3))
-            wants = [ObjectId(w) for w in body["wants"] if isinstance(w, str)]
-            haves = [ObjectId(h) for h in body.get("haves", []) if isinstance(h, str)]
-        except (ValueError, KeyError, TypeError) as exc:
-            raise TransferError(f"malformed fetch request: {exc}") from exc
+        wants, haves = parse_fetch_request(await _read_limited(request, MAX_IDS_BYTES * 3))
         ids = await run_in_threadpool(candidate_ids, self.store, wants, haves)
         return StreamingResponse(encode_stream(raw_objects(self.store, ids)), media_type=STREAM_TYPE)
 
@@ -111,13 +159,29 @@ class Hub:
         if not grant.can_push:
             raise AuthError(403, "pushing needs a write:<branch glob> or admin scope")
         body = _Body(request.stream(), self.max_request)
-        (length,) = HEAD_LENGTH.unpack(await body.read_exact(HEAD_LENGTH.size))
-        if length > MAX_HEAD_BYTES:
-            raise TransferError(f"push head of {length} bytes is over the {MAX_HEAD_BYTES}-byte limit")
-        updates, atomic = decode_push_head(await body.read_exact(length))
+        try:
+            (length,) = HEAD_LENGTH.unpack(await body.read_exact(HEAD_LENGTH.size))
+            if length > MAX_HEAD_BYTES:
+                raise TransferError(f"push head of {length} bytes is over the {MAX_HEAD_BYTES}-byte limit")
+            updates, atomic = decode_push_head(await body.read_exact(length))
+        except TransferError:
+            if await body.drain(DRAIN_BYTES):
+                _body_read(request)  # the connection may stay alive
+            raise
         forbidden = [u.name for u in updates if not grant.may_write(u.name)]
         if forbidden:
             raise AuthError(403, f"this token may not write {', '.join(forbidden)}")
+        # A thread-safe semaphore, polled: one Hub may serve several event loops (in-process transports).
+        while not self._slots.acquire(blocking=False):
+            await anyio.sleep(SLOT_POLL)
+        try:
+            return await self._receive_push(request, grant, body, updates, atomic)
+        finally:
+            self._slots.release()
+
+    async def _receive_push(
+        self, request: Request, grant: Grant, body: _Body, updates: list[RefUpdate], atomic: bool
+    ) -> Response:
         decoder = StreamDecoder(max_object=self.max_object, max_request=self.max_request)
         decoder.received = body.consumed
         pending: list[tuple[ObjectId, bytes]] = []
@@ -145,11 +209,15 @@ class Hub:
                 await flush()  # keep every object that arrived whole (each is verified before it is stored)
                 raise
         except TransferError:
-            await body.drain(DRAIN_BYTES)  # so the client reads our answer instead of a connection reset
+            # so the client reads our answer instead of a connection reset
+            if await body.drain(DRAIN_BYTES):
+                _body_read(request)
             raise
         except ClientDisconnect:
             await flush()
-            return Response(status_code=400)  # nobody is listening; the ref updates are not applied
+            # nobody is listening (or the body timed out); the ref updates are not applied
+            return Response(status_code=400, headers={"Connection": "close"})
+        _body_read(request)
         await flush()
         results = await run_in_threadpool(
             lambda: apply_ref_updates(self.store, updates, atomic=atomic, may_write=grant.may_write)
@@ -190,16 +258,18 @@ class _Body:
         while (chunk := await self._next()) is not None:
             yield chunk
 
-    async def drain(self, limit: int) -> None:
-        """Read and discard up to ``limit`` more bytes (never buffered); stop quietly at the end or a disconnect."""
+    async def drain(self, limit: int) -> bool:
+        """Read and discard up to ``limit`` more bytes (never buffered); stop quietly at the end or a
+        disconnect. True when the body was read to its end."""
         dropped = 0
         try:
             async for chunk in self._stream:
                 dropped += len(chunk)
                 if dropped > limit:
-                    return
+                    return False
         except ClientDisconnect:
-            return
+            return False
+        return True
 
     async def _next(self) -> bytes | None:
         try:
@@ -219,7 +289,22 @@ async def _read_limited(request: Request, limit: int) -> bytes:
         if size > limit:
             raise RequestTooLarge(f"request is over the {limit}-byte limit")
         parts.append(chunk)
+    _body_read(request)
     return b"".join(parts)
+
+
+def _body_read(request: Request) -> None:
+    """Note that the whole request body was read: an error answer may keep the connection alive."""
+    request.scope.setdefault("extensions", {})["tractkv.body_read"] = True
+
+
+def _body_unread(request: Request) -> bool:
+    """Bytes of this request's body may still be on the wire (so an error answer must close)."""
+    if request.scope.get("extensions", {}).get("tractkv.body_read"):
+        return False
+    headers = request.headers
+    length = headers.get("content-length")
+    return "transfer-encoding" in headers or (length is not None and length.strip() not in ("", "0"))
 
 
 def _error_response(request: Request, exc: Exception) -> Response:
@@ -229,10 +314,31 @@ def _error_response(request: Request, exc: Exception) -> Response:
         status = 400
     else:
         status = 500
-    headers = {"WWW-Authenticate": "Bearer"} if status == 401 else None
-    # An early answer (413 / 403 mid-upload) must close the connection: the rest of the body is unread.
-    headers = {**(headers or {}), "Connection": "close"}
+    headers = {"WWW-Authenticate": "Bearer"} if status == 401 else {}
+    if _body_unread(request):
+        # An early answer (413 / 403 mid-upload) closes the connection: the rest of the body is unread.
+        headers["Connection"] = "close"
     return JSONResponse(error_body(exc), status_code=status, headers=headers)
+
+
+_HTTP_ERRORS = {404: "NotFound", 405: "MethodNotAllowed"}
+
+
+def _http_error_response(request: Request, exc: Exception) -> Response:
+    """Routing errors (no such route, method not allowed) as JSON, like every other hub error."""
+    assert isinstance(exc, HTTPException)
+    name = _HTTP_ERRORS.get(exc.status_code, "HTTPError")
+    message = f"{request.method} {request.url.path}: {exc.detail}"
+    headers = dict(exc.headers or {})
+    if _body_unread(request):
+        headers["Connection"] = "close"
+    body = {"error": name, "message": message, "oid": None}
+    return JSONResponse(body, status_code=exc.status_code, headers=headers)
+
+
+def _disconnected(request: Request, exc: Exception) -> Response:
+    """The client went away (or its body timed out) before its request was read: nobody is listening."""
+    return Response(status_code=400, headers={"Connection": "close"})
 
 
 def hub_routes(hub: Hub) -> list[Route]:
@@ -246,7 +352,11 @@ def hub_routes(hub: Hub) -> list[Route]:
     ]
 
 
-ERROR_HANDLERS: dict[Any, Callable[[Request, Exception], Response]] = {TractError: _error_response}
+ERROR_HANDLERS: dict[Any, Callable[[Request, Exception], Response]] = {
+    TractError: _error_response,
+    HTTPException: _http_error_response,
+    ClientDisconnect: _disconnected,
+}
 
 
 def create_app(
@@ -255,10 +365,11 @@ def create_app(
     tokens: TokenTable | None = None,
     max_object: int = MAX_OBJECT_BYTES,
     max_request: int = MAX_REQUEST_BYTES,
+    push_memory: int = PUSH_MEMORY,
 ) -> Starlette:
     """A Starlette app serving ``store`` (which the caller opens and closes): the sync protocol only. The
     ``tractkv serve`` command adds the web viewer beside it (:func:`tractkv.view.app.create_app`)."""
-    hub = Hub(store, tokens=tokens, max_object=max_object, max_request=max_request)
+    hub = Hub(store, tokens=tokens, max_object=max_object, max_request=max_request, push_memory=push_memory)
     return Starlette(routes=hub_routes(hub), exception_handlers=ERROR_HANDLERS)
 
 
@@ -271,7 +382,7 @@ def is_loopback(host: str) -> bool:
         return False
 
 
-def bind(host: str, port: int) -> socket.socket:
+def bind(host: str, port: int, *, backlog: int = BACKLOG) -> socket.socket:
     """A listening socket (port 0 picks a free one; read it back from ``getsockname``)."""
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM)
@@ -284,28 +395,138 @@ def bind(host: str, port: int) -> socket.socket:
     except OSError as exc:
         sock.close()
         raise InvalidInput(f"cannot listen on {host}:{port}: {exc.strerror}") from exc
-    sock.listen(128)
+    sock.listen(backlog)
     sock.set_inheritable(True)
     return sock
 
 
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+
+
+class BodyTimeout:
+    """ASGI middleware: a request body that delivers nothing for ``timeout`` seconds while the app waits for
+    it reads as a disconnect (``http.disconnect``), and the answer closes the connection. Only time spent
+    waiting on the client counts, never the app's own work between reads."""
+
+    def __init__(self, app: ASGIApp, timeout: float = BODY_TIMEOUT) -> None:
+        self.app = app
+        self.timeout = timeout
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        expired = False
+
+        async def timed_receive() -> Message:
+            nonlocal expired
+            if expired:
+                return {"type": "http.disconnect"}
+            with anyio.move_on_after(self.timeout) as scope_:
+                message = await receive()
+            if scope_.cancelled_caught:
+                expired = True
+                return {"type": "http.disconnect"}
+            return message
+
+        async def closing_send(message: Message) -> None:
+            if expired and message["type"] == "http.response.start":
+                headers = [(k, v) for k, v in message.get("headers", []) if k.lower() != b"connection"]
+                message = {**message, "headers": [*headers, (b"connection", b"close")]}
+            await send(message)
+
+        await self.app(scope, timed_receive, closing_send)
+
+
+_OVERLOADED = json.dumps(
+    {"error": "Overloaded", "message": "the hub has too many open connections; retry later", "oid": None}
+).encode()
+
+
+async def _overloaded(scope: Scope, receive: Receive, send: Send) -> None:
+    """The answer on a connection over the cap: 503 JSON, then the connection closes."""
+    headers = [
+        (b"content-type", b"application/json"),
+        (b"content-length", str(len(_OVERLOADED)).encode()),
+        (b"connection", b"close"),
+        (b"retry-after", b"1"),
+    ]
+    await send({"type": "http.response.start", "status": 503, "headers": headers})
+    await send({"type": "http.response.body", "body": _OVERLOADED, "more_body": False})
+
+
+def _protocol_class(header_timeout: float, max_connections: int) -> type[Any]:
+    """uvicorn's h11 protocol with a request-head timeout and a connection cap (uvicorn has neither)."""
+    from uvicorn.protocols.http.h11_impl import H11Protocol
+
+    class HubProtocol(H11Protocol):
+        _head_timer: asyncio.TimerHandle | None = None
+        _head_cycle: object = None
+
+        def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+            super().connection_made(transport)
+            if len(self.connections) > max_connections:
+                self.app = _overloaded  # every request on this connection: 503, then close
+            self._arm_head_timer()
+
+        def data_received(self, data: bytes) -> None:
+            super().data_received(data)
+            if self._head_timer is not None and self.cycle is not self._head_cycle:
+                self._cancel_head_timer()  # a request head arrived
+
+        def on_response_complete(self) -> None:
+            super().on_response_complete()
+            if not self.transport.is_closing():
+                self._arm_head_timer()
+
+        def connection_lost(self, exc: Exception | None) -> None:
+            self._cancel_head_timer()
+            super().connection_lost(exc)
+
+        def _arm_head_timer(self) -> None:
+            self._cancel_head_timer()
+            self._head_cycle = self.cycle
+            self._head_timer = self.loop.call_later(header_timeout, self._head_expired)
+
+        def _cancel_head_timer(self) -> None:
+            if self._head_timer is not None:
+                self._head_timer.cancel()
+                self._head_timer = None
+
+        def _head_expired(self) -> None:
+            self._head_timer = None
+            waiting = self.cycle is self._head_cycle and (self.cycle is None or self.cycle.response_complete)
+            if waiting and not self.transport.is_closing():
+                self.transport.close()
+
+    return HubProtocol
+
+
 def serve(
-    app: Starlette,
+    app: ASGIApp,
     sock: socket.socket,
     *,
     on_exit: Callable[[], None] | None = None,
     log_level: str = "warning",
+    header_timeout: float = HEADER_TIMEOUT,
+    body_timeout: float = BODY_TIMEOUT,
+    max_connections: int = MAX_CONNECTIONS,
 ) -> None:
     """Serve ``app`` on ``sock`` until interrupted: SIGINT or SIGTERM finish the requests in flight and
     return normally. ``on_exit`` runs as soon as the signal arrives (it ends long-lived responses, such as
-    the viewer's event streams, which the graceful shutdown would otherwise wait for)."""
+    the viewer's event streams, which the graceful shutdown would otherwise wait for). The limits are
+    described in the module docstring."""
     import signal
 
     import uvicorn
 
     config = uvicorn.Config(
-        app,
-        http="h11",
+        BodyTimeout(app, body_timeout),
+        http=_protocol_class(header_timeout, max_connections),
         loop="asyncio",
         lifespan="off",
         log_level=log_level,

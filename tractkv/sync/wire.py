@@ -6,6 +6,7 @@ Endpoints (all under ``/v1/``)::
     GET  refs?prefix=P      {"refs": {name: id}}            (only the refs the token may see)
     POST missing            body: raw 32-byte ids            -> raw 32-byte ids the hub lacks
     POST fetch              {"wants": [id], "haves": [id]}   -> an object stream (see frames)
+                            (a JSON object; ids are 64 lowercase hex digits; "haves" optional)
     POST push               u32 head length + CBOR head + object stream -> {"results", "objects", ...}
 
 The push head is canonical CBOR ``{"u": [[name, old, new, force], ...], "a": atomic}`` (ids as raw 32-byte
@@ -16,6 +17,7 @@ strings, ``None`` for absent): it comes before the objects so the hub can refuse
 
 from __future__ import annotations
 
+import json
 import struct
 from typing import Any
 
@@ -30,7 +32,7 @@ from tractkv.errors import (
     SyncError,
     TransferError,
 )
-from tractkv.ids import ObjectId
+from tractkv.ids import ObjectId, is_object_id
 
 from .remote import RefResult, RefUpdate
 
@@ -69,6 +71,45 @@ def decode_push_head(data: bytes) -> tuple[list[RefUpdate], bool]:
     if not updates:
         raise TransferError("a push names no ref to update")
     return updates, atomic
+
+
+def parse_fetch_request(
+    data: bytes, *, max_ids: int = MAX_IDS_BYTES // 32
+) -> tuple[list[ObjectId], list[ObjectId]]:
+    """``(wants, haves)`` of a fetch request body; :class:`TransferError` (400) naming what is wrong unless it
+    is a JSON object whose ``wants`` (required) and ``haves`` (optional) are lists of object ids, at most
+    ``max_ids`` in all, and no other field."""
+    try:
+        body = json.loads(data)
+    except (ValueError, RecursionError) as exc:  # UnicodeDecodeError is a ValueError
+        raise TransferError(f"a fetch request must be JSON ({type(exc).__name__})") from None
+    if not isinstance(body, dict):
+        raise TransferError(f"a fetch request must be a JSON object, not {_json_type(body)}")
+    unknown = sorted(set(body) - {"wants", "haves"})
+    if unknown:
+        raise TransferError(f"unknown field(s) in a fetch request: {', '.join(map(repr, unknown[:5]))}")
+    if "wants" not in body:
+        raise TransferError('a fetch request needs "wants" (a list of object ids)')
+    wants = _id_list(body["wants"], "wants")
+    haves = _id_list(body.get("haves", []), "haves")
+    if len(wants) + len(haves) > max_ids:
+        raise TransferError(f"a fetch request names more than {max_ids} ids")
+    return wants, haves
+
+
+def _id_list(value: Any, field: str) -> list[ObjectId]:
+    if not isinstance(value, list):
+        raise TransferError(f'"{field}" must be a list of object ids, not {_json_type(value)}')
+    for i, item in enumerate(value):
+        if not is_object_id(item):
+            shown = repr(item) if isinstance(item, str) and len(item) <= 80 else _json_type(item)
+            raise TransferError(f'"{field}"[{i}] is not an object id (64 lowercase hex digits): {shown}')
+    return [ObjectId(v) for v in value]
+
+
+def _json_type(value: Any) -> str:
+    names = {dict: "an object", list: "a list", str: "a string", bool: "a boolean", type(None): "null"}
+    return names.get(type(value), "a number")
 
 
 def _raw(oid: ObjectId | None) -> bytes | None:
