@@ -13,11 +13,28 @@ Guarantees:
       processes. Readers see a consistent snapshot and never block writers.
     * Growth: the memory map starts at ``map_size`` and doubles whenever a transaction does not fit; the
       whole batch is then re-applied (a failed LMDB transaction is lost whole, never half-written).
-      Another process's growth is picked up on the next transaction.
+      Another process's growth is picked up on the next transaction, and by an open that races it (LMDB's
+      ``MDB_MAP_RESIZED`` on the open's own transactions: the open retries, up to 64 times).
     * Processes: one LMDB environment per path per process (LMDB's rule; opening a path twice in one
       process shares the environment). A store must not be used across ``fork()``: the child gets a
       :class:`~tractkv.errors.StoreError` and must open its own. Reader slots left by killed processes are
       cleared on open.
+
+Damage: LMDB maps ``data.mdb`` and follows page numbers into the map, so a page past the end of a
+truncated file is a SIGBUS that kills the process, not an error. Before the first open in a process maps
+the file, :func:`check_data_file` reads the two meta pages with plain file I/O, takes the valid one with
+the higher transaction id, and compares ``(last_pg + 1) * page size`` with the file size. A healthy file
+may end early only by free pages (LMDB never writes a page it allocated and freed in the same
+transaction), so a short file is accepted only when every missing page is on LMDB's free list (read with
+plain I/O too; a free-list page past the end is itself damage). Anything else (a missing or damaged meta
+page, a page in use past the end) is refused with :class:`~tractkv.errors.StoreCorrupt`, and nothing is
+written. To tell a store that lost its data from a new one, the first successful open writes a marker
+file, ``tractkv-store``, next to ``data.mdb`` (stores made before it existed get it on their next open);
+with the marker present an empty or missing ``data.mdb`` is :class:`~tractkv.errors.StoreCorrupt`, never
+a fresh empty store. The marker is best effort: a read-only directory has none, and then an empty data
+file opens as an empty store. The check reads LMDB 0.9's 64-bit layout (the one python-lmdb bundles;
+on a 32-bit build it is skipped). It covers truncation only: a flipped byte in an object is found by fsck
+and refused by reads (objects are rehashed), but a damaged B-tree page inside the file is not looked for.
 
 Caveats: never put a store on NFS or another network file system (LMDB's locks do not work there).
 A full disk makes the write fail with :class:`~tractkv.errors.StoreError`; nothing is half-written.
@@ -26,6 +43,7 @@ A full disk makes the write fail with :class:`~tractkv.errors.StoreError`; nothi
 from __future__ import annotations
 
 import os
+import struct
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -33,7 +51,7 @@ from typing import Any
 
 import lmdb
 
-from tractkv.errors import StoreClosed, StoreError, StoreFormatError, TractError
+from tractkv.errors import StoreClosed, StoreCorrupt, StoreError, StoreFormatError, TractError
 from tractkv.store.base import (
     MAX_KEY_BYTES,
     META_FORMAT,
@@ -50,6 +68,202 @@ DEFAULT_MAP_SIZE = 64 * 1024 * 1024  # bytes; the map doubles on demand, the fil
 MAX_MAP_SIZE = 1 << 44  # 16 TiB: a ceiling for doubling, far above any sane store
 MAX_READERS = 254  # concurrent read transactions across all processes and threads
 _MAX_DBS = len(Table) + 4  # fixed when the environment opens: room for tables a later format adds
+_RESIZE_RETRIES = 64  # times a transaction is begun again after another process grew the map
+
+
+DATA_FILE = "data.mdb"
+STORE_MARKER = "tractkv-store"  # written next to data.mdb once a store exists: see "Damage" in the module
+_MARKER_TEXT = "a tractkv store lives here; an empty or missing data.mdb beside this file means damage\n"
+
+# LMDB's data file as plain bytes (LMDB 0.9, 64-bit, native byte order). Page 0 and page 1 are the two
+# meta pages; each page starts with a 16-byte header (pgno u64, pad u16, flags u16, lower u16, upper u16;
+# an overflow page keeps its page count as u32 where lower/upper are). A meta follows its header: magic,
+# version, address, mapsize, the free-list and main MDB_db records (pad u32 = the page size in the
+# free-list one, flags u16, depth u16, branch, leaf and overflow page counts, entries, root), last_pg,
+# txnid. Leaf and branch nodes: lo u16, hi u16, flags u16, ksize u16, key, then data.
+_HEADER = struct.Struct("=QHHHH")
+_META = struct.Struct("=IIQQ" + "IHHQQQQQ" * 2 + "QQ")
+_NODE = struct.Struct("=HHHH")
+_U16 = struct.Struct("=H")
+_U32 = struct.Struct("=I")
+_U64 = struct.Struct("=Q")
+_MDB_MAGIC = 0xBEEFC0DE
+_MDB_DATA_VERSION = 1
+_P_INVALID = (1 << 64) - 1
+_P_BRANCH, _P_LEAF, _P_OVERFLOW, _P_META = 0x01, 0x02, 0x04, 0x08
+_F_BIGDATA = 0x01
+_RESTORE = "; restore the directory from a copy, or clone the store again from a remote"
+_CHECK_RETRIES = 8  # a writer committing while the free list is read: read it again from the new meta
+
+
+class _Meta:
+    """The fields of one LMDB meta page the truncation check needs."""
+
+    def __init__(self, psize: int, free_root: int, free_depth: int, last_pg: int, txnid: int) -> None:
+        self.psize = psize
+        self.free_root = free_root
+        self.free_depth = free_depth
+        self.last_pg = last_pg
+        self.txnid = txnid
+
+
+def _read_meta(fd: int, offset: int) -> _Meta | None:
+    """The meta page at ``offset``, or None when it is cut short or is not an LMDB meta page."""
+    raw = os.pread(fd, _HEADER.size + _META.size, offset)
+    if len(raw) < _HEADER.size + _META.size:
+        return None
+    flags = _HEADER.unpack_from(raw)[2]
+    fields = _META.unpack_from(raw, _HEADER.size)
+    magic, version, psize = fields[0], fields[1], fields[4]
+    if magic != _MDB_MAGIC or version != _MDB_DATA_VERSION or not flags & _P_META:
+        return None
+    if psize < 512 or psize > 65536 or psize & (psize - 1):
+        return None
+    # fields[4:12] is the free-list MDB_db (pad, flags, depth, branch, leaf, overflow, entries, root)
+    return _Meta(psize, fields[11], fields[6], fields[-2], fields[-1])
+
+
+def _newest_meta(fd: int) -> _Meta | str:
+    """The meta page LMDB would use (the valid one with the higher txnid), or what is wrong."""
+    first = _read_meta(fd, 0)
+    if first is None:
+        return "its first meta page is missing or damaged"
+    second = _read_meta(fd, first.psize)
+    if second is None:
+        return "its second meta page is missing or damaged"
+    return second if second.txnid > first.txnid else first
+
+
+def _free_pages(fd: int, meta: _Meta, pages_in_file: int) -> set[int] | str:
+    """Every page number LMDB's free list (its FREE_DBI tree) holds, read with plain file I/O.
+
+    Returns what is wrong instead when a page of the free list itself lies past the end of the file or
+    does not parse (its pages are reachable, so LMDB wrote them before it wrote the meta naming them).
+    """
+    psize = meta.psize
+    free: set[int] = set()
+    if meta.free_root == _P_INVALID:
+        return free
+    stack = [meta.free_root]
+    seen: set[int] = set()
+    while stack:
+        pgno = stack.pop()
+        if pgno in seen or pgno > meta.last_pg or len(seen) > pages_in_file:
+            return f"its free list is damaged (page {pgno})"
+        seen.add(pgno)
+        if pgno >= pages_in_file:
+            return f"page {pgno} of its free list lies past the end of the file"
+        page = os.pread(fd, psize, pgno * psize)
+        if len(page) < psize:
+            return f"page {pgno} of its free list lies past the end of the file"
+        stored, _pad, flags, lower, _upper = _HEADER.unpack_from(page)
+        if stored != pgno or not flags & (_P_BRANCH | _P_LEAF) or lower < _HEADER.size or lower > psize:
+            return f"page {pgno} of its free list is damaged"
+        for i in range((lower - _HEADER.size) >> 1):
+            (at,) = _U16.unpack_from(page, _HEADER.size + 2 * i)
+            lo, hi, nflags, ksize = _NODE.unpack_from(page, at)
+            if flags & _P_BRANCH:
+                stack.append(lo | hi << 16 | nflags << 32)
+                continue
+            size, data_at = lo | hi << 16, at + _NODE.size + ksize
+            if nflags & _F_BIGDATA:
+                (first,) = _U64.unpack_from(page, data_at)
+                head = os.pread(fd, _HEADER.size, first * psize)
+                if len(head) < _HEADER.size:
+                    return f"overflow page {first} of its free list lies past the end of the file"
+                (count,) = _U32.unpack_from(head, 12)
+                if first + count > pages_in_file:
+                    return f"overflow pages {first}+{count} of its free list lie past the end of the file"
+                data = os.pread(fd, size, first * psize + _HEADER.size)
+            else:
+                data = page[data_at : data_at + size]
+            if len(data) < size or size < 8:
+                return f"page {pgno} of its free list is damaged"
+            (n,) = _U64.unpack_from(data)  # an IDL: a count, then that many page numbers
+            if 8 * (n + 1) > size:
+                return f"page {pgno} of its free list is damaged"
+            free.update(struct.unpack_from(f"={n}Q", data, 8))
+    return free
+
+
+def _truncation(fd: int) -> tuple[str | None, int]:
+    """What makes the data file unsafe to map (None: nothing), and the txnid of the meta it judged by.
+
+    LMDB maps the file and reads pages by address, so a page past the end of a shorter file is a SIGBUS,
+    not an error. The newest meta page says how many pages the last transaction uses (``last_pg + 1``);
+    the file may legitimately end before that only by pages on the free list (LMDB does not write a page
+    allocated and freed in the same transaction), so a short file is checked page by page against it.
+    """
+    meta = _newest_meta(fd)
+    if isinstance(meta, str):
+        return meta, -1
+    size = os.fstat(fd).st_size  # after the meta: a writer writes its pages before the meta that names them
+    pages_in_file = size // meta.psize
+    if meta.last_pg < pages_in_file:
+        return None, meta.txnid
+    try:
+        free = _free_pages(fd, meta, pages_in_file)
+    except (struct.error, ValueError, OverflowError, OSError) as exc:
+        return f"its free list does not parse ({exc})", meta.txnid
+    if isinstance(free, str):
+        return free, meta.txnid
+    missing = meta.last_pg + 1 - pages_in_file
+    if missing > len(free) or any(p not in free for p in range(pages_in_file, meta.last_pg + 1)):
+        need = (meta.last_pg + 1) * meta.psize
+        return f"it is {size} bytes but its last transaction uses {need} (truncated)", meta.txnid
+    return None, meta.txnid
+
+
+def check_data_file(path: str) -> None:
+    """Refuse a store whose data file is damaged, before LMDB maps it (see "Damage" in the module).
+
+    Raises:
+        StoreCorrupt: data.mdb is missing or empty although the store marker says the store existed, is
+            not an LMDB file, or is shorter than its newest meta page says (truncated).
+        StoreError: the file cannot be read.
+    """
+    if struct.calcsize("P") != 8:
+        return  # the layout above is LMDB's 64-bit one
+    data = os.path.join(path, DATA_FILE)
+    marked = os.path.exists(os.path.join(path, STORE_MARKER))
+    try:
+        fd = os.open(data, os.O_RDONLY)
+    except FileNotFoundError:
+        if marked:
+            raise StoreCorrupt(f"store {path} is damaged: {DATA_FILE} is missing{_RESTORE}") from None
+        return
+    except OSError as exc:
+        raise StoreError(f"cannot read store {path}: {exc}") from exc
+    try:
+        if os.fstat(fd).st_size == 0:
+            if marked:
+                raise StoreCorrupt(f"store {path} is damaged: {DATA_FILE} is empty{_RESTORE}")
+            return  # a new store: LMDB writes its meta pages
+        problem: str | None = None
+        for _ in range(_CHECK_RETRIES):
+            problem, txnid = _truncation(fd)
+            if problem is None:
+                return
+            again = _newest_meta(fd)
+            if txnid < 0 or isinstance(again, str) or again.txnid == txnid:
+                break  # judged against a meta no writer replaced meanwhile: the verdict stands
+        raise StoreCorrupt(f"store {path} is damaged: {DATA_FILE}: {problem}{_RESTORE}")
+    except OSError as exc:
+        raise StoreError(f"cannot read store {path}: {exc}") from exc
+    finally:
+        os.close(fd)
+
+
+def _mark(path: str) -> None:
+    """Write the store marker (once; best effort: a read-only directory only loses the empty-file check)."""
+    marker = os.path.join(path, STORE_MARKER)
+    if os.path.exists(marker):
+        return
+    try:
+        with open(marker, "x", encoding="utf-8") as out:
+            out.write(_MARKER_TEXT)
+    except OSError:  # written by another process meanwhile (FileExistsError), or not writable
+        return
 
 
 class _Env:
@@ -60,29 +274,74 @@ class _Env:
         self.durable = durable
         self.pid = os.getpid()
         self.refs = 0
+        self.env = self._open(map_size)
         try:
-            self.env = lmdb.open(
-                path,
-                map_size=map_size,
-                subdir=True,
-                max_dbs=_MAX_DBS,
-                max_readers=MAX_READERS,
-                sync=durable,
-                metasync=durable,
-                readahead=False,  # random access by hash: readahead only pollutes the page cache
-                meminit=False,
-                lock=True,
-            )
             self.env.reader_check()  # clear reader slots left by killed processes
             if self.env.max_key_size() < MAX_KEY_BYTES:
                 limit = self.env.max_key_size()
-                self.env.close()
                 raise StoreError(f"this LMDB build takes keys of {limit} bytes at most, not {MAX_KEY_BYTES}")
-            with self.env.begin(write=True) as txn:
-                self.dbs = {t: self.env.open_db(t.value.encode(), txn=txn, create=True) for t in Table}
+            self.dbs = self._open_tables()
         except lmdb.Error as exc:
+            self.env.close()
             raise StoreError(f"cannot open store at {path}: {exc}") from exc
+        except BaseException:
+            self.env.close()
+            raise
         self.write_lock = threading.Lock()  # LMDB write txns must not interleave between threads
+
+    def _open(self, map_size: int) -> Any:
+        """``lmdb.open``, again when another process grew the map under it.
+
+        The map is at least as large as the data the file's newest transaction uses when LMDB reads its
+        meta pages; ``lmdb.open`` then begins a transaction of its own, which ``MDB_MAP_RESIZED`` refuses
+        when another process committed past that size in between (a failed open closes itself).
+        """
+        for _ in range(_RESIZE_RETRIES):
+            try:
+                return lmdb.open(
+                    self.path,
+                    map_size=map_size,
+                    subdir=True,
+                    max_dbs=_MAX_DBS,
+                    max_readers=MAX_READERS,
+                    sync=self.durable,
+                    metasync=self.durable,
+                    readahead=False,  # random access by hash: readahead only pollutes the page cache
+                    meminit=False,
+                    lock=True,
+                )
+            except lmdb.MapResizedError:
+                continue
+            except lmdb.Error as exc:
+                raise StoreError(f"cannot open store at {self.path}: {exc}") from exc
+        raise StoreError(f"cannot open store at {self.path}: another process kept growing its map")
+
+    def _open_tables(self) -> dict[Table, Any]:
+        """Open (creating when absent) every table in one write transaction.
+
+        Another process may grow the map between ``lmdb.open`` and this transaction (or while it waits for
+        the writer lock): LMDB then refuses to begin with ``MDB_MAP_RESIZED``; the map is adopted and the
+        transaction begun again, as every read and write does.
+        """
+        for _ in range(_RESIZE_RETRIES):
+            try:
+                with self.env.begin(write=True) as txn:
+                    return {t: self.env.open_db(t.value.encode(), txn=txn, create=True) for t in Table}
+            except lmdb.MapResizedError:
+                self.env.set_mapsize(0)  # adopt the size another process grew the map to
+        raise StoreError(f"cannot open store at {self.path}: another process kept growing its map")
+
+
+def _begin_read(shared: _Env, path: str) -> Any:
+    """A read transaction, adopting the map size each time another process has grown it."""
+    for _ in range(_RESIZE_RETRIES):
+        try:
+            return shared.env.begin(write=False)
+        except lmdb.MapResizedError:
+            shared.env.set_mapsize(0)  # adopt the size another process grew the map to
+        except lmdb.Error as exc:
+            raise StoreError(f"cannot read store {path}: {exc}") from exc
+    raise StoreError(f"cannot read store {path}: another process kept growing its map")
 
 
 _ENVS: dict[str, _Env] = {}
@@ -195,7 +454,9 @@ class LmdbStore(Store):
     ) -> None:
         self.path = os.path.abspath(os.fspath(path))
         self.durable = durable
-        if not create and not os.path.exists(os.path.join(self.path, "data.mdb")):
+        if not create and not os.path.exists(os.path.join(self.path, DATA_FILE)):
+            if os.path.exists(os.path.join(self.path, STORE_MARKER)):
+                raise StoreCorrupt(f"store {self.path} is damaged: {DATA_FILE} is missing{_RESTORE}")
             raise StoreError(f"no tractkv store at {self.path}")
         if os.path.exists(self.path) and not os.path.isdir(self.path):
             raise StoreError(f"{self.path} is a file, not a store directory")
@@ -210,6 +471,7 @@ class LmdbStore(Store):
                 del _ENVS[key]  # inherited across fork: never reuse the parent's environment
                 shared = None
             if shared is None:
+                check_data_file(self.path)  # before LMDB maps the file: a truncated one would SIGBUS
                 shared = _Env(self.path, durable, map_size)
                 _ENVS[key] = shared
             elif shared.durable != durable:
@@ -224,6 +486,7 @@ class LmdbStore(Store):
         except BaseException:
             self.close()
             raise
+        _mark(self.path)  # the store exists now: an empty data file from here on is damage
 
     # plumbing -----------------------------------------------------------------------------------------
 
@@ -245,13 +508,7 @@ class LmdbStore(Store):
     @contextmanager
     def _read_txn(self) -> Iterator[_LmdbTxn]:
         shared = self._shared()
-        try:
-            txn = shared.env.begin(write=False)
-        except lmdb.MapResizedError:
-            shared.env.set_mapsize(0)  # adopt the size another process grew the map to
-            txn = shared.env.begin(write=False)
-        except lmdb.Error as exc:
-            raise StoreError(f"cannot read store {self.path}: {exc}") from exc
+        txn = _begin_read(shared, shared.path)
         try:
             yield _LmdbTxn(txn, shared.dbs)
         except lmdb.Error as exc:
@@ -293,11 +550,8 @@ class LmdbStore(Store):
         shared = self._shared()
         try:
             txn = shared.env.begin(write=False)
-        except lmdb.MapResizedError:
-            shared.env.set_mapsize(0)  # adopt the size another process grew the map to
-            txn = shared.env.begin(write=False)
-        except lmdb.Error as exc:
-            raise StoreError(f"cannot read store {self.path}: {exc}") from exc
+        except lmdb.Error:
+            txn = _begin_read(shared, shared.path)  # the map grew (adopt it), or a real error (wrapped)
         try:
             value = txn.get(key, db=shared.dbs[table])
         except lmdb.BadValsizeError:
