@@ -265,10 +265,10 @@ def test_record_moved_to_another_commit_is_refused(store_path: str) -> None:
 def test_unknown_rows_and_missing_chunks_are_reported(store_path: str) -> None:
     chunk_key = next(iter(rows(store_path, CHUNK_PREFIX)))
     put_row(store_path, chunk_key, None)
-    put_row(store_path, b"ckpt:9:stray", b"x")
+    put_row(store_path, b"ckpt:stray", b"x")  # no format number: not a checkpoint row of any format
     with LmdbStore(store_path, durable=False) as store:
         report = check_checkpoints(store)
-    assert b"ckpt:9:stray" in report.damaged
+    assert b"ckpt:stray" in report.damaged
     assert head_key(store_path) in report.damaged
     assert any("missing" in p.detail for p in report.problems)
 
@@ -317,3 +317,28 @@ def test_cli_fsck_reports_and_repair_drops(store_path: str) -> None:
 def test_chunk_keys_are_content_hashes(store_path: str) -> None:
     for key, raw in rows(store_path, CHUNK_PREFIX).items():
         assert key == CHUNK_PREFIX + bytes.fromhex(hash_bytes(raw))
+
+
+def test_rows_of_an_older_checkpoint_format_are_stale_not_damage(tmp_path: Path) -> None:
+    """A store written before the record checksum (format 1) is not reported damaged; gc drops the old rows."""
+    from tractkv.engine.checkpoints import check_checkpoints
+    from tractkv.store import LmdbStore, Table
+
+    path = str(tmp_path / "old")
+    with Tract.open(path, durable=False) as t:
+        for i in range(5):
+            t.user(f"m{i}")
+    with LmdbStore(path) as store:
+        batch = store.new_batch()
+        batch.table_put(Table.DERIVED, b"ckpt:1:" + bytes(32), b"\xa0")  # what format 1 left behind
+        batch.table_put(Table.DERIVED, b"chunk:1:" + bytes(32), b"\x80")
+        store.apply(batch)
+        report = check_checkpoints(store)
+        assert report.ok
+        assert report.stale == 2
+    with Tract.open(path, durable=False) as t:
+        assert [m.content for m in t.compile().messages] == [f"m{i}" for i in range(5)]
+        t.gc(min_age_hours=0)
+    with LmdbStore(path) as store:
+        assert not [k for k, _ in store.table_iter(Table.DERIVED) if k.startswith((b"ckpt:1:", b"chunk:1:"))]
+        assert check_checkpoints(store).stale == 0

@@ -44,6 +44,7 @@ def fsck_cmd(st: CliState, repair: bool, as_json: bool) -> None:
                 "refs": report.refs,
                 "checkpoints": checkpoints.records,
                 "chunks": checkpoints.chunks,
+                "stale_checkpoint_rows": checkpoints.stale,
                 "problems": [{"kind": p.kind, "where": p.where, "detail": p.detail} for p in problems],
                 "dropped": [describe_key(key) for key in checkpoints.damaged] if dropped else [],
             }
@@ -60,6 +61,11 @@ def fsck_cmd(st: CliState, repair: bool, as_json: bool) -> None:
             f"checkpoints ({checkpoints.chunks} chunks): "
             + ("ok" if not problems else f"{len(problems)} problem(s)")
             + (f"; dropped {dropped} damaged checkpoint row(s)" if dropped else "")
+            + (
+                f"; {checkpoints.stale} row(s) of an older checkpoint format (gc drops them)"
+                if checkpoints.stale
+                else ""
+            )
         )
     if problems:
         raise SystemExit(1)

@@ -8,7 +8,8 @@ never changes what compile returns; this module makes it visible and removable:
   key and its rows have the slot shape; each record's checksum, fields, types and counts, that every chunk it
   names is present, sound and of the right size, that no commit names two slots, and that every id it names
   (its commit, its tools commit and tool set, each slot's commits, blob and annotation, the removed
-  messages) is stored. Rows outside the two key prefixes are reported too (nothing else writes the table).
+  messages) is stored. Rows outside the two key prefixes are reported too (nothing else writes the table),
+  except rows of an older checkpoint format: stale, not damaged (loads ignore them, gc drops them).
 * :func:`drop_checkpoints` deletes the damaged rows in one transaction (``tractkv fsck --repair``). A record
   whose chunk is damaged is dropped with it. Dropping is always safe: the next compile rebuilds the state
   from objects and a writing handle saves a fresh checkpoint.
@@ -34,6 +35,7 @@ from .state import (
     check_chunk_size,
     check_stored,
     index_slots,
+    is_stale_row,
     read_chunk,
     read_record,
 )
@@ -47,6 +49,7 @@ class CheckpointReport:
     chunks: int  # chunk rows checked
     problems: tuple[Problem, ...]
     damaged: tuple[bytes, ...]  # the derived keys to drop, in table order
+    stale: int = 0  # rows of an older checkpoint format: ignored by loads, not damage (gc drops them)
 
     @property
     def ok(self) -> bool:
@@ -72,6 +75,7 @@ def check_checkpoints(reader: Reader) -> CheckpointReport:
     chunks: dict[bytes, list[Slot]] = {}
     records: list[tuple[bytes, bytes]] = []
     chunk_rows = 0
+    stale = 0
 
     def damage(key: bytes, detail: str) -> None:
         problems.append(Problem("checkpoint", describe_key(key), detail))
@@ -86,6 +90,8 @@ def check_checkpoints(reader: Reader) -> CheckpointReport:
                 damage(key, exc.reason)
         elif key.startswith(CKPT_PREFIX):
             records.append((key, raw))
+        elif is_stale_row(key):
+            stale += 1
         else:
             damage(key, "not a checkpoint or chunk key")
     for key, raw in records:
@@ -95,7 +101,7 @@ def check_checkpoints(reader: Reader) -> CheckpointReport:
             damage(key, exc.reason)
     damaged.sort()
     return CheckpointReport(
-        records=len(records), chunks=chunk_rows, problems=tuple(problems), damaged=tuple(damaged)
+        records=len(records), chunks=chunk_rows, problems=tuple(problems), damaged=tuple(damaged), stale=stale
     )
 
 

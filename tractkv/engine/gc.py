@@ -29,7 +29,7 @@ from .records import GcResult
 from .reflog import iter_all_reflogs, log_ref_move
 from .refs import HEAD, HEADS
 from .session import Session
-from .state import CHUNK_PREFIX, CKPT_PREFIX
+from .state import CHUNK_PREFIX, CKPT_PREFIX, is_stale_row
 
 
 def collect_garbage(
@@ -152,6 +152,9 @@ def _drop_checkpoints(snap: object, batch: object, live: Iterable[ObjectId]) -> 
             removed += 1
     for key, _ in snap.table_iter(Table.DERIVED, CHUNK_PREFIX):
         if key not in used_chunks:
+            batch.table_put(Table.DERIVED, key, None)
+    for key, _ in snap.table_iter(Table.DERIVED):
+        if is_stale_row(key):  # an older checkpoint format: nothing reads it any more
             batch.table_put(Table.DERIVED, key, None)
     return removed
 

@@ -43,10 +43,24 @@ from tractkv.store import Reader, Store, Table, WriteBatch
 from .content import ANNOTATION, MESSAGE_TYPES, Message, is_message, message_text, to_message
 from .tokens import MESSAGE_OVERHEAD, TokenCounter
 
-DERIVED_FORMAT = 1  # bump when the checkpoint layout changes: old checkpoints are then ignored
+DERIVED_FORMAT = (
+    2  # bump when the checkpoint layout changes: old rows are then stale (ignored; gc drops them)
+)
+# 2: each record carries a checksum of its key and fields (format-1 rows have none)
 CHUNK_SLOTS = 1024  # slots per persisted chunk
 CKPT_PREFIX = b"ckpt:%d:" % DERIVED_FORMAT
 CHUNK_PREFIX = b"chunk:%d:" % DERIVED_FORMAT
+
+
+def is_stale_row(key: bytes) -> bool:
+    """A checkpoint or chunk row of another checkpoint format (``ckpt:<n>:`` / ``chunk:<n>:``): a cache nothing
+    reads any more, never damage."""
+    for prefix, current in ((b"ckpt:", CKPT_PREFIX), (b"chunk:", CHUNK_PREFIX)):
+        if key.startswith(prefix) and not key.startswith(current):
+            number, sep, _ = key[len(prefix) :].partition(b":")
+            return bool(sep) and number.isdigit()
+    return False
+
 
 PRIORITY_CODES = {"normal": 0, "pinned": 1, "skip": 2}
 PRIORITY_NAMES = {v: k for k, v in PRIORITY_CODES.items()}
