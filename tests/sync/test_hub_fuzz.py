@@ -41,7 +41,7 @@ PATHS = [
     "/v1/push/x",
 ]
 METHODS = ["GET", "POST", "PUT", "DELETE", "PATCH", "OPTIONS", "HEAD"]
-AUTH = [None, f"Bearer {ADMIN}", f"Bearer {READER}", f"Bearer {EDGE}", "Bearer nope", "Basic abc", "Bearer "]
+AUTH = [None, f"Bearer {ADMIN}", f"Bearer {READER}", f"Bearer {EDGE}", "Bearer nope", "Basic abc", "Bearer"]
 REFS = ["refs/heads/main", "refs/heads/agents/edge-7/x", "refs/heads/../x", "refs/tags/v1", "", "HEAD"]
 OID = "cd" * 32
 

@@ -217,8 +217,8 @@ def test_partial_requests_time_out_while_others_are_served(
     start_hub: Callable[..., Hub], open_store_tract: Factory
 ) -> None:
     """300 partial connections (200 stuck in the head, 100 in the body) held open: normal requests and a
-    push are still answered, and every partial one is closed within its timeout (plus 3 s of slack)."""
-    timeout = 2.0
+    push are still answered, and every partial one is closed within its timeout (plus 5 s of slack)."""
+    timeout = 5.0
     hub = start_hub("--header-timeout", str(timeout), "--body-timeout", str(timeout))
     started = time.monotonic()
     partial = [_open_partial(hub.url, PARTIAL_HEAD) for _ in range(200)]
@@ -233,7 +233,7 @@ def test_partial_requests_time_out_while_others_are_served(
         a.remote_add("origin", hub.url)
         assert a.push().ok
         assert time.monotonic() - started < timeout  # all of that while every partial request was open
-        still_open = _wait_closed(partial, started + timeout + 3.0)
+        still_open = _wait_closed(partial, started + timeout + 5.0)
         assert still_open == [], f"{len(still_open)} partial connections outlived the timeouts"
         conn = _raw_conn(hub.url)
         _info_ok(conn)
@@ -245,23 +245,25 @@ def test_partial_requests_time_out_while_others_are_served(
 
 
 def test_an_idle_kept_alive_connection_gets_a_new_head_timer(start_hub: Callable[..., Hub]) -> None:
-    hub = start_hub("--header-timeout", "1")
+    hub = start_hub("--header-timeout", "2")
     conn = _raw_conn(hub.url)
     _info_ok(conn)
-    time.sleep(0.5)
+    time.sleep(0.3)
     _info_ok(conn)  # a head sent within the timer is served on the same connection
     assert conn.sock is not None
     conn.sock.sendall(b"GET /v1/info HTTP/1.1\r\nHost: 1")  # then a head that never ends
     conn.sock.setblocking(False)
-    assert _wait_closed([conn.sock], time.monotonic() + 4.0) == []
+    # closed by the head timer (uvicorn's 5 s keep-alive timer stops at the first byte of a new request)
+    assert _wait_closed([conn.sock], time.monotonic() + 4.5) == []
     conn.close()
 
 
 def test_connections_over_the_cap_get_json_503(start_hub: Callable[..., Hub]) -> None:
     hub = start_hub("--max-connections", "20")
-    held = [_open_partial(hub.url, b"") for _ in range(20)]
+    held = [_raw_conn(hub.url) for _ in range(20)]
     try:
-        time.sleep(0.5)  # let the hub accept them
+        for c in held:
+            _info_ok(c)  # accepted and kept alive: 20 open connections
         conn = _raw_conn(hub.url)
         conn.request("GET", "/v1/info")
         response = conn.getresponse()
