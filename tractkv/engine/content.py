@@ -17,7 +17,16 @@ freeform      ``payload`` (any JSON-like value), ``role`` (user)   a message of 
                                                                   payload as compact JSON
 ============  ==================================================  =====================================
 
-Bookkeeping content (annotations, merge resolutions) has its own types and never becomes a message.
+Bookkeeping content has its own types and never becomes a message: ``annotation`` (``priority``, optional
+``reason``), ``merge`` (``strategy``, ``source``, ``conflicts``) and ``tool_original`` (``text``: the raw tool
+result behind an edited or summarized one). :mod:`tractkv.engine.validate` checks them, and checks that a
+received message blob is exactly what :func:`content_blob` would store.
+
+**No bytes in a message.** A message payload holds only JSON values: a bytes value anywhere in a freeform
+``payload`` or in a tool call's ``arguments`` is refused with :class:`ContentError` when the commit is made
+(and a received blob holding one is refused by the validator). Providers accept only JSON, so bytes could
+not be counted, compiled or sent; encode binary data as text (base64) first. (Bytes stay allowed in blobs
+that are not messages and in a commit's metadata, which are never sent to a model.)
 """
 
 from __future__ import annotations
@@ -37,6 +46,8 @@ PRIORITIES = ("normal", "pinned", "skip")
 
 ANNOTATION = "annotation"
 MERGE = "merge"
+TOOL_ORIGINAL = "tool_original"
+MERGE_STRATEGIES = ("auto", "ours", "theirs")  # what a merge blob's ``strategy`` may say
 
 
 @attrs.frozen(kw_only=True)
@@ -107,6 +118,7 @@ def _parse_tool_calls(raw: object) -> list[dict[str, Any]]:
                 raise ContentError(f"tool_calls[{index}].arguments is not valid JSON: {exc}") from exc
         if not isinstance(arguments, dict):
             raise ContentError(f"tool_calls[{index}].arguments must be a JSON object")
+        _refuse_bytes(arguments, f"tool_calls[{index}].arguments")
         unknown = set(call) - {"id", "name", "arguments"}
         if unknown:
             raise ContentError(f"tool_calls[{index}] has unknown keys {sorted(unknown)}")
@@ -125,7 +137,7 @@ def content_blob(content: object) -> Blob:
         ContentError: unknown type, missing or mistyped fields, unknown fields, values a payload may not
             hold (NaN, sets, ...).
     """
-    payload = _canonical_payload(content)
+    payload = canonical_payload(content)
     try:
         return Blob(data=payload)
     except EncodeError as exc:
@@ -146,9 +158,13 @@ def normalize(content: object) -> dict[str, Any]:
     return data
 
 
-def _canonical_payload(content: object) -> dict[str, Any]:
+def canonical_payload(content: object) -> dict[str, Any]:
     """The canonical payload dict of message content, its shape checked (its values are not: see
-    :func:`content_blob`)."""
+    :func:`content_blob`). A stored message payload equals its own canonical payload.
+
+    Raises:
+        ContentError: as :func:`content_blob`, except for values a hashed payload may not hold.
+    """
     if isinstance(content, _ContentBase):
         content = content.to_payload()
     if not isinstance(content, dict):
@@ -204,12 +220,29 @@ def _canonical_payload(content: object) -> dict[str, Any]:
         allowed = {"type", "payload", "role"}
         if "payload" not in content:
             raise ContentError("freeform content needs a payload")
+        _refuse_bytes(content["payload"], "payload")
         out["payload"] = content["payload"]
         out["role"] = _artifact_role(content)
     unknown = set(content) - allowed
     if unknown:
         raise ContentError(f"{kind} content has unknown fields {sorted(unknown)}")
     return out
+
+
+def _refuse_bytes(value: object, where: str) -> None:
+    """Raise when a JSON-bound value holds bytes anywhere (see "No bytes in a message" above)."""
+    stack: list[tuple[object, str]] = [(value, where)]
+    while stack:
+        item, path = stack.pop()
+        if isinstance(item, bytes | bytearray | memoryview):
+            raise ContentError(
+                f"{path}: bytes cannot be sent to a model (a message holds JSON values only; "
+                "encode binary data as text, e.g. base64)"
+            )
+        if isinstance(item, dict):
+            stack.extend((v, f"{path}.{k}") for k, v in item.items())
+        elif isinstance(item, list | tuple):
+            stack.extend((v, f"{path}[{i}]") for i, v in enumerate(item))
 
 
 def _artifact_role(content: dict[str, Any]) -> str:

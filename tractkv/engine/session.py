@@ -3,7 +3,9 @@
 Every change a handle makes goes through :meth:`Session.commit_with`: build the objects, stage them with the
 commit in one batch, move the branch by compare-and-swap from the value this handle read, apply. Everything
 derived (the compile state, token counts, the returned :class:`CommitInfo`) is computed from the objects
-already built, never by reading them back.
+already built, never by reading them back, and before the transaction: a commit whose derived data cannot
+be computed is never written. Each commit is checked by :func:`tractkv.engine.validate.check_commit` (the
+rules a receiving store applies) before it is staged.
 
 Concurrency: several sessions (threads or processes) may share a store. Each has its own HEAD (the store's
 ``HEAD`` ref only records where the next open resumes). The loser of an append race gets
@@ -52,6 +54,7 @@ from .refs import resolve_revision as _resolve
 from .state import CompileState
 from .tokens import DEFAULT_COUNTER, TokenCounter
 from .toolsets import ACTIVE_TOOLS, EMPTY_TOOLSET_ID, put_toolset, tool_schemas
+from .validate import check_commit
 
 MAX_REBASE_ATTEMPTS = 16  # bounded retries of an automatic append rebase under contention
 OPERATIONS = ("append", "edit")  # what commit() makes; annotate / merge / compress have their own methods
@@ -262,38 +265,62 @@ class Session:
             batch = self.store.new_batch() if own else self._batch
             assert batch is not None
             commit = build(batch, parent, parent_commit)
+            known = {parent: "commit"} if parent is not None else {}
+            if commit.tools is not None and commit.tools in self._tools_cache:
+                known[commit.tools] = "toolset"
+            check_commit(batch, commit, known)  # the rules a receiving store applies too
             oid = batch.put(commit)
-            batch.set_ref(ref, oid, expected=parent)
-            log_ref_move(batch, ref, parent, oid, reflog_op, summary, now_us=commit.created_at)
-            if own:
-                try:
+            try:
+                # Everything derived (token counts, the rendered message, the HEAD state) is computed now,
+                # before the write: a failure here writes nothing and leaves the branch as it was.
+                state = self._derive(batch, oid, commit, payload, own)
+                batch.set_ref(ref, oid, expected=parent)
+                log_ref_move(batch, ref, parent, oid, reflog_op, summary, now_us=commit.created_at)
+                if own:
                     self.store.apply(batch)
-                except RefConflict as exc:
-                    self._state = None
-                    attempts += 1
-                    if not rebase or attempts >= MAX_REBASE_ATTEMPTS:
-                        raise ConcurrentUpdate(
-                            exc.ref,
-                            exc.expected,
-                            exc.actual,
-                            "another handle moved the branch; nothing was written",
-                        ) from exc
-                    parent = self.head_commit(self.store)
-                    continue
-            self._advance(oid, commit, payload)
+            except RefConflict as exc:
+                self._state = None
+                attempts += 1
+                if not rebase or attempts >= MAX_REBASE_ATTEMPTS:
+                    raise ConcurrentUpdate(
+                        exc.ref,
+                        exc.expected,
+                        exc.actual,
+                        "another handle moved the branch; nothing was written",
+                    ) from exc
+                parent = self.head_commit(self.store)
+                continue
+            except BaseException:
+                self._state = None  # it may hold the commit that was not written: rebuild from the store
+                raise
+            self._state = state
+            self._since_checkpoint += 1
+            self._last_commit = (oid, commit)
+            self._maybe_checkpoint()
             return oid, commit
 
-    def _advance(self, oid: ObjectId, commit: Commit, payload: dict[str, Any] | None) -> None:
+    def _derive(
+        self, batch: WriteBatch, oid: ObjectId, commit: Commit, payload: dict[str, Any] | None, own: bool
+    ) -> CompileState:
+        """The HEAD state with ``commit`` (staged in ``batch``, not yet written) applied.
+
+        The owned state is extended in place when it is the parent's (an append stays O(1)); otherwise the
+        parent's state is rebuilt first (from cache, checkpoint or objects, read from the store in one
+        transaction when the parent is stored), and a merge commit's state is the three-way merge, read
+        through the batch that holds the merge commit. The caller drops the owned state if anything fails.
+        """
+        parent = commit.parents[0] if commit.parents else None
         state = self._state
-        reader = self.reader()
-        if state is not None and len(commit.parents) == 1 and state.head == commit.parents[0]:
-            state.apply(reader, oid, commit, self.counter, payload)
-        else:
+        if state is None or state.head != parent:
             self._forget_state()
-            self.head_state(reader)  # rebuilt (from cache, checkpoint or objects) so the next append is O(1)
-        self._since_checkpoint += 1
-        self._last_commit = (oid, commit)
-        self._maybe_checkpoint()
+            state = self.compiler.state_at(self.store if own else batch, parent, take=True)
+            self._state = state
+        if len(commit.parents) <= 1:
+            state.apply(batch, oid, commit, self.counter, payload)
+            return state
+        self._state = None
+        self.compiler.remember(state)
+        return self.compiler.state_at(batch, oid, take=True)
 
     def info(self, oid: ObjectId, commit: Commit, payload: dict[str, Any] | None = None) -> CommitInfo:
         """The CommitInfo of a commit; token counts come from the HEAD state when it holds the commit."""

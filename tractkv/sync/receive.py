@@ -1,7 +1,9 @@
 """The receiving side, shared by every transport: verify objects, store them in batches, move refs by CAS.
 
-Objects are checked one by one as they arrive (rehash, known kind, strict decode) and committed in
-batches, so an interrupted transfer keeps every object that arrived whole and a retry sends only the rest.
+Objects are checked one by one as they arrive (rehash, known kind, strict decode, then the semantic rules
+of :mod:`tractkv.engine.validate`: what each link points at, content a commit can compile, timestamp
+ranges) and committed in batches, so an interrupted transfer keeps every object that arrived whole and a
+retry sends only the rest.
 Refs move only after their objects, each by compare-and-swap on the value the pusher expected, and only
 to a commit whose closure is complete here: a receiving store never has a ref it cannot compile.
 """
@@ -16,6 +18,7 @@ import attrs
 from tractkv.engine.graph import is_ancestor
 from tractkv.engine.reflog import log_ref_move
 from tractkv.engine.refs import HEADS, check_branch_name
+from tractkv.engine.validate import MissingLink, ObjectRuleError, Tags, check
 from tractkv.errors import DecodeError, InvalidRefName, RefConflict, RejectedObject
 from tractkv.ids import ObjectId, hash_bytes, is_object_id
 from tractkv.model import Commit, StoredObject, decode
@@ -54,38 +57,44 @@ def receive_objects(
     """Verify and store ``pairs`` in transactions of ``batch_objects``.
 
     Senders stream objects after the objects they link (post-order), so every link must already be in the
-    store or earlier in the stream; an object with a dangling link is rejected. The store therefore stays
-    closed under links whatever happens: when ``pairs`` raises midway (a truncated stream, a rejected object,
-    a client that died), the objects verified before it are committed first, then the exception propagates.
+    store or earlier in the stream; an object with a dangling link is rejected, and so is one that breaks a
+    rule of :mod:`tractkv.engine.validate` (a :class:`RejectedObject` naming the object and the rule). Each
+    object is decoded once: the validator reads the tags recorded for objects earlier in the stream. The
+    store therefore stays closed under links whatever happens: when ``pairs`` raises midway (a truncated
+    stream, a rejected object, a client that died), the objects verified before it are committed first, then
+    the exception propagates.
     """
     seen = new = size = 0
-    arrived: set[ObjectId] = set()
     batch = store.new_batch()
     with ExitStack() as stack:
         # Lookups go through a read snapshot renewed after every batch (one transaction, not one per
-        # lookup). Objects of this transfer are found in ``arrived`` first, so the snapshot lagging
+        # lookup). Objects of this transfer are found in ``tags.known`` first, so the snapshot lagging
         # behind a concurrent writer only means an object is put twice, which is harmless.
         view = stack.enter_context(store.snapshot())
+        tags = Tags(view)
         try:
             for oid, data in pairs:
                 obj = verify(oid, data)
                 seen += 1
                 size += len(data)
-                if oid in arrived or view.has(oid):
+                if oid in tags.known or view.has(oid):
                     continue
-                for link in obj.iter_links():
-                    if link not in arrived and not view.has(link):
-                        raise RejectedObject(
-                            f"links to {link}, which is neither here nor earlier in the stream", oid
-                        )
-                arrived.add(oid)
+                try:
+                    check(obj, tags)
+                except MissingLink as exc:
+                    raise RejectedObject(
+                        f"links to {exc.oid}, which is neither here nor earlier in the stream", oid
+                    ) from None
+                except ObjectRuleError as exc:
+                    raise RejectedObject(f"invalid {obj.KIND}: {exc}", oid) from None
+                tags.add(oid, obj)
                 batch.put_raw(oid, data, obj)
                 new += 1
                 if len(batch.objects) >= batch_objects:
                     store.apply(batch)
                     batch = store.new_batch()
                     stack.close()
-                    view = stack.enter_context(store.snapshot())
+                    view = tags.reader = stack.enter_context(store.snapshot())
         finally:
             stack.close()
             if batch.objects:

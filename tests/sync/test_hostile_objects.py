@@ -1,0 +1,333 @@
+"""Hostile but well-formed objects: a receiving store never holds a ref it cannot compile.
+
+Each shape from issue 14 is pushed through path sync and through the in-process hub, and must be refused (a
+``RejectedObject`` naming the object and the rule, no ref moved). A hypothesis strategy then builds
+well-formed objects with hostile links, timestamps and payloads: each push is refused, or accepted with
+compile, log and fsck (store-level and semantic) all working.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import cbor2
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from tractkv import Tract
+from tractkv.engine.validate import fsck_objects
+from tractkv.errors import RejectedObject
+from tractkv.ids import ObjectId, hash_bytes, oid_to_raw
+from tractkv.store import MemoryStore, Store, fsck
+from tractkv.sync.negotiate import objects_for
+from tractkv.sync.path import PathRemote
+from tractkv.sync.remote import RefUpdate
+
+from .conftest import InProcessHub
+
+MAIN = "refs/heads/main"
+EVIL = "refs/heads/evil"
+TS = 1_700_000_000_000_000
+
+Pair = tuple[ObjectId, bytes]
+
+
+def raw(kind: str, **fields: Any) -> Pair:
+    """An object's id and canonical bytes, written field by field (so the model's own checks are bypassed)."""
+    data = cbor2.dumps({"t": kind, "v": 1, **fields}, canonical=True)
+    return ObjectId(hash_bytes(data)), data
+
+
+def rid(oid: ObjectId) -> bytes:
+    return oid_to_raw(oid)
+
+
+def base() -> tuple[Tract, list[Pair]]:
+    """A small valid history (with a tool set) and its objects in sending order."""
+    t = Tract(MemoryStore(), clock=iter(range(TS, TS + 10**6, 1000)).__next__)
+    t.set_tools([{"name": "lookup", "description": "d", "input_schema": {"type": "object"}}])
+    t.system("s")
+    t.user("hello")
+    assert t.head is not None
+    return t, list(objects_for(t.store, [t.head], []))
+
+
+def message(payload: dict[str, Any]) -> Pair:
+    return raw("blob", data=payload)
+
+
+USER = {"type": "dialogue", "role": "user", "text": "hi"}
+
+
+def commit(head: ObjectId, content: ObjectId | None, **fields: Any) -> Pair:
+    wire: dict[str, Any] = {"op": "append", "ts": TS + 10**7, "parents": [rid(head)], **fields}
+    if content is not None:
+        wire["content"] = rid(content)
+    return raw("commit", **wire)
+
+
+def shapes() -> dict[str, Callable[[Tract, list[Pair]], tuple[list[Pair], str]]]:
+    """name -> build(tract, its objects) -> (the hostile objects, last one the new tip; the rule's words)."""
+
+    def parent_is_blob(t: Tract, pairs: list[Pair]) -> tuple[list[Pair], str]:
+        blob = message(USER)
+        return [blob, commit(blob[0], blob[0])], "parents[0]"
+
+    def tools_is_blob(t: Tract, pairs: list[Pair]) -> tuple[list[Pair], str]:
+        assert t.head is not None
+        blob = message(USER)
+        return [blob, commit(t.head, blob[0], tools=rid(blob[0]))], "tools"
+
+    def ts(value: int) -> Callable[[Tract, list[Pair]], tuple[list[Pair], str]]:
+        def build(t: Tract, pairs: list[Pair]) -> tuple[list[Pair], str]:
+            assert t.head is not None
+            blob = message(USER)
+            return [blob, commit(t.head, blob[0], ts=value)], "ts"
+
+        return build
+
+    def payload(data: dict[str, Any], rule: str) -> Callable[[Tract, list[Pair]], tuple[list[Pair], str]]:
+        def build(t: Tract, pairs: list[Pair]) -> tuple[list[Pair], str]:
+            assert t.head is not None
+            blob = message(data)
+            return [blob, commit(t.head, blob[0])], rule
+
+        return build
+
+    def annotate_with_dialogue(t: Tract, pairs: list[Pair]) -> tuple[list[Pair], str]:
+        assert t.head is not None
+        blob = message(USER)
+        return [blob, commit(t.head, blob[0], op="annotate", target=rid(t.head))], "annotation"
+
+    def merge_with_one_parent(t: Tract, pairs: list[Pair]) -> tuple[list[Pair], str]:
+        assert t.head is not None
+        return [commit(t.head, None, op="merge")], "two or more parents"
+
+    def toolset_of_blobs(t: Tract, pairs: list[Pair]) -> tuple[list[Pair], str]:
+        assert t.head is not None
+        blob = message(USER)
+        toolset = raw("toolset", tools=[rid(blob[0])])
+        return [blob, toolset, commit(t.head, blob[0], tools=rid(toolset[0]))], "tools[0]"
+
+    def usage_link_to_blob(t: Tract, pairs: list[Pair]) -> tuple[list[Pair], str]:
+        assert t.head is not None
+        blob = message(USER)
+        return [blob, commit(t.head, blob[0], links={"usages": [rid(blob[0])]})], "links.usages[0]"
+
+    return {
+        "parent-is-a-blob": parent_is_blob,
+        "tools-is-a-blob": tools_is_blob,
+        "ts-2**64-1": ts(2**64 - 1),
+        "ts--2**63": ts(-(2**63)),
+        "ts-a-bool": ts(True),  # type: ignore[arg-type]
+        "tool_calls-a-string": payload(
+            {"type": "dialogue", "role": "assistant", "text": "x", "tool_calls": "call it"}, "tool_calls"
+        ),
+        "artifact-without-fields": payload({"type": "artifact"}, "artifact"),
+        "freeform-bytes": payload({"type": "freeform", "payload": b"\x00", "role": "user"}, "bytes"),
+        "not-a-message": payload({"hello": "world"}, "not a"),
+        "annotate-with-a-dialogue": annotate_with_dialogue,
+        "merge-with-one-parent": merge_with_one_parent,
+        "toolset-of-blobs": toolset_of_blobs,
+        "usage-link-to-a-blob": usage_link_to_blob,
+    }
+
+
+SHAPES = shapes()
+
+
+def push(target: Callable[[], Any], pairs: list[Pair], tip: ObjectId) -> None:
+    with target() as remote:
+        remote.push(pairs, [RefUpdate(EVIL, None, tip)])
+
+
+@pytest.mark.parametrize("name", sorted(SHAPES))
+def test_each_shape_is_refused_by_path_sync(name: str) -> None:
+    t, pairs = base()
+    hostile, rule = SHAPES[name](t, pairs)
+    target = MemoryStore()
+    with pytest.raises(RejectedObject) as info:
+        push(lambda: PathRemote("memory", store=target), [*pairs, *hostile], hostile[-1][0])
+    assert info.value.status == 422
+    assert info.value.oid in {oid for oid, _ in hostile}  # names the object...
+    assert rule in str(info.value)  # ...and the rule
+    assert dict(target.iter_refs("refs/")) == {}
+    assert fsck(target).ok
+    assert fsck_objects(target) == ()
+
+
+@pytest.mark.parametrize("name", sorted(SHAPES))
+def test_each_shape_is_refused_by_the_hub_with_a_422(
+    name: str, in_process_hub: Callable[..., InProcessHub]
+) -> None:
+    hub = in_process_hub()
+    t, pairs = base()
+    hostile, rule = SHAPES[name](t, pairs)
+    with pytest.raises(RejectedObject) as info:
+        push(hub.remote, [*pairs, *hostile], hostile[-1][0])
+    assert info.value.status == 422
+    assert info.value.oid in {oid for oid, _ in hostile}
+    assert rule in str(info.value)
+    assert hub.state()[0] == {}
+    assert fsck_objects(hub.store) == ()
+
+
+def test_a_valid_history_still_passes_and_compiles(in_process_hub: Callable[..., InProcessHub]) -> None:
+    t, pairs = base()
+    t.annotate("HEAD", "pinned", reason="keep")
+    with t.batch():
+        t.commit({"type": "freeform", "payload": {"k": [1, 2.5, None]}})
+        t.assistant("", tool_calls=[{"id": "c1", "name": "lookup", "arguments": {"q": "x"}}])
+    assert t.head is not None
+    pairs = list(objects_for(t.store, [t.head], []))
+    hub = in_process_hub()
+    push(hub.remote, pairs, t.head)
+    with Tract(hub.store, branch="evil", owns_store=False, readonly=True) as clone:
+        assert clone.compile().to_dicts() == t.compile().to_dicts()
+
+
+# --- hypothesis: well-formed, semantically hostile objects ---------------------------------------------
+
+MESSAGES = [
+    USER,
+    {"type": "instruction", "text": "s"},
+    {"type": "reasoning", "text": "because"},
+    {"type": "dialogue", "role": "tool", "text": "r", "tool_call_id": "c1"},
+    {
+        "type": "dialogue",
+        "role": "assistant",
+        "text": "",
+        "tool_calls": [{"id": "c1", "name": "n", "arguments": {}}],
+    },
+    {"type": "artifact", "text": "t", "artifact_type": "code", "role": "user"},
+    {"type": "freeform", "payload": {"a": [1, 2.5, None]}, "role": "assistant"},
+]
+BOOKKEEPING = {
+    "annotate": [{"type": "annotation", "priority": p} for p in ("normal", "pinned", "skip")],
+    "merge": [{"type": "merge", "strategy": s, "source": "x", "conflicts": 0} for s in ("ours", "theirs")],
+}
+HOSTILE = [
+    {"type": "dialogue", "role": "assistant", "text": "", "tool_calls": []},
+    {"type": "dialogue", "role": "tool", "text": "r"},
+    {"type": "dialogue", "role": "user", "text": None},
+    {"type": "dialogue", "role": "user", "text": "x", "tool_calls": [{"id": "a", "name": "n"}]},
+    {
+        "type": "dialogue",
+        "role": "assistant",
+        "text": "",
+        "tool_calls": [{"id": "a", "name": "n", "arguments": "{}"}],
+    },
+    {"type": "artifact", "text": "t"},
+    {"type": "freeform", "payload": [b"x"], "role": "user"},
+    {"type": "freeform", "role": "user"},
+    {"type": "reasoning", "text": 3},
+    {"type": "annotation", "priority": "never"},
+    {"type": "merge", "strategy": "mine", "source": "x", "conflicts": -1},
+    {"type": "tool_original", "text": "raw"},
+    {"type": "mystery"},
+    {"text": "untyped"},
+    "a string",
+    7,
+    None,
+]
+VALID_TS = st.integers(min_value=0, max_value=2**53 - 1)
+HOSTILE_TS = st.one_of(
+    st.integers(min_value=-(2**63), max_value=2**64 - 1), st.sampled_from([-1, 2**53, 2**64 - 1])
+)
+OPS = ["append", "edit", "annotate", "merge", "compress"]
+HOSTILE_OPS = ["rebase", "", "Append"]
+LINK_NAMES = st.sampled_from(["sources", "original", "usages", "future"])
+
+
+@st.composite
+def hostile_push(draw: st.DrawFn) -> tuple[list[Pair], ObjectId]:
+    """A valid history plus 1-4 layers, each a blob, maybe a tool set or usage record, and a commit. Every
+    choice is usually sensible and sometimes hostile (a link to an object of any kind, a timestamp out of
+    range, a malformed payload, an unknown operation), so that both outcomes happen often."""
+    t, pairs = base()
+    assert t.head is not None
+    pools: dict[str, list[ObjectId]] = {"any": [], "commit": [], "tool": [], "toolset": [], "usage": []}
+    for oid, _ in pairs:
+        kind = t.store[oid].KIND
+        pools["any"].append(oid)
+        pools.setdefault(kind, []).append(oid)
+    sent = list(pairs)
+    tip = t.head
+
+    def hostile() -> bool:
+        return draw(st.integers(0, 9)) == 0  # one choice in ten is hostile
+
+    def pick(kind: str) -> ObjectId:
+        pool = pools.get(kind) or []
+        return draw(st.sampled_from(pool if pool and not hostile() else pools["any"]))
+
+    def add(pair: Pair, kind: str) -> Pair:
+        sent.append(pair)
+        pools["any"].append(pair[0])
+        pools.setdefault(kind, []).append(pair[0])
+        return pair
+
+    for _ in range(draw(st.integers(1, 4))):
+        op = draw(st.sampled_from(HOSTILE_OPS if hostile() else OPS))
+        payloads = BOOKKEEPING.get(op, MESSAGES)
+        blob = add(message(draw(st.sampled_from(HOSTILE if hostile() else payloads))), "blob")
+        ts = draw(HOSTILE_TS if hostile() else VALID_TS)
+        wire: dict[str, Any] = {"op": op, "ts": ts, "content": rid(blob[0])}
+        parents = [tip, pick("commit")] if op == "merge" else [tip]
+        if hostile():
+            parents = [pick("commit") for _ in range(draw(st.integers(0, 2)))]
+        if parents:
+            wire["parents"] = [rid(p) for p in parents]
+        if op in ("edit", "annotate"):
+            wire["target"] = rid(pick("commit"))
+        if op == "compress":
+            wire["links"] = {"sources": [rid(pick("commit"))]}
+        elif hostile():
+            wire["links"] = {draw(LINK_NAMES): [rid(pick("any"))]}
+        if draw(st.booleans()):
+            toolset = add(
+                raw("toolset", tools=[rid(pick("tool")) for _ in range(draw(st.integers(0, 2)))]), "toolset"
+            )
+            wire["tools"] = rid(toolset[0] if not hostile() else pick("any"))
+        if draw(st.booleans()):
+            usage: dict[str, Any] = {"id": "u", "tool": "n", "status": "success", "start": ts}
+            usage["commit"] = rid(pick("commit"))
+            if draw(st.booleans()):
+                usage["children"] = [rid(pick("usage"))]
+            record = add(raw("usage", **usage), "usage")
+            wire["links"] = {**wire.get("links", {}), "usages": [rid(record[0])]}
+        if op not in ("edit", "annotate") and hostile():
+            wire["reply_to"] = rid(pick("commit"))
+        tip = add(raw("commit", **wire), "commit")[0]
+    return sent, tip
+
+
+def check_usable(store: Store, branch: str) -> None:
+    """What a reader does with an accepted branch: compile, log, fsck (store-level and semantic)."""
+    with Tract(store, branch=branch, owns_store=False, readonly=True) as t:
+        t.compile()
+        t.compile(include_reasoning=True)
+        t.log()
+    report = fsck(store)
+    assert report.ok, report.problems
+    assert fsck_objects(store) == ()
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(hostile_push())
+def test_hostile_pushes_are_refused_or_harmless(push_data: tuple[list[Pair], ObjectId]) -> None:
+    pairs, tip = push_data
+    target = MemoryStore()
+    refused: RejectedObject | None = None
+    try:
+        push(lambda: PathRemote("memory", store=target), pairs, tip)
+    except RejectedObject as exc:
+        refused = exc
+    if refused is not None:
+        assert refused.oid in {oid for oid, _ in pairs}  # named
+        assert dict(target.iter_refs("refs/")) == {}  # no ref moved
+        assert fsck_objects(target) == ()  # nothing invalid was kept
+    elif target.get_ref(EVIL) is not None:
+        check_usable(target, "evil")

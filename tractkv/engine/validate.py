@@ -1,0 +1,325 @@
+"""The semantic validator: what a well-formed object must also be before a store takes it.
+
+Decoding (:func:`tractkv.model.decode`) proves that bytes are an object of a known kind with fields of the
+right wire types. This module checks what decoding cannot: what a link points at, whether a content blob is a
+payload its commit can compile, and value ranges. One set of rules serves every way an object enters a store:
+
+* :mod:`tractkv.sync.receive` (hub push, path push and fetch, S3 and bundle fetch) checks each object as it
+  arrives, before it is stored and before any ref moves (a failure is a ``RejectedObject``, HTTP 422);
+* the session's write path checks each commit it makes before the transaction (``Session.commit_with``);
+* :func:`fsck_objects` checks a whole store (the CLI's ``fsck`` adds its findings to the store-level ones).
+
+The rules, by kind (an object's "tag" is its kind, or for a blob the content type its payload validly holds):
+
+* **commit**: ``op`` is one of :data:`OPERATIONS`; ``ts`` is an int in ``[TS_MIN, TS_MAX]``; parents are
+  distinct commits, two or more exactly for ``merge``, exactly one for ``edit`` / ``annotate`` /
+  ``compress``, at most one for ``append``; ``content`` is a message blob (``append``, ``edit``,
+  ``compress``), an annotation blob (``annotate``, required) or a merge blob (``merge``, optional);
+  ``target`` is a commit, present exactly for ``edit`` and ``annotate``; ``reply_to`` is a commit; ``tools``
+  is a tool set; ``links["sources"]`` are commits (required, non-empty, for ``compress`` only),
+  ``links["original"]`` is one ``tool_original`` blob, ``links["usages"]`` are usage records. Other link
+  names (a later release may add some) must only point at objects that exist, as every link must.
+* **blob**: a payload whose ``type`` is a content type must be exactly what
+  :func:`tractkv.engine.content.content_blob` (message types) or the bookkeeping rules (``annotation``,
+  ``merge``, ``tool_original``) would store; a blob that is not typed content is tagged plain ``blob``.
+  A malformed typed blob is not refused by itself (it hurts nobody until a commit uses it); a commit that
+  uses it is refused, naming why the blob is malformed.
+* **tool**: its schema has the name the ``name`` field says, in the OpenAI or Anthropic shape
+  (:func:`tractkv.engine.toolsets.tool_schema`'s rule), so rendering it for a provider cannot fail.
+* **toolset**: every entry is a tool schema.
+* **usage**: ``start`` / ``end`` in ``[TS_MIN, TS_MAX]`` (ints, not booleans), ``rlen`` a non-negative int,
+  ``commit`` and ``heads`` commits, ``children`` usage records.
+
+**Timestamps** are µs since the epoch, UTC, in ``[0, 2**53 - 1]``: 2**53 - 1 is the largest integer a JSON
+number holds exactly (the viewer, ``--json`` output and JavaScript read these values), and as µs it is the
+year 2255, within what ``datetime`` can represent; negative values (before 1970) are never written by
+tractkv and make ``datetime`` conversions platform-dependent.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+from tractkv.errors import ContentError, DecodeError, InvalidInput
+from tractkv.ids import ObjectId, hash_bytes
+from tractkv.model import Blob, Commit, StoredObject, ToolSchema, ToolSet, UsageRecord, decode
+from tractkv.store import Reader, Store
+from tractkv.store.fsck import Problem
+
+from .content import (
+    ANNOTATION,
+    MERGE,
+    MERGE_STRATEGIES,
+    MESSAGE_TYPES,
+    PRIORITIES,
+    TOOL_ORIGINAL,
+    canonical_payload,
+)
+from .toolsets import tool_schema
+
+TS_MIN = 0
+TS_MAX = 2**53 - 1  # the largest integer a JSON number holds exactly (see the module docstring)
+
+OPERATIONS = frozenset({"append", "edit", "annotate", "merge", "compress"})
+MESSAGE_OPS = frozenset({"append", "edit", "compress"})  # ops whose content is a message
+TARGET_OPS = frozenset({"edit", "annotate"})  # ops that need an edit_target
+
+SOURCES_LINK = "sources"  # a compress commit's replaced messages
+ORIGINAL_LINK = "original"  # the raw tool result behind an edited or summarized one
+USAGES_LINK = "usages"  # a tool result's usage records
+
+INVALID = "invalid:"  # the tag prefix of a malformed typed blob (the reason follows)
+_BLOB_TAGS = {kind: kind for kind in (*MESSAGE_TYPES, ANNOTATION, MERGE, TOOL_ORIGINAL)}
+
+TagOf = Callable[[ObjectId], str | None]
+"""The tag of the object with an id (see :func:`tag`), or None when the object is not available."""
+
+
+class ObjectRuleError(Exception):
+    """The rule an object breaks. Never escapes tractkv: every caller turns it into its own error (a
+    ``RejectedObject`` in receive, ``InvalidInput`` on the local write path, a fsck problem)."""
+
+
+class MissingLink(ObjectRuleError):
+    """A link to an object that is not available (receive: neither stored nor earlier in the stream)."""
+
+    def __init__(self, what: str, oid: ObjectId) -> None:
+        self.oid = oid
+        super().__init__(f"{what} -> {oid} is not here")
+
+
+def tag(obj: StoredObject) -> str:
+    """What a link to ``obj`` may rely on: its kind, or for a blob the content type it validly holds
+    (``dialogue``, ``annotation``, ...), ``blob`` when it holds no typed content, ``invalid:<why>`` when it
+    holds typed content that is malformed."""
+    if isinstance(obj, Blob):
+        return _blob_tag(obj.data)
+    if isinstance(obj, ToolSchema):
+        try:
+            name = tool_schema(dict(obj.schema)).name
+        except InvalidInput as exc:
+            return f"{INVALID}tool schema: {exc}"
+        if name != obj.name:
+            return f"{INVALID}tool named {obj.name!r} holds a schema named {name!r}"
+        return obj.KIND
+    return obj.KIND
+
+
+def _blob_tag(data: object) -> str:
+    if not isinstance(data, dict):
+        return "blob"
+    kind = data.get("type")
+    if not isinstance(kind, str) or kind not in _BLOB_TAGS:
+        return "blob"
+    try:
+        if kind in MESSAGE_TYPES:
+            if canonical_payload(data) != data:
+                raise ContentError("not in the canonical form content_blob stores")
+        else:
+            _check_bookkeeping(kind, data)
+    except ContentError as exc:
+        return f"{INVALID}{kind} payload: {exc}"
+    return _BLOB_TAGS[kind]
+
+
+def _check_bookkeeping(kind: str, data: dict[str, Any]) -> None:
+    if kind == ANNOTATION:
+        _fields(data, {"type", "priority"}, {"reason"})
+        if data["priority"] not in PRIORITIES:
+            raise ContentError(f"priority must be one of {PRIORITIES}")
+        if "reason" in data and not isinstance(data["reason"], str):
+            raise ContentError("reason must be a string")
+    elif kind == MERGE:
+        _fields(data, {"type", "strategy", "source", "conflicts"}, set())
+        if data["strategy"] not in MERGE_STRATEGIES:
+            raise ContentError(f"strategy must be one of {MERGE_STRATEGIES}")
+        if not isinstance(data["source"], str):
+            raise ContentError("source must be a string")
+        if type(data["conflicts"]) is not int or data["conflicts"] < 0:
+            raise ContentError("conflicts must be a non-negative integer")
+    else:  # tool_original
+        _fields(data, {"type", "text"}, set())
+        if not isinstance(data["text"], str):
+            raise ContentError("text must be a string")
+
+
+def _fields(data: dict[str, Any], required: set[str], optional: set[str]) -> None:
+    missing = required - data.keys()
+    if missing:
+        raise ContentError(f"missing fields {sorted(missing)}")
+    unknown = data.keys() - required - optional
+    if unknown:
+        raise ContentError(f"unknown fields {sorted(unknown)}")
+
+
+def check(obj: StoredObject, tag_of: TagOf) -> None:
+    """Raise :class:`ObjectRuleError` naming the rule ``obj`` breaks (see the module docstring).
+
+    ``tag_of`` gives the tag of each linked object; a link it returns None for is reported as missing.
+    """
+    if isinstance(obj, Commit):
+        _check_commit(obj, tag_of)
+    elif isinstance(obj, ToolSet):
+        for index, oid in enumerate(obj.tools):
+            _want(tag_of, f"tools[{index}]", oid, ("tool",))
+    elif isinstance(obj, UsageRecord):
+        _check_usage(obj, tag_of)
+    elif isinstance(obj, ToolSchema):
+        found = tag(obj)
+        if found.startswith(INVALID):
+            raise ObjectRuleError(found[len(INVALID) :])
+
+
+def _check_timestamp(what: str, value: object) -> None:
+    if type(value) is not int:
+        raise ObjectRuleError(f"{what} must be an integer (µs since the epoch), not {type(value).__name__}")
+    if not TS_MIN <= value <= TS_MAX:
+        raise ObjectRuleError(f"{what} {value} is outside [{TS_MIN}, 2**53 - 1] µs since the epoch")
+
+
+def _want(tag_of: TagOf, what: str, oid: ObjectId, kinds: Iterable[str], rule: str = "") -> None:
+    found = tag_of(oid)
+    if found is None:
+        raise MissingLink(what, oid)
+    allowed = tuple(kinds)
+    if found not in allowed:
+        if found.startswith(INVALID):
+            raise ObjectRuleError(f"{what} -> {oid} is malformed: {found[len(INVALID) :]}")
+        want = " or ".join(allowed)
+        raise ObjectRuleError(f"{what} -> {oid} is a {found}, not a {want}{rule}")
+
+
+def _check_commit(commit: Commit, tag_of: TagOf) -> None:
+    op = commit.operation
+    if op not in OPERATIONS:
+        raise ObjectRuleError(f"unknown operation {op!r} (expected one of {sorted(OPERATIONS)})")
+    _check_timestamp("ts", commit.created_at)
+    parents = commit.parents
+    if len(set(parents)) != len(parents):
+        raise ObjectRuleError("a parent is listed twice")
+    if op == "merge" and len(parents) < 2:
+        raise ObjectRuleError("a merge commit has two or more parents")
+    if op != "merge" and len(parents) > 1:
+        raise ObjectRuleError(f"an {op} commit has at most one parent (only merges have more)")
+    if op in ("edit", "annotate", "compress") and not parents:
+        raise ObjectRuleError(f"an {op} commit needs a parent")
+    for index, parent in enumerate(parents):
+        _want(tag_of, f"parents[{index}]", parent, ("commit",))
+    content = commit.content
+    if op in MESSAGE_OPS:
+        if content is None:
+            raise ObjectRuleError(f"an {op} commit needs message content")
+        _want(tag_of, "content", content, sorted(MESSAGE_TYPES), f" (an {op} commit adds a message)")
+    elif op == "annotate":
+        if content is None:
+            raise ObjectRuleError("an annotate commit needs annotation content")
+        _want(tag_of, "content", content, (ANNOTATION,))
+    elif content is not None:  # merge
+        _want(tag_of, "content", content, (MERGE,))
+    if op in TARGET_OPS:
+        if commit.edit_target is None:
+            raise ObjectRuleError(f"an {op} commit needs a target")
+        _want(tag_of, "target", commit.edit_target, ("commit",))
+    elif commit.edit_target is not None:
+        raise ObjectRuleError(f"an {op} commit has no target (only edit and annotate do)")
+    if commit.reply_to is not None:
+        _want(tag_of, "reply_to", commit.reply_to, ("commit",))
+    if commit.tools is not None:
+        _want(tag_of, "tools", commit.tools, ("toolset",))
+    _check_links(op, commit.links, tag_of)
+
+
+def _check_links(op: str, links: Mapping[str, tuple[ObjectId, ...]], tag_of: TagOf) -> None:
+    sources = links.get(SOURCES_LINK, ())
+    if op == "compress" and not sources:
+        raise ObjectRuleError("a compress commit names the messages it replaces (links.sources)")
+    if op != "compress" and SOURCES_LINK in links:
+        raise ObjectRuleError("only a compress commit has links.sources")
+    for name, oids in links.items():
+        if name == ORIGINAL_LINK and len(oids) != 1:
+            raise ObjectRuleError("links.original names exactly one blob")
+        want = {SOURCES_LINK: "commit", ORIGINAL_LINK: TOOL_ORIGINAL, USAGES_LINK: "usage"}.get(name)
+        for index, oid in enumerate(oids):
+            what = f"links.{name}[{index}]"
+            if want is None:
+                if tag_of(oid) is None:
+                    raise MissingLink(what, oid)
+            else:
+                _want(tag_of, what, oid, (want,))
+
+
+def _check_usage(record: UsageRecord, tag_of: TagOf) -> None:
+    _check_timestamp("start", record.started_at)
+    if record.completed_at is not None:
+        _check_timestamp("end", record.completed_at)
+    if record.result_chars is not None and (type(record.result_chars) is not int or record.result_chars < 0):
+        raise ObjectRuleError("rlen must be a non-negative integer")
+    if record.commit is not None:
+        _want(tag_of, "commit", record.commit, ("commit",))
+    for index, oid in enumerate(record.children):
+        _want(tag_of, f"children[{index}]", oid, ("usage",))
+    for index, oid in enumerate(record.heads):
+        _want(tag_of, f"heads[{index}]", oid, ("commit",))
+
+
+class Tags:
+    """Tags of objects by id: those recorded with :meth:`add` (objects just decoded: nothing is decoded
+    twice), else read from ``reader`` once and remembered."""
+
+    def __init__(self, reader: Reader, known: Mapping[ObjectId, str] | None = None) -> None:
+        self.reader = reader
+        self.known: dict[ObjectId, str] = dict(known or {})
+
+    def add(self, oid: ObjectId, obj: StoredObject) -> str:
+        found = self.known[oid] = tag(obj)
+        return found
+
+    def __call__(self, oid: ObjectId) -> str | None:
+        found = self.known.get(oid)
+        if found is None:
+            obj = self.reader.get(oid)
+            if obj is None:
+                return None
+            found = self.add(oid, obj)
+        return found
+
+
+def check_commit(reader: Reader, commit: Commit, known: Mapping[ObjectId, str] | None = None) -> None:
+    """Check a commit about to be written locally (its links resolve through ``reader``, usually the batch
+    that stages it; ``known`` gives tags the caller already knows, e.g. its parent's).
+
+    Raises:
+        InvalidInput: the rule it breaks (nothing has been written).
+    """
+    try:
+        check(commit, Tags(reader, known))
+    except ObjectRuleError as exc:
+        raise InvalidInput(f"refusing to write an invalid commit: {exc}") from exc
+
+
+def fsck_objects(store: Store) -> tuple[Problem, ...]:
+    """The semantic problems of every object in a store (kind ``invalid``), in one read view.
+
+    Objects that do not hash to their id or do not decode, and links to absent objects, are left to
+    :func:`tractkv.store.fsck` (which reports them); this adds what it cannot see.
+    """
+    problems: list[Problem] = []
+    with store.snapshot() as snap:
+        decoded: dict[ObjectId, StoredObject] = {}
+        for oid, data in snap.iter_raw_objects():
+            if hash_bytes(data) != oid:
+                continue
+            try:
+                decoded[oid] = decode(data, strict=True)
+            except DecodeError:
+                continue
+        tags = {oid: tag(obj) for oid, obj in decoded.items()}
+        for oid, obj in decoded.items():
+            try:
+                check(obj, tags.get)
+            except MissingLink:
+                continue  # store-level fsck reports it
+            except ObjectRuleError as exc:
+                problems.append(Problem("invalid", oid, str(exc)))
+    return tuple(problems)
