@@ -24,6 +24,7 @@ from tractkv.store import MemoryStore, Store, fsck
 from tractkv.sync.negotiate import objects_for
 from tractkv.sync.path import PathRemote
 from tractkv.sync.remote import RefUpdate
+from tractkv.view.inspector import Inspector
 
 from .conftest import InProcessHub
 
@@ -305,17 +306,25 @@ def hostile_push(draw: st.DrawFn) -> tuple[list[Pair], ObjectId]:
 
 
 def check_usable(store: Store, branch: str) -> None:
-    """What a reader does with an accepted branch: compile, log, fsck (store-level and semantic)."""
+    """What a reader does with an accepted branch: compile, log, the viewer's pages (their data), fsck
+    (store-level and semantic)."""
     with Tract(store, branch=branch, owns_store=False, readonly=True) as t:
         t.compile()
         t.compile(include_reasoning=True)
-        t.log()
+        log = t.log()
+    inspector = Inspector(store)
+    ref = f"refs/heads/{branch}"
+    inspector.branches()
+    inspector.graph_page(ref)
+    inspector.usages(ref)
+    for info in log:
+        inspector.commit(info.commit_id, ref)
     report = fsck(store)
     assert report.ok, report.problems
     assert fsck_objects(store) == ()
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(hostile_push())
 def test_hostile_pushes_are_refused_or_harmless(push_data: tuple[list[Pair], ObjectId]) -> None:
     pairs, tip = push_data
