@@ -218,3 +218,44 @@ def test_a_file_short_only_by_free_pages_is_not_damage(tmp_path: Path) -> None:
     os.truncate(path / DATA_FILE, size // 2)
     with pytest.raises(StoreCorrupt, match=r"truncated|past the end"):
         check_data_file(str(path))
+
+
+CHURN = textwrap.dedent(
+    """
+    import random, sys, time
+    import lmdb
+    env = lmdb.open(sys.argv[1], map_size=1 << 28, max_dbs=4, sync=False)
+    dbs = [env.open_db(b"t%d" % i) for i in range(4)]
+    rnd = random.Random(2)
+    deadline = time.monotonic() + 4
+    while time.monotonic() < deadline:
+        with env.begin(write=True) as txn:
+            for _ in range(rnd.randint(1, 60)):
+                value = rnd.randbytes(rnd.choice([10, 100, 1000, 5000]))
+                txn.put(rnd.randbytes(rnd.choice([8, 32])), value, db=rnd.choice(dbs))
+            for db in dbs:
+                cursor = txn.cursor(db=db)
+                if rnd.random() < 0.5 and cursor.first():
+                    for _ in range(rnd.randint(1, 80)):
+                        if not cursor.delete():
+                            break
+    env.close()
+    """
+)
+
+
+def test_the_check_never_refuses_a_healthy_file_a_writer_is_changing(tmp_path: Path) -> None:
+    """Checks racing a writer that allocates, frees and reuses pages (files short by free pages come and
+    go, the free list is rewritten under the reader) never call the healthy file damaged."""
+    path = tmp_path / "raw"
+    lmdb.open(str(path), max_dbs=4).close()
+    writer = subprocess.Popen([sys.executable, "-c", CHURN, str(path)], stderr=subprocess.PIPE, text=True)
+    checks = 0
+    try:
+        while writer.poll() is None and checks < 200_000:
+            check_data_file(str(path))
+            checks += 1
+    finally:
+        _, err = writer.communicate(timeout=60)
+    assert writer.returncode == 0, err
+    assert checks > 100
