@@ -175,6 +175,52 @@ def test_missing_tells_a_write_only_token_nothing_outside_its_namespace(
         assert edge.missing([tip, ObjectId(OID)]) == {ObjectId(OID)}
 
 
+def test_a_write_only_push_cannot_probe_for_objects_outside_its_namespace(
+    in_process_hub: Callable[..., InProcessHub], open_store_tract: Factory
+) -> None:
+    """Pointing a branch at, or linking to, an object the push did not send and the token's branches do not
+    reach gets the same refusal whether the hub holds that object or not."""
+    from tractkv.errors import RejectedObject
+
+    tokens = TokenTable({ADMIN: ["admin"], EDGE: ["write:agents/edge-7/*"]})
+    hub = in_process_hub(tokens=tokens)
+    a = open_store_tract("a")
+    a.user("a secret on main")
+    secret = ObjectId(a.head)
+    with hub.remote(ADMIN) as admin:
+        assert push_to(a.store, admin, "hub", "refs/heads/main").ok
+    b = open_store_tract("b")
+    b.user("never pushed")
+    absent = ObjectId(b.head)
+
+    with hub.remote(EDGE) as edge:
+        answers = []
+        for target in (secret, absent):
+            outcome = edge.push([], [RefUpdate(f"refs/heads/agents/edge-7/{target[:6]}", None, target)])
+            (result,) = outcome.results
+            answers.append((result.ok, result.reason, result.detail.replace(target, "<id>")))
+        assert answers[0] == answers[1] == (False, "missing-objects", "<id> is not here")
+
+        refusals = []
+        for t, parent in ((a, secret), (b, absent)):
+            t.branch("agents/edge-7/child")
+            t.user("a child of a commit the edge token cannot see")
+            tip = ObjectId(t.head)
+            objects = list(raw_objects(t.store, candidate_ids(t.store, [tip], [parent])))
+            assert parent not in {oid for oid, _ in objects}
+            with pytest.raises(RejectedObject) as info:
+                edge.push(objects, [RefUpdate("refs/heads/agents/edge-7/child", None, tip)])
+            refusals.append(str(info.value).replace(parent, "<parent>").replace(tip, "<tip>"))
+        assert refusals[0] == refusals[1]
+        assert "did not send" in refusals[0]
+
+        # The same branch pushed whole (the secret parent included) is accepted: the token proved it has it.
+        a.switch("agents/edge-7/child")
+        assert push_to(a.store, edge, "hub", "refs/heads/agents/edge-7/child").ok
+    assert hub.state()[0]["refs/heads/main"] == secret
+    assert "refs/heads/agents/edge-7/" + secret[:6] not in hub.state()[0]
+
+
 # --- timeouts and the connection cap (real hubs) ------------------------------------------------------------
 
 

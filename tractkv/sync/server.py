@@ -24,7 +24,10 @@ alive. :func:`serve` adds the limits a hub on a network needs (each a ``tractkv 
 ``/v1/missing`` never lets a token learn more than it may read: for a token with the ``read`` (or
 ``admin``) scope it answers from the whole store; for a write-only token, an object counts as present only
 when it is reachable from a branch the token may see (its own namespace), so the answer says nothing about
-anyone else's objects (the pusher re-sends such objects; the hub stores them once).
+anyone else's objects (the pusher re-sends such objects; the hub stores them once). A write-only token's
+push is held to the same line: every link of an object it sends, and every ref value it sets, must be an
+object sent in the same push or reachable from its branches; anything else is refused with one answer,
+whether or not the hub holds that object (``422`` for a link, ``missing-objects`` for a ref).
 """
 
 from __future__ import annotations
@@ -38,6 +41,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping
 from typing import Any
 
 import anyio
+import attrs
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException
@@ -46,16 +50,23 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 from tractkv._version import __version__
-from tractkv.errors import AuthError, InvalidInput, RequestTooLarge, TractError, TransferError
+from tractkv.errors import (
+    AuthError,
+    InvalidInput,
+    RejectedObject,
+    RequestTooLarge,
+    TractError,
+    TransferError,
+)
 from tractkv.ids import ObjectId
-from tractkv.store import Store
+from tractkv.store import Reader, Store
 from tractkv.store.walk import iter_reachable
 
 from .auth import OPEN, Grant, TokenTable
 from .frames import MAX_OBJECT_BYTES, MAX_REQUEST_BYTES, StreamDecoder, encode_stream
 from .negotiate import candidate_ids, raw_objects
-from .receive import apply_ref_updates, missing_ids, receive_objects
-from .remote import RefUpdate
+from .receive import apply_ref_updates, missing_ids, receive_objects, verify
+from .remote import RefResult, RefUpdate
 from .wire import (
     HEAD_LENGTH,
     IDS_TYPE,
@@ -139,8 +150,7 @@ class Hub:
             lacking = {o for o in oids if not snap.has(o)}
             unseen = {o for o in oids if o not in lacking}
             if unseen:
-                tips = [ObjectId(v) for n, v in snap.iter_refs("refs/heads/") if grant.may_see(n)]
-                for oid in iter_reachable(snap, tips):
+                for oid in iter_reachable(snap, _visible_tips(snap, grant)):
                     unseen.discard(oid)
                     if not unseen:
                         break
@@ -187,14 +197,21 @@ class Hub:
         pending: list[tuple[ObjectId, bytes]] = []
         pending_bytes = 0
         totals = [0, 0, 0]
+        scope = None if grant.can_read else _WriterScope(self.store, grant)
+
+        def receive(batch: list[tuple[ObjectId, bytes]]) -> None:
+            refused = scope.check(batch) if scope is not None else None
+            stats = receive_objects(self.store, batch if refused is None else batch[: refused[0]])
+            totals[0] += stats.objects
+            totals[1] += stats.new_objects
+            totals[2] += stats.bytes
+            if refused is not None:
+                raise refused[1]
 
         async def flush() -> None:
             nonlocal pending, pending_bytes
             batch, pending, pending_bytes = pending, [], 0
-            stats = await run_in_threadpool(receive_objects, self.store, batch)
-            totals[0] += stats.objects
-            totals[1] += stats.new_objects
-            totals[2] += stats.bytes
+            await run_in_threadpool(receive, batch)
 
         try:
             try:
@@ -219,9 +236,7 @@ class Hub:
             return Response(status_code=400, headers={"Connection": "close"})
         _body_read(request)
         await flush()
-        results = await run_in_threadpool(
-            lambda: apply_ref_updates(self.store, updates, atomic=atomic, may_write=grant.may_write)
-        )
+        results = await run_in_threadpool(self._apply_updates, grant, scope, updates, atomic)
         return JSONResponse(
             {
                 "results": [result_to_json(r) for r in results],
@@ -230,6 +245,65 @@ class Hub:
                 "bytes": totals[2],
             }
         )
+
+    def _apply_updates(
+        self, grant: Grant, scope: _WriterScope | None, updates: list[RefUpdate], atomic: bool
+    ) -> list[RefResult]:
+        """Apply a push's ref updates; a write-only token's new values must be objects it sent or reaches."""
+        refused: dict[str, RefResult] = {}
+        if scope is not None:
+            for u in updates:
+                if u.new is not None and not scope.reaches(u.new):
+                    refused[u.name] = RefResult(u.name, False, "missing-objects", f"{u.new} is not here")
+        if not refused:
+            return apply_ref_updates(self.store, updates, atomic=atomic, may_write=grant.may_write)
+        if atomic:
+            other = RefResult("", False, "atomic", "another ref was refused")
+            return [refused.get(u.name) or attrs.evolve(other, name=u.name) for u in updates]
+        rest = [u for u in updates if u.name not in refused]
+        applied = iter(
+            apply_ref_updates(self.store, rest, atomic=False, may_write=grant.may_write) if rest else []
+        )
+        return [refused[u.name] if u.name in refused else next(applied) for u in updates]
+
+
+class _WriterScope:
+    """What a write-only token's push may refer to: the objects it sent in this push and the objects the
+    branches it may see reach (computed once, on first need). Nothing else, whether the hub holds it or not,
+    so a push cannot be used to learn what exists outside the token's namespace."""
+
+    def __init__(self, store: Store, grant: Grant) -> None:
+        self.store = store
+        self.grant = grant
+        self.sent: set[ObjectId] = set()
+        self._reached: set[ObjectId] | None = None
+
+    def reaches(self, oid: ObjectId) -> bool:
+        if oid in self.sent:
+            return True
+        if self._reached is None:
+            with self.store.snapshot() as snap:
+                self._reached = set(iter_reachable(snap, _visible_tips(snap, self.grant)))
+        return oid in self._reached
+
+    def check(self, batch: list[tuple[ObjectId, bytes]]) -> tuple[int, RejectedObject] | None:
+        """The index of the first object in ``batch`` that links outside the scope, with its refusal; objects
+        whose bytes are not a valid object stop the check (:func:`receive_objects` refuses them itself)."""
+        for i, (oid, data) in enumerate(batch):
+            try:
+                obj = verify(oid, data)
+            except RejectedObject:
+                return None
+            for link in obj.iter_links():
+                if not self.reaches(link):
+                    reason = f"links to {link}, which this push did not send and your branches do not reach"
+                    return i, RejectedObject(reason, oid)
+            self.sent.add(oid)
+        return None
+
+
+def _visible_tips(reader: Reader, grant: Grant) -> list[ObjectId]:
+    return [ObjectId(v) for n, v in reader.iter_refs("refs/heads/") if grant.may_see(n)]
 
 
 class _Body:
