@@ -185,3 +185,20 @@ def test_fsck_objects_reports_what_the_validator_refuses() -> None:
     assert "tools[0]" in problems[bad_set].detail
     assert good not in problems
     assert all(p.kind == "invalid" for p in problems.values())
+
+
+def test_cli_fsck_reports_an_object_that_breaks_the_semantic_rules(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from tractkv.cli import cli
+    from tractkv.model import Blob, Commit
+    from tractkv.store import LmdbStore
+
+    path = str(tmp_path / "hostile")
+    with LmdbStore(path) as store:
+        blob_id = store.put(Blob(data={"type": "dialogue", "role": "user", "text": "hi"}))
+        bad = store.put(Commit(parents=(blob_id,), content=blob_id, created_at=1))
+    result = CliRunner().invoke(cli, ["--store", path, "fsck"])
+    assert result.exit_code == 1
+    assert f"{bad}" in result.output
+    assert "is a blob, not a commit" in result.output

@@ -6,6 +6,7 @@ import click
 
 from tractkv.cli.common import CliState, echo_json, json_option, note, resolve_oid, with_state
 from tractkv.engine.checkpoints import check_checkpoints, describe_key, drop_checkpoints
+from tractkv.engine.validate import fsck_objects
 from tractkv.model import decode, describe, kind_of
 from tractkv.store import Table, fsck
 
@@ -25,16 +26,18 @@ def init(st: CliState) -> None:
 @json_option
 @with_state
 def fsck_cmd(st: CliState, repair: bool, as_json: bool) -> None:
-    """Rehash every object, check every reference and compile checkpoint; exit 1 when anything is wrong.
+    """Rehash every object, check every reference, every object's semantic rules (link kinds, content a
+    commit compiles, timestamps) and every compile checkpoint; exit 1 when anything is wrong.
 
     With --repair, damaged checkpoint rows are deleted in one transaction (compile rebuilds them from
     objects); problems with objects, refs or indexes are only reported.
     """
     store = st.store()
     report = fsck(store)
+    invalid = fsck_objects(store)
     checkpoints = check_checkpoints(store)
     dropped = drop_checkpoints(store, checkpoints.damaged) if repair else 0
-    problems = list(report.problems) + ([] if dropped else list(checkpoints.problems))
+    problems = list(report.problems) + list(invalid) + ([] if dropped else list(checkpoints.problems))
     if as_json:
         echo_json(
             {

@@ -19,12 +19,12 @@ from tractkv.store import WriteBatch
 
 from . import graph
 from .compiler import merge_payload
-from .content import content_blob
+from .content import MERGE_STRATEGIES, content_blob
 from .queries import context_infos, tool_turns
 from .records import CommitInfo, MergeResult
 from .session import Session, Tip
 
-STRATEGIES = ("auto", "ours", "theirs")
+STRATEGIES = MERGE_STRATEGIES  # one list: what merge() takes is what a merge blob may say
 
 
 def merge(session: Session, source: str, strategy: str = "auto", message: str | None = None) -> MergeResult:
