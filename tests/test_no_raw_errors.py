@@ -78,3 +78,23 @@ def test_viewer_renders_an_error_page_never_a_500(tmp_path: Path, monkeypatch: p
             answer = client.get(url)
             assert answer.status_code == 422, url
             assert "tractkv fsck" in answer.text
+
+
+def test_unknown_viewer_pages_are_html_and_unknown_api_routes_json(tmp_path: Path) -> None:
+    from starlette.testclient import TestClient
+
+    from tractkv.view.app import create_app
+
+    with Tract.open(str(tmp_path / "v"), durable=False) as t:
+        app, _ = create_app(t.store, sync=True)
+        client = TestClient(app, raise_server_exceptions=False)
+        page = client.get("/ui/no-such-page")
+        assert page.status_code == 404
+        assert page.headers["content-type"].startswith("text/html")
+        assert "/ui/no-such-page" in page.text
+        api = client.get("/v1/no-such-route")
+        assert api.status_code == 404
+        assert api.json()["error"]
+        wrong = client.delete("/ui/")
+        assert wrong.status_code == 405
+        assert wrong.headers["content-type"].startswith("text/html")

@@ -26,6 +26,7 @@ from urllib.parse import parse_qs
 
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
+from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response, StreamingResponse
 from starlette.routing import Route
@@ -416,4 +417,16 @@ def create_app(
         routes = (
             hub_routes(Hub(store, tokens=tokens, max_object=max_object, max_request=max_request)) + routes
         )
-    return Starlette(routes=routes, exception_handlers=ERROR_HANDLERS), viewer
+    handlers = {**ERROR_HANDLERS, HTTPException: _routing_error}
+    return Starlette(routes=routes, exception_handlers=handlers), viewer
+
+
+def _routing_error(request: Request, exc: Exception) -> Response:
+    """No such page / method: an HTML error page under ``/ui/`` (people read it), the hub's JSON elsewhere."""
+    assert isinstance(exc, HTTPException)
+    path = request.url.path
+    if path == "/ui" or path.startswith("/ui/"):
+        status = exc.status_code
+        body = pages.error_body(status, f"{request.method} {path}: {exc.detail}")
+        return _html(page(f"{status}", body), status=status, headers=dict(exc.headers or {}))
+    return ERROR_HANDLERS[HTTPException](request, exc)
