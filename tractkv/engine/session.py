@@ -54,7 +54,7 @@ from .refs import resolve_revision as _resolve
 from .state import CompileState
 from .tokens import DEFAULT_COUNTER, TokenCounter
 from .toolsets import ACTIVE_TOOLS, EMPTY_TOOLSET_ID, put_toolset, tool_schemas
-from .validate import check_commit
+from .validate import check_commit, trusted_tag
 
 MAX_REBASE_ATTEMPTS = 16  # bounded retries of an automatic append rebase under contention
 OPERATIONS = ("append", "edit")  # what commit() makes; annotate / merge / compress have their own methods
@@ -109,6 +109,7 @@ class Session:
         self._since_checkpoint = 0
         self._tools_cache: dict[ObjectId, tuple[dict[str, Any], ...]] = {}
         self._last_commit: tuple[ObjectId, Commit] | None = None  # the next commit's parent, usually
+        self._stored_toolsets: set[ObjectId] = set()  # tool sets this session's written commits linked
         ref, detached = read_head(store)
         self.branch_ref: str | None = ref
         self.detached: ObjectId | None = detached if ref is None else None
@@ -265,9 +266,13 @@ class Session:
             batch = self.store.new_batch() if own else self._batch
             assert batch is not None
             commit = build(batch, parent, parent_commit)
-            known = {parent: "commit"} if parent is not None else {}
-            if commit.tools is not None and commit.tools in self._tools_cache:
-                known[commit.tools] = "toolset"
+            known: dict[ObjectId, str] = {}
+            if parent is not None:
+                known[parent] = "commit"  # the tip this operation read
+            if payload is not None and commit.content is not None:
+                known[commit.content] = trusted_tag(payload)  # content_blob checked it: validate once
+            if commit.tools is not None and commit.tools in self._stored_toolsets:
+                known[commit.tools] = "toolset"  # a tool set an earlier commit of this session linked
             check_commit(batch, commit, known)  # the rules a receiving store applies too
             oid = batch.put(commit)
             try:
@@ -296,6 +301,8 @@ class Session:
             self._state = state
             self._since_checkpoint += 1
             self._last_commit = (oid, commit)
+            if commit.tools is not None and own:  # written: later commits may trust its tag
+                self._stored_toolsets.add(commit.tools)
             self._maybe_checkpoint()
             return oid, commit
 
@@ -639,6 +646,7 @@ class Session:
         self.compiler.clear()
         self._state = None
         self._tools_cache.clear()
+        self._stored_toolsets.clear()
 
     def place(self, ref: str | None, detached: ObjectId | None = None) -> None:
         """Put HEAD on ``ref`` (or detached) without checks: used right after a clone created the refs."""

@@ -285,6 +285,12 @@ class Tags:
         return found
 
 
+def trusted_tag(payload: dict[str, Any]) -> str:
+    """The tag of a blob whose payload the write path built and already checked (``content_blob``, or a
+    bookkeeping payload it made itself): the same tag :func:`tag` returns, without checking the payload again."""
+    return _BLOB_TAGS.get(str(payload.get("type")), "blob")
+
+
 def check_commit(reader: Reader, commit: Commit, known: Mapping[ObjectId, str] | None = None) -> None:
     """Check a commit about to be written locally (its links resolve through ``reader``, usually the batch
     that stages it; ``known`` gives tags the caller already knows, e.g. its parent's).
