@@ -342,3 +342,22 @@ def test_rows_of_an_older_checkpoint_format_are_stale_not_damage(tmp_path: Path)
     with LmdbStore(path) as store:
         assert not [k for k, _ in store.table_iter(Table.DERIVED) if k.startswith((b"ckpt:1:", b"chunk:1:"))]
         assert check_checkpoints(store).stale == 0
+
+
+def test_a_merge_that_keeps_a_message_the_other_side_compressed_is_not_damage(tmp_path: Path) -> None:
+    """Main pins P, a side branch compresses it away, the merge keeps P: a healthy store, fsck clean."""
+    from tractkv.engine.checkpoints import check_checkpoints
+
+    path = str(tmp_path / "s")
+    with Tract.open(path, durable=False) as t:
+        t.system("sys")
+        kept = t.user("P")
+        t.user("Q")
+        t.branch("side")
+        t.compress(content="summary")
+        t.switch("main")
+        t.annotate(kept.commit_id, "pinned")
+        t.merge("side", strategy="theirs")
+    with Tract.open(path, durable=False) as t:
+        assert [m.content for m in t.compile().messages] == ["sys", "P", "summary"]
+        assert check_checkpoints(t.store).ok

@@ -298,3 +298,15 @@ def test_a_failing_summarizer_is_model_call_failed_and_commits_nothing() -> None
         with pytest.raises(ModelCallFailed):
             t.compress()
         assert t.head == tip
+
+
+def test_rebase_appends_never_re_makes_a_reply_on_a_tip_the_model_did_not_see() -> None:
+    a, b, _ = _two_handles()
+    a.rebase_appends = True
+    tip = a.head
+    assert tip is not None
+    with pytest.raises(ConcurrentUpdate):
+        a.generate(RacingModel(b))
+    _assert_only_b_moved(a, b, tip)
+    a.user("a plain append still lands, on the tip it reads now")
+    assert a.log()[1].content["text"] == "meanwhile, on another handle"

@@ -202,3 +202,14 @@ def test_cli_fsck_reports_an_object_that_breaks_the_semantic_rules(tmp_path: Pat
     assert result.exit_code == 1
     assert f"{bad}" in result.output
     assert "is a blob, not a commit" in result.output
+
+
+def test_hostile_nesting_in_tool_call_arguments_is_a_content_error() -> None:
+    payload = {
+        "type": "dialogue",
+        "role": "assistant",
+        "text": "",
+        "tool_calls": [{"id": "c1", "name": "f", "arguments": "[" * 100_000}],
+    }
+    with pytest.raises(ContentError, match="nested too deeply"):
+        content_blob(payload)

@@ -9,6 +9,7 @@ compile, log and fsck (store-level and semantic) all working.
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import cbor2
@@ -340,3 +341,33 @@ def test_hostile_pushes_are_refused_or_harmless(push_data: tuple[list[Pair], Obj
         assert fsck_objects(target) == ()  # nothing invalid was kept
     elif target.get_ref(EVIL) is not None:
         check_usable(target, "evil")
+
+
+@pytest.mark.parametrize("bad", ["blob", "name"])
+def test_fetch_and_clone_refuse_a_branch_that_names_no_commit_or_has_a_bad_name(
+    tmp_path: Path, bad: str
+) -> None:
+    from tractkv import Tract
+    from tractkv.errors import TransferError
+    from tractkv.model import Blob
+    from tractkv.store import LmdbStore
+
+    source = str(tmp_path / "source")
+    with Tract.open(source, durable=False) as t:
+        head = t.user("hi").commit_id
+    with LmdbStore(source) as store:
+        if bad == "blob":
+            store.set_ref(
+                "refs/heads/odd", store.put(Blob(data={"type": "dialogue", "role": "user", "text": "x"}))
+            )
+        else:
+            store.set_ref("refs/heads/bad\nname", head)
+    with Tract.open(str(tmp_path / "local"), durable=False) as local:
+        local.remote_add("origin", source)
+        with pytest.raises(TransferError):
+            local.fetch()
+        assert local.list_branches() == [b for b in local.list_branches() if not b.is_remote]
+    target = tmp_path / "clone"
+    with pytest.raises(TransferError):
+        Tract.clone(source, str(target))
+    assert not target.exists()

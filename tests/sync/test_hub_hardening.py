@@ -263,8 +263,9 @@ def test_partial_requests_time_out_while_others_are_served(
     start_hub: Callable[..., Hub], open_store_tract: Factory
 ) -> None:
     """300 partial connections (200 stuck in the head, 100 in the body) held open: normal requests and a
-    push are still answered, and every partial one is closed within its timeout (plus 5 s of slack)."""
-    timeout = 5.0
+    push are still answered, and every partial one is closed within its timeout (plus 8 s of slack: a loaded
+    2-core CI machine opens 300 connections slowly)."""
+    timeout = 8.0
     hub = start_hub("--header-timeout", str(timeout), "--body-timeout", str(timeout))
     started = time.monotonic()
     partial = [_open_partial(hub.url, PARTIAL_HEAD) for _ in range(200)]
@@ -279,7 +280,7 @@ def test_partial_requests_time_out_while_others_are_served(
         a.remote_add("origin", hub.url)
         assert a.push().ok
         assert time.monotonic() - started < timeout  # all of that while every partial request was open
-        still_open = _wait_closed(partial, started + timeout + 5.0)
+        still_open = _wait_closed(partial, started + timeout + 8.0)
         assert still_open == [], f"{len(still_open)} partial connections outlived the timeouts"
         conn = _raw_conn(hub.url)
         _info_ok(conn)

@@ -113,7 +113,7 @@ def _check_record(reader: Reader, record: CheckpointRecord, chunks: dict[bytes, 
             raise DecodeError(f"chunk {number} ({describe_key(chunk_key)}) is missing or damaged")
         check_chunk_size(record, number, part)
         slots.extend(part)
-    index_slots(slots, record.removed)
+    index_slots(slots)
     with suppress(CorruptObject):  # the tool set's bytes are damaged: the object check reports that
         check_stored(reader, record)
     for position, slot in enumerate(slots):

@@ -116,6 +116,8 @@ def _parse_tool_calls(raw: object) -> list[dict[str, Any]]:
                 arguments = json.loads(arguments) if arguments.strip() else {}
             except json.JSONDecodeError as exc:
                 raise ContentError(f"tool_calls[{index}].arguments is not valid JSON: {exc}") from exc
+            except RecursionError:  # hostile nesting ("[[[[..."): refused like any other bad JSON
+                raise ContentError(f"tool_calls[{index}].arguments is nested too deeply") from None
         if not isinstance(arguments, dict):
             raise ContentError(f"tool_calls[{index}].arguments must be a JSON object")
         _refuse_bytes(arguments, f"tool_calls[{index}].arguments")

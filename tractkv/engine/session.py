@@ -439,7 +439,9 @@ class Session:
             message or _summary(payload),
             tip=tip,
             action=action,
-            rebase=self.rebase_appends and operation == "append",
+            # only a plain append is re-made on a moved tip: a model's reply (generate) or a tool result was
+            # made for the context it saw, and a compress summarizes a range of it
+            rebase=self.rebase_appends and operation == "append" and action == "commit",
             payload=payload,
         )
         return self.info(oid, commit, payload)

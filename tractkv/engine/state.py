@@ -384,7 +384,7 @@ class CompileState:
                 start = len(state.slots)
                 state.slots.extend(slots)
                 state.chunk_keys[start] = (slots, chunk_key)
-            state.index = index_slots(state.slots, record.removed)
+            state.index = index_slots(state.slots)
             check_stored(reader, record)
         except DecodeError:
             return None  # a cache: never trusted over objects
@@ -501,16 +501,19 @@ def check_chunk_size(record: CheckpointRecord, number: int, slots: list[Slot]) -
         raise DecodeError(f"chunk {number} holds {len(slots)} slots")
 
 
-def index_slots(slots: list[Slot], removed: frozenset[ObjectId] = frozenset()) -> dict[ObjectId, int]:
+def index_slots(slots: list[Slot]) -> dict[ObjectId, int]:
     """The index of a state's slots (message and edit commits -> position).
 
+    A slot's commit may also be in a state's ``removed`` set: a merge keeps a message one side pinned while the
+    other side's compression removed it (the merged state shows it and remembers the removal): not damage.
+
     Raises:
-        DecodeError: a commit names two slots, or a slot's commit is one a compression removed.
+        DecodeError: a commit names two slots.
     """
     index: dict[ObjectId, int] = {}
     for position, slot in enumerate(slots):
-        if slot.commit in index or slot.commit in removed:
-            raise DecodeError(f"slot {position} repeats or revives commit {slot.commit}")
+        if slot.commit in index:
+            raise DecodeError(f"slot {position} repeats commit {slot.commit}")
         index[slot.commit] = position
         if slot.source != slot.commit:
             if slot.source in index:

@@ -484,7 +484,9 @@ ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 class BodyTimeout:
     """ASGI middleware: a request body that delivers nothing for ``timeout`` seconds while the app waits for
     it reads as a disconnect (``http.disconnect``), and the answer closes the connection. Only time spent
-    waiting on the client counts, never the app's own work between reads."""
+    waiting on the client counts, never the app's own work between reads, and only until the body is complete:
+    afterwards ``receive()`` is how a streaming response listens for a real disconnect (a long fetch, the
+    viewer's event stream), which must not be cut after ``timeout``."""
 
     def __init__(self, app: ASGIApp, timeout: float = BODY_TIMEOUT) -> None:
         self.app = app
@@ -495,16 +497,21 @@ class BodyTimeout:
             await self.app(scope, receive, send)
             return
         expired = False
+        body_done = False
 
         async def timed_receive() -> Message:
-            nonlocal expired
+            nonlocal expired, body_done
             if expired:
                 return {"type": "http.disconnect"}
+            if body_done:
+                return await receive()  # waiting for a disconnect while the answer streams: no timer
             with anyio.move_on_after(self.timeout) as scope_:
                 message = await receive()
             if scope_.cancelled_caught:
                 expired = True
                 return {"type": "http.disconnect"}
+            if message["type"] == "http.request" and not message.get("more_body", False):
+                body_done = True
             return message
 
         async def closing_send(message: Message) -> None:

@@ -19,10 +19,12 @@ from tractkv.engine.refs import HEADS, REMOTES, check_branch_name
 from tractkv.engine.session import Session
 from tractkv.errors import (
     InvalidInput,
+    InvalidRefName,
     PushRejected,
     TransferError,
 )
 from tractkv.ids import ObjectId, is_object_id
+from tractkv.model import Commit
 from tractkv.store import Store
 
 from .negotiate import ASK_THRESHOLD, candidate_ids, raw_objects
@@ -64,6 +66,13 @@ def fetch_from(
 ) -> FetchResult:
     """Receive the remote's branches and move ``refs/remotes/<name>/*`` to them."""
     advertised = remote.list_refs(HEADS)
+    for ref, tip in advertised.items():  # a remote is hostile until checked: only branches, by valid names
+        if not ref.startswith(HEADS) or not is_object_id(tip):
+            raise TransferError(f"{remote.url} advertised {ref!r} -> {tip!r}, which is not a branch")
+        try:
+            check_branch_name(ref[len(HEADS) :])
+        except InvalidRefName as exc:
+            raise TransferError(f"{remote.url} advertised a branch with an invalid name: {exc}") from exc
     wants = sorted({oid for oid in advertised.values() if not store.has(oid)})
     stats = None
     if wants:
@@ -71,6 +80,14 @@ def fetch_from(
     lacking = [tip for tip in wants if not store.has(tip)]
     if lacking:  # the store is closed under links, so having the tip means having its history
         raise TransferError(f"{remote.url} did not send the commit its branch names", lacking[0])
+    for (
+        ref,
+        tip,
+    ) in advertised.items():  # a branch must name a commit: a store never holds a ref it cannot compile
+        if not isinstance(store.get(tip), Commit):
+            raise TransferError(
+                f"{remote.url}: branch {ref[len(HEADS) :]!r} names {tip}, which is not a commit", tip
+            )
     prefix = f"{REMOTES}{name}/"
     current = dict(store.iter_refs(prefix))
     batch = store.new_batch()
