@@ -34,10 +34,13 @@ class Compiler:
     def __init__(self, counter: TokenCounter) -> None:
         self.counter = counter
         self._cache: OrderedDict[ObjectId, CompileState] = OrderedDict()
+        self._deep: dict[ObjectId, CompileState] = {}  # states of a deep merge replay (see state_at)
+        self._replaying = False  # inside an outermost state_at (nested replays of merges run under it)
         self.unsaved: dict[ObjectId, CompileState] = {}  # states worth a checkpoint, saved by flush()
 
     def clear(self) -> None:
         self._cache.clear()
+        self._deep.clear()
         self.unsaved.clear()
 
     def remember(self, state: CompileState) -> None:
@@ -60,6 +63,9 @@ class Compiler:
         """
         if oid is None:
             return CompileState(self.counter.name)
+        deep = self._deep.get(oid)
+        if deep is not None:
+            return deep.copy() if take else deep
         cached = self._cache.get(oid)
         if cached is not None:
             if take:
@@ -70,8 +76,60 @@ class Compiler:
         if isinstance(reader, Store):
             # A checkpoint load or a replay reads many rows and objects: one read transaction for all.
             with reader.snapshot() as snapshot:
-                return self._state_at(snapshot, oid, take)
-        return self._state_at(reader, oid, take)
+                return self._state_at_any_depth(snapshot, oid, take)
+        return self._state_at_any_depth(reader, oid, take)
+
+    def _state_at_any_depth(self, reader: Reader, oid: ObjectId, take: bool) -> CompileState:
+        """:meth:`_state_at`, which replays a merge by computing the merged-in side's state first (a
+        recursion). Merges nested hundreds deep exceed Python's recursion limit: then the outermost call
+        computes the states of the merged-in sides iteratively, deepest first, so the replay finds each one
+        ready and never recurses more than one level."""
+        if self._replaying:  # a replay inside a merge: the outermost call handles the depth
+            return self._state_at(reader, oid, take)
+        self._replaying = True
+        try:
+            try:
+                return self._state_at(reader, oid, take)
+            except RecursionError:
+                pass
+            for needed in self._merge_order(reader, oid):
+                self._remember_deep(self._state_at(reader, needed, take=True))
+            return self._state_at(reader, oid, take)
+        finally:
+            self._replaying = False
+            self._deep.clear()  # only this replay needed them (and they can be many)
+
+    def _merge_order(self, reader: Reader, oid: ObjectId) -> list[ObjectId]:
+        """Every merged-in side (and merge base) the replay of ``oid`` needs, deepest first (an explicit
+        stack: no recursion, however deep the nesting)."""
+        order: list[ObjectId] = []
+        seen: set[ObjectId] = set()
+        stack: list[tuple[ObjectId, bool]] = [(oid, False)]
+        while stack:
+            current, done = stack.pop()
+            if done:
+                if current != oid:
+                    order.append(current)
+                continue
+            if current in seen:
+                continue
+            seen.add(current)
+            stack.append((current, True))
+            walk: ObjectId | None = current
+            while walk is not None and walk not in self._deep:
+                commit = reader.get_commit(walk)
+                for other in commit.parents[1:]:
+                    stack.append((other, False))
+                    base = graph.merge_base(reader, commit.parents[0], other)
+                    if base is not None:
+                        stack.append((base, False))
+                walk = commit.parents[0] if commit.parents else None
+        return order
+
+    def _remember_deep(self, state: CompileState) -> None:
+        """Keep a state computed for a deep replay (the LRU is too small for a nesting hundreds deep)."""
+        if state.head is not None:
+            self._deep[state.head] = state
 
     def _state_at(self, reader: Reader, oid: ObjectId, take: bool) -> CompileState:
         chain: list[tuple[ObjectId, Commit]] = []
@@ -79,6 +137,8 @@ class Compiler:
         state: CompileState | None = None
         while current is not None:
             found = self._cache.pop(current, None)
+            if found is None and current in self._deep:
+                found = self._deep[current].copy()
             if found is None:
                 found = CompileState.load(reader, current, self.counter.name)
             if found is not None:
