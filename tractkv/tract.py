@@ -74,8 +74,7 @@ class Tract:
         llm: LLMClient | None = None,
         readonly: bool = False,
     ) -> None:
-        if llm is not None and not callable(getattr(llm, "chat", None)):  # before the session records HEAD
-            raise InvalidInput("an LLM client needs a chat(messages, tools=None, **params) method")
+        _check_llm(llm)  # before the session records HEAD
         self._store = store
         self._owns_store = owns_store
         self.token_budget = token_budget
@@ -87,8 +86,7 @@ class Tract:
             rebase_appends=rebase_appends,
             readonly=readonly,
         )
-        self._llm: LLMClient | None = None
-        self.configure_llm(llm)
+        self._llm: LLMClient | None = llm
         self._tool_results: ToolResults | None = None
 
     @property
@@ -466,8 +464,7 @@ class Tract:
     def configure_llm(self, llm: LLMClient | None) -> None:
         """Set the model used by generate, chat, summarize and compress: an :class:`~tractkv.llm.LLMClient`
         (``chat(messages, tools=None, **params) -> LLMResponse``; messages are :class:`Message` values)."""
-        if llm is not None and not callable(getattr(llm, "chat", None)):
-            raise InvalidInput("an LLM client needs a chat(messages, tools=None, **params) method")
+        _check_llm(llm)
         self._llm = llm
 
     @property
@@ -650,6 +647,11 @@ class Tract:
         from tractkv.toolkit.loop import run
 
         return run(self, llm, executor, max_steps=max_steps, **params)
+
+
+def _check_llm(llm: object) -> None:
+    if llm is not None and not callable(getattr(llm, "chat", None)):
+        raise InvalidInput("an LLM client needs a chat(messages, tools=None, **params) method")
 
 
 __all__ = ["Tract", "UnknownRevision"]

@@ -151,7 +151,10 @@ def test_cli_read_commands_write_nothing(tmp_path: Any) -> None:
     path = str(tmp_path / "cli")
     with Tract.open(path, durable=False) as t:
         _history(t)
+        for _ in range(3):
+            t.user("after the last checkpoint")  # a writing handle would save a checkpoint for these
     with LmdbStore(path) as s:
+        s.set_ref("HEAD", None)  # a writing handle records HEAD when the store has none: a read must not
         before = _snapshot(s)
     runner = CliRunner()
     for args in (
@@ -310,3 +313,14 @@ def test_rebase_appends_never_re_makes_a_reply_on_a_tip_the_model_did_not_see() 
     _assert_only_b_moved(a, b, tip)
     a.user("a plain append still lands, on the tip it reads now")
     assert a.log()[1].content["text"] == "meanwhile, on another handle"
+
+
+def test_head_in_a_revision_is_the_handles_own_head(store: Store) -> None:
+    """A read-only handle that switched branches (the stored HEAD did not move) resolves ``HEAD`` to its own."""
+    with Tract(store, owns_store=False, readonly=True) as reader:
+        reader.switch("side")
+        side_tip = store.get_ref("refs/heads/side")
+        assert reader.get_commit("HEAD").commit_id == side_tip
+        assert reader.log(rev="HEAD", limit=1)[0].commit_id == side_tip
+        assert reader.get_commit("HEAD~1").commit_id == reader.log()[1].commit_id
+    assert store.get_ref("HEAD") == "ref: refs/heads/main"

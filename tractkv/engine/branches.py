@@ -13,7 +13,7 @@ from tractkv.store import Reader
 from . import graph
 from .records import BranchInfo, ReflogEntry, StatusInfo
 from .reflog import iter_reflog, log_ref_move
-from .refs import HEADS, REMOTES, branch_ref, check_branch_name, resolve_revision
+from .refs import HEADS, REMOTES, branch_ref, check_branch_name
 from .session import Session
 
 
@@ -42,7 +42,7 @@ def create_branch(session: Session, name: str, source: str | None = None) -> Obj
     reader = session.reader()
     if reader.get_ref(ref) is not None:
         raise BranchExists(name)
-    start = resolve_revision(reader, source) if source is not None else session.head_commit(reader)
+    start = session.resolve(source, reader) if source is not None else session.head_commit(reader)
     if start is None:
         raise InvalidInput(f"cannot branch from {session.where()}: it has no commits yet")
     batch = session.store.new_batch()

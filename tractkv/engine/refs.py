@@ -64,8 +64,12 @@ def branch_name(ref: str) -> str | None:
     return ref[len(HEADS) :] if ref.startswith(HEADS) else None
 
 
-def resolve_revision(reader: Reader, rev: str) -> ObjectId:
-    """The commit a revision names (see module doc).
+_STORED_HEAD = object()  # resolve ``HEAD`` through the store's HEAD ref
+
+
+def resolve_revision(reader: Reader, rev: str, *, head: object = _STORED_HEAD) -> ObjectId:
+    """The commit a revision names (see module doc). ``head`` is the commit ``HEAD`` names for the caller (a
+    session's own HEAD, or None when its branch is unborn); by default the store's HEAD ref says.
 
     Raises:
         UnknownRevision: nothing matches, the prefix is ambiguous, or ``~N`` walks past the root.
@@ -74,7 +78,7 @@ def resolve_revision(reader: Reader, rev: str) -> ObjectId:
         raise UnknownRevision(str(rev), "empty")
     match = _SUFFIX.match(rev)
     base, suffix = (match.group(1), match.group(2)) if match else (rev, "")
-    oid = _resolve_base(reader, base or rev)
+    oid = _resolve_base(reader, base or rev, head)
     for step in re.findall(r"~\d*|\^\d*", suffix):
         count = int(step[1:] or 1)
         if step[0] == "~":
@@ -92,12 +96,12 @@ def _parent(reader: Reader, oid: ObjectId, index: int, rev: str) -> ObjectId:
     return commit.parents[index]
 
 
-def _resolve_base(reader: Reader, base: str) -> ObjectId:
+def _resolve_base(reader: Reader, base: str, head: object) -> ObjectId:
     if base == HEAD:
-        oid = head_commit(reader)
+        oid = head_commit(reader) if head is _STORED_HEAD else head
         if oid is None:
             raise UnknownRevision(base, "HEAD points at a branch with no commits yet")
-        return oid
+        return ObjectId(str(oid))
     if is_object_id(base):
         if not isinstance(reader.get(ObjectId(base)), Commit):
             raise UnknownRevision(base, "no commit with that id")

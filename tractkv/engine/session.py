@@ -159,9 +159,13 @@ class Session:
         value = reader.get_ref(self.branch_ref)
         return ObjectId(value) if value is not None else None
 
-    def resolve(self, rev: str) -> ObjectId:
-        """A revision (id, prefix, branch, ``HEAD~N``...) as a commit id."""
-        return _resolve(self.reader(), rev)
+    def resolve(self, rev: str, reader: Reader | None = None) -> ObjectId:
+        """A revision (id, prefix, branch, ``HEAD~N``...) as a commit id; ``HEAD`` is this session's HEAD
+        (which a read-only session or another handle's switch may have made differ from the stored one)."""
+        reader = reader or self.reader()
+        if isinstance(rev, str) and rev.startswith(HEAD):
+            return _resolve(reader, rev, head=self.head_commit(reader))
+        return _resolve(reader, rev)
 
     def head_state(self, reader: Reader | None = None) -> CompileState:
         """This session's (owned) compile state for HEAD, brought up to date with the store."""
@@ -390,6 +394,7 @@ class Session:
             generation_config=generation_config,
             tools=tools,
             tip=tip,
+            rebase=self.rebase_appends and operation == "append",
         )
 
     def commit_content(
@@ -408,10 +413,13 @@ class Session:
         toolset: ObjectId | None = None,
         action: str = "commit",
         tip: Tip | None = None,
+        rebase: bool = False,
     ) -> CommitInfo:
         """Commit a content blob (from :func:`~tractkv.engine.content.content_blob`, validated once) with the
         tools in force (explicit ``tools`` win over set_tools; ``toolset`` links an existing tool set).
-        ``stage(batch)`` stores further objects with the commit and returns the links naming them."""
+        ``stage(batch)`` stores further objects with the commit and returns the links naming them. Only a
+        caller whose content does not depend on the context (a plain append) may ask to ``rebase`` it onto a
+        tip another handle moved: a model's reply or a tool result was made for the context it saw."""
         payload: dict[str, Any] = blob.data
         schemas = tool_schemas(tools) if tools is not None else None
         inherited = toolset or (self.tools_for_next_commit() if tools is None else None)
@@ -439,9 +447,7 @@ class Session:
             message or _summary(payload),
             tip=tip,
             action=action,
-            # only a plain append is re-made on a moved tip: a model's reply (generate) or a tool result was
-            # made for the context it saw, and a compress summarizes a range of it
-            rebase=self.rebase_appends and operation == "append" and action == "commit",
+            rebase=rebase,
             payload=payload,
         )
         return self.info(oid, commit, payload)
@@ -477,7 +483,7 @@ class Session:
     def message_target(self, rev: str) -> ObjectId:
         """The message commit a revision names, which must be a message in this branch's context."""
         reader = self.reader()
-        oid = _resolve(reader, rev)
+        oid = self.resolve(rev, reader)
         state = self.head_state(reader)
         position = state.index.get(oid)
         if position is None:
@@ -490,7 +496,9 @@ class Session:
         """The compile state at a revision (None: HEAD). Shared: treat as read-only."""
         reader = self.reader()
         return (
-            self.head_state(reader) if rev is None else self.compiler.state_at(reader, _resolve(reader, rev))
+            self.head_state(reader)
+            if rev is None
+            else self.compiler.state_at(reader, self.resolve(rev, reader))
         )
 
     def compile(self, at: str | None = None, *, include_reasoning: bool = False) -> CompiledContext:
@@ -515,7 +523,7 @@ class Session:
 
     def get_commit(self, rev: str) -> CommitInfo:
         reader = self.reader()
-        oid = _resolve(reader, rev)
+        oid = self.resolve(rev, reader)
         return commit_info(reader, oid, reader.get_commit(oid), self.counter)
 
     def log(
@@ -524,7 +532,7 @@ class Session:
         if limit is not None and limit < 0:
             raise InvalidInput("limit must be >= 0")
         reader = self.reader()
-        tip = _resolve(reader, rev) if rev is not None else self.head_commit(reader)
+        tip = self.resolve(rev, reader) if rev is not None else self.head_commit(reader)
         if tip is None:
             return []
         out: list[CommitInfo] = []
@@ -537,7 +545,7 @@ class Session:
 
     def diff(self, a: str, b: str | None = None) -> ContextDiff:
         reader = self.reader()
-        state_a = self.compiler.state_at(reader, _resolve(reader, a)).copy()
+        state_a = self.compiler.state_at(reader, self.resolve(a, reader)).copy()
         return diff_states(reader, state_a, self.state_at(b))
 
     # --- branches -----------------------------------------------------------------------------------------
@@ -557,7 +565,7 @@ class Session:
         """Detach HEAD at a commit (read-only there)."""
         if self._batch is not None:
             raise InvalidInput("checkout is not allowed inside batch()")
-        oid = _resolve(self.store, rev)
+        oid = self.resolve(rev, self.store)
         self._move_head(None, oid)
         return oid
 
@@ -587,7 +595,7 @@ class Session:
             raise InvalidInput(f"mode must be 'soft' or 'hard', not {mode!r}")
         self.check_writes("reset", in_batch=False)
         tip = self.writable("reset")
-        oid = _resolve(self.store, target)
+        oid = self.resolve(target, self.store)
         self.move_branch(tip, oid, f"reset --{mode}", f"reset to {target}", hard=mode == "hard")
         return oid
 
