@@ -13,6 +13,7 @@ import itertools
 import tempfile
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -560,3 +561,24 @@ def test_random_batches_read_back_identically_through_every_reader(
         finally:
             for store in stores:
                 store.close()
+
+
+@pytest.mark.parametrize("kind", ["memory", "lmdb"])
+def test_a_snapshot_read_after_its_block_is_a_store_error(kind: str, tmp_path: Path) -> None:
+    """An ended snapshot no longer follows writes (memory) or has a transaction (LMDB): reading it is refused
+    the same way on both stores, never stale data or a raw lmdb error."""
+    from tractkv.errors import StoreError
+    from tractkv.model import Blob
+    from tractkv.store import LmdbStore, MemoryStore
+
+    store = MemoryStore() if kind == "memory" else LmdbStore(str(tmp_path / "s"), durable=False)
+    try:
+        oid = store.put(Blob(data={"n": 1}))
+        with store.snapshot() as snapshot:
+            assert snapshot.get(oid) is not None
+        with pytest.raises(StoreError, match="after its with-block"):
+            snapshot.get(oid)
+        with pytest.raises(StoreError, match="after its with-block"):
+            list(snapshot.iter_oids())
+    finally:
+        store.close()

@@ -14,14 +14,13 @@ import attrs
 import click
 
 from tractkv.cli.common import CliState, echo_json, json_option, note, with_state
-from tractkv.engine.content import Message
-from tractkv.engine.describe import describe_commit, short_id
+from tractkv.engine.content import MESSAGE_ROLES, Message
+from tractkv.engine.describe import clip, describe_commit, short_id
 from tractkv.engine.lanes import layout_lanes
 from tractkv.engine.records import CommitInfo
 from tractkv.errors import InvalidInput
 from tractkv.model import to_jsonable
 
-ROLES = ("system", "user", "assistant", "tool")
 CONTENT_TYPES = ("dialogue", "instruction", "reasoning", "artifact", "freeform")
 LINE = 72  # characters of a commit's summary shown per log line
 
@@ -56,7 +55,9 @@ def _read_text(text: str) -> str:
 
 @click.command("commit")
 @click.argument("text")
-@click.option("--role", type=click.Choice(ROLES), default="user", show_default=True, help="Who speaks.")
+@click.option(
+    "--role", type=click.Choice(MESSAGE_ROLES), default="user", show_default=True, help="Who speaks."
+)
 @click.option(
     "--type",
     "content_type",
@@ -283,7 +284,7 @@ def compile_cmd(st: CliState, fmt: str, at: str | None, include_reasoning: bool,
         )
     else:
         for message, oid in zip(ctx.messages, ctx.commit_ids, strict=True):
-            click.echo(f"[{message.role}] ({oid[:12]})")
+            click.echo(f"[{message.role}] ({short_id(oid)})")
             click.echo(message.content)
             for call in message.tool_calls:
                 args = json.dumps(call.arguments, ensure_ascii=False)
@@ -455,9 +456,9 @@ def diff(st: CliState, a: str, b: str | None, as_json: bool) -> None:
     sign = {"added": "+", "removed": "-", "modified": "~"}
     for e in result.entries:
         msg = e.after if e.after is not None else e.before
-        text = " ".join((msg.content if msg else "").split())[:72]
+        text = clip(msg.content if msg else "", 72)
         role = msg.role if msg else ""
-        click.echo(f"{sign.get(e.change, '?')} {e.commit_id[:12]} [{role}] {text}")
+        click.echo(f"{sign.get(e.change, '?')} {short_id(e.commit_id)} [{role}] {text}")
     note(f"token delta {result.token_delta:+d}")
 
 

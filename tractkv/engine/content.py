@@ -40,6 +40,7 @@ from tractkv.errors import ContentError, EncodeError
 from tractkv.model import Blob
 
 MESSAGE_TYPES = frozenset({"instruction", "dialogue", "reasoning", "artifact", "freeform"})
+MESSAGE_ROLES = ("system", "user", "assistant", "tool")  # the roles a compiled Message has
 DIALOGUE_ROLES = frozenset({"user", "assistant", "tool"})
 ARTIFACT_ROLES = frozenset({"user", "assistant"})
 PRIORITIES = ("normal", "pinned", "skip")
@@ -290,8 +291,13 @@ def to_message(data: dict[str, Any]) -> Message:
         return Message(role=data["role"], content=data["text"])
     return Message(
         role=data["role"],
-        content=json.dumps(data["payload"], ensure_ascii=False, separators=(",", ":"), sort_keys=True),
+        content=freeform_text(data["payload"]),
     )
+
+
+def freeform_text(payload: object) -> str:
+    """A freeform payload as the model receives it: compact JSON, keys sorted."""
+    return json.dumps(payload, ensure_ascii=False, separators=(",", ":"), sort_keys=True)
 
 
 def message_text(data: dict[str, Any]) -> str:

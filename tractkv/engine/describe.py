@@ -20,14 +20,13 @@ anything else                   ``other``        the commit's note, else its ope
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import attrs
 
 from tractkv.ids import ObjectId
 
-from .content import ANNOTATION, MERGE, MESSAGE_TYPES
+from .content import ANNOTATION, MERGE, MESSAGE_TYPES, freeform_text
 from .records import CommitInfo
 
 KINDS = ("message", "tool_call", "tool_result", "summary", "annotation", "merge", "other")
@@ -141,8 +140,7 @@ def describe_commit(info: CommitInfo) -> CommitDescription:
 
 def _message_text(data: dict[str, Any]) -> str:
     if data.get("type") == "freeform":
-        # exactly what the model receives (engine.content.to_message)
-        return json.dumps(data.get("payload"), ensure_ascii=False, separators=(",", ":"), sort_keys=True)
+        return freeform_text(data.get("payload"))  # exactly what the model receives
     text = data.get("text")
     return text if isinstance(text, str) else ""
 

@@ -15,7 +15,7 @@ from typing import Any, Protocol, runtime_checkable
 
 import attrs
 
-from tractkv.engine.content import Message, ToolCall
+from tractkv.engine.content import MESSAGE_ROLES, Message, ToolCall
 from tractkv.engine.render import anthropic_reply, openai_reply
 from tractkv.errors import InvalidInput, MalformedResponse, ModelCallFailed, TractError
 
@@ -193,9 +193,6 @@ def call_model(
     )
 
 
-ROLES = ("system", "user", "assistant", "tool")  # the roles a compiled Message has (engine/content.py)
-
-
 def as_messages(messages: Sequence[Message]) -> tuple[Message, ...]:
     """``messages`` as a tuple, each checked to be a :class:`Message` (what every tractkv client does first).
 
@@ -212,9 +209,9 @@ def as_messages(messages: Sequence[Message]) -> tuple[Message, ...]:
                 f"messages[{index}] must be a tractkv Message (see CompiledContext.messages), "
                 f"not {type(item).__name__}"
             )
-        if item.role not in ROLES:
+        if item.role not in MESSAGE_ROLES:
             raise InvalidInput(
-                f"messages[{index}] has role {item.role!r}; a role is one of {', '.join(ROLES)}"
+                f"messages[{index}] has role {item.role!r}; a role is one of {', '.join(MESSAGE_ROLES)}"
             )
         if item.role == "tool" and not (isinstance(item.tool_call_id, str) and item.tool_call_id):
             raise InvalidInput(f"messages[{index}] is a tool result without the tool_call_id it answers")

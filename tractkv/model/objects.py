@@ -19,7 +19,7 @@ path encodes and hashes each object once by taking ids from ``batch.put``, which
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from typing import Any, ClassVar, Protocol, TypeAlias
+from typing import Any, ClassVar, TypeAlias
 
 import attrs
 
@@ -61,23 +61,6 @@ def _check_map(_inst: object, attribute: attrs.Attribute[Any], value: object) ->
         if not isinstance(value, dict):
             raise EncodeError(attribute.name, f"expected a dict, got {type(value).__name__}")
         codec.check_value(value, attribute.name)
-
-
-class _Wired(Protocol):
-    """What every stored object provides to be encoded (see :func:`_encode_and_hash`)."""
-
-    KIND: ClassVar[str]
-
-    def to_wire(self) -> dict[str, Any]: ...
-
-
-def _encode_and_hash(obj: _Wired) -> tuple[ObjectId, bytes]:
-    """The id and canonical bytes of an object."""
-    wire = obj.to_wire()
-    wire["t"] = obj.KIND
-    wire["v"] = OBJECT_FORMAT
-    data = codec.dumps(wire)
-    return hash_bytes(data), data
 
 
 @attrs.frozen(kw_only=True)
@@ -361,20 +344,24 @@ KINDS: dict[str, type[Blob] | type[Commit] | type[ToolSchema] | type[ToolSet] | 
 # --- encoding -------------------------------------------------------------------------------------------
 
 
-def encode(obj: StoredObject) -> bytes:
-    """The canonical bytes of an object (what its id is the hash of)."""
-    return _encode_and_hash(obj)[1]
-
-
 def encode_with_id(obj: StoredObject) -> tuple[ObjectId, bytes]:
     """The object's id and canonical bytes, from one encoding."""
-    return _encode_and_hash(obj)
+    wire = obj.to_wire()
+    wire["t"] = obj.KIND
+    wire["v"] = OBJECT_FORMAT
+    data = codec.dumps(wire)
+    return hash_bytes(data), data
+
+
+def encode(obj: StoredObject) -> bytes:
+    """The canonical bytes of an object (what its id is the hash of)."""
+    return encode_with_id(obj)[1]
 
 
 def object_id(obj: StoredObject) -> ObjectId:
     """The id an object has (or would have) in any store. It encodes the object: when the object is to be
     stored too, take the id ``batch.put`` returns instead."""
-    return _encode_and_hash(obj)[0]
+    return encode_with_id(obj)[0]
 
 
 def decode(data: bytes, oid: ObjectId | None = None, *, strict: bool = False) -> StoredObject:

@@ -117,8 +117,8 @@ class WriteBatch(Reader):
     def put(self, obj: StoredObject) -> ObjectId:
         """Stage an object and return its id. Staging an object the store has already is a no-op.
 
-        The object is encoded and hashed at most once in its life: an id taken before with
-        :func:`~tractkv.model.object_id` is reused here, and this id is reused by any later call.
+        The object is encoded and hashed here once: callers take the id ``put`` returns rather than computing
+        it first with :func:`~tractkv.model.object_id` (which would encode the object a second time).
         """
         oid, data = encode_with_id(obj)
         if oid not in self.objects:

@@ -420,13 +420,20 @@ def _prefix_upper_bound(prefix: bytes) -> bytes | None:
 class _Snapshot(Reader):
     def __init__(self, txn: _LmdbTxn) -> None:
         self._txn = txn
+        self.closed = False  # set when its with-block ends (its read transaction is gone)
+
+    def _check(self) -> None:
+        if self.closed:
+            raise StoreError("a snapshot was read after its with-block ended")
 
     def _raw_get(self, table: Table, key: bytes) -> bytes | None:
+        self._check()
         return self._txn.get(table, key)
 
     def _raw_iter(
         self, table: Table, prefix: bytes = b"", *, reverse: bool = False
     ) -> Iterator[tuple[bytes, bytes]]:
+        self._check()
         return self._txn.iter(table, prefix, reverse=reverse)
 
 
@@ -574,7 +581,11 @@ class LmdbStore(Store):
     @contextmanager
     def snapshot(self) -> Iterator[Reader]:
         with self._read_txn() as txn:
-            yield _Snapshot(txn)
+            snapshot = _Snapshot(txn)
+            try:
+                yield snapshot
+            finally:
+                snapshot.closed = True
 
     def apply(self, batch: WriteBatch) -> None:
         self._write(lambda writer: apply_batch(writer, batch))

@@ -11,7 +11,7 @@ import threading
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 
-from tractkv.errors import StoreClosed
+from tractkv.errors import StoreClosed, StoreError
 from tractkv.store.base import RawWriter, Reader, Store, Table, WriteBatch, apply_batch
 from tractkv.store.format import ensure_format
 
@@ -76,6 +76,12 @@ class _MemorySnapshot(Reader):
     def __init__(self, store: MemoryStore) -> None:
         self._store = store
         self._undo: dict[Table, dict[bytes, bytes | None]] = {}
+        self.closed = False  # set when its with-block ends: the undo log stops following writes then
+
+    def _check(self) -> None:
+        if self.closed:
+            raise StoreError("a snapshot was read after its with-block ended")
+        self._store._check()
 
     def remember(self, table: Table, live: dict[bytes, bytes], changes: dict[bytes, bytes | None]) -> None:
         """Keep the values ``changes`` are about to replace (None: the row did not exist), first one wins."""
@@ -86,7 +92,7 @@ class _MemorySnapshot(Reader):
 
     def _raw_get(self, table: Table, key: bytes) -> bytes | None:
         store = self._store
-        store._check()
+        self._check()
         with store._lock:
             undo = self._undo.get(table)
             if undo is not None and key in undo:
@@ -97,7 +103,7 @@ class _MemorySnapshot(Reader):
         self, table: Table, prefix: bytes = b"", *, reverse: bool = False
     ) -> Iterator[tuple[bytes, bytes]]:
         store = self._store
-        store._check()
+        self._check()
         with store._lock:
             rows = {k: v for k, v in store._tables[table].items() if k.startswith(prefix)}
             for key, value in self._undo.get(table, {}).items():
@@ -152,6 +158,7 @@ class MemoryStore(Store):
         try:
             yield snapshot
         finally:
+            snapshot.closed = True
             with self._lock:
                 self._snapshots.discard(snapshot)
 

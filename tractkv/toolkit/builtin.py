@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any
 
-from tractkv.engine.describe import describe_commit
+from tractkv.engine.describe import clip, describe_commit
 from tractkv.engine.refs import branch_ref, check_branch_name
 from tractkv.errors import BranchExists, BranchNotFound, NoLLMConfigured
 
@@ -31,11 +31,6 @@ LOG_LINE = 100  # characters of a commit's summary shown per line by log and get
 
 def _short(oid: str | None) -> str:
     return oid[:12] if oid else "(none)"
-
-
-def _clip(text: str, limit: int = CLIP) -> str:
-    flat = " ".join(text.split())
-    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 
 
 # --- handlers ---------------------------------------------------------------------------------------------
@@ -68,12 +63,12 @@ def _compile(at: str | None = None, full: bool = False, *, context: ToolContext)
     ]
     for index, (msg, commit_id) in enumerate(zip(ctx.messages, ctx.commit_ids, strict=True), 1):
         who = msg.role + (f" ({msg.name})" if msg.name else "")
-        text = msg.content if full else _clip(msg.content)
+        text = msg.content if full else clip(msg.content, CLIP)
         if msg.tool_calls:
             calls = ", ".join(
                 f"{c.name}({json.dumps(c.arguments, ensure_ascii=False)})" for c in msg.tool_calls
             )
-            text = f"{text} [calls {calls if full else _clip(calls)}]".strip()
+            text = f"{text} [calls {calls if full else clip(calls, CLIP)}]".strip()
         if msg.tool_call_id:
             who += f" for {msg.tool_call_id}" + (" (error)" if msg.is_error else "")
         lines.append(f"[{index}] {_short(commit_id)} {who}: {text}")
@@ -120,7 +115,7 @@ def _diff(a: str, b: str | None = None, *, context: ToolContext) -> str:
     marks = {"added": "+", "removed": "-", "modified": "~"}
     for entry in d.entries:
         msg = entry.after or entry.before
-        text = _clip(msg.content) if msg is not None else ""
+        text = clip(msg.content, CLIP) if msg is not None else ""
         role = msg.role if msg is not None else "?"
         lines.append(f"{marks.get(entry.change, '?')} {_short(entry.commit_id)} {role}: {text}")
     return "\n".join(lines)
