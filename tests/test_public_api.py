@@ -53,6 +53,7 @@ EXPECTED_ALL = [
     "NotFastForward",
     "ObjectNotFound",
     "ObjectTooLarge",
+    "Part",
     "PushRejected",
     "ReadOnlySession",
     "ReasoningContent",
