@@ -31,6 +31,7 @@ from tractkv.engine.records import (
     GcResult,
     MergeResult,
     ReflogEntry,
+    Repair,
     StatusInfo,
 )
 from tractkv.engine.state import Conflict
@@ -74,6 +75,7 @@ from tractkv.errors import (
     StoreFormatError,
     SyncError,
     ToolHookError,
+    ToolPairingError,
     TractError,
     TransferError,
     UnknownRevision,
@@ -130,6 +132,7 @@ __all__ = [
     "RemoteExists",
     "RemoteNotFound",
     "RemoteUnavailable",
+    "Repair",
     "RequestTooLarge",
     "ScriptExhausted",
     "StatusInfo",
@@ -143,6 +146,7 @@ __all__ = [
     "TokenCounter",
     "ToolCall",
     "ToolHookError",
+    "ToolPairingError",
     "Tract",
     "TractError",
     "TransferError",
