@@ -3,15 +3,20 @@
 from __future__ import annotations
 
 from tractkv import Tract
+from tractkv.engine.pairing import PLACEHOLDER_TEXT
 
 
 def test_tool_results_come_before_text_in_a_user_turn() -> None:
+    """A user message between a call and its result closes the call (engine/pairing.py): the call gets a
+    placeholder result, first in the user turn, and the late result is left out."""
     with Tract.open() as t:
         t.user("look it up")
         t.assistant("", tool_calls=[{"id": "c1", "name": "search", "arguments": {"q": "x"}}])
         t.user("(while you wait: be brief)")
         t.tool_result("c1", "search", "found x")
-        rendered = t.compile().to_anthropic()
+        ctx = t.compile()
+        rendered = ctx.to_anthropic()
+    assert [r.kind for r in ctx.repairs] == ["placeholder_result", "dropped_result"]
     assert rendered["messages"] == [
         {"role": "user", "content": "look it up"},
         {
@@ -21,7 +26,7 @@ def test_tool_results_come_before_text_in_a_user_turn() -> None:
         {
             "role": "user",
             "content": [
-                {"type": "tool_result", "tool_use_id": "c1", "content": "found x"},
+                {"type": "tool_result", "tool_use_id": "c1", "content": PLACEHOLDER_TEXT, "is_error": True},
                 {"type": "text", "text": "(while you wait: be brief)"},
             ],
         },

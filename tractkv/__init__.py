@@ -32,6 +32,7 @@ from tractkv.engine.records import (
     GcResult,
     MergeResult,
     ReflogEntry,
+    Repair,
     StatusInfo,
 )
 from tractkv.engine.state import Conflict
@@ -75,6 +76,7 @@ from tractkv.errors import (
     StoreFormatError,
     SyncError,
     ToolHookError,
+    ToolPairingError,
     TractError,
     TransferError,
     UnknownRevision,
@@ -132,6 +134,7 @@ __all__ = [
     "RemoteExists",
     "RemoteNotFound",
     "RemoteUnavailable",
+    "Repair",
     "RequestTooLarge",
     "ScriptExhausted",
     "StatusInfo",
@@ -145,6 +148,7 @@ __all__ = [
     "TokenCounter",
     "ToolCall",
     "ToolHookError",
+    "ToolPairingError",
     "Tract",
     "TractError",
     "TransferError",

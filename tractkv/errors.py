@@ -12,6 +12,7 @@ and build their message in ``__init__``.
     │   ├── EncodeError                      a value a hashed payload may not hold (NaN, non-str key, ...)
     │   ├── InvalidRefName                   a branch or ref name git-style rules reject
     │   ├── ContentError                     malformed message content (unknown type, missing text, role)
+    │   ├── ToolPairingError                 compile(strict=True) met tool calls and results it had to repair
     │   ├── BranchExists                     a branch of that name exists already
     │   └── UnknownRevision                  an id, prefix, branch or HEAD~N that names no commit
     ├── ObjectNotFound (KeyError)            no object with that id in the store
@@ -59,6 +60,7 @@ from exc``); nothing else leaks.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 
@@ -187,6 +189,20 @@ class StoreClosed(StoreError):
 
 class ContentError(InvalidInput):
     """Malformed message content (unknown type, missing text, wrong role...)."""
+
+
+class ToolPairingError(InvalidInput):
+    """``compile(strict=True)`` (or ``to_*_params(strict=True)``) met a history whose tool calls and results
+    do not pair up, which a non-strict compile repairs. ``.repairs`` lists every repair; the message names the
+    first."""
+
+    def __init__(self, repairs: Sequence[Any]) -> None:
+        self.repairs = tuple(repairs)
+        more = f" (and {len(self.repairs) - 1} more)" if len(self.repairs) > 1 else ""
+        super().__init__(
+            f"tool calls and results do not pair up: {self.repairs[0]}{more}; "
+            "compile without strict=True to get the repaired request"
+        )
 
 
 class DetachedHead(TractError):

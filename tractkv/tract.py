@@ -276,9 +276,16 @@ class Tract:
 
     # --- reading ------------------------------------------------------------------------------------------
 
-    def compile(self, at: str | None = None, *, include_reasoning: bool = False) -> CompiledContext:
-        """The context at HEAD (or at any revision): messages, tools, token count, provenance."""
-        return self._session.compile(at, include_reasoning=include_reasoning)
+    def compile(
+        self, at: str | None = None, *, include_reasoning: bool = False, strict: bool = False
+    ) -> CompiledContext:
+        """The context at HEAD (or at any revision): messages, tools, token count, provenance.
+
+        Tool calls and results always pair up as providers require: where history does not, compile repairs
+        it (a placeholder result, an orphan result left out) and lists each repair on ``.repairs``
+        (:mod:`tractkv.engine.pairing`); ``strict=True`` raises :class:`~tractkv.errors.ToolPairingError`
+        instead."""
+        return self._session.compile(at, include_reasoning=include_reasoning, strict=strict)
 
     def get_commit(self, rev: str) -> CommitInfo:
         """A commit by id, unique prefix, branch or ``HEAD~N``."""

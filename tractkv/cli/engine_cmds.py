@@ -259,11 +259,19 @@ def show(st: CliState, rev: str, as_json: bool) -> None:
 )
 @click.option("--at", "at", default=None, help="Compile this revision instead of HEAD.")
 @click.option("--include-reasoning", is_flag=True, help="Include reasoning traces as assistant messages.")
+@click.option(
+    "--strict", is_flag=True, help="Fail instead of repairing tool calls and results that do not pair up."
+)
 @json_option
 @with_state
-def compile_cmd(st: CliState, fmt: str, at: str | None, include_reasoning: bool, as_json: bool) -> None:
-    """The context a model call needs, from HEAD (or --at REV)."""
-    ctx = st.tract(readonly=True).compile(at=at, include_reasoning=include_reasoning)
+def compile_cmd(
+    st: CliState, fmt: str, at: str | None, include_reasoning: bool, strict: bool, as_json: bool
+) -> None:
+    """The context a model call needs, from HEAD (or --at REV). Each repair compile made so that tool calls
+    and results pair up is printed to stderr (``repaired: ...``); ``--strict`` fails instead."""
+    ctx = st.tract(readonly=True).compile(at=at, include_reasoning=include_reasoning, strict=strict)
+    for repair in ctx.repairs:
+        note(f"repaired: {repair.detail}")
     if as_json:
         fmt = "json"
     if fmt == "openai":

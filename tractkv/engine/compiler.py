@@ -244,19 +244,21 @@ def load_tools(reader: Reader, toolset_id: ObjectId | None) -> tuple[dict[str, A
 def context_of(
     reader: Reader,
     state: CompileState,
-    counter_name: str,
+    counter: TokenCounter,
     tools: tuple[dict[str, Any], ...],
     include_reasoning: bool = False,
 ) -> CompiledContext:
-    """What compile returns for ``state`` (``tools`` are its tool set's schemas, see :func:`load_tools`)."""
+    """What compile returns for ``state`` (``tools`` are its tool set's schemas, see :func:`load_tools`), with
+    the repairs the tool-pairing pass made (:mod:`tractkv.engine.pairing`)."""
     view = state.render(reader, include_reasoning)
     return CompiledContext(
         messages=FrozenPrefix(view.messages),  # O(1): the view's lists are append-only
-        token_count=view.tokens,
+        token_count=view.total_tokens(counter),
         commit_count=state.commit_count,
         commit_ids=FrozenPrefix(view.commits),
         generation_configs=FrozenPrefix(view.gens),
-        token_source=counter_name,
+        token_source=counter.name,
         head=state.head,
         tools=tools,
+        repairs=tuple(view.pairing.repairs),
     )

@@ -8,10 +8,12 @@ from tractkv.store import Reader
 
 from .records import ContextDiff, DiffEntry
 from .state import CompileState
+from .tokens import TokenCounter
 
 
-def diff_states(reader: Reader, a: CompileState, b: CompileState) -> ContextDiff:
-    """Message-level changes from the compiled context of ``a`` to that of ``b``."""
+def diff_states(reader: Reader, a: CompileState, b: CompileState, counter: TokenCounter) -> ContextDiff:
+    """Message-level changes from the compiled context of ``a`` to that of ``b`` (placeholder results
+    included: they are part of what compile returns)."""
     view_a, view_b = a.render(reader), b.render(reader)
     matcher = difflib.SequenceMatcher(a=view_a.commits, b=view_b.commits, autojunk=False)
     entries: list[DiffEntry] = []
@@ -54,5 +56,8 @@ def diff_states(reader: Reader, a: CompileState, b: CompileState) -> ContextDiff
                 )
             )
     return ContextDiff(
-        base=a.head, target=b.head, entries=tuple(entries), token_delta=view_b.tokens - view_a.tokens
+        base=a.head,
+        target=b.head,
+        entries=tuple(entries),
+        token_delta=view_b.total_tokens(counter) - view_a.total_tokens(counter),
     )

@@ -91,7 +91,8 @@ def plan_compress(
     reader = session.reader()
     state = session.head_state(reader)
     view = state.render(reader)
-    ids = list(view.commits)
+    originals = list(view.originals())  # placeholder results are not messages a summary can replace
+    ids = [commit for _, commit in originals]
     if not ids:
         raise InvalidInput("nothing to compress: the context is empty")
     start = _position(session, ids, from_commit, "from_commit") if from_commit else 0
@@ -112,9 +113,7 @@ def plan_compress(
     if not sources:
         raise InvalidInput("nothing to compress in that range (every message is pinned or an instruction)")
     wanted = set(sources)
-    text = "\n".join(
-        f"{m.role}: {m.content}" for m, c in zip(view.messages, view.commits, strict=True) if c in wanted
-    )
+    text = "\n".join(f"{m.role}: {m.content}" for m, c in originals if c in wanted)
     return CompressPlan(sources=sources, text=text, tools=state.tools, tip=tip)
 
 

@@ -60,12 +60,13 @@ def group_turns(
 
 def context_infos(session: Session) -> list[CommitInfo]:
     """The messages of HEAD's compiled context as CommitInfo, in order; an edited message shows its latest
-    content under the original commit's id (so calls and results keep pairing up)."""
+    content under the original commit's id (so calls and results keep pairing up). Placeholder results are
+    not commits and are left out (as are orphan results, which compile leaves out)."""
     reader = session.reader()
     state = session.head_state(reader)
     view = state.render(reader)
     infos = []
-    for commit_id in view.commits:
+    for _, commit_id in view.originals():
         source = state.slots[state.index[commit_id]].source
         info = commit_info(reader, source, reader.get_commit(source), session.counter)
         infos.append(attrs.evolve(info, commit_id=commit_id) if source != commit_id else info)

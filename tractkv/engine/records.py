@@ -10,6 +10,7 @@ from typing import Any, TypeVar, overload
 
 import attrs
 
+from tractkv.errors import ToolPairingError
 from tractkv.ids import ObjectId
 
 from .content import Message
@@ -124,11 +125,35 @@ class CommitInfo:
 
 
 @attrs.frozen(kw_only=True)
+class Repair:
+    """One repair compile made so that tool calls and results pair up (:mod:`tractkv.engine.pairing`).
+
+    Attributes:
+        kind: ``placeholder_result`` (an unanswered call got a placeholder error result) or
+            ``dropped_result`` (a result answering no open call was left out).
+        commit_id: the dropped result's commit, or the commit of the message that made the call.
+        call_id: the tool call id concerned.
+        detail: one sentence for people.
+    """
+
+    kind: str
+    commit_id: ObjectId
+    call_id: str
+    detail: str
+
+    def __str__(self) -> str:
+        return self.detail
+
+
+@attrs.frozen(kw_only=True)
 class CompiledContext:
     """The exact context a model call needs, compiled from one commit.
 
     ``messages``, ``commit_ids`` and ``generation_configs`` are aligned: message *i* was added by commit
-    ``commit_ids[i]`` (edits keep the original commit's position and hash).
+    ``commit_ids[i]`` (edits keep the original commit's position and hash; a placeholder result takes the
+    commit of the message that made its call, and a ``None`` config). ``repairs`` lists what compile changed
+    so that every tool call is answered before the next message and every result answers an open call
+    (:mod:`tractkv.engine.pairing`); empty for a well-formed history.
     """
 
     messages: Sequence[Message]
@@ -139,9 +164,19 @@ class CompiledContext:
     token_source: str
     head: ObjectId | None = None
     tools: tuple[dict[str, Any], ...] = attrs.field(default=(), eq=False, hash=False)
+    repairs: tuple[Repair, ...] = ()
 
     def __len__(self) -> int:
         return len(self.messages)
+
+    def check_pairing(self) -> None:
+        """Raise when compile had to repair the pairing of tool calls and results.
+
+        Raises:
+            ToolPairingError: ``repairs`` is not empty (the error names the first).
+        """
+        if self.repairs:
+            raise ToolPairingError(self.repairs)
 
     def to_dicts(self) -> list[dict[str, Any]]:
         """Provider-neutral dicts (``role``, ``content`` and any extras), fresh copies."""
@@ -159,21 +194,33 @@ class CompiledContext:
 
         return messages_to_anthropic(self.messages)
 
-    def to_openai_params(self) -> dict[str, Any]:
+    def to_openai_params(self, strict: bool = False) -> dict[str, Any]:
         """``{"messages": [...], "tools": [...]}`` for ``client.chat.completions.create(**params)``.
 
         ``tools`` is omitted when the context has none; tool schemas stored in Anthropic's shape are converted.
+
+        Raises:
+            ToolPairingError: ``strict`` and compile made repairs (see :meth:`check_pairing`).
         """
         from tractkv.engine.render import openai_params
 
+        if strict:
+            self.check_pairing()
+
         return openai_params(self.messages, copy.deepcopy(list(self.tools)))
 
-    def to_anthropic_params(self) -> dict[str, Any]:
+    def to_anthropic_params(self, strict: bool = False) -> dict[str, Any]:
         """``{"system": ..., "messages": [...], "tools": [...]}`` for ``client.messages.create(**params)``.
 
         ``system`` is omitted when empty and ``tools`` when there are none; OpenAI-shaped tools are converted.
+
+        Raises:
+            ToolPairingError: ``strict`` and compile made repairs (see :meth:`check_pairing`).
         """
         from tractkv.engine.render import anthropic_params
+
+        if strict:
+            self.check_pairing()
 
         return anthropic_params(self.messages, copy.deepcopy(list(self.tools)))
 

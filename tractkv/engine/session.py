@@ -511,16 +511,28 @@ class Session:
             else self.compiler.state_at(reader, self.resolve(rev, reader))
         )
 
-    def compile(self, at: str | None = None, *, include_reasoning: bool = False) -> CompiledContext:
+    def compile(
+        self, at: str | None = None, *, include_reasoning: bool = False, strict: bool = False
+    ) -> CompiledContext:
+        """The compiled context at a revision (None: HEAD), its tool pairing repaired
+        (:mod:`tractkv.engine.pairing`).
+
+        Raises:
+            ToolPairingError: ``strict`` and the history needed a repair (the error names the first).
+            UnknownRevision: ``at`` names no commit.
+        """
         reader = self.reader()
         state = self.state_at(at)
-        return context_of(reader, state, self.counter.name, self.tools_of(state.tools), include_reasoning)
+        ctx = context_of(reader, state, self.counter, self.tools_of(state.tools), include_reasoning)
+        if strict:
+            ctx.check_pairing()
+        return ctx
 
     def compiled_at(self, oid: ObjectId | None) -> tuple[CompileState, CompiledContext]:
         """The (shared, read-only) compile state at a commit id (None: the empty state) and its context."""
         reader = self.reader()
         state = self.compiler.state_at(reader, oid)
-        return state, context_of(reader, state, self.counter.name, self.tools_of(state.tools))
+        return state, context_of(reader, state, self.counter, self.tools_of(state.tools))
 
     def tools_of(self, toolset_id: ObjectId | None) -> tuple[dict[str, Any], ...]:
         """The schemas of a tool set, in order (cached: a tool set id names one list forever)."""
@@ -556,7 +568,7 @@ class Session:
     def diff(self, a: str, b: str | None = None) -> ContextDiff:
         reader = self.reader()
         state_a = self.compiler.state_at(reader, self.resolve(a, reader)).copy()
-        return diff_states(reader, state_a, self.state_at(b))
+        return diff_states(reader, state_a, self.state_at(b), self.counter)
 
     # --- branches -----------------------------------------------------------------------------------------
 

@@ -30,7 +30,7 @@ the state rebuilt from objects; ``tractkv fsck`` reports damaged rows and ``fsck
 from __future__ import annotations
 
 import operator
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import attrs
@@ -42,6 +42,7 @@ from tractkv.model import Blob, Commit, ToolSet
 from tractkv.store import Reader, Store, Table, WriteBatch
 
 from .content import ANNOTATION, MESSAGE_TYPES, Message, is_message, message_text, to_message
+from .pairing import Pairing, placeholder_tokens
 from .tokens import MESSAGE_OVERHEAD, TokenCounter, part_tokens
 
 DERIVED_FORMAT = (
@@ -82,17 +83,33 @@ class Slot:
 
 
 class View:
-    """The visible part of a state, kept in step with appends so compile after an append is O(1)."""
+    """The visible part of a state, kept in step with appends so compile after an append is O(1).
 
-    __slots__ = ("commits", "gens", "messages", "tokens")
+    Messages pass through the tool-pairing pass (:mod:`tractkv.engine.pairing`) as they are added: an orphan
+    tool result is left out, placeholder results are placed before a message that closes open calls. The
+    lists are append-only (compile hands out :class:`~tractkv.engine.records.FrozenPrefix` views of them);
+    ``tokens`` counts the kept messages, :meth:`total_tokens` adds the placeholders.
+    """
+
+    __slots__ = ("commits", "gens", "messages", "pairing", "placeholders", "tokens")
 
     def __init__(self) -> None:
         self.messages: list[Message] = []
         self.commits: list[ObjectId] = []
         self.gens: list[dict[str, Any] | None] = []
         self.tokens = 0
+        self.pairing = Pairing()
+        self.placeholders: list[int] = []  # positions of placeholder results in ``messages``
 
     def add(self, message: Message, slot: Slot) -> None:
+        before = self.pairing.step(message, slot.commit)
+        if before is None:
+            return  # an orphan tool result: a repair, not a message
+        for placeholder, commit in before:
+            self.placeholders.append(len(self.messages))
+            self.messages.append(placeholder)
+            self.commits.append(commit)
+            self.gens.append(None)
         self.messages.append(message)
         self.commits.append(slot.commit)
         self.gens.append(slot.gen)
@@ -104,7 +121,26 @@ class View:
         other.commits = list(self.commits)
         other.gens = list(self.gens)
         other.tokens = self.tokens
+        other.pairing = self.pairing.copy()
+        other.placeholders = list(self.placeholders)
         return other
+
+    def total_tokens(self, counter: TokenCounter) -> int:
+        """The tokens of every message in the view, placeholder results included."""
+        if not self.placeholders:
+            return self.tokens
+        return self.tokens + len(self.placeholders) * placeholder_tokens(counter)
+
+    def originals(self) -> Iterator[tuple[Message, ObjectId]]:
+        """The messages history holds, with their commits, in order: the view without placeholder results."""
+        if not self.placeholders:
+            return zip(self.messages, self.commits, strict=True)
+        skip = set(self.placeholders)
+        return (
+            (message, commit)
+            for position, (message, commit) in enumerate(zip(self.messages, self.commits, strict=True))
+            if position not in skip
+        )
 
 
 class CompileState:
