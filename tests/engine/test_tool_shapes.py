@@ -387,3 +387,11 @@ def test_tools_are_counted_once_per_tool_set_not_per_compile() -> None:
     assert tool_counts() == 18  # a new tool set is counted once
     t.compile(at="HEAD~1")
     assert tool_counts() == 18  # the old set's count is still cached
+
+
+def test_schema_name_names_even_a_definition_the_rules_refuse() -> None:
+    """Stores written before these rules may hold such tools: the CLI and the viewer still name them."""
+    assert schema_name({"type": "function", "function": {"name": "a.b", "parameters": {}}}) == "a.b"
+    assert schema_name({"name": "old", "input_schema": {}}) == "old"
+    assert schema_name({"description": "nameless"}) == "?"
+    assert schema_name("text") == "?"

@@ -118,12 +118,19 @@ def read_tool(tool: object) -> ToolSpec:
 
 
 def schema_name(schema: object) -> str:
-    """The name of a tool definition in any accepted shape (what the model calls it by).
-
-    Raises:
-        InvalidInput: ``schema`` is not an accepted tool definition.
-    """
-    return read_tool(schema).name
+    """The name of a tool definition in any accepted shape (what the model calls it by), for lookups and
+    display. Never raises: for a definition the rules refuse (a store written before them) it is the
+    ``name`` or ``function.name`` field as text, ``"?"`` when there is none."""
+    try:
+        return read_tool(schema).name
+    except InvalidInput:
+        if isinstance(schema, ToolSchema):
+            return schema.name
+        if not isinstance(schema, Mapping):
+            return "?"
+        inner = schema.get("function")
+        name = inner.get("name") if isinstance(inner, Mapping) else schema.get("name")
+        return str(name) if name is not None else "?"
 
 
 def tool_schemas(tools: object) -> list[ToolSchema]:
