@@ -395,3 +395,10 @@ def test_schema_name_names_even_a_definition_the_rules_refuse() -> None:
     assert schema_name({"name": "old", "input_schema": {}}) == "old"
     assert schema_name({"description": "nameless"}) == "?"
     assert schema_name("text") == "?"
+
+
+def test_an_older_stores_refused_tool_is_still_counted_as_given() -> None:
+    old = {"name": "old", "input_schema": {}}  # accepted before the object-schema rule
+    text = json.dumps(old, sort_keys=True, separators=(",", ":"))
+    expected = HeuristicCounter().count(text) + TOOL_OVERHEAD + TOOLS_OVERHEAD
+    assert tool_tokens([old], HeuristicCounter()) == expected

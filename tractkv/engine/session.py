@@ -505,15 +505,15 @@ class Session:
     def compile(self, at: str | None = None, *, include_reasoning: bool = False) -> CompiledContext:
         reader = self.reader()
         state = self.state_at(at)
-        tools, tool_tokens = self.tools_of(state.tools), self.tool_tokens_of(state.tools)
-        return context_of(reader, state, self.counter.name, tools, include_reasoning, tool_tokens=tool_tokens)
+        tools, tool_cost = self.tools_of(state.tools), self.tool_tokens_of(state.tools)
+        return context_of(reader, state, self.counter.name, tools, include_reasoning, tool_tokens=tool_cost)
 
     def compiled_at(self, oid: ObjectId | None) -> tuple[CompileState, CompiledContext]:
         """The (shared, read-only) compile state at a commit id (None: the empty state) and its context."""
         reader = self.reader()
         state = self.compiler.state_at(reader, oid)
-        tools, tool_tokens = self.tools_of(state.tools), self.tool_tokens_of(state.tools)
-        return state, context_of(reader, state, self.counter.name, tools, tool_tokens=tool_tokens)
+        tools, tool_cost = self.tools_of(state.tools), self.tool_tokens_of(state.tools)
+        return state, context_of(reader, state, self.counter.name, tools, tool_tokens=tool_cost)
 
     def tools_of(self, toolset_id: ObjectId | None) -> tuple[dict[str, Any], ...]:
         """The schemas of a tool set, in order (cached: a tool set id names one list forever)."""
