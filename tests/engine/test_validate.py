@@ -164,11 +164,24 @@ def test_malformed_typed_blobs_are_tagged_invalid_with_the_reason(data: Any, why
 
 
 def test_a_tool_schema_must_carry_its_name() -> None:
-    assert tag(ToolSchema(name="a", schema={"name": "a", "input_schema": {}})) == "tool"
+    assert tag(ToolSchema(name="a", schema={"name": "a", "input_schema": {"type": "object"}})) == "tool"
     renamed = ToolSchema(name="a", schema={"name": "b"})
     assert "named 'b'" in tag(renamed)
     with pytest.raises(ObjectRuleError, match="named 'b'"):
         check(renamed, Tags(MemoryStore()))
+
+
+def test_a_received_tool_schema_follows_the_write_path_rules() -> None:
+    """A tool object received or read from disk is held to what set_tools accepts (name rule, object schema,
+    known fields), with the reason in the tag."""
+    bad = {
+        "a.b": {"name": "a.b", "input_schema": {"type": "object"}},
+        "a": {"name": "a", "input_schema": {"type": "string"}},
+        "c": {"name": "c", "input_schema": {"type": "object"}, "surprise": 1},
+    }
+    for name, schema in bad.items():
+        found = tag(ToolSchema(name=name, schema=schema))
+        assert found.startswith("invalid:tool schema:"), found
 
 
 def test_fsck_objects_reports_what_the_validator_refuses() -> None:

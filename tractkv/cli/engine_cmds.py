@@ -18,6 +18,7 @@ from tractkv.engine.content import MESSAGE_ROLES, Message
 from tractkv.engine.describe import clip, describe_commit, short_id
 from tractkv.engine.lanes import layout_lanes
 from tractkv.engine.records import CommitInfo
+from tractkv.engine.toolsets import schema_name
 from tractkv.errors import InvalidInput
 from tractkv.model import to_jsonable
 
@@ -298,7 +299,7 @@ def compile_cmd(
                 args = json.dumps(call.arguments, ensure_ascii=False)
                 click.echo(f"  -> {call.name}({args}) id={call.id}")
             click.echo("")
-        names = [str(t.get("function", t).get("name")) for t in ctx.tools]
+        names = [schema_name(t) for t in ctx.tools]
         note(
             f"{len(ctx.messages)} messages, {ctx.token_count} tokens" + (f", tools: {names}" if names else "")
         )

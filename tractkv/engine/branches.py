@@ -103,7 +103,7 @@ def status(session: Session, token_budget: int | None = None) -> StatusInfo:
         detached=session.branch_ref is None,
         commit_count=state.commit_count,
         message_count=len(view.messages),
-        token_count=view.total_tokens(session.counter),
+        token_count=view.total_tokens(session.counter) + session.tool_tokens_of(state.tools),
         token_budget=token_budget,
         token_source=session.counter.name,
     )

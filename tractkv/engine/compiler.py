@@ -247,13 +247,16 @@ def context_of(
     counter: TokenCounter,
     tools: tuple[dict[str, Any], ...],
     include_reasoning: bool = False,
+    *,
+    tool_tokens: int = 0,
 ) -> CompiledContext:
-    """What compile returns for ``state`` (``tools`` are its tool set's schemas, see :func:`load_tools`), with
-    the repairs the tool-pairing pass made (:mod:`tractkv.engine.pairing`)."""
+    """What compile returns for ``state`` (``tools`` are its tool set's schemas, see :func:`load_tools`;
+    ``tool_tokens`` their estimated tokens, added to the messages' in ``token_count``), with the repairs the
+    tool-pairing pass made (:mod:`tractkv.engine.pairing`)."""
     view = state.render(reader, include_reasoning)
     return CompiledContext(
         messages=FrozenPrefix(view.messages),  # O(1): the view's lists are append-only
-        token_count=view.total_tokens(counter),
+        token_count=view.total_tokens(counter) + tool_tokens,
         commit_count=state.commit_count,
         commit_ids=FrozenPrefix(view.commits),
         generation_configs=FrozenPrefix(view.gens),

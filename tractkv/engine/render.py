@@ -1,9 +1,9 @@
 """Provider shapes: the one module that knows how OpenAI chat completions and Anthropic messages spell
 messages, tools and tool calls.
 
-Requests: compiled :class:`Message` values and stored tool schemas (either provider's shape) rendered for an
-API (:func:`openai_params`, :func:`anthropic_params`). Replies: an API's assistant message read back as text
-and :class:`ToolCall` values (:func:`openai_reply`, :func:`anthropic_reply`).
+Requests: compiled :class:`Message` values and stored tool definitions (any shape :mod:`.toolsets`
+accepts) rendered for an API (:func:`openai_params`, :func:`anthropic_params`). Replies: an API's assistant
+message read back as text and :class:`ToolCall` values (:func:`openai_reply`, :func:`anthropic_reply`).
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from tractkv.errors import MalformedResponse
 
 from .content import Message, Part, ToolCall
 from .media import PDF, TEXT, b64, data_url
+from .toolsets import ANTHROPIC, ANTHROPIC_SERVER, EMPTY_PARAMETERS, read_tool
 
 
 def messages_to_openai(messages: Sequence[Message]) -> list[dict[str, Any]]:
@@ -210,39 +211,78 @@ def _anthropic_parts(parts: Sequence[Part]) -> list[dict[str, Any]]:
     return out
 
 
-def tool_to_openai(schema: Mapping[str, Any]) -> dict[str, Any]:
-    """A tool schema in OpenAI's shape (``{"type": "function", "function": {...}}``), converted if needed."""
-    if schema.get("type") == "function" and isinstance(schema.get("function"), Mapping):
-        return dict(schema)
-    function: dict[str, Any] = {"name": schema["name"]}
-    if schema.get("description") is not None:
-        function["description"] = schema["description"]
-    function["parameters"] = schema.get("input_schema") or {"type": "object", "properties": {}}
+def tool_to_openai(schema: Mapping[str, Any]) -> dict[str, Any] | None:
+    """A tool definition (any shape :func:`~tractkv.engine.toolsets.read_tool` accepts) as an OpenAI chat
+    tool ``{"type": "function", "function": {"name", "description", "parameters", "strict"}}``, or None for
+    an Anthropic server tool, which OpenAI has no equivalent for.
+
+    ``description`` and ``strict`` are sent when given (``strict`` only as a boolean); ``parameters`` is always
+    sent (an empty object schema when the definition has none). Anthropic-only fields (``cache_control``...)
+    and MCP's ``title``, ``outputSchema``, ``annotations`` are not sent.
+
+    Raises:
+        InvalidInput: ``schema`` is not an accepted tool definition.
+    """
+    spec = read_tool(schema)
+    if spec.shape == ANTHROPIC_SERVER:
+        return None
+    function: dict[str, Any] = {"name": spec.name}
+    if spec.description is not None:
+        function["description"] = spec.description
+    function["parameters"] = dict(spec.parameters) if spec.parameters is not None else dict(EMPTY_PARAMETERS)
+    if spec.strict is not None:
+        function["strict"] = spec.strict
     return {"type": "function", "function": function}
 
 
 def tool_to_anthropic(schema: Mapping[str, Any]) -> dict[str, Any]:
-    """A tool schema in Anthropic's shape (``{"name", "description", "input_schema"}``), converted if needed."""
-    if not (schema.get("type") == "function" and isinstance(schema.get("function"), Mapping)):
-        return dict(schema)
-    function = schema["function"]
-    out: dict[str, Any] = {"name": function["name"]}
-    if function.get("description") is not None:
-        out["description"] = function["description"]
-    out["input_schema"] = function.get("parameters") or {"type": "object", "properties": {}}
+    """A tool definition (any shape :func:`~tractkv.engine.toolsets.read_tool` accepts) as an Anthropic tool.
+
+    An Anthropic tool (custom or server) is sent as given (a custom tool without ``input_schema`` gets an
+    empty object schema). Other shapes become ``{"name", "description", "input_schema", "strict"}``:
+    ``description`` when given, ``strict`` when a boolean (the Messages API's tool ``strict``); MCP's
+    ``title``, ``outputSchema`` and ``annotations`` are not sent (Anthropic refuses unknown fields).
+
+    Raises:
+        InvalidInput: ``schema`` is not an accepted tool definition.
+    """
+    spec = read_tool(schema)
+    if spec.shape == ANTHROPIC_SERVER:
+        return dict(spec.fields)
+    if spec.shape == ANTHROPIC:
+        out = dict(spec.fields)
+        out.setdefault("input_schema", dict(EMPTY_PARAMETERS))
+        return out
+    out = {"name": spec.name}
+    if spec.description is not None:
+        out["description"] = spec.description
+    out["input_schema"] = dict(spec.parameters) if spec.parameters is not None else dict(EMPTY_PARAMETERS)
+    if spec.strict is not None:
+        out["strict"] = spec.strict
     return out
 
 
 def openai_params(messages: Sequence[Message], tools: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
-    """Keyword arguments for ``client.chat.completions.create``: messages, and tools when there are any."""
+    """Keyword arguments for ``client.chat.completions.create``: messages, and tools when there are any.
+
+    Anthropic server tools are left out (OpenAI has no equivalent); ``tools`` is omitted when none is left.
+
+    Raises:
+        InvalidInput: a tool is not an accepted tool definition.
+    """
     params: dict[str, Any] = {"messages": messages_to_openai(messages)}
-    if tools:
-        params["tools"] = [tool_to_openai(t) for t in tools]
+    rendered = [r for r in (tool_to_openai(t) for t in tools) if r is not None]
+    if rendered:
+        params["tools"] = rendered
     return params
 
 
 def anthropic_params(messages: Sequence[Message], tools: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
-    """Keyword arguments for ``client.messages.create``: system (when set), messages, tools (when any)."""
+    """Keyword arguments for ``client.messages.create``: system (when set), messages, tools (when any).
+
+    Raises:
+        InvalidInput: a tool is not an accepted tool definition.
+    """
     rendered = messages_to_anthropic(messages)
     params: dict[str, Any] = {"messages": rendered["messages"]}
     if rendered["system"]:

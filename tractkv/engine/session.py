@@ -53,7 +53,7 @@ from .refs import HEAD, SYMBOLIC, branch_name, branch_ref, read_head
 from .refs import resolve_revision as _resolve
 from .state import CompileState
 from .tokens import DEFAULT_COUNTER, TokenCounter
-from .toolsets import ACTIVE_TOOLS, EMPTY_TOOLSET_ID, put_toolset, tool_schemas
+from .toolsets import ACTIVE_TOOLS, EMPTY_TOOLSET_ID, put_toolset, tool_schemas, tool_tokens
 from .validate import check_commit, trusted_tag
 
 MAX_REBASE_ATTEMPTS = 16  # bounded retries of an automatic append rebase under contention
@@ -108,6 +108,7 @@ class Session:
         self._state: CompileState | None = None
         self._since_checkpoint = 0
         self._tools_cache: dict[ObjectId, tuple[dict[str, Any], ...]] = {}
+        self._tool_tokens_cache: dict[ObjectId, int] = {}
         self._last_commit: tuple[ObjectId, Commit] | None = None  # the next commit's parent, usually
         self._stored_toolsets: set[ObjectId] = set()  # tool sets this session's written commits linked
         ref, detached = read_head(store)
@@ -523,7 +524,8 @@ class Session:
         """
         reader = self.reader()
         state = self.state_at(at)
-        ctx = context_of(reader, state, self.counter, self.tools_of(state.tools), include_reasoning)
+        tools, tool_cost = self.tools_of(state.tools), self.tool_tokens_of(state.tools)
+        ctx = context_of(reader, state, self.counter, tools, include_reasoning, tool_tokens=tool_cost)
         if strict:
             ctx.check_pairing()
         return ctx
@@ -532,7 +534,8 @@ class Session:
         """The (shared, read-only) compile state at a commit id (None: the empty state) and its context."""
         reader = self.reader()
         state = self.compiler.state_at(reader, oid)
-        return state, context_of(reader, state, self.counter, self.tools_of(state.tools))
+        tools, tool_cost = self.tools_of(state.tools), self.tool_tokens_of(state.tools)
+        return state, context_of(reader, state, self.counter, tools, tool_tokens=tool_cost)
 
     def tools_of(self, toolset_id: ObjectId | None) -> tuple[dict[str, Any], ...]:
         """The schemas of a tool set, in order (cached: a tool set id names one list forever)."""
@@ -541,6 +544,18 @@ class Session:
         cached = self._tools_cache.get(toolset_id)
         if cached is None:
             cached = self._tools_cache[toolset_id] = load_tools(self.reader(), toolset_id)
+        return cached
+
+    def tool_tokens_of(self, toolset_id: ObjectId | None) -> int:
+        """The estimated tokens of a tool set's definitions (:func:`~tractkv.engine.toolsets.tool_tokens`;
+        cached per tool set id, so a compile after an append does not count them again)."""
+        if toolset_id is None:
+            return 0
+        cached = self._tool_tokens_cache.get(toolset_id)
+        if cached is None:
+            cached = self._tool_tokens_cache[toolset_id] = tool_tokens(
+                self.tools_of(toolset_id), self.counter
+            )
         return cached
 
     def get_commit(self, rev: str) -> CommitInfo:
@@ -678,6 +693,7 @@ class Session:
         self.compiler.clear()
         self._state = None
         self._tools_cache.clear()
+        self._tool_tokens_cache.clear()
         self._stored_toolsets.clear()
 
     def place(self, ref: str | None, detached: ObjectId | None = None) -> None:

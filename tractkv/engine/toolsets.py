@@ -1,24 +1,153 @@
-"""Tool sets: schemas from OpenAI- or Anthropic-shaped dicts, the ordered set a commit links, and the
-per-branch setting ``set_tools`` keeps in the local ``meta`` table."""
+"""Tool sets: tool definitions in every accepted shape, the ordered set a commit links, and the per-branch
+setting ``set_tools`` keeps in the local ``meta`` table.
+
+**Accepted shapes** (:func:`read_tool` tells them apart and checks them; :func:`tool_schema` stores one
+exactly as given):
+
+* ``openai``: an OpenAI chat tool ``{"type": "function", "function": {"name", "description"?,
+  "parameters"?, "strict"?}}``;
+* ``responses``: a Responses / Agents flat function tool ``{"type": "function", "name", "description"?,
+  "parameters"?, "strict"?}``;
+* ``anthropic``: an Anthropic custom tool ``{"name", "description"?, "input_schema"?, "type"?: "custom",
+  ...}`` with the other fields of Anthropic's ``ToolParam`` (``cache_control``, ``strict``,
+  ``allowed_callers``, ``defer_loading``, ``eager_input_streaming``, ``input_examples``);
+* ``anthropic_server``: an Anthropic server / built-in tool, a versioned ``type`` ending in a date
+  (``web_search_20250305``, ``bash_20250124``, ``text_editor_20250728``...) and its ``name`` (the type
+  stands in as the name of the few that have none); its other fields are Anthropic's to check;
+* ``mcp``: an MCP tool definition ``{"name", "title"?, "description"?, "inputSchema", "outputSchema"?,
+  "annotations"?, ...}`` (further MCP fields such as ``_meta`` are kept, never sent to a provider).
+
+Rules every shape shares: the name matches ``^[a-zA-Z0-9_-]{1,64}$`` (OpenAI's and Anthropic's rule for
+function tools); a parameters schema (``parameters`` / ``input_schema`` / ``inputSchema``) is a JSON object
+schema, ``{"type": "object", ...}``, and an absent one means no parameters; ``description`` is a string;
+``strict`` a boolean (OpenAI shapes also allow null, as their API does); the whole definition is JSON (no
+bytes). Unknown top-level fields are refused for the OpenAI and Anthropic shapes (their APIs reject them);
+one set never holds two tools of one name (both providers reject that).
+"""
 
 from __future__ import annotations
 
+import json
+import re
+from collections.abc import Iterable, Mapping
 from typing import Any
+
+import attrs
 
 from tractkv.errors import ContentError, InvalidInput
 from tractkv.ids import ObjectId
 from tractkv.model import ToolSchema, ToolSet, object_id
 from tractkv.store import WriteBatch
 
+from .tokens import TokenCounter
+
 ACTIVE_TOOLS = b"tools:"  # meta key prefix: branch ref -> tool set id set_tools() links to later commits
 EMPTY_TOOLSET_ID = object_id(ToolSet(tools=()))
 
+OPENAI_CHAT = "openai"
+RESPONSES = "responses"
+ANTHROPIC = "anthropic"
+ANTHROPIC_SERVER = "anthropic_server"
+MCP = "mcp"
 
-def tool_schemas(tools: list[dict[str, Any]]) -> list[ToolSchema]:
-    """The stored schemas of a tools list (validated, before anything is staged)."""
+TOOL_NAME = re.compile(r"[a-zA-Z0-9_-]{1,64}")  # fullmatch: OpenAI's and Anthropic's function-tool name rule
+SERVER_TYPE = re.compile(r"[a-z][a-z0-9_]*_[0-9]{8}")  # fullmatch: Anthropic's versioned server tool types
+EMPTY_PARAMETERS: dict[str, Any] = {"type": "object", "properties": {}}  # what an absent schema renders as
+
+_OPENAI_TOP = frozenset({"type", "function"})
+_OPENAI_FUNCTION = frozenset({"name", "description", "parameters", "strict"})
+_RESPONSES = frozenset({"type", "name", "description", "parameters", "strict"})
+_ANTHROPIC = frozenset(
+    {
+        "name",
+        "description",
+        "input_schema",
+        "type",
+        "cache_control",
+        "strict",
+        "allowed_callers",
+        "defer_loading",
+        "eager_input_streaming",
+        "input_examples",
+    }
+)
+
+
+@attrs.frozen(kw_only=True)
+class ToolSpec:
+    """One tool definition read from any accepted shape (see the module docstring).
+
+    ``parameters`` is the JSON object schema of its arguments (None when absent, and for server tools);
+    ``strict`` is None unless a boolean was given; ``fields`` is the definition as given.
+    """
+
+    shape: str
+    name: str
+    description: str | None = None
+    parameters: Mapping[str, Any] | None = None
+    strict: bool | None = None
+    fields: Mapping[str, Any] = attrs.field(factory=dict, eq=False, hash=False)
+
+
+def read_tool(tool: object) -> ToolSpec:
+    """Which shape ``tool`` is and what it defines.
+
+    Raises:
+        InvalidInput: not a dict, or no accepted shape, a bad name, a parameters schema that is not a JSON
+            object schema, a field of the wrong type or one the shape does not have (the message names it).
+    """
+    if isinstance(tool, ToolSchema):
+        tool = tool.schema
+    if not isinstance(tool, Mapping):
+        raise InvalidInput(f"a tool definition must be a dict, not {type(tool).__name__}")
+    kind = tool.get("type")
+    if kind == "function" and "function" in tool:
+        return _openai_chat(tool)
+    if kind == "function":
+        return _responses(tool)
+    if "inputSchema" in tool and kind is None:
+        return _mcp(tool)
+    if kind is None or kind == "custom":
+        return _anthropic(tool)
+    if isinstance(kind, str) and SERVER_TYPE.fullmatch(kind):
+        return _server(tool, kind)
+    raise InvalidInput(
+        f"tool type {kind!r} is not one tractkv knows: expected 'function' (OpenAI), none or 'custom' "
+        "(Anthropic, MCP) or a versioned Anthropic server tool type such as 'web_search_20250305'"
+    )
+
+
+def schema_name(schema: object) -> str:
+    """The name of a tool definition in any accepted shape (what the model calls it by), for lookups and
+    display. Never raises: for a definition the rules refuse (a store written before them) it is the
+    ``name`` or ``function.name`` field as text, ``"?"`` when there is none."""
+    try:
+        return read_tool(schema).name
+    except InvalidInput:
+        if isinstance(schema, ToolSchema):
+            return schema.name
+        if not isinstance(schema, Mapping):
+            return "?"
+        inner = schema.get("function")
+        name = inner.get("name") if isinstance(inner, Mapping) else schema.get("name")
+        return str(name) if name is not None else "?"
+
+
+def tool_schemas(tools: object) -> list[ToolSchema]:
+    """The stored schemas of a tools list (validated, before anything is staged).
+
+    Raises:
+        InvalidInput: not a list, a definition :func:`tool_schema` refuses, or two tools of one name.
+    """
     if not isinstance(tools, list | tuple):
-        raise InvalidInput("tools must be a list of tool schemas")
-    return [tool_schema(t) for t in tools]
+        raise InvalidInput("tools must be a list of tool definitions")
+    schemas = [tool_schema(t) for t in tools]
+    seen: set[str] = set()
+    for schema in schemas:
+        if schema.name in seen:
+            raise InvalidInput(f"two tools are named {schema.name!r}: a tool set holds one tool per name")
+        seen.add(schema.name)
+    return schemas
 
 
 def put_toolset(batch: WriteBatch, schemas: list[ToolSchema]) -> ObjectId:
@@ -27,17 +156,176 @@ def put_toolset(batch: WriteBatch, schemas: list[ToolSchema]) -> ObjectId:
 
 
 def tool_schema(tool: Any) -> ToolSchema:
-    """A stored tool schema from an OpenAI- or Anthropic-shaped dict."""
+    """The stored schema of a tool definition in any accepted shape, exactly as given (named by
+    :func:`schema_name`).
+
+    Raises:
+        InvalidInput: what :func:`read_tool` refuses, or a definition that is not JSON (bytes, ...).
+        ContentError: a value the store cannot hold.
+    """
     if isinstance(tool, ToolSchema):
         return tool
-    if not isinstance(tool, dict):
-        raise InvalidInput("a tool schema must be a dict (OpenAI or Anthropic shape)")
-    name = tool.get("name")
-    if tool.get("type") == "function" and isinstance(tool.get("function"), dict):
-        name = tool["function"].get("name")
-    if not isinstance(name, str) or not name:
-        raise InvalidInput("a tool schema needs a name (function.name for OpenAI, name for Anthropic)")
+    spec = read_tool(tool)
     try:
-        return ToolSchema(name=name, schema=tool)
+        json.dumps(tool, allow_nan=False)
+    except (TypeError, ValueError) as exc:
+        raise InvalidInput(f"tool {spec.name!r}: the definition must be JSON ({exc})") from None
+    try:
+        return ToolSchema(name=spec.name, schema=tool)
     except InvalidInput as exc:
-        raise ContentError(f"tool {name!r}: {exc}") from exc
+        raise ContentError(f"tool {spec.name!r}: {exc}") from exc
+
+
+TOOL_OVERHEAD = 7  # tokens framing each tool definition (the OpenAI cookbook's func_init for gpt-4o)
+TOOLS_OVERHEAD = 12  # tokens closing a request's tool list, once (the cookbook's func_end)
+
+
+def tool_tokens(schemas: Iterable[Mapping[str, Any]], counter: TokenCounter) -> int:
+    """An estimate of the tokens a request's tool definitions cost: for each tool, ``counter`` over the compact
+    JSON (sorted keys, no spaces) of what the model reads of it, plus :data:`TOOL_OVERHEAD`; plus
+    :data:`TOOLS_OVERHEAD` once when there is any tool (0 when there is none).
+
+    What the model reads of a function tool (every shape but Anthropic's server tools) is its name,
+    description and parameters schema, ``{"name", "description", "parameters"}`` as rendered, the same for both
+    providers. An Anthropic server tool counts its definition as given, an underestimate: Anthropic adds the
+    tool's own fixed prompt, which it documents per tool. The figures come from OpenAI's cookbook "How to count
+    tokens with tiktoken" (``num_tokens_for_tools``: 7 tokens open each function, 12 close the list); that
+    notebook counts a TypeScript-like rendering where this counts JSON, which is a little longer, so the
+    estimate leans high. Anthropic's own tool-use system prompt (a few hundred tokens per request with tools,
+    per its pricing page) is not included. A definition today's rules refuse (a store written before them)
+    counts as given, so compiling such a store still works.
+    """
+    total = 0
+    for schema in schemas:
+        try:
+            spec = read_tool(schema)
+        except InvalidInput:  # a store written before today's tool rules: count the definition as given
+            spec = ToolSpec(shape=ANTHROPIC_SERVER, name="?", fields=schema)
+        if spec.shape == ANTHROPIC_SERVER:
+            shown: Mapping[str, Any] = spec.fields
+        else:
+            shown = {"name": spec.name, "parameters": spec.parameters or EMPTY_PARAMETERS}
+            if spec.description is not None:
+                shown = {**shown, "description": spec.description}
+        text = json.dumps(shown, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+        total += counter.count(text) + TOOL_OVERHEAD
+    return total + TOOLS_OVERHEAD if total else 0
+
+
+# --- the shapes ---------------------------------------------------------------------------------------------
+
+
+def _openai_chat(tool: Mapping[str, Any]) -> ToolSpec:
+    _known(tool, _OPENAI_TOP, "an OpenAI chat tool")
+    function = tool["function"]
+    if not isinstance(function, Mapping):
+        raise InvalidInput("an OpenAI chat tool's 'function' must be a dict")
+    name = _name(function.get("name"), "function.name")
+    _known(function, _OPENAI_FUNCTION, f"OpenAI tool {name!r}: function")
+    return ToolSpec(
+        shape=OPENAI_CHAT,
+        name=name,
+        description=_description(function, name),
+        parameters=_parameters(function, "parameters", name),
+        strict=_strict(function, name, nullable=True),
+        fields=tool,
+    )
+
+
+def _responses(tool: Mapping[str, Any]) -> ToolSpec:
+    name = _name(tool.get("name"), "name (or function.name)")
+    _known(tool, _RESPONSES, f"Responses function tool {name!r}:")
+    return ToolSpec(
+        shape=RESPONSES,
+        name=name,
+        description=_description(tool, name, nullable=True),
+        parameters=_parameters(tool, "parameters", name, nullable=True),
+        strict=_strict(tool, name, nullable=True),
+        fields=tool,
+    )
+
+
+def _anthropic(tool: Mapping[str, Any]) -> ToolSpec:
+    name = _name(tool.get("name"), "name")
+    _known(tool, _ANTHROPIC, f"Anthropic tool {name!r}:")
+    return ToolSpec(
+        shape=ANTHROPIC,
+        name=name,
+        description=_description(tool, name),
+        parameters=_parameters(tool, "input_schema", name),
+        strict=_strict(tool, name, nullable=False),
+        fields=tool,
+    )
+
+
+def _server(tool: Mapping[str, Any], kind: str) -> ToolSpec:
+    name = _name(tool.get("name", kind), "name")
+    return ToolSpec(shape=ANTHROPIC_SERVER, name=name, fields=tool)
+
+
+def _mcp(tool: Mapping[str, Any]) -> ToolSpec:
+    name = _name(tool.get("name"), "name")
+    mixed = sorted(k for k in ("input_schema", "parameters", "function") if k in tool)
+    if mixed:
+        raise InvalidInput(f"MCP tool {name!r} (inputSchema) also has {mixed}: one shape per tool")
+    for key in ("title", "description"):
+        if key in tool and not isinstance(tool[key], str):
+            raise InvalidInput(f"MCP tool {name!r}: {key} must be a string")
+    if "annotations" in tool and not isinstance(tool["annotations"], Mapping):
+        raise InvalidInput(f"MCP tool {name!r}: annotations must be a dict")
+    if "outputSchema" in tool:
+        _parameters(tool, "outputSchema", name)
+    parameters = _parameters(tool, "inputSchema", name)
+    return ToolSpec(
+        shape=MCP, name=name, description=tool.get("description"), parameters=parameters, fields=tool
+    )
+
+
+# --- the shared rules ---------------------------------------------------------------------------------------
+
+
+def _name(value: object, where: str) -> str:
+    if not isinstance(value, str) or not value:
+        raise InvalidInput(f"a tool definition needs a name ({where}, a non-empty string)")
+    if not TOOL_NAME.fullmatch(value):
+        raise InvalidInput(
+            f"tool name {value!r} must be 1-64 letters, digits, '_' or '-' (the providers' rule)"
+        )
+    return value
+
+
+def _known(fields: Mapping[str, Any], allowed: frozenset[str], what: str) -> None:
+    unknown = sorted(str(k) for k in fields if k not in allowed)
+    if unknown:
+        raise InvalidInput(
+            f"{what} has unknown fields {unknown} (the provider refuses them; allowed: {sorted(allowed)})"
+        )
+
+
+def _description(fields: Mapping[str, Any], name: str, *, nullable: bool = False) -> str | None:
+    value = fields.get("description")
+    if value is None and (nullable or "description" not in fields):
+        return None
+    if not isinstance(value, str):
+        raise InvalidInput(f"tool {name!r}: description must be a string")
+    return value
+
+
+def _parameters(
+    fields: Mapping[str, Any], key: str, name: str, *, nullable: bool = False
+) -> Mapping[str, Any] | None:
+    if key not in fields or (nullable and fields[key] is None):
+        return None
+    value = fields[key]
+    if not isinstance(value, Mapping) or value.get("type") != "object":
+        raise InvalidInput(f"tool {name!r}: {key} must be a JSON object schema ({{'type': 'object', ...}})")
+    return value
+
+
+def _strict(fields: Mapping[str, Any], name: str, *, nullable: bool) -> bool | None:
+    if "strict" not in fields or (nullable and fields["strict"] is None):
+        return None
+    value = fields["strict"]
+    if not isinstance(value, bool):
+        raise InvalidInput(f"tool {name!r}: strict must be a boolean")
+    return value

@@ -29,8 +29,9 @@ The rules, by kind (an object's "tag" is its kind, or for a blob the content typ
   media ids its parts use (:class:`MessageTag`), so a commit's ``links["media"]`` is checked against them.
   A malformed typed blob is not refused by itself (it hurts nobody until a commit uses it); a commit that
   uses it is refused, naming why the blob is malformed.
-* **tool**: its schema has the name the ``name`` field says, in the OpenAI or Anthropic shape
-  (:func:`tractkv.engine.toolsets.tool_schema`'s rule), so rendering it for a provider cannot fail.
+* **tool**: its schema is a tool definition :func:`tractkv.engine.toolsets.tool_schema` accepts (any
+  accepted shape, the same rules as the write path) named as the ``name`` field says, so rendering it for a
+  provider cannot fail.
 * **toolset**: every entry is a tool schema.
 * **usage**: ``start`` / ``end`` in ``[TS_MIN, TS_MAX]`` (ints, not booleans), ``rlen`` a non-negative int,
   ``commit`` and ``heads`` commits, ``children`` usage records.

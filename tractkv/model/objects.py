@@ -174,7 +174,7 @@ class Commit:
 
 @attrs.frozen(kw_only=True)
 class ToolSchema:
-    """One tool definition exactly as given (OpenAI or Anthropic shape); ``name`` is metadata for lookups.
+    """One tool definition exactly as given (a shape ``engine.toolsets`` accepts); ``name`` is metadata for lookups.
 
     The same name with a different schema is a different object: a new version of that tool.
     """

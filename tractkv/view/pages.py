@@ -12,8 +12,10 @@ from urllib.parse import urlencode
 
 from tractkv.engine.describe import describe_commit
 from tractkv.engine.records import CommitInfo
+from tractkv.engine.toolsets import read_tool, schema_name
 from tractkv.engine.usage_stats import ToolStats
 from tractkv.engine.usage_tree import STATUSES, UsageNode
+from tractkv.errors import InvalidInput
 from tractkv.ids import ObjectId
 
 from .html import Markup, el, join, pretty_json
@@ -322,12 +324,14 @@ def tools_list(tools: tuple[dict[str, Any], ...] | list[dict[str, Any]]) -> Mark
 
 
 def _tool_title(tool: dict[str, Any]) -> tuple[str, str]:
-    inner = tool.get("function") if isinstance(tool.get("function"), dict) else tool
-    assert isinstance(inner, dict)
-    description = str(inner.get("description") or "")
+    try:
+        spec = read_tool(tool)
+        description = spec.description or str(spec.fields.get("title") or "")
+    except InvalidInput:  # a store written before today's tool rules: shown, never an error page
+        description = ""
     if len(description) > 120:
         description = description[:119] + "…"
-    return str(inner.get("name", "?")), description
+    return schema_name(tool), description
 
 
 def request_params(view: CommitView, fmt: str) -> dict[str, Any]:
