@@ -162,6 +162,8 @@ def openai_tool_call(raw: object, index: int) -> ToolCall:
             arguments = json.loads(arguments)
         except json.JSONDecodeError as exc:
             raise MalformedResponse(f"tool_calls[{index}] ({name}) arguments are not JSON: {exc}") from None
+        except RecursionError:  # hostile nesting ("[[[[..."): refused like any other bad JSON
+            raise MalformedResponse(f"tool_calls[{index}] ({name}) arguments are nested too deeply") from None
     if not isinstance(arguments, Mapping):
         raise MalformedResponse(f"tool_calls[{index}] ({name}) arguments must be a JSON object")
     call_id = raw.get("id")
