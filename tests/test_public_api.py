@@ -54,6 +54,7 @@ EXPECTED_ALL = [
     "NotFastForward",
     "ObjectNotFound",
     "ObjectTooLarge",
+    "Part",
     "PushRejected",
     "ReadOnlySession",
     "ReasoningContent",

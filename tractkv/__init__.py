@@ -19,6 +19,7 @@ from tractkv.engine.content import (
     FreeformContent,
     InstructionContent,
     Message,
+    Part,
     ReasoningContent,
     ToolCall,
 )
@@ -122,6 +123,7 @@ __all__ = [
     "NotFastForward",
     "ObjectNotFound",
     "ObjectTooLarge",
+    "Part",
     "PushRejected",
     "ReadOnlySession",
     "ReasoningContent",

@@ -250,18 +250,24 @@ class Tract:
         """Append a system instruction."""
         return self.commit({"type": "instruction", "text": text}, **kwargs)
 
-    def user(self, text: str, *, name: str | None = None, **kwargs: Any) -> CommitInfo:
-        """Append a user message."""
-        payload: dict[str, Any] = {"type": "dialogue", "role": "user", "text": text}
+    def user(self, text: str | list[Any], *, name: str | None = None, **kwargs: Any) -> CommitInfo:
+        """Append a user message: a string, or a list of content parts (str, ``{"type": "text", "text"}``,
+        ``{"type": "image" | "document", "data": bytes, "media_type"}``, ``{"type": "image", "url"}``, or
+        OpenAI / Anthropic native parts; see :mod:`tractkv.engine.content`). Media bytes are stored once
+        each, however many messages use them."""
+        payload: dict[str, Any] = _dialogue("user", text)
         if name is not None:
             payload["name"] = name
         return self.commit(payload, **kwargs)
 
-    def assistant(self, text: str = "", *, tool_calls: list[Any] | None = None, **kwargs: Any) -> CommitInfo:
-        """Append an assistant message, optionally with tool calls: ``{"id", "name", "arguments"}``, OpenAI's
-        ``{"id", "type": "function", "function": {"name", "arguments"}}`` (arguments a JSON string), or
-        Anthropic ``{"type": "tool_use", "id", "name", "input"}`` blocks; stored in the first form."""
-        payload: dict[str, Any] = {"type": "dialogue", "role": "assistant", "text": text}
+    def assistant(
+        self, text: str | list[Any] = "", *, tool_calls: list[Any] | None = None, **kwargs: Any
+    ) -> CommitInfo:
+        """Append an assistant message (a string, or a list of parts: text, ``thinking``,
+        ``redacted_thinking``, ``refusal``), optionally with tool calls: ``{"id", "name", "arguments"}``,
+        OpenAI's ``{"id", "type": "function", "function": {"name", "arguments"}}`` (arguments a JSON string),
+        or Anthropic ``{"type": "tool_use", "id", "name", "input"}`` blocks; stored in the first form."""
+        payload: dict[str, Any] = _dialogue("assistant", text)
         if tool_calls:
             payload["tool_calls"] = list(tool_calls)
         return self.commit(payload, **kwargs)
@@ -694,3 +700,10 @@ def _check_llm(llm: object) -> None:
 
 
 __all__ = ["Tract", "UnknownRevision"]
+
+
+def _dialogue(role: str, text: object) -> dict[str, Any]:
+    """A dialogue payload from a string or a list of content parts (validated by the commit)."""
+    if isinstance(text, list | tuple):
+        return {"type": "dialogue", "role": role, "parts": list(text)}
+    return {"type": "dialogue", "role": role, "text": text}

@@ -456,7 +456,7 @@ def test_to_openai_empty_text_with_tool_calls_is_null_content(tract: Tract) -> N
 def test_to_anthropic_shape(tract: Tract) -> None:
     _tool_history(tract)
     assert tract.compile().to_anthropic() == {
-        "system": "sys one\n\nsys two",
+        "system": "sys one",
         "messages": [
             {"role": "user", "content": "weather in Paris and Rome?"},
             {
@@ -472,6 +472,7 @@ def test_to_anthropic_shape(tract: Tract) -> None:
                 "content": [
                     {"type": "tool_result", "tool_use_id": "c1", "content": "sunny"},
                     {"type": "tool_result", "tool_use_id": "c2", "content": "boom", "is_error": True},
+                    {"type": "text", "text": "System: sys two"},  # a later system message stays in place
                 ],
             },
             {"role": "assistant", "content": "Paris is sunny."},

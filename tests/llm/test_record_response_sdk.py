@@ -22,8 +22,6 @@ from tractkv.llm import AnthropicClient
 from .conftest import Recorder, anthropic_message, openai_completion
 from .test_sdk_acceptance import WEATHER_ANTHROPIC, WEATHER_OPENAI
 
-NEEDS_PARTS = pytest.mark.xfail(strict=True, reason="needs content parts from wt-c")
-
 THINKING = {
     "type": "thinking",
     "thinking": "Paris weather: call the tool.",
@@ -98,7 +96,6 @@ def test_openai_sdk_tool_call_recorded_and_sent_back(recorder: Recorder, openai_
     assert messages[3] == {"role": "tool", "content": "18°C, sunny", "tool_call_id": "call_1"}
 
 
-@NEEDS_PARTS
 def test_anthropic_sdk_thinking_tool_loop_sends_thinking_back_exactly(
     recorder: Recorder, anthropic_sdk: anthropic.Anthropic
 ) -> None:
@@ -122,7 +119,6 @@ def test_anthropic_sdk_thinking_tool_loop_sends_thinking_back_exactly(
     }
 
 
-@NEEDS_PARTS
 def test_openai_rendering_leaves_thinking_out(recorder: Recorder, openai_sdk: openai.OpenAI) -> None:
     """A conversation recorded from Anthropic, continued on OpenAI: the thinking is not sent."""
     recorder.reply(openai_completion("18°C and sunny."))
@@ -143,7 +139,6 @@ def test_openai_rendering_leaves_thinking_out(recorder: Recorder, openai_sdk: op
     assert REDACTED["data"] not in sent
 
 
-@NEEDS_PARTS
 def test_openai_sdk_refusal_recorded_and_sent_back(recorder: Recorder, openai_sdk: openai.OpenAI) -> None:
     refused = openai_completion(None, model="gpt-test")
     refused["choices"][0]["message"]["refusal"] = "I can't help with that."
@@ -164,7 +159,6 @@ def test_openai_sdk_refusal_recorded_and_sent_back(recorder: Recorder, openai_sd
     assert not assistant.get("content")
 
 
-@NEEDS_PARTS
 def test_generate_with_anthropic_client_keeps_thinking(recorder: Recorder) -> None:
     """generate() records what record_response records, and the next call sends the thinking back."""
     recorder.reply(thinking_reply())

@@ -118,7 +118,46 @@ def shapes() -> dict[str, Callable[[Tract, list[Pair]], tuple[list[Pair], str]]]
         blob = message(USER)
         return [blob, commit(t.head, blob[0], links={"usages": [rid(blob[0])]})], "links.usages[0]"
 
+    png = b"\x89PNG\r\n\x1a\n" + b"\x00" * 24
+
+    def with_image(media_id: ObjectId) -> dict[str, Any]:
+        part = {"type": "image", "media_type": "image/png", "media": media_id}
+        return {
+            "type": "dialogue",
+            "role": "user",
+            "text": "x",
+            "parts": [{"type": "text", "text": "x"}, part],
+        }
+
+    def media_not_linked(t: Tract, pairs: list[Pair]) -> tuple[list[Pair], str]:
+        assert t.head is not None
+        image = raw("blob", data=png)
+        blob = message(with_image(image[0]))
+        return [image, blob, commit(t.head, blob[0])], "links.media"
+
+    def media_link_to_a_message(t: Tract, pairs: list[Pair]) -> tuple[list[Pair], str]:
+        assert t.head is not None
+        other = message(USER)
+        blob = message(with_image(other[0]))
+        return [other, blob, commit(t.head, blob[0], links={"media": [rid(other[0])]})], "not a media"
+
+    def media_link_not_used(t: Tract, pairs: list[Pair]) -> tuple[list[Pair], str]:
+        assert t.head is not None
+        image = raw("blob", data=png)
+        blob = message(USER)
+        return [image, blob, commit(t.head, blob[0], links={"media": [rid(image[0])]})], "uses none"
+
+    def image_bytes_inline(t: Tract, pairs: list[Pair]) -> tuple[list[Pair], str]:
+        assert t.head is not None
+        part = {"type": "image", "media_type": "image/png", "data": png}
+        blob = message({"type": "dialogue", "role": "user", "text": "", "parts": [part]})
+        return [blob, commit(t.head, blob[0])], "canonical form"
+
     return {
+        "media-not-linked": media_not_linked,
+        "media-link-to-a-message": media_link_to_a_message,
+        "media-link-not-used": media_link_not_used,
+        "image-bytes-inline": image_bytes_inline,
         "parent-is-a-blob": parent_is_blob,
         "tools-is-a-blob": tools_is_blob,
         "ts-2**64-1": ts(2**64 - 1),
@@ -188,6 +227,19 @@ def test_a_valid_history_still_passes_and_compiles(in_process_hub: Callable[...,
     push(hub.remote, pairs, t.head)
     with Tract(hub.store, branch="evil", owns_store=False, readonly=True) as clone:
         assert clone.compile().to_dicts() == t.compile().to_dicts()
+
+
+def test_fsck_reports_a_stored_commit_with_a_missing_media_link() -> None:
+    t, pairs = base()
+    hostile, _ = SHAPES["media-not-linked"](t, pairs)
+    store = MemoryStore()
+    batch = store.new_batch()
+    for oid, data in [*pairs, *hostile]:
+        batch.put_raw(oid, data)
+    store.apply(batch)
+    problems = fsck_objects(store)
+    assert [p.where for p in problems] == [hostile[-1][0]]
+    assert "links.media" in problems[0].detail
 
 
 # --- hypothesis: well-formed, semantically hostile objects ---------------------------------------------

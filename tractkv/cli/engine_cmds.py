@@ -30,7 +30,7 @@ def _jsonable(value: Any) -> Any:
     if isinstance(value, CommitInfo):
         return value.to_json()
     if isinstance(value, Message):
-        return value.to_dict()
+        return to_jsonable(value.to_dict())  # media bytes as {"$bytes": "<base64>"}
     if attrs.has(type(value)):
         return {f.name: _jsonable(getattr(value, f.name)) for f in attrs.fields(type(value))}
     if isinstance(value, datetime):

@@ -33,7 +33,7 @@ def commit_info(
     role = None
     count = 0
     if isinstance(data, dict) and kind in ("instruction", "dialogue", "reasoning", "artifact", "freeform"):
-        count = tokens if tokens is not None else count_tokens(data, counter)
+        count = tokens if tokens is not None else count_tokens(data, counter, _media_reader(reader))
         role = {"instruction": "system", "reasoning": "assistant"}.get(str(kind), data.get("role"))
     return CommitInfo(
         commit_id=oid,
@@ -60,3 +60,11 @@ def usage_of(metadata: dict[str, Any] | None) -> dict[str, Any] | None:
     None when its metadata has no usage dict."""
     usage = metadata.get("usage") if isinstance(metadata, dict) else None
     return usage if isinstance(usage, dict) else None
+
+
+def _media_reader(reader: Reader) -> Any:
+    def load(oid: str) -> bytes | None:
+        blob = reader.get(ObjectId(oid))
+        return blob.data if isinstance(blob, Blob) and isinstance(blob.data, bytes) else None
+
+    return load

@@ -7,8 +7,8 @@ type          fields                                              compiles to
 ============  ==================================================  =====================================
 instruction   ``text``                                            a ``system`` message
 dialogue      ``role`` (user / assistant / tool), ``text``,       a message of that role
-              optional ``name``, ``tool_calls``, ``tool_call_id``,
-              ``is_error``
+              optional ``parts``, ``name``, ``tool_calls``,
+              ``tool_call_id``, ``is_error``
 reasoning     ``text``                                            an ``assistant`` message, only when
                                                                   compiled with ``include_reasoning``
 artifact      ``text``, ``artifact_type``, ``role`` (user)         a message of ``role`` (a document,
@@ -22,22 +22,55 @@ Bookkeeping content has its own types and never becomes a message: ``annotation`
 result behind an edited or summarized one). :mod:`tractkv.engine.validate` checks them, and checks that a
 received message blob is exactly what :func:`content_blob` would store.
 
-**No bytes in a message.** A message payload holds only JSON values: a bytes value anywhere in a freeform
-``payload`` or in a tool call's ``arguments`` is refused with :class:`ContentError` when the commit is made
-(and a received blob holding one is refused by the validator). Providers accept only JSON, so bytes could
-not be counted, compiled or sent; encode binary data as text (base64) first. (Bytes stay allowed in blobs
-that are not messages and in a commit's metadata, which are never sent to a model.)
+**Content parts.** A dialogue message may carry ``parts``, its content blocks in order, when it is more than
+one text. Stored parts:
+
+==================  ================================================================  ================
+part type           fields                                                            roles
+==================  ================================================================  ================
+text                ``text``                                                          all
+image               ``media_type``, ``media`` (hex id of a bytes blob), or ``url``    user, tool
+                    (https); optional ``detail`` (auto / low / high)
+document            ``media_type``, ``media``, or ``url`` (https, a PDF); optional     user, tool
+                    ``title``
+thinking            ``thinking``, ``signature`` (Anthropic extended thinking)          assistant
+redacted_thinking   ``data`` (Anthropic's opaque string)                               assistant
+refusal             ``refusal``                                                       assistant
+==================  ================================================================  ================
+
+``text`` is always the text parts joined with ``""`` (what describe, diff, search and summarization read).
+A single text part is stored as plain ``text`` without ``parts``. Media types and the checks on the bytes
+are :mod:`tractkv.engine.media`'s. Input (:func:`content_objects`) accepts, in ``parts``, ``str``; the
+neutral dicts ``{"type": "text", "text"}``, ``{"type": "image" | "document", "data": bytes, "media_type"}``
+and ``{"type": "image" | "document", "url"}``; OpenAI's ``image_url`` (a data: URL or https URL) and
+``file`` (``file_data`` as a data: URL, ``filename`` kept as the title) parts; Anthropic's ``image`` /
+``document`` blocks with a ``base64``, ``url`` or (documents) ``text`` source, ``thinking``,
+``redacted_thinking``; and the stored form itself (``media`` naming a blob already stored). Keys whose value
+is None count as absent (SDK ``model_dump()`` output); any other unknown key is refused. data: URLs and
+base64 are decoded, so the same bytes are stored once whatever shape brought them: each file is its own
+``Blob(data=<bytes>)``, linked from the commit as ``links["media"]`` (sorted, unique).
+
+**No other bytes in a message.** Apart from media (above), a message payload holds only JSON values: a bytes
+value anywhere in a freeform ``payload`` or in a tool call's ``arguments`` is refused with
+:class:`ContentError` when the commit is made (and a received blob holding one is refused by the validator).
+Providers accept only JSON, so bytes could not be counted, compiled or sent; encode binary data as text
+(base64) first, or send it as an image or document part. (Bytes stay allowed in blobs that are not messages
+and in a commit's metadata, which are never sent to a model.)
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
 
 import attrs
 
 from tractkv.errors import ContentError, EncodeError
-from tractkv.model import Blob
+from tractkv.ids import is_object_id
+from tractkv.model import Blob, object_id
+
+from . import media as _media
 
 MESSAGE_TYPES = frozenset({"instruction", "dialogue", "reasoning", "artifact", "freeform"})
 MESSAGE_ROLES = ("system", "user", "assistant", "tool")  # the roles a compiled Message has
@@ -49,6 +82,7 @@ ANNOTATION = "annotation"
 MERGE = "merge"
 TOOL_ORIGINAL = "tool_original"
 MERGE_STRATEGIES = ("auto", "ours", "theirs")  # what a merge blob's ``strategy`` may say
+MEDIA_LINK = "media"  # a message commit's link to the media blobs its parts use
 
 
 @attrs.frozen(kw_only=True)
@@ -64,8 +98,59 @@ class ToolCall:
 
 
 @attrs.frozen(kw_only=True)
+class Part:
+    """One content block of a compiled message, with its media bytes loaded (see "Content parts" above).
+
+    ``type`` says which fields are set: ``text`` (``text``); ``image`` / ``document`` (``media_type`` and
+    ``data`` with ``media`` its blob id, or ``url``; ``detail`` / ``title``); ``thinking`` (``thinking``,
+    ``signature``); ``redacted_thinking`` (``redacted``: Anthropic's opaque data); ``refusal``
+    (``refusal``).
+    """
+
+    type: str
+    text: str | None = None
+    media_type: str | None = None
+    data: bytes | None = attrs.field(default=None, repr=lambda d: f"<{len(d)} bytes>" if d else repr(d))
+    media: str | None = None
+    url: str | None = None
+    detail: str | None = None
+    title: str | None = None
+    thinking: str | None = None
+    signature: str | None = None
+    redacted: str | None = None
+    refusal: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """The neutral input shape of this part (bytes as bytes): ``t.user([part.to_dict()])`` stores it
+        again unchanged."""
+        kind = self.type
+        if kind == "text":
+            return {"type": "text", "text": self.text}
+        if kind in ("image", "document"):
+            out: dict[str, Any] = {"type": kind}
+            if self.data is not None:
+                out["media_type"] = self.media_type
+                out["data"] = self.data
+            else:
+                out["url"] = self.url
+            if self.detail is not None:
+                out["detail"] = self.detail
+            if self.title is not None:
+                out["title"] = self.title
+            return out
+        if kind == "thinking":
+            return {"type": "thinking", "thinking": self.thinking, "signature": self.signature}
+        if kind == "redacted_thinking":
+            return {"type": "redacted_thinking", "data": self.redacted}
+        return {"type": "refusal", "refusal": self.refusal}
+
+
+@attrs.frozen(kw_only=True)
 class Message:
-    """One compiled message, provider-neutral. Immutable and shared: treat as read-only."""
+    """One compiled message, provider-neutral. Immutable and shared: treat as read-only.
+
+    ``content`` is the message's text (its text parts joined); ``parts`` its content blocks in order when it
+    has more than one text (empty for a plain text message)."""
 
     role: str
     content: str
@@ -73,9 +158,11 @@ class Message:
     tool_calls: tuple[ToolCall, ...] = ()
     tool_call_id: str | None = None
     is_error: bool = False
+    parts: tuple[Part, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
-        """The neutral dict form: ``role`` and ``content`` plus whichever extras are set."""
+        """The neutral dict form: ``role`` and ``content`` plus whichever extras are set (``parts`` as
+        :meth:`Part.to_dict`, media as bytes)."""
         out: dict[str, Any] = {"role": self.role, "content": self.content}
         if self.name is not None:
             out["name"] = self.name
@@ -85,6 +172,8 @@ class Message:
             out["tool_call_id"] = self.tool_call_id
         if self.is_error:
             out["is_error"] = True
+        if self.parts:
+            out["parts"] = [p.to_dict() for p in self.parts]
         return out
 
 
@@ -171,45 +260,80 @@ def _only_keys(item: dict[str, Any], allowed: set[str], where: str) -> None:
         raise ContentError(f"{where} has unknown keys {sorted(map(str, unknown))}")
 
 
-def content_blob(content: object) -> Blob:
-    """Validate message content and return the blob that stores it (its payload is the canonical dict).
+def content_objects(content: object) -> tuple[Blob, tuple[Blob, ...]]:
+    """Validate message content and return the blob that stores it plus the media blobs its parts use (each
+    image or document's bytes, one blob per distinct file, in order of first use).
 
-    Accepts a payload dict (``{"type": "dialogue", "role": "user", "text": "hi"}``) or one of the
-    content classes below. The payload is checked once: its shape here, its values (what a hashed payload
-    may hold) by the :class:`~tractkv.model.Blob` it is stored in.
+    Accepts a payload dict (``{"type": "dialogue", "role": "user", "text": "hi"}``, or with ``parts``: see
+    "Content parts" above) or one of the content classes below. The payload is checked once: its shape here,
+    its values (what a hashed payload may hold) by the :class:`~tractkv.model.Blob` it is stored in. The
+    commit that stores the blob must store the media blobs too and link them as ``links["media"]``
+    (:func:`media_ids`); :meth:`tractkv.engine.session.Session.commit_content` does.
 
     Raises:
         ContentError: unknown type, missing or mistyped fields, unknown fields, values a payload may not
-            hold (NaN, sets, ...).
+            hold (NaN, sets, ...), a part that is malformed (naming its index), a media type that is not
+            accepted or bytes that are not what it says, invalid base64, a URL that is neither https nor a
+            data: URL.
     """
-    payload = canonical_payload(content)
+    media: dict[str, Blob] = {}
+    payload = _canonical(content, media)
     try:
-        return Blob(data=payload)
+        blob = Blob(data=payload)
     except EncodeError as exc:
         # Name the place inside the payload, as a payload check would ("payload.x", not "data.payload.x").
         where = exc.path.removeprefix("data").removeprefix(".")
         raise ContentError(str(EncodeError(where, exc.reason))) from exc
+    return blob, tuple(media.values())
+
+
+def content_blob(content: object) -> Blob:
+    """Validate message content without media bytes and return the blob that stores it (as
+    :func:`content_objects`).
+
+    Raises:
+        ContentError: as :func:`content_objects`, and when the content carries image or document bytes
+            (they must be stored with it: use :func:`content_objects`).
+    """
+    blob, media = content_objects(content)
+    if media:
+        raise ContentError("content with image or document data needs its media stored too (content_objects)")
+    return blob
+
+
+def media_ids(payload: dict[str, Any]) -> tuple[str, ...]:
+    """The media blob ids a stored payload's parts use, sorted and unique (what the commit that adds it links
+    as ``links["media"]``)."""
+    parts = payload.get("parts")
+    if not isinstance(parts, list):
+        return ()
+    found = {p["media"] for p in parts if isinstance(p, dict) and isinstance(p.get("media"), str)}
+    return tuple(sorted(found))
 
 
 def normalize(content: object) -> dict[str, Any]:
-    """Validate message content and return the canonical payload dict (``content_blob(content).data``).
+    """Validate message content and return the canonical payload dict (``content_objects(content)[0].data``).
 
-    Prefer :func:`content_blob` when the payload is to be stored: it returns the blob already checked.
+    Prefer :func:`content_objects` when the payload is to be stored: it returns the blobs already checked.
 
     Raises:
-        ContentError: as :func:`content_blob`.
+        ContentError: as :func:`content_objects`.
     """
-    data: dict[str, Any] = content_blob(content).data
+    data: dict[str, Any] = content_objects(content)[0].data
     return data
 
 
 def canonical_payload(content: object) -> dict[str, Any]:
     """The canonical payload dict of message content, its shape checked (its values are not: see
-    :func:`content_blob`). A stored message payload equals its own canonical payload.
+    :func:`content_objects`). A stored message payload equals its own canonical payload.
 
     Raises:
-        ContentError: as :func:`content_blob`, except for values a hashed payload may not hold.
+        ContentError: as :func:`content_objects`, except for values a hashed payload may not hold.
     """
+    return _canonical(content, {})
+
+
+def _canonical(content: object, media: dict[str, Blob]) -> dict[str, Any]:
     if isinstance(content, _ContentBase):
         content = content.to_payload()
     if not isinstance(content, dict):
@@ -226,14 +350,16 @@ def canonical_payload(content: object) -> dict[str, Any]:
         allowed = {"type", "text"}
         out["text"] = _text(content)
     elif kind == "dialogue":
-        allowed = {"type", "role", "text", "name", "tool_calls", "tool_call_id", "is_error"}
+        allowed = {"type", "role", "text", "parts", "name", "tool_calls", "tool_call_id", "is_error"}
         role = content.get("role")
         if role not in DIALOGUE_ROLES:
             raise ContentError(f"dialogue role must be one of {sorted(DIALOGUE_ROLES)}, not {role!r}")
         out["role"] = role
         out["text"] = content.get("text") if content.get("text") is not None else ""
         if not isinstance(out["text"], str):
-            raise ContentError("dialogue text must be a string")
+            raise ContentError("dialogue text must be a string (or pass a list of content parts as parts)")
+        if content.get("parts") is not None:
+            _set_parts(out, content["parts"], media, text_given=content.get("text"))
         if content.get("name") is not None:
             if not isinstance(content["name"], str):
                 raise ContentError("name must be a string")
@@ -251,8 +377,8 @@ def canonical_payload(content: object) -> dict[str, Any]:
                 out["is_error"] = True
         elif content.get("tool_call_id") is not None or content.get("is_error"):
             raise ContentError("tool_call_id and is_error belong to tool messages only")
-        if not out["text"] and not out.get("tool_calls"):
-            raise ContentError(f"an empty {role} message (no text, no tool calls)")
+        if not out["text"] and not out.get("tool_calls") and not out.get("parts"):
+            raise ContentError(f"an empty {role} message (no text, no parts, no tool calls)")
     elif kind == "artifact":
         allowed = {"type", "text", "artifact_type", "role"}
         out["text"] = _text(content)
@@ -272,6 +398,192 @@ def canonical_payload(content: object) -> dict[str, Any]:
     if unknown:
         raise ContentError(f"{kind} content has unknown fields {sorted(unknown)}")
     return out
+
+
+# --- content parts ----------------------------------------------------------------------------------------
+
+ASSISTANT_PARTS = frozenset({"thinking", "redacted_thinking", "refusal"})
+MEDIA_PARTS = frozenset({"image", "document"})
+DETAILS = ("auto", "high", "low")
+
+
+def _set_parts(out: dict[str, Any], raw: object, media: dict[str, Blob], text_given: object) -> None:
+    """Normalize ``raw`` parts into ``out`` (``text`` = the text parts joined; ``parts`` unless it is one
+    text), storing media blobs in ``media`` by id."""
+    if not isinstance(raw, list | tuple):
+        raise ContentError(f"parts must be a list of content parts, not {type(raw).__name__}")
+    role = out["role"]
+    parts = [_part(item, index, role, media) for index, item in enumerate(raw)]
+    joined = "".join(p["text"] for p in parts if p["type"] == "text")
+    if text_given is not None and text_given != joined:
+        raise ContentError("text must be the text parts joined (or leave text out when giving parts)")
+    out["text"] = joined
+    if len(parts) > 1 or (parts and parts[0]["type"] != "text"):
+        out["parts"] = parts
+
+
+def _part(item: object, index: int, role: str, media: dict[str, Blob]) -> dict[str, Any]:
+    where = f"parts[{index}]"
+    if isinstance(item, str):
+        item = {"type": "text", "text": item}
+    if not isinstance(item, dict):
+        raise ContentError(f"{where} must be a str or a dict with a 'type', not {type(item).__name__}")
+    item = {k: v for k, v in item.items() if v is not None}  # SDK model_dump() writes None for unset keys
+    kind = item.get("type")
+    if kind == "image_url":  # OpenAI
+        _keys(item, where, {"type", "image_url"})
+        inner = item.get("image_url")
+        if not isinstance(inner, dict):
+            raise ContentError(f"{where}.image_url must be a dict with a url")
+        inner = {k: v for k, v in inner.items() if v is not None}
+        _keys(inner, f"{where}.image_url", {"url", "detail"})
+        item = {
+            "type": "image",
+            "url": inner.get("url"),
+            **({"detail": inner["detail"]} if "detail" in inner else {}),
+        }
+        kind = "image"
+    elif kind == "file":  # OpenAI
+        _keys(item, where, {"type", "file"})
+        inner = item.get("file")
+        if not isinstance(inner, dict):
+            raise ContentError(f"{where}.file must be a dict with file_data")
+        inner = {k: v for k, v in inner.items() if v is not None}
+        if "file_id" in inner:
+            raise ContentError(f"{where}: a file_id names a file stored at OpenAI; pass its bytes instead")
+        _keys(inner, f"{where}.file", {"file_data", "filename"})
+        data_url = inner.get("file_data")
+        if not isinstance(data_url, str) or not data_url.startswith("data:"):
+            raise ContentError(
+                f"{where}.file.file_data must be a data: URL (data:application/pdf;base64,...)"
+            )
+        item = {
+            "type": "document",
+            "url": data_url,
+            **({"title": inner["filename"]} if "filename" in inner else {}),
+        }
+        kind = "document"
+    if kind == "text":
+        _keys(item, where, {"type", "text"})
+        text = item.get("text")
+        if not isinstance(text, str):
+            raise ContentError(f"{where}: a text part needs a string text")
+        if not text:
+            raise ContentError(f"{where}: an empty text part (providers refuse empty text blocks)")
+        return {"type": "text", "text": text}
+    if kind in MEDIA_PARTS:
+        if role == "assistant":
+            raise ContentError(f"{where}: an {kind} belongs to a user or tool message, not an assistant one")
+        return _media_part(item, kind, where, media)
+    if kind in ASSISTANT_PARTS:
+        if role != "assistant":
+            raise ContentError(f"{where}: a {kind} part belongs to an assistant message only")
+        if kind == "thinking":
+            _keys(item, where, {"type", "thinking", "signature"})
+            fields = {"thinking": item.get("thinking"), "signature": item.get("signature")}
+        elif kind == "redacted_thinking":
+            _keys(item, where, {"type", "data"})
+            fields = {"data": item.get("data")}
+        else:
+            _keys(item, where, {"type", "refusal"})
+            fields = {"refusal": item.get("refusal")}
+        for name, value in fields.items():
+            if not isinstance(value, str):
+                raise ContentError(f"{where}: a {kind} part needs a string {name}")
+        return {"type": kind, **fields}
+    known = sorted({"text", "image", "document", "image_url", "file", *ASSISTANT_PARTS})
+    raise ContentError(f"{where}: unknown part type {kind!r}; expected one of {known}")
+
+
+def _media_part(item: dict[str, Any], kind: str, where: str, media: dict[str, Blob]) -> dict[str, Any]:
+    """An image or document part in its stored form (bytes moved into a media blob)."""
+    extra = "detail" if kind == "image" else "title"
+    accepted = _media.IMAGE_TYPES if kind == "image" else _media.DOCUMENT_TYPES
+    out: dict[str, Any] = {"type": kind}
+    data: bytes | None = None
+    media_type: object = item.get("media_type")
+    if "source" in item:  # Anthropic
+        _keys(item, where, {"type", "source", extra})
+        source = item["source"]
+        if not isinstance(source, dict):
+            raise ContentError(f"{where}.source must be a dict")
+        source = {k: v for k, v in source.items() if v is not None}
+        stype = source.get("type")
+        if stype == "base64":
+            _keys(source, f"{where}.source", {"type", "media_type", "data"})
+            media_type = source.get("media_type")
+            try:
+                data = _media.decode_base64(source.get("data"))
+            except ValueError as exc:
+                raise ContentError(f"{where}.source: {exc}") from None
+        elif stype == "url":
+            _keys(source, f"{where}.source", {"type", "url"})
+            out["url"] = _https(source.get("url"), f"{where}.source.url")
+        elif stype == "text" and kind == "document":
+            _keys(source, f"{where}.source", {"type", "media_type", "data"})
+            media_type = source.get("media_type", _media.TEXT)
+            if not isinstance(source.get("data"), str):
+                raise ContentError(f"{where}.source: a text source needs string data")
+            data = source["data"].encode("utf-8", "surrogatepass")
+        else:
+            raise ContentError(
+                f"{where}.source.type {stype!r} is not supported (base64, url, text for documents)"
+            )
+    elif "data" in item:
+        _keys(item, where, {"type", "data", "media_type", extra})
+        raw = item["data"]
+        if not isinstance(raw, bytes | bytearray | memoryview):
+            raise ContentError(f"{where}.data must be bytes (base64 text goes in a data: URL or a source)")
+        data = bytes(raw)
+    elif "media" in item:  # the stored form: a media blob already stored
+        _keys(item, where, {"type", "media", "media_type", extra})
+        if not is_object_id(item["media"]):
+            raise ContentError(f"{where}.media must be an object id (64 hex digits)")
+        out["media"] = item["media"]
+    elif "url" in item:
+        _keys(item, where, {"type", "url", extra})
+        url = item["url"]
+        if isinstance(url, str) and url.startswith("data:"):
+            try:
+                media_type, data = _media.parse_data_url(url)
+            except ValueError as exc:
+                raise ContentError(f"{where}: {exc}") from None
+        else:
+            out["url"] = _https(url, f"{where}.url")
+    else:
+        raise ContentError(f"{where}: an {kind} part needs data (bytes) and media_type, a url, or a source")
+    if "url" not in out:
+        if not isinstance(media_type, str) or media_type not in accepted:
+            raise ContentError(f"{where}: media_type must be one of {list(accepted)}, not {media_type!r}")
+        out["media_type"] = media_type
+        if data is not None:
+            problem = _media.check_bytes(media_type, data)
+            if problem is not None:
+                raise ContentError(f"{where}: {problem}")
+            blob = Blob(data=data)
+            oid = object_id(blob)
+            media.setdefault(oid, blob)
+            out["media"] = oid
+    if extra in item:
+        value = item[extra]
+        if extra == "detail" and value not in DETAILS:
+            raise ContentError(f"{where}: detail must be one of {list(DETAILS)}, not {value!r}")
+        if not isinstance(value, str):
+            raise ContentError(f"{where}: {extra} must be a string")
+        out[extra] = value
+    return out
+
+
+def _https(url: object, where: str) -> str:
+    if not isinstance(url, str) or not url.startswith("https://") or len(url) <= len("https://"):
+        raise ContentError(f"{where} must be an https:// URL or a data: URL, not {url!r}")
+    return url
+
+
+def _keys(item: dict[str, Any], where: str, allowed: set[str]) -> None:
+    unknown = set(item) - allowed
+    if unknown:
+        raise ContentError(f"{where} has unknown keys {sorted(unknown)}")
 
 
 def _refuse_bytes(value: object, where: str) -> None:
@@ -310,8 +622,39 @@ def is_message(data: object) -> bool:
     return content_type(data) in MESSAGE_TYPES
 
 
-def to_message(data: dict[str, Any]) -> Message:
-    """The message a (normalized) payload compiles to."""
+MediaLoader = Callable[[str], bytes]
+"""The bytes of a media blob by id (raises when it is not stored as bytes)."""
+
+
+def _no_media(oid: str) -> bytes:
+    raise ContentError(f"media {oid} cannot be loaded here")
+
+
+def _to_part(p: dict[str, Any], load_media: MediaLoader) -> Part:
+    kind = p["type"]
+    if kind == "text":
+        return Part(type="text", text=p["text"])
+    if kind in MEDIA_PARTS:
+        oid = p.get("media")
+        return Part(
+            type=kind,
+            media_type=p.get("media_type"),
+            data=load_media(oid) if oid is not None else None,
+            media=oid,
+            url=p.get("url"),
+            detail=p.get("detail"),
+            title=p.get("title"),
+        )
+    if kind == "thinking":
+        return Part(type=kind, thinking=p["thinking"], signature=p["signature"])
+    if kind == "redacted_thinking":
+        return Part(type=kind, redacted=p["data"])
+    return Part(type="refusal", refusal=p["refusal"])
+
+
+def to_message(data: dict[str, Any], load_media: MediaLoader = _no_media) -> Message:
+    """The message a (normalized) payload compiles to; ``load_media`` gives the bytes of its media blobs
+    (needed only when its parts have media)."""
     kind = data["type"]
     if kind == "instruction":
         return Message(role="system", content=data["text"])
@@ -326,6 +669,7 @@ def to_message(data: dict[str, Any]) -> Message:
             tool_calls=calls,
             tool_call_id=data.get("tool_call_id"),
             is_error=bool(data.get("is_error", False)),
+            parts=tuple(_to_part(p, load_media) for p in data.get("parts", ())),
         )
     if kind == "reasoning":
         return Message(role="assistant", content=data["text"])
@@ -335,6 +679,50 @@ def to_message(data: dict[str, Any]) -> Message:
         role=data["role"],
         content=freeform_text(data["payload"]),
     )
+
+
+def part_markers(parts: object, sizes: dict[str, int] | None = None) -> str:
+    """The non-text parts of a stored payload as short markers for people (describe, diff, CLI, export),
+    e.g. ``[image image/png 200 KB]`` (the size when a part holds its ``data`` bytes or ``sizes`` gives it by
+    media id), ``[image https://...]``,
+    ``[document application/pdf "title"]``, ``[thinking 120 chars]``, ``[redacted thinking]``,
+    ``[refusal: text]``; "" when there are none."""
+    if not isinstance(parts, list):
+        return ""
+    markers: list[str] = []
+    for part in parts:
+        if not isinstance(part, dict):
+            continue
+        kind = part.get("type")
+        if kind in MEDIA_PARTS:
+            words = [str(kind), str(part.get("media_type") or part.get("url"))]
+            data = part.get("data")
+            size = len(data) if isinstance(data, bytes) else (sizes or {}).get(str(part.get("media")))
+            if size is not None:
+                words.append(_size(size))
+            if part.get("title"):
+                words.append(json.dumps(part["title"], ensure_ascii=False))
+            markers.append("[" + " ".join(words) + "]")
+        elif kind == "thinking":
+            markers.append(f"[thinking {len(str(part.get('thinking', '')))} chars]")
+        elif kind == "redacted_thinking":
+            markers.append("[redacted thinking]")
+        elif kind == "refusal":
+            markers.append(f"[refusal: {part.get('refusal')}]")
+    return " ".join(markers)
+
+
+def _size(n: int) -> str:
+    if n < 1024:
+        return f"{n} B"
+    if n < 1024 * 1024:
+        return f"{round(n / 1024)} KB"
+    return f"{n / (1024 * 1024):.1f} MB"
+
+
+def message_parts_markers(message: Message) -> str:
+    """:func:`part_markers` of a compiled message (sizes known: its media bytes are loaded)."""
+    return part_markers([p.to_dict() for p in message.parts])
 
 
 def freeform_text(payload: object) -> str:

@@ -26,7 +26,7 @@ import attrs
 
 from tractkv.ids import ObjectId
 
-from .content import ANNOTATION, MERGE, MESSAGE_TYPES, freeform_text
+from .content import ANNOTATION, MERGE, MESSAGE_TYPES, freeform_text, part_markers
 from .records import CommitInfo
 
 KINDS = ("message", "tool_call", "tool_result", "summary", "annotation", "merge", "other")
@@ -142,7 +142,9 @@ def _message_text(data: dict[str, Any]) -> str:
     if data.get("type") == "freeform":
         return freeform_text(data.get("payload"))  # exactly what the model receives
     text = data.get("text")
-    return text if isinstance(text, str) else ""
+    text = text if isinstance(text, str) else ""
+    markers = part_markers(data.get("parts"))  # images, documents, thinking, refusal: shown, never hidden
+    return f"{text} {markers}" if text and markers else text or markers
 
 
 def _targets(info: CommitInfo) -> tuple[ObjectId, ...]:

@@ -16,18 +16,48 @@ from typing import Any
 
 from tractkv.errors import MalformedResponse
 
-from .content import Message, ToolCall
+from .content import Message, Part, ToolCall
+from .media import PDF, TEXT, b64, data_url
 
 
 def messages_to_openai(messages: Sequence[Message]) -> list[dict[str, Any]]:
-    """OpenAI chat messages: ``tool_calls`` on assistant messages, ``role: "tool"`` results."""
+    """OpenAI chat messages: ``tool_calls`` on assistant messages, ``role: "tool"`` results.
+
+    Parts: a user (or system) message with parts has a list ``content``: ``text`` parts, ``image_url``
+    parts (a base64 data: URL of the exact bytes, or the https URL; ``detail`` kept) and ``file`` parts for
+    PDFs (``{"filename": <title or "document.pdf">, "file_data": <data: URL>}``); a ``text/plain`` document
+    becomes a text part (its title, if any, on the first line) and a document by URL a text part naming the
+    URL (chat completions take neither). An assistant message sends its text as ``content``, a refusal part
+    as the ``refusal`` field, and leaves thinking out (OpenAI has no field for it). A ``tool`` message takes
+    text only, so a result's images and documents follow, after the last result of that run of results,
+    in ONE user message that starts with a text naming the call ids they belong to; the pairing of calls
+    and results is unchanged (every result still directly follows its call's run).
+    """
     out: list[dict[str, Any]] = []
+    attachments: list[tuple[str, list[dict[str, Any]]]] = []  # (call id, media parts) of the current run
     for message in messages:
-        entry: dict[str, Any] = {"role": message.role, "content": message.content}
+        if attachments and message.role != "tool":
+            out.append(_openai_attachments(attachments))
+            attachments = []
+        if message.parts and message.role in ("user", "system"):
+            content: Any = _openai_parts(message.parts)
+        else:
+            content = message.content
+        entry: dict[str, Any] = {"role": message.role, "content": content}
         if message.role == "tool":
             entry["tool_call_id"] = message.tool_call_id
+            media = [p for p in message.parts if p.type != "text"]
+            if media:
+                attachments.append((str(message.tool_call_id), _openai_parts(media)))
+                if not message.content:
+                    entry["content"] = "(its images or documents follow in the next user message)"
         elif message.name is not None and message.role in ("user", "assistant", "system"):
             entry["name"] = message.name
+        if message.role == "assistant":
+            refusal = "".join(p.refusal or "" for p in message.parts if p.type == "refusal")
+            if refusal:
+                entry["refusal"] = refusal
+                entry["content"] = message.content or None
         if message.tool_calls:
             entry["content"] = message.content or None
             entry["tool_calls"] = [
@@ -42,39 +72,89 @@ def messages_to_openai(messages: Sequence[Message]) -> list[dict[str, Any]]:
                 for call in message.tool_calls
             ]
         out.append(entry)
+    if attachments:
+        out.append(_openai_attachments(attachments))
     return out
+
+
+def _openai_parts(parts: Sequence[Part]) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    for part in parts:
+        if part.type == "text":
+            out.append({"type": "text", "text": part.text})
+        elif part.type == "image":
+            url = part.url if part.data is None else data_url(str(part.media_type), part.data)
+            image: dict[str, Any] = {"url": url}
+            if part.detail is not None:
+                image["detail"] = part.detail
+            out.append({"type": "image_url", "image_url": image})
+        elif part.type == "document":
+            title = f"{part.title}\n" if part.title else ""
+            if part.data is None:
+                out.append({"type": "text", "text": f"{title}Document: {part.url}"})
+            elif part.media_type == PDF:
+                file = {"filename": part.title or "document.pdf", "file_data": data_url(PDF, part.data)}
+                out.append({"type": "file", "file": file})
+            else:
+                out.append({"type": "text", "text": title + part.data.decode("utf-8", "replace")})
+    return out
+
+
+def _openai_attachments(attachments: list[tuple[str, list[dict[str, Any]]]]) -> dict[str, Any]:
+    """The user message carrying a run of tool results' images and documents."""
+    ids = ", ".join(call_id for call_id, _ in attachments)
+    content: list[dict[str, Any]] = [{"type": "text", "text": f"Attachments of tool results ({ids}):"}]
+    for call_id, parts in attachments:
+        if len(attachments) > 1:
+            content.append({"type": "text", "text": f"[{call_id}]"})
+        content.extend(parts)
+    return {"role": "user", "content": content}
 
 
 def messages_to_anthropic(messages: Sequence[Message]) -> dict[str, Any]:
     """``{"system": str, "messages": [...]}`` for Anthropic.
 
-    System messages (wherever they are) are joined into ``system``; tool calls become ``tool_use`` blocks and
-    tool results ``tool_result`` blocks in a user turn; consecutive turns of one role are merged into one turn
-    of content blocks, as the API expects tool results for one assistant turn to arrive together. Within a
-    user turn the ``tool_result`` blocks come first (the API requires them right after the ``tool_use`` turn),
-    followed by the turn's text in its original order. A message with no text and no tool calls has no block
-    to send (the API rejects empty text blocks) and is left out of this rendering only.
+    System messages before the first other message are joined into ``system``; a later system message is
+    rendered in place, as a user text block ``System: <text>`` (Anthropic has no system role in
+    ``messages``; moving it to the top would change its meaning). A message's ``name`` (which Anthropic has
+    no field for) prefixes its first text block as ``<name>: `` (a text block ``<name>:`` is added before a
+    message with no text); a tool result's name is its tool's and is not repeated. Tool calls become
+    ``tool_use`` blocks and tool results ``tool_result`` blocks in a user turn; consecutive turns of one role
+    are merged into one turn of content blocks, as the API expects tool results for one assistant turn to
+    arrive together. Within a user turn the ``tool_result`` blocks come first (the API requires them right
+    after the ``tool_use`` turn), followed by the turn's other blocks in their original order; within an
+    assistant turn ``thinking`` / ``redacted_thinking`` blocks come first, exactly as recorded (signature,
+    data), then text, then ``tool_use``. Parts: images and documents are native ``image`` / ``document``
+    blocks (a ``base64`` source of the exact bytes, a ``text`` source for ``text/plain``, or a ``url``
+    source; ``title`` kept, ``detail`` has no Anthropic field), also inside a ``tool_result``'s content when
+    the result has parts; a refusal part is sent as text. A message with no block to send (the API rejects
+    empty text blocks) is left out of this rendering only.
     """
     system: list[str] = []
     turns: list[tuple[str, list[dict[str, Any]]]] = []
+    leading = True
     for message in messages:
-        if message.role == "system":
+        if message.role == "system" and leading:
             system.append(message.content)
             continue
+        leading = False
         role = "assistant" if message.role == "assistant" else "user"
         blocks: list[dict[str, Any]] = []
         if message.role == "tool":
-            block: dict[str, Any] = {
-                "type": "tool_result",
-                "tool_use_id": message.tool_call_id,
-                "content": message.content,
-            }
+            block: dict[str, Any] = {"type": "tool_result", "tool_use_id": message.tool_call_id}
+            block["content"] = _anthropic_parts(message.parts) if message.parts else message.content
             if message.is_error:
                 block["is_error"] = True
             blocks.append(block)
         else:
-            if message.content:
+            if message.role == "system":
+                blocks.append({"type": "text", "text": f"System: {message.content}"})
+            elif message.parts:
+                blocks.extend(_anthropic_parts(message.parts))
+            elif message.content:
                 blocks.append({"type": "text", "text": message.content})
+            if message.name is not None and message.role != "system":
+                _prefix_name(blocks, message.name)
             blocks.extend(
                 {"type": "tool_use", "id": c.id, "name": c.name, "input": c.arguments}
                 for c in message.tool_calls
@@ -88,10 +168,48 @@ def messages_to_anthropic(messages: Sequence[Message]) -> dict[str, Any]:
     rendered: list[dict[str, Any]] = []
     for role, blocks in turns:
         if role == "user":
-            blocks.sort(key=lambda b: b["type"] != "tool_result")  # stable: results first, text after
+            blocks.sort(key=lambda b: b["type"] != "tool_result")  # stable: results first, the rest after
+        else:
+            blocks.sort(key=lambda b: b["type"] not in _THINKING)  # stable: thinking first, as recorded
         simple = len(blocks) == 1 and blocks[0]["type"] == "text"
         rendered.append({"role": role, "content": blocks[0]["text"] if simple else blocks})
     return {"messages": rendered, "system": "\n\n".join(system)}
+
+
+_THINKING = ("thinking", "redacted_thinking")
+
+
+def _prefix_name(blocks: list[dict[str, Any]], name: str) -> None:
+    for block in blocks:
+        if block["type"] == "text":
+            block["text"] = f"{name}: {block['text']}"
+            return
+    blocks.insert(0, {"type": "text", "text": f"{name}:"})
+
+
+def _anthropic_parts(parts: Sequence[Part]) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    for part in parts:
+        if part.type == "text" and part.text:
+            out.append({"type": "text", "text": part.text})
+        elif part.type in ("image", "document"):
+            if part.data is None:
+                source: dict[str, Any] = {"type": "url", "url": part.url}
+            elif part.media_type == TEXT:
+                source = {"type": "text", "media_type": TEXT, "data": part.data.decode("utf-8", "replace")}
+            else:
+                source = {"type": "base64", "media_type": part.media_type, "data": b64(part.data)}
+            block: dict[str, Any] = {"type": part.type, "source": source}
+            if part.type == "document" and part.title is not None:
+                block["title"] = part.title
+            out.append(block)
+        elif part.type == "thinking":
+            out.append({"type": "thinking", "thinking": part.thinking, "signature": part.signature})
+        elif part.type == "redacted_thinking":
+            out.append({"type": "redacted_thinking", "data": part.redacted})
+        elif part.type == "refusal" and part.refusal:
+            out.append({"type": "text", "text": part.refusal})
+    return out
 
 
 def tool_to_openai(schema: Mapping[str, Any]) -> dict[str, Any]:

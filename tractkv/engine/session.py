@@ -45,7 +45,7 @@ from tractkv.store import Reader, Store, Table, WriteBatch
 from . import graph
 from .commit_info import commit_info
 from .compiler import CHECKPOINT_EVERY, Compiler, context_of, load_tools
-from .content import ANNOTATION, PRIORITIES, content_blob
+from .content import ANNOTATION, MEDIA_LINK, PRIORITIES, content_objects, media_ids
 from .diff import diff_states
 from .records import BranchInfo, CommitInfo, CompiledContext, ContextDiff
 from .reflog import log_ref_move
@@ -375,7 +375,7 @@ class Session:
                 f"operation must be one of {OPERATIONS}, not {operation!r} (see annotate/merge)"
             )
         tip = self.writable()
-        blob = content_blob(content)
+        blob, media = content_objects(content)
         target: ObjectId | None = None
         if operation == "edit":
             if edit_target is None:
@@ -395,6 +395,7 @@ class Session:
             tools=tools,
             tip=tip,
             rebase=self.rebase_appends and operation == "append",
+            media=media,
         )
 
     def commit_content(
@@ -414,19 +415,28 @@ class Session:
         action: str = "commit",
         tip: Tip | None = None,
         rebase: bool = False,
+        media: tuple[Blob, ...] = (),
     ) -> CommitInfo:
-        """Commit a content blob (from :func:`~tractkv.engine.content.content_blob`, validated once) with the
+        """Commit a content blob (from :func:`~tractkv.engine.content.content_objects`, validated once) with the
         tools in force (explicit ``tools`` win over set_tools; ``toolset`` links an existing tool set).
+        ``media`` are the media blobs :func:`~tractkv.engine.content.content_objects` returned with it: they
+        are stored with the commit, which links every media id the payload uses as ``links["media"]`` (ids
+        of media already stored need no blob here).
         ``stage(batch)`` stores further objects with the commit and returns the links naming them. Only a
         caller whose content does not depend on the context (a plain append) may ask to ``rebase`` it onto a
         tip another handle moved: a model's reply or a tool result was made for the context it saw."""
         payload: dict[str, Any] = blob.data
+        used = media_ids(payload)
         schemas = tool_schemas(tools) if tools is not None else None
         inherited = toolset or (self.tools_for_next_commit() if tools is None else None)
 
         def build(batch: WriteBatch, parent: ObjectId | None, parent_commit: Commit | None) -> Commit:
             toolset_id = put_toolset(batch, schemas) if schemas is not None else inherited
             staged = stage(batch) if stage is not None else {}  # objects linked by the ids put returned
+            for item in media:
+                batch.put(item)  # a no-op when the store has it: one image in many commits is stored once
+            if used:
+                staged[MEDIA_LINK] = tuple(ObjectId(oid) for oid in used)
             return Commit(
                 parents=(parent,) if parent is not None else (),
                 content=batch.put(blob),

@@ -30,18 +30,19 @@ the state rebuilt from objects; ``tractkv fsck`` reports damaged rows and ``fsck
 from __future__ import annotations
 
 import operator
+from collections.abc import Callable
 from typing import Any
 
 import attrs
 
 from tractkv import codec
-from tractkv.errors import DecodeError
+from tractkv.errors import ContentError, DecodeError
 from tractkv.ids import ObjectId, hash_bytes, oid_to_raw, raw_to_oid
 from tractkv.model import Blob, Commit, ToolSet
 from tractkv.store import Reader, Store, Table, WriteBatch
 
 from .content import ANNOTATION, MESSAGE_TYPES, Message, is_message, message_text, to_message
-from .tokens import MESSAGE_OVERHEAD, TokenCounter
+from .tokens import MESSAGE_OVERHEAD, TokenCounter, part_tokens
 
 DERIVED_FORMAT = (
     2  # bump when the checkpoint layout changes: old rows are then stale (ignored; gc drops them)
@@ -116,6 +117,7 @@ class CompileState:
         "counter_name",
         "head",
         "index",
+        "media",
         "messages",
         "removed",
         "slots",
@@ -134,6 +136,7 @@ class CompileState:
         self.counter_name = counter_name
         self.ancestors: set[ObjectId] | None = set()  # None when unknown (loaded from a checkpoint)
         self.messages: dict[ObjectId, Message] = {}  # blob id -> rendered message
+        self.media: dict[str, bytes] = {}  # media blob id -> its bytes, loaded once (shared by copies)
         self.removed: set[ObjectId] = (
             set()
         )  # message commits a compression replaced (merge never revives them)
@@ -152,6 +155,7 @@ class CompileState:
         other.tools_commit = self.tools_commit
         other.ancestors = None if self.ancestors is None else set(self.ancestors)
         other.messages = dict(self.messages)
+        other.media = self.media  # immutable bytes by content id: one cache for every copy
         other.removed = set(self.removed)
         other.view = None if self.view is None else self.view.copy()
         other.chunk_keys = dict(self.chunk_keys)
@@ -209,7 +213,7 @@ class CompileState:
                 source=oid,
                 blob=commit.content,
                 kind=str(data.get("type")),
-                tokens=count_tokens(data, counter),
+                tokens=count_tokens(data, counter, self.media_loader(reader, strict=False)),
                 gen=commit.generation_config,
             )
             self.index[oid] = position
@@ -244,14 +248,14 @@ class CompileState:
                 source=oid,
                 blob=commit.content,
                 kind=kind,
-                tokens=count_tokens(data, counter),
+                tokens=count_tokens(data, counter, self.media_loader(reader, strict=False)),
                 gen=commit.generation_config,
             )
         )
         self.index[oid] = position
         message = self.messages.get(commit.content)
         if message is None:
-            message = self.messages[commit.content] = to_message(data)
+            message = self.messages[commit.content] = to_message(data, self.media_loader(reader))
         if self.view is not None and kind != "reasoning":
             self.view.add(message, self.slots[position])
 
@@ -267,7 +271,7 @@ class CompileState:
             source=oid,
             blob=commit.content,
             kind=str(data.get("type")),
-            tokens=count_tokens(data, counter),
+            tokens=count_tokens(data, counter, self.media_loader(reader, strict=False)),
             gen=commit.generation_config,
         )
         kept: list[Slot] = []
@@ -319,8 +323,28 @@ class CompileState:
         """The rendered message of a slot (cached by blob id)."""
         message = self.messages.get(slot.blob)
         if message is None:
-            message = self.messages[slot.blob] = to_message(_payload(reader, slot.blob))
+            message = self.messages[slot.blob] = to_message(
+                _payload(reader, slot.blob), self.media_loader(reader)
+            )
         return message
+
+    def media_loader(self, reader: Reader, *, strict: bool = True) -> Callable[[str], Any]:
+        """A function giving a media blob's bytes by id, each read from ``reader`` once per state (and its
+        copies). ``strict``: a missing media blob raises (``ObjectNotFound``; a non-bytes one
+        ``ContentError``); otherwise it gives None (token estimates then use their fixed figures)."""
+        cache = self.media
+
+        def load(oid: str) -> bytes | None:
+            data = cache.get(oid)
+            if data is None:
+                obj = reader.get(ObjectId(oid)) if not strict else reader[ObjectId(oid)]
+                if isinstance(obj, Blob) and isinstance(obj.data, bytes) and obj.data:
+                    data = cache[oid] = obj.data
+                elif strict:
+                    raise ContentError(f"media {oid} is not a blob of bytes")
+            return data
+
+        return load
 
     # --- persistence ----------------------------------------------------------------------------------
 
@@ -598,9 +622,16 @@ def _payload(reader: Reader, oid: ObjectId) -> dict[str, Any]:
     return {}
 
 
-def count_tokens(data: dict[str, Any], counter: TokenCounter) -> int:
-    """Tokens a message payload costs (text plus per-message overhead)."""
-    return counter.count(message_text(data)) + MESSAGE_OVERHEAD
+def count_tokens(
+    data: dict[str, Any], counter: TokenCounter, load_media: Callable[[str], bytes | None] | None = None
+) -> int:
+    """Tokens a message payload costs: text plus per-message overhead, plus its parts' estimates
+    (:func:`tractkv.engine.tokens.part_tokens`; ``load_media`` gives media bytes, else fixed figures)."""
+    tokens = counter.count(message_text(data)) + MESSAGE_OVERHEAD
+    parts = data.get("parts")
+    if parts:
+        tokens += part_tokens(parts, counter, load_media or (lambda _oid: None))
+    return tokens
 
 
 @attrs.frozen

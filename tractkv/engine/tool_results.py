@@ -7,6 +7,13 @@ the session's write path. When the committed text differs from the raw result, t
 ``tool_original`` blob linked from the commit (``links["original"]``), and the usage records of the call are
 stored in the same transaction and linked (``links["usages"]``): both travel with the branch.
 
+**Results with parts.** A result may be a list of content parts (text, images, documents: see
+:mod:`tractkv.engine.content`); a list counts as parts when one of its items is a dict with a part ``type``
+(``text``, ``image``, ``document``, ``image_url``, ``file``), else it is JSON like any other value. Hooks and
+summarization see and change only the text (the text parts joined); the images and documents are kept: a
+result whose text a hook or summary changed is committed as that text followed by the original media parts,
+and the raw text is its ``tool_original`` as usual.
+
 The model is reached through ``ask_model(instructions, text) -> text`` given by the facade, so this module
 knows nothing of LLM clients.
 """
@@ -25,7 +32,7 @@ from tractkv.model import Blob, UsageRecord
 from tractkv.store import WriteBatch
 
 from .commit_info import commit_info
-from .content import content_blob
+from .content import content_objects
 from .hooks import HookRegistry, PendingToolResult
 from .queries import ToolTurn, context_infos, tool_turns
 from .records import CommitInfo
@@ -106,9 +113,18 @@ class ToolResults:
             raise InvalidInput("tool_call_id must be a non-empty string")
         if not isinstance(name, str) or not name:
             raise InvalidInput("name must be a non-empty string")
-        text = (
-            content if isinstance(content, str) else json.dumps(content, ensure_ascii=False, sort_keys=True)
-        )
+        parts: list[dict[str, Any]] = []
+        media: tuple[Blob, ...] = ()
+        if _is_parts(content):
+            blob, media = content_objects(
+                {"type": "dialogue", "role": "tool", "parts": content, "tool_call_id": tool_call_id}
+            )
+            text = blob.data["text"]
+            parts = blob.data.get("parts", [])
+        elif isinstance(content, str):
+            text = content
+        else:
+            text = json.dumps(content, ensure_ascii=False, sort_keys=True)
         tip = self.session.writable("commit a tool result")  # hooks may call a model: commit on this tip
         call_commit, call_name = self.find_call(tool_call_id)
         if call_name != name:
@@ -123,7 +139,19 @@ class ToolResults:
                 return None
         assert final is not None
         return self._commit(
-            tip, call_commit, tool_call_id, name, final, text, target, is_error, message, metadata, usages
+            tip,
+            call_commit,
+            tool_call_id,
+            name,
+            final,
+            text,
+            target,
+            is_error,
+            message,
+            metadata,
+            usages,
+            parts=parts,
+            media=media,
         )
 
     def _result_target(self, rev: str, tool_call_id: str) -> ObjectId:
@@ -148,6 +176,9 @@ class ToolResults:
         message: str | None,
         metadata: dict[str, Any] | None,
         usages: Sequence[UsageRecord] = (),
+        *,
+        parts: Sequence[dict[str, Any]] = (),
+        media: tuple[Blob, ...] = (),
     ) -> CommitInfo:
         payload: dict[str, Any] = {
             "type": "dialogue",
@@ -156,9 +187,15 @@ class ToolResults:
             "tool_call_id": tool_call_id,
             "name": name,
         }
+        if parts:  # stored-form parts (media by id): the text a hook kept or changed, then the media
+            kept = list(parts) if final == text else [p for p in parts if p["type"] != "text"]
+            if final != text and final:
+                kept.insert(0, {"type": "text", "text": final})
+            del payload["text"]
+            payload["parts"] = kept
         if is_error:
             payload["is_error"] = True
-        blob = content_blob(payload)
+        blob = content_objects(payload)[0]  # media by id: their blobs are ``media``
         original = Blob(data={"type": "tool_original", "text": text}) if final != text else None
         nested = {child for record in usages for child in record.children}
 
@@ -181,6 +218,7 @@ class ToolResults:
             stage=stage,
             action="commit a tool result",
             tip=tip,
+            media=media,
         )
 
     def _run_hooks(self, tool_call_id: str, name: str, text: str) -> str | None:
@@ -274,6 +312,17 @@ class ToolResults:
                     bool(data.get("is_error")),
                     f"compress {tool}",
                     None,
+                    parts=data.get("parts") or (),  # its images and documents stay (stored already)
                 )
             )
         return out
+
+
+_PART_TYPES = frozenset({"text", "image", "document", "image_url", "file"})
+
+
+def _is_parts(content: object) -> bool:
+    """A tool result given as content parts (see the module docstring)."""
+    return isinstance(content, list | tuple) and any(
+        isinstance(item, dict) and item.get("type") in _PART_TYPES for item in content
+    )

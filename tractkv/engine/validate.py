@@ -17,11 +17,16 @@ The rules, by kind (an object's "tag" is its kind, or for a blob the content typ
   ``compress``), an annotation blob (``annotate``, required) or a merge blob (``merge``, optional);
   ``target`` is a commit, present exactly for ``edit`` and ``annotate``; ``reply_to`` is a commit; ``tools``
   is a tool set; ``links["sources"]`` are commits (required, non-empty, for ``compress`` only),
-  ``links["original"]`` is one ``tool_original`` blob, ``links["usages"]`` are usage records. Other link
-  names (a later release may add some) must only point at objects that exist, as every link must.
+  ``links["original"]`` is one ``tool_original`` blob, ``links["usages"]`` are usage records;
+  ``links["media"]`` is exactly the media ids its message content's parts use (sorted, unique; absent
+  when they use none, and on commits without message content), each a **media** blob (a blob whose data
+  is non-empty bytes). Other link names (a later release may add some) must only point at objects that
+  exist, as every link must.
 * **blob**: a payload whose ``type`` is a content type must be exactly what
   :func:`tractkv.engine.content.content_blob` (message types) or the bookkeeping rules (``annotation``,
-  ``merge``, ``tool_original``) would store; a blob that is not typed content is tagged plain ``blob``.
+  ``merge``, ``tool_original``) would store; a blob whose data is non-empty bytes is tagged ``media``; any
+  other blob that is not typed content is tagged plain ``blob``. A message blob's tag also carries the
+  media ids its parts use (:class:`MessageTag`), so a commit's ``links["media"]`` is checked against them.
   A malformed typed blob is not refused by itself (it hurts nobody until a commit uses it); a commit that
   uses it is refused, naming why the blob is malformed.
 * **tool**: its schema has the name the ``name`` field says, in the OpenAI or Anthropic shape
@@ -49,12 +54,14 @@ from tractkv.store.fsck import Problem
 
 from .content import (
     ANNOTATION,
+    MEDIA_LINK,
     MERGE,
     MERGE_STRATEGIES,
     MESSAGE_TYPES,
     PRIORITIES,
     TOOL_ORIGINAL,
     canonical_payload,
+    media_ids,
 )
 from .toolsets import tool_schema
 
@@ -68,9 +75,23 @@ TARGET_OPS = frozenset({"edit", "annotate"})  # ops that need an edit_target
 SOURCES_LINK = "sources"  # a compress commit's replaced messages
 ORIGINAL_LINK = "original"  # the raw tool result behind an edited or summarized one
 USAGES_LINK = "usages"  # a tool result's usage records
+MEDIA = "media"  # the tag of a blob whose data is non-empty bytes (an image's or a document's file)
 
 INVALID = "invalid:"  # the tag prefix of a malformed typed blob (the reason follows)
 _BLOB_TAGS = {kind: kind for kind in (*MESSAGE_TYPES, ANNOTATION, MERGE, TOOL_ORIGINAL)}
+
+
+class MessageTag(str):
+    """The tag of a valid message blob (its content type, e.g. ``dialogue``) with the media ids its parts use
+    (``media``: sorted, unique), which the commit adding it must link as ``links["media"]``."""
+
+    media: tuple[ObjectId, ...]
+
+    def __new__(cls, kind: str, media: tuple[ObjectId, ...] = ()) -> MessageTag:
+        self = super().__new__(cls, kind)
+        self.media = media
+        return self
+
 
 TagOf = Callable[[ObjectId], str | None]
 """The tag of the object with an id (see :func:`tag`), or None when the object is not available."""
@@ -108,19 +129,24 @@ def tag(obj: StoredObject) -> str:
 
 def _blob_tag(data: object) -> str:
     if not isinstance(data, dict):
-        return "blob"
+        return MEDIA if isinstance(data, bytes) and data else "blob"
     kind = data.get("type")
     if not isinstance(kind, str) or kind not in _BLOB_TAGS:
         return "blob"
     try:
         if kind in MESSAGE_TYPES:
             if canonical_payload(data) != data:
-                raise ContentError("not in the canonical form content_blob stores")
+                raise ContentError("not in the canonical form content_objects stores")
+            return _message_tag(kind, data)
         else:
             _check_bookkeeping(kind, data)
     except ContentError as exc:
         return f"{INVALID}{kind} payload: {exc}"
     return _BLOB_TAGS[kind]
+
+
+def _message_tag(kind: str, data: dict[str, Any]) -> MessageTag:
+    return MessageTag(kind, tuple(ObjectId(oid) for oid in media_ids(data)))
 
 
 def _check_bookkeeping(kind: str, data: dict[str, Any]) -> None:
@@ -178,7 +204,7 @@ def _check_timestamp(what: str, value: object) -> None:
         raise ObjectRuleError(f"{what} {value} is outside [{TS_MIN}, 2**53 - 1] µs since the epoch")
 
 
-def _want(tag_of: TagOf, what: str, oid: ObjectId, kinds: Iterable[str], rule: str = "") -> None:
+def _want(tag_of: TagOf, what: str, oid: ObjectId, kinds: Iterable[str], rule: str = "") -> str:
     found = tag_of(oid)
     if found is None:
         raise MissingLink(what, oid)
@@ -188,6 +214,7 @@ def _want(tag_of: TagOf, what: str, oid: ObjectId, kinds: Iterable[str], rule: s
             raise ObjectRuleError(f"{what} -> {oid} is malformed: {found[len(INVALID) :]}")
         want = " or ".join(allowed)
         raise ObjectRuleError(f"{what} -> {oid} is a {found}, not a {want}{rule}")
+    return found
 
 
 def _check_commit(commit: Commit, tag_of: TagOf) -> None:
@@ -207,16 +234,30 @@ def _check_commit(commit: Commit, tag_of: TagOf) -> None:
     for index, parent in enumerate(parents):
         _want(tag_of, f"parents[{index}]", parent, ("commit",))
     content = commit.content
+    used: tuple[ObjectId, ...] = ()
     if op in MESSAGE_OPS:
         if content is None:
             raise ObjectRuleError(f"an {op} commit needs message content")
-        _want(tag_of, "content", content, sorted(MESSAGE_TYPES), f" (an {op} commit adds a message)")
+        found = _want(tag_of, "content", content, sorted(MESSAGE_TYPES), f" (an {op} commit adds a message)")
+        used = getattr(found, "media", ())
     elif op == "annotate":
         if content is None:
             raise ObjectRuleError("an annotate commit needs annotation content")
         _want(tag_of, "content", content, (ANNOTATION,))
     elif content is not None:  # merge
         _want(tag_of, "content", content, (MERGE,))
+    linked = commit.links.get(MEDIA_LINK)
+    if linked is not None and linked != used:
+        if not used:
+            raise ObjectRuleError("links.media names media, but the commit's content uses none")
+        raise ObjectRuleError(
+            f"links.media must name exactly the media the content uses, sorted ({len(used)} ids), "
+            f"not {len(linked)} ids"
+        )
+    if used and linked is None:
+        raise ObjectRuleError(
+            f"the content uses media (e.g. {used[0]}) the commit does not link (links.media)"
+        )
     if op in TARGET_OPS:
         if commit.edit_target is None:
             raise ObjectRuleError(f"an {op} commit needs a target")
@@ -239,7 +280,12 @@ def _check_links(op: str, links: Mapping[str, tuple[ObjectId, ...]], tag_of: Tag
     for name, oids in links.items():
         if name == ORIGINAL_LINK and len(oids) != 1:
             raise ObjectRuleError("links.original names exactly one blob")
-        want = {SOURCES_LINK: "commit", ORIGINAL_LINK: TOOL_ORIGINAL, USAGES_LINK: "usage"}.get(name)
+        want = {
+            SOURCES_LINK: "commit",
+            ORIGINAL_LINK: TOOL_ORIGINAL,
+            USAGES_LINK: "usage",
+            MEDIA_LINK: MEDIA,
+        }.get(name)
         for index, oid in enumerate(oids):
             what = f"links.{name}[{index}]"
             if want is None:
@@ -288,7 +334,8 @@ class Tags:
 def trusted_tag(payload: dict[str, Any]) -> str:
     """The tag of a blob whose payload the write path built and already checked (``content_blob``, or a
     bookkeeping payload it made itself): the same tag :func:`tag` returns, without checking the payload again."""
-    return _BLOB_TAGS.get(str(payload.get("type")), "blob")
+    kind = _BLOB_TAGS.get(str(payload.get("type")), "blob")
+    return _message_tag(kind, payload) if kind in MESSAGE_TYPES else kind
 
 
 def check_commit(reader: Reader, commit: Commit, known: Mapping[ObjectId, str] | None = None) -> None:

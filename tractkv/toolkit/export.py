@@ -3,19 +3,25 @@
 The export holds the compiled context (what the model sees, each message with its commit), the usage trees
 attached to the tool results that link them, the whole usage history of the branch (including usages whose
 messages were compressed away, and running or interrupted ones), and per-tool statistics. It is
-deterministic: exporting the same branch twice gives the same text.
+deterministic: exporting the same branch twice gives the same text. A message's ``parts`` (images,
+documents, thinking) are included as :meth:`~tractkv.Message.to_dict` gives them, with media bytes written as
+``{"$bytes": "<base64>"}`` (JSON has no bytes); the Markdown shows them as markers such as
+``[image image/png 200 KB]``.
 """
 
 from __future__ import annotations
 
+import base64
 import json
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
+from tractkv.engine.content import part_markers
 from tractkv.engine.usage_stats import ToolStats, usage_stats
 from tractkv.engine.usage_tree import ToolUsage, UsageNode, flatten, usage_forest
 from tractkv.errors import InvalidInput
 from tractkv.ids import ObjectId
+from tractkv.model import to_jsonable
 
 if TYPE_CHECKING:
     from tractkv.tract import Tract
@@ -71,7 +77,7 @@ def conversation(tract: Tract, roots: list[UsageNode] | None = None) -> dict[str
             by_result.setdefault(root.usage.result_commit, []).append(root)
     messages = []
     for message, commit_id in zip(compiled.messages, compiled.commit_ids, strict=True):
-        entry: dict[str, Any] = {"commit": commit_id, **message.to_dict()}
+        entry: dict[str, Any] = {"commit": commit_id, **to_jsonable(message.to_dict())}
         nodes = by_result.get(commit_id)
         if nodes:
             entry["tool_usages"] = [n.to_json() for n in nodes]
@@ -134,6 +140,9 @@ def _markdown(data: dict[str, Any], roots: list[UsageNode]) -> str:
             out += [_fence(content), ""]
         elif content:
             out += [content, ""]
+        markers = _markers(message.get("parts"))
+        if markers:
+            out += [markers, ""]
         if message.get("tool_calls"):
             out.append("Tool calls:")
             out += [
@@ -161,6 +170,20 @@ def _markdown(data: dict[str, Any], roots: list[UsageNode]) -> str:
     else:
         out.append("No tool usage.")
     return "\n".join(out).rstrip() + "\n"
+
+
+def _markers(parts: object) -> str:
+    """Markers for a message's exported parts (their ``{"$bytes"}`` data decoded back for its size)."""
+    if not isinstance(parts, list):
+        return ""
+    decoded = []
+    for part in parts:
+        data = part.get("data") if isinstance(part, dict) else None
+        if isinstance(data, dict) and isinstance(data.get("$bytes"), str):
+            decoded.append({**part, "data": base64.b64decode(data["$bytes"])})
+        else:
+            decoded.append(part)
+    return part_markers(decoded)
 
 
 def _nest(line: str) -> str:

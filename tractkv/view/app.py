@@ -53,7 +53,7 @@ MAX_FORM_BYTES = 4096
 SECURITY_HEADERS = {
     # No inline script or style anywhere, so even a markup bug cannot run text from the store.
     "Content-Security-Policy": (
-        "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; "
+        "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; "
         "form-action 'self'; base-uri 'none'; frame-ancestors 'none'"
     ),
     "X-Content-Type-Options": "nosniff",

@@ -26,6 +26,7 @@ from .inspector import (
     UsagePage,
     tool_diff,
 )
+from .media import content_blocks, elide_media
 
 LANE = 14  # px between graph lanes
 ROW = 28  # px per graph row (the CSS gives rows this height)
@@ -392,7 +393,7 @@ def context_section(view: CommitView, fmt: str, first: int | None = None) -> Mar
         el(
             "details",
             el("summary", "Request parameters as JSON"),
-            el("pre", pretty_json(params), class_="json raw-params"),
+            el("pre", pretty_json(elide_media(params)), class_="json raw-params"),
             class_="raw",
         )
         if total <= CONTEXT_PAGE
@@ -435,6 +436,8 @@ def _message_card(message: dict[str, Any], commit: ObjectId | None, view: Commit
             continue
         if key == "content" and isinstance(value, str):
             body.append(el("pre", value, class_="text"))
+        elif key == "content" and isinstance(value, list):  # parts / blocks: text, thumbnails, markers
+            body.append(el("div", content_blocks(value), class_="blocks"))
         else:
             body.append(
                 el("div", el("span", key, class_="key"), el("pre", pretty_json(value), class_="json"))

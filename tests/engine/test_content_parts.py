@@ -1,0 +1,382 @@
+"""Content parts: every accepted input shape -> the stored payload, refusals naming the part, media blobs
+stored once and linked, compile with bytes loaded, token estimates, rendering with the exact bytes."""
+
+from __future__ import annotations
+
+import base64
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tractkv import Tract
+from tractkv.engine.content import Message, Part, content_objects, media_ids
+from tractkv.engine.tokens import IMAGE_TOKENS, PDF_PAGE_TOKENS, image_tokens
+from tractkv.engine.validate import check_commit, tag
+from tractkv.errors import ContentError, InvalidInput
+from tractkv.ids import ObjectId
+from tractkv.model import Blob, Commit, object_id
+from tractkv.store import MemoryStore
+
+from .media_files import gif, jpeg, pdf, png, webp
+
+PNG = png(4, 3)
+PNG_ID = object_id(Blob(data=PNG))
+PDF = pdf(2)
+B64 = base64.b64encode(PNG).decode()
+
+
+def stored(parts: list[Any], role: str = "user") -> tuple[dict[str, Any], tuple[Blob, ...]]:
+    blob, media = content_objects({"type": "dialogue", "role": role, "parts": parts})
+    return blob.data, media
+
+
+IMAGE = {"type": "image", "media_type": "image/png", "media": PNG_ID}
+
+
+@pytest.mark.parametrize(
+    ("given", "part"),
+    [
+        ({"type": "image", "data": PNG, "media_type": "image/png"}, IMAGE),
+        (
+            {"type": "image", "data": bytearray(PNG), "media_type": "image/png", "detail": "low"},
+            {**IMAGE, "detail": "low"},
+        ),
+        ({"type": "image", "url": "https://x.test/a.png"}, {"type": "image", "url": "https://x.test/a.png"}),
+        ({"type": "image", "url": f"data:image/png;base64,{B64}"}, IMAGE),
+        ({"type": "image_url", "image_url": {"url": f"data:image/png;base64,{B64}"}}, IMAGE),
+        (
+            {"type": "image_url", "image_url": {"url": "https://x.test/a.png", "detail": "high"}},
+            {"type": "image", "url": "https://x.test/a.png", "detail": "high"},
+        ),
+        ({"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": B64}}, IMAGE),
+        (
+            {"type": "image", "source": {"type": "url", "url": "https://x.test/a.png"}},
+            {"type": "image", "url": "https://x.test/a.png"},
+        ),
+        (IMAGE, IMAGE),  # the stored form itself (media already stored)
+        (
+            {
+                "type": "image",
+                "source": {"type": "base64", "media_type": "image/png", "data": B64},
+                "cache_control": None,
+            },
+            IMAGE,  # None-valued keys (model_dump output) count as absent
+        ),
+    ],
+)
+def test_image_input_shapes_store_one_form(given: dict[str, Any], part: dict[str, Any]) -> None:
+    data, media = stored(["look:", given])
+    assert data == {
+        "type": "dialogue",
+        "role": "user",
+        "text": "look:",
+        "parts": [{"type": "text", "text": "look:"}, part],
+    }
+    if "media" in part and "media" not in given:
+        assert media == (Blob(data=PNG),)
+    else:
+        assert media == ()
+
+
+def test_document_input_shapes() -> None:
+    pdf_part = {"type": "document", "media_type": "application/pdf", "media": object_id(Blob(data=PDF))}
+    b64 = base64.b64encode(PDF).decode()
+    shapes = [
+        {"type": "document", "data": PDF, "media_type": "application/pdf", "title": "Report"},
+        {"type": "file", "file": {"file_data": f"data:application/pdf;base64,{b64}", "filename": "Report"}},
+        {
+            "type": "document",
+            "source": {"type": "base64", "media_type": "application/pdf", "data": b64},
+            "title": "Report",
+        },
+    ]
+    for shape in shapes:
+        data, media = stored([shape])
+        assert data["parts"] == [{**pdf_part, "title": "Report"}]
+        assert data["text"] == ""
+        assert media == (Blob(data=PDF),)
+    data, media = stored(
+        [{"type": "document", "source": {"type": "text", "media_type": "text/plain", "data": "é notes"}}]
+    )
+    assert data["parts"][0]["media_type"] == "text/plain"
+    assert media == (Blob(data="é notes".encode()),)
+    data, _ = stored([{"type": "document", "source": {"type": "url", "url": "https://x.test/r.pdf"}}])
+    assert data["parts"] == [{"type": "document", "url": "https://x.test/r.pdf"}]
+
+
+def test_text_only_parts() -> None:
+    assert stored(["just text"])[0] == {"type": "dialogue", "role": "user", "text": "just text"}
+    assert stored([{"type": "text", "text": "one"}])[0] == {"type": "dialogue", "role": "user", "text": "one"}
+    data, _ = stored(["a", {"type": "text", "text": "b"}])
+    assert data["text"] == "ab"
+    assert data["parts"] == [
+        {"type": "text", "text": "a"},
+        {"type": "text", "text": "b"},
+    ]
+
+
+def test_assistant_parts() -> None:
+    parts = [
+        {"type": "thinking", "thinking": "hmm", "signature": "sig=="},
+        {"type": "redacted_thinking", "data": "opaque"},
+        {"type": "text", "text": "answer"},
+        {"type": "refusal", "refusal": "no"},
+    ]
+    data, media = stored(parts, role="assistant")
+    assert data == {"type": "dialogue", "role": "assistant", "text": "answer", "parts": parts}
+    assert media == ()
+    # a refusal alone is a message (its text is empty)
+    assert stored([{"type": "refusal", "refusal": "no"}], role="assistant")[0]["text"] == ""
+
+
+@pytest.mark.parametrize(
+    ("parts", "role", "words"),
+    [
+        (
+            ["x", {"type": "image", "data": PNG, "media_type": "image/jpeg"}],
+            "user",
+            "parts[1]: the data is not a image/jpeg",
+        ),
+        ([{"type": "image", "data": PNG}], "user", "parts[0]: media_type must be one of"),
+        ([{"type": "image", "data": PNG, "media_type": "image/svg+xml"}], "user", "parts[0]: media_type"),
+        ([{"type": "image", "data": b"", "media_type": "image/png"}], "user", "parts[0]: empty data"),
+        (
+            [{"type": "image", "data": "aGk=", "media_type": "image/png"}],
+            "user",
+            "parts[0].data must be bytes",
+        ),
+        (
+            [{"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "!!"}}],
+            "user",
+            "parts[0].source: invalid base64",
+        ),
+        ([{"type": "image", "url": "http://x.test/a.png"}], "user", "parts[0].url must be an https:// URL"),
+        ([{"type": "image_url", "image_url": {"url": "ftp://x"}}], "user", "parts[0].url"),
+        (
+            [{"type": "image_url", "image_url": {"url": "data:image/png,raw"}}],
+            "user",
+            "parts[0]: a data: URL",
+        ),
+        ([{"type": "image", "url": "https://x.test/a", "detail": "ultra"}], "user", "parts[0]: detail"),
+        (
+            [{"type": "image", "data": PNG, "media_type": "image/png", "alt": "x"}],
+            "user",
+            "unknown keys ['alt']",
+        ),
+        ([{"type": "document", "data": b"\xff\xfe", "media_type": "text/plain"}], "user", "not UTF-8"),
+        ([{"type": "file", "file": {"file_id": "file-1"}}], "user", "file_id"),
+        (
+            [{"type": "thinking", "thinking": "t", "signature": "s"}],
+            "user",
+            "parts[0]: a thinking part belongs",
+        ),
+        (
+            ["x", {"type": "image", "data": PNG, "media_type": "image/png"}],
+            "assistant",
+            "parts[1]: an image belongs",
+        ),
+        ([{"type": "thinking", "thinking": "t"}], "assistant", "string signature"),
+        (["", "x"], "user", "parts[0]: an empty text part"),
+        ([{"type": "audio"}], "user", "parts[0]: unknown part type 'audio'"),
+        ([3], "user", "parts[0] must be a str or a dict"),
+        (
+            [{"type": "image", "media": "ab", "media_type": "image/png"}],
+            "user",
+            "parts[0].media must be an object id",
+        ),
+    ],
+)
+def test_refusals_name_the_part(parts: list[Any], role: str, words: str) -> None:
+    with pytest.raises(ContentError, match=_escape(words)):
+        stored(parts, role=role)
+
+
+def _escape(text: str) -> str:
+    import re
+
+    return re.escape(text)
+
+
+def test_text_must_be_the_parts_joined() -> None:
+    with pytest.raises(ContentError, match="text must be the text parts joined"):
+        content_objects({"type": "dialogue", "role": "user", "text": "other", "parts": ["a", IMAGE]})
+    data = content_objects({"type": "dialogue", "role": "user", "text": "a", "parts": ["a", IMAGE]})[0].data
+    assert data["text"] == "a"
+    with pytest.raises(ContentError, match="parts must be a list"):
+        content_objects({"type": "dialogue", "role": "user", "parts": "a"})
+
+
+def test_commit_stores_media_once_and_links_it(tract: Tract) -> None:
+    first = tract.user(["one", {"type": "image", "data": PNG, "media_type": "image/png"}])
+    second = tract.user([{"type": "image_url", "image_url": {"url": f"data:image/png;base64,{B64}"}}, "two"])
+    for info in (first, second):
+        commit = tract.store.get_commit(info.commit_id)
+        assert commit is not None
+        assert commit.links["media"] == (PNG_ID,)
+    assert tract.store.get(ObjectId(PNG_ID)) == Blob(data=PNG)
+    assert media_ids(second.content) == (PNG_ID,)
+    plain = tract.store.get_commit(tract.user("no media").commit_id)
+    assert plain is not None
+    assert "media" not in plain.links
+
+
+def test_compile_loads_the_bytes_and_to_dict_round_trips(open_tract: Any) -> None:
+    t = open_tract()
+    t.user(
+        [
+            "see",
+            {"type": "image", "data": PNG, "media_type": "image/png", "detail": "high"},
+            {"type": "document", "data": PDF, "media_type": "application/pdf", "title": "R"},
+        ]
+    )
+    message = t.compile().messages[-1]
+    assert message.content == "see"
+    assert message.parts == (
+        Part(type="text", text="see"),
+        Part(type="image", media_type="image/png", data=PNG, media=PNG_ID, detail="high"),
+        Part(
+            type="document",
+            media_type="application/pdf",
+            data=PDF,
+            media=object_id(Blob(data=PDF)),
+            title="R",
+        ),
+    )
+    as_dict = message.to_dict()
+    assert as_dict["parts"][1] == {"type": "image", "media_type": "image/png", "data": PNG, "detail": "high"}
+    again = t.user(as_dict["parts"])  # to_dict's parts are input again: same content
+    assert again.content_id == t.log(limit=2)[1].content_id
+    t.close()
+    fresh = open_tract()  # another handle (LMDB: reopened) compiles from the objects
+    assert fresh.compile().messages[-1] == message
+
+
+def test_token_estimates() -> None:
+    assert image_tokens(png(100, 50)) == 7  # 5000 / 750, rounded up
+    assert image_tokens(gif(30, 30)) == 2
+    assert image_tokens(webp(750, 1)) == 1
+    assert image_tokens(jpeg(3000, 2000)) == IMAGE_TOKENS  # scaled to 1568 x 1045: over the cap
+    assert image_tokens(jpeg(1000, 600)) == 800
+    assert image_tokens(None) == IMAGE_TOKENS
+    assert image_tokens(b"\x89PNG\r\n\x1a\nshort") == IMAGE_TOKENS
+
+
+def test_token_totals_include_parts(tract: Tract) -> None:
+    base = tract.user("x").token_count
+    with_image = tract.user(["x", {"type": "image", "data": png(100, 50), "media_type": "image/png"}])
+    assert with_image.token_count == base + 7
+    with_pdf = tract.user(["x", {"type": "document", "data": pdf(3), "media_type": "application/pdf"}])
+    assert with_pdf.token_count == base + 3 * PDF_PAGE_TOKENS
+    by_url = tract.user(["x", {"type": "image", "url": "https://x.test/a.png"}])
+    assert by_url.token_count == base + IMAGE_TOKENS
+    thinking = tract.assistant([{"type": "thinking", "thinking": "word " * 40, "signature": "s"}, "x"])
+    assert thinking.token_count > base + 30
+    assert tract.compile().token_count == sum(i.token_count for i in tract.log() if i.role)
+    assert tract.get_commit(with_image.commit_id).token_count == with_image.token_count
+
+
+def test_edit_links_the_new_media(tract: Tract) -> None:
+    old = tract.user(["a", {"type": "image", "data": PNG, "media_type": "image/png"}])
+    other = png(8, 8, seed=3)
+    edit = tract.commit(
+        {
+            "type": "dialogue",
+            "role": "user",
+            "parts": ["b", {"type": "image", "data": other, "media_type": "image/png"}],
+        },
+        operation="edit",
+        edit_target=old.commit_id,
+    )
+    commit = tract.store.get_commit(edit.commit_id)
+    assert commit is not None
+    assert commit.links["media"] == (object_id(Blob(data=other)),)
+    assert tract.compile().messages[-1].parts[1].data == other
+
+
+def test_tool_result_parts_keep_media_through_summaries(tract: Tract) -> None:
+    tract.assistant(tool_calls=[{"id": "c1", "name": "shot", "arguments": {}}])
+    tract.on("tool_result", lambda pending: pending.edit_result("short"))
+    info = tract.tool_result(
+        "c1", "shot", ["a long text", {"type": "image", "data": PNG, "media_type": "image/png"}]
+    )
+    assert info is not None
+    assert info.content["parts"] == [{"type": "text", "text": "short"}, IMAGE]
+    assert tract.original_of(info.commit_id) == "a long text"
+    message = tract.compile().messages[-1]
+    assert message.role == "tool"
+    assert message.content == "short"
+    assert message.parts[1].data == PNG
+    # a list without part dicts is still JSON
+    tract.assistant(tool_calls=[{"id": "c2", "name": "shot", "arguments": {}}])
+    plain = tract.tool_result("c2", "shot", ["a", "b"], hooks=False)
+    assert plain is not None
+    assert plain.content["text"] == '["a", "b"]'
+
+
+def test_validator_media_rules() -> None:
+    store = MemoryStore()
+    blob, media = content_objects(
+        {
+            "type": "dialogue",
+            "role": "user",
+            "parts": ["x", {"type": "image", "data": PNG, "media_type": "image/png"}],
+        }
+    )
+    batch = store.new_batch()
+    content = batch.put(blob)
+    for item in media:
+        batch.put(item)
+    good = Commit(content=content, created_at=1, links={"media": (PNG_ID,)})
+    check_commit(batch, good)
+    for links, words in [
+        ({}, "does not link"),
+        ({"media": (PNG_ID, PNG_ID)}, "exactly the media"),
+        ({"media": (content,)}, "exactly the media"),
+    ]:
+        with pytest.raises(InvalidInput, match=words):
+            check_commit(batch, Commit(content=content, created_at=1, links=links))
+    text_blob = batch.put(Blob(data={"type": "dialogue", "role": "user", "text": "t"}))
+    with pytest.raises(InvalidInput, match="uses none"):
+        check_commit(batch, Commit(content=text_blob, created_at=1, links={"media": (PNG_ID,)}))
+    # a stored payload holding the bytes inline is not what content_objects stores
+    inline = {
+        "type": "dialogue",
+        "role": "user",
+        "text": "",
+        "parts": [{"type": "image", "media_type": "image/png", "data": PNG}],
+    }
+    assert tag(Blob(data=inline)).startswith("invalid:")
+    assert tag(Blob(data=PNG)) == "media"
+    assert tag(Blob(data=b"")) == "blob"
+
+
+def test_message_parts_default_empty() -> None:
+    assert Message(role="user", content="x").parts == ()
+    assert "parts" not in Message(role="user", content="x").to_dict()
+
+
+def test_forty_commits_of_one_image_store_it_once(tmp_path: Path) -> None:
+    """40 more commits carrying one 200 KB image grow the store by less than 3x the image.
+
+    Measured two ways: the sum of the stored objects' canonical bytes (what sync sends and gc counts), and
+    the growth of LMDB's data.mdb file (pages, including B-tree and free-page overhead)."""
+    image = png(64, 64, size=200_000)
+    assert 195_000 < len(image) < 205_000
+    path = tmp_path / "store"
+    t = Tract.open(str(path), durable=False)
+    t.user("start")
+
+    def object_bytes() -> int:
+        return sum(len(raw) for _, raw in t.store.iter_raw_objects())
+
+    before_objects, before_file = object_bytes(), os.path.getsize(path / "data.mdb")
+    for i in range(41):  # the first carries it in, then 40 more
+        t.user([f"look {i}", {"type": "image", "data": image, "media_type": "image/png"}])
+    objects_growth = object_bytes() - before_objects
+    file_growth = os.path.getsize(path / "data.mdb") - before_file
+    t.close()
+    assert objects_growth < 3 * len(image), objects_growth
+    assert file_growth < 3 * len(image), file_growth
+    assert objects_growth > len(image)  # it is stored (once)

@@ -1,0 +1,161 @@
+"""Binary media in messages: the media types a message may carry, checks that bytes are what their media
+type says, data: URLs and base64, and what a file's header tells (an image's pixel size, a PDF's pages).
+
+Accepted media types (what both providers take):
+
+* images: ``image/png``, ``image/jpeg``, ``image/gif``, ``image/webp`` (never SVG: it is a document that
+  can hold script);
+* documents: ``application/pdf`` and ``text/plain`` (UTF-8).
+
+The bytes must start the way their media type says (PNG signature, JPEG SOI marker, ``GIF87a`` / ``GIF89a``,
+``RIFF....WEBP``, ``%PDF-``; plain text must decode as UTF-8): Anthropic rejects an image whose bytes do not
+match its declared type, so a mismatch is refused when the message is written, not when it is sent.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import re
+import struct
+
+IMAGE_TYPES = ("image/gif", "image/jpeg", "image/png", "image/webp")
+DOCUMENT_TYPES = ("application/pdf", "text/plain")
+PDF = "application/pdf"
+TEXT = "text/plain"
+
+
+def check_bytes(media_type: str, data: bytes) -> str | None:
+    """Why ``data`` is not a valid ``media_type`` file (None when it is, as far as its header tells)."""
+    if not data:
+        return "empty data"
+    if media_type == "image/png":
+        ok = data.startswith(b"\x89PNG\r\n\x1a\n")
+    elif media_type == "image/jpeg":
+        ok = data.startswith(b"\xff\xd8\xff")
+    elif media_type == "image/gif":
+        ok = data.startswith((b"GIF87a", b"GIF89a"))
+    elif media_type == "image/webp":
+        ok = len(data) >= 12 and data.startswith(b"RIFF") and data[8:12] == b"WEBP"
+    elif media_type == PDF:
+        ok = data.startswith(b"%PDF-")
+    elif media_type == TEXT:
+        try:
+            data.decode("utf-8")
+        except UnicodeDecodeError:
+            return "text/plain data is not UTF-8"
+        return None
+    else:
+        return f"unsupported media type {media_type!r}"
+    return None if ok else f"the data is not a {media_type} file (its first bytes say otherwise)"
+
+
+def decode_base64(text: object) -> bytes:
+    """Strict standard base64 (whitespace-free, padded) to bytes.
+
+    Raises:
+        ValueError: not a string, or not valid base64.
+    """
+    if not isinstance(text, str):
+        raise ValueError(f"base64 data must be a string, not {type(text).__name__}")
+    try:
+        return base64.b64decode(text, validate=True)
+    except (binascii.Error, ValueError) as exc:
+        raise ValueError(f"invalid base64 data ({exc})") from None
+
+
+_DATA_URL = re.compile(r"data:([a-zA-Z0-9.+/-]+);base64,(.*)", re.DOTALL)
+
+
+def parse_data_url(url: str) -> tuple[str, bytes]:
+    """``data:<media type>;base64,<data>`` as (media type, bytes).
+
+    Raises:
+        ValueError: another form (only base64 data: URLs are accepted) or invalid base64.
+    """
+    match = _DATA_URL.fullmatch(url)
+    if match is None:
+        raise ValueError("a data: URL must be data:<media type>;base64,<data>")
+    return match.group(1).lower(), decode_base64(match.group(2))
+
+
+def data_url(media_type: str, data: bytes) -> str:
+    """The base64 data: URL of ``data`` (what OpenAI takes for inline images and files)."""
+    return f"data:{media_type};base64,{base64.b64encode(data).decode('ascii')}"
+
+
+def b64(data: bytes) -> str:
+    """Standard base64 text of ``data``."""
+    return base64.b64encode(data).decode("ascii")
+
+
+def image_size(data: bytes) -> tuple[int, int] | None:
+    """(width, height) in pixels from a PNG, GIF, JPEG or WebP header; None when the header does not say."""
+    try:
+        if data.startswith(b"\x89PNG\r\n\x1a\n") and data[12:16] == b"IHDR":
+            w, h = struct.unpack(">II", data[16:24])
+            return _positive(w, h)
+        if data.startswith((b"GIF87a", b"GIF89a")):
+            w, h = struct.unpack("<HH", data[6:10])
+            return _positive(w, h)
+        if data.startswith(b"RIFF") and data[8:12] == b"WEBP":
+            return _webp_size(data)
+        if data.startswith(b"\xff\xd8"):
+            return _jpeg_size(data)
+    except struct.error:
+        return None
+    return None
+
+
+def _positive(w: int, h: int) -> tuple[int, int] | None:
+    return (w, h) if w > 0 and h > 0 else None
+
+
+def _webp_size(data: bytes) -> tuple[int, int] | None:
+    chunk = data[12:16]
+    if chunk == b"VP8X":
+        w = int.from_bytes(data[24:27], "little") + 1
+        h = int.from_bytes(data[27:30], "little") + 1
+        return _positive(w, h)
+    if chunk == b"VP8L" and data[20:21] == b"\x2f":
+        bits = int.from_bytes(data[21:25], "little")
+        return _positive((bits & 0x3FFF) + 1, ((bits >> 14) & 0x3FFF) + 1)
+    if chunk == b"VP8 " and data[23:26] == b"\x9d\x01\x2a":
+        w, h = struct.unpack("<HH", data[26:30])
+        return _positive(w & 0x3FFF, h & 0x3FFF)
+    return None
+
+
+_SOF = frozenset({0xC0, 0xC1, 0xC2, 0xC3, 0xC5, 0xC6, 0xC7, 0xC9, 0xCA, 0xCB, 0xCD, 0xCE, 0xCF})
+
+
+def _jpeg_size(data: bytes) -> tuple[int, int] | None:
+    i = 2
+    n = len(data)
+    while i + 4 <= n:
+        if data[i] != 0xFF:
+            return None
+        marker = data[i + 1]
+        if marker == 0xFF:  # fill byte
+            i += 1
+            continue
+        if marker in (0xD8, 0x01) or 0xD0 <= marker <= 0xD7:  # markers without a length
+            i += 2
+            continue
+        (length,) = struct.unpack(">H", data[i + 2 : i + 4])
+        if marker in _SOF:
+            h, w = struct.unpack(">HH", data[i + 5 : i + 9])
+            return _positive(w, h)
+        if length < 2:
+            return None
+        i += 2 + length
+    return None
+
+
+_PDF_PAGE = re.compile(rb"/Type\s*/Page(?![A-Za-z])")
+
+
+def pdf_pages(data: bytes) -> int:
+    """The number of page objects (``/Type /Page``, not ``/Pages``) in a PDF; 0 when none is found (e.g. in
+    compressed object streams)."""
+    return len(_PDF_PAGE.findall(data))
