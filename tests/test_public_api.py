@@ -42,6 +42,7 @@ EXPECTED_ALL = [
     "InvalidInput",
     "InvalidObjectId",
     "InvalidRefName",
+    "InvalidResponse",
     "LLMError",
     "LLMHTTPError",
     "MalformedResponse",

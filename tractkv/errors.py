@@ -14,7 +14,8 @@ and build their message in ``__init__``.
     │   ├── ContentError                     malformed message content (unknown type, missing text, role)
     │   ├── ToolPairingError                 compile(strict=True) met tool calls and results it had to repair
     │   ├── BranchExists                     a branch of that name exists already
-    │   └── UnknownRevision                  an id, prefix, branch or HEAD~N that names no commit
+    │   ├── UnknownRevision                  an id, prefix, branch or HEAD~N that names no commit
+│   └── InvalidResponse (MalformedResponse)  a provider reply record_response cannot read (shape, choice)
     ├── ObjectNotFound (KeyError)            no object with that id in the store
     ├── RefNotFound (KeyError)               no such branch / ref
     │   └── BranchNotFound                   no branch of that name
@@ -311,6 +312,12 @@ class MalformedResponse(LLMError):
         self.url = url
         where = f" from {url}" if url else ""
         super().__init__(f"malformed model response{where}: {reason}")
+
+
+class InvalidResponse(InvalidInput, MalformedResponse):
+    """What :meth:`~tractkv.Tract.record_response` was given is not a complete OpenAI chat completion or
+    Anthropic message of the documented shape (a streaming chunk, an error body, an empty dict, a choice
+    that does not exist, a malformed block). Bad input from the caller, and a malformed model response."""
 
 
 class ScriptExhausted(LLMError):

@@ -264,11 +264,50 @@ class Tract:
         self, text: str | list[Any] = "", *, tool_calls: list[Any] | None = None, **kwargs: Any
     ) -> CommitInfo:
         """Append an assistant message (a string, or a list of parts: text, ``thinking``,
-        ``redacted_thinking``, ``refusal``), optionally with tool calls (``[{"id", "name", "arguments"}]``)."""
+        ``redacted_thinking``, ``refusal``), optionally with tool calls: ``{"id", "name", "arguments"}``,
+        OpenAI's ``{"id", "type": "function", "function": {"name", "arguments"}}`` (arguments a JSON string),
+        or Anthropic ``{"type": "tool_use", "id", "name", "input"}`` blocks; stored in the first form."""
         payload: dict[str, Any] = _dialogue("assistant", text)
         if tool_calls:
             payload["tool_calls"] = list(tool_calls)
         return self.commit(payload, **kwargs)
+
+    def record_response(
+        self,
+        response: Any,
+        *,
+        choice: int = 0,
+        message: str | None = None,
+        metadata: dict[str, Any] | None = None,
+        generation_config: dict[str, Any] | None = None,
+    ) -> CommitInfo:
+        """Commit a provider's reply as the assistant message, losing nothing a context needs.
+
+        ``response`` is an OpenAI ``ChatCompletion`` or an Anthropic ``Message``: the SDK object, its
+        ``model_dump()`` or the JSON body as a dict (the shape says which). Committed: the text, tool calls,
+        OpenAI's ``refusal``, Anthropic ``thinking`` (with its ``signature``) and ``redacted_thinking``
+        blocks in their original order (as the message's ``parts``); the usage, normalized (``input_tokens``,
+        ``output_tokens`` and the provider's own counts), in ``metadata["usage"]`` (:attr:`CommitInfo.usage`);
+        the model id and finish reason in ``generation_config``. An OpenAI completion with several choices
+        records ``choice`` (the first by default) and nothing of the others. Streaming chunks and events are
+        refused: record the final object the SDK's stream helper assembles.
+
+        Raises:
+            InvalidResponse: not a complete chat completion or message (a chunk, an error body, an empty or
+                malformed reply, a choice that does not exist).
+            InvalidInput: a bad ``choice``, ``metadata`` or ``generation_config``. ContentError: a reply with
+                nothing in it. DetachedHead, ConcurrentUpdate: as :meth:`commit`.
+        """
+        from tractkv.llm.generate import record_response  # tractkv.llm loads on first use
+
+        return record_response(
+            self._session,
+            response,
+            choice=choice,
+            message=message,
+            metadata=metadata,
+            generation_config=generation_config,
+        )
 
     def annotate(self, target: str, priority: str, reason: str | None = None) -> CommitInfo:
         """Set a message's priority with a commit: ``pinned`` (kept through compression), ``normal``, ``skip``."""

@@ -86,7 +86,7 @@ def test_error_results_and_params_override(recorder: Recorder, client: Anthropic
     }
 
 
-def test_parses_text_and_tool_use(recorder: Recorder, client: AnthropicClient) -> None:
+def test_parses_thinking_text_and_tool_use(recorder: Recorder, client: AnthropicClient) -> None:
     recorder.reply(
         anthropic_message(
             [
@@ -107,6 +107,11 @@ def test_parses_text_and_tool_use(recorder: Recorder, client: AnthropicClient) -
         tool_calls=(
             ToolCall(id="toolu_1", name="get_weather", arguments={"city": "Oslo"}),
             ToolCall(id="toolu_2", name="get_time", arguments={}),
+        ),
+        parts=(
+            {"type": "thinking", "thinking": "...", "signature": "s"},
+            {"type": "text", "text": "Checking "},
+            {"type": "text", "text": "both."},
         ),
         model="claude-test-2025",
         finish_reason="tool_use",

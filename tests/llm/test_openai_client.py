@@ -52,7 +52,13 @@ def test_request_shape_and_auth(recorder: Recorder, client: OpenAIClient) -> Non
     }
     assert request.body["tools"][1]["function"]["name"] == "get_time"
     assert response == LLMResponse(text="Hi there", model="gpt-test-0613", finish_reason="stop")
-    assert response.usage == {"prompt_tokens": 10, "completion_tokens": 2, "total_tokens": 12}
+    assert response.usage == {  # normalized: the provider's own counts kept
+        "prompt_tokens": 10,
+        "completion_tokens": 2,
+        "total_tokens": 12,
+        "input_tokens": 10,
+        "output_tokens": 2,
+    }
     assert response.raw["id"] == "chatcmpl-1"
     assert isinstance(client, LLMClient)
 

@@ -127,14 +127,21 @@ def test_openai_messages_with_text_parts_and_empty_arguments() -> None:
             "role": "assistant",
             "content": [
                 {"type": "text", "text": "a"},
-                {"type": "refusal"},
+                {"type": "refusal", "refusal": "no"},
                 {"type": "output_text", "text": "b"},
+                {"type": "image_url", "image_url": {"url": "https://x"}},  # not a reply part: not read
             ],
             "tool_calls": [{"id": "c", "type": "function", "function": {"name": "now", "arguments": ""}}],
         },
         model="m",
     )
     assert (response.text, response.finish_reason, response.model) == ("ab", "tool_calls", "m")
+    assert response.parts == (
+        {"type": "text", "text": "a"},
+        {"type": "refusal", "refusal": "no"},
+        {"type": "text", "text": "b"},
+    )
+    assert response.refusal == "no"
     assert response.tool_calls == (ToolCall(id="c", name="now", arguments={}),)
 
 

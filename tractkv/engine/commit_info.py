@@ -1,4 +1,5 @@
-"""A stored commit as users see it: :class:`~tractkv.engine.records.CommitInfo` (role, content, tokens)."""
+"""A stored commit as users see it: :class:`~tractkv.engine.records.CommitInfo` (role, content, tokens,
+usage)."""
 
 from __future__ import annotations
 
@@ -50,7 +51,15 @@ def commit_info(
         content_id=commit.content,
         toolset_id=commit.tools,
         content=data,
+        usage=usage_of(commit.metadata),
     )
+
+
+def usage_of(metadata: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The token usage a commit records (``metadata["usage"]``, written by record_response and generate), or
+    None when its metadata has no usage dict."""
+    usage = metadata.get("usage") if isinstance(metadata, dict) else None
+    return usage if isinstance(usage, dict) else None
 
 
 def _media_reader(reader: Reader) -> Any:

@@ -185,15 +185,22 @@ def _text(data: dict[str, Any], field: str = "text") -> str:
 
 
 def _parse_tool_calls(raw: object) -> list[dict[str, Any]]:
+    """Tool calls in the stored form ``{"id", "name", "arguments"}`` (arguments a decoded JSON object).
+
+    Each item may be a :class:`ToolCall`, that form, OpenAI's ``{"id", "type": "function", "function":
+    {"name", "arguments"}}`` (arguments a JSON string or an object), an Anthropic ``{"type": "tool_use",
+    "id", "name", "input"}`` block, or an SDK object of either (anything with ``model_dump()``).
+
+    Raises:
+        ContentError: not a list, an item of none of these shapes (unknown keys included), a missing id or
+            name, a duplicate id, arguments that are not a JSON object, bytes in the arguments.
+    """
     if not isinstance(raw, list | tuple):
         raise ContentError("tool_calls must be a list of {id, name, arguments}")
     calls: list[dict[str, Any]] = []
     seen: set[str] = set()
     for index, item in enumerate(raw):
-        call = item.to_payload() if isinstance(item, ToolCall) else item
-        if not isinstance(call, dict):
-            raise ContentError(f"tool_calls[{index}] must be a dict with id, name, arguments")
-        call_id, name, arguments = call.get("id"), call.get("name"), call.get("arguments", {})
+        call_id, name, arguments = _tool_call_fields(item, f"tool_calls[{index}]")
         if not isinstance(call_id, str) or not call_id:
             raise ContentError(f"tool_calls[{index}] needs a non-empty string id")
         if call_id in seen:
@@ -211,11 +218,46 @@ def _parse_tool_calls(raw: object) -> list[dict[str, Any]]:
         if not isinstance(arguments, dict):
             raise ContentError(f"tool_calls[{index}].arguments must be a JSON object")
         _refuse_bytes(arguments, f"tool_calls[{index}].arguments")
-        unknown = set(call) - {"id", "name", "arguments"}
-        if unknown:
-            raise ContentError(f"tool_calls[{index}] has unknown keys {sorted(unknown)}")
         calls.append({"id": call_id, "name": name, "arguments": arguments})
     return calls
+
+
+def _tool_call_fields(item: object, where: str) -> tuple[object, object, object]:
+    """The id, name and (undecoded) arguments of one tool call in any accepted form (see above)."""
+    if isinstance(item, ToolCall):
+        return item.id, item.name, item.arguments
+    if not isinstance(item, dict) and callable(getattr(item, "model_dump", None)):
+        try:
+            item = item.model_dump()  # type: ignore[attr-defined]
+        except Exception as exc:  # a user's object: its failure is reported, not leaked
+            raise ContentError(f"{where}: {type(item).__name__}.model_dump() failed: {exc!r}") from exc
+    if not isinstance(item, dict):
+        raise ContentError(f"{where} must be a dict with id, name, arguments")
+    if item.get("type") == "tool_use":  # an Anthropic block; its other fields (caller, ...) are not the call
+        return item.get("id"), item.get("name"), item.get("input", {})
+    if "function" in item:  # OpenAI's nested form
+        if item.get("type", "function") != "function":
+            raise ContentError(f"{where} is a {item.get('type')!r} call; only function calls are supported")
+        _only_keys(item, {"id", "type", "function"}, where)
+        function = item["function"]
+        if not isinstance(function, dict):
+            raise ContentError(f"{where}.function must be a dict with name and arguments")
+        _only_keys(function, {"name", "arguments"}, f"{where}.function")
+        return item.get("id"), function.get("name"), function.get("arguments", {})
+    if "type" in item:
+        raise ContentError(
+            f"{where} has type {item.get('type')!r}: expected {{id, name, arguments}}, OpenAI's "
+            "{id, type: function, function} or an Anthropic tool_use block"
+        )
+    _only_keys(item, {"id", "name", "arguments"}, where)
+    return item.get("id"), item.get("name"), item.get("arguments", {})
+
+
+def _only_keys(item: dict[str, Any], allowed: set[str], where: str) -> None:
+    """Refuse keys outside ``allowed`` (a key set to None, as an SDK's ``model_dump()`` gives, is absent)."""
+    unknown = {key for key, value in item.items() if value is not None} - allowed
+    if unknown:
+        raise ContentError(f"{where} has unknown keys {sorted(map(str, unknown))}")
 
 
 def content_objects(content: object) -> tuple[Blob, tuple[Blob, ...]]:

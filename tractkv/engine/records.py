@@ -88,6 +88,8 @@ class CommitInfo:
         created_at: when it was made (UTC). edit_target: the message an edit or annotation acts on.
         reply_to: the commit it answers (a tool result answers the call). generation_config: model parameters.
         content_id / toolset_id: the ids of its content blob and tool set. content: the content's data.
+        usage: the provider's token usage for a recorded or generated reply (``input_tokens``,
+            ``output_tokens`` and the provider's own counts), read from ``metadata["usage"]``; else None.
     """
 
     commit_id: ObjectId
@@ -105,6 +107,7 @@ class CommitInfo:
     content_id: ObjectId | None = None
     toolset_id: ObjectId | None = None
     content: Any = attrs.field(default=None, eq=False, hash=False)
+    usage: dict[str, Any] | None = attrs.field(default=None, eq=False, hash=False)
 
     @property
     def commit_hash(self) -> ObjectId:

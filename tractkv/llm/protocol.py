@@ -16,8 +16,22 @@ from typing import Any, Protocol, runtime_checkable
 import attrs
 
 from tractkv.engine.content import MESSAGE_ROLES, Message, ToolCall
-from tractkv.engine.render import anthropic_reply, openai_reply
-from tractkv.errors import InvalidInput, MalformedResponse, ModelCallFailed, TractError
+from tractkv.engine.render import (
+    anthropic_reply,
+    anthropic_usage,
+    openai_reply,
+    openai_usage,
+    reply_provider,
+    reply_text,
+)
+from tractkv.errors import InvalidInput, InvalidResponse, MalformedResponse, ModelCallFailed, TractError
+
+PART_FIELDS = {
+    "text": ("text",),
+    "thinking": ("thinking", "signature"),
+    "redacted_thinking": ("data",),
+    "refusal": ("refusal",),
+}  # the parts a reply carries (docs/ARCHITECTURE.md "Content parts"), each with its string fields
 
 
 @attrs.frozen(kw_only=True)
@@ -25,22 +39,31 @@ class LLMResponse:
     """One model reply, provider-neutral.
 
     Attributes:
-        text: the reply's text ("" when it only calls tools).
+        text: the reply's text: its text parts joined ("" when it only calls tools or refuses).
         tool_calls: the tools it calls, arguments decoded (a dict, never a JSON string).
+        parts: the reply's content in the order the provider sent it, as payload parts: ``{"type": "text",
+            "text"}``, ``{"type": "thinking", "thinking", "signature"}``, ``{"type": "redacted_thinking",
+            "data"}``, ``{"type": "refusal", "refusal"}``. Built from ``text`` alone, the one text part.
         model: the model that answered, as the provider reports it.
         finish_reason: why the model stopped, in the provider's words (``stop``, ``tool_calls``, ``end_turn``).
-        usage: the provider's token counts, as sent.
+        usage: the token counts, normalized (:func:`~tractkv.engine.render.openai_usage`,
+            :func:`~tractkv.engine.render.anthropic_usage`): ``input_tokens``, ``output_tokens`` and the
+            provider's own fields; None when the provider sent none.
+        omitted_blocks: Anthropic blocks a message has no place for (server tool use and results), as sent.
         raw: what the provider sent (the decoded JSON body; the scripted item for :class:`ScriptedLLM`).
 
     Raises:
-        InvalidInput: (at construction) ``text`` not a string, or ``tool_calls`` not a tuple of ToolCall.
+        InvalidInput: (at construction) ``text`` not a string, ``tool_calls`` not a tuple of ToolCall, a part
+            of an unknown type or shape, or ``parts`` whose text parts do not join to ``text``.
     """
 
     text: str = ""
     tool_calls: tuple[ToolCall, ...] = ()
+    parts: tuple[dict[str, Any], ...] = attrs.field(default=(), hash=False)
     model: str | None = None
     finish_reason: str | None = None
     usage: dict[str, Any] | None = attrs.field(default=None, eq=False, hash=False)
+    omitted_blocks: tuple[dict[str, Any], ...] = attrs.field(default=(), eq=False, hash=False)
     raw: Any = attrs.field(default=None, eq=False, hash=False, repr=False)
 
     def __attrs_post_init__(self) -> None:
@@ -52,15 +75,44 @@ class LLMResponse:
             raise InvalidInput("LLMResponse.tool_calls must be a tuple of ToolCall")
         if self.model is not None and not isinstance(self.model, str):
             raise InvalidInput(f"LLMResponse.model must be a string or None, not {type(self.model).__name__}")
+        if not isinstance(self.parts, tuple):
+            raise InvalidInput("LLMResponse.parts must be a tuple of part dicts")
+        if not self.parts and self.text:  # built from text alone: its one part (equal to the parsed reply)
+            object.__setattr__(self, "parts", ({"type": "text", "text": self.text},))
+        for index, part in enumerate(self.parts):
+            fields = PART_FIELDS.get(str(part.get("type"))) if isinstance(part, dict) else None
+            if fields is None or set(part) != {"type", *fields}:
+                raise InvalidInput(
+                    f"LLMResponse.parts[{index}] must be one of "
+                    + ", ".join(f"{{type: {k}, {', '.join(v)}}}" for k, v in PART_FIELDS.items())
+                )
+            if not all(isinstance(part[f], str) for f in fields):
+                raise InvalidInput(f"LLMResponse.parts[{index}] fields must be strings")
+        if self.parts and reply_text(self.parts) != self.text:
+            raise InvalidInput("LLMResponse.text must be the text parts joined")
+        if self.usage is not None and not (
+            isinstance(self.usage, dict)
+            and all(_is_count(self.usage.get(k)) for k in ("input_tokens", "output_tokens"))
+        ):
+            raise InvalidInput("LLMResponse.usage must be None or a dict with input_tokens and output_tokens")
+
+    @property
+    def refusal(self) -> str | None:
+        """The model's refusal (OpenAI's ``refusal``), None when it did not refuse."""
+        refusals = [p["refusal"] for p in self.parts if p["type"] == "refusal"]
+        return "".join(refusals) if refusals else None
 
     def assistant_payload(self) -> dict[str, Any]:
         """The reply as dialogue content to commit (what :func:`tractkv.engine.content.normalize` accepts).
 
-        ``{"type": "dialogue", "role": "assistant", "text": ..., "tool_calls": [{"id", "name",
-        "arguments"}, ...]}``; ``tool_calls`` is left out when the reply calls no tools. The arguments are
-        copies: changing the payload does not change this response.
+        ``{"type": "dialogue", "role": "assistant", "text": ..., "parts": [...], "tool_calls": [{"id", "name",
+        "arguments"}, ...]}``. ``parts`` (every part, in order) is there only when the reply is more than one
+        text: thinking, a refusal, or several text blocks; ``tool_calls`` only when the reply calls tools.
+        Everything is a copy: changing the payload does not change this response.
         """
         payload: dict[str, Any] = {"type": "dialogue", "role": "assistant", "text": self.text}
+        if len(self.parts) > 1 or any(p["type"] != "text" for p in self.parts):
+            payload["parts"] = [dict(p) for p in self.parts]
         if self.tool_calls:
             payload["tool_calls"] = [
                 {"id": c.id, "name": c.name, "arguments": copy.deepcopy(c.arguments)} for c in self.tool_calls
@@ -77,20 +129,22 @@ class LLMResponse:
         usage: dict[str, Any] | None = None,
         raw: Any = None,
     ) -> LLMResponse:
-        """An assistant message in OpenAI's shape (``content``, ``tool_calls``) as a response.
+        """An assistant message in OpenAI's shape (``content``, ``refusal``, ``tool_calls``) as a response
+        (:func:`~tractkv.engine.render.openai_reply` reads it); ``usage`` is taken as normalized.
 
         Raises:
-            MalformedResponse: the message is not a dict, ``content`` is not text, a tool call lacks a
-                name or an id, or its arguments are not a JSON object.
+            MalformedResponse: the message is not a dict, ``content`` is not text, a refusal is not a string,
+                a tool call lacks a name or an id, or its arguments are not a JSON object.
         """
         if not isinstance(message, Mapping):
             raise MalformedResponse(
                 f"an assistant message must be a JSON object, not {type(message).__name__}"
             )
-        text, calls = openai_reply(message)
+        parts, calls = openai_reply(message)
         return cls(
-            text=text,
+            text=reply_text(parts),
             tool_calls=calls,
+            parts=parts,
             model=model,
             finish_reason=finish_reason or ("tool_calls" if calls else "stop"),
             usage=usage,
@@ -98,48 +152,88 @@ class LLMResponse:
         )
 
     @classmethod
-    def from_openai(cls, body: Mapping[str, Any]) -> LLMResponse:
-        """A ``chat.completion`` body (``choices[0].message``) as a response.
+    def from_openai(cls, body: Mapping[str, Any], *, choice: int = 0) -> LLMResponse:
+        """A ``chat.completion`` body (``choices[choice].message``, the first by default) as a response,
+        usage normalized.
 
         Raises:
-            MalformedResponse: no choices, no message, or a message :meth:`from_openai_message` rejects.
+            MalformedResponse: no such choice, no message, a message :meth:`from_openai_message` rejects, or
+                usage without token counts.
         """
         if not isinstance(body, Mapping):
             raise MalformedResponse("a chat completion must be a JSON object")
         choices = body.get("choices")
-        if not isinstance(choices, list) or not choices or not isinstance(choices[0], Mapping):
+        if not isinstance(choices, list) or not choices:
             raise MalformedResponse("a chat completion needs a non-empty 'choices' list")
-        choice = choices[0]
-        if not isinstance(choice.get("message"), Mapping):
-            raise MalformedResponse("choices[0] has no 'message' object")
+        if choice >= len(choices):
+            raise MalformedResponse(
+                f"the completion has {len(choices)} choice(s); there is no choice {choice}"
+            )
+        picked = choices[choice]
+        if not isinstance(picked, Mapping) or not isinstance(picked.get("message"), Mapping):
+            raise MalformedResponse(f"choices[{choice}] has no 'message' object")
         return cls.from_openai_message(
-            choice["message"],
+            picked["message"],
             model=_optional_str(body.get("model")),
-            finish_reason=_optional_str(choice.get("finish_reason")),
-            usage=_optional_dict(body.get("usage")),
+            finish_reason=_optional_str(picked.get("finish_reason")),
+            usage=openai_usage(body.get("usage")),
             raw=body,
         )
 
     @classmethod
     def from_anthropic(cls, body: Mapping[str, Any]) -> LLMResponse:
-        """An Anthropic ``message`` body: ``text`` blocks joined, ``tool_use`` blocks as tool calls.
-
-        Other block types (thinking, server tools) are left in ``raw``.
+        """An Anthropic ``message`` body (:func:`~tractkv.engine.render.anthropic_reply` reads its blocks):
+        text, thinking and redacted thinking as parts in order, ``tool_use`` blocks as tool calls, any other
+        block in :attr:`omitted_blocks`; usage normalized.
 
         Raises:
-            MalformedResponse: no ``content`` list, or a text / tool_use block of the wrong shape.
+            MalformedResponse: no ``content`` list, a block of a known type with the wrong shape, or usage
+                without token counts.
         """
         if not isinstance(body, Mapping):
             raise MalformedResponse("a message must be a JSON object")
-        text, calls = anthropic_reply(body.get("content"))
+        parts, calls, omitted = anthropic_reply(body.get("content"))
         return cls(
-            text=text,
+            text=reply_text(parts),
             tool_calls=calls,
+            parts=parts,
             model=_optional_str(body.get("model")),
             finish_reason=_optional_str(body.get("stop_reason")),
-            usage=_optional_dict(body.get("usage")),
+            usage=anthropic_usage(body.get("usage")),
+            omitted_blocks=omitted,
             raw=body,
         )
+
+    @classmethod
+    def from_provider(cls, response: object, *, choice: int = 0) -> LLMResponse:
+        """A provider's complete reply, whichever provider: an OpenAI ``ChatCompletion`` or an Anthropic
+        ``Message``, as the SDK object (anything with ``model_dump()``), its ``model_dump()`` dict or the JSON
+        body as a plain dict. The shape says which (:func:`~tractkv.engine.render.reply_provider`).
+
+        An OpenAI completion may hold several choices (``n > 1``): ``choice`` picks one (the first by
+        default); the others are not read. Streaming chunks and events are refused: record the final
+        ``ChatCompletion`` / ``Message`` the SDK's stream helpers assemble.
+
+        Raises:
+            InvalidResponse: neither shape (a chunk, an error body, an empty dict, ...), a ``model_dump()``
+                that fails or gives no dict, a choice that does not exist, or a reply :meth:`from_openai` /
+                :meth:`from_anthropic` rejects.
+            InvalidInput: ``choice`` is not a non-negative int, or not 0 for an Anthropic message.
+        """
+        if isinstance(choice, bool) or not isinstance(choice, int) or choice < 0:
+            raise InvalidInput(f"choice must be a non-negative int, not {choice!r}")
+        body = _as_body(response)
+        provider = reply_provider(body)
+        try:
+            if provider == "openai":
+                return cls.from_openai(body, choice=choice)
+            if provider == "anthropic":
+                if choice:
+                    raise InvalidInput("an Anthropic message has one reply: choice must be 0")
+                return cls.from_anthropic(body)
+        except MalformedResponse as exc:
+            raise InvalidResponse(exc.reason) from None
+        raise InvalidResponse(_unknown_shape(body))
 
 
 @runtime_checkable
@@ -222,5 +316,49 @@ def _optional_str(value: object) -> str | None:
     return value if isinstance(value, str) else None
 
 
-def _optional_dict(value: object) -> dict[str, Any] | None:
-    return dict(value) if isinstance(value, Mapping) else None
+def _is_count(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
+def _as_body(response: object) -> Mapping[str, Any]:
+    """``response`` as a JSON-like mapping: an SDK object through ``model_dump()`` (JSON mode when the
+    object's ``model_dump`` takes ``mode``), a mapping as it is."""
+    if not isinstance(response, Mapping) and callable(getattr(response, "model_dump", None)):
+        dump = response.model_dump  # type: ignore[attr-defined]
+        try:
+            try:
+                body = dump(mode="json")
+            except TypeError:  # a model_dump() without pydantic's mode argument
+                body = dump()
+        except Exception as exc:  # a user's object: whatever its model_dump raises is reported, not leaked
+            raise InvalidResponse(f"{type(response).__name__}.model_dump() failed: {exc!r}") from exc
+        if not isinstance(body, Mapping):
+            raise InvalidResponse(f"{type(response).__name__}.model_dump() returned {type(body).__name__}")
+        return body
+    if not isinstance(response, Mapping):
+        raise InvalidResponse(
+            "expected an OpenAI ChatCompletion or an Anthropic Message (SDK object or dict), "
+            f"not {type(response).__name__}"
+        )
+    if not response:
+        raise InvalidResponse("an empty response")
+    return response
+
+
+def _unknown_shape(body: Mapping[str, Any]) -> str:
+    """Why ``body`` is neither a chat completion nor a message, as helpfully as its shape allows."""
+    kind = body.get("object") if isinstance(body.get("object"), str) else body.get("type")
+    if kind == "chat.completion.chunk":
+        return "a streaming chunk: record the whole ChatCompletion (the SDK's stream.get_final_completion())"
+    if isinstance(kind, str) and (kind.startswith(("message_", "content_block_")) or kind == "ping"):
+        return f"a streaming event ({kind}): record the whole Message (the SDK's stream.get_final_message())"
+    if kind == "error" or "error" in body:
+        return "an error response, not a reply"
+    if kind == "response":
+        return "a Responses API object: record_response takes a chat completion or an Anthropic message"
+    if body.get("type") == "message":
+        return "an Anthropic message needs a 'content' list of blocks"
+    return (
+        "neither an OpenAI chat completion ('choices', object 'chat.completion') nor an Anthropic message "
+        f"(type 'message' with 'content'); keys: {sorted(str(k) for k in body)[:10]}"
+    )

@@ -10,7 +10,8 @@ from typing import Any
 import attrs
 
 from tractkv.engine.content import Message
-from tractkv.errors import InvalidInput, MalformedResponse, ScriptExhausted
+from tractkv.engine.render import reply_provider
+from tractkv.errors import InvalidInput, InvalidResponse, MalformedResponse, ScriptExhausted
 
 from .protocol import LLMResponse, as_messages
 
@@ -37,8 +38,10 @@ class ScriptedLLM:
     Each response is a string (the assistant's text), an OpenAI-shaped assistant message dict
     (``{"role": "assistant", "content": None, "tool_calls": [{"id", "type": "function", "function":
     {"name", "arguments"}}]}``, arguments as a JSON string or a dict; flat ``{"id", "name", "arguments"}``
-    calls work too), or an :class:`LLMResponse`. The script is checked when it is given, so a typo fails the
-    test at its source. Thread-safe: concurrent calls take replies in the order they arrive.
+    calls work too), a whole provider reply (an OpenAI chat completion or an Anthropic message dict, read by
+    :meth:`LLMResponse.from_provider`: thinking, refusals and usage included), or an :class:`LLMResponse`. The
+    script is checked when it is given, so a typo fails the test at its source. Thread-safe: concurrent calls
+    take replies in the order they arrive.
 
     >>> from tractkv.engine.content import Message
     >>> llm = ScriptedLLM(["Hello!"])
@@ -67,6 +70,11 @@ class ScriptedLLM:
             return item
         if isinstance(item, str):
             return LLMResponse(text=item, model=self.model, finish_reason="stop", raw=item)
+        if isinstance(item, dict) and reply_provider(item) is not None:
+            try:
+                return LLMResponse.from_provider(copy.deepcopy(item))
+            except InvalidResponse as exc:
+                raise InvalidInput(f"scripted response {index}: {exc.reason}") from None
         if isinstance(item, dict):
             if item.get("role", "assistant") != "assistant":
                 raise InvalidInput(f"scripted response {index} must be an assistant message")
