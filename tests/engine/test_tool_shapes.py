@@ -17,6 +17,7 @@ from tractkv.engine.toolsets import (
     ANTHROPIC,
     ANTHROPIC_SERVER,
     EMPTY_PARAMETERS,
+    FUNCTION,
     MCP,
     OPENAI_CHAT,
     RESPONSES,
@@ -48,6 +49,11 @@ ANTHROPIC_TOOL = {
     "input_schema": PARAMS,
     "cache_control": {"type": "ephemeral"},
 }
+FUNCTION_TOOL = {
+    "name": "get_weather",
+    "description": DESCRIPTION,
+    "parameters": PARAMS,
+}  # legacy `functions`
 SERVER_TOOL = {"type": "web_search_20250305", "name": "web_search", "max_uses": 3}
 MCP_TOOL = {
     "name": "get_weather",
@@ -89,6 +95,12 @@ CASES: list[tuple[str, dict[str, Any], dict[str, Any] | None, dict[str, Any]]] =
             "function": {"name": "get_weather", "description": DESCRIPTION, "parameters": PARAMS},
         },
         ANTHROPIC_TOOL,
+    ),
+    (
+        FUNCTION,
+        FUNCTION_TOOL,
+        {"type": "function", "function": FUNCTION_TOOL},
+        {"name": "get_weather", "description": DESCRIPTION, "input_schema": PARAMS},
     ),
     (ANTHROPIC_SERVER, SERVER_TOOL, None, SERVER_TOOL),
     (
@@ -180,6 +192,8 @@ REFUSALS: list[tuple[object, str]] = [
     ),
     ({"type": "function", "name": "a", "input_schema": PARAMS}, "unknown fields ['input_schema']"),
     ({"name": "a", "input_schema": PARAMS, "parameters": PARAMS}, "unknown fields ['parameters']"),
+    ({"name": "a", "parameters": PARAMS, "title": "A"}, "unknown fields ['title']"),
+    ({"name": "a", "parameters": None}, "JSON object schema"),
     ({"name": "a", "input_schema": PARAMS, "title": "A"}, "unknown fields ['title']"),
     ({"name": "a", "inputSchema": PARAMS, "input_schema": PARAMS}, "one shape per tool"),
     ({"type": "function", "function": {"name": "a", "strict": "yes"}}, "strict must be a boolean"),
@@ -252,13 +266,16 @@ schemas = st.fixed_dictionaries(
 def function_tools(draw: st.DrawFn) -> tuple[dict[str, Any], tuple[str, str | None, Any, bool | None]]:
     name, description = draw(names), draw(st.none() | texts)
     parameters, strict = draw(st.none() | schemas), draw(st.none() | st.booleans())
-    shape = draw(st.sampled_from([OPENAI_CHAT, RESPONSES, ANTHROPIC, MCP]))
+    shape = draw(st.sampled_from([OPENAI_CHAT, RESPONSES, FUNCTION, ANTHROPIC, MCP]))
     fields: dict[str, Any] = {"name": name}
     if description is not None:
         fields["description"] = description
     if shape == MCP:
         parameters, strict = parameters or EMPTY_PARAMETERS, None
         tool = {**fields, "inputSchema": parameters}
+    elif shape == FUNCTION:
+        parameters = parameters or EMPTY_PARAMETERS
+        tool = {**fields, "parameters": parameters, **({"strict": strict} if strict is not None else {})}
     elif shape == ANTHROPIC:
         tool = {**fields, **({"input_schema": parameters} if parameters is not None else {})}
         tool.update({"strict": strict} if strict is not None else {})
@@ -361,7 +378,7 @@ def test_the_estimate_is_the_counted_json_plus_the_documented_overheads() -> Non
     assert total == expected
     assert tool_tokens([], counter) == 0
     # one function, whatever its shape, costs the same (strict, titles, cache_control are not counted)
-    shapes = (OPENAI_TOOL, RESPONSES_TOOL, ANTHROPIC_TOOL, MCP_TOOL)
+    shapes = (OPENAI_TOOL, RESPONSES_TOOL, FUNCTION_TOOL, ANTHROPIC_TOOL, MCP_TOOL)
     assert len({tool_tokens([tool], HeuristicCounter()) for tool in shapes}) == 1
 
 

@@ -161,3 +161,15 @@ def test_scripted_tool_calls_drive_generate() -> None:
     assert llm.calls[1].messages == tuple(ctx.messages[:3])  # the compiled context, as Messages
     assert llm.calls[1].messages[-1] == Message(role="tool", content="sunny", tool_call_id="call_1")
     assert llm.calls[1].params == {"temperature": 0}
+
+
+def test_generate_refuses_misshapen_tools_before_calling_the_model() -> None:
+    """A tool that is no accepted shape is refused before the model is called (nothing paid, nothing written)."""
+    llm = ScriptedLLM(["never sent"])
+    with Tract.open(llm=llm) as t:
+        t.user("hello")
+        head = t.head
+        with pytest.raises(InvalidInput, match="tool"):
+            t.generate(tools=[{"type": "functoin", "name": "x"}])
+        assert llm.calls == []
+        assert t.head == head

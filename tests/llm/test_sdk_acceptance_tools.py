@@ -51,7 +51,8 @@ MCP = {
     "annotations": {"readOnlyHint": True},
 }
 BARE = {"type": "function", "function": {"name": "ping"}}  # no description, no parameters
-ALL = [OPENAI_CHAT, RESPONSES, ANTHROPIC, SERVER, MCP, BARE]
+LEGACY = {"name": "lookup", "parameters": params("key")}  # a bare function definition (legacy `functions`)
+ALL = [OPENAI_CHAT, RESPONSES, ANTHROPIC, SERVER, MCP, BARE, LEGACY]
 EMPTY = {"type": "object", "properties": {}}
 
 EXPECTED_OPENAI = [
@@ -69,6 +70,7 @@ EXPECTED_OPENAI = [
         "function": {"name": "read_file", "description": "Read a file by path", "parameters": params("path")},
     },
     {"type": "function", "function": {"name": "ping", "parameters": EMPTY}},
+    {"type": "function", "function": LEGACY},
 ]
 EXPECTED_ANTHROPIC = [
     {"name": "get_weather", "description": "Weather", "input_schema": params("city"), "strict": True},
@@ -77,6 +79,7 @@ EXPECTED_ANTHROPIC = [
     SERVER,
     {"name": "read_file", "description": "Read a file by path", "input_schema": params("path")},
     {"name": "ping", "input_schema": EMPTY},
+    {"name": "lookup", "input_schema": params("key")},
 ]
 
 

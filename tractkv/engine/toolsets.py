@@ -8,6 +8,8 @@ exactly as given):
   "parameters"?, "strict"?}}``;
 * ``responses``: a Responses / Agents flat function tool ``{"type": "function", "name", "description"?,
   "parameters"?, "strict"?}``;
+* ``function``: a bare OpenAI function definition ``{"name", "description"?, "parameters", "strict"?}`` (the
+  legacy ``functions`` list, the inner object of a chat tool), recognised by ``parameters`` without ``type``;
 * ``anthropic``: an Anthropic custom tool ``{"name", "description"?, "input_schema"?, "type"?: "custom",
   ...}`` with the other fields of Anthropic's ``ToolParam`` (``cache_control``, ``strict``,
   ``allowed_callers``, ``defer_loading``, ``eager_input_streaming``, ``input_examples``);
@@ -46,6 +48,7 @@ EMPTY_TOOLSET_ID = object_id(ToolSet(tools=()))
 
 OPENAI_CHAT = "openai"
 RESPONSES = "responses"
+FUNCTION = "function"
 ANTHROPIC = "anthropic"
 ANTHROPIC_SERVER = "anthropic_server"
 MCP = "mcp"
@@ -107,6 +110,8 @@ def read_tool(tool: object) -> ToolSpec:
         return _responses(tool)
     if "inputSchema" in tool and kind is None:
         return _mcp(tool)
+    if "parameters" in tool and kind is None and "input_schema" not in tool:
+        return _function(tool)
     if kind is None or kind == "custom":
         return _anthropic(tool)
     if isinstance(kind, str) and SERVER_TYPE.fullmatch(kind):
@@ -240,6 +245,19 @@ def _responses(tool: Mapping[str, Any]) -> ToolSpec:
         name=name,
         description=_description(tool, name, nullable=True),
         parameters=_parameters(tool, "parameters", name, nullable=True),
+        strict=_strict(tool, name, nullable=True),
+        fields=tool,
+    )
+
+
+def _function(tool: Mapping[str, Any]) -> ToolSpec:
+    name = _name(tool.get("name"), "name")
+    _known(tool, _OPENAI_FUNCTION, f"OpenAI function {name!r}:")
+    return ToolSpec(
+        shape=FUNCTION,
+        name=name,
+        description=_description(tool, name),
+        parameters=_parameters(tool, "parameters", name),
         strict=_strict(tool, name, nullable=True),
         fields=tool,
     )

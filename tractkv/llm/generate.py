@@ -17,6 +17,7 @@ from typing import Any
 from tractkv.engine.content import Message, content_blob
 from tractkv.engine.records import CommitInfo
 from tractkv.engine.session import Session
+from tractkv.engine.toolsets import tool_schemas
 from tractkv.errors import InvalidInput
 
 from .protocol import LLMClient, LLMResponse, call_model
@@ -29,11 +30,14 @@ def generate(
     set it was offered, the parameters (plus the answering model's name and finish reason) as
     ``generation_config`` and its usage in the metadata (see the module doc).
 
-    The model is called before anything is staged: a model error raises and commits nothing.
+    The model is called before anything is staged: a model error raises and commits nothing; tools that are
+    not an accepted shape raise :class:`InvalidInput` before the model is called.
     """
     tip = session.writable("generate")  # the reply commits on the tip the model saw, or not at all
     ctx = session.compile()
     offered = list(tools) if tools is not None else list(ctx.tools)
+    if tools is not None:
+        tool_schemas(offered)  # refuse a misshapen tool before the model is paid for, not at commit
     response = call_model(model, ctx.messages, offered or None, params)
     config = reply_config(response, {k: v for k, v in params.items() if v is not None})
     return session.commit_content(
