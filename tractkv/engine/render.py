@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -129,12 +130,20 @@ def messages_to_anthropic(messages: Sequence[Message]) -> dict[str, Any]:
     data), then text, then ``tool_use``. Parts: images and documents are native ``image`` / ``document``
     blocks (a ``base64`` source of the exact bytes, a ``text`` source for ``text/plain``, or a ``url``
     source; ``title`` kept, ``detail`` has no Anthropic field), also inside a ``tool_result``'s content when
-    the result has parts; a refusal part is sent as text. A message with no block to send (the API rejects
-    empty text blocks) is left out of this rendering only.
+    the result has parts; a refusal part is sent as text. Text that is empty or only whitespace is not sent
+    (the API rejects such blocks), so a message with no other block is left out of this rendering only, and
+    an empty tool result is sent without ``content``.
+
+    The API's other request rules, kept here: the first turn is a user turn (a user turn with
+    :data:`ANTHROPIC_START` is put first when the context starts with an assistant turn or has no turn at
+    all); a final assistant turn does not end in whitespace (its last text block is stripped at the end);
+    tool call ids match ``^[a-zA-Z0-9_-]+$`` and are unique in the request (others are rewritten, see
+    :class:`_AnthropicIds`, with their results).
     """
     system: list[str] = []
     turns: list[tuple[str, list[dict[str, Any]]]] = []
     leading = True
+    ids = _AnthropicIds()
     for message in messages:
         if message.role == "system" and leading:
             system.append(message.content)
@@ -143,8 +152,13 @@ def messages_to_anthropic(messages: Sequence[Message]) -> dict[str, Any]:
         role = "assistant" if message.role == "assistant" else "user"
         blocks: list[dict[str, Any]] = []
         if message.role == "tool":
-            block: dict[str, Any] = {"type": "tool_result", "tool_use_id": message.tool_call_id}
-            block["content"] = _anthropic_parts(message.parts) if message.parts else message.content
+            block: dict[str, Any] = {
+                "type": "tool_result",
+                "tool_use_id": ids.result(str(message.tool_call_id)),
+            }
+            content: Any = _anthropic_parts(message.parts) if message.parts else message.content
+            if content and (not isinstance(content, str) or content.strip()):
+                block["content"] = content  # optional: an empty result is sent without one
             if message.is_error:
                 block["is_error"] = True
             blocks.append(block)
@@ -153,12 +167,14 @@ def messages_to_anthropic(messages: Sequence[Message]) -> dict[str, Any]:
                 blocks.append({"type": "text", "text": f"System: {message.content}"})
             elif message.parts:
                 blocks.extend(_anthropic_parts(message.parts))
-            elif message.content:
+            elif message.content.strip():
                 blocks.append({"type": "text", "text": message.content})
             if message.name is not None and message.role != "system":
                 _prefix_name(blocks, message.name)
+            if message.tool_calls:
+                ids.open_turn()
             blocks.extend(
-                {"type": "tool_use", "id": c.id, "name": c.name, "input": c.arguments}
+                {"type": "tool_use", "id": ids.call(c.id), "name": c.name, "input": c.arguments}
                 for c in message.tool_calls
             )
         if not blocks:
@@ -167,15 +183,74 @@ def messages_to_anthropic(messages: Sequence[Message]) -> dict[str, Any]:
             turns[-1][1].extend(blocks)
         else:
             turns.append((role, blocks))
-    rendered: list[dict[str, Any]] = []
     for role, blocks in turns:
         if role == "user":
             blocks.sort(key=lambda b: b["type"] != "tool_result")  # stable: results first, the rest after
         else:
             blocks.sort(key=lambda b: b["type"] not in _THINKING)  # stable: thinking first, as recorded
+    if turns and turns[-1][0] == "assistant":
+        _strip_final_text(turns)
+    if not turns or turns[0][0] != "user":
+        turns.insert(0, ("user", [{"type": "text", "text": ANTHROPIC_START}]))
+    rendered: list[dict[str, Any]] = []
+    for role, blocks in turns:
         simple = len(blocks) == 1 and blocks[0]["type"] == "text"
         rendered.append({"role": role, "content": blocks[0]["text"] if simple else blocks})
     return {"messages": rendered, "system": "\n\n".join(system)}
+
+
+ANTHROPIC_START = "(conversation start)"
+"""The text of the user turn put first when a context has no user turn before its first assistant turn (or
+no turn at all): Anthropic requires ``messages`` to be non-empty and to start with a user turn."""
+
+_ANTHROPIC_ID = re.compile(r"[a-zA-Z0-9_-]+")
+
+
+class _AnthropicIds:
+    """Tool call ids as Anthropic accepts them: ``^[a-zA-Z0-9_-]+$`` and unique in a request.
+
+    An id that already fits and was not used by an earlier call is sent as it is. Otherwise (another
+    provider's id such as ``functions.get_weather:0``, or an id reused by a later assistant message, which
+    some OpenAI-compatible servers do) other characters become ``_`` and a ``_<n>`` suffix makes it unique;
+    the results of that message's calls are renamed the same way (the pairing pass puts them right after).
+    """
+
+    def __init__(self) -> None:
+        self.used: set[str] = set()
+        self.turn: dict[str, str] = {}  # the latest calling message's ids -> the ids sent
+
+    def open_turn(self) -> None:
+        self.turn = {}
+
+    def call(self, call_id: str) -> str:
+        sent = (
+            call_id if _ANTHROPIC_ID.fullmatch(call_id) else re.sub(r"[^a-zA-Z0-9_-]", "_", call_id) or "call"
+        )
+        base, n = sent, 1
+        while sent in self.used:
+            n += 1
+            sent = f"{base}_{n}"
+        self.used.add(sent)
+        self.turn[call_id] = sent
+        return sent
+
+    def result(self, call_id: str) -> str:
+        return self.turn.get(call_id, call_id)
+
+
+def _strip_final_text(turns: list[tuple[str, list[dict[str, Any]]]]) -> None:
+    """Anthropic refuses a final assistant turn ending in whitespace (a prefill): strip the end of its last
+    text block, leaving the turn out if nothing is left."""
+    blocks = turns[-1][1]
+    if blocks[-1]["type"] != "text":
+        return
+    text = blocks[-1]["text"].rstrip()
+    if text:
+        blocks[-1] = {"type": "text", "text": text}
+    else:
+        del blocks[-1]
+        if not blocks:
+            del turns[-1]
 
 
 _THINKING = ("thinking", "redacted_thinking")
@@ -192,7 +267,7 @@ def _prefix_name(blocks: list[dict[str, Any]], name: str) -> None:
 def _anthropic_parts(parts: Sequence[Part]) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     for part in parts:
-        if part.type == "text" and part.text:
+        if part.type == "text" and part.text and part.text.strip():
             out.append({"type": "text", "text": part.text})
         elif part.type in ("image", "document"):
             if part.data is None:
@@ -209,7 +284,7 @@ def _anthropic_parts(parts: Sequence[Part]) -> list[dict[str, Any]]:
             out.append({"type": "thinking", "thinking": part.thinking, "signature": part.signature})
         elif part.type == "redacted_thinking":
             out.append({"type": "redacted_thinking", "data": part.redacted})
-        elif part.type == "refusal" and part.refusal:
+        elif part.type == "refusal" and part.refusal and part.refusal.strip():
             out.append({"type": "text", "text": part.refusal})
     return out
 
