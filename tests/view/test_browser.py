@@ -255,3 +255,61 @@ def test_sign_in_with_a_read_token_on_a_hub_with_tokens(
     wait_for(browser, lambda d: css(d, "h1").text == "Sign in", "the sign-in page after signing out")
     browser.get(f"{hub.url}/ui/")
     assert css(browser, "h1").text == "Sign in"  # the cookie is gone
+
+
+def _gradient_png(width: int, height: int) -> bytes:
+    """A real, visibly coloured PNG (a red-blue gradient), built with zlib only."""
+    import struct
+    import zlib
+
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+
+    rows = b"".join(
+        b"\x00" + b"".join(bytes((255 * x // width, 80, 255 * y // height)) for x in range(width))
+        for y in range(height)
+    )
+    header = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)
+    return (
+        b"\x89PNG\r\n\x1a\n"
+        + chunk(b"IHDR", header)
+        + chunk(b"IDAT", zlib.compress(rows))
+        + chunk(b"IEND", b"")
+    )
+
+
+def test_an_image_part_is_shown_as_a_thumbnail(
+    browser: WebDriver, tmp_path: Path, start_hub: Callable[..., Any]
+) -> None:
+    """A user message with an image and a PDF: the image is a loaded thumbnail (the CSP allows exactly
+    data: images), the document a marker, and the page's request JSON carries the exact bytes."""
+    png = _gradient_png(320, 200)
+    pdf = b"%PDF-1.4\n1 0 obj << /Type /Page >> endobj\ntrailer << >>\n%%EOF\n"
+    path = tmp_path / "store"
+    with Tract.open(str(path)) as t:
+        t.system("You describe pictures.")
+        info = t.user(
+            [
+                "What is in this picture, and what does the attached page say?",
+                {"type": "image", "data": png, "media_type": "image/png"},
+                {"type": "document", "data": pdf, "media_type": "application/pdf", "title": "notes.pdf"},
+            ]
+        )
+        t.assistant("A gradient from red to blue; the page is blank.")
+        expected = t.compile(at=info.commit_id).to_openai_params()
+    hub = start_hub(store=path, command="view")
+    browser.get(f"{hub.url}/ui/commit/{info.commit_id}?ref={MAIN}")
+    image = wait_for(browser, lambda d: css(d, "article.message img"), "the thumbnail")
+    assert wait_for(
+        browser, lambda d: d.execute_script("return arguments[0].naturalWidth", image) == 320, "load"
+    )
+    assert 0 < image.size["width"] <= 320
+    assert "notes.pdf" in css(browser, "main").text
+    shown = css(browser, "pre.raw-params").get_attribute("textContent")
+    assert len(shown) < len(json.dumps(expected)) // 2  # the page elides long base64 ...
+    browser.get(f"{hub.url}/ui/commit/{info.commit_id}/request.json?ref={MAIN}&fmt=openai")
+    assert json.loads(css(browser, "body").text) == expected  # ... the request it links to is exact
+    browser.back()
+    image = wait_for(browser, lambda d: css(d, "article.message img"), "the thumbnail again")
+    browser.execute_script("arguments[0].scrollIntoView({block: 'center'})", image)
+    shot(browser, "12-image-thumbnail")
