@@ -83,6 +83,7 @@ EXPECTED_ALL = [
     "Tract",
     "TractError",
     "TransferError",
+    "UnansweredToolCalls",
     "UnknownRevision",
     "UnsupportedFormat",
     "UnsupportedURL",

@@ -13,9 +13,10 @@ and build their message in ``__init__``.
     │   ├── InvalidRefName                   a branch or ref name git-style rules reject
     │   ├── ContentError                     malformed message content (unknown type, missing text, role)
     │   ├── ToolPairingError                 compile(strict=True) met tool calls and results it had to repair
+    │   ├── UnansweredToolCalls              a model call on a context ending with calls awaiting results
     │   ├── BranchExists                     a branch of that name exists already
     │   ├── UnknownRevision                  an id, prefix, branch or HEAD~N that names no commit
-│   └── InvalidResponse (MalformedResponse)  a provider reply record_response cannot read (shape, choice)
+    │   └── InvalidResponse (MalformedResponse)  a provider reply record_response cannot read (shape, choice)
     ├── ObjectNotFound (KeyError)            no object with that id in the store
     ├── RefNotFound (KeyError)               no such branch / ref
     │   └── BranchNotFound                   no branch of that name
@@ -203,6 +204,18 @@ class ToolPairingError(InvalidInput):
         super().__init__(
             f"tool calls and results do not pair up: {self.repairs[0]}{more}; "
             "compile without strict=True to get the repaired request"
+        )
+
+
+class UnansweredToolCalls(InvalidInput):
+    """A model call on a context that ends with tool calls still waiting for their results (a tool run in
+    progress): providers refuse such a request. ``.call_ids`` names the calls."""
+
+    def __init__(self, call_ids: Sequence[str]) -> None:
+        self.call_ids = tuple(call_ids)
+        super().__init__(
+            f"the context ends with tool calls waiting for results ({', '.join(self.call_ids)}): commit their "
+            "results (tool_result) before calling the model"
         )
 
 

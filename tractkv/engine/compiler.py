@@ -264,4 +264,5 @@ def context_of(
         head=state.head,
         tools=tools,
         repairs=tuple(view.pairing.repairs),
+        open_calls=tuple(view.pairing.open),
     )

@@ -156,7 +156,9 @@ class CompiledContext:
     ``commit_ids[i]`` (edits keep the original commit's position and hash; a placeholder result takes the
     commit of the message that made its call, and a ``None`` config). ``repairs`` lists what compile changed
     so that every tool call is answered before the next message and every result answers an open call
-    (:mod:`tractkv.engine.pairing`); empty for a well-formed history.
+    (:mod:`tractkv.engine.pairing`); empty for a well-formed history. ``open_calls`` names the calls of the
+    last tool turn still waiting for results (a tool run in progress; such a context is not sent to a model:
+    ``generate`` raises :class:`~tractkv.errors.UnansweredToolCalls`).
     """
 
     messages: Sequence[Message]
@@ -168,6 +170,7 @@ class CompiledContext:
     head: ObjectId | None = None
     tools: tuple[dict[str, Any], ...] = attrs.field(default=(), eq=False, hash=False)
     repairs: tuple[Repair, ...] = ()
+    open_calls: tuple[str, ...] = ()
 
     def __len__(self) -> int:
         return len(self.messages)

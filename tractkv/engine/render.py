@@ -16,6 +16,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from tractkv import codec
 from tractkv.errors import MalformedResponse
 
 from .content import Message, Part, ToolCall
@@ -393,17 +394,63 @@ def openai_tool_call(raw: object, index: int) -> ToolCall:
         arguments = {}
     elif isinstance(arguments, str):  # OpenAI sends arguments as a JSON string
         try:
-            arguments = json.loads(arguments)
+            arguments = json.loads(arguments, parse_constant=_no_constant)
         except json.JSONDecodeError as exc:
             raise MalformedResponse(f"tool_calls[{index}] ({name}) arguments are not JSON: {exc}") from None
+        except ValueError as exc:  # NaN / Infinity: not JSON, and no store could hold them
+            raise MalformedResponse(f"tool_calls[{index}] ({name}) arguments hold {exc}") from None
         except RecursionError:  # hostile nesting ("[[[[..."): refused like any other bad JSON
             raise MalformedResponse(f"tool_calls[{index}] ({name}) arguments are nested too deeply") from None
     if not isinstance(arguments, Mapping):
         raise MalformedResponse(f"tool_calls[{index}] ({name}) arguments must be a JSON object")
+    check_arguments(arguments, f"tool_calls[{index}] ({name}) arguments")
     call_id = raw.get("id")
     if not isinstance(call_id, str) or not call_id:
         raise MalformedResponse(f"tool_calls[{index}] ({name}) has no id")
     return ToolCall(id=call_id, name=name, arguments=dict(arguments))
+
+
+MAX_ARGUMENT_DEPTH = codec.MAX_DEPTH - 2
+"""How deeply a reply's tool-call arguments may nest: what a stored payload can hold around them (the
+payload and its ``tool_calls`` list take two of :data:`tractkv.codec.MAX_DEPTH`'s levels)."""
+_INT_RANGE = (-(2**63), codec.INT_MAX)  # the integers a stored payload can hold
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name}, which is not a JSON value")
+
+
+def check_arguments(arguments: Mapping[str, Any], where: str) -> None:
+    """Refuse tool-call arguments a store could not hold, before anything is copied or committed: nesting
+    deeper than :data:`MAX_ARGUMENT_DEPTH`, NaN or infinite floats, integers outside 64 bits, non-string
+    keys, values that are not JSON.
+
+    Raises:
+        MalformedResponse: naming the first such value.
+    """
+    stack: list[tuple[object, str, int]] = [(arguments, where, 1)]
+    while stack:
+        value, path, depth = stack.pop()
+        if isinstance(value, Mapping | list | tuple):
+            if depth > MAX_ARGUMENT_DEPTH:
+                raise MalformedResponse(f"{where}: nested more than {MAX_ARGUMENT_DEPTH} levels deep")
+            if isinstance(value, Mapping):
+                for key, item in value.items():
+                    if not isinstance(key, str):
+                        raise MalformedResponse(f"{path} has a key that is not a string: {key!r}")
+                    stack.append((item, f"{path}.{key}", depth + 1))
+            else:
+                stack.extend((item, f"{path}[{i}]", depth + 1) for i, item in enumerate(value))
+        elif isinstance(value, bool) or value is None or isinstance(value, str):
+            continue
+        elif isinstance(value, int):
+            if not _INT_RANGE[0] <= value <= _INT_RANGE[1]:
+                raise MalformedResponse(f"{path} is an integer beyond 64 bits")
+        elif isinstance(value, float):
+            if not math.isfinite(value):
+                raise MalformedResponse(f"{path} is {value}, which is not a JSON value")
+        else:
+            raise MalformedResponse(f"{path} is a {type(value).__name__}, not a JSON value")
 
 
 def reply_provider(body: Mapping[str, Any]) -> str | None:
@@ -517,6 +564,7 @@ def anthropic_reply(
                 raise MalformedResponse(f"{where} tool_use block needs string 'id' and 'name'")
             if not isinstance(arguments, Mapping):
                 raise MalformedResponse(f"{where} tool_use 'input' must be an object")
+            check_arguments(arguments, f"{where} tool_use 'input'")
             calls.append(ToolCall(id=call_id, name=name, arguments=dict(arguments)))
         else:
             omitted.append(json_values(block))

@@ -18,7 +18,7 @@ from tractkv.engine.content import Message, content_blob
 from tractkv.engine.records import CommitInfo
 from tractkv.engine.session import Session
 from tractkv.engine.toolsets import tool_schemas
-from tractkv.errors import InvalidInput
+from tractkv.errors import InvalidInput, UnansweredToolCalls
 
 from .protocol import LLMClient, LLMResponse, call_model
 
@@ -31,10 +31,13 @@ def generate(
     ``generation_config`` and its usage in the metadata (see the module doc).
 
     The model is called before anything is staged: a model error raises and commits nothing; tools that are
-    not an accepted shape raise :class:`InvalidInput` before the model is called.
+    not an accepted shape raise :class:`InvalidInput`, and a context ending with tool calls still waiting
+    for their results raises :class:`UnansweredToolCalls`, before the model is called.
     """
     tip = session.writable("generate")  # the reply commits on the tip the model saw, or not at all
     ctx = session.compile()
+    if ctx.open_calls:  # a tool run in progress: providers refuse a call left unanswered
+        raise UnansweredToolCalls(ctx.open_calls)
     offered = list(tools) if tools is not None else list(ctx.tools)
     if tools is not None:
         tool_schemas(offered)  # refuse a misshapen tool before the model is paid for, not at commit
