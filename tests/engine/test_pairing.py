@@ -172,7 +172,10 @@ def test_compile_keeps_messages_commit_ids_configs_and_tokens_aligned() -> None:
         assert t.diff(late_user.commit_id).is_empty
 
 
-def test_reasoning_closes_open_calls_only_when_it_is_compiled() -> None:
+def test_reasoning_inside_a_tool_turn_waits_for_its_results() -> None:
+    """Reasoning recorded between a call and its result (compiled with include_reasoning) is placed after the
+    turn's results instead of cutting the pair apart; if the results never come, the call gets a placeholder
+    before it, as before any message."""
     with Tract.open() as t:
         t.user("go")
         t.assistant(tool_calls=calls("x"))
@@ -180,8 +183,23 @@ def test_reasoning_closes_open_calls_only_when_it_is_compiled() -> None:
         t.tool_result("x", "f", "one")
         assert t.compile().repairs == ()
         with_reasoning = t.compile(include_reasoning=True)
-        assert [r.kind for r in with_reasoning.repairs] == [PLACEHOLDER_RESULT, DROPPED_RESULT]
-        assert shape(with_reasoning)[2:] == [("tool", "x", True), ("assistant", None, False)]
+        assert with_reasoning.repairs == ()
+        assert shape(with_reasoning)[2:] == [("tool", "x", False), ("assistant", None, False)]
+        assert with_reasoning.messages[-1].content == "thinking about it"
+        t.user("and then?")
+        assert [m.role for m in t.compile(include_reasoning=True).messages] == [
+            "user",
+            "assistant",
+            "tool",
+            "assistant",
+            "user",
+        ]
+
+        t.assistant(tool_calls=calls("y"))
+        t.commit({"type": "reasoning", "text": "still waiting"})
+        waiting = t.compile(include_reasoning=True)
+        assert [r.kind for r in waiting.repairs] == [PLACEHOLDER_RESULT]
+        assert shape(waiting)[-2:] == [("tool", "y", True), ("assistant", None, False)]
 
 
 def compile_everywhere(t: Tract) -> list[CompiledContext]:

@@ -10,10 +10,12 @@ checked in order for each message:
   message with tool calls, and not answered yet) is kept, and closes that call;
 * any other ``tool`` message is an **orphan** (its call was skipped, edited away or already answered, or a
   later message closed it) and is dropped from the compiled context: a ``dropped_result`` repair;
-* any other message (user, assistant, system, reasoning) arriving while calls are open first gets a
+* any other message (user, assistant, system) arriving while calls are open first gets a
   **placeholder result** for each open call, in call order: a ``tool`` message with
   :data:`PLACEHOLDER_TEXT` and ``is_error=True``, placed under the commit id of the message that made the
   call (a ``placeholder_result`` repair);
+* a reasoning message recorded while calls are open is held back by the view until the turn's results are
+  in (:meth:`tractkv.engine.state.View.add`), then passes through these rules like any message;
 * at the end, open calls stay open: the last tool turn (the assistant message and the results so far) is a
   tool run in progress, and only the end of the context may hold one.
 

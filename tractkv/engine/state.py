@@ -91,7 +91,7 @@ class View:
     ``tokens`` counts the kept messages, :meth:`total_tokens` adds the placeholders.
     """
 
-    __slots__ = ("commits", "gens", "messages", "pairing", "placeholders", "tokens")
+    __slots__ = ("commits", "deferred", "gens", "messages", "pairing", "placeholders", "tokens")
 
     def __init__(self) -> None:
         self.messages: list[Message] = []
@@ -100,8 +100,27 @@ class View:
         self.tokens = 0
         self.pairing = Pairing()
         self.placeholders: list[int] = []  # positions of placeholder results in ``messages``
+        self.deferred: list[tuple[Message, Slot]] = []  # reasoning recorded inside an open tool turn
 
     def add(self, message: Message, slot: Slot) -> None:
+        """Add the next visible message. A reasoning message (compiled with ``include_reasoning``) recorded
+        while tool calls are open is held back until the turn's results are in (the next non-tool message,
+        or :meth:`finish`), so a model's notes between a call and its result do not cut the pair apart."""
+        if slot.kind == "reasoning" and self.pairing.open:
+            self.deferred.append((message, slot))
+            return
+        if self.deferred and message.role != "tool":
+            self.finish()
+        self._place(message, slot)
+
+    def finish(self) -> None:
+        """Place the reasoning held back by :meth:`add` (its turn's open calls, if still open, then get
+        placeholder results before it, as before any message)."""
+        deferred, self.deferred = self.deferred, []
+        for message, slot in deferred:
+            self._place(message, slot)
+
+    def _place(self, message: Message, slot: Slot) -> None:
         before = self.pairing.step(message, slot.commit)
         if before is None:
             return  # an orphan tool result: a repair, not a message
@@ -123,6 +142,7 @@ class View:
         other.tokens = self.tokens
         other.pairing = self.pairing.copy()
         other.placeholders = list(self.placeholders)
+        other.deferred = list(self.deferred)
         return other
 
     def total_tokens(self, counter: TokenCounter) -> int:
@@ -351,7 +371,9 @@ class CompileState:
             if slot.priority == skip or (slot.kind == "reasoning" and not include_reasoning):
                 continue
             view.add(self.message_of(reader, slot), slot)
-        if not include_reasoning:
+        if include_reasoning:
+            view.finish()  # a rendering with reasoning is built whole each time, never extended
+        else:
             self.view = view
         return view
 
