@@ -330,3 +330,16 @@ def test_a_kept_child_branch_merged_back_shows_each_usage_once(tract: Tract) -> 
     assert tract.merge("helper", strategy="ours").kind == "merge"
     (tree,) = tract.usage_tree()
     assert [(d, u.tool_name) for d, u in tree.walk()] == [(0, "helper"), (1, "lookup")]
+
+
+def test_export_marks_placeholder_results_and_lists_repairs(tract: Tract) -> None:
+    tract.user("Weather?")
+    call_info = tract.assistant(tool_calls=[{"id": "w1", "name": "weather", "arguments": {}}])
+    tract.user("Never mind.")
+    data = json.loads(tract.export("json"))
+    placeholder = data["messages"][2]
+    assert placeholder["role"] == "tool"
+    assert placeholder["placeholder"] is True
+    assert placeholder["commit"] == call_info.commit_id
+    assert [m.get("placeholder", False) for m in data["messages"]] == [False, False, True, False]
+    assert [(r["kind"], r["call_id"]) for r in data["repairs"]] == [("placeholder_result", "w1")]

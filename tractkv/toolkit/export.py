@@ -6,7 +6,8 @@ messages were compressed away, and running or interrupted ones), and per-tool st
 deterministic: exporting the same branch twice gives the same text. A message's ``parts`` (images,
 documents, thinking) are included as :meth:`~tractkv.Message.to_dict` gives them, with media bytes written as
 ``{"$bytes": "<base64>"}`` (JSON has no bytes); the Markdown shows them as markers such as
-``[image image/png 200 KB]``.
+``[image image/png 200 KB]``. ``repairs`` lists what compile changed so tool calls and results pair up,
+and a placeholder result compile put in is marked ``"placeholder": true`` (its text says no result exists).
 """
 
 from __future__ import annotations
@@ -75,9 +76,12 @@ def conversation(tract: Tract, roots: list[UsageNode] | None = None) -> dict[str
     for root in roots:
         if root.usage.result_commit is not None:
             by_result.setdefault(root.usage.result_commit, []).append(root)
+    placeholders = {(r.commit_id, r.call_id) for r in compiled.repairs if r.kind == "placeholder_result"}
     messages = []
     for message, commit_id in zip(compiled.messages, compiled.commit_ids, strict=True):
         entry: dict[str, Any] = {"commit": commit_id, **to_jsonable(message.to_dict())}
+        if message.role == "tool" and (commit_id, message.tool_call_id) in placeholders:
+            entry["placeholder"] = True  # compile's stand-in for a result history does not hold
         nodes = by_result.get(commit_id)
         if nodes:
             entry["tool_usages"] = [n.to_json() for n in nodes]
@@ -91,6 +95,10 @@ def conversation(tract: Tract, roots: list[UsageNode] | None = None) -> dict[str
         "token_count": compiled.token_count,
         "tools": [dict(t) for t in compiled.tools],
         "messages": messages,
+        "repairs": [
+            {"kind": r.kind, "commit": r.commit_id, "call_id": r.call_id, "detail": r.detail}
+            for r in compiled.repairs
+        ],
         "tool_usages": [r.to_json() for r in roots],
         "tool_usage_stats": {name: s.to_json() for name, s in stats.items()},
     }
