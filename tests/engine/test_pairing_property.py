@@ -13,6 +13,7 @@ results recorded so far) may leave calls open, because it is a tool run in progr
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import pytest
@@ -66,6 +67,14 @@ def check_anthropic(params: dict[str, Any]) -> None:
     exactly those ids, each once (the last turn may be a tool run in progress); no ``tool_result`` anywhere
     else."""
     messages = params["messages"]
+    assert messages, "no messages"
+    assert messages[0]["role"] == "user", "the first turn is not a user turn"
+    use_ids = [b["id"] for m in messages for b in blocks_of(m) if b["type"] == "tool_use"]
+    assert len(set(use_ids)) == len(use_ids), f"tool_use ids repeat: {use_ids}"
+    assert all(ANTHROPIC_ID.fullmatch(i) for i in use_ids), f"tool_use ids Anthropic refuses: {use_ids}"
+    last = blocks_of(messages[-1])
+    if messages[-1]["role"] == "assistant" and last[-1]["type"] == "text":
+        assert last[-1]["text"] == last[-1]["text"].rstrip(), "the final assistant turn ends in whitespace"
     for i, message in enumerate(messages):
         assert message["role"] in ("user", "assistant")
         if i:
@@ -74,9 +83,9 @@ def check_anthropic(params: dict[str, Any]) -> None:
         assert blocks, f"turn {i} is empty"
         for block in blocks:
             if block["type"] == "text":
-                assert block["text"], f"turn {i}: empty text block"
-            if block["type"] == "tool_result":
-                assert block["content"], f"turn {i}: empty tool result"
+                assert block["text"].strip(), f"turn {i}: blank text block"
+            if block["type"] == "tool_result" and "content" in block:
+                assert block["content"], f"turn {i}: empty tool result content"
     for i, message in enumerate(messages):
         blocks = blocks_of(message)
         uses = [b["id"] for b in blocks if b["type"] == "tool_use"]
@@ -110,6 +119,9 @@ def check_anthropic(params: dict[str, Any]) -> None:
                     )
 
 
+ANTHROPIC_ID = re.compile(r"[a-zA-Z0-9_-]+")
+
+
 def check_context(ctx: CompiledContext) -> None:
     check_openai(ctx.to_openai_params())
     check_anthropic(ctx.to_anthropic_params())
@@ -130,7 +142,10 @@ OPERATIONS = st.one_of(
     st.tuples(st.just("assistant")),
     st.tuples(st.just("system")),
     st.tuples(st.just("reasoning")),
-    st.tuples(st.just("call"), st.integers(min_value=1, max_value=3)),
+    # calls with fresh ids; with reused ids (a server numbering calls per turn); with ids of foreign characters
+    st.tuples(
+        st.just("call"), st.integers(min_value=1, max_value=3), st.sampled_from(["fresh", "reuse", "dots"])
+    ),
     st.tuples(st.just("result"), INDEX),  # t.tool_result for a call made earlier (open, answered or closed)
     st.tuples(st.just("raw_result"), INDEX, st.booleans()),  # any tool message, maybe answering no call
     st.tuples(st.just("annotate"), INDEX, st.sampled_from(["skip", "skip", "normal", "pinned"])),
@@ -158,9 +173,17 @@ class History:
         self.n += 1
         return f"{prefix}{self.n}"
 
-    def new_calls(self, count: int) -> list[dict[str, Any]]:
-        made = [{"id": self.fresh("call_"), "name": "f", "arguments": {"k": self.n}} for _ in range(count)]
-        self.call_ids.extend(c["id"] for c in made)
+    def new_calls(self, count: int, ids: str = "fresh") -> list[dict[str, Any]]:
+        made = []
+        for index in range(count):
+            if ids == "reuse":
+                call_id = f"call_{index}"  # the same ids every turn
+            elif ids == "dots":
+                call_id = self.fresh("functions.f:")
+            else:
+                call_id = self.fresh("call_")
+            made.append({"id": call_id, "name": "f", "arguments": {"k": self.n}})
+        self.call_ids.extend(c["id"] for c in made if c["id"] not in self.call_ids)
         return made
 
     def pick(self, items: list[str], index: int) -> str | None:
@@ -189,7 +212,7 @@ class History:
         elif kind == "reasoning":
             self.messages.append(t.commit({"type": "reasoning", "text": self.fresh("r")}).commit_id)
         elif kind == "call":
-            self.messages.append(t.assistant(tool_calls=self.new_calls(op[1])).commit_id)
+            self.messages.append(t.assistant(tool_calls=self.new_calls(op[1], op[2])).commit_id)
         elif kind == "result":
             call_id = self.pick(self.call_ids, op[1])
             if call_id is not None:
@@ -277,6 +300,7 @@ def test_random_histories_compile_into_valid_requests(operations: list[tuple[Any
             assert not isinstance(refused, ToolPairingError)
             ctx = t.compile()
             check_context(ctx)
+            check_context(t.compile(include_reasoning=True))
             if ctx.repairs:
                 with pytest.raises(ToolPairingError) as caught:
                     t.compile(strict=True)
