@@ -14,7 +14,9 @@ from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+import anthropic
 import attrs
+import openai
 import pytest
 
 import tractkv.llm._http as llm_http
@@ -169,3 +171,20 @@ def anthropic_message(blocks: list[dict[str, Any]] | None = None, *, model: str 
         "stop_sequence": None,
         "usage": {"input_tokens": 10, "output_tokens": 2},
     }
+
+
+# --- the official SDKs, pointed at the recorder (the acceptance tests) ---------------------------------
+
+
+@pytest.fixture
+def openai_sdk(recorder: Recorder) -> Iterator[openai.OpenAI]:
+    client = openai.OpenAI(base_url=f"{recorder.url}/v1", api_key="test", max_retries=0)
+    yield client
+    client.close()
+
+
+@pytest.fixture
+def anthropic_sdk(recorder: Recorder) -> Iterator[anthropic.Anthropic]:
+    client = anthropic.Anthropic(base_url=recorder.url, api_key="test", max_retries=0)
+    yield client
+    client.close()

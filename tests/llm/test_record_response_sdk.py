@@ -9,12 +9,10 @@ tool_use) or it rejects a thinking + tools loop; OpenAI gets no thinking, and ke
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from typing import Any
 
 import anthropic
 import openai
-import pytest
 
 from tractkv import Tract
 from tractkv.llm import AnthropicClient
@@ -36,20 +34,6 @@ USAGE = {
     "cache_read_input_tokens": 2048,
     "cache_creation_input_tokens": 0,
 }
-
-
-@pytest.fixture
-def openai_sdk(recorder: Recorder) -> Iterator[openai.OpenAI]:
-    client = openai.OpenAI(base_url=f"{recorder.url}/v1", api_key="test", max_retries=0)
-    yield client
-    client.close()
-
-
-@pytest.fixture
-def anthropic_sdk(recorder: Recorder) -> Iterator[anthropic.Anthropic]:
-    client = anthropic.Anthropic(base_url=recorder.url, api_key="test", max_retries=0)
-    yield client
-    client.close()
 
 
 def thinking_reply() -> dict[str, Any]:

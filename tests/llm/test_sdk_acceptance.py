@@ -7,7 +7,6 @@ tool_use / tool_result pairing and Anthropic's turn merging are checked as a pro
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from typing import Any
 
 import anthropic
@@ -67,20 +66,6 @@ def build_tract(tool_shape: str, *, follow_up: str | None = None) -> Tract:
     if follow_up is not None:
         t.user(follow_up)
     return t
-
-
-@pytest.fixture
-def openai_sdk(recorder: Recorder) -> Iterator[openai.OpenAI]:
-    client = openai.OpenAI(base_url=f"{recorder.url}/v1", api_key="test", max_retries=0)
-    yield client
-    client.close()
-
-
-@pytest.fixture
-def anthropic_sdk(recorder: Recorder) -> Iterator[anthropic.Anthropic]:
-    client = anthropic.Anthropic(base_url=recorder.url, api_key="test", max_retries=0)
-    yield client
-    client.close()
 
 
 def expected_openai_messages() -> list[dict[str, Any]]:

@@ -3,12 +3,10 @@ expects it (exact JSON bodies on the loopback recorder)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import anthropic
 import openai
-import pytest
 
 from tractkv import Tract
 
@@ -81,20 +79,6 @@ EXPECTED_ANTHROPIC = [
     {"name": "ping", "input_schema": EMPTY},
     {"name": "lookup", "input_schema": params("key")},
 ]
-
-
-@pytest.fixture
-def openai_sdk(recorder: Recorder) -> Iterator[openai.OpenAI]:
-    client = openai.OpenAI(base_url=f"{recorder.url}/v1", api_key="test", max_retries=0)
-    yield client
-    client.close()
-
-
-@pytest.fixture
-def anthropic_sdk(recorder: Recorder) -> Iterator[anthropic.Anthropic]:
-    client = anthropic.Anthropic(base_url=recorder.url, api_key="test", max_retries=0)
-    yield client
-    client.close()
 
 
 def tract_with(tools: list[dict[str, Any]]) -> Tract:

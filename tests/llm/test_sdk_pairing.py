@@ -65,17 +65,3 @@ def test_anthropic_sdk_sends_the_repaired_request(
         {"type": "text", "text": "Actually, Bergen."},
     ]
     assert sent[4]["content"] == [{**placeholder, "tool_use_id": "c2"}, {"type": "text", "text": "And?"}]
-
-
-@pytest.fixture
-def openai_sdk(recorder: Recorder) -> Iterator[openai.OpenAI]:
-    client = openai.OpenAI(base_url=f"{recorder.url}/v1", api_key="test", max_retries=0)
-    yield client
-    client.close()
-
-
-@pytest.fixture
-def anthropic_sdk(recorder: Recorder) -> Iterator[anthropic.Anthropic]:
-    client = anthropic.Anthropic(base_url=recorder.url, api_key="test", max_retries=0)
-    yield client
-    client.close()

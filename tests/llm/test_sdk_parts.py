@@ -8,12 +8,10 @@ from __future__ import annotations
 import base64
 import struct
 import zlib
-from collections.abc import Iterator
 from typing import Any
 
 import anthropic
 import openai
-import pytest
 
 from tractkv import Tract
 
@@ -40,20 +38,6 @@ PDF = b"%PDF-1.4\n1 0 obj << /Type /Page >> endobj\n%%EOF\n"
 
 def b64(data: bytes) -> str:
     return base64.b64encode(data).decode()
-
-
-@pytest.fixture
-def openai_sdk(recorder: Recorder) -> Iterator[openai.OpenAI]:
-    client = openai.OpenAI(base_url=f"{recorder.url}/v1", api_key="test", max_retries=0)
-    yield client
-    client.close()
-
-
-@pytest.fixture
-def anthropic_sdk(recorder: Recorder) -> Iterator[anthropic.Anthropic]:
-    client = anthropic.Anthropic(base_url=recorder.url, api_key="test", max_retries=0)
-    yield client
-    client.close()
 
 
 def media_tract() -> Tract:
