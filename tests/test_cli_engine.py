@@ -43,6 +43,37 @@ def store(tmp_path: Path) -> str:
     return path
 
 
+def test_compile_a_context_with_parts(store: str) -> None:
+    """JSON output carries media bytes as {"$bytes": base64} (as export does); text shows part markers."""
+    import base64
+
+    from tractkv.model import to_jsonable
+
+    sys.path.insert(0, str(Path(__file__).parent / "engine"))
+    from media_files import pdf, png
+
+    image, document = png(4, 3), pdf(1)
+    with Tract.open(store) as t:
+        t.user(
+            [
+                "look",
+                {"type": "image", "data": image, "media_type": "image/png"},
+                {"type": "document", "data": document, "media_type": "application/pdf", "title": "Q3"},
+            ]
+        )
+        expected = t.compile().to_dicts()
+        openai = t.compile().to_openai_params()
+    as_json = json.loads(ok(store, "compile"))
+    assert as_json["messages"] == to_jsonable(expected)
+    part = as_json["messages"][0]["parts"][1]
+    assert base64.b64decode(part["data"]["$bytes"]) == image
+    assert json.loads(ok(store, "compile", "--format", "openai")) == openai
+    text = ok(store, "compile", "--format", "text")
+    assert "look [image image/png" in text
+    assert "[document application/pdf" in text
+    assert '"Q3"]' in text
+
+
 def test_commit_and_compile_match_the_library(store: str) -> None:
     system = ok(store, "commit", "--role", "system", "Be brief.").strip()
     user = ok(store, "commit", "Hello", "--metadata", '{"lang": "en"}').strip()

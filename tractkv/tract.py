@@ -564,7 +564,17 @@ class Tract:
         """Commit the result of a tool call, answering the message that made it (see
         :mod:`tractkv.engine.tool_results`): hooks or auto-summarization may edit it, or reject it (None is
         returned); ``edit=<result commit>`` replaces an earlier result; the raw text stays recoverable
-        (:meth:`original_of`); ``usages`` (the call's usage records) are stored and linked in the same commit."""
+        (:meth:`original_of`); ``usages`` (the call's usage records) are stored and linked in the same commit.
+
+        ``content`` is a string, a JSON value (stored as its JSON text, keys sorted) or a list of content parts
+        (text, images, documents, as :meth:`user` takes). A list is parts only when it holds a dict and every
+        item parses as a part (a ``str`` or a valid part dict); any other list is a JSON result, so search
+        hits such as ``[{"type": "document", "id": 3, "title": "Q3"}]`` stay JSON.
+
+        Raises:
+            ContentError: content that is neither (e.g. a list holding bytes whose parts are malformed: the
+                part's error).
+            InvalidInput: no open call ``tool_call_id`` of tool ``name`` in the context."""
         return self._results.commit_result(
             tool_call_id,
             name,

@@ -186,6 +186,37 @@ def test_assistant_parts() -> None:
             "user",
             "parts[0].media must be an object id",
         ),
+        (["a", {"type": ["image"]}], "user", "parts[1]: the part type must be a string, not list"),
+        ([{"type": {"a": 1}}], "user", "parts[0]: the part type must be a string, not dict"),
+        ([{"type": {"a": 1}}], "assistant", "parts[0]: the part type must be a string, not dict"),
+        (
+            [{"type": "document", "data": PDF, "media_type": "application/pdf", "title": ""}],
+            "user",
+            "parts[0]: an empty title",
+        ),
+        (
+            [
+                {
+                    "type": "file",
+                    "file": {
+                        "file_data": f"data:application/pdf;base64,{base64.b64encode(PDF).decode()}",
+                        "filename": "",
+                    },
+                }
+            ],
+            "user",
+            "parts[0]: an empty title",
+        ),
+        (
+            [{"type": "image", "data": png(8001, 1), "media_type": "image/png"}],
+            "user",
+            "parts[0]: the image is 8001 x 1 pixels, over the 8000 px",
+        ),
+        (
+            [{"type": "image", "data": jpeg(100, 9000), "media_type": "image/jpeg"}],
+            "user",
+            "parts[0]: the image is 100 x 9000 pixels",
+        ),
     ],
 )
 def test_refusals_name_the_part(parts: list[Any], role: str, words: str) -> None:
@@ -197,6 +228,53 @@ def _escape(text: str) -> str:
     import re
 
     return re.escape(text)
+
+
+def test_size_limits_are_the_providers() -> None:
+    """Images: at most 5 MB as base64 (Anthropic's per-image limit) and 8000 px a side; documents 32 MB."""
+    from tractkv.engine import media
+
+    assert media.MAX_IMAGE_BYTES == 5 * 1024 * 1024
+    assert media.MAX_IMAGE_SIDE == 8000
+    assert media.MAX_DOCUMENT_BYTES == 32 * 1024 * 1024
+    largest = media.MAX_IMAGE_BYTES // 4 * 3  # its base64 is exactly 5 MB
+    stored([{"type": "image", "data": png(8000, 1, size=largest), "media_type": "image/png"}])
+    with pytest.raises(ContentError, match=r"parts\[0\]: the image is .* as base64\), over the 5.0 MB"):
+        stored([{"type": "image", "data": png(2, 2, size=largest + 1), "media_type": "image/png"}])
+    text = b"a" * media.MAX_DOCUMENT_BYTES
+    stored([{"type": "document", "data": text, "media_type": "text/plain"}])
+    with pytest.raises(ContentError, match=r"parts\[1\]: the document is 32.0 MB, over the 32.0 MB"):
+        stored(["x", {"type": "document", "data": text + b"a", "media_type": "text/plain"}])
+
+
+def test_a_part_naming_a_stored_blob_is_checked_like_new_bytes(tract: Tract) -> None:
+    """The stored form (``media`` by id) has its blob's bytes checked against the declared media type."""
+    tract.user(["first", {"type": "image", "data": PNG, "media_type": "image/png"}])
+    again = tract.user(["again", IMAGE])  # the right type: accepted, nothing new stored
+    assert again.content["parts"][1] == IMAGE
+    for part, words in [
+        ({**IMAGE, "media_type": "image/jpeg"}, "not a image/jpeg file"),
+        ({"type": "document", "media_type": "application/pdf", "media": PNG_ID}, "not a application/pdf"),
+        (
+            {"type": "image", "media_type": "image/png", "media": "a" * 64},
+            "is not a stored image or document",
+        ),
+    ]:
+        with pytest.raises(ContentError, match=_escape("parts[1]")) as info:
+            tract.user(["x", part])
+        assert words in str(info.value)
+    bad_text = Blob(data=b"\xff\xfe not utf-8")
+    batch = tract.store.new_batch()
+    batch.put(bad_text)
+    tract.store.apply(batch)
+    with pytest.raises(ContentError, match=r"parts\[0\]: media .*: text/plain data is not UTF-8"):
+        tract.user([{"type": "document", "media_type": "text/plain", "media": object_id(bad_text)}])
+    tract.assistant(tool_calls=[{"id": "c1", "name": "shot", "arguments": {}}])
+    with pytest.raises(ContentError, match="not a image/gif file"):
+        tract.tool_result(
+            "c1", "shot", ["x", {**IMAGE, "media_type": "image/gif"}, {"type": "image", "data": b"!"}]
+        )
+    assert [m.content for m in tract.compile().messages][-2:] == ["again", ""]
 
 
 def test_text_must_be_the_parts_joined() -> None:
@@ -315,6 +393,47 @@ def test_tool_result_parts_keep_media_through_summaries(tract: Tract) -> None:
     assert plain.content["text"] == '["a", "b"]'
 
 
+@pytest.mark.parametrize(
+    "result",
+    [
+        [{"type": "document", "id": 3, "title": "Q3 report"}],  # search hits: not document parts
+        [{"type": "text", "text": "a", "score": 1}],
+        [{"type": "image", "url": "http://example.test/a.png", "rank": 2}],
+        [{"type": "file", "path": "/tmp/a"}, "b"],
+        [{"type": ["x"]}],
+        ["a", {"type": "text", "text": "b"}, {"id": 3}],  # one item that is no part: all JSON
+        [],
+    ],
+)
+def test_a_list_that_is_not_all_parts_is_a_json_result(tract: Tract, result: list[Any]) -> None:
+    """A list is parts only when every item parses as a part; else its JSON text, as before parts existed."""
+    import json
+
+    tract.assistant(tool_calls=[{"id": "c1", "name": "search", "arguments": {}}])
+    info = tract.tool_result("c1", "search", result)
+    assert info is not None
+    assert info.content["text"] == json.dumps(result, ensure_ascii=False, sort_keys=True)
+    assert "parts" not in info.content
+    assert tract.compile().messages[-1].content == info.content["text"]
+
+
+def test_a_list_of_valid_parts_is_parts_and_one_that_cannot_be_json_names_its_bad_part(tract: Tract) -> None:
+    tract.assistant(
+        tool_calls=[{"id": "c1", "name": "f", "arguments": {}}, {"id": "c2", "name": "f", "arguments": {}}]
+    )
+    info = tract.tool_result("c1", "f", [{"type": "text", "text": "a"}, "b"])
+    assert info is not None
+    assert info.content["text"] == "ab"  # every item a part: parts (here one text)
+    with pytest.raises(ContentError, match=r"parts\[1\]: the data is not a image/png file"):
+        tract.tool_result(
+            "c2", "f", ["see", {"type": "image", "data": b"GIF89a....", "media_type": "image/png"}]
+        )
+    with pytest.raises(
+        ContentError, match="a tool result must be a string, a list of content parts or a JSON"
+    ):
+        tract.tool_result("c2", "f", {"k": {1, 2}})
+
+
 def test_validator_media_rules() -> None:
     store = MemoryStore()
     blob, media = content_objects(
@@ -350,6 +469,20 @@ def test_validator_media_rules() -> None:
     assert tag(Blob(data=inline)).startswith("invalid:")
     assert tag(Blob(data=PNG)) == "media"
     assert tag(Blob(data=b"")) == "blob"
+    # the media tag says what the bytes are; a part declaring another type is refused by the commit check
+    found = tag(Blob(data=PNG))
+    assert getattr(found, "types", None) == frozenset({"image/png"})
+    assert getattr(tag(Blob(data=b"%PDF-1.4 plain")), "types", None) == {"application/pdf", "text/plain"}
+    as_jpeg = {
+        **blob.data,
+        "parts": [
+            {"type": "text", "text": "x"},
+            {"type": "image", "media_type": "image/jpeg", "media": PNG_ID},
+        ],
+    }
+    wrong = batch.put(Blob(data=as_jpeg))
+    with pytest.raises(InvalidInput, match=r"declares media .* as image/jpeg, but its bytes are image/png"):
+        check_commit(batch, Commit(content=wrong, created_at=1, links={"media": (PNG_ID,)}))
 
 
 def test_message_parts_default_empty() -> None:

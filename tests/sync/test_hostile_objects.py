@@ -147,6 +147,21 @@ def shapes() -> dict[str, Callable[[Tract, list[Pair]], tuple[list[Pair], str]]]
         blob = message(USER)
         return [image, blob, commit(t.head, blob[0], links={"media": [rid(image[0])]})], "uses none"
 
+    def declared(
+        data: bytes, kind: str, media_type: str
+    ) -> Callable[[Tract, list[Pair]], tuple[list[Pair], str]]:
+        """A media blob named by a part that declares another media type than its bytes are."""
+
+        def build(t: Tract, pairs: list[Pair]) -> tuple[list[Pair], str]:
+            assert t.head is not None
+            media = raw("blob", data=data)
+            part = {"type": kind, "media_type": media_type, "media": media[0]}
+            blob = message({"type": "dialogue", "role": "user", "text": "", "parts": [part]})
+            links = {"media": [rid(media[0])]}
+            return [media, blob, commit(t.head, blob[0], links=links)], f"as {media_type}, but its bytes are"
+
+        return build
+
     def image_bytes_inline(t: Tract, pairs: list[Pair]) -> tuple[list[Pair], str]:
         assert t.head is not None
         part = {"type": "image", "media_type": "image/png", "data": png}
@@ -158,6 +173,17 @@ def shapes() -> dict[str, Callable[[Tract, list[Pair]], tuple[list[Pair], str]]]
         "media-link-to-a-message": media_link_to_a_message,
         "media-link-not-used": media_link_not_used,
         "image-bytes-inline": image_bytes_inline,
+        "png-declared-as-jpeg": declared(png, "image", "image/jpeg"),
+        "png-declared-as-pdf": declared(png, "document", "application/pdf"),
+        "invalid-utf8-declared-as-text": declared(b"\xff\xfe not utf-8", "document", "text/plain"),
+        "part-type-a-list": payload(
+            {"type": "dialogue", "role": "user", "text": "a", "parts": [{"type": ["image"]}, "a"]},
+            "part type must be a string",
+        ),
+        "part-type-a-dict": payload(
+            {"type": "dialogue", "role": "user", "text": "", "parts": [{"type": {"a": 1}}]},
+            "part type must be a string",
+        ),
         "parent-is-a-blob": parent_is_blob,
         "tools-is-a-blob": tools_is_blob,
         "ts-2**64-1": ts(2**64 - 1),
@@ -240,6 +266,43 @@ def test_fsck_reports_a_stored_commit_with_a_missing_media_link() -> None:
     problems = fsck_objects(store)
     assert [p.where for p in problems] == [hostile[-1][0]]
     assert "links.media" in problems[0].detail
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "png-declared-as-jpeg",
+        "png-declared-as-pdf",
+        "invalid-utf8-declared-as-text",
+        "part-type-a-list",
+        "part-type-a-dict",
+    ],
+)
+def test_fsck_reports_a_stored_media_part_or_part_type_that_breaks_the_rules(name: str) -> None:
+    t, pairs = base()
+    hostile, rule = SHAPES[name](t, pairs)
+    store = MemoryStore()
+    batch = store.new_batch()
+    for oid, data in [*pairs, *hostile]:
+        batch.put_raw(oid, data)
+    store.apply(batch)
+    problems = fsck_objects(store)  # never crashes on a hostile blob
+    assert [p.where for p in problems] == [hostile[-1][0]]
+    assert rule in problems[0].detail
+
+
+def test_a_tag_never_raises_on_a_hostile_blob(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Any unexpected failure while checking a blob makes it an invalid tag, not a crash."""
+    from tractkv.engine import validate
+    from tractkv.model import Blob
+
+    def boom(data: object) -> object:
+        raise TypeError("unhashable type: 'list'")
+
+    monkeypatch.setattr(validate, "canonical_payload", boom)
+    found = validate.tag(Blob(data={"type": "dialogue", "role": "user", "text": "x"}))
+    assert found.startswith(validate.INVALID)
+    assert "TypeError" in found
 
 
 # --- hypothesis: well-formed, semantically hostile objects ---------------------------------------------

@@ -281,8 +281,8 @@ def _gradient_png(width: int, height: int) -> bytes:
 def test_an_image_part_is_shown_as_a_thumbnail(
     browser: WebDriver, tmp_path: Path, start_hub: Callable[..., Any]
 ) -> None:
-    """A user message with an image and a PDF: the image is a loaded thumbnail (the CSP allows exactly
-    data: images), the document a marker, and the page's request JSON carries the exact bytes."""
+    """A user message with an image and a PDF: the image is a thumbnail loaded from /ui/media/<id> under the
+    CSP (``img-src 'self'``), the document a marker, and the page's request JSON carries the exact bytes."""
     png = _gradient_png(320, 200)
     pdf = b"%PDF-1.4\n1 0 obj << /Type /Page >> endobj\ntrailer << >>\n%%EOF\n"
     path = tmp_path / "store"
@@ -300,6 +300,7 @@ def test_an_image_part_is_shown_as_a_thumbnail(
     hub = start_hub(store=path, command="view")
     browser.get(f"{hub.url}/ui/commit/{info.commit_id}?ref={MAIN}")
     image = wait_for(browser, lambda d: css(d, "article.message img"), "the thumbnail")
+    assert "/ui/media/" in (image.get_attribute("src") or "")  # linked, not inlined
     assert wait_for(
         browser, lambda d: d.execute_script("return arguments[0].naturalWidth", image) == 320, "load"
     )

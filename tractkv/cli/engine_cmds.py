@@ -14,7 +14,7 @@ import attrs
 import click
 
 from tractkv.cli.common import CliState, echo_json, json_option, note, with_state
-from tractkv.engine.content import MESSAGE_ROLES, Message
+from tractkv.engine.content import MESSAGE_ROLES, Message, message_parts_markers
 from tractkv.engine.describe import clip, describe_commit, short_id
 from tractkv.engine.lanes import layout_lanes
 from tractkv.engine.records import CommitInfo
@@ -256,7 +256,8 @@ def show(st: CliState, rev: str, as_json: bool) -> None:
     type=click.Choice(["openai", "anthropic", "json", "text"]),
     default="json",
     show_default=True,
-    help="openai / anthropic: the request parameters (messages + tools) for that API.",
+    help="openai / anthropic: the request parameters (messages + tools) for that API; json: the neutral "
+    'messages (media bytes as {"$bytes": "<base64>"}); text: for people, parts as markers.',
 )
 @click.option("--at", "at", default=None, help="Compile this revision instead of HEAD.")
 @click.option("--include-reasoning", is_flag=True, help="Include reasoning traces as assistant messages.")
@@ -283,7 +284,7 @@ def compile_cmd(
         echo_json(
             {
                 "head": ctx.head,
-                "messages": ctx.to_dicts(),
+                "messages": to_jsonable(ctx.to_dicts()),  # media bytes as {"$bytes": "<base64>"}
                 "tools": to_jsonable(list(ctx.tools)),
                 "token_count": ctx.token_count,
                 "commit_count": ctx.commit_count,
@@ -294,7 +295,11 @@ def compile_cmd(
     else:
         for message, oid in zip(ctx.messages, ctx.commit_ids, strict=True):
             click.echo(f"[{message.role}] ({short_id(oid)})")
-            click.echo(message.content)
+            markers = message_parts_markers(message)  # images, documents, thinking, refusal
+            text = (
+                f"{message.content} {markers}" if message.content and markers else message.content or markers
+            )
+            click.echo(text)
             for call in message.tool_calls:
                 args = json.dumps(call.arguments, ensure_ascii=False)
                 click.echo(f"  -> {call.name}({args}) id={call.id}")

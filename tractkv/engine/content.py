@@ -84,6 +84,9 @@ TOOL_ORIGINAL = "tool_original"
 MERGE_STRATEGIES = ("auto", "ours", "theirs")  # what a merge blob's ``strategy`` may say
 MEDIA_LINK = "media"  # a message commit's link to the media blobs its parts use
 
+StoredMedia = Callable[[str], bytes | None]
+"""The bytes of a stored media blob by id, None when no blob of bytes has that id (see content_objects)."""
+
 
 @attrs.frozen(kw_only=True)
 class ToolCall:
@@ -260,12 +263,16 @@ def _only_keys(item: dict[str, Any], allowed: set[str], where: str) -> None:
         raise ContentError(f"{where} has unknown keys {sorted(map(str, unknown))}")
 
 
-def content_objects(content: object) -> tuple[Blob, tuple[Blob, ...]]:
+def content_objects(content: object, stored: StoredMedia | None = None) -> tuple[Blob, tuple[Blob, ...]]:
     """Validate message content and return the blob that stores it plus the media blobs its parts use (each
     image or document's bytes, one blob per distinct file, in order of first use).
 
     Accepts a payload dict (``{"type": "dialogue", "role": "user", "text": "hi"}``, or with ``parts``: see
-    "Content parts" above) or one of the content classes below. The payload is checked once: its shape here,
+    "Content parts" above) or one of the content classes below. A part in the stored form (``media`` naming a
+    blob already stored) is checked through ``stored``, which gives that blob's bytes (None when it is not a
+    stored media blob): they must be what the part's media type says, within the size limits, as new bytes
+    must. Without ``stored`` such a part's blob is not looked at (callers passing parts this module built).
+    The payload is checked once: its shape here,
     its values (what a hashed payload may hold) by the :class:`~tractkv.model.Blob` it is stored in. The
     commit that stores the blob must store the media blobs too and link them as ``links["media"]``
     (:func:`media_ids`); :meth:`tractkv.engine.session.Session.commit_content` does.
@@ -273,11 +280,12 @@ def content_objects(content: object) -> tuple[Blob, tuple[Blob, ...]]:
     Raises:
         ContentError: unknown type, missing or mistyped fields, unknown fields, values a payload may not
             hold (NaN, sets, ...), a part that is malformed (naming its index), a media type that is not
-            accepted or bytes that are not what it says, invalid base64, a URL that is neither https nor a
+            accepted or bytes that are not what it says or over the size limits (:mod:`tractkv.engine.media`),
+            a stored-form part naming no stored media blob, invalid base64, a URL that is neither https nor a
             data: URL.
     """
     media: dict[str, Blob] = {}
-    payload = _canonical(content, media)
+    payload = _canonical(content, media, stored)
     try:
         blob = Blob(data=payload)
     except EncodeError as exc:
@@ -333,7 +341,7 @@ def canonical_payload(content: object) -> dict[str, Any]:
     return _canonical(content, {})
 
 
-def _canonical(content: object, media: dict[str, Blob]) -> dict[str, Any]:
+def _canonical(content: object, media: dict[str, Blob], stored: StoredMedia | None = None) -> dict[str, Any]:
     if isinstance(content, _ContentBase):
         content = content.to_payload()
     if not isinstance(content, dict):
@@ -359,7 +367,7 @@ def _canonical(content: object, media: dict[str, Blob]) -> dict[str, Any]:
         if not isinstance(out["text"], str):
             raise ContentError("dialogue text must be a string (or pass a list of content parts as parts)")
         if content.get("parts") is not None:
-            _set_parts(out, content["parts"], media, text_given=content.get("text"))
+            _set_parts(out, content["parts"], media, text_given=content.get("text"), stored=stored)
         if content.get("name") is not None:
             if not isinstance(content["name"], str):
                 raise ContentError("name must be a string")
@@ -407,13 +415,19 @@ MEDIA_PARTS = frozenset({"image", "document"})
 DETAILS = ("auto", "high", "low")
 
 
-def _set_parts(out: dict[str, Any], raw: object, media: dict[str, Blob], text_given: object) -> None:
+def _set_parts(
+    out: dict[str, Any],
+    raw: object,
+    media: dict[str, Blob],
+    text_given: object,
+    stored: StoredMedia | None = None,
+) -> None:
     """Normalize ``raw`` parts into ``out`` (``text`` = the text parts joined; ``parts`` unless it is one
     text), storing media blobs in ``media`` by id."""
     if not isinstance(raw, list | tuple):
         raise ContentError(f"parts must be a list of content parts, not {type(raw).__name__}")
     role = out["role"]
-    parts = [_part(item, index, role, media) for index, item in enumerate(raw)]
+    parts = [_part(item, index, role, media, stored) for index, item in enumerate(raw)]
     joined = "".join(p["text"] for p in parts if p["type"] == "text")
     if text_given is not None and text_given != joined:
         raise ContentError("text must be the text parts joined (or leave text out when giving parts)")
@@ -422,7 +436,9 @@ def _set_parts(out: dict[str, Any], raw: object, media: dict[str, Blob], text_gi
         out["parts"] = parts
 
 
-def _part(item: object, index: int, role: str, media: dict[str, Blob]) -> dict[str, Any]:
+def _part(
+    item: object, index: int, role: str, media: dict[str, Blob], stored: StoredMedia | None = None
+) -> dict[str, Any]:
     where = f"parts[{index}]"
     if isinstance(item, str):
         item = {"type": "text", "text": item}
@@ -430,6 +446,8 @@ def _part(item: object, index: int, role: str, media: dict[str, Blob]) -> dict[s
         raise ContentError(f"{where} must be a str or a dict with a 'type', not {type(item).__name__}")
     item = {k: v for k, v in item.items() if v is not None}  # SDK model_dump() writes None for unset keys
     kind = item.get("type")
+    if not isinstance(kind, str):
+        raise ContentError(f"{where}: the part type must be a string, not {type(kind).__name__}")
     if kind == "image_url":  # OpenAI
         _keys(item, where, {"type", "image_url"})
         inner = item.get("image_url")
@@ -474,7 +492,7 @@ def _part(item: object, index: int, role: str, media: dict[str, Blob]) -> dict[s
     if kind in MEDIA_PARTS:
         if role == "assistant":
             raise ContentError(f"{where}: an {kind} belongs to a user or tool message, not an assistant one")
-        return _media_part(item, kind, where, media)
+        return _media_part(item, kind, where, media, stored)
     if kind in ASSISTANT_PARTS:
         if role != "assistant":
             raise ContentError(f"{where}: a {kind} part belongs to an assistant message only")
@@ -495,12 +513,16 @@ def _part(item: object, index: int, role: str, media: dict[str, Blob]) -> dict[s
     raise ContentError(f"{where}: unknown part type {kind!r}; expected one of {known}")
 
 
-def _media_part(item: dict[str, Any], kind: str, where: str, media: dict[str, Blob]) -> dict[str, Any]:
-    """An image or document part in its stored form (bytes moved into a media blob)."""
+def _media_part(
+    item: dict[str, Any], kind: str, where: str, media: dict[str, Blob], stored: StoredMedia | None = None
+) -> dict[str, Any]:
+    """An image or document part in its stored form (bytes moved into a media blob; a part naming a stored
+    blob has that blob's bytes checked through ``stored``)."""
     extra = "detail" if kind == "image" else "title"
     accepted = _media.IMAGE_TYPES if kind == "image" else _media.DOCUMENT_TYPES
     out: dict[str, Any] = {"type": kind}
     data: bytes | None = None
+    existing: bytes | None = None  # the bytes of the stored blob a stored-form part names
     media_type: object = item.get("media_type")
     if "source" in item:  # Anthropic
         _keys(item, where, {"type", "source", extra})
@@ -540,6 +562,10 @@ def _media_part(item: dict[str, Any], kind: str, where: str, media: dict[str, Bl
         if not is_object_id(item["media"]):
             raise ContentError(f"{where}.media must be an object id (64 hex digits)")
         out["media"] = item["media"]
+        if stored is not None:
+            existing = stored(item["media"])
+            if existing is None:
+                raise ContentError(f"{where}.media {item['media']} is not a stored image or document (bytes)")
     elif "url" in item:
         _keys(item, where, {"type", "url", extra})
         url = item["url"]
@@ -564,12 +590,18 @@ def _media_part(item: dict[str, Any], kind: str, where: str, media: dict[str, Bl
             oid = object_id(blob)
             media.setdefault(oid, blob)
             out["media"] = oid
+        elif existing is not None:
+            problem = _media.check_bytes(media_type, existing)
+            if problem is not None:
+                raise ContentError(f"{where}: media {out['media']}: {problem}")
     if extra in item:
         value = item[extra]
         if extra == "detail" and value not in DETAILS:
             raise ContentError(f"{where}: detail must be one of {list(DETAILS)}, not {value!r}")
         if not isinstance(value, str):
             raise ContentError(f"{where}: {extra} must be a string")
+        if not value:
+            raise ContentError(f"{where}: an empty {extra} (leave it out instead)")
         out[extra] = value
     return out
 

@@ -10,6 +10,20 @@ Accepted media types (what both providers take):
 The bytes must start the way their media type says (PNG signature, JPEG SOI marker, ``GIF87a`` / ``GIF89a``,
 ``RIFF....WEBP``, ``%PDF-``; plain text must decode as UTF-8): Anthropic rejects an image whose bytes do not
 match its declared type, so a mismatch is refused when the message is written, not when it is sent.
+:func:`check_format` states these format rules; :func:`sniff` is the set of media types some bytes satisfy
+(what the validator compares a received part's declared type against).
+
+**Size limits** (:func:`check_bytes`, policy for new writes): an image whose base64 form is over
+:data:`MAX_IMAGE_BYTES` (5 MB, so about 3.75 MB of file) or with more than :data:`MAX_IMAGE_SIDE` (8000)
+pixels on a side, or a document over :data:`MAX_DOCUMENT_BYTES` (32 MB), is refused when the message is
+written. The figures are Anthropic's, the tighter of the two providers (Vision guide,
+https://docs.anthropic.com/en/docs/build-with-claude/vision: at most 5 MB per image through the API, and
+images larger than 8000 x 8000 px are rejected; the API measures the 5 MB on the base64 data it receives.
+API overview, https://docs.anthropic.com/en/api/overview: a Messages request is at most 32 MB): a part over
+them could be stored but never sent. Anthropic's tighter rule for requests with more than 20 images (2000 px
+per side) depends on the whole request, so it is not checked here. The validator does not re-check sizes on receive
+or fsck: limits are policy for what this library writes and may change; a received object is judged by the
+format rules only, so a store written by another version stays readable.
 """
 
 from __future__ import annotations
@@ -25,8 +39,54 @@ PDF = "application/pdf"
 TEXT = "text/plain"
 
 
+MAX_IMAGE_BYTES = 5 * 1024 * 1024  # Anthropic API: 5 MB per image, measured on its base64 form
+MAX_IMAGE_SIDE = 8000  # Anthropic: an image larger than 8000 px on a side is rejected
+MAX_DOCUMENT_BYTES = 32 * 1024 * 1024  # Anthropic: a Messages request is at most 32 MB
+
+
 def check_bytes(media_type: str, data: bytes) -> str | None:
-    """Why ``data`` is not a valid ``media_type`` file (None when it is, as far as its header tells)."""
+    """Why ``data`` may not be written as a ``media_type`` part (None when it may): the format rules
+    (:func:`check_format`) and the size limits (see the module docstring)."""
+    problem = check_format(media_type, data)
+    if problem is not None:
+        return problem
+    if media_type in IMAGE_TYPES:
+        encoded = 4 * ((len(data) + 2) // 3)  # its base64 length, what Anthropic measures
+        if encoded > MAX_IMAGE_BYTES:
+            return (
+                f"the image is {_mb(len(data))} ({_mb(encoded)} as base64), over the {_mb(MAX_IMAGE_BYTES)} "
+                "of base64 Anthropic takes per image"
+            )
+        size = image_size(data)
+        if size is not None and max(size) > MAX_IMAGE_SIDE:
+            return (
+                f"the image is {size[0]} x {size[1]} pixels, over the {MAX_IMAGE_SIDE} px per side "
+                "providers take (scale it down first)"
+            )
+    elif len(data) > MAX_DOCUMENT_BYTES:
+        return f"the document is {_mb(len(data))}, over the {_mb(MAX_DOCUMENT_BYTES)} a request may hold"
+    return None
+
+
+def _mb(n: int) -> str:
+    return f"{n / (1024 * 1024):.1f} MB"
+
+
+def sniff(data: bytes) -> frozenset[str]:
+    """The accepted media types whose format rules ``data`` satisfies (:func:`check_format`; empty when
+    none). Several at once is possible: a PDF or a GIF may also be valid UTF-8 text."""
+    return frozenset(t for t in (*IMAGE_TYPES, *DOCUMENT_TYPES) if check_format(t, data) is None)
+
+
+def raster_type(data: bytes) -> str | None:
+    """The image media type ``data`` is by its header (PNG, JPEG, GIF or WebP: raster images only, never
+    SVG), None when it is none of them."""
+    return next((t for t in IMAGE_TYPES if check_format(t, data) is None), None)
+
+
+def check_format(media_type: str, data: bytes) -> str | None:
+    """Why ``data`` is not a valid ``media_type`` file (None when it is, as far as its header tells); no
+    size limits."""
     if not data:
         return "empty data"
     if media_type == "image/png":

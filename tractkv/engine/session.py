@@ -154,6 +154,14 @@ class Session:
             raise StoreClosed
         return self._batch if self._batch is not None else self.store
 
+    def stored_media(self, oid: str) -> bytes | None:
+        """The bytes of the media blob ``oid`` as this session reads it (None when no blob of non-empty bytes
+        has that id): what content a caller gives in the stored form is checked against."""
+        obj = self.reader().get(ObjectId(oid))
+        if isinstance(obj, Blob) and isinstance(obj.data, bytes) and obj.data:
+            return obj.data
+        return None
+
     def head_commit(self, reader: Reader) -> ObjectId | None:
         if self.branch_ref is None:
             return self.detached
@@ -376,7 +384,7 @@ class Session:
                 f"operation must be one of {OPERATIONS}, not {operation!r} (see annotate/merge)"
             )
         tip = self.writable()
-        blob, media = content_objects(content)
+        blob, media = content_objects(content, self.stored_media)
         target: ObjectId | None = None
         if operation == "edit":
             if edit_target is None:

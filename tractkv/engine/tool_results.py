@@ -8,8 +8,11 @@ the session's write path. When the committed text differs from the raw result, t
 stored in the same transaction and linked (``links["usages"]``): both travel with the branch.
 
 **Results with parts.** A result may be a list of content parts (text, images, documents: see
-:mod:`tractkv.engine.content`); a list counts as parts when one of its items is a dict with a part ``type``
-(``text``, ``image``, ``document``, ``image_url``, ``file``), else it is JSON like any other value. Hooks and
+:mod:`tractkv.engine.content`). A list is parts only when it holds at least one dict and **every** item
+parses as a part (a ``str``, or a dict that is a valid part); otherwise it is a JSON result like any other
+value, exactly as before parts existed: ``[{"type": "document", "id": 3, "title": "Q3"}]`` (search hits)
+and ``["a.txt", "b.txt"]`` are stored as their JSON text. A list that cannot be JSON either (it holds bytes)
+is refused with the error of the part that failed. Hooks and
 summarization see and change only the text (the text parts joined); the images and documents are kept: a
 result whose text a hook or summary changed is committed as that text followed by the original media parts,
 and the raw text is its ``tool_original`` as usual.
@@ -115,16 +118,22 @@ class ToolResults:
             raise InvalidInput("name must be a non-empty string")
         parts: list[dict[str, Any]] = []
         media: tuple[Blob, ...] = ()
-        if _is_parts(content):
-            blob, media = content_objects(
-                {"type": "dialogue", "role": "tool", "parts": content, "tool_call_id": tool_call_id}
-            )
+        parsed, failure = self._as_parts(content, tool_call_id)
+        if parsed is not None:
+            blob, media = parsed
             text = blob.data["text"]
             parts = blob.data.get("parts", [])
         elif isinstance(content, str):
             text = content
         else:
-            text = json.dumps(content, ensure_ascii=False, sort_keys=True)
+            try:
+                text = json.dumps(content, ensure_ascii=False, sort_keys=True)
+            except (TypeError, ValueError) as exc:  # bytes, sets, circular: neither parts nor JSON
+                if failure is not None:
+                    raise failure from None
+                raise ContentError(
+                    f"a tool result must be a string, a list of content parts or a JSON value ({exc})"
+                ) from None
         tip = self.session.writable("commit a tool result")  # hooks may call a model: commit on this tip
         call_commit, call_name = self.find_call(tool_call_id)
         if call_name != name:
@@ -153,6 +162,19 @@ class ToolResults:
             parts=parts,
             media=media,
         )
+
+    def _as_parts(
+        self, content: object, tool_call_id: str
+    ) -> tuple[tuple[Blob, tuple[Blob, ...]] | None, ContentError | None]:
+        """``content_objects`` of a result given as content parts (see the module docstring), else None and
+        why the parts did not parse (None when ``content`` is no list holding a dict)."""
+        if not isinstance(content, list | tuple) or not any(isinstance(item, dict) for item in content):
+            return None, None
+        payload = {"type": "dialogue", "role": "tool", "parts": content, "tool_call_id": tool_call_id}
+        try:
+            return content_objects(payload, self.session.stored_media), None
+        except ContentError as exc:
+            return None, exc
 
     def _result_target(self, rev: str, tool_call_id: str) -> ObjectId:
         session = self.session
@@ -316,13 +338,3 @@ class ToolResults:
                 )
             )
         return out
-
-
-_PART_TYPES = frozenset({"text", "image", "document", "image_url", "file"})
-
-
-def _is_parts(content: object) -> bool:
-    """A tool result given as content parts (see the module docstring)."""
-    return isinstance(content, list | tuple) and any(
-        isinstance(item, dict) and item.get("type") in _PART_TYPES for item in content
-    )

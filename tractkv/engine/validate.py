@@ -20,13 +20,19 @@ The rules, by kind (an object's "tag" is its kind, or for a blob the content typ
   ``links["original"]`` is one ``tool_original`` blob, ``links["usages"]`` are usage records;
   ``links["media"]`` is exactly the media ids its message content's parts use (sorted, unique; absent
   when they use none, and on commits without message content), each a **media** blob (a blob whose data
-  is non-empty bytes). Other link names (a later release may add some) must only point at objects that
-  exist, as every link must.
+  is non-empty bytes) whose bytes are what every part naming it declares (its ``media_type``: the format
+  rules of :func:`tractkv.engine.media.check_format`, e.g. a PNG is refused as ``image/jpeg`` or
+  ``application/pdf``, invalid UTF-8 as ``text/plain``). Size limits are not re-checked: they are policy for
+  new writes (:mod:`tractkv.engine.media`), a received object is judged by the format rules. Other link
+  names (a later release may add some) must only point at objects that exist, as every link must.
 * **blob**: a payload whose ``type`` is a content type must be exactly what
   :func:`tractkv.engine.content.content_blob` (message types) or the bookkeeping rules (``annotation``,
   ``merge``, ``tool_original``) would store; a blob whose data is non-empty bytes is tagged ``media``; any
   other blob that is not typed content is tagged plain ``blob``. A message blob's tag also carries the
-  media ids its parts use (:class:`MessageTag`), so a commit's ``links["media"]`` is checked against them.
+  media ids its parts use and the media type each part declares (:class:`MessageTag`), a media blob's the
+  media types its bytes satisfy (:class:`MediaTag`), so a commit's ``links["media"]`` and its parts'
+  declared types are checked against them. Computing a tag never raises: a hostile blob that makes the
+  checks fail in an unexpected way is tagged ``invalid`` too.
   A malformed typed blob is not refused by itself (it hurts nobody until a commit uses it); a commit that
   uses it is refused, naming why the blob is malformed.
 * **tool**: its schema is a tool definition :func:`tractkv.engine.toolsets.tool_schema` accepts (any
@@ -64,6 +70,7 @@ from .content import (
     canonical_payload,
     media_ids,
 )
+from .media import sniff
 from .toolsets import tool_schema
 
 TS_MIN = 0
@@ -84,13 +91,30 @@ _BLOB_TAGS = {kind: kind for kind in (*MESSAGE_TYPES, ANNOTATION, MERGE, TOOL_OR
 
 class MessageTag(str):
     """The tag of a valid message blob (its content type, e.g. ``dialogue``) with the media ids its parts use
-    (``media``: sorted, unique), which the commit adding it must link as ``links["media"]``."""
+    (``media``: sorted, unique), which the commit adding it must link as ``links["media"]``, and each media
+    part's (id, declared media type) (``declared``: sorted, unique)."""
 
     media: tuple[ObjectId, ...]
+    declared: tuple[tuple[ObjectId, str], ...]
 
-    def __new__(cls, kind: str, media: tuple[ObjectId, ...] = ()) -> MessageTag:
+    def __new__(
+        cls, kind: str, media: tuple[ObjectId, ...] = (), declared: tuple[tuple[ObjectId, str], ...] = ()
+    ) -> MessageTag:
         self = super().__new__(cls, kind)
         self.media = media
+        self.declared = declared
+        return self
+
+
+class MediaTag(str):
+    """The tag of a media blob (``media``) with the media types its bytes satisfy (``types``: the format
+    rules, :func:`tractkv.engine.media.sniff`; empty when none)."""
+
+    types: frozenset[str]
+
+    def __new__(cls, types: frozenset[str]) -> MediaTag:
+        self = super().__new__(cls, MEDIA)
+        self.types = types
         return self
 
 
@@ -129,8 +153,15 @@ def tag(obj: StoredObject) -> str:
 
 
 def _blob_tag(data: object) -> str:
+    try:
+        return _checked_blob_tag(data)
+    except Exception as exc:  # a hostile blob must never crash receive or fsck
+        return f"{INVALID}unreadable payload ({type(exc).__name__}: {exc})"
+
+
+def _checked_blob_tag(data: object) -> str:
     if not isinstance(data, dict):
-        return MEDIA if isinstance(data, bytes) and data else "blob"
+        return MediaTag(sniff(data)) if isinstance(data, bytes) and data else "blob"
     kind = data.get("type")
     if not isinstance(kind, str) or kind not in _BLOB_TAGS:
         return "blob"
@@ -147,7 +178,13 @@ def _blob_tag(data: object) -> str:
 
 
 def _message_tag(kind: str, data: dict[str, Any]) -> MessageTag:
-    return MessageTag(kind, tuple(ObjectId(oid) for oid in media_ids(data)))
+    parts = data.get("parts")
+    declared = {
+        (ObjectId(p["media"]), str(p.get("media_type")))
+        for p in (parts if isinstance(parts, list) else ())
+        if isinstance(p, dict) and isinstance(p.get("media"), str)
+    }
+    return MessageTag(kind, tuple(ObjectId(oid) for oid in media_ids(data)), tuple(sorted(declared)))
 
 
 def _check_bookkeeping(kind: str, data: dict[str, Any]) -> None:
@@ -236,11 +273,13 @@ def _check_commit(commit: Commit, tag_of: TagOf) -> None:
         _want(tag_of, f"parents[{index}]", parent, ("commit",))
     content = commit.content
     used: tuple[ObjectId, ...] = ()
+    declared: tuple[tuple[ObjectId, str], ...] = ()
     if op in MESSAGE_OPS:
         if content is None:
             raise ObjectRuleError(f"an {op} commit needs message content")
         found = _want(tag_of, "content", content, sorted(MESSAGE_TYPES), f" (an {op} commit adds a message)")
         used = getattr(found, "media", ())
+        declared = getattr(found, "declared", ())
     elif op == "annotate":
         if content is None:
             raise ObjectRuleError("an annotate commit needs annotation content")
@@ -259,6 +298,8 @@ def _check_commit(commit: Commit, tag_of: TagOf) -> None:
         raise ObjectRuleError(
             f"the content uses media (e.g. {used[0]}) the commit does not link (links.media)"
         )
+    if used:
+        _check_declared(declared, tag_of)
     if op in TARGET_OPS:
         if commit.edit_target is None:
             raise ObjectRuleError(f"an {op} commit needs a target")
@@ -270,6 +311,15 @@ def _check_commit(commit: Commit, tag_of: TagOf) -> None:
     if commit.tools is not None:
         _want(tag_of, "tools", commit.tools, ("toolset",))
     _check_links(op, commit.links, tag_of)
+
+
+def _check_declared(declared: Iterable[tuple[ObjectId, str]], tag_of: TagOf) -> None:
+    """Each media part's declared media type is one its blob's bytes satisfy (format rules only)."""
+    for oid, media_type in declared:
+        found = tag_of(oid)
+        if isinstance(found, MediaTag) and media_type not in found.types:
+            what = ", ".join(sorted(found.types)) or "none of the accepted media types"
+            raise ObjectRuleError(f"a part declares media {oid} as {media_type}, but its bytes are {what}")
 
 
 def _check_links(op: str, links: Mapping[str, tuple[ObjectId, ...]], tag_of: TagOf) -> None:

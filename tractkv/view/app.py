@@ -31,8 +31,11 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response, StreamingResponse
 from starlette.routing import Route
 
+from tractkv.engine.media import raster_type
 from tractkv.engine.refs import HEADS, read_head
 from tractkv.errors import AuthError, InvalidInput, ObjectNotFound, RefNotFound, TractError, UnknownRevision
+from tractkv.ids import ObjectId, is_object_id
+from tractkv.model import Blob
 from tractkv.store import Store
 from tractkv.sync.auth import OPEN, Grant, TokenTable
 from tractkv.sync.frames import MAX_OBJECT_BYTES, MAX_REQUEST_BYTES
@@ -53,7 +56,7 @@ MAX_FORM_BYTES = 4096
 SECURITY_HEADERS = {
     # No inline script or style anywhere, so even a markup bug cannot run text from the store.
     "Content-Security-Policy": (
-        "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; "
+        "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; "
         "form-action 'self'; base-uri 'none'; frame-ancestors 'none'"
     ),
     "X-Content-Type-Options": "nosniff",
@@ -195,6 +198,7 @@ class Viewer:
             Route("/ui/log", self._page(self.log), methods=["GET"]),
             Route("/ui/commit/{rev}", self._page(self.commit), methods=["GET"]),
             Route("/ui/commit/{rev}/request.json", self.request_json, methods=["GET"]),
+            Route("/ui/media/{oid}", self.media, methods=["GET"]),
             Route("/ui/usage", self._page(self.usage), methods=["GET"]),
             Route("/ui/tools", self._page(self.tools), methods=["GET"]),
             Route("/ui/tool", self._page(self.tool), methods=["GET"]),
@@ -288,6 +292,30 @@ class Viewer:
             _log.exception("viewer request %s failed", request.url.path)
             return self._error(request, TractError(f"{type(exc).__name__}: {exc}"))
         return JSONResponse(params, headers=SECURITY_HEADERS)
+
+    async def media(self, request: Request) -> Response:
+        """A stored image's bytes for a thumbnail: only a blob of bytes that are PNG, JPEG, GIF or WebP
+        (sniffed from the bytes, never SVG or anything else), with that type; 404 otherwise. Content
+        addressed, so the browser may keep it for good."""
+        try:
+            self.grant(request)
+            found = await run_in_threadpool(self._raster, request.path_params["oid"])
+        except TractError as exc:
+            return self._error(request, exc)
+        if found is None:
+            return _html(page("404", pages.error_body(404, "no such image")), status=404)
+        data, media_type = found
+        headers = {**SECURITY_HEADERS, "Cache-Control": "private, max-age=31536000, immutable"}
+        return Response(data, media_type=media_type, headers=headers)
+
+    def _raster(self, oid: str) -> tuple[bytes, str] | None:
+        if not is_object_id(oid):
+            return None
+        obj = self.store.get(ObjectId(oid))
+        if not isinstance(obj, Blob) or not isinstance(obj.data, bytes):
+            return None
+        media_type = raster_type(obj.data)
+        return None if media_type is None else (obj.data, media_type)
 
     def usage(self, request: Request) -> PageResult:
         ref = self._ref(request)

@@ -1,12 +1,15 @@
 """A rendered message's content blocks as HTML: text, images as thumbnails, markers for documents and the
 rest, for both providers' shapes (OpenAI parts, Anthropic blocks, inside tool results too).
 
-**Thumbnails, safely.** An image is shown as ``<img src="data:...">`` only when its media type is PNG, JPEG,
-GIF or WebP (never SVG, which is a document that can hold script) and its data is nothing but base64
-characters, at most :data:`MAX_THUMBNAIL_BASE64` of them; the data: URL is rebuilt from those two checked
-values, never copied from the store, and escaped like every attribute. The page's CSP allows images from
-``data:`` and nothing else new (``img-src 'self' data:``); an image by URL is shown as its URL (the CSP
-would not load it anyway). Anything else is a marker such as ``[document application/pdf 12 KB]``.
+**Thumbnails, safely and small.** A page never inlines image bytes (one 3 MB screenshot in 30 messages would
+make a 120 MB page): an image is ``<img src="/ui/media/<id>" loading="lazy">``, its media blob's id found
+by its exact base64 text in :func:`media_index` (built from the compiled messages, whose parts know their
+blob ids), and only when its declared type is PNG, JPEG, GIF or WebP (never SVG, which is a document that
+can hold script). The ``/ui/media/<id>`` route (:mod:`tractkv.view.app`) serves a stored blob only when its
+own bytes are one of those raster types (sniffed, never taken from the page or the part), with that type,
+``nosniff`` and the viewer's authentication; the CSS caps a thumbnail's size. The page's CSP loads images
+from ``'self'`` only (``img-src 'self'``): an image by URL is shown as its URL, one whose blob is unknown as
+a marker, like documents (``[document application/pdf 12 KB]``).
 
 :func:`elide_media` makes the "request as JSON" block readable: long base64 strings are replaced by a
 marker (the ``request.json`` route still serves the exact request).
@@ -15,23 +18,44 @@ marker (the ``request.json`` route still serves the exact request).
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable, Mapping
 from typing import Any
+
+from tractkv.engine.content import Message
+from tractkv.engine.media import b64
 
 from .html import Markup, el, join, pretty_json
 
 THUMBNAIL_TYPES = frozenset({"image/png", "image/jpeg", "image/gif", "image/webp"})
-MAX_THUMBNAIL_BASE64 = 4_000_000  # characters (~3 MB of image); larger ones are shown as a marker
+MEDIA_ROUTE = "/ui/media/"  # + a media blob's 64-hex id: its bytes (view/app.py)
+_OBJECT_ID = re.compile(r"[0-9a-f]{64}")
 _BASE64 = re.compile(r"[A-Za-z0-9+/]*={0,2}")
 _DATA_URL = re.compile(r"data:([a-z0-9.+/-]+);base64,(.*)", re.DOTALL)
 ELIDE = 200  # base64 strings longer than this are elided in the JSON view
 
 
-def content_blocks(blocks: list[Any]) -> Markup:
-    """A list of content blocks (either provider's shape) as HTML."""
-    return join([_block(block) for block in blocks])
+MediaIndex = Mapping[str, str]
+"""An image's exact base64 text -> its media blob id (:func:`media_index`)."""
 
 
-def _block(block: object) -> Markup:
+def media_index(messages: Iterable[Message]) -> dict[str, str]:
+    """The base64 text of each distinct image in compiled messages -> its media blob id: how a rendered
+    request's image (base64 in either provider's shape) finds the route that serves its bytes."""
+    found: dict[str, bytes] = {}
+    for message in messages:
+        for part in message.parts:
+            if part.type == "image" and part.media is not None and part.data is not None:
+                found.setdefault(part.media, part.data)
+    return {b64(data): oid for oid, data in found.items()}
+
+
+def content_blocks(blocks: list[Any], media: MediaIndex | None = None) -> Markup:
+    """A list of content blocks (either provider's shape) as HTML; ``media`` finds each image's blob."""
+    index = media or {}
+    return join([_block(block, index) for block in blocks])
+
+
+def _block(block: object, media: MediaIndex) -> Markup:
     if not isinstance(block, dict):
         return el("pre", pretty_json(block), class_="json")
     kind = block.get("type")
@@ -41,12 +65,12 @@ def _block(block: object) -> Markup:
         link = block["image_url"].get("url")
         match = _DATA_URL.fullmatch(link) if isinstance(link, str) else None
         if match is not None:
-            return image(match.group(1), match.group(2))
+            return image(match.group(1), match.group(2), media)
         return _marker(f"image {link}")
     if kind == "image" and isinstance(block.get("source"), dict):
         source = block["source"]
         if source.get("type") == "base64":
-            return image(str(source.get("media_type")), str(source.get("data", "")))
+            return image(str(source.get("media_type")), str(source.get("data", "")), media)
         return _marker(f"image {source.get('url')}")
     if kind in ("document", "file"):
         return _marker(_document(block))
@@ -54,7 +78,9 @@ def _block(block: object) -> Markup:
         inner = block.get("content")
         head = el("span", f"tool_result {block.get('tool_use_id')}", class_="key")
         body = (
-            content_blocks(inner) if isinstance(inner, list) else el("pre", str(inner or ""), class_="text")
+            content_blocks(inner, media)
+            if isinstance(inner, list)
+            else el("pre", str(inner or ""), class_="text")
         )
         return el("div", head, body, class_="block tool-result")
     if kind == "thinking":
@@ -64,17 +90,15 @@ def _block(block: object) -> Markup:
     return el("pre", pretty_json(block), class_="json")
 
 
-def image(media_type: str, data: str) -> Markup:
-    """A thumbnail of base64 image data, or a marker when it is not a safe raster image (see above)."""
+def image(media_type: str, data: str, media: MediaIndex) -> Markup:
+    """A thumbnail loaded from the media route, or a marker when the image is not a raster type or its blob
+    is not known (see above)."""
     size = _size(len(data))
-    if (
-        media_type in THUMBNAIL_TYPES
-        and len(data) <= MAX_THUMBNAIL_BASE64
-        and _BASE64.fullmatch(data) is not None
-    ):
+    oid = media.get(data)
+    if media_type in THUMBNAIL_TYPES and oid is not None and _OBJECT_ID.fullmatch(oid) is not None:
         return el(
             "figure",
-            el("img", src=f"data:{media_type};base64,{data}", alt=f"image {media_type}", class_="thumb"),
+            el("img", src=MEDIA_ROUTE + oid, alt=f"image {media_type}", class_="thumb", loading="lazy"),
             el("figcaption", f"{media_type} {size}", class_="muted"),
             class_="image",
         )

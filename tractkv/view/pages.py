@@ -28,7 +28,7 @@ from .inspector import (
     UsagePage,
     tool_diff,
 )
-from .media import content_blocks, elide_media
+from .media import MediaIndex, content_blocks, elide_media, media_index
 
 LANE = 14  # px between graph lanes
 ROW = 28  # px per graph row (the CSS gives rows this height)
@@ -369,11 +369,13 @@ def context_section(view: CommitView, fmt: str, first: int | None = None) -> Mar
     shown = messages[first : first + CONTEXT_PAGE]
     cards: list[Markup] = []
     if fmt == "anthropic" and "system" in params and first == 0:
-        cards.append(_message_card({"role": "system", "content": params["system"]}, None, view, "system"))
+        system = {"role": "system", "content": params["system"]}
+        cards.append(_message_card(system, None, view, "system", {}))
     aligned = fmt == "openai" and total == len(ctx.commit_ids)
+    media = media_index(ctx.messages)  # thumbnails load from /ui/media/<id>, never inline
     for i, message in enumerate(shown, start=first):
         commit = ctx.commit_ids[i] if aligned else None
-        cards.append(_message_card(message, commit, view, str(message.get("role", "?"))))
+        cards.append(_message_card(message, commit, view, str(message.get("role", "?")), media))
     pager = None
     if total > CONTEXT_PAGE:
         links = []
@@ -427,7 +429,9 @@ def context_section(view: CommitView, fmt: str, first: int | None = None) -> Mar
     )
 
 
-def _message_card(message: dict[str, Any], commit: ObjectId | None, view: CommitView, role: str) -> Markup:
+def _message_card(
+    message: dict[str, Any], commit: ObjectId | None, view: CommitView, role: str, media: MediaIndex
+) -> Markup:
     annotation = view.message_annotations.get(commit) if commit else None
     header = [el("span", role, class_="role")]
     if commit:
@@ -441,7 +445,7 @@ def _message_card(message: dict[str, Any], commit: ObjectId | None, view: Commit
         if key == "content" and isinstance(value, str):
             body.append(el("pre", value, class_="text"))
         elif key == "content" and isinstance(value, list):  # parts / blocks: text, thumbnails, markers
-            body.append(el("div", content_blocks(value), class_="blocks"))
+            body.append(el("div", content_blocks(value, media), class_="blocks"))
         else:
             body.append(
                 el("div", el("span", key, class_="key"), el("pre", pretty_json(value), class_="json"))
