@@ -3,6 +3,7 @@ rebuilds against incremental appends, strict mode, and the users of a view (comp
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -342,3 +343,9 @@ def test_cli_compile_reports_repairs_and_strict_fails(tmp_path: Path) -> None:
     assert strict.stdout == ""
     assert strict.stderr.startswith("Error: tool calls and results do not pair up")
     assert len(strict.stderr.strip().splitlines()) == 1
+    as_json = runner.invoke(cli, ["--store", path, "compile", "--format", "json"])
+    assert as_json.exit_code == 0, as_json.stderr
+    data = json.loads(as_json.stdout)
+    assert [(r["kind"], r["call_id"]) for r in data["repairs"]] == [("placeholder_result", "x")]
+    assert data["open_calls"] == []
+    assert [m["role"] for m in data["messages"]] == ["user", "assistant", "tool", "user"]

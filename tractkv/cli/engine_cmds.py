@@ -290,6 +290,11 @@ def compile_cmd(
                 "commit_count": ctx.commit_count,
                 "commit_ids": list(ctx.commit_ids),
                 "token_source": ctx.token_source,
+                "repairs": [
+                    {"kind": r.kind, "commit": r.commit_id, "call_id": r.call_id, "detail": r.detail}
+                    for r in ctx.repairs
+                ],
+                "open_calls": list(ctx.open_calls),
             }
         )
     else:
