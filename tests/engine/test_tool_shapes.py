@@ -180,7 +180,6 @@ REFUSALS: list[tuple[object, str]] = [
     ({"type": "function", "function": "get_weather"}, "'function' must be a dict"),
     ({"type": "function", "function": {"name": "a", "parameters": {"type": "string"}}}, "JSON object schema"),
     ({"type": "function", "function": {"name": "a", "parameters": []}}, "JSON object schema"),
-    ({"type": "function", "function": {"name": "a", "parameters": None}}, "JSON object schema"),
     ({"type": "function", "name": "a", "parameters": {"properties": {}}}, "JSON object schema"),
     ({"name": "a", "input_schema": {}}, "JSON object schema"),
     ({"name": "a", "inputSchema": {"type": "array"}}, "inputSchema must be a JSON object schema"),
@@ -193,11 +192,9 @@ REFUSALS: list[tuple[object, str]] = [
     ({"type": "function", "name": "a", "input_schema": PARAMS}, "unknown fields ['input_schema']"),
     ({"name": "a", "input_schema": PARAMS, "parameters": PARAMS}, "unknown fields ['parameters']"),
     ({"name": "a", "parameters": PARAMS, "title": "A"}, "unknown fields ['title']"),
-    ({"name": "a", "parameters": None}, "JSON object schema"),
     ({"name": "a", "input_schema": PARAMS, "title": "A"}, "unknown fields ['title']"),
     ({"name": "a", "inputSchema": PARAMS, "input_schema": PARAMS}, "one shape per tool"),
     ({"type": "function", "function": {"name": "a", "strict": "yes"}}, "strict must be a boolean"),
-    ({"name": "a", "input_schema": PARAMS, "strict": None}, "strict must be a boolean"),
     ({"name": "a", "description": 3}, "description must be a string"),
     ({"name": "a", "inputSchema": PARAMS, "title": 3}, "title must be a string"),
     ({"name": "a", "inputSchema": PARAMS, "annotations": []}, "annotations must be a dict"),
@@ -239,10 +236,15 @@ def test_duplicate_names_in_one_set_are_refused_across_shapes() -> None:
     assert t.status().commit_count == 0
 
 
-def test_rendering_an_unchecked_definition_raises_invalid_input() -> None:
-    """Tools given straight to a client (``generate(tools=...)``) are checked when rendered."""
-    with pytest.raises(InvalidInput, match="JSON object schema"):
-        openai_params([], [{"name": "a", "input_schema": {"type": "string"}}])
+def test_rendering_reads_a_definition_the_input_rules_refuse_and_never_raises_for_a_dict() -> None:
+    """The shape rules are input policy; rendering (stored tools, or tools given straight to a client) reads
+    a refused definition leniently: only its name, description, strict and parameters, an object schema
+    made of a parameters dict without ``type``."""
+    weird = {"name": "a b", "input_schema": {"type": "string"}, "surprise": 1}
+    assert openai_params([], [weird])["tools"] == [
+        {"type": "function", "function": {"name": "a b", "parameters": {"type": "string"}}}
+    ]
+    assert anthropic_params([], [weird])["tools"] == [{"name": "a b", "input_schema": {"type": "string"}}]
     with pytest.raises(InvalidInput, match="must be a dict"):
         anthropic_params([], ["a"])  # type: ignore[list-item]
 
@@ -414,8 +416,95 @@ def test_schema_name_names_even_a_definition_the_rules_refuse() -> None:
     assert schema_name("text") == "?"
 
 
-def test_an_older_stores_refused_tool_is_still_counted_as_given() -> None:
-    old = {"name": "old", "input_schema": {}}  # accepted before the object-schema rule
-    text = json.dumps(old, sort_keys=True, separators=(",", ":"))
+def test_an_older_stores_refused_tool_is_counted_as_it_renders() -> None:
+    old = {"name": "old", "input_schema": {}, "extra": 1}  # accepted before the object-schema rule
+    shown = {"name": "old", "parameters": {"type": "object", "properties": {}}}
+    text = json.dumps(shown, sort_keys=True, separators=(",", ":"))
     expected = HeuristicCounter().count(text) + TOOL_OVERHEAD + TOOLS_OVERHEAD
     assert tool_tokens([old], HeuristicCounter()) == expected
+
+
+# --- None in an optional field is absent (what SDK model_dump() output carries) ---------------------------
+
+
+def _none_dumps() -> list[tuple[dict[str, Any], dict[str, Any], dict[str, Any]]]:
+    """(definition with None fields, OpenAI rendering, Anthropic rendering), from the real SDK types."""
+    from openai.types import chat as chat_types
+    from openai.types.shared import FunctionDefinition
+
+    empty = {"type": "object", "properties": {}}
+    # ChatCompletionFunctionTool: openai >= 1.99 (the SDK floors run this test too)
+    chat_tool = getattr(chat_types, "ChatCompletionFunctionTool", None)
+
+    def chat_dump(function: FunctionDefinition) -> dict[str, Any]:
+        if chat_tool is None:
+            return {"type": "function", "function": function.model_dump()}
+        dumped: dict[str, Any] = chat_tool(type="function", function=function).model_dump()
+        return dumped
+
+    chat = chat_dump(FunctionDefinition(name="f", parameters=PARAMS))
+    bare = chat_dump(FunctionDefinition(name="f"))
+    mcp = {  # MCP's Tool.model_dump() (the mcp package is not a dependency): its optional fields as None
+        "name": "f",
+        "title": None,
+        "description": None,
+        "inputSchema": PARAMS,
+        "outputSchema": None,
+        "annotations": None,
+        "meta": None,
+    }
+    anthropic = {
+        "name": "f",
+        "description": None,
+        "input_schema": PARAMS,
+        "cache_control": None,
+        "strict": None,
+    }
+    fn = {"type": "function", "function": {"name": "f", "parameters": PARAMS}}
+    cases = [
+        (chat, fn, {"name": "f", "input_schema": PARAMS}),
+        (
+            bare,
+            {"type": "function", "function": {"name": "f", "parameters": empty}},
+            {
+                "name": "f",
+                "input_schema": empty,
+            },
+        ),
+        (mcp, fn, {"name": "f", "input_schema": PARAMS}),
+        (anthropic, fn, {"name": "f", "input_schema": PARAMS}),
+    ]
+    try:  # the Responses API's types (openai >= 1.66)
+        from openai.types.responses import FunctionTool
+    except ImportError:
+        return cases
+    flat = FunctionTool(type="function", name="f", parameters=None, strict=None, description="d")
+    return [
+        *cases,
+        (
+            flat.model_dump(),
+            {"type": "function", "function": {"name": "f", "description": "d", "parameters": empty}},
+            {"name": "f", "description": "d", "input_schema": empty},
+        ),
+    ]
+
+
+def test_none_in_an_optional_field_is_absent_at_input_and_not_rendered() -> None:
+    pytest.importorskip("openai")
+    for tool, as_openai, as_anthropic in _none_dumps():
+        assert any(value is None for value in [*tool.values(), *tool.get("function", {}).values()]), tool
+        t = Tract.open()
+        t.set_tools([tool])
+        t.user("hi")
+        assert t.get_tools() == [tool]  # stored as given
+        ctx = t.compile()
+        assert ctx.to_openai_params()["tools"] == [as_openai], tool
+        assert ctx.to_anthropic_params()["tools"] == [as_anthropic], tool
+        assert tool_schema(tool).name == "f"
+
+
+def test_none_for_a_required_field_is_still_refused() -> None:
+    with pytest.raises(InvalidInput, match="needs a name"):
+        tool_schema({"name": None, "input_schema": PARAMS})
+    with pytest.raises(InvalidInput, match="needs a name"):
+        tool_schema({"type": "function", "function": {"name": None}})

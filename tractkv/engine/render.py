@@ -21,7 +21,7 @@ from tractkv.errors import MalformedResponse
 
 from .content import Message, Part, ToolCall
 from .media import PDF, TEXT, b64, data_url
-from .toolsets import ANTHROPIC, ANTHROPIC_SERVER, EMPTY_PARAMETERS, read_tool
+from .toolsets import ANTHROPIC, ANTHROPIC_SERVER, EMPTY_PARAMETERS, read_stored
 
 
 def messages_to_openai(messages: Sequence[Message]) -> list[dict[str, Any]]:
@@ -297,12 +297,15 @@ def tool_to_openai(schema: Mapping[str, Any]) -> dict[str, Any] | None:
 
     ``description`` and ``strict`` are sent when given (``strict`` only as a boolean); ``parameters`` is always
     sent (an empty object schema when the definition has none). Anthropic-only fields (``cache_control``...)
-    and MCP's ``title``, ``outputSchema``, ``annotations`` are not sent.
+    and MCP's ``title``, ``outputSchema``, ``annotations`` are not sent, nor is a field whose value is None.
+
+    A stored definition today's input rules refuse (a store written before them) renders as
+    :func:`~tractkv.engine.toolsets.read_stored` reads it (its name as stored, even one OpenAI refuses).
 
     Raises:
-        InvalidInput: ``schema`` is not an accepted tool definition.
+        InvalidInput: ``schema`` is not a dict.
     """
-    spec = read_tool(schema)
+    spec = read_stored(schema)
     if spec.shape == ANTHROPIC_SERVER:
         return None
     function: dict[str, Any] = {"name": spec.name}
@@ -320,12 +323,16 @@ def tool_to_anthropic(schema: Mapping[str, Any]) -> dict[str, Any]:
     An Anthropic tool (custom or server) is sent as given (a custom tool without ``input_schema`` gets an
     empty object schema). Other shapes become ``{"name", "description", "input_schema", "strict"}``:
     ``description`` when given, ``strict`` when a boolean (the Messages API's tool ``strict``); MCP's
-    ``title``, ``outputSchema`` and ``annotations`` are not sent (Anthropic refuses unknown fields).
+    ``title``, ``outputSchema`` and ``annotations`` are not sent (Anthropic refuses unknown fields), nor is a
+    field whose value is None.
+
+    A stored definition today's input rules refuse (a store written before them) renders as
+    :func:`~tractkv.engine.toolsets.read_stored` reads it (its name as stored, even one Anthropic refuses).
 
     Raises:
-        InvalidInput: ``schema`` is not an accepted tool definition.
+        InvalidInput: ``schema`` is not a dict.
     """
-    spec = read_tool(schema)
+    spec = read_stored(schema)
     if spec.shape == ANTHROPIC_SERVER:
         return dict(spec.fields)
     if spec.shape == ANTHROPIC:
@@ -345,9 +352,6 @@ def openai_params(messages: Sequence[Message], tools: Sequence[Mapping[str, Any]
     """Keyword arguments for ``client.chat.completions.create``: messages, and tools when there are any.
 
     Anthropic server tools are left out (OpenAI has no equivalent); ``tools`` is omitted when none is left.
-
-    Raises:
-        InvalidInput: a tool is not an accepted tool definition.
     """
     params: dict[str, Any] = {"messages": messages_to_openai(messages)}
     rendered = [r for r in (tool_to_openai(t) for t in tools) if r is not None]
@@ -357,11 +361,7 @@ def openai_params(messages: Sequence[Message], tools: Sequence[Mapping[str, Any]
 
 
 def anthropic_params(messages: Sequence[Message], tools: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
-    """Keyword arguments for ``client.messages.create``: system (when set), messages, tools (when any).
-
-    Raises:
-        InvalidInput: a tool is not an accepted tool definition.
-    """
+    """Keyword arguments for ``client.messages.create``: system (when set), messages, tools (when any)."""
     rendered = messages_to_anthropic(messages)
     params: dict[str, Any] = {"messages": rendered["messages"]}
     if rendered["system"]:

@@ -22,9 +22,15 @@ exactly as given):
 Rules every shape shares: the name matches ``^[a-zA-Z0-9_-]{1,64}$`` (OpenAI's and Anthropic's rule for
 function tools); a parameters schema (``parameters`` / ``input_schema`` / ``inputSchema``) is a JSON object
 schema, ``{"type": "object", ...}``, and an absent one means no parameters; ``description`` is a string;
-``strict`` a boolean (OpenAI shapes also allow null, as their API does); the whole definition is JSON (no
-bytes). Unknown top-level fields are refused for the OpenAI and Anthropic shapes (their APIs reject them);
-one set never holds two tools of one name (both providers reject that).
+``strict`` a boolean; an optional field whose value is None is absent (what SDK ``model_dump()`` output and
+MCP ``Tool.model_dump()`` carry), and is not rendered; the whole definition is JSON (no bytes). Unknown
+top-level fields are refused for the OpenAI and Anthropic shapes (their APIs reject them); one set never holds
+two tools of one name (both providers reject that).
+
+These rules are **input** policy (``set_tools``, ``commit(tools=)``, ``generate(tools=)``). A stored tool
+only has to be what any earlier writer could store (:func:`legacy_name`: a dict with a string name; the rules
+above came later), so a store written before them stays valid, syncs and compiles: :func:`read_stored`
+reads any stored definition without raising, as close to what was given as the providers accept.
 """
 
 from __future__ import annotations
@@ -52,6 +58,7 @@ FUNCTION = "function"
 ANTHROPIC = "anthropic"
 ANTHROPIC_SERVER = "anthropic_server"
 MCP = "mcp"
+LEGACY = "legacy"  # a stored definition today's input rules refuse (written before them): read_stored only
 
 TOOL_NAME = re.compile(r"[a-zA-Z0-9_-]{1,64}")  # fullmatch: OpenAI's and Anthropic's function-tool name rule
 SERVER_TYPE = re.compile(r"[a-z][a-z0-9_]*_[0-9]{8}")  # fullmatch: Anthropic's versioned server tool types
@@ -81,7 +88,9 @@ class ToolSpec:
     """One tool definition read from any accepted shape (see the module docstring).
 
     ``parameters`` is the JSON object schema of its arguments (None when absent, and for server tools);
-    ``strict`` is None unless a boolean was given; ``fields`` is the definition as given.
+    ``strict`` is None unless a boolean was given; ``fields`` is the definition as given, its top-level fields
+    whose value is None left out (None means absent). ``legacy`` is None for a definition today's rules accept;
+    for a stored one they refuse (see :func:`stored_tool`) it says why, and ``shape`` is :data:`LEGACY`.
     """
 
     shape: str
@@ -90,6 +99,7 @@ class ToolSpec:
     parameters: Mapping[str, Any] | None = None
     strict: bool | None = None
     fields: Mapping[str, Any] = attrs.field(factory=dict, eq=False, hash=False)
+    legacy: str | None = None
 
 
 def read_tool(tool: object) -> ToolSpec:
@@ -103,6 +113,7 @@ def read_tool(tool: object) -> ToolSpec:
         tool = tool.schema
     if not isinstance(tool, Mapping):
         raise InvalidInput(f"a tool definition must be a dict, not {type(tool).__name__}")
+    tool = _present(tool)
     kind = tool.get("type")
     if kind == "function" and "function" in tool:
         return _openai_chat(tool)
@@ -124,18 +135,84 @@ def read_tool(tool: object) -> ToolSpec:
 
 def schema_name(schema: object) -> str:
     """The name of a tool definition in any accepted shape (what the model calls it by), for lookups and
-    display. Never raises: for a definition the rules refuse (a store written before them) it is the
-    ``name`` or ``function.name`` field as text, ``"?"`` when there is none."""
+    display. Never raises: for a stored definition the rules refuse (a store written before them) it is
+    :func:`legacy_name`, ``"?"`` when there is none."""
+    if not isinstance(schema, Mapping | ToolSchema):
+        return "?"
+    return read_stored(schema).name
+
+
+def legacy_name(schema: object) -> str | None:
+    """The name every tractkv writer has required of a stored tool definition, or None when it has none.
+
+    ``function.name`` for ``{"type": "function", "function": {...}}``, else the top-level ``name``; a
+    non-empty string. This is all the validator asks of a received or stored tool (besides the tool object's
+    ``name`` matching it, or matching the name :func:`read_tool` gives a nameless server tool): earlier
+    releases stored any dict with such a name, and their stores must stay readable and syncable.
+    """
+    if isinstance(schema, ToolSchema):
+        schema = schema.schema
+    if not isinstance(schema, Mapping):
+        return None
+    name = schema.get("name")
+    inner = schema.get("function")
+    if schema.get("type") == "function" and isinstance(inner, Mapping):
+        name = inner.get("name")
+    return name if isinstance(name, str) and name else None
+
+
+def read_stored(schema: object) -> ToolSpec:
+    """A stored tool definition read for rendering and counting; never raises for a dict (what every stored
+    definition is).
+
+    A definition :func:`read_tool` accepts reads as it does. One today's input rules refuse (stored before
+    them: parameters ``{}``, a name with a space, a field no provider knows...) reads as a :data:`LEGACY`
+    spec, ``legacy`` saying why the rules refuse it, as close to what was given as a provider accepts:
+    ``{"type": "function", "function": {...}}`` reads its function; anything else with a name reads as an
+    Anthropic tool / bare function (``input_schema``, else ``inputSchema``, else ``parameters``); a dated
+    server ``type`` stays a server tool. Its parameters: a dict without ``type`` becomes an object schema
+    (``{}`` -> ``{"type": "object", "properties": {}}``), another dict is kept as it is, anything else means
+    none; ``description`` and ``strict`` are kept when they have the right type; other fields are not sent.
+    The name is kept as it is even when a provider refuses it (fix: ``set_tools`` with a corrected
+    definition).
+
+    Raises:
+        InvalidInput: ``schema`` is not a dict (nothing stored is).
+    """
+    if isinstance(schema, ToolSchema):
+        schema = schema.schema
+    if not isinstance(schema, Mapping):  # never stored: a ToolSchema's schema is a dict
+        raise InvalidInput(f"a tool definition must be a dict, not {type(schema).__name__}")
     try:
-        return read_tool(schema).name
-    except InvalidInput:
-        if isinstance(schema, ToolSchema):
-            return schema.name
-        if not isinstance(schema, Mapping):
-            return "?"
-        inner = schema.get("function")
-        name = inner.get("name") if isinstance(inner, Mapping) else schema.get("name")
-        return str(name) if name is not None else "?"
+        return read_tool(schema)
+    except InvalidInput as exc:
+        why = str(exc)
+    fields = _present(schema)
+    name = legacy_name(fields) or "?"
+    kind = fields.get("type")
+    if isinstance(kind, str) and SERVER_TYPE.fullmatch(kind):
+        return ToolSpec(shape=ANTHROPIC_SERVER, name=name if name != "?" else kind, fields=fields, legacy=why)
+    inner = fields.get("function")
+    source = _present(inner) if kind == "function" and isinstance(inner, Mapping) else fields
+    key = next((k for k in ("input_schema", "inputSchema", "parameters") if k in source), "parameters")
+    description, strict = source.get("description"), source.get("strict")
+    return ToolSpec(
+        shape=LEGACY,
+        name=name,
+        description=description if isinstance(description, str) else None,
+        parameters=_legacy_parameters(source.get(key)),
+        strict=strict if isinstance(strict, bool) else None,
+        fields=fields,
+        legacy=why,
+    )
+
+
+def _legacy_parameters(value: object) -> Mapping[str, Any] | None:
+    if not isinstance(value, Mapping):
+        return None
+    if "type" not in value:
+        return {**EMPTY_PARAMETERS, **value}
+    return value
 
 
 def tool_schemas(tools: object) -> list[ToolSchema]:
@@ -197,22 +274,19 @@ def tool_tokens(schemas: Iterable[Mapping[str, Any]], counter: TokenCounter) -> 
     tokens with tiktoken" (``num_tokens_for_tools``: 7 tokens open each function, 12 close the list); that
     notebook counts a TypeScript-like rendering where this counts JSON, which is a little longer, so the
     estimate leans high. Anthropic's own tool-use system prompt (a few hundred tokens per request with tools,
-    per its pricing page) is not included. A definition today's rules refuse (a store written before them)
-    counts as given, so compiling such a store still works.
+    per its pricing page) is not included. A stored definition today's rules refuse (a store written before
+    them) counts as :func:`read_stored` reads it, so compiling such a store still works.
     """
     total = 0
     for schema in schemas:
-        try:
-            spec = read_tool(schema)
-        except InvalidInput:  # a store written before today's tool rules: count the definition as given
-            spec = ToolSpec(shape=ANTHROPIC_SERVER, name="?", fields=schema)
+        spec = read_stored(schema)
         if spec.shape == ANTHROPIC_SERVER:
             shown: Mapping[str, Any] = spec.fields
         else:
             shown = {"name": spec.name, "parameters": spec.parameters or EMPTY_PARAMETERS}
             if spec.description is not None:
                 shown = {**shown, "description": spec.description}
-        text = json.dumps(shown, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+        text = json.dumps(shown, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=repr)
         total += counter.count(text) + TOOL_OVERHEAD
     return total + TOOLS_OVERHEAD if total else 0
 
@@ -225,6 +299,7 @@ def _openai_chat(tool: Mapping[str, Any]) -> ToolSpec:
     function = tool["function"]
     if not isinstance(function, Mapping):
         raise InvalidInput("an OpenAI chat tool's 'function' must be a dict")
+    function = _present(function)
     name = _name(function.get("name"), "function.name")
     _known(function, _OPENAI_FUNCTION, f"OpenAI tool {name!r}: function")
     return ToolSpec(
@@ -232,7 +307,7 @@ def _openai_chat(tool: Mapping[str, Any]) -> ToolSpec:
         name=name,
         description=_description(function, name),
         parameters=_parameters(function, "parameters", name),
-        strict=_strict(function, name, nullable=True),
+        strict=_strict(function, name),
         fields=tool,
     )
 
@@ -243,9 +318,9 @@ def _responses(tool: Mapping[str, Any]) -> ToolSpec:
     return ToolSpec(
         shape=RESPONSES,
         name=name,
-        description=_description(tool, name, nullable=True),
-        parameters=_parameters(tool, "parameters", name, nullable=True),
-        strict=_strict(tool, name, nullable=True),
+        description=_description(tool, name),
+        parameters=_parameters(tool, "parameters", name),
+        strict=_strict(tool, name),
         fields=tool,
     )
 
@@ -258,7 +333,7 @@ def _function(tool: Mapping[str, Any]) -> ToolSpec:
         name=name,
         description=_description(tool, name),
         parameters=_parameters(tool, "parameters", name),
-        strict=_strict(tool, name, nullable=True),
+        strict=_strict(tool, name),
         fields=tool,
     )
 
@@ -271,7 +346,7 @@ def _anthropic(tool: Mapping[str, Any]) -> ToolSpec:
         name=name,
         description=_description(tool, name),
         parameters=_parameters(tool, "input_schema", name),
-        strict=_strict(tool, name, nullable=False),
+        strict=_strict(tool, name),
         fields=tool,
     )
 
@@ -320,30 +395,30 @@ def _known(fields: Mapping[str, Any], allowed: frozenset[str], what: str) -> Non
         )
 
 
-def _description(fields: Mapping[str, Any], name: str, *, nullable: bool = False) -> str | None:
+def _description(fields: Mapping[str, Any], name: str) -> str | None:
     value = fields.get("description")
-    if value is None and (nullable or "description" not in fields):
-        return None
-    if not isinstance(value, str):
+    if value is not None and not isinstance(value, str):
         raise InvalidInput(f"tool {name!r}: description must be a string")
     return value
 
 
-def _parameters(
-    fields: Mapping[str, Any], key: str, name: str, *, nullable: bool = False
-) -> Mapping[str, Any] | None:
-    if key not in fields or (nullable and fields[key] is None):
+def _parameters(fields: Mapping[str, Any], key: str, name: str) -> Mapping[str, Any] | None:
+    value = fields.get(key)
+    if value is None:
         return None
-    value = fields[key]
     if not isinstance(value, Mapping) or value.get("type") != "object":
         raise InvalidInput(f"tool {name!r}: {key} must be a JSON object schema ({{'type': 'object', ...}})")
     return value
 
 
-def _strict(fields: Mapping[str, Any], name: str, *, nullable: bool) -> bool | None:
-    if "strict" not in fields or (nullable and fields["strict"] is None):
-        return None
-    value = fields["strict"]
-    if not isinstance(value, bool):
+def _strict(fields: Mapping[str, Any], name: str) -> bool | None:
+    value = fields.get("strict")
+    if value is not None and not isinstance(value, bool):
         raise InvalidInput(f"tool {name!r}: strict must be a boolean")
     return value
+
+
+def _present(fields: Mapping[str, Any]) -> dict[str, Any]:
+    """``fields`` without the ones whose value is None: every optional field of every shape treats None as
+    absent (SDK ``model_dump()`` output carries ``description: None``, MCP's ``title: None``...)."""
+    return {key: value for key, value in fields.items() if value is not None}

@@ -35,9 +35,12 @@ The rules, by kind (an object's "tag" is its kind, or for a blob the content typ
   checks fail in an unexpected way is tagged ``invalid`` too.
   A malformed typed blob is not refused by itself (it hurts nobody until a commit uses it); a commit that
   uses it is refused, naming why the blob is malformed.
-* **tool**: its schema is a tool definition :func:`tractkv.engine.toolsets.tool_schema` accepts (any
-  accepted shape, the same rules as the write path) named as the ``name`` field says, so rendering it for a
-  provider cannot fail.
+* **tool**: its schema is what any tractkv writer could store: a dict whose name
+  (:func:`tractkv.engine.toolsets.legacy_name`: ``function.name`` of an OpenAI chat tool, else ``name``, a
+  non-empty string) is the ``name`` field, or a nameless server tool named by its type as
+  :func:`~tractkv.engine.toolsets.read_tool` names it. Today's shape rules (name pattern, object schemas,
+  known fields) are input policy, not applied here: a store written before them must stay valid, and
+  rendering reads any stored definition without failing (:func:`~tractkv.engine.toolsets.read_stored`).
 * **toolset**: every entry is a tool schema.
 * **usage**: ``start`` / ``end`` in ``[TS_MIN, TS_MAX]`` (ints, not booleans), ``rlen`` a non-negative int,
   ``commit`` and ``heads`` commits, ``children`` usage records.
@@ -71,7 +74,7 @@ from .content import (
     media_ids,
 )
 from .media import sniff
-from .toolsets import tool_schema
+from .toolsets import legacy_name, read_tool
 
 TS_MIN = 0
 TS_MAX = 2**53 - 1  # the largest integer a JSON number holds exactly (see the module docstring)
@@ -142,13 +145,22 @@ def tag(obj: StoredObject) -> str:
     if isinstance(obj, Blob):
         return _blob_tag(obj.data)
     if isinstance(obj, ToolSchema):
-        try:
-            name = tool_schema(dict(obj.schema)).name
-        except InvalidInput as exc:
-            return f"{INVALID}tool schema: {exc}"
-        if name != obj.name:
-            return f"{INVALID}tool named {obj.name!r} holds a schema named {name!r}"
+        return _tool_tag(obj)
+    return obj.KIND
+
+
+def _tool_tag(obj: ToolSchema) -> str:
+    name = legacy_name(obj.schema)
+    if name == obj.name:
         return obj.KIND
+    try:
+        current = read_tool(obj.schema).name  # a nameless server tool is named by its type
+    except InvalidInput as exc:
+        if name is None:
+            return f"{INVALID}tool schema: {exc}"
+        current = name
+    if current != obj.name:
+        return f"{INVALID}tool named {obj.name!r} holds a schema named {current!r}"
     return obj.KIND
 
 

@@ -12,10 +12,9 @@ from urllib.parse import urlencode
 
 from tractkv.engine.describe import describe_commit
 from tractkv.engine.records import CommitInfo
-from tractkv.engine.toolsets import read_tool, schema_name
+from tractkv.engine.toolsets import read_stored, schema_name
 from tractkv.engine.usage_stats import ToolStats
 from tractkv.engine.usage_tree import STATUSES, UsageNode
-from tractkv.errors import InvalidInput
 from tractkv.ids import ObjectId
 
 from .html import Markup, el, join, pretty_json
@@ -324,11 +323,8 @@ def tools_list(tools: tuple[dict[str, Any], ...] | list[dict[str, Any]]) -> Mark
 
 
 def _tool_title(tool: dict[str, Any]) -> tuple[str, str]:
-    try:
-        spec = read_tool(tool)
-        description = spec.description or str(spec.fields.get("title") or "")
-    except InvalidInput:  # a store written before today's tool rules: shown, never an error page
-        description = ""
+    spec = read_stored(tool)  # any stored definition, a store written before today's tool rules too
+    description = spec.description or str(spec.fields.get("title") or "")
     if len(description) > 120:
         description = description[:119] + "…"
     return schema_name(tool), description
