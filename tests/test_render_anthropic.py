@@ -13,7 +13,8 @@ def test_tool_results_come_before_text_in_a_user_turn() -> None:
         t.user("look it up")
         t.assistant("", tool_calls=[{"id": "c1", "name": "search", "arguments": {"q": "x"}}])
         t.user("(while you wait: be brief)")
-        t.tool_result("c1", "search", "found x")
+        # a raw tool message: t.tool_result refuses a result for a call no longer waiting for one
+        t.commit({"type": "dialogue", "role": "tool", "tool_call_id": "c1", "text": "found x"})
         ctx = t.compile()
         rendered = ctx.to_anthropic()
     assert [r.kind for r in ctx.repairs] == ["placeholder_result", "dropped_result"]

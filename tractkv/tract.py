@@ -574,7 +574,9 @@ class Tract:
         Raises:
             ContentError: content that is neither (e.g. a list holding bytes whose parts are malformed: the
                 part's error).
-            InvalidInput: no open call ``tool_call_id`` of tool ``name`` in the context."""
+            InvalidInput: no call ``tool_call_id`` of tool ``name`` in the context, or (without ``edit``)
+                one that no longer waits for a result: answered already, closed by a later message, or
+                skipped (compile would leave the result out of every request)."""
         return self._results.commit_result(
             tool_call_id,
             name,

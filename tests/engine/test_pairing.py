@@ -40,6 +40,12 @@ def calls(*ids: str) -> list[dict[str, Any]]:
     return [{"id": i, "name": "f", "arguments": {}} for i in ids]
 
 
+def late_result(t: Tract, call_id: str, text: str) -> Any:
+    """A result committed as a raw tool message after its call was closed (t.tool_result refuses that; such
+    history arrives by merges, edits, skips and raw commits, and compile repairs it)."""
+    return t.commit({"type": "dialogue", "role": "tool", "tool_call_id": call_id, "text": text})
+
+
 def shape(ctx: CompiledContext) -> list[tuple[str, str | None, bool]]:
     """(role, tool_call_id, is_error) of each message: enough to see pairing."""
     return [(m.role, m.tool_call_id, m.is_error) for m in ctx.messages]
@@ -163,7 +169,7 @@ def test_compile_keeps_messages_commit_ids_configs_and_tokens_aligned() -> None:
         assert ctx.token_count == before.token_count + late_user.token_count + placeholder
         assert t.status().token_count == ctx.token_count
         assert t.status().message_count == len(ctx)
-        orphan = t.tool_result("y", "f", "too late")
+        orphan = late_result(t, "y", "too late")
         assert orphan is not None
         after = t.compile()
         assert list(after.messages) == list(ctx.messages)  # dropped
@@ -230,7 +236,7 @@ def test_rebuild_after_edit_and_annotate_equals_incremental_appends() -> None:
         t.commit({"type": "dialogue", "role": "assistant", "text": "no tools"}, "edit", made.commit_id)
         t.assistant(tool_calls=calls("z"))
         t.tool_result("z", "f", "three")
-        t.tool_result("z", "f", "three again")
+        late_result(t, "z", "three again")
         t.user("bye")
         contexts = compile_everywhere(t)
         first = contexts[0]
@@ -260,7 +266,7 @@ def test_a_reopened_store_compiles_the_same_repairs_from_its_checkpoint(tmp_path
         t.assistant(tool_calls=calls("x", "y"))
         t.tool_result("y", "f", "one")
         t.user("interrupt")
-        t.tool_result("y", "f", "again")
+        late_result(t, "y", "again")
         before = t.compile()
     with Tract.open(path) as again:
         state = again.session.head_state()
@@ -317,7 +323,7 @@ def test_tool_turns_and_results_see_no_placeholders_or_orphans() -> None:
         made = t.assistant(tool_calls=calls("x", "y"))
         t.tool_result("x", "f", "one")
         t.user("interrupt")
-        t.tool_result("y", "f", "late")
+        late_result(t, "y", "late")
         turns = t.find_tool_turns()
         assert len(turns) == 1
         assert turns[0].call.commit_id == made.commit_id
@@ -349,3 +355,30 @@ def test_cli_compile_reports_repairs_and_strict_fails(tmp_path: Path) -> None:
     assert [(r["kind"], r["call_id"]) for r in data["repairs"]] == [("placeholder_result", "x")]
     assert data["open_calls"] == []
     assert [m["role"] for m in data["messages"]] == ["user", "assistant", "tool", "user"]
+
+
+def test_tool_result_refuses_a_call_no_longer_waiting_for_one() -> None:
+    """A result compile would always leave out is refused, nothing written: answered already, closed by a
+    later message, or its call skipped. Editing an existing result stays possible."""
+    with Tract.open() as t:
+        t.user("go")
+        made = t.assistant(tool_calls=calls("x", "y"))
+        first = t.tool_result("x", "f", "one")
+        assert first is not None
+        head = t.head
+        with pytest.raises(InvalidInput, match="not waiting for a result"):
+            t.tool_result("x", "f", "one again")  # answered already
+        assert t.head == head
+        t.user("interrupt")  # closes y
+        head = t.head
+        with pytest.raises(InvalidInput, match="edit="):
+            t.tool_result("y", "f", "late")
+        assert t.head == head
+        edited = t.tool_result("x", "f", "one, corrected", edit=first.commit_id)
+        assert edited is not None
+        assert next(m.content for m in t.compile().messages if m.role == "tool") == "one, corrected"
+        t.assistant(tool_calls=calls("z"))
+        t.annotate(t.head, "skip")
+        with pytest.raises(InvalidInput, match="not waiting"):
+            t.tool_result("z", "f", "for a skipped call")
+        assert made.commit_id in t.compile().commit_ids

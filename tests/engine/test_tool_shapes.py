@@ -175,6 +175,7 @@ REFUSALS: list[tuple[object, str]] = [
     ({"type": "function", "function": {"name": "a.b"}}, "1-64 letters"),
     ({"name": "x" * 65, "input_schema": PARAMS}, "1-64 letters"),
     ({"name": "", "input_schema": PARAMS}, "needs a name"),
+    ({"type": "web_search_20250305", "max_uses": 3}, "web_search_20250305 server tool"),  # Anthropic needs it
     ({"type": "function", "function": {"description": "no name"}}, "needs a name"),
     ({"type": "function", "description": "no name"}, "needs a name"),
     ({"type": "function", "function": "get_weather"}, "'function' must be a dict"),

@@ -181,12 +181,12 @@ def test_a_received_tool_schema_is_held_to_what_any_writer_could_store() -> None
         "c": {"name": "c", "input_schema": {"type": "object"}, "surprise": 1},
         "get_weather": {"type": "function", "function": {"name": "get_weather", "parameters": {}}},
         "x": {"type": "mystery", "name": "x"},
-        "web_search_20250305": {"type": "web_search_20250305"},  # a nameless server tool: named by its type
     }
     for name, schema in legacy.items():
         assert tag(ToolSchema(name=name, schema=schema)) == "tool", name
     for name, schema in {
         "a": {"input_schema": {"type": "object"}},  # no name at all: no writer ever stored that
+        "web_search_20250305": {"type": "web_search_20250305"},  # nor a nameless server tool
         "f": {"type": "function", "function": {"name": 3}},
         "g": {"type": "function", "function": {"name": "h"}},  # the name it says is not the object's
     }.items():

@@ -23,7 +23,8 @@ def repaired(recorder: Recorder) -> Iterator[Tract]:
         t.user("Weather in Oslo?")
         t.assistant(tool_calls=[{"id": "c1", "name": "get_weather", "arguments": {"city": "Oslo"}}])
         t.user("Actually, Bergen.")
-        t.tool_result("c1", "get_weather", "-3C")  # too late: a later message closed the call
+        # too late: a later message closed the call (a raw tool message; t.tool_result refuses it)
+        t.commit({"type": "dialogue", "role": "tool", "tool_call_id": "c1", "text": "-3C"})
         t.assistant(tool_calls=[{"id": "c2", "name": "get_weather", "arguments": {"city": "Bergen"}}])
         skipped = t.tool_result("c2", "get_weather", "a very long page")
         assert skipped is not None

@@ -142,7 +142,9 @@ class ToolResults:
         final: str | None = text
         if edit is not None:
             target = self._result_target(edit, tool_call_id)
-        elif hooks:
+        else:
+            self._check_open(tool_call_id)
+        if edit is None and hooks:
             final = self._run_hooks(tool_call_id, name, text)
             if final is None:
                 return None
@@ -261,6 +263,22 @@ class ToolResults:
         )
         self.hooks.run_tool_result(pending)
         return None if pending.decision == "reject" else pending.content
+
+    def _check_open(self, tool_call_id: str) -> None:
+        """Refuse a new result for a call HEAD's context no longer waits for: compile would leave it out of
+        every request (:mod:`tractkv.engine.pairing`), so committing it would lose it silently.
+
+        Raises:
+            InvalidInput: the call is answered already, closed by a later message, or its message is skipped.
+        """
+        session = self.session
+        if tool_call_id in session.head_state(session.reader()).render(session.reader()).pairing.open:
+            return
+        raise InvalidInput(
+            f"tool call {tool_call_id!r} is not waiting for a result in {session.where()} (answered already, "
+            "closed by a later message, or its message is skipped): compile would leave a new result out; "
+            "to change its result use edit=<the result's commit>"
+        )
 
     def find_call(self, tool_call_id: str) -> tuple[ObjectId, str]:
         """The assistant commit in HEAD's context that made a tool call, and the tool's name."""

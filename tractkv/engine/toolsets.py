@@ -147,8 +147,8 @@ def legacy_name(schema: object) -> str | None:
 
     ``function.name`` for ``{"type": "function", "function": {...}}``, else the top-level ``name``; a
     non-empty string. This is all the validator asks of a received or stored tool (besides the tool object's
-    ``name`` matching it, or matching the name :func:`read_tool` gives a nameless server tool): earlier
-    releases stored any dict with such a name, and their stores must stay readable and syncable.
+    ``name`` matching it): earlier releases stored any dict with such a name, and their stores must stay
+    readable and syncable.
     """
     if isinstance(schema, ToolSchema):
         schema = schema.schema
@@ -352,7 +352,8 @@ def _anthropic(tool: Mapping[str, Any]) -> ToolSpec:
 
 
 def _server(tool: Mapping[str, Any], kind: str) -> ToolSpec:
-    name = _name(tool.get("name", kind), "name")
+    # Anthropic requires the name of a server tool too (web_search, bash, str_replace_based_edit_tool...)
+    name = _name(tool.get("name"), f"name (of the {kind} server tool)")
     return ToolSpec(shape=ANTHROPIC_SERVER, name=name, fields=tool)
 
 

@@ -37,8 +37,7 @@ The rules, by kind (an object's "tag" is its kind, or for a blob the content typ
   uses it is refused, naming why the blob is malformed.
 * **tool**: its schema is what any tractkv writer could store: a dict whose name
   (:func:`tractkv.engine.toolsets.legacy_name`: ``function.name`` of an OpenAI chat tool, else ``name``, a
-  non-empty string) is the ``name`` field, or a nameless server tool named by its type as
-  :func:`~tractkv.engine.toolsets.read_tool` names it. Today's shape rules (name pattern, object schemas,
+  non-empty string) is the ``name`` field. Today's shape rules (name pattern, object schemas,
   known fields) are input policy, not applied here: a store written before them must stay valid, and
   rendering reads any stored definition without failing (:func:`~tractkv.engine.toolsets.read_stored`).
 * **toolset**: every entry is a tool schema.
@@ -74,7 +73,7 @@ from .content import (
     media_ids,
 )
 from .media import sniff
-from .toolsets import legacy_name, read_tool
+from .toolsets import legacy_name
 
 TS_MIN = 0
 TS_MAX = 2**53 - 1  # the largest integer a JSON number holds exactly (see the module docstring)
@@ -151,16 +150,10 @@ def tag(obj: StoredObject) -> str:
 
 def _tool_tag(obj: ToolSchema) -> str:
     name = legacy_name(obj.schema)
-    if name == obj.name:
-        return obj.KIND
-    try:
-        current = read_tool(obj.schema).name  # a nameless server tool is named by its type
-    except InvalidInput as exc:
-        if name is None:
-            return f"{INVALID}tool schema: {exc}"
-        current = name
-    if current != obj.name:
-        return f"{INVALID}tool named {obj.name!r} holds a schema named {current!r}"
+    if name is None:
+        return f"{INVALID}tool schema has no name (function.name for an OpenAI chat tool, else name)"
+    if name != obj.name:
+        return f"{INVALID}tool named {obj.name!r} holds a schema named {name!r}"
     return obj.KIND
 
 
