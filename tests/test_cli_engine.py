@@ -92,6 +92,9 @@ def test_commit_and_compile_match_the_library(store: str) -> None:
     text = ok(store, "compile", "--format", "text")
     assert "[assistant]" in text
     assert "Hi from stdin" in text
+    # --json keeps a JSON format as it is, and turns text into json
+    assert json.loads(ok(store, "compile", "--format", "anthropic", "--json")) == expected_anthropic
+    assert json.loads(ok(store, "compile", "--format", "text", "--json"))["messages"] == expected_dicts
     earlier = json.loads(ok(store, "compile", "--format", "openai", "--at", user))
     assert [m["content"] for m in earlier["messages"]] == ["Be brief.", "Hello"]
 

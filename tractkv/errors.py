@@ -203,7 +203,7 @@ class ToolPairingError(InvalidInput):
         more = f" (and {len(self.repairs) - 1} more)" if len(self.repairs) > 1 else ""
         super().__init__(
             f"tool calls and results do not pair up: {self.repairs[0]}{more}; "
-            "compile without strict=True to get the repaired request"
+            "compile without strict (strict=True, --strict) to get the repaired request"
         )
 
 

@@ -618,8 +618,10 @@ class Tract:
         self, llm: LLMClient | None = None, tools: list[dict[str, Any]] | None = None, **params: Any
     ) -> CommitInfo:
         """Compile, call the model with the context's tools (or ``tools``), commit its reply with that tool set
-        and ``params`` as ``generation_config`` (:func:`tractkv.llm.generate.generate`); a model error commits
-        nothing."""
+        (:func:`tractkv.llm.generate.generate`): ``params`` plus the answering ``model`` and its
+        ``finish_reason`` as ``generation_config``, the normalized usage in the metadata
+        (:attr:`CommitInfo.usage`), thinking and refusals as parts. A model error commits nothing; a context
+        ending with calls awaiting results raises :class:`UnansweredToolCalls` before the model is called."""
         model = llm if llm is not None else self._llm
         if model is None:
             raise NoLLMConfigured("generate")

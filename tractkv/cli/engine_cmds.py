@@ -270,11 +270,12 @@ def compile_cmd(
     st: CliState, fmt: str, at: str | None, include_reasoning: bool, strict: bool, as_json: bool
 ) -> None:
     """The context a model call needs, from HEAD (or --at REV). Each repair compile made so that tool calls
-    and results pair up is printed to stderr (``repaired: ...``); ``--strict`` fails instead."""
+    and results pair up is printed to stderr as 'repaired: ...'; --strict fails instead. Every format but
+    text prints JSON, so --json only changes text to json."""
     ctx = st.tract(readonly=True).compile(at=at, include_reasoning=include_reasoning, strict=strict)
     for repair in ctx.repairs:
         note(f"repaired: {repair.detail}")
-    if as_json:
+    if as_json and fmt == "text":  # openai, anthropic and json are JSON already: --json keeps them
         fmt = "json"
     if fmt == "openai":
         echo_json(ctx.to_openai_params())
