@@ -497,3 +497,44 @@ def test_assistant_refuses_duplicate_ids_across_forms() -> None:
     t = Tract.open()
     with pytest.raises(ContentError, match="duplicate id"):
         t.assistant("", tool_calls=[openai_tool_calls()[0], {"id": "call_1", "name": "x", "arguments": {}}])
+
+
+def test_what_a_message_cannot_hold_is_kept_beside_it() -> None:
+    """OpenAI annotations / audio and Anthropic citations are kept in metadata["omitted_blocks"], not lost."""
+    citation = {"type": "url_citation", "url_citation": {"url": "https://example.org", "title": "Ex"}}
+    completion = {
+        "object": "chat.completion",
+        "model": "gpt",
+        "choices": [
+            {
+                "index": 0,
+                "finish_reason": "stop",
+                "message": {"role": "assistant", "content": "See example.org", "annotations": [citation]},
+            }
+        ],
+    }
+    cited = {
+        "type": "text",
+        "text": "Paris is the capital.",
+        "citations": [{"type": "char_location", "cited_text": "Paris", "document_index": 0}],
+    }
+    message = {
+        "id": "m",
+        "type": "message",
+        "role": "assistant",
+        "model": "claude",
+        "content": [cited],
+        "stop_reason": "end_turn",
+        "usage": {"input_tokens": 1, "output_tokens": 1},
+    }
+    with Tract.open() as t:
+        t.user("sources?")
+        openai_info = t.record_response(completion)
+        t.user("and?")
+        anthropic_info = t.record_response(message)
+    assert openai_info.content["text"] == "See example.org"
+    assert openai_info.metadata["omitted_blocks"] == [
+        {"type": "openai_field", "field": "annotations", "value": [citation]}
+    ]
+    assert anthropic_info.content["text"] == "Paris is the capital."
+    assert anthropic_info.metadata["omitted_blocks"] == [{**cited, "type": "citations", "content_index": 0}]

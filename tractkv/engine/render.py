@@ -483,8 +483,9 @@ def openai_reply(message: Mapping[str, Any]) -> tuple[tuple[dict[str, Any], ...]
 
     Parts, in order: the ``content`` (a string, or a list of ``text`` / ``output_text`` / ``refusal`` parts,
     as some OpenAI-compatible servers send) as ``{"type": "text", "text"}`` parts (empty text left out), then
-    the message's ``refusal`` as ``{"type": "refusal", "refusal"}``. Other fields (``audio``,
-    ``annotations``, the deprecated ``function_call``) are not read.
+    the message's ``refusal`` as ``{"type": "refusal", "refusal"}``. The fields a message has no place for
+    (``annotations``, ``audio``, the deprecated ``function_call``, some servers' ``reasoning_content``) are
+    :func:`openai_extras`.
 
     Raises:
         MalformedResponse: content that is neither text, None nor a list of parts; a refusal that is not a
@@ -521,12 +522,32 @@ def openai_reply(message: Mapping[str, Any]) -> tuple[tuple[dict[str, Any], ...]
     return tuple(parts), tuple(openai_tool_call(call, index) for index, call in enumerate(calls))
 
 
+OPENAI_EXTRA_FIELDS = ("annotations", "audio", "function_call", "reasoning_content")
+"""Assistant-message fields of a chat completion that a stored message has no place for."""
+
+
+def openai_extras(message: Mapping[str, Any]) -> tuple[dict[str, Any], ...]:
+    """What an OpenAI assistant message says beyond its parts and tool calls, kept rather than lost:
+    ``{"type": "openai_field", "field": <name>, "value": <its JSON value>}`` for each of
+    :data:`OPENAI_EXTRA_FIELDS` present (not None, not empty)."""
+    extras = []
+    for field in OPENAI_EXTRA_FIELDS:
+        value = message.get(field)
+        if value not in (None, "", [], {}):
+            kept = json_values({"value": value})
+            if "value" in kept:
+                extras.append({"type": "openai_field", "field": field, "value": kept["value"]})
+    return tuple(extras)
+
+
 def anthropic_reply(
     blocks: object,
 ) -> tuple[tuple[dict[str, Any], ...], tuple[ToolCall, ...], tuple[dict[str, Any], ...]]:
     """The parts, tool calls and omitted blocks of an Anthropic message's ``content``.
 
-    Parts keep the blocks' order: ``text`` (empty text left out; citations are not kept), ``thinking`` as
+    Parts keep the blocks' order: ``text`` (empty text left out; a text block with ``citations`` is also
+    returned whole among the omitted blocks, as ``{"type": "citations", "content_index", "text",
+    "citations"}``, since a part holds text only), ``thinking`` as
     ``{"type": "thinking", "thinking", "signature"}`` and ``redacted_thinking`` as ``{"type":
     "redacted_thinking", "data"}``, exactly as sent (the API checks them when they come back). ``tool_use``
     blocks are the tool calls. Any other block (server tool use and results, ...) has no place in a message:
@@ -548,6 +569,8 @@ def anthropic_reply(
             text = _string_field(block, "text", where)
             if text:
                 parts.append({"type": "text", "text": text})
+            if block.get("citations"):  # kept beside the message, which has no place for them
+                omitted.append(json_values({**block, "type": "citations", "content_index": index}))
         elif kind == "thinking":
             parts.append(
                 {

@@ -19,6 +19,7 @@ from tractkv.engine.content import MESSAGE_ROLES, Message, ToolCall
 from tractkv.engine.render import (
     anthropic_reply,
     anthropic_usage,
+    openai_extras,
     openai_reply,
     openai_usage,
     reply_provider,
@@ -49,7 +50,9 @@ class LLMResponse:
         usage: the token counts, normalized (:func:`~tractkv.engine.render.openai_usage`,
             :func:`~tractkv.engine.render.anthropic_usage`): ``input_tokens``, ``output_tokens`` and the
             provider's own fields; None when the provider sent none.
-        omitted_blocks: Anthropic blocks a message has no place for (server tool use and results), as sent.
+        omitted_blocks: what the reply holds that a message has no place for, kept beside it (in the commit's
+            metadata): Anthropic blocks (server tool use and results; text blocks with citations) and OpenAI
+            message fields (``annotations``, ``audio``, ``function_call``, ``reasoning_content``).
         raw: what the provider sent (the decoded JSON body; the scripted item for :class:`ScriptedLLM`).
 
     Raises:
@@ -148,6 +151,7 @@ class LLMResponse:
             model=model,
             finish_reason=finish_reason or ("tool_calls" if calls else "stop"),
             usage=usage,
+            omitted_blocks=openai_extras(message),
             raw=message if raw is None else raw,
         )
 
