@@ -89,3 +89,20 @@ def test_foreign_and_reused_call_ids_are_rewritten_with_their_results() -> None:
     assert [r["tool_use_id"] for r in results] == [u["id"] for u in uses]
     assert all(ID.fullmatch(u["id"]) for u in uses)
     assert openai_ids == ["call_1", "functions.weather:0"] * 2  # OpenAI takes the ids as recorded
+
+
+def test_several_assistant_text_blocks_stay_several_for_openai() -> None:
+    """An assistant reply of two text blocks (e.g. around a server tool call) is two OpenAI text parts, not
+    one string with the words run together; a single text stays a string."""
+    with Tract.open() as t:
+        t.user("Search for it")
+        t.assistant(["Searching.", "Found it."], tool_calls=[{"id": "c1", "name": "f", "arguments": {}}])
+        t.commit({"type": "dialogue", "role": "tool", "tool_call_id": "c1", "text": "ok"})
+        t.assistant("Done.")
+        sent = t.compile().to_openai()
+    assert sent[1]["content"] == [
+        {"type": "text", "text": "Searching."},
+        {"type": "text", "text": "Found it."},
+    ]
+    assert sent[1]["tool_calls"][0]["id"] == "c1"
+    assert sent[3]["content"] == "Done."

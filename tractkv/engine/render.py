@@ -32,7 +32,8 @@ def messages_to_openai(messages: Sequence[Message]) -> list[dict[str, Any]]:
     PDFs (``{"filename": <title or "document.pdf">, "file_data": <data: URL>}``); a ``text/plain`` document
     becomes a text part (its title, if any, on the first line) and a document by URL a text part naming the
     URL (chat completions take neither). An assistant message sends its text as ``content``, a refusal part
-    as the ``refusal`` field, and leaves thinking out (OpenAI has no field for it). A ``tool`` message takes
+    as the ``refusal`` field (its content a list of text parts when it has several), and leaves thinking
+    out (OpenAI has no field for it). A ``tool`` message takes
     text only, so a result's images and documents follow, after the last result of that run of results,
     in ONE user message that starts with a text naming the call ids they belong to; the pairing of calls
     and results is unchanged (every result still directly follows its call's run).
@@ -43,8 +44,11 @@ def messages_to_openai(messages: Sequence[Message]) -> list[dict[str, Any]]:
         if attachments and message.role != "tool":
             out.append(_openai_attachments(attachments))
             attachments = []
+        texts = [p for p in message.parts if p.type == "text"]
         if message.parts and message.role in ("user", "system"):
             content: Any = _openai_parts(message.parts)
+        elif message.role == "assistant" and len(texts) > 1:
+            content = _openai_parts(texts)  # several text blocks stay several (no words run together)
         else:
             content = message.content
         entry: dict[str, Any] = {"role": message.role, "content": content}
@@ -61,9 +65,9 @@ def messages_to_openai(messages: Sequence[Message]) -> list[dict[str, Any]]:
             refusal = "".join(p.refusal or "" for p in message.parts if p.type == "refusal")
             if refusal:
                 entry["refusal"] = refusal
-                entry["content"] = message.content or None
+                entry["content"] = content or None
         if message.tool_calls:
-            entry["content"] = message.content or None
+            entry["content"] = content or None
             entry["tool_calls"] = [
                 {
                     "id": call.id,
