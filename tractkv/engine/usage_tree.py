@@ -24,6 +24,7 @@ from tractkv.store import Reader
 from .usage_rows import USAGE_LINK, PendingUsage, iter_pending
 
 STATUSES = ("pending", "success", "error", "interrupted")  # the statuses a ToolUsage may show
+RERUNNABLE = ("error", "interrupted")  # the statuses of a failed execution, which may be re-run
 
 
 def load_tree(reader: Reader, oid: ObjectId) -> list[UsageRecord]:
