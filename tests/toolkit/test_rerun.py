@@ -223,3 +223,18 @@ def test_cli_usage_rerun(tmp_path: Path) -> None:
     tree = runner.invoke(cli, ["--store", path, "usage"])
     assert f"re-run of [{failed.id}]" in tree.stdout
     assert runner.invoke(cli, ["--store", path, "usage", "--stats"]).exit_code == 0
+
+
+def test_a_failure_whose_result_never_landed_cannot_be_rerun(tract: Tract) -> None:
+    @tool
+    def broken(*, context: ToolContext) -> str:
+        """Always fails."""
+        raise RuntimeError("no")
+
+    ex = ToolExecutor(tract, profile=None, tools=[broken])
+    tract.user("go")
+    reply = tract.assistant("", tool_calls=[{"id": "c1", "name": "broken", "arguments": {}}])
+    done = ex.execute("broken", {}, tool_call_id="c1", commit=reply.commit_id)  # the loop crashed here
+    assert done.usage_id is not None
+    with pytest.raises(InvalidInput, match="answered no committed tool call"):
+        tract.rerun_tool_usage(done.usage_id, ex)
