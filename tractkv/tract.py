@@ -687,6 +687,16 @@ class Tract:
 
     # --- agent toolkit (above this module: one-line lazy delegations) -----------------------------------------
 
+    def rerun_tool_usage(self, usage_id: str, executor: object = None) -> ToolUsage:
+        """Run a failed tool execution again (same tool, arguments and call) and commit its result as an edit
+        of the failed result, its record naming the failed one (``rerun_of``); see
+        :mod:`tractkv.toolkit.rerun`. ``executor`` (a ``ToolExecutor``) must have the tool; default: the
+        ``full`` profile's built-ins. Raises InvalidInput for a usage that did not fail, is nested, or whose
+        call is gone from the context."""
+        from tractkv.toolkit.rerun import rerun_usage
+
+        return rerun_usage(self, usage_id, executor)
+
     def as_tools(
         self, profile: object = "self", overrides: dict[str, str] | None = None, format: str = "openai"
     ) -> list[dict[str, Any]]:

@@ -250,3 +250,30 @@ def test_graph_pages_link_to_their_neighbours(client: TestClient) -> None:
     assert 'rel="next"' not in beyond
     whole = client.get(f"/ui/log?ref={MAIN}").text
     assert 'class="pager"' not in whole  # one page: no pager at all
+
+
+def test_a_failed_execution_shows_the_command_that_reruns_it(tmp_path: Path) -> None:
+    from tractkv import Tract
+    from tractkv.llm import ScriptedLLM
+    from tractkv.toolkit import ToolContext, ToolExecutor, tool
+
+    from .session import call
+
+    @tool
+    def flaky(*, context: ToolContext) -> str:
+        """Fails once."""
+        raise ConnectionError("timed out")
+
+    path = str(tmp_path / "store")
+    with Tract.open(path) as t:
+        t.user("go")
+        t.run(
+            ScriptedLLM([call("c1", "flaky", {}), "it failed"]), ToolExecutor(t, profile=None, tools=[flaky])
+        )
+        (failed,) = t.tool_usages()
+    with LmdbStore(path) as st:
+        app, _ = create_app(st, sync=False)
+        with TestClient(app, base_url="http://127.0.0.1") as c:
+            page = c.get(f"/ui/usage?ref={MAIN}").text
+    # the viewer writes nothing: it shows the command that re-runs the failed execution
+    assert f'<code class="rerun-command">tractkv usage rerun {failed.id}</code>' in page

@@ -7,9 +7,10 @@ import click
 from tractkv.cli.common import CliState, echo_json, json_option, note, with_state
 from tractkv.engine.usage_stats import usage_stats
 from tractkv.engine.usage_tree import STATUSES, flatten
+from tractkv.errors import InvalidInput
 
 
-@click.command("usage")
+@click.group("usage", invoke_without_command=True)
 @click.option("--rev", default=None, help="Show the usage history of this revision instead of HEAD.")
 @click.option(
     "--commit", "commit", default=None, help="Only the usage of this assistant or tool-result commit."
@@ -35,8 +36,11 @@ def usage(
 ) -> None:
     """Show tool executions as trees (nested calls under their parent), newest history last.
 
-    Running executions show as pending; those whose process died show as interrupted.
+    Running executions show as pending; those whose process died show as interrupted. ``usage rerun ID``
+    runs a failed execution again.
     """
+    if click.get_current_context().invoked_subcommand is not None:
+        return
     from tractkv.toolkit.export import format_usage, stats_lines, tree_lines
 
     if stats:
@@ -68,6 +72,57 @@ def usage(
         click.echo(line)
     count = len(flatten(trees))
     note(f"{count} tool execution(s) in {len(trees)} tree(s)" if count else "no tool usage")
+
+
+@usage.command("rerun")
+@click.argument("usage_id")
+@click.option(
+    "--executor",
+    "factory",
+    default=None,
+    metavar="MODULE:NAME",
+    help="A function taking the Tract and returning the ToolExecutor that has the tool "
+    "(default: the built-in tools).",
+)
+@json_option
+@with_state
+def rerun(st: CliState, usage_id: str, factory: str | None, as_json: bool) -> None:
+    """Run the failed execution USAGE_ID again (same tool, arguments and call); its result replaces the failed
+    one as an edit, and its record names the failed one."""
+    from tractkv.toolkit.export import format_usage
+    from tractkv.toolkit.rerun import rerun_usage
+
+    t = st.tract()
+    executor = _load_executor(factory, t) if factory is not None else None
+    new = rerun_usage(t, usage_id, executor)
+    if as_json:
+        echo_json(new.to_json())
+        return
+    click.echo(format_usage(new))
+    note(f"re-ran {usage_id} as {new.id} ({new.status})")
+
+
+def _load_executor(spec: str, tract: object) -> object:
+    """The executor a ``MODULE:NAME`` factory returns for ``tract``.
+
+    Raises:
+        InvalidInput: a malformed spec, a module that cannot be imported, or a name that is not callable.
+    """
+    import importlib
+
+    module_name, _, name = spec.partition(":")
+    if not module_name or not name:
+        raise InvalidInput(f"--executor takes MODULE:NAME, not {spec!r}")
+    try:
+        module = importlib.import_module(module_name)
+    except Exception as exc:
+        raise InvalidInput(
+            f"--executor: cannot import {module_name!r} ({type(exc).__name__}: {exc})"
+        ) from None
+    factory = getattr(module, name, None)
+    if not callable(factory):
+        raise InvalidInput(f"--executor: {module_name} has no function {name!r}")
+    return factory(tract)
 
 
 @click.command("export")

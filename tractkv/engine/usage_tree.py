@@ -24,6 +24,7 @@ from tractkv.store import Reader
 from .usage_rows import USAGE_LINK, PendingUsage, iter_pending
 
 STATUSES = ("pending", "success", "error", "interrupted")  # the statuses a ToolUsage may show
+RERUNNABLE = ("error", "interrupted")  # the statuses of a failed execution, which may be re-run
 
 
 def load_tree(reader: Reader, oid: ObjectId) -> list[UsageRecord]:
@@ -52,6 +53,7 @@ class ToolUsage:
         result_commit: the tool_result commit that links this (top-level) record.
         children: the usage ids of the executions nested in it, in start order.
         heads: the last commits of conversations it ran (a child agent loop's tip).
+        rerun_of: the usage id of the failed execution this one re-ran, or None.
     """
 
     id: str
@@ -70,6 +72,7 @@ class ToolUsage:
     result_chars: int | None = None
     children: tuple[str, ...] = ()
     heads: tuple[ObjectId, ...] = ()
+    rerun_of: str | None = None
 
     @property
     def duration_ms(self) -> float | None:
@@ -103,6 +106,7 @@ class ToolUsage:
             "result_commit": self.result_commit,
             "children": list(self.children),
             "heads": list(self.heads),
+            "rerun_of": self.rerun_of,
         }
 
     @classmethod
@@ -130,6 +134,7 @@ class ToolUsage:
             result_commit=result_commit,
             result_chars=record.result_chars,
             heads=record.heads,
+            rerun_of=record.rerun_of,
         )
 
     @classmethod

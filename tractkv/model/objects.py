@@ -246,6 +246,7 @@ class UsageRecord:
         children  [32 bytes] links: the records of the executions it ran, in start order
         heads     [32 bytes] links: the last commits of conversations it ran (a child agent's branch tip),
                   so a delegated conversation travels with the record (omitted when none)
+        rerun     text      the usage id of the failed execution this one re-ran (omitted when none)
     """
 
     KIND: ClassVar[str] = "usage"
@@ -267,6 +268,7 @@ class UsageRecord:
     parent_id: str | None = attrs.field(default=None, validator=_check_str)
     children: tuple[ObjectId, ...] = attrs.field(default=(), converter=_oid_tuple, validator=_check_oids)
     heads: tuple[ObjectId, ...] = attrs.field(default=(), converter=_oid_tuple, validator=_check_oids)
+    rerun_of: str | None = attrs.field(default=None, validator=_check_str)
 
     @status.validator
     def _check_status(self, _attribute: attrs.Attribute[Any], value: str) -> None:
@@ -305,6 +307,8 @@ class UsageRecord:
             wire["children"] = [oid_to_raw(o) for o in self.children]
         if self.heads:
             wire["heads"] = [oid_to_raw(o) for o in self.heads]
+        if self.rerun_of is not None:
+            wire["rerun"] = self.rerun_of
         return wire
 
     @classmethod
@@ -324,6 +328,7 @@ class UsageRecord:
             parent_id=_take(wire, "parent", None),
             children=_oids(_take(wire, "children", [])),
             heads=_oids(_take(wire, "heads", [])),
+            rerun_of=_take(wire, "rerun", None),
         )
 
     def iter_links(self) -> Iterator[ObjectId]:

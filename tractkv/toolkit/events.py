@@ -15,11 +15,13 @@ import logging
 import threading
 from collections.abc import Callable
 from datetime import datetime
+from typing import Any
 
 import attrs
 
 from tractkv.errors import InvalidInput
 from tractkv.ids import ObjectId
+from tractkv.model import to_jsonable
 
 EVENT_KINDS = ("tool_start", "tool_complete", "tool_error")
 ANY_EVENT = "*"  # subscribe to every kind
@@ -29,8 +31,17 @@ _log = logging.getLogger(__name__)
 
 @attrs.frozen(kw_only=True)
 class ToolEvent:
-    """One event: what happened to which usage, when.
+    """One event: what happened to which usage, when (the payload of the reference's tool events).
 
+    Every event carries the execution's identity and inputs: ``usage_id``; ``parent_id`` (the enclosing
+    execution's usage id, None at the top level); ``commit_id`` (the assistant commit whose tool call started
+    it: the reference's message id); ``branch`` (the branch of the conversation that made the call, the
+    reference's conversation id; None when detached); ``tool_name``; ``tool_call_id``; ``arguments`` (as the
+    usage record keeps them: a value it cannot encode is shown as text); ``description`` (the first line of the
+    tool's description; None for an unknown tool); ``rerun_of`` (the usage id of the failed execution this
+    one re-runs, else None). ``timestamp`` is when the event happened (UTC).
+
+    ``tool_complete`` and ``tool_error`` add ``started_at`` and ``duration_ms`` (None on ``tool_start``);
     ``output`` is set on ``tool_complete`` (possibly cut to the executor's result limit) and ``error`` on
     ``tool_error``.
     """
@@ -42,8 +53,34 @@ class ToolEvent:
     tool_name: str
     timestamp: datetime
     tool_call_id: str | None = None
+    branch: str | None = None
+    arguments: dict[str, Any] = attrs.field(factory=dict, hash=False)
+    description: str | None = None
+    rerun_of: str | None = None
+    started_at: datetime | None = None
+    duration_ms: float | None = None
     output: str | None = None
     error: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        """A JSON-safe dict (timestamps as ISO 8601), e.g. to forward the event over a socket."""
+        return {
+            "kind": self.kind,
+            "usage_id": self.usage_id,
+            "parent_id": self.parent_id,
+            "commit_id": self.commit_id,
+            "branch": self.branch,
+            "tool_name": self.tool_name,
+            "tool_call_id": self.tool_call_id,
+            "arguments": to_jsonable(self.arguments),
+            "description": self.description,
+            "rerun_of": self.rerun_of,
+            "timestamp": self.timestamp.isoformat(),
+            "started_at": self.started_at.isoformat() if self.started_at else None,
+            "duration_ms": self.duration_ms,
+            "output": self.output,
+            "error": self.error,
+        }
 
 
 Subscriber = Callable[[ToolEvent], object]

@@ -11,7 +11,14 @@ Nesting: an execution started while a handler runs (``context.execute``, ``conte
 child agent loop through ``context.run_child``) becomes a child of that handler's usage. The current
 execution is tracked in a :mod:`contextvars` variable, so it follows the handler's thread (and asyncio
 tasks); from a thread the handler starts, pass ``parent_id=context.usage_id`` explicitly. A child is nested
-only when it runs against the same store as its parent.
+when it is run by the same executor as its parent (``context.execute``) or records in the same store.
+
+Where usage is recorded: in the store of the conversation that made the call (``conversation=``, which the
+agent loop passes: its own tract), else the executor's tract's store; nested executions record where their
+parent does. So a supervisor whose managed agent lives in another store keeps its tools' usage (pending rows,
+awaiting-link markers, records) in its own store, linked from its own tool results, and writes none in the
+managed store. A child conversation in another store (``run_child`` from such a tool) is not linked from the
+record (``heads``): a record may only link what its store holds.
 """
 
 from __future__ import annotations
@@ -23,6 +30,8 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, overload
+
+import attrs
 
 from tractkv import codec
 from tractkv.engine.records import timestamp
@@ -63,13 +72,17 @@ class _Frame:
         *,
         usage_id: str,
         store: Store,
+        executor: ToolExecutor,
+        branch: str | None,
         commit: ObjectId | None,
         step: AgentStep | None,
         llm: LLMClient | None,
         compiled: CompiledContext | None,
     ) -> None:
         self.usage_id = usage_id
-        self.store = store
+        self.store = store  # where its usage is recorded: the store of the conversation that made the call
+        self.executor = executor
+        self.branch = branch
         self.commit = commit
         self.step = step
         self.llm = llm
@@ -107,6 +120,8 @@ def record_head(usage_id: str, head: ObjectId) -> None:
         frame = _RUNNING.get(usage_id)
     if frame is None:
         raise InvalidInput(f"tool execution {usage_id} is not running")
+    if not frame.store.has(head):
+        return  # a conversation in another store: the record could not link it (see the module doc)
     frame.add_head(head)
     note_head(frame.store, usage_id, head)
 
@@ -307,7 +322,7 @@ class ToolExecutor:
             return definition, f"arguments hold a value that cannot be recorded: {exc}"
         return definition, None
 
-    def _parent(self, parent_id: str | None) -> tuple[_Frame | None, str | None]:
+    def _parent(self, parent_id: str | None, store: Store) -> tuple[_Frame | None, str | None]:
         if parent_id is None:
             frame = _CURRENT.get()
         else:
@@ -318,7 +333,7 @@ class ToolExecutor:
                     None,
                     f"parent usage {parent_id} is not running (a ToolContext is only valid during its call)",
                 )
-        if frame is not None and frame.store is not self.store:
+        if frame is not None and frame.store is not store and frame.executor is not self:
             return None, None  # another store cannot link this record: run it as a top-level execution
         return frame, None
 
@@ -333,6 +348,8 @@ class ToolExecutor:
         parent_id: str | None = None,
         llm: LLMClient | None = None,
         step: AgentStep | None = None,
+        conversation: Tract | None = None,
+        rerun_of: str | None = None,
     ) -> ToolResult:
         """Run a tool and record its usage; every failure is returned as a result, never raised.
 
@@ -345,6 +362,10 @@ class ToolExecutor:
             parent_id: nest under this running execution (default: the one running in this context).
             llm: the model handlers see (default: the enclosing execution's, the executor's, the tract's).
             step: the agent step, for deferred context changes (the agent loop passes it).
+            conversation: the tract whose message made the call (the agent loop passes its own): its store
+                keeps the usage and its branch is in the events (default: the parent's, else the executor's
+                tract).
+            rerun_of: the usage id of the failed execution this one re-runs (recorded; see :meth:`rerun`).
 
         Raises:
             InvalidInput: only for a caller's mistake in the keywords (a ``tool_call_id`` that is not a
@@ -356,7 +377,11 @@ class ToolExecutor:
             raise InvalidInput(f"commit must be an object id, not {commit!r}")
         started = self._now()
         usage_id = new_usage_id(started)
-        parent, parent_problem = self._parent(parent_id)
+        owner = conversation if conversation is not None else self.tract
+        parent, parent_problem = self._parent(parent_id, owner.store)
+        store, branch = (
+            (parent.store, parent.branch) if parent is not None else (owner.store, owner.current_branch)
+        )
         if parent is not None:
             commit = commit if commit is not None else parent.commit
             step = step if step is not None else parent.step
@@ -371,7 +396,23 @@ class ToolExecutor:
         problem = problem or parent_problem
         tool_name = _clean(name) if isinstance(name, str) and name else "(unnamed)"
         parent_usage = parent.usage_id if parent is not None else None
-        self._publish("tool_start", usage_id, parent_usage, commit, tool_name, started, tool_call_id)
+        if rerun_of is not None and (not isinstance(rerun_of, str) or not rerun_of):
+            problem = problem or "rerun_of must be a usage id"
+            rerun_of = None
+        started_event = ToolEvent(
+            kind="tool_start",
+            usage_id=usage_id,
+            parent_id=parent_usage,
+            commit_id=commit,
+            tool_name=tool_name,
+            timestamp=timestamp(started),
+            tool_call_id=tool_call_id,
+            branch=branch,
+            arguments=_recordable(args) or {},
+            description=_summary(definition.description) if definition is not None else None,
+            rerun_of=rerun_of,
+        )
+        self.events.publish(started_event)
         if problem is not None or definition is None or definition.handler is None:
             record = UsageRecord(
                 usage_id=usage_id,
@@ -384,8 +425,9 @@ class ToolExecutor:
                 commit=commit,
                 tool_call_id=tool_call_id,
                 parent_id=parent_usage,
+                rerun_of=rerun_of,
             )
-            return self._complete(record, parent, (), had_row=False, output="")
+            return self._complete(record, parent, (), store, started_event, had_row=False, output="")
         assert isinstance(args, dict)
         pending = PendingUsage.start(
             usage_id=usage_id,
@@ -397,22 +439,20 @@ class ToolExecutor:
             parent_id=parent_usage,
         )
         try:
-            begin(self.store, pending)  # on disk before the handler can have any effect
+            begin(store, pending)  # on disk before the handler can have any effect
         except Exception as exc:
             error = f"not run: its usage could not be recorded ({_describe(exc)})"
-            self._publish(
-                "tool_error",
-                usage_id,
-                parent_usage,
-                commit,
-                tool_name,
-                self._now(),
-                tool_call_id,
-                error=error,
-            )
+            self.events.publish(_finished(started_event, "tool_error", self._now(), error=error))
             return ToolResult(tool_name, False, error=error, usage_id=usage_id)
         frame = _Frame(
-            usage_id=usage_id, store=self.store, commit=commit, step=step, llm=llm, compiled=compiled
+            usage_id=usage_id,
+            store=store,
+            executor=self,
+            branch=branch,
+            commit=commit,
+            step=step,
+            llm=llm,
+            compiled=compiled,
         )
         with _RUNNING_LOCK:
             _RUNNING[usage_id] = frame
@@ -424,7 +464,7 @@ class ToolExecutor:
         except BaseException:
             # KeyboardInterrupt, SystemExit...: the process may go on, so do not leave a row that looks like
             # it is still running; it shows as interrupted (and the loop answers it that way) at once.
-            abandon(self.store, usage_id)
+            abandon(store, usage_id)
             raise
         finally:
             _CURRENT.reset(token)
@@ -450,8 +490,9 @@ class ToolExecutor:
             parent_id=parent_usage,
             children=children,
             heads=heads,
+            rerun_of=rerun_of,
         )
-        return self._complete(record, parent, nested, had_row=True, output=output)
+        return self._complete(record, parent, nested, store, started_event, had_row=True, output=output)
 
     def _call(
         self,
@@ -495,6 +536,8 @@ class ToolExecutor:
         record: UsageRecord,
         parent: _Frame | None,
         nested: tuple[UsageRecord, ...],
+        store: Store,
+        started_event: ToolEvent,
         *,
         had_row: bool,
         output: str,
@@ -505,20 +548,18 @@ class ToolExecutor:
             record.parent_id is None and record.tool_call_id is not None and record.commit is not None
         )
         try:
-            oid = finish(self.store, record, had_row=had_row, output=output if awaits_link else None)
+            oid = finish(store, record, had_row=had_row, output=output if awaits_link else None)
         except Exception:  # the row (if any) stays: the usage shows as pending, then interrupted
             _log.exception("could not store the usage record of %s (%s)", record.tool_name, record.usage_id)
         success = record.status == "success"
-        self._publish(
-            "tool_complete" if success else "tool_error",
-            record.usage_id,
-            record.parent_id,
-            record.commit,
-            record.tool_name,
-            record.completed_at or self._now(),
-            record.tool_call_id,
-            output=record.result if success else None,
-            error=record.error,
+        self.events.publish(
+            _finished(
+                started_event,
+                "tool_complete" if success else "tool_error",
+                record.completed_at or self._now(),
+                output=record.result if success else None,
+                error=record.error,
+            )
         )
         objects = (*nested, record) if oid is not None else ()
         if parent is not None and oid is not None:
@@ -532,32 +573,27 @@ class ToolExecutor:
             usage_objects=objects,
         )
 
-    def _publish(
-        self,
-        kind: str,
-        usage_id: str,
-        parent_id: str | None,
-        commit: ObjectId | None,
-        tool_name: str,
-        at_us: int,
-        tool_call_id: str | None,
-        *,
-        output: str | None = None,
-        error: str | None = None,
-    ) -> None:
-        self.events.publish(
-            ToolEvent(
-                kind=kind,
-                usage_id=usage_id,
-                parent_id=parent_id,
-                commit_id=commit,
-                tool_name=tool_name,
-                timestamp=timestamp(at_us),
-                tool_call_id=tool_call_id,
-                output=output,
-                error=error,
-            )
-        )
+
+def _summary(description: str) -> str:
+    """The first line of a tool's description (what events carry as ``description``)."""
+    return description.strip().split("\n", 1)[0]
+
+
+def _finished(
+    started: ToolEvent, kind: str, at_us: int, *, output: str | None = None, error: str | None = None
+) -> ToolEvent:
+    """The completion event of an execution: its start event's payload, the time and the outcome."""
+    at = timestamp(max(at_us, 0))
+    duration = max((at - started.timestamp).total_seconds() * 1000, 0.0)
+    return attrs.evolve(
+        started,
+        kind=kind,
+        timestamp=at,
+        started_at=started.timestamp,
+        duration_ms=duration,
+        output=output,
+        error=error,
+    )
 
 
 def _recordable(args: object) -> dict[str, Any] | None:

@@ -37,6 +37,8 @@ def format_usage(usage: ToolUsage) -> str:
     duration = f"{usage.duration_ms:.1f} ms" if usage.duration_ms is not None else "-"
     commit = f" commit {usage.commit_id[:12]}" if usage.commit_id else ""
     line = f"{STATUS_MARKS.get(usage.status, '?')} {usage.tool_name} {usage.status} {duration} [{usage.id}]{commit}"
+    if usage.rerun_of:
+        line += f" re-run of [{usage.rerun_of}]"
     if usage.error:
         line += f": {_one_line(usage.error, 120)}"
     return line

@@ -130,6 +130,7 @@ def _run_calls(
             compiled=compiled,
             llm=model,
             step=step,
+            conversation=tract,
         )
         _commit_result(tract, call["id"], call["name"], result)
         if result.usage_id is not None:
@@ -216,6 +217,7 @@ def _answer_open_calls(tract: Tract, executor: ToolExecutor, model: LLMClient, u
                 compiled=compiled,
                 llm=model,
                 step=step,
+                conversation=tract,
             )
             _commit_result(tract, call.id, call.name, result)
         if result.usage_id is not None:

@@ -14,7 +14,7 @@ from tractkv.engine.describe import describe_commit
 from tractkv.engine.records import CommitInfo
 from tractkv.engine.toolsets import read_stored, schema_name
 from tractkv.engine.usage_stats import ToolStats
-from tractkv.engine.usage_tree import STATUSES, UsageNode
+from tractkv.engine.usage_tree import RERUNNABLE, STATUSES, UsageNode
 from tractkv.ids import ObjectId
 
 from .html import Markup, el, join, pretty_json
@@ -582,8 +582,20 @@ def usage_node(node: UsageNode, page: UsagePage, depth: int) -> Markup:
         refs.append(join("answered in ", commit_link(u.result_commit, page.ref)))
     if u.heads:
         refs.append(join("child conversation ", join(commit_link(h, page.ref) for h in u.heads)))
+    if u.rerun_of:
+        refs.append(join("re-run of ", el("a", u.rerun_of, href=f"#u-{u.rerun_of}")))
     if refs:
         detail.append(el("div", refs, class_="fact"))
+    if u.status in RERUNNABLE and u.parent_id is None and u.result_commit is not None:
+        # The viewer never writes (see docs/ARCHITECTURE.md, Viewer): it shows the command that re-runs it.
+        detail.append(
+            el(
+                "div",
+                el("span", "re-run (on this branch) ", class_="key"),
+                el("code", f"tractkv usage rerun {u.id}", class_="rerun-command"),
+                class_="fact rerun",
+            )
+        )
     children = (
         el("div", [usage_node(c, page, depth + 1) for c in node.children], class_="children")
         if node.children
