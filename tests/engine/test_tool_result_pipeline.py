@@ -9,6 +9,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from tractkv import CommitInfo, PendingToolResult, Tract
 from tractkv.errors import (
@@ -66,7 +68,8 @@ def test_tool_result_edit_basic() -> None:
     _call(t)
     first = _committed(t.tool_result("c1", "grep", GREP_OUT))
     edit = _committed(t.tool_result("c1", "grep", "40 TODOs in src/", edit=first.commit_id))
-    assert edit.operation == "edit" and edit.edit_target == first.commit_id
+    assert edit.operation == "edit"
+    assert edit.edit_target == first.commit_id
     assert t.get_commit(first.commit_id).content["text"] == GREP_OUT  # the original stays in history
 
 
@@ -136,7 +139,8 @@ def test_hook_fires_on_tool_result() -> None:
     info = _committed(t.tool_result("c1", "grep", GREP_OUT))
     (pending,) = seen
     assert (pending.tool_call_id, pending.tool_name, pending.content) == ("c1", "grep", GREP_OUT)
-    assert pending.status == "approved" and pending.result == info
+    assert pending.status == "approved"
+    assert pending.result == info
     assert info.metadata is not None
     assert info.metadata["triggered_by"] == f"hook:{handler.__qualname__}"
     assert "summarized_from" not in info.metadata
@@ -148,7 +152,8 @@ def test_hook_carries_token_count() -> None:
     counts: list[int] = []
     t.on("tool_result", lambda p: (counts.append(p.token_count), p.approve()))
     t.tool_result("c1", "grep", GREP_OUT)
-    assert counts == [t.token_counter.count(GREP_OUT)] and counts[0] > 0
+    assert counts == [t.token_counter.count(GREP_OUT)]
+    assert counts[0] > 0
 
 
 def test_hook_edit_result() -> None:
@@ -167,7 +172,8 @@ def test_hook_edit_result() -> None:
     assert t.compile().messages[-1].content == "40 TODOs"
     assert t.original_of(info.commit_id) == GREP_OUT
     assert _original_link(t, info.commit_id) == (_raw_id(GREP_OUT),)
-    assert info.metadata is not None and "summarized_from" not in info.metadata  # an edit, not a summary
+    assert info.metadata is not None
+    assert "summarized_from" not in info.metadata
 
 
 def test_hook_summarize() -> None:
@@ -177,7 +183,8 @@ def test_hook_summarize() -> None:
     info = _committed(t.tool_result("c1", "grep", GREP_OUT))
     (request,) = llm.calls
     assert request.messages[1].content == GREP_OUT
-    assert _instructions(llm).startswith("Files only.") and "20 tokens" in _instructions(llm)
+    assert _instructions(llm).startswith("Files only.")
+    assert "20 tokens" in _instructions(llm)
     assert t.compile().messages[-1].content == "module_0 .. module_39 have TODOs"
     assert info.metadata is not None
     assert info.metadata["summarized_from"] == _raw_id(GREP_OUT) == _original_link(t, info.commit_id)[0]
@@ -267,7 +274,8 @@ def test_handlers_run_in_order_until_one_decides() -> None:
     info = _committed(t.tool_result("c1", "grep", GREP_OUT))
     assert ran == ["trim", "approve"]
     assert t.compile().messages[-1].content == GREP_OUT[:10]
-    assert info.metadata is not None and info.metadata["triggered_by"].endswith("<lambda>")
+    assert info.metadata is not None
+    assert info.metadata["triggered_by"].endswith("<lambda>")
 
 
 def test_an_undecided_result_is_returned_pending_and_approved_later() -> None:
@@ -282,7 +290,8 @@ def test_an_undecided_result_is_returned_pending_and_approved_later() -> None:
     pending.edit_result("trimmed twice")
     assert pending.original_content == GREP_OUT  # the raw result, not the first edit
     info = pending.approve()
-    assert pending.status == "approved" and pending.result == info
+    assert pending.status == "approved"
+    assert pending.result == info
     assert t.compile().messages[-1].content == "trimmed twice"
     assert t.original_of(info.commit_id) == GREP_OUT
     for act in (pending.approve, pending.reject, lambda: pending.edit_result("x"), pending.summarize):
@@ -296,13 +305,16 @@ def test_a_pending_result_can_be_summarized_or_rejected_later() -> None:
     t.on("tool_result", lambda p: None)
     first = t.tool_result("c1", "grep", GREP_OUT)
     second = t.tool_result("c2", "grep", "noise")
-    assert isinstance(first, PendingToolResult) and isinstance(second, PendingToolResult)
+    assert isinstance(first, PendingToolResult)
+    assert isinstance(second, PendingToolResult)
     first.summarize(instructions="Be brief.")
     info = first.approve()
     second.reject("noise")
-    assert second.status == "rejected" and second.reason == "noise"
+    assert second.status == "rejected"
+    assert second.reason == "noise"
     assert [m.content for m in t.compile().messages if m.role == "tool"] == ["short"]
-    assert info.metadata is not None and info.metadata["summarized_from"] == _raw_id(GREP_OUT)
+    assert info.metadata is not None
+    assert info.metadata["summarized_from"] == _raw_id(GREP_OUT)
     assert len(llm.calls) == 1
 
 
@@ -317,7 +329,8 @@ def test_a_pending_result_whose_call_was_closed_cannot_be_approved() -> None:
     head = t.head
     with pytest.raises(InvalidInput, match="not waiting for a result"):
         pending.approve()
-    assert pending.status == "pending" and t.head == head
+    assert pending.status == "pending"
+    assert t.head == head
 
 
 def test_a_handler_that_raises_is_a_tool_hook_error_and_commits_nothing() -> None:
@@ -398,7 +411,8 @@ def test_config_per_tool_instructions() -> None:
     assert len(llm.calls) == 1
     _call(t, "c3", "grep")
     t.tool_result("c3", "grep", "x")  # listed: summarized however small
-    assert t.compile().messages[-1].content == "1 file" and len(llm.calls) == 2
+    assert t.compile().messages[-1].content == "1 file"
+    assert len(llm.calls) == 2
 
 
 def test_config_auto_threshold() -> None:
@@ -415,7 +429,8 @@ def test_config_under_threshold_passthrough() -> None:
     t.configure_tool_summarization(auto_threshold=50, default_instructions="Short.")
     _call(t, "c1", "read")
     info = _committed(t.tool_result("c1", "read", "tiny"))
-    assert t.compile().messages[-1].content == "tiny" and llm.calls == []
+    assert t.compile().messages[-1].content == "tiny"
+    assert llm.calls == []
     assert info.metadata is None or "triggered_by" not in info.metadata
 
 
@@ -434,7 +449,9 @@ def test_config_override_with_custom_handler() -> None:
     t, llm = _tract(["custom summary"])
     t.configure_tool_summarization(instructions={"grep": "Files only."}, auto_threshold=1)
     _call(t, "c1", "grep", ("c2", "read"))
-    t.on("tool_result", lambda p: p.approve() if p.tool_name == "grep" else (p.summarize("Mine."), p.approve()))
+    t.on(
+        "tool_result", lambda p: p.approve() if p.tool_name == "grep" else (p.summarize("Mine."), p.approve())
+    )
     t.tool_result("c1", "grep", GREP_OUT)  # the handler decides: not summarized
     t.tool_result("c2", "read", GREP_OUT)
     assert [m.content for m in t.compile().messages if m.role == "tool"] == [GREP_OUT, "custom summary"]
@@ -447,7 +464,8 @@ def test_config_can_be_turned_off_and_replaced() -> None:
     t.configure_tool_summarization()  # no arguments: nothing is summarized automatically
     _call(t)
     t.tool_result("c1", "grep", GREP_OUT)
-    assert t.compile().messages[-1].content == GREP_OUT and llm.calls == []
+    assert t.compile().messages[-1].content == GREP_OUT
+    assert llm.calls == []
 
 
 @pytest.mark.parametrize(
@@ -487,7 +505,9 @@ def test_a_failed_summary_commits_nothing() -> None:
 
 def _two_results(t: Tract) -> tuple[CommitInfo, CommitInfo]:
     _call(t, "c1", "grep", ("c2", "read"))
-    return _committed(t.tool_result("c1", "grep", GREP_OUT)), _committed(t.tool_result("c2", "read", "body " * 50))
+    return _committed(t.tool_result("c1", "grep", GREP_OUT)), _committed(
+        t.tool_result("c2", "read", "body " * 50)
+    )
 
 
 def test_compress_tool_calls_with_instructions() -> None:
@@ -522,7 +542,7 @@ def test_compress_tool_calls_by_name_and_by_commit() -> None:
 
 def test_compress_tool_calls_a_second_time_keeps_the_raw_original() -> None:
     t, _ = _tract(["first summary", "second summary"])
-    grep, _ = _two_results(t)
+    _grep, _ = _two_results(t)
     t.compress_tool_calls(name="grep")
     (again,) = t.compress_tool_calls(name="grep")
     assert t.original_of(again.commit_id) == GREP_OUT
@@ -561,9 +581,34 @@ def test_provenance_syncs_with_the_branch(tmp_path: Path, how: str) -> None:
             t.configure_tool_summarization(instructions={"grep": "Files."})
         info = act[how]()
         meta = info.metadata
-    assert meta is not None and meta["summarized_from"] == _raw_id(GREP_OUT)
+    assert meta is not None
+    assert meta["summarized_from"] == _raw_id(GREP_OUT)
     with Tract.clone(path, None) as c:
         copy = c.get_commit(info.commit_id)
         assert copy.metadata == meta
         assert c.original_of(info.commit_id) == GREP_OUT
         assert c.compile().messages[-1].content == "the summary"
+
+
+# --- property: original_of always finds the raw result ---------------------------------------------------------
+
+STEPS = st.lists(st.sampled_from(["edit", "compress"]), max_size=5)
+
+
+@settings(max_examples=40, deadline=None)
+@given(raw=st.text(min_size=1, max_size=40), summarized=st.booleans(), steps=STEPS)
+def test_original_of_is_the_raw_result_after_any_edits_and_summaries(
+    raw: str, summarized: bool, steps: list[str]
+) -> None:
+    t, _ = _tract([f"summary {i}" for i in range(len(steps) + 1)])
+    if summarized:
+        t.configure_tool_summarization(instructions={"grep": "Short."})
+    _call(t)
+    first = _committed(t.tool_result("c1", "grep", raw))
+    revs = [first.commit_id]
+    for i, step in enumerate(steps):
+        if step == "edit":
+            revs.append(_committed(t.tool_result("c1", "grep", f"edit {i}", edit=first.commit_id)).commit_id)
+        else:
+            revs.append(t.compress_tool_calls()[0].commit_id)
+    assert [t.original_of(rev) for rev in revs] == [raw] * len(revs)
