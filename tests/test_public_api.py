@@ -55,6 +55,7 @@ EXPECTED_ALL = [
     "ObjectNotFound",
     "ObjectTooLarge",
     "Part",
+    "PendingToolResult",
     "PushRejected",
     "ReadOnlySession",
     "ReasoningContent",

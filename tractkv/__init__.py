@@ -23,6 +23,7 @@ from tractkv.engine.content import (
     ReasoningContent,
     ToolCall,
 )
+from tractkv.engine.hooks import PendingToolResult
 from tractkv.engine.records import (
     BranchInfo,
     CommitInfo,
@@ -127,6 +128,7 @@ __all__ = [
     "ObjectNotFound",
     "ObjectTooLarge",
     "Part",
+    "PendingToolResult",
     "PushRejected",
     "ReadOnlySession",
     "ReasoningContent",

@@ -28,7 +28,7 @@ and build their message in ``__init__``.
     ├── DetachedHead                         the operation needs a branch, HEAD is detached at a commit
     ├── ReadOnlySession                      a write through a read-only session (viewer, CLI reads)
     ├── MergeConflict                        merge(strategy="auto") found conflicts (.conflicts)
-    ├── ToolHookError                        a tool_result hook decided nothing, or raised; nothing committed
+    ├── ToolHookError                        a tool_result hook raised a non-tractkv exception (wrapped)
     ├── NoLLMConfigured                      summarize / compress / generate with no model set
     ├── ModelCallFailed                      a model client raised a non-tractkv error (wrapped)
     ├── LLMError                             a model call failed (tractkv.llm clients, ScriptedLLM)
@@ -283,7 +283,8 @@ class MergeConflict(TractError):
 
 
 class ToolHookError(TractError):
-    """A tool_result hook misbehaved (decided nothing, or raised). Nothing was committed."""
+    """A tool_result hook raised a non-tractkv exception (wrapped). Nothing was committed, unless the handler
+    had approved the result before raising (the message then names the commit)."""
 
 
 class NoLLMConfigured(TractError):

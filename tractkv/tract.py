@@ -39,6 +39,7 @@ from tractkv.model import UsageRecord
 from tractkv.store import Store, open_store
 
 if TYPE_CHECKING:  # engine modules a few methods need are imported on first use: `import tractkv` stays light
+    from tractkv.engine.hooks import PendingToolResult
     from tractkv.engine.queries import ToolTurn
     from tractkv.engine.records import RunResult
     from tractkv.engine.tool_results import ToolResults
@@ -531,7 +532,13 @@ class Tract:
         return ask(self._llm, instructions, text)
 
     def on(self, event: str, handler: Callable[[Any], object]) -> None:
-        """Register a hook (``"tool_result"``: see :mod:`tractkv.engine.hooks`)."""
+        """Register a hook handler for ``event`` (``"tool_result"``), or for every event (``"*"``; handlers of
+        the event itself win over ``"*"`` ones). A ``tool_result`` handler receives a
+        :class:`~tractkv.engine.hooks.PendingToolResult` to approve, edit, summarize or reject (see
+        :mod:`tractkv.engine.hooks`). Handlers are per handle, in registration order.
+
+        Raises:
+            InvalidInput: an unknown event, or a handler that is not callable."""
         self._results.hooks.on(event, handler)
 
     def off(self, event: str, handler: Callable[[Any], object] | None = None) -> None:
@@ -544,8 +551,19 @@ class Tract:
         auto_threshold: int | None = None,
         default_instructions: str | None = None,
     ) -> None:
-        """Per-tool summarization instructions, and a token threshold above which results are summarized
-        automatically (when no hook decides otherwise)."""
+        """Summarize new tool results automatically (settings per handle; each call replaces the previous ones,
+        and no arguments turns it off).
+
+        Without a ``tool_result`` hook: a result of a tool listed in ``instructions`` (name -> instructions)
+        is **always** summarized with its instructions; a result of another tool is summarized with
+        ``default_instructions`` (else built-in ones) when it has more than ``auto_threshold`` tokens; the
+        rest are committed as they are. A registered hook decides instead (the instructions then guide
+        ``pending.summarize()`` and :meth:`compress_tool_calls`). A summarized result's raw text stays
+        recoverable (:meth:`original_of`); its metadata says ``triggered_by`` and ``summarized_from``.
+        Needs a model (:meth:`configure_llm`) once a result is summarized.
+
+        Raises:
+            InvalidInput: malformed settings (nothing changed)."""
         self._results.configure(instructions, auto_threshold, default_instructions)
 
     def tool_result(
@@ -560,11 +578,14 @@ class Tract:
         metadata: dict[str, Any] | None = None,
         usages: Sequence[UsageRecord] = (),
         hooks: bool = True,
-    ) -> CommitInfo | None:
+    ) -> CommitInfo | PendingToolResult | None:
         """Commit the result of a tool call, answering the message that made it (see
-        :mod:`tractkv.engine.tool_results`): hooks or auto-summarization may edit it, or reject it (None is
-        returned); ``edit=<result commit>`` replaces an earlier result; the raw text stays recoverable
-        (:meth:`original_of`); ``usages`` (the call's usage records) are stored and linked in the same commit.
+        :mod:`tractkv.engine.tool_results`), and return the commit. ``tool_result`` hooks (:meth:`on`) decide
+        first: rejected, None is returned; left undecided, the :class:`~tractkv.engine.hooks.PendingToolResult`
+        is returned, to be approved later. Without hooks, :meth:`configure_tool_summarization` may summarize
+        it. ``edit=<result commit>`` replaces an earlier result (no hooks run: the caller decided);
+        ``hooks=False`` commits it as given. The raw text stays recoverable (:meth:`original_of`); ``usages``
+        (the call's usage records) are stored and linked in the same commit.
 
         ``content`` is a string, a JSON value (stored as its JSON text, keys sorted) or a list of content parts
         (text, images, documents, as :meth:`user` takes). A list is parts only when it holds a dict and every
@@ -590,7 +611,11 @@ class Tract:
         )
 
     def original_of(self, rev: str) -> str:
-        """The raw tool result behind a (possibly edited or summarized) result commit."""
+        """The raw tool result behind a result commit: the text the tool returned, for the result itself, a
+        hook's or summary's version of it, or an edit of it (``tool_result(edit=)``, compress_tool_calls).
+
+        Raises:
+            InvalidInput: ``rev`` is no tool result nor an edit of one."""
         return self._results.original_of(rev)
 
     def find_tool_results(self, name: str | None = None, after: str | None = None) -> list[CommitInfo]:
@@ -606,11 +631,23 @@ class Tract:
         return self._results.find_turns(name)
 
     def compress_tool_calls(
-        self, name: str | None = None, commits: list[str] | None = None
+        self,
+        name: str | None = None,
+        commits: list[str] | None = None,
+        *,
+        instructions: str | None = None,
+        target_tokens: int | None = None,
     ) -> list[CommitInfo]:
-        """Summarize tool results (of one tool, or the given commits) in place, as edits that keep call ids and
-        names; the originals stay recoverable (:meth:`original_of`). Needs a model (:meth:`configure_llm`)."""
-        return self._results.compress_calls(name, commits)
+        """Summarize the tool results in the current context (of one tool, or the given result commits) in
+        place, as edits that keep call ids and names, and return the edits. Each summary follows
+        ``instructions``, else the tool's (:meth:`configure_tool_summarization`), else the default ones; the
+        originals stay recoverable (:meth:`original_of`); each edit's metadata says
+        ``triggered_by="compress_tool_calls"`` and ``summarized_from``. Needs a model (:meth:`configure_llm`).
+
+        Raises:
+            NoLLMConfigured, ModelCallFailed: the edits made before the failure stay committed.
+            InvalidInput: a commit that is not a message of the context; empty instructions."""
+        return self._results.compress_calls(name, commits, instructions, target_tokens)
 
     # --- generation and compression -------------------------------------------------------------------------
 

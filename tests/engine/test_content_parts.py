@@ -375,7 +375,7 @@ def test_edit_links_the_new_media(tract: Tract) -> None:
 
 def test_tool_result_parts_keep_media_through_summaries(tract: Tract) -> None:
     tract.assistant(tool_calls=[{"id": "c1", "name": "shot", "arguments": {}}])
-    tract.on("tool_result", lambda pending: pending.edit_result("short"))
+    tract.on("tool_result", lambda pending: (pending.edit_result("short"), pending.approve()))
     info = tract.tool_result(
         "c1", "shot", ["a long text", {"type": "image", "data": PNG, "media_type": "image/png"}]
     )

@@ -89,7 +89,7 @@ def test_a_commit_with_tools_encodes_each_object_once(dumps_calls: list[object])
 def test_a_summarized_tool_result_with_usages_encodes_each_object_once(dumps_calls: list[object]) -> None:
     with Tract.open() as t:
         t.assistant("", tool_calls=[{"id": "c1", "name": "grep", "arguments": {}}])
-        t.on("tool_result", lambda pending: pending.edit_result("short"))
+        t.on("tool_result", lambda pending: (pending.edit_result("short"), pending.approve()))
         child = UsageRecord(usage_id="u2", tool_name="read", status="success", started_at=2)
         child_id = object_id(child)
         parent = UsageRecord(

@@ -31,12 +31,12 @@ import attrs
 
 from tractkv.errors import ContentError, InvalidInput
 from tractkv.ids import ObjectId
-from tractkv.model import Blob, UsageRecord
+from tractkv.model import Blob, UsageRecord, object_id
 from tractkv.store import WriteBatch
 
 from .commit_info import commit_info
 from .content import content_objects
-from .hooks import HookRegistry, PendingToolResult
+from .hooks import APPROVED, REJECTED, HookRegistry, PendingToolResult
 from .queries import ToolTurn, context_infos, tool_turns
 from .records import CommitInfo
 from .session import Session, Tip
@@ -47,9 +47,18 @@ DEFAULT_SUMMARY_INSTRUCTIONS = (
     "drop repetition and boilerplate."
 )
 ORIGINAL_LINK = "original"  # Commit.links name of the raw result behind an edited or summarized one
+TRIGGERED_BY = "triggered_by"  # metadata: the hook (or feature) that handled a result
+SUMMARIZED_FROM = "summarized_from"  # metadata: id of the tool_original blob a summary was made from
 
 AskModel = Callable[[str, str], str]
 """(instructions, text) -> the model's reply text; raises NoLLMConfigured when there is no model."""
+
+CommitResult = Callable[..., CommitInfo]
+"""(final text, provenance metadata, later=False) -> the result commit."""
+
+
+def _original_blob(text: str) -> Blob:
+    return Blob(data={"type": "tool_original", "text": text})
 
 
 @attrs.frozen(kw_only=True)
@@ -69,6 +78,7 @@ class ToolResults:
         self.hooks = HookRegistry()
         self.settings = SummarySettings()
         self._ask_model = ask_model
+        self._running: PendingToolResult | None = None  # the result the hooks are deciding on
 
     def configure(
         self,
@@ -76,8 +86,33 @@ class ToolResults:
         auto_threshold: int | None = None,
         default_instructions: str | None = None,
     ) -> None:
-        if auto_threshold is not None and auto_threshold < 1:
-            raise InvalidInput("auto_threshold must be a positive token count")
+        """Replace the summarization settings (all defaults: summarize nothing automatically).
+
+        Without a ``tool_result`` hook, a new result of a tool listed in ``instructions`` is always summarized
+        with its instructions; a result of any other tool is summarized with ``default_instructions`` (else
+        the built-in ones) when it has more than ``auto_threshold`` tokens; every other result is committed
+        as it is. With a hook registered the hook decides, and these instructions only guide
+        ``pending.summarize()`` and ``compress_tool_calls``.
+
+        Raises:
+            InvalidInput: instructions not a dict of tool name -> non-empty text, a threshold that is not a
+                positive int, default_instructions not a non-empty string. The settings are unchanged.
+        """
+        if instructions is not None and (
+            not isinstance(instructions, dict)
+            or not all(
+                isinstance(k, str) and k and isinstance(v, str) and v.strip() for k, v in instructions.items()
+            )
+        ):
+            raise InvalidInput("instructions must map tool names to non-empty instruction texts")
+        if auto_threshold is not None and (
+            isinstance(auto_threshold, bool) or not isinstance(auto_threshold, int) or auto_threshold < 1
+        ):
+            raise InvalidInput("auto_threshold must be a positive token count (an int), or None")
+        if default_instructions is not None and (
+            not isinstance(default_instructions, str) or not default_instructions.strip()
+        ):
+            raise InvalidInput("default_instructions must be a non-empty string, or None")
         self.settings = SummarySettings(
             instructions=dict(instructions or {}), auto_threshold=auto_threshold, default=default_instructions
         )
@@ -110,8 +145,9 @@ class ToolResults:
         metadata: dict[str, Any] | None = None,
         usages: Sequence[UsageRecord] = (),
         hooks: bool = True,
-    ) -> CommitInfo | None:
-        """Commit the result of a tool call (see :meth:`tractkv.Tract.tool_result`); None when a hook rejected it."""
+    ) -> CommitInfo | PendingToolResult | None:
+        """Commit the result of a tool call (see :meth:`tractkv.Tract.tool_result`): the commit, None when a
+        hook rejected it, or the :class:`PendingToolResult` no hook decided on."""
         if not isinstance(tool_call_id, str) or not tool_call_id:
             raise InvalidInput("tool_call_id must be a non-empty string")
         if not isinstance(name, str) or not name:
@@ -139,31 +175,50 @@ class ToolResults:
         if call_name != name:
             raise InvalidInput(f"tool call {tool_call_id!r} called {call_name!r}, not {name!r}")
         target = None
-        final: str | None = text
         if edit is not None:
             target = self._result_target(edit, tool_call_id)
         else:
             self._check_open(tool_call_id)
-        if edit is None and hooks:
-            final = self._run_hooks(tool_call_id, name, text)
-            if final is None:
-                return None
-        assert final is not None
-        return self._commit(
-            tip,
-            call_commit,
-            tool_call_id,
-            name,
-            final,
-            text,
-            target,
-            is_error,
-            message,
-            metadata,
-            usages,
-            parts=parts,
-            media=media,
-        )
+        if edit is not None or not hooks or self._running:  # edit=: the caller decided already
+            return self._commit(
+                tip,
+                call_commit,
+                tool_call_id,
+                name,
+                text,
+                text,
+                target,
+                is_error,
+                message,
+                metadata,
+                usages,
+                parts=parts,
+                media=media,
+            )
+
+        def commit(final: str, provenance: dict[str, Any], *, later: bool = False) -> CommitInfo:
+            at, answering = tip, call_commit
+            if later:  # a pending result approved after tool_result returned: on the tip as it is now
+                at = self.session.writable("commit a tool result")
+                answering, _ = self.find_call(tool_call_id)
+                self._check_open(tool_call_id)
+            return self._commit(
+                at,
+                answering,
+                tool_call_id,
+                name,
+                final,
+                text,
+                None,
+                is_error,
+                message,
+                {**(metadata or {}), **provenance},
+                usages,
+                parts=parts,
+                media=media,
+            )
+
+        return self._decide(tool_call_id, name, text, is_error, commit)
 
     def _as_parts(
         self, content: object, tool_call_id: str
@@ -220,7 +275,7 @@ class ToolResults:
         if is_error:
             payload["is_error"] = True
         blob = content_objects(payload)[0]  # media by id: their blobs are ``media``
-        original = Blob(data={"type": "tool_original", "text": text}) if final != text else None
+        original = _original_blob(text) if final != text else None
         nested = {child for record in usages for child in record.children}
 
         def stage(batch: WriteBatch) -> dict[str, tuple[ObjectId, ...]]:
@@ -245,14 +300,25 @@ class ToolResults:
             media=media,
         )
 
-    def _run_hooks(self, tool_call_id: str, name: str, text: str) -> str | None:
+    def _decide(
+        self, tool_call_id: str, name: str, text: str, is_error: bool, commit: CommitResult
+    ) -> CommitInfo | PendingToolResult | None:
+        """The hooks' decision on a new result (committed, None when rejected, or the undecided pending
+        result), or, without hooks, the configured summarization's (see :meth:`configure`)."""
         counter = self.session.counter
         tokens = counter.count(text)
-        threshold = self.settings.auto_threshold
         if not self.hooks.has("tool_result"):
-            if threshold is not None and tokens > threshold:
-                return self.summarize(name, text, None, None)
-            return text
+            settings = self.settings
+            own = settings.instructions.get(name)
+            if own is None and (settings.auto_threshold is None or tokens <= settings.auto_threshold):
+                return commit(text, {})
+            summary = self.summarize(name, text, own or settings.default, None)
+            return commit(summary, self._provenance("configure_tool_summarization", text, summary, True))
+
+        def approve(pending: PendingToolResult) -> CommitInfo:
+            provenance = self._provenance(pending.triggered_by, text, pending.content, pending.summarized)
+            return commit(pending.content, provenance, later=self._running is not pending)
+
         pending = PendingToolResult(
             tool_call_id=tool_call_id,
             tool_name=name,
@@ -260,9 +326,28 @@ class ToolResults:
             token_count=tokens,
             summarizer=self.summarize,
             counter=counter.count,
+            commit=approve,
+            is_error=is_error,
         )
-        self.hooks.run_tool_result(pending)
-        return None if pending.decision == "reject" else pending.content
+        self._running = pending
+        try:
+            self.hooks.run_tool_result(pending)
+        finally:
+            self._running = None
+        if pending.status == APPROVED:
+            return pending.result
+        return None if pending.status == REJECTED else pending
+
+    @staticmethod
+    def _provenance(triggered_by: str | None, raw: str, final: str, summarized: bool) -> dict[str, Any]:
+        """``triggered_by`` (what handled the result) and, for a summary, ``summarized_from``: the id of the
+        ``tool_original`` blob :meth:`_commit` stores and links for the raw text."""
+        out: dict[str, Any] = {}
+        if triggered_by:
+            out[TRIGGERED_BY] = triggered_by
+        if summarized and final != raw:
+            out[SUMMARIZED_FROM] = object_id(_original_blob(raw))
+        return out
 
     def _check_open(self, tool_call_id: str) -> None:
         """Refuse a new result for a call HEAD's context no longer waits for: compile would leave it out of
@@ -292,19 +377,41 @@ class ToolResults:
         raise InvalidInput(f"no assistant message in {session.where()} made tool call {tool_call_id!r}")
 
     def original_of(self, rev: str) -> str:
-        """The raw tool result behind a (possibly edited or summarized) result commit."""
+        """The raw tool result behind a result commit: the text the tool returned, whether the commit is
+        the result itself, a hook's or summary's version of it (its ``tool_original``), or an edit of it
+        (``tool_result(edit=)``, ``compress_tool_calls``: followed back to the result it edits).
+
+        Raises:
+            InvalidInput: ``rev`` is no tool result nor an edit of one. UnknownRevision: no such commit.
+        """
         session = self.session
         reader = session.reader()
         oid = session.resolve(rev)
-        commit = reader.get_commit(oid)
-        for original_id in commit.links.get(ORIGINAL_LINK, ()):
-            blob = reader[original_id]
-            if isinstance(blob, Blob) and isinstance(blob.data, dict):
-                return str(blob.data.get("text", ""))
-        info = commit_info(reader, oid, commit, session.counter)
-        if not isinstance(info.content, dict) or info.role != "tool":
-            raise InvalidInput(f"{oid[:12]} is not a tool result")
-        return str(info.content.get("text", ""))
+        seen: set[ObjectId] = set()
+        while True:
+            seen.add(oid)
+            commit = reader.get_commit(oid)
+            for original_id in commit.links.get(ORIGINAL_LINK, ()):
+                blob = reader.get(original_id)
+                if (
+                    isinstance(blob, Blob)
+                    and isinstance(blob.data, dict)
+                    and blob.data.get("type") == "tool_original"
+                ):
+                    return str(blob.data.get("text", ""))
+            if (
+                commit.operation == "edit"
+                and commit.edit_target is not None
+                and commit.edit_target not in seen
+            ):
+                oid = (
+                    commit.edit_target
+                )  # an edit without an original of its own: the raw result is its target's
+                continue
+            info = commit_info(reader, oid, commit, session.counter)
+            if not isinstance(info.content, dict) or info.role != "tool":
+                raise InvalidInput(f"{oid[:12]} is not a tool result")
+            return _text_of(info.content)
 
     # --- queries ------------------------------------------------------------------------------------------
 
@@ -323,23 +430,34 @@ class ToolResults:
         """Each assistant tool-calling message in HEAD's context with the results answering its calls."""
         return tool_turns(context_infos(self.session), name)
 
-    def compress_calls(self, name: str | None = None, commits: list[str] | None = None) -> list[CommitInfo]:
-        """Summarize tool results in place, as edits (see :meth:`tractkv.Tract.compress_tool_calls`)."""
+    def compress_calls(
+        self,
+        name: str | None = None,
+        commits: list[str] | None = None,
+        instructions: str | None = None,
+        target_tokens: int | None = None,
+    ) -> list[CommitInfo]:
+        """Summarize tool results of HEAD's context in place, as edits (see
+        :meth:`tractkv.Tract.compress_tool_calls`); one model call and one commit per result, in order."""
         self.session.writable("compress tool results")  # refuse before any model call
+        if instructions is not None and (not isinstance(instructions, str) or not instructions.strip()):
+            raise InvalidInput("instructions must be a non-empty string, or None")
+        results = [i for i in context_infos(self.session) if i.role == "tool"]  # in context: history is H's
         if commits is not None:
             wanted = {self.session.message_target(c) for c in commits}
-            results = [r for r in self.find_results() if r.commit_id in wanted]
-        else:
-            results = self.find_results(name)
+            results = [r for r in results if r.commit_id in wanted]
+        elif name is not None:
+            results = [r for r in results if (r.content or {}).get("name") == name]
         out = []
         for result in results:
             data = result.content if isinstance(result.content, dict) else {}
             tool = str(data.get("name", ""))
             tip = self.session.writable("compress tool results")  # each edit commits on the tip it summarized
             original = self.original_of(result.commit_id)
-            summary = self.summarize(tool, str(data.get("text", "")), None, None)
+            summary = self.summarize(tool, _text_of(data), instructions, target_tokens)
             call_id = str(data.get("tool_call_id"))
             call_commit, _ = self.find_call(call_id)
+            provenance = self._provenance("compress_tool_calls", original, summary, True)
             out.append(
                 self._commit(
                     tip,
@@ -351,8 +469,13 @@ class ToolResults:
                     result.commit_id,
                     bool(data.get("is_error")),
                     f"compress {tool}",
-                    None,
+                    provenance,
                     parts=data.get("parts") or (),  # its images and documents stay (stored already)
                 )
             )
         return out
+
+
+def _text_of(data: dict[str, Any]) -> str:
+    """A result payload's text (a result with parts stores its text parts joined there too)."""
+    return str(data.get("text", ""))

@@ -12,9 +12,10 @@
    and stops when the reply calls no tools. Otherwise every call is executed in order (usage tracked), and
    each result is committed through the ``tool_result`` hook pipeline with its usage tree linked
    (``links["usages"]``). A result a hook rejects is replaced by an error result saying it was withheld
-   (an API rejects a call without a result). Context changes the tools deferred (commit, switch, reset...)
-   run after all of the step's results are committed; one that then fails is reported to the model in a
-   user message named ``tractkv``.
+   (an API rejects a call without a result); one the hooks leave undecided is approved as they left it
+   (the loop cannot wait: the model needs an answer to continue). Context changes the tools deferred
+   (commit, switch, reset...) run after all of the step's results are committed; one that then fails is
+   reported to the model in a user message named ``tractkv``.
 3. The loop ends when the model stops calling tools (``stop_reason="done"``), after ``max_steps`` model
    calls (``"max_steps"``), or when a tool detached HEAD (``"detached"``).
 
@@ -27,6 +28,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
+from tractkv.engine.hooks import PendingToolResult
 from tractkv.engine.records import RunResult
 from tractkv.engine.usage_rows import delete_rows, interrupted_records, iter_pending
 from tractkv.engine.usage_tree import load_tree
@@ -143,6 +145,8 @@ def _commit_result(tract: Tract, call_id: str, name: str, result: ToolResult) ->
     committed = tract.tool_result(
         call_id, name, result.text, is_error=not result.success, usages=result.usage_objects
     )
+    if isinstance(committed, PendingToolResult):  # no hook decided: commit it as the hooks left it
+        committed = committed.approve()
     if committed is None:  # a hook rejected it; the model still needs an answer to its call
         tract.tool_result(call_id, name, WITHHELD, is_error=True, usages=result.usage_objects, hooks=False)
     if result.usage_id is not None:
