@@ -235,3 +235,19 @@ def test_different_schema_different_hash() -> None:
     changed = copy.deepcopy(WEATHER)
     changed["function"]["description"] = "Weather"
     assert object_id(tool_schema(changed)) != object_id(tool_schema(WEATHER))
+
+
+def test_set_tools_is_a_per_branch_setting_that_survives_reopening(tmp_path: Any) -> None:
+    path = str(tmp_path / "s.tkv")
+    with Tract.open(path) as t:
+        t.set_tools([WEATHER])
+        t.user("a")
+        t.branch("other")
+        t.set_tools([SEARCH])
+        t.switch("main")
+        assert t.get_commit_tools(t.user("b").commit_id) == [WEATHER]  # main's setting, not other's
+    with Tract.open(path) as t:  # a departure: the reference keeps it on the handle only
+        assert t.get_tools() == [WEATHER]
+        assert t.get_commit_tools(t.user("c").commit_id) == [WEATHER]
+        t.switch("other")
+        assert t.get_tools() == [SEARCH]
