@@ -618,17 +618,39 @@ class Tract:
             InvalidInput: ``rev`` is no tool result nor an edit of one."""
         return self._results.original_of(rev)
 
-    def find_tool_results(self, name: str | None = None, after: str | None = None) -> list[CommitInfo]:
-        """Tool results in the current context (optionally of one tool, or after a commit), in order."""
-        return self._results.find_results(name, after)
+    def find_tool_results(
+        self, name: str | None = None, after: str | None = None, *, scope: str = "history"
+    ) -> list[CommitInfo]:
+        """The tool results on this branch, oldest first: those of tool ``name`` (its ``content["name"]``),
+        committed after ``after`` (a revision in HEAD's history: git's ``after..HEAD``).
 
-    def find_tool_calls(self, name: str | None = None) -> list[CommitInfo]:
-        """Assistant messages in the current context that call tools (optionally a given tool)."""
-        return [t.call for t in self._results.find_turns(name)]
+        ``scope="history"`` (the default, as in the reference: results stay findable after :meth:`compress`)
+        walks every commit reachable from HEAD, merged-in branches included, in causal order; ``"context"``
+        lists only what compile sends now. Either way each result appears once, at its latest version (an
+        edit's content) under the id of the commit that first recorded it, so :meth:`original_of` gives its
+        raw text (see :mod:`tractkv.engine.queries`). A history walk reads every commit in range: O(history).
 
-    def find_tool_turns(self, name: str | None = None) -> list[ToolTurn]:
-        """Each assistant tool-calling message with the results answering its calls."""
-        return self._results.find_turns(name)
+        Raises:
+            InvalidInput: ``scope`` is neither; ``after`` is not in the history of HEAD.
+            UnknownRevision: ``after`` names no commit.
+        """
+        return self._results.find_results(name, after, scope)
+
+    def find_tool_calls(
+        self, name: str | None = None, after: str | None = None, *, scope: str = "history"
+    ) -> list[CommitInfo]:
+        """The assistant messages on this branch that call tools (one of them ``name``), oldest first; ``after``
+        and ``scope`` as in :meth:`find_tool_results`."""
+        return self._results.find_calls(name, after, scope)
+
+    def find_tool_turns(
+        self, name: str | None = None, after: str | None = None, *, scope: str = "history"
+    ) -> list[ToolTurn]:
+        """Each tool-calling assistant message (one calling ``name``, made after ``after``) with the results
+        answering its calls (paired by the call it replied to, else by call id), oldest first; ``scope`` as in
+        :meth:`find_tool_results`. In history a call may have several results (a result and a later orphan
+        raw commit); in context, only those compile sends."""
+        return self._results.find_turns(name, after, scope)
 
     def compress_tool_calls(
         self,
@@ -666,11 +688,26 @@ class Tract:
 
         return generate(self._session, model, tools, params)
 
-    def chat(self, text: str, llm: LLMClient | None = None, **params: Any) -> CommitInfo:
-        """Commit a user message and the model's reply in one transaction (nothing lands if the model fails)."""
+    def chat(
+        self,
+        text: str | list[Any],
+        llm: LLMClient | None = None,
+        tools: list[dict[str, Any]] | None = None,
+        **params: Any,
+    ) -> CommitInfo:
+        """Commit a user message and the model's reply in one transaction (nothing lands if the model fails).
+
+        ``tools``, when given, are linked to both commits (the user message and the reply, as the reference
+        does) and offered to the model; otherwise both carry the tools in force (:meth:`set_tools`). Returns
+        the reply's commit.
+
+        Raises:
+            NoLLMConfigured, ModelCallFailed, UnansweredToolCalls: as :meth:`generate` (nothing committed).
+            ContentError, InvalidInput: a malformed message or tool schema (nothing committed).
+        """
         with self.batch():
-            self.user(text)
-            return self.generate(llm, **params)
+            self.user(text, tools=tools)
+            return self.generate(llm, tools, **params)
 
     def compress(
         self,

@@ -324,11 +324,15 @@ def test_tool_turns_and_results_see_no_placeholders_or_orphans() -> None:
         t.tool_result("x", "f", "one")
         t.user("interrupt")
         late_result(t, "y", "late")
-        turns = t.find_tool_turns()
+        turns = t.find_tool_turns(scope="context")
         assert len(turns) == 1
         assert turns[0].call.commit_id == made.commit_id
         assert [r.content["tool_call_id"] for r in turns[0].results] == ["x"]
-        assert [r.content["text"] for r in t.find_tool_results()] == ["one"]
+        assert [r.content["text"] for r in t.find_tool_results(scope="context")] == ["one"]
+        # the history lists what was committed, the orphan too (compile leaves it out; nothing is invented)
+        assert [r.content["text"] for r in t.find_tool_results()] == ["one", "late"]
+        (turn,) = t.find_tool_turns()
+        assert [r.content["tool_call_id"] for r in turn.results] == ["x", "y"]
 
 
 def test_cli_compile_reports_repairs_and_strict_fails(tmp_path: Path) -> None:

@@ -37,7 +37,7 @@ from tractkv.store import WriteBatch
 from .commit_info import commit_info
 from .content import content_objects
 from .hooks import APPROVED, REJECTED, HookRegistry, PendingToolResult
-from .queries import ToolTurn, context_infos, tool_turns
+from .queries import ToolTurn, call_names, context_infos, tool_infos, tool_turns
 from .records import CommitInfo
 from .session import Session, Tip
 from .usage_rows import USAGE_LINK
@@ -415,20 +415,37 @@ class ToolResults:
 
     # --- queries ------------------------------------------------------------------------------------------
 
-    def find_results(self, name: str | None = None, after: str | None = None) -> list[CommitInfo]:
-        """Tool results in HEAD's context (of one tool, or after a commit), in order."""
-        infos = context_infos(self.session)
-        if after is not None:
-            after_id = self.session.resolve(after)
-            ids = [i.commit_id for i in infos]
-            infos = infos[ids.index(after_id) + 1 :] if after_id in ids else []
+    def find_results(
+        self, name: str | None = None, after: str | None = None, scope: str = "context"
+    ) -> list[CommitInfo]:
+        """Tool results of HEAD's context or history (of one tool, committed after ``after``), in order, each
+        at its latest version under its first commit's id (:mod:`tractkv.engine.queries`).
+
+        Raises:
+            InvalidInput: a bad ``scope``; ``after`` not in the history of HEAD. UnknownRevision: ``after``.
+        """
         return [
-            i for i in infos if i.role == "tool" and (name is None or (i.content or {}).get("name") == name)
+            i
+            for i in tool_infos(self.session, scope, after)
+            if i.role == "tool" and (name is None or (i.content or {}).get("name") == name)
         ]
 
-    def find_turns(self, name: str | None = None) -> list[ToolTurn]:
-        """Each assistant tool-calling message in HEAD's context with the results answering its calls."""
-        return tool_turns(context_infos(self.session), name)
+    def find_calls(
+        self, name: str | None = None, after: str | None = None, scope: str = "context"
+    ) -> list[CommitInfo]:
+        """Assistant messages calling tools (``name`` among them) in HEAD's context or history, in order."""
+        return [
+            i
+            for i in tool_infos(self.session, scope, after)
+            if i.role == "assistant" and (name is None or name in call_names(i))
+        ]
+
+    def find_turns(
+        self, name: str | None = None, after: str | None = None, scope: str = "context"
+    ) -> list[ToolTurn]:
+        """Each assistant tool-calling message of HEAD's context or history (one calling ``name``, made after
+        ``after``) with the results answering its calls, in order."""
+        return tool_turns(tool_infos(self.session, scope, after), name)
 
     def compress_calls(
         self,
