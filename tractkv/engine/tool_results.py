@@ -165,6 +165,17 @@ class ToolResults:
             media=media,
         )
 
+    def review(self, name: str, text: str, *, label: str = "") -> str | None:
+        """What the ``tool_result`` hooks (or, without hooks, the configured summarization) make of a result
+        that is not committed as a message: a nested call's, whose text goes back to the tool that made it.
+        Nothing is committed. Returns the text to use, or None when a hook rejected it. ``label`` is what
+        the hooks see as the pending result's ``tool_call_id`` (a nested call has none: its usage id).
+
+        Raises:
+            what the hooks or the summarizer raise (NoLLMConfigured: summarization without a model).
+        """
+        return self._run_hooks(label, name, text)
+
     def _as_parts(
         self, content: object, tool_call_id: str
     ) -> tuple[tuple[Blob, tuple[Blob, ...]] | None, ContentError | None]:
