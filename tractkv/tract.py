@@ -88,6 +88,7 @@ class Tract:
             readonly=readonly,
         )
         self._llm: LLMClient | None = llm
+        self._summarizer: LLMClient | None = None
         self._tool_results: ToolResults | None = None
 
     @property
@@ -514,22 +515,33 @@ class Tract:
 
     # --- model, hooks, tool results -------------------------------------------------------------------------
 
-    def configure_llm(self, llm: LLMClient | None) -> None:
-        """Set the model used by generate, chat, summarize and compress: an :class:`~tractkv.llm.LLMClient`
-        (``chat(messages, tools=None, **params) -> LLMResponse``; messages are :class:`Message` values)."""
+    def configure_llm(self, llm: LLMClient | None, *, summarizer: LLMClient | None = None) -> None:
+        """Set the model used by generate, chat and the agent loop, and the one that writes summaries
+        (``summarize``, ``compress``, tool-result summarization; default: ``llm``). Each is an
+        :class:`~tractkv.llm.LLMClient` (``chat(messages, tools=None, **params) -> LLMResponse``; messages are
+        :class:`Message` values). Give summaries their own model when it is a ``ScriptedLLM``: one script
+        serves its replies in order, whoever asks."""
         _check_llm(llm)
+        _check_llm(summarizer)
         self._llm = llm
+        self._summarizer = summarizer
 
     @property
     def llm(self) -> LLMClient | None:
         return self._llm
 
+    @property
+    def summarizer(self) -> LLMClient | None:
+        """The model that writes summaries: the one given as ``summarizer``, else :attr:`llm`."""
+        return self._summarizer if self._summarizer is not None else self._llm
+
     def _ask_model(self, instructions: str, text: str) -> str:
-        if self._llm is None:
+        model = self.summarizer
+        if model is None:
             raise NoLLMConfigured("summarize")
         from tractkv.llm.generate import ask  # tractkv.llm loads on the first model call
 
-        return ask(self._llm, instructions, text)
+        return ask(model, instructions, text)
 
     def on(self, event: str, handler: Callable[[Any], object]) -> None:
         """Register a hook handler for ``event`` (``"tool_result"``), or for every event (``"*"``; handlers of
@@ -544,6 +556,15 @@ class Tract:
     def off(self, event: str, handler: Callable[[Any], object] | None = None) -> None:
         """Remove a hook handler (all of the event's handlers when ``handler`` is None)."""
         self._results.hooks.off(event, handler)
+
+    def review_tool_result(self, name: str, content: str, *, label: str = "") -> str | None:
+        """Run the ``tool_result`` hooks (or the configured summarization) on a result that is not
+        committed, such as a nested tool call's (``context.execute``): the text to use, or None when a hook
+        rejected it. Nothing is committed (see :meth:`ToolResults.review
+        <tractkv.engine.tool_results.ToolResults.review>`)."""
+        if not isinstance(name, str) or not name or not isinstance(content, str):
+            raise InvalidInput("review_tool_result takes a tool name and the result's text")
+        return self._results.review(name, content, label=label)
 
     def configure_tool_summarization(
         self,
@@ -792,8 +813,8 @@ class Tract:
     ) -> RunResult:
         """The agent loop: compile, generate with the executor's tools (a ``ToolExecutor``), execute the
         calls (usage tracked, results through the tool_result hooks), repeat until the model stops calling
-        tools or ``max_steps`` model calls (see :mod:`tractkv.toolkit.loop`). The default executor offers the
-        ``self`` profile."""
+        tools or ``max_steps`` model calls (see :mod:`tractkv.toolkit.loop`). Without an executor the model gets no
+        tools (as ``ToolExecutor(t)``); pass ``ToolExecutor(t, profile="self")`` for the built-in context tools."""
         from tractkv.toolkit.loop import run
 
         return run(self, llm, executor, max_steps=max_steps, **params)

@@ -93,7 +93,7 @@ def test_an_exception_inside_a_handler_is_an_error_result(tract: Tract) -> None:
 
 
 def test_tractkv_errors_keep_their_message(tract: Tract) -> None:
-    result = ToolExecutor(tract).execute("get_commit", {"rev": "nosuchbranch"})
+    result = ToolExecutor(tract, profile="full").execute("get_commit", {"rev": "nosuchbranch"})
     assert not result.success
     assert result.error.startswith("unknown revision 'nosuchbranch'")
 
@@ -125,7 +125,7 @@ def test_builtins_return_readable_summaries(tract: Tract) -> None:
     tract.system("Be brief.")
     first = tract.user("hello there")
     tract.assistant("hi")
-    ex = ToolExecutor(tract)
+    ex = ToolExecutor(tract, profile="full")
     outputs = {
         "status": ex.execute("status", {}).output,
         "log": ex.execute("log", {"limit": 2}).output,
@@ -148,7 +148,7 @@ def test_builtins_return_readable_summaries(tract: Tract) -> None:
 
 
 def test_context_changing_builtins_apply_at_once_outside_an_agent_step(tract: Tract) -> None:
-    ex = ToolExecutor(tract)
+    ex = ToolExecutor(tract, profile="full")
     out = ex.execute("commit", {"content": "remember: x=1", "role": "user"})
     assert out.output.startswith("Committed user message ")
     assert tract.compile().messages[-1].content == "remember: x=1"
@@ -181,7 +181,8 @@ def test_registration_forms_and_refusals(tract: Tract) -> None:
         return a - b
 
     ex.register(sub)
-    assert [d.name for d in ex.available_tools()] == ["add", "mul", "sub"]
+    assert ex.available_tools() == ["add", "mul", "sub"]
+    assert [d.name for d in ex.definitions()] == ["add", "mul", "sub"]
     assert ex.execute("add", {"a": 2, "b": 3}).output == "5"
     assert ex.execute("mul", {"a": 2, "b": 3}).output == "6"
     with pytest.raises(InvalidInput, match="registered already"):
@@ -202,7 +203,8 @@ def test_registration_forms_and_refusals(tract: Tract) -> None:
         ex.register(ToolDefinition("x", "Schema only.", {"type": "object", "properties": {}}))
     ex.unregister("add")
     assert "add" not in ex.tool_names
-    assert ToolExecutor(tract).tool_names[:3] == ["commit", "compile", "annotate"]
+    assert ToolExecutor(tract).tool_names == []  # no built-in unless a profile is named
+    assert ToolExecutor(tract, profile="full").tool_names[:3] == ["commit", "compile", "annotate"]
 
 
 def test_a_handler_that_slipped_through_is_never_called(tract: Tract) -> None:

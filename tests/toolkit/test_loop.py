@@ -137,10 +137,19 @@ def test_a_raising_tool_is_an_error_usage_and_the_loop_continues(tract: Tract) -
     assert stats["lookup"].success_rate == 1.0
 
 
-def test_default_executor_offers_the_self_profile_and_max_steps_stops(tract: Tract) -> None:
+def test_without_an_executor_the_model_gets_no_tools(tract: Tract) -> None:
+    # the same default as ToolExecutor(t): built-in tools only when a profile is named
+    tract.user("hello")
+    llm = ScriptedLLM(["hi"])
+    result = tract.run(llm)
+    assert (result.text, result.stop_reason) == ("hi", "done")
+    assert llm.calls[0].tools is None
+
+
+def test_the_self_profile_executor_and_max_steps_stops(tract: Tract) -> None:
     tract.user("loop forever")
     llm = ScriptedLLM([call(f"c{i}", "status", {}) for i in range(3)])
-    result = tract.run(llm, max_steps=2)
+    result = tract.run(llm, ToolExecutor(tract, profile="self"), max_steps=2)
     assert (result.steps, result.stop_reason, result.text) == (2, "max_steps", "")
     offered = [t["function"]["name"] for t in llm.calls[0].tools or []]
     assert offered == [
@@ -195,7 +204,7 @@ def test_context_changes_land_after_the_steps_tool_results(tract: Tract) -> None
             "noted",
         ]
     )
-    tract.run(llm)
+    tract.run(llm, ToolExecutor(tract, profile="self"))
     messages = tract.compile().messages
     assert [m.role for m in messages] == ["system", "user", "assistant", "tool", "tool", "user", "assistant"]
     assert (
@@ -219,7 +228,7 @@ def test_reset_and_branch_from_a_step(tract: Tract) -> None:
             "on the branch",
         ]
     )
-    result = tract.run(llm)
+    result = tract.run(llm, ToolExecutor(tract, profile="self"))
     assert result.text == "on the branch"
     # after the reset the model saw the context at `keep` only
     assert [m.content for m in llm.calls[1].messages] == ["first", "first answer"]

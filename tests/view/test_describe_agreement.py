@@ -58,7 +58,7 @@ def test_every_surface_describes_each_commit_alike(demo: tuple[Path, dict[str, s
 
     # the built-in tools
     with Tract.open(str(path)) as t:
-        tools = ToolExecutor(t)
+        tools = ToolExecutor(t, profile="full")
         log = tools.execute("log", {"limit": 200}).output.splitlines()
         assert [line[:12] + line[32:] for line in log] == [
             f"{oid[:12]} {d.label}: {d.line(LOG_LINE)}" for oid, d in described.items()

@@ -6,6 +6,15 @@
 * :func:`plan_compress` picks what a compress replaces (pinned messages, instructions and tool turns cut by
   the range stay verbatim: an API rejects a tool result without its call); :func:`commit_compress` commits the
   summary on top of the branch (op ``compress``, ``links["sources"]``): history is never rewritten.
+
+The summary speaks as the last message it replaces: an assistant message when that was the assistant's, else
+a user message (a user message or a tool result, which providers send in a user turn). So the turn that
+comes next is the same side's as before compressing: after ``compress()`` of a conversation ending in an
+assistant reply, the next ``t.user(...)`` follows an assistant message (no two user messages in a row); in an
+agent step, where the context ends with tool results, the model is asked after a user message, as before.
+Whatever followed the range follows the same side too. (A range in the middle whose first message follows a
+message of the summary's side cannot alternate on both ends with one message; the OpenAI API accepts two
+messages of one role in a row, and the Anthropic rendering merges consecutive turns of one role.)
 """
 
 from __future__ import annotations
@@ -77,6 +86,7 @@ class CompressPlan:
 
     sources: tuple[ObjectId, ...]
     text: str
+    role: str  # the summary's role: the last source's side ("assistant", else "user")
     tools: ObjectId | None
     tip: Tip  # the tip the plan was made at: the summary commits on it or not at all
 
@@ -113,8 +123,10 @@ def plan_compress(
     if not sources:
         raise InvalidInput("nothing to compress in that range (every message is pinned or an instruction)")
     wanted = set(sources)
-    text = "\n".join(f"{m.role}: {m.content}" for m, c in originals if c in wanted)
-    return CompressPlan(sources=sources, text=text, tools=state.tools, tip=tip)
+    replaced = [m for m, c in originals if c in wanted]
+    text = "\n".join(f"{m.role}: {m.content}" for m in replaced)
+    role = "assistant" if replaced[-1].role == "assistant" else "user"
+    return CompressPlan(sources=sources, text=text, role=role, tools=state.tools, tip=tip)
 
 
 def _position(session: Session, ids: list[ObjectId], rev: str, what: str) -> int:
@@ -125,9 +137,10 @@ def _position(session: Session, ids: list[ObjectId], rev: str, what: str) -> int
 
 
 def commit_compress(session: Session, plan: CompressPlan, summary: str) -> CommitInfo:
-    """Commit ``summary`` in place of the plan's sources (the tool set in force is kept)."""
+    """Commit ``summary`` in place of the plan's sources, as a message of the plan's role (see the module doc;
+    the tool set in force is kept)."""
     return session.commit_content(
-        content_blob({"type": "dialogue", "role": "user", "text": summary}),
+        content_blob({"type": "dialogue", "role": plan.role, "text": summary}),
         operation="compress",
         message=f"compress {len(plan.sources)} messages",
         links={"sources": plan.sources},

@@ -111,6 +111,9 @@ class Session:
         self._tool_tokens_cache: dict[ObjectId, int] = {}
         self._last_commit: tuple[ObjectId, Commit] | None = None  # the next commit's parent, usually
         self._stored_toolsets: set[ObjectId] = set()  # tool sets this session's written commits linked
+        # Called with the action before anything moves this session's branch or HEAD; raising refuses it
+        # (the toolkit sets it while a tool handler runs between a tool call and its result).
+        self.write_guard: Callable[[str], None] | None = None
         ref, detached = read_head(store)
         self.branch_ref: str | None = ref
         self.detached: ObjectId | None = detached if ref is None else None
@@ -201,8 +204,10 @@ class Session:
 
     def writable(self, action: str = "commit") -> Tip:
         """The branch this session writes to and its tip now (read once, at the start of an operation), or an
-        error when it cannot write (read-only, detached)."""
+        error when it cannot write (read-only, detached, or refused by :attr:`write_guard`)."""
         self.check_writes(action)
+        if self.write_guard is not None:
+            self.write_guard(action)
         if self.branch_ref is None:
             raise DetachedHead(str(self.detached), action)
         return Tip(self.branch_ref, self.head_commit(self.reader()))
@@ -599,6 +604,8 @@ class Session:
         """Make ``name`` this session's branch (and, unless read-only, the store's HEAD for the next open)."""
         if self._batch is not None:
             raise InvalidInput("switch is not allowed inside batch()")
+        if self.write_guard is not None:
+            self.write_guard("switch")
         ref = branch_ref(name)
         head = self.store.get_ref(ref)
         if head is None and ref != self.branch_ref:
@@ -610,6 +617,8 @@ class Session:
         """Detach HEAD at a commit (read-only there)."""
         if self._batch is not None:
             raise InvalidInput("checkout is not allowed inside batch()")
+        if self.write_guard is not None:
+            self.write_guard("checkout")
         oid = self.resolve(rev, self.store)
         self._move_head(None, oid)
         return oid

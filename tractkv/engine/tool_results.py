@@ -220,6 +220,26 @@ class ToolResults:
 
         return self._decide(tool_call_id, name, text, is_error, commit)
 
+    def review(self, name: str, text: str, *, label: str = "") -> str | None:
+        """What the ``tool_result`` hooks (or, without hooks, the configured summarization) make of a result
+        that is not committed as a message: a nested call's, whose text goes back to the tool that made it.
+        Nothing is committed. Returns the text to use, or None when a hook rejected it. ``label`` is what
+        the hooks see as the pending result's ``tool_call_id`` (a nested call has none: its usage id).
+
+        Raises:
+            what the hooks or the summarizer raise (NoLLMConfigured: summarization without a model).
+        """
+        kept: list[str] = []
+
+        def keep(final: str, _provenance: dict[str, Any], **_: Any) -> Any:
+            kept.append(final)  # the decision's text; nothing is committed
+            return None
+
+        decision = self._decide(label, name, text, False, keep)
+        if isinstance(decision, PendingToolResult):  # undecided: the calling tool needs an answer now
+            return decision.content
+        return kept[-1] if kept else None  # nothing kept: a hook rejected it
+
     def _as_parts(
         self, content: object, tool_call_id: str
     ) -> tuple[tuple[Blob, tuple[Blob, ...]] | None, ContentError | None]:

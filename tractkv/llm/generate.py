@@ -18,7 +18,7 @@ from tractkv.engine.content import Message, content_blob
 from tractkv.engine.records import CommitInfo
 from tractkv.engine.session import Session
 from tractkv.engine.toolsets import tool_schemas
-from tractkv.errors import InvalidInput, UnansweredToolCalls
+from tractkv.errors import InvalidInput, MalformedResponse, UnansweredToolCalls
 
 from .protocol import LLMClient, LLMResponse, call_model
 
@@ -115,6 +115,20 @@ def reply_config(response: LLMResponse, config: dict[str, Any]) -> dict[str, Any
 
 
 def ask(model: LLMClient, instructions: str, text: str) -> str:
-    """One instruction-following call (summaries): a system message, a user message, the reply's text."""
+    """One instruction-following call (summaries): a system message, a user message, the reply's text.
+
+    Raises:
+        MalformedResponse: the reply calls tools. No tool is offered, so no model answers a summary request
+            that way: it is a reply meant for another caller (typically a ``ScriptedLLM`` shared by an agent
+            loop and the summarizer, serving the loop's next reply here). Nothing is committed from it.
+    """
     messages = [Message(role="system", content=instructions), Message(role="user", content=text)]
-    return call_model(model, messages, None, {}).text
+    reply = call_model(model, messages, None, {})
+    if reply.tool_calls:
+        names = ", ".join(c.name for c in reply.tool_calls)
+        raise MalformedResponse(
+            f"a summary request (no tools offered) got a reply calling tools ({names}): a reply meant for "
+            "another caller? A model shared by an agent loop and the summarizer serves them in turn; give "
+            "summaries their own model: t.configure_llm(llm, summarizer=...)"
+        )
+    return reply.text

@@ -1,7 +1,8 @@
 """Tools in context and the agent toolkit.
 
 * tool definitions, profiles and the 15 built-in tools (:mod:`.definitions`, :mod:`.profiles`,
-  :mod:`.builtin`); a JSON-Schema subset validator (:mod:`.schema`);
+  :mod:`.builtin`, ``get_all_tools``); a JSON-Schema subset validator (:mod:`.schema`); ``ToolCall`` (a
+  model's tool call, as the engine stores it) is re-exported here, as in the reference;
 * :class:`ToolExecutor` with :class:`ToolContext` and an :class:`EventBus` (usage rows, trees and
   statistics live in the engine: :mod:`tractkv.engine.usage_rows`, ``usage_tree``, ``usage_stats``);
 * the agent loop (:mod:`.loop`) and conversation export (:mod:`.export`).
@@ -16,10 +17,12 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from tractkv.engine.content import ToolCall
     from tractkv.engine.records import RunResult
     from tractkv.engine.usage_stats import ToolStats
     from tractkv.engine.usage_tree import ToolUsage, UsageNode
 
+    from .builtin import get_all_tools
     from .context import ToolContext
     from .definitions import ToolConfig, ToolDefinition, ToolResult, tool
     from .events import EventBus, ToolEvent
@@ -34,6 +37,7 @@ _LAZY = {  # name -> the module holding it, relative to this package
     "RunResult": ".loop",
     "SELF_PROFILE": ".profiles",
     "SUPERVISOR_PROFILE": ".profiles",
+    "ToolCall": "..engine.content",
     "ToolConfig": ".definitions",
     "ToolContext": ".context",
     "ToolDefinition": ".definitions",
@@ -46,6 +50,7 @@ _LAZY = {  # name -> the module holding it, relative to this package
     "UsageNode": "..engine.usage_tree",
     "as_tools": ".profiles",
     "export_conversation": ".export",
+    "get_all_tools": ".builtin",
     "get_profile": ".profiles",
     "run": ".loop",
     "tool": ".definitions",
@@ -66,6 +71,7 @@ __all__ = [
     "SUPERVISOR_PROFILE",
     "EventBus",
     "RunResult",
+    "ToolCall",
     "ToolConfig",
     "ToolContext",
     "ToolDefinition",
@@ -78,6 +84,7 @@ __all__ = [
     "UsageNode",
     "as_tools",
     "export_conversation",
+    "get_all_tools",
     "get_profile",
     "run",
     "tool",

@@ -15,9 +15,11 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any
 
+from tractkv import codec
+from tractkv.engine.content import content_blob
 from tractkv.engine.describe import clip, describe_commit
 from tractkv.engine.refs import branch_ref, check_branch_name
-from tractkv.errors import BranchExists, BranchNotFound, NoLLMConfigured
+from tractkv.errors import BranchExists, BranchNotFound, InvalidInput, NoLLMConfigured
 
 from .definitions import Handler, ToolDefinition
 
@@ -37,20 +39,47 @@ def _short(oid: str | None) -> str:
 
 
 def _commit(
-    content: str, role: str = "assistant", message: str | None = None, *, context: ToolContext
+    content: str | dict[str, Any],
+    role: str | None = None,
+    operation: str = "append",
+    edit_target: str | None = None,
+    message: str | None = None,
+    metadata: dict[str, Any] | None = None,
+    *,
+    context: ToolContext,
 ) -> str:
     t = context.tract
+    if isinstance(content, str):
+        kind = role or "assistant"
+        payload: dict[str, Any] = (
+            {"type": "instruction", "text": content}
+            if kind == "system"
+            else {"type": "dialogue", "role": kind, "text": content}
+        )
+    else:
+        if role is not None:
+            raise InvalidInput("role applies to text content; a content object names its own role")
+        payload = content
+    content_blob(payload)  # a malformed payload fails now, not after the turn
+    if operation == "edit":
+        if edit_target is None:
+            raise InvalidInput("operation 'edit' needs edit_target: the message commit it replaces")
+        target: str | None = t.get_commit(edit_target).commit_id
+    elif edit_target is not None:
+        raise InvalidInput("edit_target applies to operation 'edit' only")
+    else:
+        target = None
+    if metadata is not None:
+        codec.check_value(metadata, "metadata")
+    what = f"{payload.get('role') or payload.get('type')} message"
 
     def act() -> str:
-        if role == "system":
-            info = t.system(content, message=message)
-        elif role == "user":
-            info = t.user(content, message=message)
-        else:
-            info = t.assistant(content, message=message)
-        return f"Committed {role} message {_short(info.commit_id)} ({info.token_count} tokens)."
+        info = t.commit(payload, operation, target, message, metadata=metadata)
+        done = "Edited" if operation == "edit" else "Committed"
+        return f"{done} {what} {_short(info.commit_id)} ({info.token_count} tokens)."
 
-    return context.defer(act, f"The {role} message will be committed. {AFTER_TURN}")
+    verb = "edited" if operation == "edit" else "committed"
+    return context.defer(act, f"The {what} will be {verb}. {AFTER_TURN}")
 
 
 def _compile(at: str | None = None, full: bool = False, *, context: ToolContext) -> str:
@@ -131,7 +160,7 @@ def _compress(
     context: ToolContext,
 ) -> str:
     t = context.tract
-    if content is None and t.llm is None:
+    if content is None and t.summarizer is None:
         raise NoLLMConfigured("compress without content")
     for rev in (from_commit, to_commit):
         if rev is not None:
@@ -217,8 +246,10 @@ def _checkout(rev: str, *, context: ToolContext) -> str:
     return context.defer(act, f"HEAD will be detached at {_short(goal)}. {AFTER_TURN}")
 
 
-def _gc(min_age_hours: float = 72.0, keep_pinned: bool = True, *, context: ToolContext) -> str:
-    r = context.tract.gc(min_age_hours=min_age_hours, keep_pinned=keep_pinned)
+def _gc(
+    min_age_hours: float = 72.0, keep_pinned: bool = True, keep_branches: bool = True, *, context: ToolContext
+) -> str:
+    r = context.tract.gc(min_age_hours=min_age_hours, keep_pinned=keep_pinned, keep_branches=keep_branches)
     return (
         f"Removed {r.removed_objects} objects ({r.removed_bytes} bytes) and {r.removed_checkpoints} "
         f"checkpoints; kept {r.kept_objects} objects."
@@ -282,16 +313,36 @@ _OPT_REV = {"type": ["string", "null"], "description": _REV}
 SCHEMAS: dict[str, dict[str, Any]] = {
     "commit": _obj(
         {
-            "content": {"type": "string", "description": "The text of the message."},
-            "role": {
-                "type": "string",
-                "enum": ["assistant", "user", "system"],
-                "default": "assistant",
-                "description": "'system' adds a standing instruction; 'user' or 'assistant' a dialogue message.",
+            "content": {
+                "type": ["string", "object"],
+                "description": (
+                    "The message: its text, or a content object such as "
+                    '{"type": "dialogue", "role": "user", "text": "..."}, {"type": "instruction", "text": "..."} '
+                    'or {"type": "artifact", "artifact_type": "code", "text": "..."}.'
+                ),
             },
+            "role": {
+                "type": ["string", "null"],
+                "enum": ["assistant", "user", "system", None],
+                "description": (
+                    "For text content: 'system' adds a standing instruction, 'user' or 'assistant' (the "
+                    "default) a dialogue message. A content object names its own role."
+                ),
+            },
+            "operation": {
+                "type": "string",
+                "enum": ["append", "edit"],
+                "default": "append",
+                "description": "'append' adds a message; 'edit' replaces the message edit_target names.",
+            },
+            "edit_target": {**_OPT_REV, "description": f"The message an edit replaces. {_REV}"},
             "message": {
                 "type": ["string", "null"],
                 "description": "A short note for people reading the history (never shown to the model).",
+            },
+            "metadata": {
+                "type": ["object", "null"],
+                "description": "JSON data kept with the commit (never shown to the model).",
             },
         },
         ("content",),
@@ -408,6 +459,14 @@ SCHEMAS: dict[str, dict[str, Any]] = {
                 "description": "Keep anything younger than this many hours.",
             },
             "keep_pinned": {"type": "boolean", "default": True, "description": "Keep pinned messages."},
+            "keep_branches": {
+                "type": "boolean",
+                "default": True,
+                "description": (
+                    "Keep every local branch. false DELETES every local branch but the current one (a "
+                    "reflog entry records each) and reclaims what only they held."
+                ),
+            },
         }
     ),
     "list_branches": _obj({}),
@@ -420,7 +479,8 @@ DEFAULT_DESCRIPTIONS: dict[str, str] = {
     "commit": (
         "Append a message to the context as a new commit: a note, a finding, or an instruction worth keeping. "
         "Use it to record something every later turn must see. role 'system' adds a standing instruction, "
-        f"'user' or 'assistant' a dialogue message. {AFTER_TURN}"
+        "'user' or 'assistant' a dialogue message; content may also be a content object, and operation "
+        f"'edit' replaces the message edit_target names. {AFTER_TURN}"
     ),
     "compile": (
         "Show the compiled context: the exact messages a model call would receive, each with its commit id. "
@@ -478,7 +538,8 @@ DEFAULT_DESCRIPTIONS: dict[str, str] = {
     "gc": (
         "Delete stored objects nothing references any more (left by hard resets and deleted branches), "
         "keeping anything younger than min_age_hours and, by default, pinned messages. Use it to reclaim "
-        "disk space; it never changes what any branch's context holds."
+        "disk space; it never changes what any branch's context holds (keep_branches=false deletes the other "
+        "local branches first)."
     ),
     "list_branches": (
         "List the branches with their tip commits, marking the current one. Use it before switch or merge to "
@@ -589,7 +650,8 @@ SUPERVISOR_DESCRIPTIONS: dict[str, str] = {
     ),
     "gc": (
         "Reclaim storage in the managed agent's store: delete objects no branch or recent reflog entry keeps "
-        "(anything younger than min_age_hours stays). Never changes what any branch's context holds."
+        "(anything younger than min_age_hours stays). Never changes what a kept branch's context holds; "
+        "keep_branches=false deletes its other local branches first."
     ),
     "list_branches": "List the managed agent's branches with their tip commits, marking the one it is on.",
     "get_commit": (
@@ -630,3 +692,20 @@ def builtin_tools() -> list[ToolDefinition]:
             for name in BUILTIN_NAMES
         )
     return list(_CACHE)
+
+
+def get_all_tools(tract: object) -> list[ToolDefinition]:
+    """The 15 built-in tools for ``tract``, with their default descriptions (the reference's entry point).
+
+    A tractkv handler reads its tract from the :class:`~tractkv.toolkit.ToolContext` of each call rather than
+    closing over one, so the definitions are the same for every tract: run them on ``tract`` with
+    ``ToolExecutor(tract, profile="full")`` (or register a selection). ``tract`` is checked, so a wrong
+    argument fails here rather than at the first call.
+
+    Raises:
+        InvalidInput: ``tract`` is not an open Tract.
+    """
+    session = getattr(tract, "session", None)
+    if session is None or not callable(getattr(tract, "compile", None)):
+        raise InvalidInput(f"get_all_tools takes a Tract, not {type(tract).__name__}")
+    return builtin_tools()

@@ -152,12 +152,18 @@ def _describe(exc: BaseException) -> str:
 
 
 class ToolExecutor:
-    """Runs the tools of a profile (default ``full``: all 15 built-ins) plus registered ones on a tract.
+    """Runs the tools you register, plus the built-in tools of a profile if you name one, on a tract.
+
+    No built-in tool is offered unless you ask for it: ``ToolExecutor(t)`` runs only the tools you give it
+    (``tools=`` or :meth:`register`), so a model never gets tools that reset, compress or rewrite its context
+    by default. ``ToolExecutor(t, profile="self")`` adds the 9 context tools of an agent managing its own
+    context; ``"supervisor"`` or ``"full"`` all 15. The agent loop without an executor
+    (``t.run(llm)``) uses ``ToolExecutor(t)`` too: the same default everywhere.
 
     Args:
         tract: the tract the tools act on (and whose store keeps the usage records).
         profile: which built-in tools to offer (``"self"``, ``"supervisor"``, ``"full"``, a
-            :class:`ToolProfile`, or None for none).
+            :class:`ToolProfile`), or None (the default) for none.
         overrides: ``{tool name: description}`` replacing the profile's descriptions.
         tools: further tools (definitions or functions, see :meth:`register`).
         llm: the model handlers see as ``context.llm`` (default: the run's, else the tract's).
@@ -170,7 +176,7 @@ class ToolExecutor:
         self,
         tract: Tract,
         *,
-        profile: str | ToolProfile | None = "full",
+        profile: str | ToolProfile | None = None,
         overrides: Mapping[str, str] | None = None,
         tools: Iterable[ToolDefinition | Handler] = (),
         llm: LLMClient | None = None,
@@ -279,12 +285,18 @@ class ToolExecutor:
         """The definition of a tool, or None."""
         return self._tools.get(name)
 
-    def available_tools(self) -> list[ToolDefinition]:
-        """Every tool this executor runs, built-ins first, then registered ones in registration order."""
+    def available_tools(self) -> list[str]:
+        """The names of the tools this executor runs: the profile's built-ins first, then registered ones in
+        registration order (as the reference; :meth:`definitions` gives the definitions)."""
+        return list(self._tools)
+
+    def definitions(self) -> list[ToolDefinition]:
+        """The definitions of the tools this executor runs, in :meth:`available_tools` order."""
         return list(self._tools.values())
 
     @property
     def tool_names(self) -> list[str]:
+        """Same as :meth:`available_tools`."""
         return list(self._tools)
 
     def schemas(self, format: str = "openai") -> list[dict[str, Any]]:
@@ -492,7 +504,24 @@ class ToolExecutor:
             heads=heads,
             rerun_of=rerun_of,
         )
-        return self._complete(record, parent, nested, store, started_event, had_row=True, output=output)
+        result = self._complete(record, parent, nested, store, started_event, had_row=True, output=output)
+        if parent is not None and result.success:
+            return self._review_nested(result)
+        return result
+
+    def _review_nested(self, result: ToolResult) -> ToolResult:
+        """A nested call's successful result, as the tract's ``tool_result`` hooks (or its configured
+        summarization) make it: the calling handler gets what a top-level result would have become. The
+        usage record keeps the raw output; a rejection or a failing hook becomes an error result."""
+        try:
+            text = self.tract.review_tool_result(result.tool_name, result.output, label=result.usage_id or "")
+        except Exception as exc:
+            _log.debug("result hooks of nested %s raised", result.tool_name, exc_info=True)
+            error = f"the tool ran, but the tool_result hooks failed on its result: {_clean(_describe(exc))}"
+            return attrs.evolve(result, success=False, output="", error=error)
+        if text is None:
+            return attrs.evolve(result, success=False, output="", error=WITHHELD_NESTED)
+        return attrs.evolve(result, output=text) if text != result.output else result
 
     def _call(
         self,
@@ -522,11 +551,19 @@ class ToolExecutor:
             tool_name=tool_name,
             step=frame.step,
         )
+        session = self.tract.session
+        guarded = frame.step is not None and frame.step.tract is self.tract and frame.commit is not None
+        previous_guard = session.write_guard
+        if guarded:
+            session.write_guard = _open_call_guard(tool_name)
         try:
             value = handler(**args, context=context)
         except Exception as exc:
             _log.debug("tool %s raised", tool_name, exc_info=True)
             return "", False, _clean(_describe(exc))
+        finally:
+            if guarded:
+                session.write_guard = previous_guard
         if isinstance(value, ToolResult):
             return _clean(value.output), value.success, _clean(value.error or "the tool reported a failure")
         return _clean(_as_text(value)), True, ""
@@ -594,6 +631,28 @@ def _finished(
         output=output,
         error=error,
     )
+
+
+WITHHELD_NESTED = "The tool ran, but a tool_result hook withheld its result."
+
+# What a handler may do directly while its call is open: these add no message, so the call's result still
+# follows it (an annotation, a tool set change).
+_ALLOWED_WHILE_OPEN = frozenset({"annotate"})
+
+
+def _open_call_guard(tool_name: str) -> Callable[[str], None]:
+    """A session write guard refusing context changes while ``tool_name``'s call waits for its result."""
+
+    def guard(action: str) -> None:
+        if action in _ALLOWED_WHILE_OPEN:
+            return
+        raise InvalidInput(
+            f"tool {tool_name!r} tried to {action} while its tool call waits for its result: the change would "
+            "land between the assistant's tool call and its result, which providers reject. Apply it with "
+            "context.defer(action, note): it runs right after this step's tool results are committed"
+        )
+
+    return guard
 
 
 def _recordable(args: object) -> dict[str, Any] | None:

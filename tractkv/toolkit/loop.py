@@ -68,7 +68,8 @@ def run(
     Args:
         tract: where the conversation is committed.
         llm: the model (default: the tract's).
-        executor: the tools (default: the ``self`` profile's built-ins on ``tract``).
+        executor: the tools (default: ``ToolExecutor(tract)``, which offers no tool: the model just
+            answers; pass ``ToolExecutor(tract, profile="self")`` for an agent that manages its own context).
         max_steps: the most model calls to make.
 
     Raises:
@@ -87,7 +88,7 @@ def run(
     if not isinstance(max_steps, int) or max_steps < 1:
         raise InvalidInput("max_steps must be a positive integer")
     if executor is None:
-        executor = ToolExecutor(tract, profile="self", llm=model)
+        executor = ToolExecutor(tract, llm=model)  # the executor's own default: no built-in tools
     schemas = executor.schemas("openai") or None
     usage_ids: list[str] = []
     _answer_open_calls(tract, executor, model, usage_ids)
