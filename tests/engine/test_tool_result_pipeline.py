@@ -612,3 +612,26 @@ def test_original_of_is_the_raw_result_after_any_edits_and_summaries(
         else:
             revs.append(t.compress_tool_calls()[0].commit_id)
     assert [t.original_of(rev) for rev in revs] == [raw] * len(revs)
+
+
+def test_a_pending_result_approved_later_only_answers_its_own_call_on_its_own_branch() -> None:
+    """Approving later re-checks the branch and the call: the same id made by another tool (or on another
+    branch) is not the call this result answers; nothing is written, and it stays pending."""
+    t = Tract.open()
+    t.user("x")
+    t.branch("other", switch=False)
+    t.assistant(tool_calls=[{"id": "call_1", "name": "grep", "arguments": {}}])
+    t.on("tool_result", lambda p: None)
+    pending = t.tool_result("call_1", "grep", "GREP OUTPUT")
+    assert isinstance(pending, PendingToolResult)
+    t.switch("other")
+    t.assistant(tool_calls=[{"id": "call_1", "name": "delete_file", "arguments": {}}])
+    head = t.head
+    with pytest.raises(InvalidInput, match="belongs to refs/heads/main"):
+        pending.approve()
+    assert t.head == head
+    assert pending.status == "pending"
+    t.switch("main")
+    info = pending.approve()
+    assert info.content["text"] == "GREP OUTPUT"
+    t.close()

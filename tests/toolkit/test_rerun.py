@@ -9,7 +9,7 @@ import attrs
 import pytest
 from click.testing import CliRunner
 
-from tractkv import InvalidInput, Tract
+from tractkv import DetachedHead, InvalidInput, Tract
 from tractkv.cli import cli
 from tractkv.llm import ScriptedLLM
 from tractkv.model import UsageRecord, decode, encode, object_id
@@ -68,13 +68,13 @@ def test_a_failed_execution_is_rerun_and_linked_to_the_failed_one(tract: Tract) 
 def test_only_failed_top_level_executions_answering_a_call_can_be_rerun(tract: Tract) -> None:
     ex, _ = _flaky_agent(tract)
     (failed,) = tract.tool_usages(status="error")
+    with pytest.raises(InvalidInput, match="no tool 'fetch'"):
+        tract.rerun_tool_usage(failed.id)  # the default executor has only the built-ins
     new = tract.rerun_tool_usage(failed.id, ex)
     with pytest.raises(InvalidInput, match="has status success"):
         tract.rerun_tool_usage(new.id, ex)
     with pytest.raises(InvalidInput, match="no tool execution nope"):
         tract.rerun_tool_usage("nope", ex)
-    with pytest.raises(InvalidInput, match="no tool 'fetch'"):
-        tract.rerun_tool_usage(failed.id)  # the default executor has only the built-ins
     lone = ex.execute("fetch", {"url": "b.example"})  # answered no committed call
     assert lone.success
 
@@ -238,3 +238,20 @@ def test_a_failure_whose_result_never_landed_cannot_be_rerun(tract: Tract) -> No
     assert done.usage_id is not None
     with pytest.raises(InvalidInput, match="answered no committed tool call"):
         tract.rerun_tool_usage(done.usage_id, ex)
+
+
+def test_a_rerun_happens_once_and_never_on_a_detached_head(tract: Tract) -> None:
+    """A failed execution re-run successfully is not run again (its effects would repeat); on a detached HEAD
+    the re-run is refused before the tool runs, leaving no usage row behind."""
+    ex, attempts = _flaky_agent(tract)
+    (failed,) = tract.tool_usages(status="error")
+    tract.checkout("HEAD")
+    with pytest.raises(DetachedHead):
+        tract.rerun_tool_usage(failed.id, ex)
+    assert attempts == ["a.example"]  # the tool did not run
+    assert list(tract.store.table_iter(Table.USAGE)) == []
+    tract.switch("main")
+    tract.rerun_tool_usage(failed.id, ex)
+    with pytest.raises(InvalidInput, match="re-run successfully already"):
+        tract.rerun_tool_usage(failed.id, ex)
+    assert attempts == ["a.example", "a.example"]

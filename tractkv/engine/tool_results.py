@@ -200,7 +200,17 @@ class ToolResults:
             at, answering = tip, call_commit
             if later:  # a pending result approved after tool_result returned: on the tip as it is now
                 at = self.session.writable("commit a tool result")
-                answering, _ = self.find_call(tool_call_id)
+                if at.ref != tip.ref:
+                    raise InvalidInput(
+                        f"this pending result of call {tool_call_id!r} belongs to {tip.ref}, not {at.ref}: "
+                        "switch back to approve it"
+                    )
+                answering, now_name = self.find_call(tool_call_id)
+                if answering != call_commit or now_name != name:
+                    raise InvalidInput(
+                        f"call {tool_call_id!r} on {at.ref} is no longer the {name} call this pending result "
+                        "answers"
+                    )
                 self._check_open(tool_call_id)
             return self._commit(
                 at,

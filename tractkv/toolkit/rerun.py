@@ -72,8 +72,14 @@ def rerun_usage(tract: Tract, usage_id: str, executor: object = None) -> ToolUsa
     """
     from .executor import ToolExecutor
 
-    tract.session.check_writes("re-run a tool")
+    tract.session.writable("re-run a tool")  # read-only or detached: refused before the tool runs
     usage = failed_usage(tract, usage_id)
+    done = [u.id for u in tract.tool_usages() if u.rerun_of == usage_id and u.status == "success"]
+    if done:
+        raise InvalidInput(
+            f"tool execution {usage_id} ({usage.tool_name}) was re-run successfully already ({done[0]}): "
+            "running it again would repeat its effects"
+        )
     if executor is None:
         executor = ToolExecutor(tract, profile="full")
     elif not isinstance(executor, ToolExecutor):
@@ -84,7 +90,13 @@ def rerun_usage(tract: Tract, usage_id: str, executor: object = None) -> ToolUsa
         )
     assert usage.tool_call_id is not None
     assert usage.result_commit is not None
-    calls = {c.id for m in tract.compile().messages for c in (m.tool_calls or ())}
+    ctx = tract.compile()
+    calls = {  # the call of this execution's own message (call ids are unique per message only)
+        c.id
+        for m, oid in zip(ctx.messages, ctx.commit_ids, strict=True)
+        if oid == usage.commit_id
+        for c in (m.tool_calls or ())
+    }
     if usage.tool_call_id not in calls:  # checked before the tool can have any effect
         raise InvalidInput(
             f"tool call {usage.tool_call_id} of execution {usage_id} is no longer in the context "
@@ -98,16 +110,18 @@ def rerun_usage(tract: Tract, usage_id: str, executor: object = None) -> ToolUsa
         conversation=tract,
         rerun_of=usage.id,
     )
-    committed = tract.tool_result(
-        usage.tool_call_id,
-        usage.tool_name,
-        result.text,
-        edit=usage.result_commit,
-        is_error=not result.success,
-        usages=result.usage_objects,
-    )
+    try:
+        committed = tract.tool_result(
+            usage.tool_call_id,
+            usage.tool_name,
+            result.text,
+            edit=usage.result_commit,
+            is_error=not result.success,
+            usages=result.usage_objects,
+        )
+    finally:  # committed or refused (another handle moved the branch...), the row is done with
+        if result.usage_id is not None:
+            delete_rows(tract.store, [result.usage_id])
     assert committed is not None  # an edit runs no tool_result hooks, so none can withhold it
-    if result.usage_id is not None:
-        delete_rows(tract.store, [result.usage_id])
     (new,) = [u for u in tract.tool_usages() if u.id == result.usage_id]
     return new
