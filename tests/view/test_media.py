@@ -193,3 +193,17 @@ def test_the_media_route_needs_the_viewers_token(tmp_path: Path) -> None:
             ok = client.get(f"/ui/media/{PNG_ID}", headers={"Authorization": f"Bearer {READER}"})
             assert ok.status_code == 200
             assert ok.content == PNG
+
+
+def test_anthropic_document_markers_show_the_size_of_the_bytes() -> None:
+    """A base64 source shows its decoded size, a text source its UTF-8 size (each converted once)."""
+    pdf = base64.b64encode(b"%PDF-1.4 " + b"x" * 3063).decode()  # 3,072 bytes
+    html = content_blocks(
+        [
+            {"type": "document", "source": {"type": "base64", "media_type": "application/pdf", "data": pdf}},
+            {"type": "document", "source": {"type": "text", "media_type": "text/plain", "data": "é" * 50}},
+        ],
+        INDEX,
+    )
+    assert "[document application/pdf 3 KB]" in html
+    assert "[document text/plain 100 B]" in html

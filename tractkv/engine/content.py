@@ -731,7 +731,7 @@ def part_markers(parts: object, sizes: dict[str, int] | None = None) -> str:
             data = part.get("data")
             size = len(data) if isinstance(data, bytes) else (sizes or {}).get(str(part.get("media")))
             if size is not None:
-                words.append(_size(size))
+                words.append(byte_size(size))
             if part.get("title"):
                 words.append(json.dumps(part["title"], ensure_ascii=False))
             markers.append("[" + " ".join(words) + "]")
@@ -744,7 +744,8 @@ def part_markers(parts: object, sizes: dict[str, int] | None = None) -> str:
     return " ".join(markers)
 
 
-def _size(n: int) -> str:
+def byte_size(n: int) -> str:
+    """A byte count for people: ``63 B``, ``200 KB``, ``2.9 MB``."""
     if n < 1024:
         return f"{n} B"
     if n < 1024 * 1024:

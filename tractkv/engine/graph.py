@@ -7,7 +7,7 @@ Only commits are visited (through ``parents``); object reachability for sync and
 from __future__ import annotations
 
 import heapq
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Container, Iterable, Iterator, Sequence
 
 from tractkv.ids import ObjectId
 from tractkv.model import Commit
@@ -59,6 +59,14 @@ def merge_base(reader: Reader, a: ObjectId, b: ObjectId) -> ObjectId | None:
 
 def topo_order(reader: Reader, tip: ObjectId, members: set[ObjectId]) -> list[ObjectId]:
     """``members`` (commits reachable from ``tip``) ordered parents first; first parents before others."""
+    return parents_first(tip, lambda oid: reader.get_commit(oid).parents, members)
+
+
+def parents_first(
+    tip: ObjectId, parents_of: Callable[[ObjectId], Sequence[ObjectId]], members: Container[ObjectId]
+) -> list[ObjectId]:
+    """``members`` reachable from ``tip`` ordered parents first, a first parent's side before the others'
+    (``parents_of`` gives a commit's parents: read from a store, or from commits already loaded)."""
     order: list[ObjectId] = []
     done: set[ObjectId] = set()
     stack: list[tuple[ObjectId, bool]] = [(tip, False)]
@@ -72,7 +80,7 @@ def topo_order(reader: Reader, tip: ObjectId, members: set[ObjectId]) -> list[Ob
             continue
         stack.append((oid, True))
         # push later parents first so the first parent is finished first
-        for parent in reversed(reader.get_commit(oid).parents):
+        for parent in reversed(parents_of(oid)):
             if parent not in done and parent in members:
                 stack.append((parent, False))
     return order

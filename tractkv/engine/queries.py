@@ -155,7 +155,7 @@ def history_infos(session: Session, head: ObjectId, since: ObjectId | None = Non
         stack.extend(commit.parents)
     place: dict[ObjectId, int] = {}  # an append's place in causal order
     latest: dict[ObjectId, tuple[ObjectId, Commit, Any]] = {}  # first commit -> (its latest version, data)
-    for oid in _causal_order(head, commits):
+    for oid in graph.parents_first(head, lambda o: commits[o].parents, commits):  # none when head is since
         commit = commits[oid]
         if commit.content is None or commit.operation not in ("append", "edit"):
             continue  # merges, annotations and compress summaries are not tool messages
@@ -176,26 +176,6 @@ def history_infos(session: Session, head: ObjectId, since: ObjectId | None = Non
         info = commit_info(reader, source, commit, session.counter, data)
         infos.append(attrs.evolve(info, commit_id=target) if source != target else info)
     return infos
-
-
-def _causal_order(head: ObjectId, commits: dict[ObjectId, Commit]) -> list[ObjectId]:
-    """``commits`` (reachable from ``head``) parents first, a first parent's side before the others'."""
-    order: list[ObjectId] = []
-    done: set[ObjectId] = set()
-    stack: list[tuple[ObjectId, bool]] = [(head, False)]
-    while stack:
-        oid, expanded = stack.pop()
-        if oid in done or oid not in commits:  # not in range (``head`` itself when it is ``since``)
-            continue
-        if expanded:
-            done.add(oid)
-            order.append(oid)
-            continue
-        stack.append((oid, True))
-        for parent in reversed(commits[oid].parents):  # later parents pushed first: the first finishes first
-            if parent in commits and parent not in done:
-                stack.append((parent, False))
-    return order
 
 
 def tool_turns(infos: list[CommitInfo], name: str | None = None) -> list[ToolTurn]:

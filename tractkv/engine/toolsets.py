@@ -302,52 +302,39 @@ def _openai_chat(tool: Mapping[str, Any]) -> ToolSpec:
     function = _present(function)
     name = _name(function.get("name"), "function.name")
     _known(function, _OPENAI_FUNCTION, f"OpenAI tool {name!r}: function")
-    return ToolSpec(
-        shape=OPENAI_CHAT,
-        name=name,
-        description=_description(function, name),
-        parameters=_parameters(function, "parameters", name),
-        strict=_strict(function, name),
-        fields=tool,
-    )
+    return _function_spec(OPENAI_CHAT, name, function, "parameters", tool)
 
 
 def _responses(tool: Mapping[str, Any]) -> ToolSpec:
     name = _name(tool.get("name"), "name (or function.name)")
     _known(tool, _RESPONSES, f"Responses function tool {name!r}:")
-    return ToolSpec(
-        shape=RESPONSES,
-        name=name,
-        description=_description(tool, name),
-        parameters=_parameters(tool, "parameters", name),
-        strict=_strict(tool, name),
-        fields=tool,
-    )
+    return _function_spec(RESPONSES, name, tool, "parameters", tool)
 
 
 def _function(tool: Mapping[str, Any]) -> ToolSpec:
     name = _name(tool.get("name"), "name")
     _known(tool, _OPENAI_FUNCTION, f"OpenAI function {name!r}:")
-    return ToolSpec(
-        shape=FUNCTION,
-        name=name,
-        description=_description(tool, name),
-        parameters=_parameters(tool, "parameters", name),
-        strict=_strict(tool, name),
-        fields=tool,
-    )
+    return _function_spec(FUNCTION, name, tool, "parameters", tool)
 
 
 def _anthropic(tool: Mapping[str, Any]) -> ToolSpec:
     name = _name(tool.get("name"), "name")
     _known(tool, _ANTHROPIC, f"Anthropic tool {name!r}:")
+    return _function_spec(ANTHROPIC, name, tool, "input_schema", tool)
+
+
+def _function_spec(
+    shape: str, name: str, source: Mapping[str, Any], schema_key: str, fields: Mapping[str, Any]
+) -> ToolSpec:
+    """The spec of a function-like tool whose keys were checked: description, parameters (under
+    ``schema_key``) and strict read from ``source`` (the tool, or an OpenAI chat tool's ``function``)."""
     return ToolSpec(
-        shape=ANTHROPIC,
+        shape=shape,
         name=name,
-        description=_description(tool, name),
-        parameters=_parameters(tool, "input_schema", name),
-        strict=_strict(tool, name),
-        fields=tool,
+        description=_description(source, name),
+        parameters=_parameters(source, schema_key, name),
+        strict=_strict(source, name),
+        fields=fields,
     )
 
 

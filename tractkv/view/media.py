@@ -21,7 +21,7 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from tractkv.engine.content import Message
+from tractkv.engine.content import Message, byte_size
 from tractkv.engine.media import b64
 
 from .html import Markup, el, join, pretty_json
@@ -120,7 +120,7 @@ def _document(block: dict[str, Any]) -> str:
     if source.get("type") == "url":
         return f"document {source.get('url')}{title}"
     data = str(source.get("data", ""))
-    size = _size(len(data) if source.get("type") == "text" else len(data) * 3 // 4)
+    size = byte_size(len(data.encode()) if source.get("type") == "text" else len(data) * 3 // 4)
     return f"document {source.get('media_type')} {size}{title}"
 
 
@@ -129,12 +129,8 @@ def _marker(text: str) -> Markup:
 
 
 def _size(base64_chars: int) -> str:
-    n = base64_chars * 3 // 4
-    if n < 1024:
-        return f"{n} B"
-    if n < 1024 * 1024:
-        return f"{round(n / 1024)} KB"
-    return f"{n / (1024 * 1024):.1f} MB"
+    """The size of the bytes ``base64_chars`` characters of base64 hold, for people."""
+    return byte_size(base64_chars * 3 // 4)
 
 
 def elide_media(value: Any) -> Any:
