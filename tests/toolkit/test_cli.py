@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -149,3 +150,25 @@ def test_usage_of_another_revision(store: str) -> None:
     _, at_main, _ = _run("--store", store, "usage", "--rev", "main", "--json")
     _, at_head, _ = _run("--store", store, "usage", "--json")
     assert json.loads(at_main) == json.loads(at_head)
+
+
+def test_export_markdown_never_passes_html_through(tmp_path: Path) -> None:
+    """Issue 17, item 10: text from the conversation reaches the Markdown as text, never as markup."""
+    store = str(tmp_path / "s.tkv")
+    hostile = "<script>alert(1)</script> & <img src=x onerror=alert(2)>"
+    with Tract.open(store) as t:
+        t.user(f"**bold** {hostile}\n> quoted")
+        t.assistant("", tool_calls=[{"id": "c`1", "name": "lookup", "arguments": {"q": "``<b>``"}}])
+        t.tool_result("c`1", "lookup", f"result {hostile}")
+        t.assistant(f"done {hostile}")
+    code, out, _ = _run("--store", store, "export", "--format", "markdown")
+    assert code == 0
+    # outside code (fenced blocks and spans show text literally), no markup at all
+    prose = re.sub(r"(?s)```text\n.*?\n```\n|(?<!`)(`+)(?!`).*?(?<!`)\1(?!`)", "", out)
+    assert "<" not in prose.replace("<sub>", "").replace("</sub>", "")  # only the export's own markup
+    assert "**bold** &lt;script>alert(1)&lt;/script> &amp; &lt;img src=x onerror=alert(2)>" in out
+    assert "> quoted" in out  # Markdown formatting still renders
+    assert "call ``c`1``" in out  # a backtick in an id cannot end its code span
+    assert '```{"q": "``<b>``"}```' in out
+    # a tool's text is fenced (literal), never markup
+    assert "```text\nresult <script>" in out

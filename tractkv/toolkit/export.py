@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import base64
 import json
+import re
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
@@ -130,8 +131,8 @@ def _markdown(data: dict[str, Any], roots: list[UsageNode]) -> str:
     for root in roots:
         if root.usage.result_commit is not None:
             by_result.setdefault(root.usage.result_commit, []).append(root)
-    where = f"branch `{data['branch']}`" if data["branch"] else "a detached HEAD"
-    head = f"`{data['head'][:12]}`" if data["head"] else "(no commits)"
+    where = f"branch {_code(data['branch'])}" if data["branch"] else "a detached HEAD"
+    head = _code(data["head"][:12]) if data["head"] else "(no commits)"
     out = [
         f"# Conversation on {where}",
         "",
@@ -141,22 +142,25 @@ def _markdown(data: dict[str, Any], roots: list[UsageNode]) -> str:
     for index, message in enumerate(data["messages"], 1):
         title = message["role"]
         if message.get("name"):
-            title += f" · {message['name']}"
+            title += f" · {_inline(message['name'])}"
         if message.get("tool_call_id"):
-            title += f" · call `{message['tool_call_id']}`" + (" · error" if message.get("is_error") else "")
-        out += [f"## {index}. {title}", "", f"<sub>commit `{message['commit'][:12]}`</sub>", ""]
+            title += f" · call {_code(message['tool_call_id'])}" + (
+                " · error" if message.get("is_error") else ""
+            )
+        out += [f"## {index}. {title}", "", f"<sub>commit {_code(message['commit'][:12])}</sub>", ""]
         content = message.get("content") or ""
         if message["role"] == "tool":
             out += [_fence(content), ""]
         elif content:
-            out += [content, ""]
+            out += [_no_html(content), ""]
         markers = _markers(message.get("parts"))
         if markers:
-            out += [markers, ""]
+            out += [_inline(markers), ""]
         if message.get("tool_calls"):
             out.append("Tool calls:")
             out += [
-                f"- `{c['name']}` (`{c['id']}`): `{json.dumps(c['arguments'], ensure_ascii=False, sort_keys=True)}`"
+                f"- {_code(c['name'])} ({_code(c['id'])}): "
+                + _code(json.dumps(c["arguments"], ensure_ascii=False, sort_keys=True))
                 for c in message["tool_calls"]
             ]
             out.append("")
@@ -176,7 +180,7 @@ def _markdown(data: dict[str, Any], roots: list[UsageNode]) -> str:
             p50 = f"{s['p50_ms']:.1f}" if s["p50_ms"] is not None else "-"
             p95 = f"{s['p95_ms']:.1f}" if s["p95_ms"] is not None else "-"
             counts = f"{s['count']} | {s['success']} | {s['error']} | {s['interrupted']}"
-            out.append(f"| {name} | {counts} | {rate} | {p50} | {p95} |")
+            out.append(f"| {_cell(name)} | {counts} | {rate} | {p50} | {p95} |")
     else:
         out.append("No tool usage.")
     return "\n".join(out).rstrip() + "\n"
@@ -199,4 +203,31 @@ def _markers(parts: object) -> str:
 def _nest(line: str) -> str:
     """A tree line (two spaces per level) as a nested Markdown list item."""
     depth = (len(line) - len(line.lstrip(" "))) // 2
-    return f"{'  ' * depth}- {line.lstrip(' ')}"
+    return f"{'  ' * depth}- {_inline(line.lstrip(' '))}"
+
+
+# Markdown passes raw HTML through to the reader's renderer, so text from a conversation (a model's or a
+# tool's words, a tool's name, an error) never reaches the page as markup: ``&`` and ``<`` become entities
+# (``>`` stays, so a quoted reply keeps its blockquote), and Markdown formatting in a message still renders.
+def _no_html(text: str) -> str:
+    return text.replace("&", "&amp;").replace("<", "&lt;")
+
+
+def _inline(text: str) -> str:
+    """One line of text inside a heading or a list item: no markup, no line break that would end it."""
+    return _no_html(" ".join(text.split()))
+
+
+def _cell(text: str) -> str:
+    """Text for a table cell: as :func:`_inline`, and a ``|`` cannot split the cell."""
+    return _inline(text).replace("|", "\\|")
+
+
+def _code(text: str) -> str:
+    """An inline code span that holds ``text`` literally, whatever backticks it contains (CommonMark: a
+    longer fence than any run inside; a space pads a span that starts or ends with a backtick)."""
+    flat = " ".join(text.split())
+    longest = max((len(run) for run in re.findall(r"`+", flat)), default=0)
+    fence = "`" * (longest + 1)
+    pad = " " if flat.startswith("`") or flat.endswith("`") else ""
+    return f"{fence}{pad}{flat}{pad}{fence}"
