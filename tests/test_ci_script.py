@@ -12,7 +12,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 CI = (ROOT / ".ci" / "run").read_text()
 README = (ROOT / "README.md").read_text()
-TEST_COMMAND = "tools/install-browser.sh && pip install -e '.[test]' && pytest"
+TEST_COMMAND = "tools/install-browser.sh && pip install 'pip>=25.1' && pip install -e . --group dev && pytest"
 
 
 def test_the_readme_test_command_is_run_verbatim_in_a_subshell() -> None:
@@ -62,11 +62,9 @@ def test_the_floor_step_runs_every_test_file_that_uses_an_sdk() -> None:
 
 
 def test_the_floors_are_stated_the_same_in_pyproject_and_the_readme() -> None:
-    test_extra = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"][
-        "test"
-    ]
+    test_group = tomllib.loads((ROOT / "pyproject.toml").read_text())["dependency-groups"]["test"]
     floors = {}
-    for dependency in test_extra:
+    for dependency in test_group:
         match = re.fullmatch(r"(openai|anthropic)>=(\S+)", dependency)
         if match:
             floors[match[1]] = match[2]

