@@ -590,7 +590,7 @@ class Tract:
     def tool_result(
         self,
         tool_call_id: str,
-        name: str,
+        name: str | None,
         content: Any,
         *,
         edit: str | None = None,
@@ -605,7 +605,8 @@ class Tract:
         first: rejected, None is returned; left undecided, the :class:`~tractkv.engine.hooks.PendingToolResult`
         is returned, to be approved later. Without hooks, :meth:`configure_tool_summarization` may summarize
         it. ``edit=<result commit>`` replaces an earlier result (no hooks run: the caller decided);
-        ``hooks=False`` commits it as given. The raw text stays recoverable (:meth:`original_of`); ``usages``
+        ``hooks=False`` commits it as given. ``name`` None means the tool the call names (a given name must
+        be that one). The raw text stays recoverable (:meth:`original_of`); ``usages``
         (the call's usage records) are stored and linked in the same commit.
 
         ``content`` is a string, a JSON value (stored as its JSON text, keys sorted) or a list of content parts

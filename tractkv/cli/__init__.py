@@ -3,6 +3,7 @@
 Data goes to stdout, notices to stderr. Every library error becomes a one-line ``Error: ...`` on stderr
 with exit code 1, never a traceback (one place: :class:`_Group`). So does any other failure (a bug, or store
 content nothing caught yet): one line naming it and what to do; ``TRACTKV_DEBUG=1`` shows the traceback.
+Ctrl-C (SIGINT) ends a command with exit code 130 (128 + SIGINT, the shell convention) and one line.
 """
 
 from __future__ import annotations
@@ -12,18 +13,26 @@ from typing import Any
 
 import click
 
-from tractkv.cli.common import STORE_ENV, CliState, default_store_path
-from tractkv.errors import TractError
+from tractkv.cli.common import STORE_ENV, CliState, default_store_path, note
+from tractkv.errors import ConcurrentUpdate, TractError
 
 DEBUG_ENV = "TRACTKV_DEBUG"  # set to show the traceback of an unexpected failure instead of one line
+INTERRUPTED = 130  # the exit code of a command Ctrl-C stopped (128 + SIGINT)
 
 
 class _Group(click.Group):
     def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
-        except (click.exceptions.ClickException, click.exceptions.Exit, click.exceptions.Abort):
+        except (KeyboardInterrupt, click.exceptions.Abort):  # Ctrl-C (click turns it into Abort in prompts)
+            note("Interrupted.")
+            raise click.exceptions.Exit(INTERRUPTED) from None
+        except (click.exceptions.ClickException, click.exceptions.Exit):
             raise
+        except ConcurrentUpdate as exc:  # an append re-makes itself; anything else stops here
+            raise click.ClickException(
+                f"{exc}. Another command moved it while this one ran: see `tractkv log`, then run this one again"
+            ) from exc
         except TractError as exc:
             raise click.ClickException(str(exc)) from exc
         except Exception as exc:

@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 import sys
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 import click
@@ -18,9 +18,13 @@ from tractkv.engine.content import MESSAGE_ROLES, Message, message_parts_markers
 from tractkv.engine.describe import clip, describe_commit, short_id
 from tractkv.engine.lanes import layout_lanes
 from tractkv.engine.records import CommitInfo
+from tractkv.engine.session import MAX_REBASE_ATTEMPTS
 from tractkv.engine.toolsets import schema_name
-from tractkv.errors import InvalidInput
+from tractkv.errors import ConcurrentUpdate, InvalidInput
 from tractkv.model import to_jsonable
+
+if TYPE_CHECKING:
+    from tractkv.tract import Tract
 
 CONTENT_TYPES = ("dialogue", "instruction", "reasoning", "artifact", "freeform")
 LINE = 72  # characters of a commit's summary shown per log line
@@ -50,89 +54,257 @@ def _preview(info: CommitInfo, width: int = LINE) -> str:
     return f"{short_id(info.commit_id)} {described.label}" + (f": {text}" if text else "")
 
 
-def _read_text(text: str) -> str:
-    return sys.stdin.read() if text == "-" else text
+STDIN_CLEANUP = " \t\r\n"  # what `commit -` strips from the end of stdin (unless --verbatim)
+
+
+def _utf8(data: bytes, source: str) -> str:
+    """``data`` decoded as UTF-8, or one line naming the first byte that is not.
+
+    Raises:
+        InvalidInput: not valid UTF-8.
+    """
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InvalidInput(
+            f"{source} is not valid UTF-8: byte 0x{data[exc.start]:02x} at offset {exc.start} "
+            "(convert it to UTF-8 first, e.g. with iconv)"
+        ) from None
+
+
+def _read_text(text: str, verbatim: bool) -> str:
+    """TEXT, or stdin for ``-``: read as bytes and decoded as strict UTF-8; trailing whitespace (spaces,
+    tabs, line breaks) stripped unless ``verbatim``, as ``git commit -F -`` strips trailing blank lines."""
+    if text != "-":
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError:  # bytes the shell passed that are not UTF-8 (decoded with surrogateescape)
+            try:
+                return _utf8(text.encode("utf-8", "surrogateescape"), "TEXT")
+            except UnicodeEncodeError:
+                pass  # a lone surrogate no byte made: the content check names it
+        return text
+    body = _utf8(sys.stdin.buffer.read(), "input")
+    return body if verbatim else body.rstrip(STDIN_CLEANUP)
+
+
+def _json_option(value: str, flag: str) -> dict[str, Any]:
+    """A JSON object given to ``flag``.
+
+    Raises:
+        InvalidInput: not JSON, or not an object.
+    """
+    try:
+        parsed = json.loads(value)
+    except json.JSONDecodeError as exc:
+        raise InvalidInput(f"{flag} is not valid JSON: {exc.msg} at position {exc.pos}") from exc
+    if not isinstance(parsed, dict):
+        raise InvalidInput(f"{flag} must be a JSON object")
+    return parsed
+
+
+KIND_ROLES = {  # the roles each content type can carry; the first is its default
+    "dialogue": ("user", "assistant", "tool"),
+    "instruction": ("system",),
+    "reasoning": ("assistant",),
+    "artifact": ("user", "assistant"),
+    "freeform": ("user", "assistant"),
+}
+
+
+def _role_of(payload: dict[str, Any]) -> str | None:
+    """The role of a message's content (None for no content)."""
+    kind = payload.get("type")
+    if kind not in KIND_ROLES:
+        return None
+    role = payload.get("role")
+    return role if isinstance(role, str) else KIND_ROLES[kind][0]
 
 
 @click.command("commit")
-@click.argument("text")
+@click.argument("text", required=False)
 @click.option(
-    "--role", type=click.Choice(MESSAGE_ROLES), default="user", show_default=True, help="Who speaks."
+    "--role",
+    type=click.Choice(MESSAGE_ROLES),
+    default=None,
+    help="Who speaks (default: user; an --edit keeps the target's role; --tool-call means assistant, "
+    "--tool-call-id tool).",
 )
 @click.option(
     "--type",
     "content_type",
     type=click.Choice(CONTENT_TYPES),
     default=None,
-    help="Content type (default: instruction for --role system, else dialogue).",
+    help="Content type (default: instruction for --role system, else dialogue; an --edit keeps the "
+    "target's).",
 )
-@click.option("--edit", "edit_target", default=None, help="Replace this message (an edit commit).")
+@click.option(
+    "--edit",
+    "edit_target",
+    default=None,
+    help="Replace this message (an edit commit); what is not given (role, type, name, tool calls) is kept.",
+)
 @click.option("--message", "-m", default=None, help="A note for people; never sent to a model.")
 @click.option("--metadata", default=None, help="A JSON object stored with the commit.")
-@click.option("--tool-call-id", default=None, help="For --role tool: the call this result answers.")
-@click.option("--name", default=None, help="For --role tool: the tool's name; else the speaker's name.")
+@click.option(
+    "--tool-call",
+    "tool_calls",
+    multiple=True,
+    metavar="JSON",
+    help='A tool call this assistant message makes (repeatable): {"id", "name", "arguments"}, OpenAI\'s '
+    '{"id", "type": "function", "function": {...}} or an Anthropic tool_use block. TEXT may be left out.',
+)
+@click.option(
+    "--tool-call-id",
+    default=None,
+    help="Commit a tool result (--role tool) answering this call, which must wait for a result on the branch.",
+)
+@click.option(
+    "--name",
+    default=None,
+    help="A tool result's tool (default: the one the call names); else the speaker's name.",
+)
+@click.option(
+    "--verbatim",
+    is_flag=True,
+    help="With -: keep stdin exactly as read (default: strip trailing spaces, tabs and line breaks).",
+)
 @json_option
 @with_state
 def commit(
     st: CliState,
-    text: str,
-    role: str,
+    text: str | None,
+    role: str | None,
     content_type: str | None,
     edit_target: str | None,
     message: str | None,
     metadata: str | None,
+    tool_calls: tuple[str, ...],
     tool_call_id: str | None,
     name: str | None,
+    verbatim: bool,
     as_json: bool,
 ) -> None:
-    """Append a message to the current branch (TEXT, or - to read it from stdin); print its id."""
-    body = _read_text(text)
-    meta: dict[str, Any] | None = None
-    if metadata is not None:
-        try:
-            meta = json.loads(metadata)
-        except json.JSONDecodeError as exc:
-            raise InvalidInput(f"--metadata is not valid JSON: {exc.msg} at position {exc.pos}") from exc
-        if not isinstance(meta, dict):
-            raise InvalidInput("--metadata must be a JSON object")
-    kind = content_type or ("instruction" if role == "system" else "dialogue")
-    content: dict[str, Any]
-    if kind == "instruction":
-        content = {"type": "instruction", "text": body}
-    elif kind == "dialogue":
-        if role == "system":
-            raise InvalidInput("--role system is an instruction: drop --type dialogue")
-        content = {"type": "dialogue", "role": role, "text": body}
-        if name is not None:
-            content["name"] = name
-        if tool_call_id is not None:
-            content["tool_call_id"] = tool_call_id
-    elif kind == "reasoning":
-        content = {"type": "reasoning", "text": body}
-    elif kind == "artifact":
-        content = {
-            "type": "artifact",
-            "text": body,
-            "role": role if role in ("user", "assistant") else "user",
-        }
-    else:
-        try:
-            payload = json.loads(body)
-        except json.JSONDecodeError as exc:
-            raise InvalidInput(f"freeform content must be JSON: {exc.msg} at position {exc.pos}") from exc
-        content = {"type": "freeform", "payload": payload}
+    """Append a message to the current branch (TEXT, or - to read it from stdin); print its id.
+
+    Read from stdin, the text must be UTF-8; its trailing whitespace is stripped (as git does) unless
+    --verbatim. A tool result (--tool-call-id) must answer a call that waits for a result on the branch,
+    as Tract.tool_result requires. An append that loses a race with another writer is re-made on the new tip;
+    an edit is refused instead (run it again)."""
+    meta = _json_option(metadata, "--metadata") if metadata is not None else None
+    calls = [_json_option(call, "--tool-call") for call in tool_calls]  # checked before stdin is read
+    if text is None:
+        if not calls:
+            raise click.UsageError("missing TEXT (or - to read it from stdin)")
+        text = ""
+    if role is not None and calls and role != "assistant":
+        raise click.UsageError(f"--tool-call is for assistant messages, not --role {role}")
+    if role is not None and tool_call_id is not None and role != "tool":
+        raise click.UsageError(f"--tool-call-id is for tool results (--role tool), not --role {role}")
+    body = _read_text(text, verbatim)
     t = st.tract()
-    info = t.commit(
-        content,
-        operation="edit" if edit_target is not None else "append",
-        edit_target=edit_target,
-        message=message,
-        metadata=meta,
-    )
+    # An edit keeps what is not given: the target's role and type, and (same role and type) its name,
+    # tool calls, tool call id, artifact type.
+    previous: dict[str, Any] = t.session.message_content(edit_target) if edit_target is not None else {}
+    if role is None and (calls or tool_call_id is not None):
+        role = "assistant" if calls else "tool"
+    role = role or _role_of(previous) or "user"
+    kind = content_type
+    if kind is None:
+        old_kind = previous.get("type")
+        if isinstance(old_kind, str) and role in KIND_ROLES.get(old_kind, ()):
+            kind = old_kind
+        else:
+            kind = "instruction" if role == "system" else "dialogue"
+    kept = previous if previous.get("type") == kind and _role_of(previous) == role else {}
+    if role == "tool" and kind == "dialogue":
+        info = _tool_result(t, body, kept, tool_call_id, name, edit_target, message, meta)
+    else:
+        if tool_call_id is not None:
+            raise click.UsageError("--tool-call-id is for tool results (--role tool)")
+        if calls and kind != "dialogue":
+            raise click.UsageError(f"--tool-call is for dialogue messages, not --type {kind}")
+        content = _content(kind, role, body, kept, name, calls)
+        t.rebase_appends = edit_target is None  # a pure append is re-made on a tip another writer moved
+        info = t.commit(
+            content,
+            operation="edit" if edit_target is not None else "append",
+            edit_target=edit_target,
+            message=message,
+            metadata=meta,
+        )
     if as_json:
         echo_json(info.to_json())
     else:
         click.echo(info.commit_id)
+
+
+def _content(
+    kind: str, role: str, body: str, kept: dict[str, Any], name: str | None, calls: list[dict[str, Any]]
+) -> dict[str, Any]:
+    """The payload ``commit`` stores for a message of ``kind`` spoken by ``role``; ``kept`` is the content
+    an edit replaces (same type and role), whose fields the options do not give are kept."""
+    if kind == "instruction":
+        return {"type": "instruction", "text": body}
+    if kind == "reasoning":
+        return {"type": "reasoning", "text": body}
+    if kind == "dialogue":
+        if role == "system":
+            raise InvalidInput("--role system is an instruction: drop --type dialogue")
+        content: dict[str, Any] = {"type": "dialogue", "role": role, "text": body}
+        if (name or kept.get("name")) is not None:
+            content["name"] = name or kept["name"]
+        if calls or kept.get("tool_calls"):
+            content["tool_calls"] = calls or kept["tool_calls"]  # any shape Tract.assistant takes
+        return content
+    speaker = role if role in KIND_ROLES[kind] else KIND_ROLES[kind][0]
+    if kind == "artifact":
+        content = {"type": "artifact", "text": body, "role": speaker}
+        if "artifact_type" in kept:
+            content["artifact_type"] = kept["artifact_type"]
+        return content
+    try:
+        payload = json.loads(body)
+    except json.JSONDecodeError as exc:
+        raise InvalidInput(f"freeform content must be JSON: {exc.msg} at position {exc.pos}") from exc
+    return {"type": "freeform", "payload": payload, "role": speaker}
+
+
+def _tool_result(
+    t: Tract,
+    body: str,
+    previous: dict[str, Any],
+    tool_call_id: str | None,
+    name: str | None,
+    edit_target: str | None,
+    message: str | None,
+    meta: dict[str, Any] | None,
+) -> CommitInfo:
+    """Commit a tool result through :meth:`Tract.tool_result` (the rules the library applies: the call is
+    on the branch, names that tool and, for a new result, still waits for one). A new result that lost a
+    race with another writer is made again on the new tip, where those rules are checked again."""
+    call_id = tool_call_id or previous.get("tool_call_id")
+    if not isinstance(call_id, str):
+        raise click.UsageError("a tool result needs --tool-call-id ID (the call it answers)")
+    for attempt in range(1, MAX_REBASE_ATTEMPTS + 1):
+        try:
+            info = t.tool_result(
+                call_id,
+                name or previous.get("name"),
+                body,
+                edit=edit_target,
+                is_error=bool(previous.get("is_error")),
+                message=message,
+                metadata=meta,
+                hooks=False,
+            )
+        except ConcurrentUpdate:
+            if edit_target is not None or attempt == MAX_REBASE_ATTEMPTS:
+                raise
+            continue
+        assert isinstance(info, CommitInfo)  # hooks=False: committed as given
+        return info
+    raise AssertionError("unreachable")  # pragma: no cover
 
 
 @click.command("log")

@@ -514,6 +514,15 @@ class Session:
             raise InvalidInput(f"{oid[:12]} is not a message in the history of {self.where()}")
         return state.slots[position].commit
 
+    def message_content(self, rev: str) -> dict[str, Any]:
+        """The content a message shows now (its latest edit's, else its own) for a revision naming it, as
+        :meth:`message_target` finds it."""
+        target = self.message_target(rev)
+        reader = self.reader()
+        state = self.head_state(reader)
+        blob = reader.get(state.slots[state.index[target]].blob)
+        return dict(blob.data) if isinstance(blob, Blob) and isinstance(blob.data, dict) else {}
+
     # --- reading ------------------------------------------------------------------------------------------
 
     def state_at(self, rev: str | None) -> CompileState:

@@ -136,7 +136,7 @@ class ToolResults:
     def commit_result(
         self,
         tool_call_id: str,
-        name: str,
+        name: str | None,
         content: Any,
         *,
         edit: str | None = None,
@@ -150,8 +150,8 @@ class ToolResults:
         hook rejected it, or the :class:`PendingToolResult` no hook decided on."""
         if not isinstance(tool_call_id, str) or not tool_call_id:
             raise InvalidInput("tool_call_id must be a non-empty string")
-        if not isinstance(name, str) or not name:
-            raise InvalidInput("name must be a non-empty string")
+        if name is not None and (not isinstance(name, str) or not name):
+            raise InvalidInput("name must be a non-empty string (or None: the name the call gives)")
         parts: list[dict[str, Any]] = []
         media: tuple[Blob, ...] = ()
         parsed, failure = self._as_parts(content, tool_call_id)
@@ -172,7 +172,9 @@ class ToolResults:
                 ) from None
         tip = self.session.writable("commit a tool result")  # hooks may call a model: commit on this tip
         call_commit, call_name = self.find_call(tool_call_id)
-        if call_name != name:
+        if name is None:
+            name = call_name
+        elif call_name != name:
             raise InvalidInput(f"tool call {tool_call_id!r} called {call_name!r}, not {name!r}")
         target = None
         if edit is not None:
@@ -392,7 +394,7 @@ class ToolResults:
         raise InvalidInput(
             f"tool call {tool_call_id!r} is not waiting for a result in {session.where()} (answered already, "
             "closed by a later message, or its message is skipped): compile would leave a new result out; "
-            "to change its result use edit=<the result's commit>"
+            "to change its result, edit the result's commit (tool_result(edit=...); `tractkv commit --edit`)"
         )
 
     def find_call(self, tool_call_id: str) -> tuple[ObjectId, str]:
