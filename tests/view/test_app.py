@@ -108,6 +108,7 @@ def test_bad_input_gets_a_page_with_the_right_status(client: TestClient) -> None
         "/ui/tool?name=search&a=9": 400,
         "/ui/diff?a=nope&b=main": 404,
         "/ui/diff?a=main~99&b=main": 404,
+        "/ui/diff?a=main&b=main&ref=HEAD": 400,
         "/ui/static/nope.js": 404,
     }
     for path, status in cases.items():
@@ -327,3 +328,17 @@ def test_pages_link_commits_calls_executions_and_diffs(
     assert f'value="{ids["question"]}"' in diff
     assert 'data-change="modified"' in diff
     assert "+And what about canonical CBOR?" in diff
+
+
+def test_a_long_diff_shows_its_first_changes_and_says_so(
+    client: TestClient, demo: tuple[Path, dict[str, str]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _, ids = demo
+    whole = client.get(f"/ui/diff?a={ids['system']}&b=explore").text
+    total = whole.count('class="message diff-entry')
+    assert total > 3
+    assert "more-changes" not in whole
+    monkeypatch.setattr("tractkv.view.pages.DIFF_SHOWN", 3)
+    cut = client.get(f"/ui/diff?a={ids['system']}&b=explore").text
+    assert cut.count('class="message diff-entry') == 3
+    assert f"The first 3 of {total} changes" in cut

@@ -352,10 +352,18 @@ def test_head_tips_calls_executions_tool_ranges_and_a_diff(
     context_args = css(browser, f'article.message[data-commit="{asking.commit_id}"] .context-call pre')
     assert json.loads(context_args.text) == {"topic": "LMDB"}
     assert '\\"' not in context_args.text
-    browser.execute_script("arguments[0].scrollIntoView({block: 'start'})", card)
+    browser.execute_script("arguments[0].scrollIntoView({block: 'center'})", card)
     shot(browser, "13-commit-tool-calls")
     browser.execute_script("arguments[0].scrollIntoView({block: 'center'})", context_args)
-    shot(browser, "14-context-tool-call")
+    shot(browser, "14-context-tool-call-openai")
+    css(browser, 'a.tab[data-fmt="anthropic"]').click()
+    wait_for(browser, lambda d: "fmt=anthropic" in d.current_url, "the Anthropic tab")
+    tool_use = css(browser, ".messages article.role-assistant .context-call")
+    assert css(tool_use, ".tool-name").text == "research"
+    assert json.loads(css(tool_use, "pre").text) == {"topic": "LMDB"}
+    browser.execute_script("arguments[0].scrollIntoView({block: 'center'})", tool_use)
+    shot(browser, "15-context-tool-call-anthropic")
+    card = css(browser, "article.call#call-call-1")
     link = css(card, "ul.executions a")
     browser.execute_script("arguments[0].scrollIntoView({block: 'center'})", link)
     link.click()
@@ -367,7 +375,7 @@ def test_head_tips_calls_executions_tool_ranges_and_a_diff(
     assert started.get_attribute("href").endswith(
         f"/ui/commit/{asking.commit_id}?ref=refs%2Fheads%2Fmain#call-call-1"
     )
-    shot(browser, "15-usage-linked-execution")
+    shot(browser, "16-usage-linked-execution")
     browser.execute_script("arguments[0].scrollIntoView({block: 'center'})", started)
     started.click()
     wait_for(browser, lambda d: d.current_url.endswith("#call-call-1"), "back to the call")
@@ -389,7 +397,7 @@ def test_head_tips_calls_executions_tool_ranges_and_a_diff(
     assert ids["merge"][:12] in ranges[3][2]
     assert explore_tip[:12] in ranges[2][2]
     browser.execute_script("arguments[0].scrollIntoView({block: 'start'})", css(browser, "table.in-force"))
-    shot(browser, "16-tool-in-force")
+    shot(browser, "17-tool-in-force")
 
     # the diff of a commit with its parent, from the commit page
     browser.get(f"{hub.url}/ui/commit/{ids['edit']}?ref={MAIN}")
@@ -398,7 +406,7 @@ def test_head_tips_calls_executions_tool_ranges_and_a_diff(
     (entry,) = browser.find_elements(By.CSS_SELECTOR, "article.diff-entry")
     assert entry.get_attribute("data-change") == "modified"
     assert "+And what about canonical CBOR?" in css(entry, "pre.diff").text
-    shot(browser, "17-diff-with-parent")
+    shot(browser, "18-diff-with-parent")
 
     # any two revisions, picked in the form: messages and tools (search changed on explore)
     form_a, form_b = css(browser, "input[name=a]"), css(browser, "input[name=b]")
@@ -416,4 +424,4 @@ def test_head_tips_calls_executions_tool_ranges_and_a_diff(
     (tool,) = browser.find_elements(By.CSS_SELECTOR, "section.tool-change")
     assert (tool.get_attribute("data-tool"), tool.get_attribute("data-change")) == ("search", "modified")
     assert "newest first" in css(tool, ".diff-add").text
-    shot(browser, "18-diff-two-revisions")
+    shot(browser, "19-diff-two-revisions")

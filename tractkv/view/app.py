@@ -350,6 +350,8 @@ class Viewer:
         """``/ui/diff?a=REV&b=REV``: what changed from one commit to another (a form without both)."""
         a, b = request.query_params.get("a", ""), request.query_params.get("b", "")
         ref = request.query_params.get("ref") or None
+        if ref is not None:
+            self.inspector.branch_head(ref)  # the branch the page's links stay on: refused when it is none
         view = self.inspector.diff(a, b) if a and b else None
         title = f"Diff {a} → {b}" if view else "Compare two commits"
         return title, pages.diff_body(view, a, b, ref), ref, False

@@ -41,6 +41,7 @@ PREVIEW = 140  # characters of a message shown in one graph row
 SHOWN_RESULT = 1_000  # characters of a usage result shown before "show all"
 SHOWN_ARGS = 4_000
 CONTEXT_PAGE = 200  # messages of a compiled context per commit page
+DIFF_SHOWN = 500  # changed messages shown on a diff page (the counts cover them all)
 
 FORMATS = ("openai", "anthropic")
 
@@ -929,7 +930,17 @@ def diff_body(view: DiffView | None, a: str, b: str, ref: str | None) -> Markup:
     summary = ", ".join(f"{n} {k}" for k, n in counts.items() if n) or "no change"
     parts.append(el("h2", f"Messages ({summary})"))
     if changes.entries:
-        parts.append(el("div", [_diff_entry(e, ref) for e in changes.entries], class_="diff-entries"))
+        shown = changes.entries[:DIFF_SHOWN]
+        parts.append(el("div", [_diff_entry(e, ref) for e in shown], class_="diff-entries"))
+        if len(shown) < len(changes.entries):
+            parts.append(
+                el(
+                    "p",
+                    f"The first {len(shown):,} of {len(changes.entries):,} changes; compare closer commits "
+                    "for the rest.",
+                    class_="muted more-changes",
+                )
+            )
     else:
         parts.append(el("p", "The two compiled contexts have the same messages.", class_="muted"))
     tool_summary = ", ".join(
