@@ -56,6 +56,9 @@ def test_every_page_renders_with_strict_headers(
         "/ui/tools",
         "/ui/tool?name=search",
         "/ui/tool?name=search&a=2&b=1",
+        "/ui/diff",
+        f"/ui/diff?a={ids['system']}&b=main",
+        f"/ui/diff?a=main~2&b=explore&ref={MAIN}",
     ]
     for path in paths:
         response = client.get(path)
@@ -82,6 +85,7 @@ def test_the_hostile_message_is_text_everywhere(
         f"/ui/commit/{ids['hostile']}?ref={MAIN}",
         f"/ui/log?ref={MAIN}",
         f"/ui/commit/{ids['merge']}",
+        f"/ui/diff?a={ids['system']}&b={ids['hostile']}",
     ):
         text = client.get(path).text
         assert "<script>window.pwned" not in text
@@ -102,6 +106,9 @@ def test_bad_input_gets_a_page_with_the_right_status(client: TestClient) -> None
         "/ui/usage?ref=refs/heads/main&status=exploded": 400,
         "/ui/tool?name=nope": 404,
         "/ui/tool?name=search&a=9": 400,
+        "/ui/diff?a=nope&b=main": 404,
+        "/ui/diff?a=main~99&b=main": 404,
+        "/ui/diff?a=main&b=main&ref=HEAD": 400,
         "/ui/static/nope.js": 404,
     }
     for path, status in cases.items():
@@ -277,3 +284,61 @@ def test_a_failed_execution_shows_the_command_that_reruns_it(tmp_path: Path) -> 
             page = c.get(f"/ui/usage?ref={MAIN}").text
     # the viewer writes nothing: it shows the command that re-runs the failed execution
     assert f'<code class="rerun-command">tractkv usage rerun {failed.id}</code>' in page
+
+
+def test_pages_link_commits_calls_executions_and_diffs(
+    client: TestClient, demo: tuple[Path, dict[str, str]]
+) -> None:
+    from tractkv import Tract
+
+    path, ids = demo
+    with Tract.open(str(path)) as t:
+        (asking,) = t.find_tool_calls("research")
+        (research,) = t.tool_usages(name="research")
+    branches = client.get("/ui/").text
+    assert re.search(r'<tr data-ref="refs/heads/main" class="current" aria-current="true">', branches)
+    assert branches.count("badge head") == 1
+    graph = client.get(f"/ui/log?ref={MAIN}").text
+    assert "HEAD → main</span>" in graph
+    assert re.search(r'<span class="badge tip kind-local" title="refs/heads/explore">explore</span>', graph)
+    # the commit page: the call with indented arguments, linked to its execution on the usage page
+    page = client.get(f"/ui/commit/{asking.commit_id}?ref={MAIN}").text
+    assert 'id="call-call-1"' in page
+    assert '<pre class="json arguments">{\n  &quot;topic&quot;: &quot;LMDB&quot;\n}</pre>' in page
+    card = re.search(
+        rf'<article class="message[^"]*" data-commit="{asking.commit_id}">.*?</article>', page, re.DOTALL
+    )
+    assert card  # the call in the compiled context: decoded and indented, not OpenAI's JSON string
+    assert '<pre class="json arguments">{\n  &quot;topic&quot;: &quot;LMDB&quot;\n}</pre>' in card.group(0)
+    assert "\\&quot;" not in card.group(0)
+    usage_link = f"/ui/usage?ref=refs%2Fheads%2Fmain&amp;commit={asking.commit_id}#u-{research.id}"
+    assert f'href="{usage_link}"' in page
+    parent = asking.parent_ids[0]
+    assert f'href="/ui/diff?a={parent}&amp;b={asking.commit_id}&amp;ref=refs%2Fheads%2Fmain"' in page
+    # the usage page: each execution links back to the call that started it
+    usage = client.get(f"/ui/usage?ref={MAIN}").text
+    back = f"/ui/commit/{asking.commit_id}?ref=refs%2Fheads%2Fmain#call-call-1"
+    assert f'href="{back}"' in usage
+    # the tool page: where each version was in force
+    tool = client.get("/ui/tool?name=search").text
+    assert tool.count('<tr data-version="2"') == 2
+    assert f'href="/ui/commit/{ids["merge"]}?ref=refs%2Fheads%2Fmain"' in tool
+    # the diff: the form keeps what was asked; the edit shows as a modified message
+    diff = client.get(f"/ui/diff?a={ids['question']}&b={ids['edit']}").text
+    assert f'value="{ids["question"]}"' in diff
+    assert 'data-change="modified"' in diff
+    assert "+And what about canonical CBOR?" in diff
+
+
+def test_a_long_diff_shows_its_first_changes_and_says_so(
+    client: TestClient, demo: tuple[Path, dict[str, str]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _, ids = demo
+    whole = client.get(f"/ui/diff?a={ids['system']}&b=explore").text
+    total = whole.count('class="message diff-entry')
+    assert total > 3
+    assert "more-changes" not in whole
+    monkeypatch.setattr("tractkv.view.pages.DIFF_SHOWN", 3)
+    cut = client.get(f"/ui/diff?a={ids['system']}&b=explore").text
+    assert cut.count('class="message diff-entry') == 3
+    assert f"The first 3 of {total} changes" in cut

@@ -314,3 +314,114 @@ def test_an_image_part_is_shown_as_a_thumbnail(
     image = wait_for(browser, lambda d: css(d, "article.message img"), "the thumbnail again")
     browser.execute_script("arguments[0].scrollIntoView({block: 'center'})", image)
     shot(browser, "12-image-thumbnail")
+
+
+def test_head_tips_calls_executions_tool_ranges_and_a_diff(
+    browser: WebDriver, demo: tuple[Path, dict[str, str]], start_hub: Callable[..., Any]
+) -> None:
+    """Issue 17, item 13: the current branch, branch tips in the graph, a commit's tool calls linked to their
+    executions and back, where each version of a tool was in force, and the diff of two commits."""
+    path, ids = demo
+    with Tract.open(str(path)) as t:
+        (asking,) = t.find_tool_calls("research")
+        (research,) = t.tool_usages(name="research")
+        expected = t.diff(ids["annotate"], "explore")
+    hub = start_hub(store=path, command="view")
+
+    browser.get(f"{hub.url}/ui/")
+    current = browser.find_elements(By.CSS_SELECTOR, "tr.current")
+    assert [r.get_attribute("data-ref") for r in current] == [MAIN]
+    assert css(current[0], ".badge.head").text == "HEAD"
+
+    browser.get(f"{hub.url}/ui/log?ref={MAIN}")
+    tips = {
+        r.get_attribute("data-commit"): [b.text for b in r.find_elements(By.CSS_SELECTOR, ".badge.tip")]
+        for r in browser.find_elements(By.CSS_SELECTOR, "tr.commit-row")
+    }
+    assert tips[ids["compress"]] == ["HEAD → main"]
+    explore_tip = next(c for c, labels in tips.items() if labels == ["explore"])
+    assert sum(bool(labels) for labels in tips.values()) == 2
+
+    # the assistant message's call, its arguments as indented JSON, the execution it started
+    browser.get(f"{hub.url}/ui/commit/{asking.commit_id}?ref={MAIN}")
+    card = css(browser, "article.call#call-call-1")
+    assert css(card, ".tool-name").text == "research"
+    arguments = css(card, "pre.arguments").text
+    assert json.loads(arguments) == {"topic": "LMDB"}
+    assert '\n  "topic": "LMDB"\n' in arguments  # indented, not an escaped string
+    context_args = css(browser, f'article.message[data-commit="{asking.commit_id}"] .context-call pre')
+    assert json.loads(context_args.text) == {"topic": "LMDB"}
+    assert '\\"' not in context_args.text
+    browser.execute_script("arguments[0].scrollIntoView({block: 'center'})", card)
+    shot(browser, "13-commit-tool-calls")
+    browser.execute_script("arguments[0].scrollIntoView({block: 'center'})", context_args)
+    shot(browser, "14-context-tool-call-openai")
+    css(browser, 'a.tab[data-fmt="anthropic"]').click()
+    wait_for(browser, lambda d: "fmt=anthropic" in d.current_url, "the Anthropic tab")
+    tool_use = css(browser, ".messages article.role-assistant .context-call")
+    assert css(tool_use, ".tool-name").text == "research"
+    assert json.loads(css(tool_use, "pre").text) == {"topic": "LMDB"}
+    browser.execute_script("arguments[0].scrollIntoView({block: 'center'})", tool_use)
+    shot(browser, "15-context-tool-call-anthropic")
+    card = css(browser, "article.call#call-call-1")
+    link = css(card, "ul.executions a")
+    browser.execute_script("arguments[0].scrollIntoView({block: 'center'})", link)
+    link.click()
+
+    wait_for(browser, lambda d: "Tool usage on" in css(d, "h1").text, "the usage page")
+    execution = css(browser, f"details#u-{research.id}")
+    wait_for(browser, lambda d: execution.get_attribute("open") == "true", "the linked execution to open")
+    started = css(execution, "a.started-by")
+    assert started.get_attribute("href").endswith(
+        f"/ui/commit/{asking.commit_id}?ref=refs%2Fheads%2Fmain#call-call-1"
+    )
+    shot(browser, "16-usage-linked-execution")
+    browser.execute_script("arguments[0].scrollIntoView({block: 'center'})", started)
+    started.click()
+    wait_for(browser, lambda d: d.current_url.endswith("#call-call-1"), "back to the call")
+    assert css(browser, "article.call#call-call-1").is_displayed()
+
+    # where each version of the search tool was in force
+    browser.get(f"{hub.url}/ui/tool?name=search")
+    ranges = [
+        (r.get_attribute("data-version"), r.get_attribute("data-ref"), r.text)
+        for r in browser.find_elements(By.CSS_SELECTOR, "table.in-force tbody tr")
+    ]
+    assert [(v, ref) for v, ref, _ in ranges] == [
+        ("1", "refs/heads/explore"),
+        ("1", MAIN),
+        ("2", "refs/heads/explore"),
+        ("2", MAIN),
+    ]
+    assert ranges[3][2].endswith("tip 2")  # v2 on main: from the merge to the tip
+    assert ids["merge"][:12] in ranges[3][2]
+    assert explore_tip[:12] in ranges[2][2]
+    browser.execute_script("arguments[0].scrollIntoView({block: 'start'})", css(browser, "table.in-force"))
+    shot(browser, "17-tool-in-force")
+
+    # the diff of a commit with its parent, from the commit page
+    browser.get(f"{hub.url}/ui/commit/{ids['edit']}?ref={MAIN}")
+    css(browser, "a.diff-link").click()
+    wait_for(browser, lambda d: css(d, "h1").text == "Compare two commits", "the diff page")
+    (entry,) = browser.find_elements(By.CSS_SELECTOR, "article.diff-entry")
+    assert entry.get_attribute("data-change") == "modified"
+    assert "+And what about canonical CBOR?" in css(entry, "pre.diff").text
+    shot(browser, "18-diff-with-parent")
+
+    # any two revisions, picked in the form: messages and tools (search changed on explore)
+    form_a, form_b = css(browser, "input[name=a]"), css(browser, "input[name=b]")
+    form_a.clear()
+    form_a.send_keys(ids["annotate"][:10])
+    form_b.clear()
+    form_b.send_keys("explore")
+    css(browser, "form.diff-form button").click()
+    wait_for(browser, lambda d: "explore" in d.current_url, "the chosen diff")
+    shown = [
+        (e.get_attribute("data-change"), e.get_attribute("data-commit"))
+        for e in browser.find_elements(By.CSS_SELECTOR, "article.diff-entry")
+    ]
+    assert shown == [(e.change, e.commit_id) for e in expected.entries]
+    (tool,) = browser.find_elements(By.CSS_SELECTOR, "section.tool-change")
+    assert (tool.get_attribute("data-tool"), tool.get_attribute("data-change")) == ("search", "modified")
+    assert "newest first" in css(tool, ".diff-add").text
+    shot(browser, "19-diff-two-revisions")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from itertools import pairwise
 from pathlib import Path
+from typing import Any
 
 import pytest
 from engine.test_lanes import histories
@@ -165,7 +166,8 @@ def test_viewing_everything_writes_nothing(demo: tuple[Path, dict[str, str]]) ->
         for oid in ids.values():
             inspector.commit(oid, MAIN)
         inspector.usages(MAIN)
-        inspector.tool_versions("search")
+        inspector.tool_in_force(inspector.tool_versions("search"))
+        inspector.diff(ids["system"], "explore")
         assert store_image(st) == before
 
 
@@ -214,3 +216,157 @@ def test_graph_lanes_are_continuous_from_row_to_row(parents: list[tuple[int, ...
         assert len({b for a, b in row.bottom if a == row.lane}) == parents_of  # one line per parent
         assert row.width >= max([row.lane, *(x for s in (*row.top, *row.bottom) for x in s)]) + 1
     assert rows[-1].bottom == ()  # the oldest commit is a root: nothing below it
+
+
+def test_the_current_branch_is_heads_branch(demo: tuple[Path, dict[str, str]]) -> None:
+    path, _ = demo
+    with LmdbStore(path) as st:
+        inspector = Inspector(st)
+        assert [b.name for b in inspector.branches() if b.is_current] == ["main"]
+        assert inspector.current_branch() == MAIN
+    with Tract.open(str(path)) as t:
+        t.switch("explore")  # what `tractkv switch explore` does: the store's HEAD moves
+    with LmdbStore(path) as st:
+        assert [b.name for b in Inspector(st).branches() if b.is_current] == ["explore"]
+
+
+def test_graph_rows_name_the_branches_at_their_tips(demo: tuple[Path, dict[str, str]]) -> None:
+    path, ids = demo
+    with LmdbStore(path) as st:
+        explore = st.get_ref("refs/heads/explore")
+        st.set_ref("refs/remotes/origin/main", ids["edit"])  # a tracking branch behind main
+        st.set_ref("refs/heads/also", ids["compress"])
+        page = Inspector(st).graph_page(MAIN)
+    tips = {r.info.commit_id: r.tips for r in page.rows if r.tips}
+    assert page.current == MAIN
+    assert tips == {
+        ids["compress"]: (MAIN, "refs/heads/also"),  # HEAD's branch first, as `git log --decorate`
+        explore: ("refs/heads/explore",),
+        ids["edit"]: ("refs/remotes/origin/main",),
+    }
+
+
+def test_a_commit_lists_its_calls_and_the_executions_they_started(demo: tuple[Path, dict[str, str]]) -> None:
+    path, ids = demo
+    with Tract.open(str(path)) as t:
+        (asking,) = t.find_tool_calls("research")
+        (result,) = t.find_tool_results("research")
+        started = {u.id for u in t.tool_usages(commit=asking.commit_id) if u.parent_id is None}
+    with LmdbStore(path) as st:
+        inspector = Inspector(st)
+        view = inspector.commit(asking.commit_id, MAIN)
+        (call,) = view.calls
+        assert (call.call.id, call.call.name, call.call.arguments) == (
+            "call-1",
+            "research",
+            {"topic": "LMDB"},
+        )
+        assert {n.usage.id for n in call.executions} == started
+        (root,) = call.executions
+        assert [c.usage.tool_name for c in root.children] == ["search", "search", "lookup"]
+        assert root.usage.result_commit == result.commit_id
+        assert view.usage_ref == MAIN
+        # without a branch: HEAD's; the tool result shows the execution it answers
+        answered = inspector.commit(result.commit_id)
+        assert answered.usage_ref == MAIN
+        assert answered.calls == ()
+        assert [n.usage.id for n in answered.executions] == [root.usage.id]
+        # a branch that does not contain the commit: the commit's own history (no result there yet)
+        with Tract.open(str(path)) as t:
+            t.branch("early", ids["hostile"], switch=False)
+        elsewhere = inspector.commit(asking.commit_id, "refs/heads/early")
+        assert elsewhere.usage_ref is None
+        assert elsewhere.calls[0].executions == ()
+        assert inspector.commit(ids["system"], MAIN).calls == ()
+
+
+def _oracle_ranges(t: Tract, branch: str, schemas: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
+    """Where each version was in force along a branch's first-parent line, from compile itself
+    (``Tract.get_commit_tools`` at every commit): (version, first, last, commits, at tip)."""
+    chain = [t.get_commit(branch)]
+    while chain[-1].parent_ids:
+        chain.append(t.get_commit(chain[-1].parent_ids[0]))
+    out: list[tuple[Any, ...]] = []
+    open_: dict[int, list[Any]] = {}
+    for info in reversed(chain):
+        tools = t.get_commit_tools(info.commit_id)
+        present = {i for i, schema in enumerate(schemas, start=1) if schema in tools}
+        for v in [v for v in open_ if v not in present]:
+            out.append((v, *open_.pop(v), False))
+        for v in present:
+            if v in open_:
+                open_[v][1:] = [info.commit_id, open_[v][2] + 1]
+            else:
+                open_[v] = [info.commit_id, info.commit_id, 1]
+    out += [(v, *r, True) for v, r in open_.items()]
+    return sorted(out)
+
+
+def test_where_each_tool_version_was_in_force_agrees_with_compile(
+    demo: tuple[Path, dict[str, str]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path, ids = demo
+    with Tract.open(str(path)) as t:
+        t.switch("explore")
+        t.set_tools(t.get_commit_tools(ids["system"]) or None)  # back to no tools ...
+        t.user("no tools here")
+        t.set_tools(t.get_commit_tools(ids["annotate"]))  # ... then version 1 again: a second stretch
+        t.user("search v1 again")
+        t.switch("main")
+    with LmdbStore(path) as st:
+        inspector = Inspector(st)
+        versions = inspector.tool_versions("search")
+        ranges, cut = inspector.tool_in_force(versions)
+        assert not cut
+        with Tract.open(str(path)) as t:
+            for branch in ("main", "explore"):
+                expected = _oracle_ranges(t, branch, [v.schema for v in versions])
+                found = [
+                    (r.version, r.first, r.last, r.commits, r.at_tip)
+                    for r in ranges
+                    if r.ref == f"refs/heads/{branch}"
+                ]
+                assert sorted(found) == expected, branch
+        main_v2 = [r for r in ranges if r.ref == MAIN and r.version == 2]
+        assert [(r.first, r.at_tip) for r in main_v2] == [(ids["merge"], True)]  # in force from the merge
+        assert len([r for r in ranges if r.ref == "refs/heads/explore" and r.version == 1]) == 2
+        # a long branch: only its newest commits are searched, the first of them compiled
+        monkeypatch.setattr("tractkv.view.inspector.FORCE_CHAIN", 3)
+        short, cut = Inspector(st).tool_in_force(versions)
+        assert cut
+        meanwhile = st.get_commit(ids["merge"]).parents[0]
+        assert [(r.version, r.first, r.last, r.commits, r.at_tip) for r in short if r.ref == MAIN] == [
+            (1, meanwhile, meanwhile, 1, False),
+            (2, ids["merge"], ids["compress"], 2, True),
+        ]
+
+
+def test_diff_of_two_revisions_is_the_librarys_diff_plus_tools(demo: tuple[Path, dict[str, str]]) -> None:
+    path, ids = demo
+    with Tract.open(str(path)) as t:
+        expected = t.diff(ids["annotate"], "explore")
+        edit = t.diff(ids["question"], ids["edit"])
+    with LmdbStore(path) as st:
+        before = store_image(st)
+        inspector = Inspector(st)
+        view = inspector.diff(ids["annotate"][:10], "explore")
+        assert view.context == expected
+        assert view.a.commit_id == ids["annotate"]
+        assert view.b.commit_id == st.get_ref("refs/heads/explore")
+        (tool,) = view.tools
+        assert (tool.name, tool.change) == ("search", "modified")
+        assert ("add", '+    "description": "Search the notes (newest first) for a query.",') in tool.lines
+        assert view.same_tools == 2
+        assert inspector.diff(ids["question"], ids["edit"]).context == edit
+        assert [e.change for e in edit.entries] == ["modified"]
+        # from no tools to three; a revision with ~
+        added = inspector.diff(ids["system"], "main~1")
+        assert {(c.name, c.change) for c in added.tools} == {
+            ("research", "added"),
+            ("search", "added"),
+            ("lookup", "added"),
+        }
+        assert inspector.diff("main", "main").context.entries == ()
+        with pytest.raises(UnknownRevision):
+            inspector.diff("nope", "main")
+        assert store_image(st) == before

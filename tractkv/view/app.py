@@ -202,6 +202,7 @@ class Viewer:
             Route("/ui/usage", self._page(self.usage), methods=["GET"]),
             Route("/ui/tools", self._page(self.tools), methods=["GET"]),
             Route("/ui/tool", self._page(self.tool), methods=["GET"]),
+            Route("/ui/diff", self._page(self.diff), methods=["GET"]),
             Route("/ui/events", self.events, methods=["GET"]),
             Route("/ui/static/{name}", self.static, methods=["GET"]),
             Route("/ui/login", self.login_form, methods=["GET"]),
@@ -342,7 +343,18 @@ class Viewer:
         a = _int(request, "a", max(1, b - 1))
         if not (1 <= a <= len(versions) and 1 <= b <= len(versions)):
             raise InvalidInput(f"versions are numbered 1 to {len(versions)}")
-        return f"Tool {name}", pages.tool_body(name, versions, a, b), None, False
+        ranges, cut = self.inspector.tool_in_force(versions)
+        return f"Tool {name}", pages.tool_body(name, versions, a, b, ranges, cut), None, False
+
+    def diff(self, request: Request) -> PageResult:
+        """``/ui/diff?a=REV&b=REV``: what changed from one commit to another (a form without both)."""
+        a, b = request.query_params.get("a", ""), request.query_params.get("b", "")
+        ref = request.query_params.get("ref") or None
+        if ref is not None:
+            self.inspector.branch_head(ref)  # the branch the page's links stay on: refused when it is none
+        view = self.inspector.diff(a, b) if a and b else None
+        title = f"Diff {a} → {b}" if view else "Compare two commits"
+        return title, pages.diff_body(view, a, b, ref), ref, False
 
     # --- live updates, static files, sign-in ------------------------------------------------------------
 

@@ -18,25 +18,29 @@ import attrs
 
 from tractkv.engine import graph
 from tractkv.engine.commit_info import commit_info
-from tractkv.engine.content import ANNOTATION
+from tractkv.engine.content import ANNOTATION, ToolCall
+from tractkv.engine.diff import diff_states
 from tractkv.engine.lanes import LaneLayout
-from tractkv.engine.records import CommitInfo, CompiledContext, timestamp
-from tractkv.engine.refs import HEADS, REMOTES
+from tractkv.engine.records import CommitInfo, CompiledContext, ContextDiff, timestamp
+from tractkv.engine.refs import HEADS, REMOTES, read_head, resolve_revision
 from tractkv.engine.session import Session
 from tractkv.engine.state import CompileState
 from tractkv.engine.tokens import TokenCounter
+from tractkv.engine.toolsets import schema_name
 from tractkv.engine.usage_rows import USAGE_LINK
 from tractkv.engine.usage_stats import ToolStats, usage_stats
-from tractkv.engine.usage_tree import STATUSES, UsageNode, flatten, usage_forest
+from tractkv.engine.usage_tree import STATUSES, UsageNode, flatten, select_trees, usage_forest
 from tractkv.errors import InvalidInput, ObjectNotFound, UnknownRevision
 from tractkv.ids import ObjectId, is_object_id
-from tractkv.model import Blob, Commit, ToolSchema
+from tractkv.model import Blob, Commit, ToolSchema, ToolSet
 from tractkv.store import Reader, Store, Table
 
 PAGE_COMMITS = 100  # commits per graph page
 PAGE_GROUPS = 50  # messages (usage groups) per usage page
 MAX_PAGE = 1000  # the largest page a request may ask for
 SUMMARIES = 4096  # branch-head summaries kept (commit, message and token counts at a commit id)
+FORCE_CHAIN = 10_000  # first-parent commits per branch searched for where a tool version was in force
+FORCE_TIPS = 256  # branch tips whose tool-set runs are kept
 
 
 @attrs.frozen(kw_only=True)
@@ -49,6 +53,7 @@ class BranchSummary:
     message_count: int
     token_count: int
     last_activity: datetime | None
+    is_current: bool = False  # HEAD's branch (what the next `tractkv commit` writes to)
 
 
 @attrs.frozen(kw_only=True)
@@ -65,12 +70,14 @@ class GraphRow:
     top: tuple[tuple[int, int], ...]
     bottom: tuple[tuple[int, int], ...]
     width: int
+    tips: tuple[str, ...] = ()  # the branches (full refs) whose tip this commit is, as `git log --decorate`
 
 
 @attrs.frozen(kw_only=True)
 class GraphPage:
     ref: str
     head: ObjectId | None
+    current: str | None  # HEAD's branch ref (None when HEAD is detached)
     rows: tuple[GraphRow, ...]
     start: int
     limit: int
@@ -86,6 +93,14 @@ class Annotation:
 
 
 @attrs.frozen(kw_only=True)
+class CallView:
+    """One tool call of an assistant message and the top-level executions it started."""
+
+    call: ToolCall
+    executions: tuple[UsageNode, ...]
+
+
+@attrs.frozen(kw_only=True)
 class CommitView:
     info: CommitInfo
     links: dict[str, tuple[ObjectId, ...]]
@@ -95,6 +110,9 @@ class CommitView:
     message_annotations: dict[ObjectId, Annotation]  # message commit -> its annotation, in the context
     usage_count: int
     ref: str | None
+    calls: tuple[CallView, ...] = ()  # the tool calls this commit's message makes, with their executions
+    executions: tuple[UsageNode, ...] = ()  # the executions started by or answered in this commit
+    usage_ref: str | None = None  # the branch whose history was searched for them (None: the commit's own)
 
 
 @attrs.frozen(kw_only=True)
@@ -128,6 +146,46 @@ class ToolVersion:
     text: str  # the schema as indented JSON with sorted keys (what the diff compares)
 
 
+@attrs.frozen(kw_only=True)
+class ForceRange:
+    """A stretch of a branch's first-parent line where one version of a tool was in the tools in force."""
+
+    version: int  # 1-based, as the tool page numbers versions
+    ref: str
+    first: ObjectId  # the oldest commit of the stretch
+    last: ObjectId  # the newest
+    commits: int
+    at_tip: bool  # still in force at the branch's tip
+
+
+@attrs.frozen(kw_only=True)
+class ToolChange:
+    """A tool that differs between two commits' tools in force (by name)."""
+
+    name: str
+    change: str  # added, removed, modified
+    lines: tuple[tuple[str, str], ...]  # the schema's line diff (:func:`text_diff`)
+
+
+@attrs.frozen(kw_only=True)
+class DiffView:
+    """Two commits and what changed from the first to the second: messages and tools."""
+
+    a: CommitInfo
+    b: CommitInfo
+    context: ContextDiff  # the library's message-level diff (:func:`tractkv.engine.diff.diff_states`)
+    tools: tuple[ToolChange, ...]
+    same_tools: int  # tools in force at both, unchanged
+
+
+@attrs.frozen(kw_only=True)
+class _Run:
+    toolset: ObjectId | None
+    first: ObjectId
+    last: ObjectId
+    commits: int
+
+
 class Inspector:
     """Read-only queries over one store, shared by concurrent requests (compile states are cached)."""
 
@@ -139,6 +197,7 @@ class Inspector:
         self.counter = self.session.counter
         self._lock = threading.Lock()  # the session's compile cache is not thread-safe
         self._summaries: OrderedDict[ObjectId, tuple[int, int, int, int | None]] = OrderedDict()
+        self._runs: OrderedDict[ObjectId, tuple[tuple[_Run, ...], bool]] = OrderedDict()
 
     def _compiled(self, oid: ObjectId | None) -> tuple[CompileState, CompiledContext]:
         """The (shared, read-only) compile state at ``oid`` and its context. Under the lock: the compiler's
@@ -162,8 +221,13 @@ class Inspector:
             raise UnknownRevision(ref)
         return ObjectId(value) if is_object_id(value) else None
 
+    def current_branch(self) -> str | None:
+        """HEAD's branch ref (the store's HEAD, as the CLI reads it), or None when HEAD is detached."""
+        return read_head(self.store)[0]
+
     def branches(self) -> list[BranchSummary]:
         out = []
+        current = self.current_branch()
         for ref, value in self.refs().items():
             head = ObjectId(value) if is_object_id(value) else None
             commits, messages, tokens, last = self._head_summary(head)
@@ -178,6 +242,7 @@ class Inspector:
                     message_count=messages,
                     token_count=tokens,
                     last_activity=timestamp(last) if last is not None else None,
+                    is_current=ref == current,
                 )
             )
         out.sort(key=lambda b: (b.is_remote, b.name))
@@ -215,6 +280,10 @@ class Inspector:
         head = self.branch_head(ref)
         rows: list[GraphRow] = []
         more = False
+        tips: dict[str, list[str]] = {}
+        for name, value in self.refs().items():
+            tips.setdefault(value, []).append(name)
+        current = self.current_branch()
         if head is not None:
             layout = LaneLayout()
             with self.store.snapshot() as reader:
@@ -227,10 +296,20 @@ class Inspector:
                         continue
                     row = layout.place(oid, commit.parents)
                     info = commit_info(reader, oid, commit, self.counter)
+                    named = sorted(tips.get(oid, ()), key=lambda r: (r != current, r.startswith(REMOTES), r))
                     rows.append(
-                        GraphRow(info=info, lane=row.lane, top=row.top, bottom=row.bottom, width=row.width)
+                        GraphRow(
+                            info=info,
+                            lane=row.lane,
+                            top=row.top,
+                            bottom=row.bottom,
+                            width=row.width,
+                            tips=tuple(named),
+                        )
                     )
-        return GraphPage(ref=ref, head=head, rows=tuple(rows), start=start, limit=limit, more=more)
+        return GraphPage(
+            ref=ref, head=head, current=current, rows=tuple(rows), start=start, limit=limit, more=more
+        )
 
     # --- one commit ----------------------------------------------------------------------------------
 
@@ -274,6 +353,13 @@ class Inspector:
             a.commit != message_annotations[oid].commit for a in annotations
         ):
             annotations.append(message_annotations[oid])
+        calls: tuple[ToolCall, ...] = ()
+        if oid in context.commit_ids:  # the commit's own message (an edit shows under its target)
+            calls = context.messages[context.commit_ids.index(oid)].tool_calls
+        usage_ref: str | None = ref
+        trees: list[UsageNode] = []
+        if calls or commit.links.get(USAGE_LINK):  # only these start or answer executions: one history walk
+            usage_ref, trees = self._executions(oid, ref)
         return CommitView(
             info=info,
             links=dict(commit.links),
@@ -283,7 +369,33 @@ class Inspector:
             message_annotations=message_annotations,
             usage_count=len(commit.links.get(USAGE_LINK, ())),
             ref=ref,
+            calls=tuple(
+                CallView(
+                    call=c,
+                    executions=tuple(
+                        t for t in trees if t.usage.commit_id == oid and t.usage.tool_call_id == c.id
+                    ),
+                )
+                for c in calls
+            ),
+            executions=tuple(trees),
+            usage_ref=usage_ref,
         )
+
+    def _executions(self, oid: ObjectId, ref: str | None) -> tuple[str | None, list[UsageNode]]:
+        """The usage trees started by (an assistant commit's calls) or answered in (a tool result) ``oid``,
+        found in the history of ``ref`` (default: HEAD's branch) when it contains the commit, else in the
+        commit's own history; and the branch searched (None: the commit's own history)."""
+        search = ref if ref is not None else self.current_branch()
+        with self.store.snapshot() as reader:
+            tip = None
+            if search is not None and reader.get_ref(search) is not None:
+                head = self.branch_head(search)
+                if head is not None and graph.is_ancestor(reader, oid, head):
+                    tip = head
+            if tip is None:
+                search, tip = None, oid
+            return search, select_trees(usage_forest(reader, tip), oid)
 
     @staticmethod
     def _annotation(reader: Reader, oid: ObjectId) -> Annotation | None:
@@ -387,11 +499,122 @@ class Inspector:
             raise ObjectNotFound(f"tool {name!r}")
         return out
 
+    def tool_in_force(self, versions: list[ToolVersion]) -> tuple[list[ForceRange], bool]:
+        """Where each version (of one tool, as :meth:`tool_versions` lists them) was in the tools in force:
+        the stretches of every branch's first-parent line, oldest first by version then branch. Also whether
+        some branch is longer than the ``FORCE_CHAIN`` commits searched (then only its newest are)."""
+        number = {v.oid: i for i, v in enumerate(versions, start=1)}
+        out: list[ForceRange] = []
+        cut = False
+        toolsets: dict[ObjectId | None, frozenset[ObjectId]] = {None: frozenset()}
+        for ref, value in self.refs().items():
+            if not is_object_id(value):
+                continue
+            runs, clipped = self._toolset_runs(ObjectId(value))
+            cut = cut or clipped
+            open_: dict[ObjectId, ForceRange] = {}  # version id -> its stretch reaching the previous run
+            for run in runs:
+                if run.toolset is not None and run.toolset not in toolsets:
+                    found = self.store.get(run.toolset)
+                    toolsets[run.toolset] = (
+                        frozenset(found.tools) if isinstance(found, ToolSet) else frozenset()
+                    )
+                present = toolsets[run.toolset] & number.keys()
+                for oid in list(open_):
+                    if oid not in present:
+                        out.append(open_.pop(oid))
+                for oid in present:
+                    before = open_.get(oid)
+                    open_[oid] = ForceRange(
+                        version=number[oid],
+                        ref=ref,
+                        first=before.first if before else run.first,
+                        last=run.last,
+                        commits=(before.commits if before else 0) + run.commits,
+                        at_tip=False,
+                    )
+            out += [attrs.evolve(r, at_tip=True) for r in open_.values()]
+        out.sort(key=lambda r: (r.version, r.ref.startswith(REMOTES), r.ref))
+        return out, cut
+
+    def _toolset_runs(self, tip: ObjectId) -> tuple[tuple[_Run, ...], bool]:
+        """The tool set in force along the first-parent line to ``tip`` (at most ``FORCE_CHAIN`` commits,
+        oldest first) as runs of commits sharing one; and whether the line was longer. A commit with one
+        parent takes its own tool set, else its parent's (:mod:`tractkv.engine.state`); a merge's, and the
+        first searched commit's when the line was cut, come from the compile state. Cached by tip."""
+        with self._lock:
+            cached = self._runs.get(tip)
+            if cached is not None:
+                self._runs.move_to_end(tip)
+                return cached
+        chain: list[tuple[ObjectId, Commit]] = []
+        with self.store.snapshot() as reader:
+            for oid, commit in graph.first_parent_chain(reader, tip):
+                if len(chain) == FORCE_CHAIN:
+                    break
+                chain.append((oid, commit))
+        clipped = bool(chain) and bool(chain[-1][1].parents)
+        runs: list[_Run] = []
+        current: ObjectId | None = None
+        for index, (oid, commit) in enumerate(reversed(chain)):
+            if len(commit.parents) > 1 or (index == 0 and clipped):
+                current = self._compiled(oid)[0].tools
+            elif commit.tools is not None:
+                current = commit.tools
+            if runs and runs[-1].toolset == current:
+                runs[-1] = attrs.evolve(runs[-1], last=oid, commits=runs[-1].commits + 1)
+            else:
+                runs.append(_Run(toolset=current, first=oid, last=oid, commits=1))
+        result = (tuple(runs), clipped)
+        with self._lock:
+            self._runs[tip] = result
+            while len(self._runs) > FORCE_TIPS:
+                self._runs.popitem(last=False)
+        return result
+
+    # --- the difference between two commits ----------------------------------------------------------
+
+    def resolve_revision(self, rev: str) -> ObjectId:
+        """A revision as the CLI takes it (an id or prefix, a branch, ``HEAD``, ``main~2``...) as a commit id;
+        ``HEAD`` is the store's."""
+        return resolve_revision(self.store, rev)
+
+    def diff(self, a: str, b: str) -> DiffView:
+        """What changed from revision ``a`` to ``b``: the messages of their compiled contexts (the library's
+        diff, as ``tractkv diff`` shows it) and the tools in force, by name."""
+        oid_a, oid_b = self.resolve_revision(a), self.resolve_revision(b)
+        with self._lock:  # a state's rendered view is built lazily, and requests share the states
+            session = self.session
+            # a copy: compiling ``b`` may extend the cached state of its ancestor ``a`` in place
+            state_a = session.compiler.state_at(session.reader(), oid_a).copy()
+            state_b = session.compiler.state_at(session.reader(), oid_b)
+            changes = diff_states(self.store, state_a, state_b, self.counter)
+            tools_a, tools_b = session.tools_of(state_a.tools), session.tools_of(state_b.tools)
+        before = {schema_name(t): t for t in tools_a}
+        after = {schema_name(t): t for t in tools_b}
+        tools: list[ToolChange] = []
+        for name in [*before, *(n for n in after if n not in before)]:
+            old, new = before.get(name), after.get(name)
+            if old == new:
+                continue
+            change = "added" if old is None else "removed" if new is None else "modified"
+            lines = text_diff(_schema_text(old) if old else "", _schema_text(new) if new else "")
+            tools.append(ToolChange(name=name, change=change, lines=tuple(lines)))
+        info_a = commit_info(self.store, oid_a, self.store.get_commit(oid_a), self.counter)
+        info_b = commit_info(self.store, oid_b, self.store.get_commit(oid_b), self.counter)
+        same = sum(1 for name, tool in after.items() if before.get(name) == tool)
+        return DiffView(a=info_a, b=info_b, context=changes, tools=tuple(tools), same_tools=same)
+
 
 def tool_diff(old: ToolVersion, new: ToolVersion) -> list[tuple[str, str]]:
-    """A line diff of two versions' JSON: (kind, line) with kind ``add``, ``del``, ``hunk`` or ``same``."""
+    """A line diff of two versions' JSON (:func:`text_diff`)."""
+    return text_diff(old.text, new.text)
+
+
+def text_diff(old: str, new: str) -> list[tuple[str, str]]:
+    """A unified line diff: (kind, line) with kind ``add``, ``del``, ``hunk`` or ``same``."""
     out = []
-    lines = difflib.unified_diff(old.text.splitlines(), new.text.splitlines(), lineterm="", n=3)
+    lines = difflib.unified_diff(old.splitlines(), new.splitlines(), lineterm="", n=3)
     for line in lines:
         if line.startswith(("---", "+++")):
             continue

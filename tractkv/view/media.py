@@ -83,6 +83,19 @@ def _block(block: object, media: MediaIndex) -> Markup:
             else el("pre", str(inner or ""), class_="text")
         )
         return el("div", head, body, class_="block tool-result")
+    if kind == "tool_use":  # an Anthropic tool call: its input as indented JSON, like OpenAI's arguments
+        head = join(
+            el("span", "call ", class_="key"),
+            el("span", str(block.get("name")), class_="tool-name"),
+            " ",
+            el("code", str(block.get("id")), class_="call-id"),
+        )
+        return el(
+            "div",
+            el("div", head),
+            el("pre", pretty_json(block.get("input")), class_="json"),
+            class_="context-call",
+        )
     if kind == "thinking":
         return el("details", el("summary", "thinking"), el("pre", str(block.get("thinking")), class_="text"))
     if kind == "redacted_thinking":

@@ -6,12 +6,14 @@ store is escaped. A page's ``body`` is also what a live refresh fetches (``?frag
 
 from __future__ import annotations
 
+import json
 from datetime import datetime
 from typing import Any
 from urllib.parse import urlencode
 
+from tractkv.engine.content import Message, ToolCall
 from tractkv.engine.describe import describe_commit
-from tractkv.engine.records import CommitInfo
+from tractkv.engine.records import CommitInfo, DiffEntry
 from tractkv.engine.toolsets import read_stored, schema_name
 from tractkv.engine.usage_stats import ToolStats
 from tractkv.engine.usage_tree import RERUNNABLE, STATUSES, UsageNode
@@ -20,11 +22,15 @@ from tractkv.ids import ObjectId
 from .html import Markup, el, join, pretty_json
 from .inspector import (
     BranchSummary,
+    CallView,
     CommitView,
+    DiffView,
+    ForceRange,
     GraphPage,
     GraphRow,
     ToolVersion,
     UsagePage,
+    text_diff,
     tool_diff,
 )
 from .media import MediaIndex, content_blocks, elide_media, media_index
@@ -35,6 +41,7 @@ PREVIEW = 140  # characters of a message shown in one graph row
 SHOWN_RESULT = 1_000  # characters of a usage result shown before "show all"
 SHOWN_ARGS = 4_000
 CONTEXT_PAGE = 200  # messages of a compiled context per commit page
+DIFF_SHOWN = 500  # changed messages shown on a diff page (the counts cover them all)
 
 FORMATS = ("openai", "anthropic")
 
@@ -63,7 +70,11 @@ def commit_link(oid: str | None, ref: str | None = None) -> Markup:
 
 
 def nav(ref: str | None = None, *, sign_out: bool = False) -> Markup:
-    items = [el("a", "Branches", href="/ui/"), el("a", "Tools", href="/ui/tools")]
+    items = [
+        el("a", "Branches", href="/ui/"),
+        el("a", "Tools", href="/ui/tools"),
+        el("a", "Compare", href="/ui/diff"),
+    ]
     if ref is not None:
         items += [
             el("span", ref.removeprefix("refs/heads/").removeprefix("refs/remotes/"), class_="ref"),
@@ -79,6 +90,38 @@ def preview(info: CommitInfo) -> str:
     """One line describing a commit (:func:`tractkv.engine.describe.describe_commit`, as the CLI and the
     built-in tools describe it), cut to ``PREVIEW`` characters."""
     return describe_commit(info).line(PREVIEW)
+
+
+def branch_name(ref: str) -> str:
+    """A branch ref as people name it: ``main`` for refs/heads/main, ``origin/main`` for a tracking one."""
+    return ref.removeprefix("refs/heads/").removeprefix("refs/remotes/")
+
+
+def ref_badges(refs: tuple[str, ...], current: str | None) -> Markup:
+    """Branch labels, as ``git log --decorate`` shows them: ``HEAD → main`` for HEAD's branch."""
+    out = []
+    for ref in refs:
+        if ref == current:
+            out.append(el("span", "HEAD → ", branch_name(ref), class_="badge tip head", title=ref))
+        else:
+            kind = "remote" if ref.startswith("refs/remotes/") else "local"
+            out.append(el("span", branch_name(ref), class_=f"badge tip kind-{kind}", title=ref))
+    return join(out)
+
+
+def status_badge(status: str) -> Markup:
+    return el("span", status, class_=f"badge status-{_css(status)}")
+
+
+def call_arguments(arguments: Any) -> Markup:
+    """Tool-call arguments as indented JSON (a JSON string, as OpenAI sends them, is decoded first; text that
+    is not JSON is shown as it is)."""
+    if isinstance(arguments, str):
+        try:
+            arguments = json.loads(arguments)
+        except ValueError:
+            return el("pre", arguments, class_="json arguments")
+    return _clip(pretty_json(arguments), SHOWN_ARGS, "json arguments")
 
 
 def _clip(text: str, limit: int, name: str) -> Markup:
@@ -105,7 +148,14 @@ def branches_body(branches: list[BranchSummary]) -> Markup:
     rows = [
         el(
             "tr",
-            el("td", el("a", b.name, href=url("/ui/log", ref=b.ref), class_="branch")),
+            el(
+                "td",
+                el("a", b.name, href=url("/ui/log", ref=b.ref), class_="branch"),
+                " ",
+                el("span", "HEAD", class_="badge head", title="the current branch (HEAD)")
+                if b.is_current
+                else None,
+            ),
             el("td", el("span", _kind(b), class_=f"badge kind-{_kind(b)}")),
             el("td", commit_link(b.head, b.ref)),
             el("td", f"{b.commit_count:,}", class_="num"),
@@ -114,6 +164,8 @@ def branches_body(branches: list[BranchSummary]) -> Markup:
             el("td", when(b.last_activity)),
             el("td", el("a", "tool usage", href=url("/ui/usage", ref=b.ref))),
             data_ref=b.ref,
+            class_="current" if b.is_current else None,
+            aria_current="true" if b.is_current else None,
         )
         for b in branches
     ]
@@ -181,7 +233,12 @@ def graph_body(page: GraphPage) -> Markup:
                 el("td", el("a", short(info.commit_id), href=href, class_="oid", title=info.commit_id)),
                 el("td", el("span", info.operation, class_=f"badge op-{_css(info.operation)}")),
                 el("td", described.role or "", class_="role"),
-                el("td", el("a", described.line(PREVIEW), href=href, class_="preview")),
+                el(
+                    "td",
+                    ref_badges(row.tips, page.current) if row.tips else None,
+                    el("a", described.line(PREVIEW), href=href, class_="preview"),
+                    class_="content",
+                ),
                 el("td", f"{info.token_count:,}" if info.token_count else "", class_="num"),
                 el("td", when(info.created_at)),
                 data_commit=info.commit_id,
@@ -233,6 +290,7 @@ def commit_body(view: CommitView, fmt: str, first: int | None = None) -> Markup:
         ("Summary", el("span", preview(info), class_="summary")),
         ("Created", when(info.created_at)),
         ("Parents", join([commit_link(p, view.ref) for p in info.parent_ids]) or "none (root)"),
+        ("Compare", _compare_links(info, view.ref)),
     ]
     if info.role:
         facts.append(("Role", info.role))
@@ -267,6 +325,18 @@ def commit_body(view: CommitView, fmt: str, first: int | None = None) -> Markup:
         if info.content is not None
         else el("p", "No content (bookkeeping commit).", class_="muted"),
     ]
+    if view.calls:
+        sections += [
+            el("h2", f"Tool calls ({len(view.calls)})"),
+            join(_call_card(c, view) for c in view.calls),
+        ]
+    by_calls = {id(n) for c in view.calls for n in c.executions}
+    answered = [n for n in view.executions if id(n) not in by_calls]
+    if answered:
+        sections += [
+            el("h2", "Tool executions answered here" if info.reply_to else "Tool executions"),
+            executions_list(answered, view.usage_ref, info.commit_id),
+        ]
     if info.metadata:
         sections += [el("h2", "Metadata"), el("pre", pretty_json(info.metadata), class_="json")]
     if info.generation_config:
@@ -298,6 +368,58 @@ def commit_body(view: CommitView, fmt: str, first: int | None = None) -> Markup:
     sections += [el("h2", f"Tools in force ({len(view.tools)})"), tools_list(view.tools)]
     sections.append(context_section(view, fmt, first))
     return join(sections)
+
+
+def _compare_links(info: CommitInfo, ref: str | None) -> Markup:
+    links = []
+    for i, parent in enumerate(info.parent_ids, start=1):
+        label = "diff with parent" if len(info.parent_ids) == 1 else f"diff with parent {i}"
+        links.append(
+            el("a", label, href=url("/ui/diff", a=parent, b=info.commit_id, ref=ref), class_="diff-link")
+        )
+    links.append(el("a", "compare with…", href=url("/ui/diff", b=info.commit_id, ref=ref)))
+    return join(links)
+
+
+def _call_card(view: CallView, commit: CommitView) -> Markup:
+    call = view.call
+    if view.executions:
+        runs = executions_list(view.executions, commit.usage_ref, commit.info.commit_id)
+    else:
+        where = f"on {branch_name(commit.usage_ref)}" if commit.usage_ref else "in this commit's history"
+        runs = el("p", f"No recorded execution {where}.", class_="muted")
+    return el(
+        "article",
+        el(
+            "header",
+            el("a", call.name, href=url("/ui/tool", name=call.name), class_="tool-name"),
+            el("code", call.id, class_="call-id", title="tool call id"),
+        ),
+        el("div", el("span", "arguments", class_="key"), call_arguments(call.arguments)),
+        el("div", el("span", "executions", class_="key"), runs),
+        id=f"call-{call.id}",
+        class_="call",
+    )
+
+
+def executions_list(nodes: list[UsageNode] | tuple[UsageNode, ...], ref: str | None, commit: str) -> Markup:
+    """Top-level executions as one line each, linked to their place on the usage page."""
+    items = []
+    for node in nodes:
+        u = node.usage
+        href = url("/ui/usage", ref=ref, commit=commit) + f"#u-{u.id}"
+        items.append(
+            el(
+                "li",
+                status_badge(u.status),
+                el("a", "execution of ", el("span", u.tool_name, class_="tool-name"), href=href),
+                el("span", "" if u.duration_ms is None else f"{u.duration_ms:,.1f} ms", class_="muted"),
+                el("span", f"{len(node.children)} nested", class_="muted") if node.children else None,
+                join("answered in ", commit_link(u.result_commit, ref)) if u.result_commit else None,
+                data_usage=u.id,
+            )
+        )
+    return el("ul", items, class_="executions")
 
 
 def tools_list(tools: tuple[dict[str, Any], ...] | list[dict[str, Any]]) -> Markup:
@@ -436,18 +558,45 @@ def _message_card(
         header.append(el("span", annotation.priority, class_=f"badge priority-{_css(annotation.priority)}"))
     body = []
     for key, value in message.items():
-        if key == "role":
-            continue
+        if key == "role" or (key == "content" and value is None and "tool_calls" in message):
+            continue  # an assistant message that only calls tools: its calls say it all
         if key == "content" and isinstance(value, str):
             body.append(el("pre", value, class_="text"))
         elif key == "content" and isinstance(value, list):  # parts / blocks: text, thumbnails, markers
             body.append(el("div", content_blocks(value, media), class_="blocks"))
+        elif key == "tool_calls" and isinstance(value, list):
+            body.append(el("div", [_context_call(c) for c in value], class_="calls"))
         else:
             body.append(
                 el("div", el("span", key, class_="key"), el("pre", pretty_json(value), class_="json"))
             )
     current = " current" if commit == view.info.commit_id else ""
-    return el("article", el("header", header), body, class_=f"message role-{_css(role)}{current}")
+    return el(
+        "article",
+        el("header", header),
+        body,
+        class_=f"message role-{_css(role)}{current}",
+        data_commit=commit,
+    )
+
+
+def _context_call(call: Any) -> Markup:
+    """One call of a request's ``tool_calls`` (OpenAI's shape): its name and id, the arguments as JSON."""
+    function = call.get("function") if isinstance(call, dict) else None
+    if not isinstance(function, dict):
+        return el("pre", pretty_json(call), class_="json")
+    return el(
+        "div",
+        el(
+            "div",
+            el("span", "call ", class_="key"),
+            el("span", str(function.get("name")), class_="tool-name"),
+            " ",
+            el("code", str(call.get("id")), class_="call-id"),
+        ),
+        call_arguments(function.get("arguments")),
+        class_="context-call",
+    )
 
 
 # --- tool usages -----------------------------------------------------------------------------------------
@@ -578,6 +727,17 @@ def usage_node(node: UsageNode, page: UsagePage, depth: int) -> Markup:
             el("div", el("span", "result" + note, class_="key"), _clip(u.result, SHOWN_RESULT, "text result"))
         )
     refs = []
+    if u.commit_id:
+        target = url(f"/ui/commit/{u.commit_id}", ref=page.ref) + (
+            f"#call-{u.tool_call_id}" if u.tool_call_id else ""
+        )
+        refs.append(
+            join(
+                "started by ",
+                join("call ", el("code", u.tool_call_id), " in ") if u.tool_call_id else None,
+                el("a", short(u.commit_id), href=target, class_="oid started-by", title=u.commit_id),
+            )
+        )
     if u.result_commit:
         refs.append(join("answered in ", commit_link(u.result_commit, page.ref)))
     if u.heads:
@@ -585,7 +745,7 @@ def usage_node(node: UsageNode, page: UsagePage, depth: int) -> Markup:
     if u.rerun_of:
         refs.append(join("re-run of ", el("a", u.rerun_of, href=f"#u-{u.rerun_of}")))
     if refs:
-        detail.append(el("div", refs, class_="fact"))
+        detail.append(el("div", [el("span", r) for r in refs], class_="fact refs"))
     if u.status in RERUNNABLE and u.parent_id is None and u.result_commit is not None:
         # The viewer never writes (see docs/ARCHITECTURE.md, Viewer): it shows the command that re-runs it.
         detail.append(
@@ -632,7 +792,9 @@ def tools_index_body(names: list[tuple[str, int]]) -> Markup:
     )
 
 
-def tool_body(name: str, versions: list[ToolVersion], a: int, b: int) -> Markup:
+def tool_body(
+    name: str, versions: list[ToolVersion], a: int, b: int, ranges: list[ForceRange], cut: bool = False
+) -> Markup:
     items = []
     for i, v in enumerate(versions, start=1):
         items.append(
@@ -644,7 +806,13 @@ def tool_body(name: str, versions: list[ToolVersion], a: int, b: int) -> Markup:
                 id=f"v{i}",
             )
         )
-    parts = [el("h1", "Tool ", el("code", name)), el("h2", f"Versions ({len(versions)})"), join(items)]
+    parts = [
+        el("h1", "Tool ", el("code", name)),
+        el("h2", f"Versions ({len(versions)})"),
+        join(items),
+        el("h2", "Where each version was in force"),
+        in_force_table(ranges, cut),
+    ]
     if len(versions) > 1:
         choose = el(
             "form",
@@ -657,13 +825,45 @@ def tool_body(name: str, versions: list[ToolVersion], a: int, b: int) -> Markup:
             class_="filters",
         )
         lines = tool_diff(versions[a - 1], versions[b - 1])
-        diff = (
-            el("pre", [el("span", line + "\n", class_=f"diff-{kind}") for kind, line in lines], class_="diff")
-            if lines
-            else el("p", "The two versions are identical.", class_="muted")
-        )
+        diff = _diff_lines(lines) if lines else el("p", "The two versions are identical.", class_="muted")
         parts += [el("h2", f"Diff: version {a} → version {b}"), choose, diff]
     return join(parts)
+
+
+def in_force_table(ranges: list[ForceRange], cut: bool) -> Markup:
+    """Per version, the stretches of each branch's first-parent line whose tools in force held it."""
+    note = el(
+        "p",
+        "Along each branch's first-parent line (merged-in commits count under the merge), oldest to newest.",
+        " Only the newest commits of long branches were searched." if cut else None,
+        class_="muted",
+    )
+    if not ranges:
+        return join(note, el("p", "No version of this tool is in force on any branch.", class_="empty"))
+    rows = [
+        el(
+            "tr",
+            el("td", el("a", f"v{r.version}", href=f"#v{r.version}")),
+            el("td", el("a", branch_name(r.ref), href=url("/ui/log", ref=r.ref), class_="branch")),
+            el("td", commit_link(r.first, r.ref)),
+            el(
+                "td",
+                commit_link(r.last, r.ref),
+                " ",
+                el("span", "tip", class_="badge kind-local") if r.at_tip else None,
+            ),
+            el("td", f"{r.commits:,}", class_="num"),
+            data_version=r.version,
+            data_ref=r.ref,
+        )
+        for r in ranges
+    ]
+    head = el(
+        "tr",
+        [el("th", h) for h in ("Version", "Branch", "First commit", "Last commit")],
+        el("th", "Commits", class_="num"),
+    )
+    return join(note, el("table", el("thead", head), el("tbody", rows), class_="in-force"))
 
 
 def _version_select(field: str, count: int, chosen: int) -> Markup:
@@ -672,6 +872,157 @@ def _version_select(field: str, count: int, chosen: int) -> Markup:
         [el("option", f"v{i}", value=i, selected=i == chosen) for i in range(1, count + 1)],
         name=field,
     )
+
+
+# --- the difference between two commits -----------------------------------------------------------------
+
+CHANGE_SIGN = {"added": "+", "removed": "-", "modified": "~"}
+
+
+def diff_form(a: str, b: str, ref: str | None) -> Markup:
+    return el(
+        "form",
+        el("input", type="hidden", name="ref", value=ref) if ref else None,
+        el(
+            "label",
+            "From ",
+            el("input", type="text", name="a", value=a, placeholder="e.g. main~3", required=True),
+        ),
+        el(
+            "label",
+            "to ",
+            el("input", type="text", name="b", value=b, placeholder="e.g. main", required=True),
+        ),
+        el("button", "Compare", type="submit"),
+        method="get",
+        action="/ui/diff",
+        class_="filters diff-form",
+    )
+
+
+def diff_body(view: DiffView | None, a: str, b: str, ref: str | None) -> Markup:
+    """Two commits' difference: the messages of their compiled contexts and their tools in force."""
+    parts = [
+        el("h1", "Compare two commits"),
+        el(
+            "p",
+            "Any revision: a commit id or prefix, a branch, HEAD, main~2, explore^2.",
+            class_="muted",
+        ),
+        diff_form(a, b, ref),
+    ]
+    if view is None:
+        return join(parts)
+    changes = view.context
+    parts.append(
+        el(
+            "dl",
+            el("dt", "From"),
+            el("dd", commit_link(view.a.commit_id, ref), el("span", preview(view.a), class_="muted")),
+            el("dt", "To"),
+            el("dd", commit_link(view.b.commit_id, ref), el("span", preview(view.b), class_="muted")),
+            el("dt", "Tokens"),
+            el("dd", f"{changes.token_delta:+,}"),
+            class_="facts",
+        )
+    )
+    counts = {k: sum(e.change == k for e in changes.entries) for k in CHANGE_SIGN}
+    summary = ", ".join(f"{n} {k}" for k, n in counts.items() if n) or "no change"
+    parts.append(el("h2", f"Messages ({summary})"))
+    if changes.entries:
+        shown = changes.entries[:DIFF_SHOWN]
+        parts.append(el("div", [_diff_entry(e, ref) for e in shown], class_="diff-entries"))
+        if len(shown) < len(changes.entries):
+            parts.append(
+                el(
+                    "p",
+                    f"The first {len(shown):,} of {len(changes.entries):,} changes; compare closer commits "
+                    "for the rest.",
+                    class_="muted more-changes",
+                )
+            )
+    else:
+        parts.append(el("p", "The two compiled contexts have the same messages.", class_="muted"))
+    tool_summary = ", ".join(
+        f"{sum(t.change == k for t in view.tools)} {k}"
+        for k in CHANGE_SIGN
+        if any(t.change == k for t in view.tools)
+    )
+    parts.append(el("h2", f"Tools ({tool_summary or 'no change'}; {view.same_tools} unchanged)"))
+    if not view.tools:
+        parts.append(el("p", "The same tools are in force at both.", class_="muted"))
+    for change in view.tools:
+        parts.append(
+            el(
+                "section",
+                el(
+                    "h3",
+                    el(
+                        "span",
+                        CHANGE_SIGN[change.change] + " " + change.change,
+                        class_=f"badge change-{change.change}",
+                    ),
+                    " ",
+                    el("a", change.name, href=url("/ui/tool", name=change.name), class_="tool-name"),
+                ),
+                _diff_lines(change.lines),
+                class_="tool-change",
+                data_tool=change.name,
+                data_change=change.change,
+            )
+        )
+    return join(parts)
+
+
+def _diff_entry(entry: DiffEntry, ref: str | None) -> Markup:
+    message = entry.after if entry.after is not None else entry.before
+    assert message is not None
+    where = (
+        f"#{entry.index_before + 1} → #{entry.index_after + 1}"
+        if entry.index_before is not None and entry.index_after is not None
+        else f"#{(entry.index_after if entry.index_after is not None else entry.index_before or 0) + 1}"
+    )
+    if entry.before is not None and entry.after is not None:
+        body = _diff_lines(text_diff(message_text(entry.before), message_text(entry.after)))
+    else:
+        body = el("pre", message_text(message), class_="text")
+    return el(
+        "article",
+        el(
+            "header",
+            el("span", CHANGE_SIGN[entry.change] + " " + entry.change, class_=f"badge change-{entry.change}"),
+            el("span", message.role, class_="role"),
+            commit_link(entry.commit_id, ref),
+            el("span", f"message {where}", class_="muted"),
+        ),
+        body,
+        class_=f"message diff-entry change-{entry.change} role-{_css(message.role)}",
+        data_commit=entry.commit_id,
+        data_change=entry.change,
+    )
+
+
+def message_text(message: Message) -> str:
+    """A compiled message as text for the diff: its text, then each tool call with indented JSON arguments."""
+    lines = [message.content] if message.content else []
+    if message.tool_call_id:
+        lines.append(f"(answers call {message.tool_call_id}{', an error' if message.is_error else ''})")
+    for call in message.tool_calls:
+        lines.append(_call_text(call))
+    for part in message.parts:
+        if part.type != "text":
+            lines.append(f"[{part.type}{' ' + part.media_type if part.media_type else ''}]")
+    return "\n".join(lines)
+
+
+def _call_text(call: ToolCall) -> str:
+    return f"call {call.name} ({call.id}):\n{pretty_json(call.arguments)}"
+
+
+def _diff_lines(lines: list[tuple[str, str]] | tuple[tuple[str, str], ...]) -> Markup:
+    if not lines:
+        return el("p", "No difference in text.", class_="muted")
+    return el("pre", [el("span", line + "\n", class_=f"diff-{kind}") for kind, line in lines], class_="diff")
 
 
 # --- errors and login ------------------------------------------------------------------------------------

@@ -10,6 +10,27 @@
     }
   });
 
+  // A link to one execution (#u-<id>) opens it and the executions it runs inside, then shows it.
+  function openTarget() {
+    var id = decodeURIComponent(window.location.hash.slice(1));
+    var target = id ? document.getElementById(id) : null;
+    if (!target) {
+      return;
+    }
+    for (var node = target; node; node = node.parentElement) {
+      if (node.tagName === "DETAILS") {
+        node.open = true;
+      }
+    }
+    target.scrollIntoView({ block: "start" });
+  }
+  window.addEventListener("hashchange", openTarget);
+  if (document.readyState === "loading") {
+    document.addEventListener("DOMContentLoaded", openTarget);
+  } else {
+    openTarget();
+  }
+
   var main = document.getElementById("main");
   if (!main || !main.dataset.live || !window.EventSource || !window.fetch) {
     return;
