@@ -19,7 +19,7 @@ from tractkv.sync.auth import TokenTable
 from tractkv.sync.frames import MAGIC, encode_stream
 from tractkv.sync.remote import RefUpdate, RejectReason
 from tractkv.sync.wire import PROTOCOL, encode_push_head
-from tractkv.view.app import create_app
+from tractkv.view.app import COOKIE, create_app
 
 from .conftest import ADMIN, EDGE, READER
 
@@ -111,6 +111,7 @@ def served(tmp_path: Path) -> Iterator[tuple[TestClient, LmdbStore]]:
 def test_the_openapi_paths_are_the_json_routes_the_app_serves(tmp_path: Path) -> None:
     assert SPEC["openapi"].startswith("3.1.")
     assert SPEC["x-tractkv-protocol"] == PROTOCOL
+    assert SPEC["components"]["securitySchemes"]["signInCookie"]["name"] == COOKIE
     with LmdbStore(str(tmp_path / "s"), durable=False) as st:
         serve_app, _ = create_app(st)
         view_app, _ = create_app(st, sync=False)
