@@ -17,7 +17,8 @@ queue is unbounded, so an app that answers before reading the whole body can nev
 When the body's iterator raises (the client "dies" midway), the app receives ``http.disconnect``; the
 transport waits until the app has finished with the request (the hub has committed what arrived, so a test
 can inspect the hub at once) and re-raises the same exception, as httpx does with a real socket. A hub
-that fails with a 500 has its exception raised here, so a bug is never mistaken for a refusal.
+that fails with a 500 has its exception raised here (also one the app answered itself and kept in
+``scope["extensions"]["tractkv.internal_error"]``), so a bug is never mistaken for a refusal.
 """
 
 from __future__ import annotations
@@ -170,6 +171,9 @@ class AsgiTransport(httpx.BaseTransport):
             task.result()
             if exchange.error is not None:
                 raise exchange.error
+            caught = scope.get("extensions", {}).get("tractkv.internal_error")
+            if caught is not None:  # answered 500 by the app's InternalErrors: still a bug
+                raise caught
         return httpx.Response(
             status,
             headers=[(bytes(k), bytes(v)) for k, v in message.get("headers", [])],

@@ -10,6 +10,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator
@@ -78,22 +79,38 @@ class Hub:
         self.store = store
         cmd = [sys.executable, "-m", "tractkv", "--store", str(store), command, "--port", "0", *args]
         self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        # stderr is read as it comes: the access log (one line a request) must never fill the pipe
+        self._err: list[str] = []
+        self._reader = threading.Thread(target=self._read_stderr, daemon=True)
+        self._reader.start()
         assert self.proc.stdout is not None
         line = self.proc.stdout.readline().strip()  # printed once the socket listens
         if not line.startswith("http://127.0.0.1:"):
             raise RuntimeError(f"hub did not start: {line!r} {self.stop()}")
         self.url = line.removesuffix("/ui/")  # `view` prints the viewer's address
 
+    def _read_stderr(self) -> None:
+        assert self.proc.stderr is not None
+        for line in self.proc.stderr:
+            self._err.append(line)
+
+    def stderr(self) -> str:
+        """What the hub wrote on stderr so far."""
+        return "".join(self._err)
+
     def stop(self) -> str:
         """Interrupt (Ctrl-C) and wait; returns what the hub wrote on stderr."""
         if self.proc.poll() is None:
             self.proc.send_signal(signal.SIGINT)
         try:
-            _, err = self.proc.communicate(timeout=10)
+            self.proc.wait(timeout=10)
         except subprocess.TimeoutExpired:
             self.proc.kill()
-            _, err = self.proc.communicate(timeout=10)
-        return err or ""
+            self.proc.wait(timeout=10)
+        self._reader.join(10)
+        if self.proc.stdout is not None:
+            self.proc.stdout.close()
+        return self.stderr()
 
 
 @pytest.fixture

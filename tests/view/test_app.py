@@ -101,7 +101,7 @@ def test_bad_input_gets_a_page_with_the_right_status(client: TestClient) -> None
         "/ui/log?ref=refs/heads/main&start=-1": 400,
         "/ui/log?ref=refs/heads/main&limit=abc": 400,
         "/ui/commit/" + "0" * 64: 404,
-        "/ui/commit/xyz": 400,
+        "/ui/commit/xyz": 404,  # any revision: a branch named xyz could exist
         f"/ui/commit/{'0' * 64}?fmt=gemini": 400,
         "/ui/usage?ref=refs/heads/main&status=exploded": 400,
         "/ui/tool?name=nope": 404,

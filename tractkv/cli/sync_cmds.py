@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 import time
+from collections.abc import Callable
 from typing import Any
 
 import click
@@ -204,6 +205,16 @@ def clone(
         tract.close()
 
 
+def _log_level_option(default: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    return click.option(
+        "--log-level",
+        type=click.Choice(["critical", "error", "warning", "info", "debug"], case_sensitive=False),
+        default=default,
+        show_default=True,
+        help="What to log on stderr; info adds an access log line per request (never a token or cookie).",
+    )
+
+
 @click.command()
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
 @click.option("--port", default=8765, show_default=True, type=click.IntRange(0, 65535), help="0 picks one.")
@@ -231,6 +242,7 @@ def clone(
     show_default=True,
     help="Open connections; one more is answered 503 (JSON) and closed.",
 )
+@_log_level_option("info")
 @with_state
 def serve(
     state: CliState,
@@ -242,12 +254,14 @@ def serve(
     header_timeout: float,
     body_timeout: float,
     max_connections: int,
+    log_level: str,
 ) -> None:
     """Serve this store as an HTTP hub that other stores push to and pull from, with the web viewer at /ui/.
 
     Malformed requests get a JSON 4xx. Pushes buffer at most 256 MiB in all (each push at most 8 MiB plus
     one object; pushes beyond that wait their turn). A token with only write scopes learns from
-    /v1/missing only about objects its own branches reach."""
+    /v1/missing only about objects its own branches reach. GET /healthz answers 200 without auth for
+    process managers; the protocol is described in docs/PROTOCOL.md."""
     from tractkv.sync.frames import MAX_OBJECT_BYTES, MAX_REQUEST_BYTES
 
     server, create_app = _server_modules("serve")
@@ -273,6 +287,7 @@ def serve(
         app,
         sock,
         on_exit=viewer.feed.close,
+        log_level=log_level.lower(),
         header_timeout=header_timeout,
         body_timeout=body_timeout,
         max_connections=max_connections,
@@ -283,8 +298,9 @@ def serve(
 @click.option(
     "--port", default=0, show_default=True, type=click.IntRange(0, 65535), help="0 picks a free one."
 )
+@_log_level_option("warning")
 @with_state
-def view(state: CliState, port: int) -> None:
+def view(state: CliState, port: int, log_level: str) -> None:
     """Browse this store in a web browser: a read-only viewer on 127.0.0.1 (prints its URL; Ctrl-C stops)."""
     server, create_app = _server_modules("view")
     store = state.store()
@@ -294,7 +310,7 @@ def view(state: CliState, port: int) -> None:
     click.echo(f"viewing {state.store_path} read-only; open {url}/ui/ (Ctrl-C stops)", err=True)
     click.echo(f"{url}/ui/")
     sys.stdout.flush()
-    server.serve(app, sock, on_exit=viewer.feed.close)
+    server.serve(app, sock, on_exit=viewer.feed.close, log_level=log_level.lower())
 
 
 def _server_modules(command: str) -> tuple[Any, Any]:

@@ -8,7 +8,11 @@ applied last, by compare-and-swap, in one transaction each or one for all (``ato
 
 Hostile input gets a JSON answer, never a 5xx: every body is validated (``400 {"error", "message"}``),
 unknown routes and methods answer JSON 404 / 405, and a 400 after a fully read body keeps the connection
-alive. :func:`serve` adds the limits a hub on a network needs (each a ``tractkv serve`` option):
+alive. Every error answer has one shape, ``{"error": <name>, "message": str, "oid": id | null}`` (see
+``docs/PROTOCOL.md``); an unexpected exception is logged here with its traceback and answered
+``500 {"error": "InternalError"}`` with no detail (:class:`InternalErrors`). ``GET /healthz`` answers 200 at
+once, without auth or a store read, for process managers. :func:`serve` adds the limits a hub on a network
+needs (each a ``tractkv serve`` option), and the logging (``--log-level``; :class:`AccessLog`):
 
 * ``header_timeout`` (default 10 s): a connection must deliver a complete request head within this many
   seconds of opening (or of the previous response); otherwise it is closed. uvicorn has no such timer.
@@ -35,16 +39,21 @@ from __future__ import annotations
 import asyncio
 import ipaddress
 import json
+import logging
 import socket
+import sys
 import threading
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping
 from typing import Any
+from urllib.parse import unquote_plus
 
 import anyio
 import attrs
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException
+from starlette.middleware import Middleware
 from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
@@ -91,6 +100,10 @@ MAX_CONNECTIONS = 512  # open connections; one more is answered 503 and closed
 BACKLOG = 1024  # the listen backlog (connections the kernel queues before the hub accepts them)
 PUSH_MEMORY = 256 * 1024 * 1024  # push buffers across all concurrent pushes (see the module docstring)
 SLOT_POLL = 0.02  # seconds between tries of a push waiting for a slot
+LOG_LEVELS = ("critical", "error", "warning", "info", "debug")  # `--log-level`; info adds the access log
+
+_log = logging.getLogger(__name__)
+_access = logging.getLogger("tractkv.access")
 
 
 class Hub:
@@ -388,6 +401,8 @@ def _error_response(request: Request, exc: Exception) -> Response:
         status = 400
     else:
         status = 500
+    if status >= 500:
+        _log.error("%s %s failed", request.method, loggable_target(request.scope), exc_info=exc)
     headers = {"WWW-Authenticate": "Bearer"} if status == 401 else {}
     if _body_unread(request):
         # An early answer (413 / 403 mid-upload) closes the connection: the rest of the body is unread.
@@ -413,6 +428,56 @@ def _http_error_response(request: Request, exc: Exception) -> Response:
 def _disconnected(request: Request, exc: Exception) -> Response:
     """The client went away (or its body timed out) before its request was read: nobody is listening."""
     return Response(status_code=400, headers={"Connection": "close"})
+
+
+INTERNAL_ERROR = {"error": "InternalError", "message": "internal error (the server logged it)", "oid": None}
+
+
+def internal_error_response(scope: Scope) -> Response:
+    """The answer to an unexpected exception: 500 with no detail (the traceback is in the server's log)."""
+    return JSONResponse(INTERNAL_ERROR, status_code=500, headers={"Connection": "close"})
+
+
+class InternalErrors:
+    """ASGI middleware: an exception no handler turned into an answer is logged with its traceback (logger
+    ``tractkv.sync.server``) and answered by ``respond`` (default :func:`internal_error_response`), never
+    with the exception's text. A response already under way cannot change: the connection is closed. The
+    exception is kept in ``scope["extensions"]["tractkv.internal_error"]`` (in-process tests raise it)."""
+
+    def __init__(self, app: ASGIApp, respond: Callable[[Scope], Response] = internal_error_response) -> None:
+        self.app = app
+        self.respond = respond
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        started = False
+
+        async def watching_send(message: Message) -> None:
+            nonlocal started
+            if message["type"] == "http.response.start":
+                started = True
+            await send(message)
+
+        try:
+            await self.app(scope, receive, watching_send)
+        except Exception as exc:
+            _log.exception("%s %s failed", scope.get("method"), loggable_target(scope))
+            scope.setdefault("extensions", {})["tractkv.internal_error"] = exc
+            if not started:
+                await self.respond(scope)(scope, receive, send)
+
+
+async def healthz(request: Request) -> Response:
+    """``GET /healthz``: 200 while the process serves requests. No auth, no store read: cheap enough for a
+    process manager to poll every second."""
+    return JSONResponse({"status": "ok", "tractkv": __version__, "protocol": PROTOCOL})
+
+
+def health_routes() -> list[Route]:
+    """``/healthz`` (every app ``tractkv serve`` and ``tractkv view`` run has it)."""
+    return [Route("/healthz", healthz, methods=["GET"])]
 
 
 def hub_routes(hub: Hub) -> list[Route]:
@@ -444,7 +509,11 @@ def create_app(
     """A Starlette app serving ``store`` (which the caller opens and closes): the sync protocol only. The
     ``tractkv serve`` command adds the web viewer beside it (:func:`tractkv.view.app.create_app`)."""
     hub = Hub(store, tokens=tokens, max_object=max_object, max_request=max_request, push_memory=push_memory)
-    return Starlette(routes=hub_routes(hub), exception_handlers=ERROR_HANDLERS)
+    return Starlette(
+        routes=health_routes() + hub_routes(hub),
+        exception_handlers=ERROR_HANDLERS,
+        middleware=[Middleware(InternalErrors)],
+    )
 
 
 def is_loopback(host: str) -> bool:
@@ -523,6 +592,102 @@ class BodyTimeout:
         await self.app(scope, timed_receive, closing_send)
 
 
+#: Query parameters whose values an access log line never shows (matched as substrings of the name).
+SECRET_PARAMS = (
+    "token",
+    "secret",
+    "password",
+    "passwd",
+    "key",
+    "auth",
+    "sig",
+    "credential",
+    "session",
+    "code",
+)
+
+
+def loggable_target(scope: Scope) -> str:
+    """The request's path and query as a log shows them: undecoded (so no newline can be forged into a log
+    line), anything unprintable escaped, and the value of any query parameter whose name looks like a secret
+    replaced by ``REDACTED``. Headers, cookies and bodies (where tokens travel) are never part of it."""
+    raw = scope.get("raw_path") or scope.get("path", "").encode("utf-8", "surrogateescape")
+    path = _printable(raw)
+    query = scope.get("query_string") or b""
+    if not query:
+        return path
+    parts = []
+    for part in query.split(b"&"):
+        name, eq, _ = part.partition(b"=")
+        lowered = unquote_plus(name.decode("latin-1")).lower()
+        secret = bool(eq) and any(word in lowered for word in SECRET_PARAMS)
+        parts.append(_printable(name) + "=REDACTED" if secret else _printable(part))
+    return path + "?" + "&".join(parts)
+
+
+def _printable(raw: bytes) -> str:
+    text = raw.decode("ascii", "backslashreplace")
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else f"\\x{ord(c):02x}" for c in text)
+
+
+class AccessLog:
+    """ASGI middleware: one line per request on the ``tractkv.access`` logger at INFO: client address,
+    method, path and query (:func:`loggable_target`: secrets in the query redacted), status (``-`` when no
+    answer was sent) and duration until the answer was complete. Costs nothing when INFO is off."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or not _access.isEnabledFor(logging.INFO):
+            await self.app(scope, receive, send)
+            return
+        started = time.perf_counter()
+        status: list[int] = []
+
+        async def noting_send(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                status.append(int(message["status"]))
+            await send(message)
+
+        try:
+            await self.app(scope, receive, noting_send)
+        finally:
+            client = scope.get("client")
+            _access.info(
+                "%s %s %s %s %.1fms",
+                client[0] if client else "-",
+                scope.get("method", "-"),
+                loggable_target(scope),
+                status[0] if status else "-",
+                (time.perf_counter() - started) * 1000,
+            )
+
+
+class _Formatter(logging.Formatter):
+    def formatTime(self, record: logging.LogRecord, datefmt: str | None = None) -> str:  # noqa: N802
+        return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(record.created))  # UTC
+
+
+def configure_logging(level: str) -> None:
+    """Send the ``tractkv`` loggers (errors, the access log at INFO) to stderr at ``level``, one line each:
+    ``2026-01-31T12:00:00Z INFO tractkv.access 127.0.0.1 GET /v1/info 200 0.8ms``. Idempotent."""
+    if level not in LOG_LEVELS:
+        raise InvalidInput(f"log level must be one of {', '.join(LOG_LEVELS)}, not {level!r}")
+    logger = logging.getLogger("tractkv")
+    for handler in list(logger.handlers):
+        if getattr(handler, "_tractkv", False):
+            logger.removeHandler(handler)
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(_Formatter("%(asctime)s %(levelname)s %(name)s %(message)s"))
+    handler._tractkv = True  # type: ignore[attr-defined]
+    logger.addHandler(handler)
+    logger.setLevel(level.upper())
+    logger.propagate = False
+
+
 _OVERLOADED = json.dumps(
     {"error": "Overloaded", "message": "the hub has too many open connections; retry later", "oid": None}
 ).encode()
@@ -551,7 +716,7 @@ def _protocol_class(header_timeout: float, max_connections: int) -> type[Any]:
         def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
             super().connection_made(transport)
             if len(self.connections) > max_connections:
-                self.app = _overloaded  # every request on this connection: 503, then close
+                self.app = AccessLog(_overloaded)  # every request on this connection: 503, then close
             self._arm_head_timer()
 
         def data_received(self, data: bytes) -> None:
@@ -600,17 +765,21 @@ def serve(
     """Serve ``app`` on ``sock`` until interrupted: SIGINT or SIGTERM finish the requests in flight and
     return normally. ``on_exit`` runs as soon as the signal arrives (it ends long-lived responses, such as
     the viewer's event streams, which the graceful shutdown would otherwise wait for). The limits are
-    described in the module docstring."""
+    described in the module docstring. ``log_level`` (one of :data:`LOG_LEVELS`) is for tractkv's own log
+    on stderr (:func:`configure_logging`): ``info`` adds one access line per request (:class:`AccessLog`).
+    uvicorn's own log stays at ``warning`` or above (its start-up lines repeat what the CLI prints),
+    except at ``debug``."""
     import signal
 
     import uvicorn
 
+    configure_logging(log_level)
     config = uvicorn.Config(
-        BodyTimeout(app, body_timeout),
+        AccessLog(BodyTimeout(app, body_timeout)),
         http=_protocol_class(header_timeout, max_connections),
         loop="asyncio",
         lifespan="off",
-        log_level=log_level,
+        log_level="warning" if log_level == "info" else log_level,
         access_log=False,
         timeout_graceful_shutdown=5,  # a safety net: on_exit should have ended every long response already
     )

@@ -11,6 +11,10 @@ browser listens) reads the store's branches and its usage table every ``poll_int
 is the event source, not the in-process :class:`~tractkv.toolkit.events.EventBus`, because the agent writing
 the store usually runs in another process (or pushes from another machine); a tool's pending row is written
 before its handler runs, so a tool start shows while it runs.
+
+Errors: pages answer an HTML error page; the JSON endpoints (``/ui/commit/<rev>/request.json``, and every
+route outside ``/ui/``) answer the hub's JSON error shape (``docs/PROTOCOL.md``), for routing errors and
+unexpected exceptions too.
 """
 
 from __future__ import annotations
@@ -27,19 +31,28 @@ from urllib.parse import parse_qs
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException
+from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 from tractkv.engine.media import raster_type
-from tractkv.engine.refs import HEADS, read_head
+from tractkv.engine.refs import HEADS, read_head, resolve_revision
 from tractkv.errors import AuthError, InvalidInput, ObjectNotFound, RefNotFound, TractError, UnknownRevision
 from tractkv.ids import ObjectId, is_object_id
 from tractkv.model import Blob
 from tractkv.store import Store
 from tractkv.sync.auth import OPEN, Grant, TokenTable
 from tractkv.sync.frames import MAX_OBJECT_BYTES, MAX_REQUEST_BYTES
-from tractkv.sync.server import ERROR_HANDLERS, Hub, hub_routes
+from tractkv.sync.server import (
+    ERROR_HANDLERS,
+    Hub,
+    InternalErrors,
+    health_routes,
+    hub_routes,
+    internal_error_response,
+)
+from tractkv.sync.wire import error_body
 
 from . import pages
 from .html import Markup, page
@@ -196,8 +209,9 @@ class Viewer:
             Route("/favicon.ico", lambda request: Response(status_code=204), methods=["GET"]),
             Route("/ui/", self._page(self.branches), methods=["GET"]),
             Route("/ui/log", self._page(self.log), methods=["GET"]),
-            Route("/ui/commit/{rev}", self._page(self.commit), methods=["GET"]),
-            Route("/ui/commit/{rev}/request.json", self.request_json, methods=["GET"]),
+            # any revision, slashes included (refs/heads/x); the JSON route first, as the page's matches it too
+            Route("/ui/commit/{rev:path}/request.json", self.request_json, methods=["GET"]),
+            Route("/ui/commit/{rev:path}", self._page(self.commit), methods=["GET"]),
             Route("/ui/media/{oid}", self.media, methods=["GET"]),
             Route("/ui/usage", self._page(self.usage), methods=["GET"]),
             Route("/ui/tools", self._page(self.tools), methods=["GET"]),
@@ -237,15 +251,7 @@ class Viewer:
         return endpoint
 
     def _error(self, request: Request, exc: TractError) -> Response:
-        if isinstance(exc, AuthError):
-            status = exc.status
-        elif isinstance(exc, (ObjectNotFound, RefNotFound, UnknownRevision)):
-            status = 404
-        elif isinstance(exc, InvalidInput):
-            status = 400
-        else:  # damaged or unreadable store content (CorruptObject, DecodeError, StoreError, ...): never a 500
-            status = 422
-            exc = TractError(f"the store's data could not be shown: {exc} (run `tractkv fsck` on this store)")
+        status, exc = _classify(exc)
         if status == 401:
             body = pages.login_body(
                 "Sign in to view this hub." if request.cookies.get(COOKIE) is None else str(exc)
@@ -276,22 +282,25 @@ class Viewer:
         fmt = _format(request)
         ref = request.query_params.get("ref") or None
         first = _int(request, "from", -1)
-        view = self.inspector.commit(request.path_params["rev"], ref)
+        view = self.inspector.commit(self._revision(request), ref)
         body = pages.commit_body(view, fmt, first if first >= 0 else None)
         return f"Commit {view.info.commit_id[:12]}", body, ref, False
 
+    def _revision(self, request: Request) -> str:
+        """The commit id the path's revision names: an id or unique prefix, a branch (``main``,
+        ``refs/heads/main``, ``origin/main``), ``HEAD``, with ``~N`` / ``^N`` (as everywhere in tractkv)."""
+        return resolve_revision(self.store, request.path_params["rev"])
+
     async def request_json(self, request: Request) -> Response:
-        """The exact request parameters the context at a commit makes, as a JSON document."""
+        """The exact request parameters the context at a commit makes, as a JSON document; errors are JSON
+        too (an exception nothing expected reaches :class:`InternalErrors`: logged, a JSON 500)."""
         try:
             self.grant(request)
             fmt = _format(request)
-            view = await run_in_threadpool(self.inspector.commit, request.path_params["rev"])
+            view = await run_in_threadpool(lambda: self.inspector.commit(self._revision(request)))
             params = pages.request_params(view, fmt)
         except TractError as exc:
-            return self._error(request, exc)
-        except Exception as exc:  # content no check caught: an error page, the traceback in the log
-            _log.exception("viewer request %s failed", request.url.path)
-            return self._error(request, TractError(f"{type(exc).__name__}: {exc}"))
+            return _json_error(exc)
         return JSONResponse(params, headers=SECURITY_HEADERS)
 
     async def media(self, request: Request) -> Response:
@@ -418,6 +427,31 @@ class Viewer:
         return response
 
 
+def _classify(exc: TractError) -> tuple[int, TractError]:
+    """The status a viewer error answers with, and the error as shown."""
+    if isinstance(exc, AuthError):
+        return exc.status, exc
+    if isinstance(exc, (ObjectNotFound, RefNotFound, UnknownRevision)):
+        return 404, exc
+    if isinstance(exc, InvalidInput):
+        return 400, exc
+    # damaged or unreadable store content (CorruptObject, DecodeError, StoreError, ...): never a 500
+    return 422, TractError(f"the store's data could not be shown: {exc} (run `tractkv fsck` on this store)")
+
+
+def _json_error(exc: TractError) -> Response:
+    """A viewer JSON endpoint's error, in the hub's shape (named after the original exception)."""
+    status, shown = _classify(exc)
+    body = {**error_body(exc), "message": str(shown)}
+    headers = {**SECURITY_HEADERS, **({"WWW-Authenticate": "Bearer"} if status == 401 else {})}
+    return JSONResponse(body, status_code=status, headers=headers)
+
+
+def _wants_json(path: str) -> bool:
+    """Everything outside ``/ui/`` is the JSON API; inside it, only the ``.json`` routes."""
+    return not (path == "/ui" or path.startswith("/ui/")) or path.endswith(".json")
+
+
 def _format(request: Request) -> str:
     fmt = request.query_params.get("fmt", "openai")
     if fmt not in pages.FORMATS:
@@ -452,20 +486,30 @@ def create_app(
     ``/ui/``) or ``tractkv view`` runs (``sync=False``: the read-only viewer alone). Returns the viewer too:
     call ``viewer.feed.close()`` when shutting down, so open event streams end."""
     viewer = Viewer(store, tokens=tokens, poll_interval=poll_interval)
-    routes = viewer.routes()
+    routes = health_routes() + viewer.routes()
     if sync:
         routes = (
             hub_routes(Hub(store, tokens=tokens, max_object=max_object, max_request=max_request)) + routes
         )
     handlers = {**ERROR_HANDLERS, HTTPException: _routing_error}
-    return Starlette(routes=routes, exception_handlers=handlers), viewer
+    middleware = [Middleware(InternalErrors, respond=_internal_error)]
+    return Starlette(routes=routes, exception_handlers=handlers, middleware=middleware), viewer
+
+
+def _internal_error(scope: Any) -> Response:
+    """An unexpected exception's answer (logged by :class:`InternalErrors`): JSON on JSON routes, else a page."""
+    if _wants_json(scope["path"]):
+        return internal_error_response(scope)
+    body = pages.error_body(500, "internal error (the server logged it)")
+    return _html(page("500", body), status=500, headers={"Connection": "close"})
 
 
 def _routing_error(request: Request, exc: Exception) -> Response:
-    """No such page / method: an HTML error page under ``/ui/`` (people read it), the hub's JSON elsewhere."""
+    """No such page / method: an HTML error page under ``/ui/`` (people read it), the hub's JSON on the JSON
+    routes (outside ``/ui/``, and ``/ui/...json``)."""
     assert isinstance(exc, HTTPException)
     path = request.url.path
-    if path == "/ui" or path.startswith("/ui/"):
+    if not _wants_json(path):
         status = exc.status_code
         body = pages.error_body(status, f"{request.method} {path}: {exc.detail}")
         return _html(page(f"{status}", body), status=status, headers=dict(exc.headers or {}))
