@@ -75,6 +75,7 @@ EXPECTED_ALL = [
     "StoreCorrupt",
     "StoreError",
     "StoreFormatError",
+    "StoreNotFound",
     "SyncError",
     "TiktokenCounter",
     "TokenCounter",

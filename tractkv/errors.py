@@ -49,6 +49,7 @@ and build their message in ``__init__``.
     │   ├── NotFastForward                   pull --ff-only on diverged histories
     │   └── ConditionalWritesUnsupported     an S3 endpoint that ignores If-Match / If-None-Match
     └── StoreError                           the storage layer failed (I/O, LMDB, closed, fork)
+        ├── StoreNotFound                    no store at the path (and the caller did not ask to create one)
         ├── StoreFormatError                 store format version is newer than this tractkv, or unknown
         ├── StoreCorrupt                     the store's files are damaged (truncated, emptied): refused
         └── StoreClosed                      the store was used after close()
@@ -169,6 +170,14 @@ class RefConflict(TractError):
 
 class StoreError(TractError):
     """The storage layer failed: I/O, LMDB, a closed store, a store used across fork()."""
+
+
+class StoreNotFound(StoreError):
+    """No tractkv store at ``.path``, and the caller did not ask to create one. Nothing was created."""
+
+    def __init__(self, path: str, hint: str = "") -> None:
+        self.path = path
+        super().__init__(f"no tractkv store at {path}{hint}")
 
 
 class StoreFormatError(StoreError):

@@ -256,7 +256,7 @@ def serve(
     tokens = TokenTable.from_file(tokens_file) if tokens_file else None
     if tokens is None and not server.is_loopback(host):
         raise InvalidInput(f"refusing to serve {host} without --tokens: only loopback may be unauthenticated")
-    store = state.store(create=True)
+    store = state.store()
     app, viewer = create_app(
         store,
         tokens=tokens,
