@@ -49,6 +49,7 @@ EXPECTED_ALL = [
     "MergeConflict",
     "MergeResult",
     "Message",
+    "MissingExtra",
     "ModelCallFailed",
     "NoLLMConfigured",
     "NotFastForward",

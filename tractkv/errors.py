@@ -44,6 +44,7 @@ and build their message in ``__init__``.
     │   │   ├── RequestTooLarge              a request over the per-request limit (413)
     │   │   └── RejectedObject               bytes do not hash to the id, or unknown kind (422)
     │   ├── RemoteUnavailable                unreachable, or not speaking the tractkv protocol
+    │   │   └── MissingExtra                 the transport needs an optional extra that is not installed
     │   ├── AuthError                        401 / 403 from a hub (.status)
     │   ├── PushRejected                     per-ref results (.results) with the reasons
     │   ├── NotFastForward                   pull --ff-only on diverged histories
@@ -424,6 +425,18 @@ class RejectedObject(TransferError):
 
 class RemoteUnavailable(SyncError):
     """The remote could not be reached, or answered something that is not the tractkv protocol."""
+
+
+class MissingExtra(RemoteUnavailable):
+    """A transport needs an optional dependency that is not installed: ``.extra`` names the extra to install
+    (``server`` for http(s):// hubs, ``s3`` for s3:// buckets), ``.module`` the module that was missing."""
+
+    def __init__(self, scheme: str, extra: str, module: str | None = None) -> None:
+        self.scheme = scheme
+        self.extra = extra
+        self.module = module
+        missing = f" (no module named {module!r})" if module else ""
+        super().__init__(f"{scheme} remotes need the {extra} extra: pip install 'tractkv[{extra}]'{missing}")
 
 
 class AuthError(SyncError):

@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import os
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from tractkv import codec
 from tractkv.engine.refs import REMOTES
 from tractkv.errors import (
     InvalidInput,
+    MissingExtra,
     RemoteExists,
     RemoteNotFound,
     UnsupportedURL,
@@ -23,6 +24,9 @@ from tractkv.errors import (
 from tractkv.store import Store, Table
 
 from .remote import Remote
+
+if TYPE_CHECKING:
+    from .http_client import HttpRemote
 
 REMOTE_KEY = b"remote:"
 TOKEN_ENV = "TRACTKV_TOKEN"
@@ -62,6 +66,8 @@ def add_remote(
     if store.table_get(Table.META, key) is not None:
         raise RemoteExists(name)
     kind = url_kind(url)
+    if kind == "http":
+        _http_remote()  # refuse now, not at the first fetch, when the server extra is missing
     if probe and kind == "s3":
         from .s3 import S3Remote
 
@@ -124,10 +130,8 @@ def open_remote(url: str, *, token_env: str | None = None) -> Remote:
     """A :class:`Remote` for ``url`` (imports a transport's optional dependencies only when used)."""
     kind = url_kind(url)
     if kind == "http":
-        from .http_client import HttpRemote
-
         token = os.environ.get(token_env) if token_env else None
-        return HttpRemote(url, token=token or os.environ.get(TOKEN_ENV))
+        return _http_remote()(url, token=token or os.environ.get(TOKEN_ENV))
     if kind == "s3":
         from .s3 import S3Remote
 
@@ -140,6 +144,15 @@ def open_remote(url: str, *, token_env: str | None = None) -> Remote:
     from .path import PathRemote
 
     return PathRemote(url)
+
+
+def _http_remote() -> type[HttpRemote]:
+    """The HTTP transport class; :class:`MissingExtra` when httpx (the ``server`` extra) is not installed."""
+    try:
+        from .http_client import HttpRemote
+    except ImportError as exc:
+        raise MissingExtra("http(s)://", "server", exc.name) from exc
+    return HttpRemote
 
 
 def open_named(store: Store, name: str) -> Remote:

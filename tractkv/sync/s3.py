@@ -30,7 +30,13 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 from urllib.parse import urlsplit
 
-from tractkv.errors import ConditionalWritesUnsupported, RemoteUnavailable, TransferError, UnsupportedURL
+from tractkv.errors import (
+    ConditionalWritesUnsupported,
+    MissingExtra,
+    RemoteUnavailable,
+    TransferError,
+    UnsupportedURL,
+)
 from tractkv.ids import ObjectId, is_object_id, raw_to_oid
 from tractkv.model import Commit
 from tractkv.store import Reader, Table
@@ -63,8 +69,8 @@ class S3Remote(Remote):
             try:
                 import boto3
                 from botocore.config import Config
-            except ImportError as exc:  # pragma: no cover - depends on the install
-                raise RemoteUnavailable("s3:// remotes need the s3 extra: pip install 'tractkv[s3]'") from exc
+            except ImportError as exc:
+                raise MissingExtra("s3://", "s3", exc.name) from exc
             endpoint = os.environ.get("AWS_ENDPOINT_URL_S3") or os.environ.get("AWS_ENDPOINT_URL")
             client = boto3.client(
                 "s3",
