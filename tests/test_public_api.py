@@ -28,6 +28,7 @@ EXPECTED_ALL = [
     "ConditionalWritesUnsupported",
     "Conflict",
     "ContentError",
+    "ContentTooLarge",
     "ContextDiff",
     "CorruptObject",
     "DecodeError",

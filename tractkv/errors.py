@@ -12,6 +12,7 @@ and build their message in ``__init__``.
     │   ├── EncodeError                      a value a hashed payload may not hold (NaN, non-str key, ...)
     │   ├── InvalidRefName                   a branch or ref name git-style rules reject
     │   ├── ContentError                     malformed message content (unknown type, missing text, role)
+    │   │   └── ContentTooLarge              a new object over the size limit (MAX_OBJECT_BYTES): not written
     │   ├── ToolPairingError                 compile(strict=True) met tool calls and results it had to repair
     │   ├── UnansweredToolCalls              a model call on a context ending with calls awaiting results
     │   ├── BranchExists                     a branch of that name exists already
@@ -201,6 +202,30 @@ class StoreClosed(StoreError):
 
 class ContentError(InvalidInput):
     """Malformed message content (unknown type, missing text, wrong role...)."""
+
+
+class ContentTooLarge(ContentError):
+    """A new object (a message, a tool result, a media file...) whose encoded bytes are over the one size
+    limit (``tractkv.model.MAX_OBJECT_BYTES``, 16 MiB): no default store, hub or bundle could carry it, so it
+    is refused when written. Nothing was written. ``.kind``, ``.size`` and ``.limit`` say what and how much."""
+
+    def __init__(self, kind: str, size: int, limit: int) -> None:
+        self.kind = kind
+        self.size = size
+        self.limit = limit
+        super().__init__(
+            f"{_article(kind)} {kind} of {size:,} bytes ({_mib(size)}) is over the {limit:,}-byte ({_mib(limit)}) "
+            "limit on one object that every store, hub and bundle reads: nothing was written "
+            "(split it, or store a reference to it instead)"
+        )
+
+
+def _mib(n: int) -> str:
+    return f"{n / (1024 * 1024):.1f} MiB"
+
+
+def _article(word: str) -> str:
+    return "an" if word[:1] in "aeiou" else "a"
 
 
 class ToolPairingError(InvalidInput):
