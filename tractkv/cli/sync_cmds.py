@@ -59,8 +59,10 @@ def remote() -> None:
 @with_state
 def remote_add(state: CliState, name: str, url: str, token_env: str | None) -> None:
     """Add a remote: a store path, file://..., http://host:port, s3://bucket/prefix or a bundle file."""
-    state.tract().remote_add(name, url, token_env=token_env)
+    warning = state.tract().remote_add(name, url, token_env=token_env)
     note(f"added remote {name} -> {url}")
+    if warning:
+        note(f"warning: {warning}")
 
 
 @remote.command("list")

@@ -59,21 +59,29 @@ def list_remotes(store: Store) -> dict[str, str]:
 
 def add_remote(
     store: Store, name: str, url: str, *, token_env: str | None = None, probe: bool = True
-) -> None:
-    """Record a remote. The URL must be of a kind tractkv can reach; S3 endpoints are probed for
-    conditional writes (a bucket that ignores them could lose pushes silently)."""
+) -> str | None:
+    """Record a remote. The URL must be of a kind tractkv can reach. With ``probe``, S3 endpoints are probed
+    for conditional writes: one that ignores them (where concurrent pushes could silently lose each other's
+    work) is still recorded, since fetching needs no conditions, and the returned note says why pushes to it
+    will be refused (None: nothing to say)."""
+    from tractkv.errors import ConditionalWritesUnsupported
+
     key = REMOTE_KEY + check_remote_name(name).encode()
     if store.table_get(Table.META, key) is not None:
         raise RemoteExists(name)
     kind = url_kind(url)
     if kind == "http":
         _http_remote()  # refuse now, not at the first fetch, when the server extra is missing
-    if probe and kind == "s3":
+    note = None
+    if kind == "s3":
         from .s3 import S3Remote
 
-        remote = S3Remote(url)
+        remote = S3Remote(url)  # checks the URL (and the s3 extra) even without a probe
         try:
-            remote.probe()
+            if probe:
+                remote.probe()
+        except ConditionalWritesUnsupported as exc:
+            note = f"{exc}: fetch and clone work, push will be refused"
         finally:
             remote.close()
     config: dict[str, Any] = {"url": url}
@@ -82,6 +90,7 @@ def add_remote(
     batch = store.new_batch()
     batch.table_put(Table.META, key, codec.dumps(config))
     store.apply(batch)
+    return note
 
 
 def remove_remote(store: Store, name: str) -> int:

@@ -250,7 +250,7 @@ def clone_into(
         session = handle.session
         session.check_writes("clone", in_batch=False)
         store = session.store
-        add_remote(store, remote_name, url, token_env=token_env)
+        add_remote(store, remote_name, url, token_env=token_env, probe=False)  # reading needs no probe
         with open_named(store, remote_name) as conn:
             fetch_from(store, conn, remote_name, progress=progress)
         prefix = f"{REMOTES}{remote_name}/"
