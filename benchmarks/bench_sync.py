@@ -99,6 +99,7 @@ class Hub:
 
     def __init__(self, store: Path) -> None:
         self.store = store
+        LmdbStore(str(store), durable=False).close()  # serve refuses a path with no store
         cmd = [sys.executable, "-m", "tractkv", "--store", str(store), "serve", "--port", "0"]
         self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
         assert self.proc.stdout is not None

@@ -12,6 +12,7 @@ and build their message in ``__init__``.
     │   ├── EncodeError                      a value a hashed payload may not hold (NaN, non-str key, ...)
     │   ├── InvalidRefName                   a branch or ref name git-style rules reject
     │   ├── ContentError                     malformed message content (unknown type, missing text, role)
+    │   │   └── ContentTooLarge              a new object over the size limit (MAX_OBJECT_BYTES): not written
     │   ├── ToolPairingError                 compile(strict=True) met tool calls and results it had to repair
     │   ├── UnansweredToolCalls              a model call on a context ending with calls awaiting results
     │   ├── BranchExists                     a branch of that name exists already
@@ -44,11 +45,13 @@ and build their message in ``__init__``.
     │   │   ├── RequestTooLarge              a request over the per-request limit (413)
     │   │   └── RejectedObject               bytes do not hash to the id, or unknown kind (422)
     │   ├── RemoteUnavailable                unreachable, or not speaking the tractkv protocol
+    │   │   └── MissingExtra                 the transport needs an optional extra that is not installed
     │   ├── AuthError                        401 / 403 from a hub (.status)
     │   ├── PushRejected                     per-ref results (.results) with the reasons
     │   ├── NotFastForward                   pull --ff-only on diverged histories
     │   └── ConditionalWritesUnsupported     an S3 endpoint that ignores If-Match / If-None-Match
     └── StoreError                           the storage layer failed (I/O, LMDB, closed, fork)
+        ├── StoreNotFound                    no store at the path (and the caller did not ask to create one)
         ├── StoreFormatError                 store format version is newer than this tractkv, or unknown
         ├── StoreCorrupt                     the store's files are damaged (truncated, emptied): refused
         └── StoreClosed                      the store was used after close()
@@ -171,6 +174,14 @@ class StoreError(TractError):
     """The storage layer failed: I/O, LMDB, a closed store, a store used across fork()."""
 
 
+class StoreNotFound(StoreError):
+    """No tractkv store at ``.path``, and the caller did not ask to create one. Nothing was created."""
+
+    def __init__(self, path: str, hint: str = "") -> None:
+        self.path = path
+        super().__init__(f"no tractkv store at {path}{hint}")
+
+
 class StoreFormatError(StoreError):
     """The store's format version is newer than this tractkv, unknown, or cannot be migrated."""
 
@@ -191,6 +202,30 @@ class StoreClosed(StoreError):
 
 class ContentError(InvalidInput):
     """Malformed message content (unknown type, missing text, wrong role...)."""
+
+
+class ContentTooLarge(ContentError):
+    """A new object (a message, a tool result, a media file...) whose encoded bytes are over the one size
+    limit (``tractkv.model.MAX_OBJECT_BYTES``, 16 MiB): no default store, hub or bundle could carry it, so it
+    is refused when written. Nothing was written. ``.kind``, ``.size`` and ``.limit`` say what and how much."""
+
+    def __init__(self, kind: str, size: int, limit: int) -> None:
+        self.kind = kind
+        self.size = size
+        self.limit = limit
+        super().__init__(
+            f"{_article(kind)} {kind} of {size:,} bytes ({_mib(size)}) is over the {limit:,}-byte ({_mib(limit)}) "
+            "limit on one object that every store, hub and bundle reads: nothing was written "
+            "(split it, or store a reference to it instead)"
+        )
+
+
+def _mib(n: int) -> str:
+    return f"{n / (1024 * 1024):.1f} MiB"
+
+
+def _article(word: str) -> str:
+    return "an" if word[:1] in "aeiou" else "a"
 
 
 class ToolPairingError(InvalidInput):
@@ -415,6 +450,18 @@ class RejectedObject(TransferError):
 
 class RemoteUnavailable(SyncError):
     """The remote could not be reached, or answered something that is not the tractkv protocol."""
+
+
+class MissingExtra(RemoteUnavailable):
+    """A transport needs an optional dependency that is not installed: ``.extra`` names the extra to install
+    (``server`` for http(s):// hubs, ``s3`` for s3:// buckets), ``.module`` the module that was missing."""
+
+    def __init__(self, scheme: str, extra: str, module: str | None = None) -> None:
+        self.scheme = scheme
+        self.extra = extra
+        self.module = module
+        missing = f" (no module named {module!r})" if module else ""
+        super().__init__(f"{scheme} remotes need the {extra} extra: pip install 'tractkv[{extra}]'{missing}")
 
 
 class AuthError(SyncError):

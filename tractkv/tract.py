@@ -398,15 +398,17 @@ class Tract:
 
     # --- sync (tractkv.sync, loaded on first use) --------------------------------------------------------
 
-    def remote_add(self, name: str, url: str, *, token_env: str | None = None) -> None:
+    def remote_add(self, name: str, url: str, *, token_env: str | None = None) -> str | None:
         """Remember a remote: a store path or ``file://`` URL, ``http://host:port`` (a ``tractkv serve`` hub),
         ``s3://bucket/prefix`` or a bundle file. ``token_env`` names the environment variable holding the
-        hub's bearer token (default ``TRACTKV_TOKEN``); tokens are never stored.
+        hub's bearer token (default ``TRACTKV_TOKEN``); tokens are never stored. Returns a note for people,
+        or None: an S3 endpoint that ignores conditional writes is added (fetch works) with a note saying
+        pushes to it will be refused.
         """
         from tractkv.sync import remotes
 
         self._session.check_writes("remote_add", in_batch=False)
-        remotes.add_remote(self._store, name, url, token_env=token_env)
+        return remotes.add_remote(self._store, name, url, token_env=token_env)
 
     def remotes(self) -> dict[str, str]:
         """Configured remotes: name -> URL."""

@@ -16,7 +16,7 @@ from tractkv.engine.tokens import IMAGE_TOKENS, PDF_PAGE_TOKENS, image_tokens
 from tractkv.engine.validate import check_commit, tag
 from tractkv.errors import ContentError, InvalidInput
 from tractkv.ids import ObjectId
-from tractkv.model import Blob, Commit, object_id
+from tractkv.model import MAX_OBJECT_BYTES, Blob, Commit, encode, object_id
 from tractkv.store import MemoryStore
 
 from .media_files import gif, jpeg, pdf, png, webp
@@ -241,10 +241,20 @@ def test_size_limits_are_the_providers() -> None:
     stored([{"type": "image", "data": png(8000, 1, size=largest), "media_type": "image/png"}])
     with pytest.raises(ContentError, match=r"parts\[0\]: the image is .* as base64\), over the 5.0 MB"):
         stored([{"type": "image", "data": png(2, 2, size=largest + 1), "media_type": "image/png"}])
-    text = b"a" * media.MAX_DOCUMENT_BYTES
-    stored([{"type": "document", "data": text, "media_type": "text/plain"}])
-    with pytest.raises(ContentError, match=r"parts\[1\]: the document is 32.0 MB, over the 32.0 MB"):
+    # A document is one stored object: the object size limit (16 MiB encoded) is the tighter of the two.
+    assert media.MAX_MEDIA_BYTES < media.MAX_DOCUMENT_BYTES
+    text = b"a" * media.MAX_MEDIA_BYTES
+    _, (blob,) = stored([{"type": "document", "data": text, "media_type": "text/plain"}])
+    assert len(encode(blob)) == MAX_OBJECT_BYTES  # exactly at the limit: written, carried, read
+    with pytest.raises(
+        ContentError,
+        match=r"parts\[1\]: the document is 16,777,196 bytes, over the 16,777,195 one stored object holds",
+    ):
         stored(["x", {"type": "document", "data": text + b"a", "media_type": "text/plain"}])
+    with pytest.raises(ContentError, match=r"parts\[0\]: the document is 32.0 MB, over the 32.0 MB"):
+        stored(
+            [{"type": "document", "data": b"a" * (media.MAX_DOCUMENT_BYTES + 1), "media_type": "text/plain"}]
+        )
 
 
 def test_a_part_naming_a_stored_blob_is_checked_like_new_bytes(tract: Tract) -> None:

@@ -77,6 +77,8 @@ class Hub:
 
     def __init__(self, store: Path, *args: str, command: str = "serve") -> None:
         self.store = store
+        if command == "serve" and not store.exists():  # serve refuses a path with no store: init one
+            LmdbStore(str(store), durable=False).close()
         cmd = [sys.executable, "-m", "tractkv", "--store", str(store), command, "--port", "0", *args]
         self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         # stderr is read as it comes: the access log (one line a request) must never fill the pipe

@@ -28,7 +28,9 @@ def test_view_refuses_a_missing_store_in_one_line(tmp_path: Path) -> None:
         timeout=60,
     )
     assert result.returncode == 1
-    assert result.stderr.strip().splitlines() == [f"Error: no tractkv store at {tmp_path / 'none'}"]
+    assert result.stderr.strip().splitlines() == [
+        f"Error: no tractkv store at {tmp_path / 'none'} (create one with `tractkv init`, or `tractkv clone URL`)"
+    ]
     assert not (tmp_path / "none").exists()
 
 

@@ -22,6 +22,7 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 DEFAULT_STORE = ".tractkv"
 STORE_ENV = "TRACTKV_STORE"
+NO_STORE_HINT = " (create one with `tractkv init`, or `tractkv clone URL`)"
 
 
 class CliState:
@@ -33,10 +34,16 @@ class CliState:
         self._tract: Tract | None = None
 
     def store(self, *, create: bool = False) -> Store:
+        """The store at --store. Only ``init`` (and ``clone``, through the library) may create one: every
+        other command refuses a path with no store, creating nothing."""
         if self._store is None:
+            from tractkv.errors import StoreNotFound
             from tractkv.store import LmdbStore
 
-            self._store = LmdbStore(self.store_path, create=create)
+            try:
+                self._store = LmdbStore(self.store_path, create=create)
+            except StoreNotFound as exc:
+                raise StoreNotFound(exc.path, NO_STORE_HINT) from None
         return self._store
 
     def tract(self, *, readonly: bool = False) -> Tract:

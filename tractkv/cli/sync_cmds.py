@@ -5,12 +5,14 @@ from __future__ import annotations
 import sys
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeVar
 
 import click
 
 from tractkv.cli.common import CliState, echo_json, json_option, note, stderr_is_tty, with_state
 from tractkv.errors import InvalidInput
+
+F = TypeVar("F", bound=Callable[..., Any])
 
 
 class Progress:
@@ -57,8 +59,10 @@ def remote() -> None:
 @with_state
 def remote_add(state: CliState, name: str, url: str, token_env: str | None) -> None:
     """Add a remote: a store path, file://..., http://host:port, s3://bucket/prefix or a bundle file."""
-    state.tract().remote_add(name, url, token_env=token_env)
+    warning = state.tract().remote_add(name, url, token_env=token_env)
     note(f"added remote {name} -> {url}")
+    if warning:
+        note(f"warning: {warning}")
 
 
 @remote.command("list")
@@ -262,7 +266,8 @@ def serve(
     one object; pushes beyond that wait their turn). A token with only write scopes learns from
     /v1/missing only about objects its own branches reach. GET /healthz answers 200 without auth for
     process managers; the protocol is described in docs/PROTOCOL.md."""
-    from tractkv.sync.frames import MAX_OBJECT_BYTES, MAX_REQUEST_BYTES
+    from tractkv.model import MAX_OBJECT_BYTES
+    from tractkv.sync.frames import MAX_REQUEST_BYTES
 
     server, create_app = _server_modules("serve")
     from tractkv.sync.auth import TokenTable
@@ -270,7 +275,7 @@ def serve(
     tokens = TokenTable.from_file(tokens_file) if tokens_file else None
     if tokens is None and not server.is_loopback(host):
         raise InvalidInput(f"refusing to serve {host} without --tokens: only loopback may be unauthenticated")
-    store = state.store(create=True)
+    store = state.store()
     app, viewer = create_app(
         store,
         tokens=tokens,
@@ -333,12 +338,27 @@ def bundle() -> None:
     """Write or read bundle files (branches and their objects in one file)."""
 
 
+def _max_object_option(what: str) -> Callable[[F], F]:
+    return click.option(
+        "--max-object-bytes",
+        type=click.IntRange(1),
+        help=f"{what} (default 16 MiB: the size limit every store, hub and bundle shares).",
+    )
+
+
 @bundle.command("create")
 @click.argument("file", type=click.Path(dir_okay=False))
 @click.argument("branches", nargs=-1)
+@_max_object_option(
+    "Refuse an object over N bytes; a bundle with larger ones needs unbundle --max-object-bytes"
+)
 @with_state
-def bundle_create(state: CliState, file: str, branches: tuple[str, ...]) -> None:
-    """Write BRANCHES (default: every branch) and their history to FILE."""
+def bundle_create(
+    state: CliState, file: str, branches: tuple[str, ...], max_object_bytes: int | None
+) -> None:
+    """Write BRANCHES (default: every branch) and their history to FILE. An object over the size limit is
+    refused (nothing is written): a default unbundle could not read it."""
+    from tractkv.model import MAX_OBJECT_BYTES
     from tractkv.sync.bundle import write_bundle
 
     store = state.store()
@@ -349,7 +369,7 @@ def bundle_create(state: CliState, file: str, branches: tuple[str, ...]) -> None
     unknown = set(branches) - {r.removeprefix("refs/heads/") for r in refs}
     if unknown:
         raise InvalidInput(f"no branch named {', '.join(sorted(unknown))}")
-    count = write_bundle(store, file, refs)
+    count = write_bundle(store, file, refs, max_object=max_object_bytes or MAX_OBJECT_BYTES)
     click.echo(f"wrote {len(refs)} branch(es), {count} objects to {file}")
 
 
@@ -358,15 +378,17 @@ def bundle_create(state: CliState, file: str, branches: tuple[str, ...]) -> None
 @click.option(
     "--as", "name", default="bundle", show_default=True, help="Tracking branches appear as NAME/<branch>."
 )
+@_max_object_option("Read objects of up to N bytes")
 @with_state
-def bundle_unbundle(state: CliState, file: str, name: str) -> None:
+def bundle_unbundle(state: CliState, file: str, name: str, max_object_bytes: int | None) -> None:
     """Verify and store FILE's objects; its branches appear as <NAME>/<branch> (merge or branch from them)."""
+    from tractkv.model import MAX_OBJECT_BYTES
     from tractkv.sync.bundle import BundleRemote
     from tractkv.sync.remotes import check_remote_name
     from tractkv.sync.transfer import fetch_from
 
     store = state.store()
-    with BundleRemote(file) as conn:
+    with BundleRemote(file, max_object=max_object_bytes or MAX_OBJECT_BYTES) as conn:
         result = fetch_from(store, conn, check_remote_name(name), prune=False)
     for ref, (_, new) in sorted(result.updated.items()):
         click.echo(f"{ref.removeprefix('refs/remotes/')} {new[:12] if new else '-'}")

@@ -16,7 +16,10 @@ match its declared type, so a mismatch is refused when the message is written, n
 **Size limits** (:func:`check_bytes`, policy for new writes): an image whose base64 form is over
 :data:`MAX_IMAGE_BYTES` (5 MB, so about 3.75 MB of file) or with more than :data:`MAX_IMAGE_SIDE` (8000)
 pixels on a side, or a document over :data:`MAX_DOCUMENT_BYTES` (32 MB), is refused when the message is
-written. The figures are Anthropic's, the tighter of the two providers (Vision guide,
+written. So is a document over :data:`MAX_MEDIA_BYTES` (just under 16 MiB): the file is one stored object, and
+no object may be over :data:`~tractkv.model.MAX_OBJECT_BYTES`, the one size limit every store, hub and bundle
+shares (docs/ARCHITECTURE.md, "Size limits"), which makes the 32 MB figure unreachable today.
+The figures are Anthropic's, the tighter of the two providers (Vision guide,
 https://docs.anthropic.com/en/docs/build-with-claude/vision: at most 5 MB per image through the API, and
 images larger than 8000 x 8000 px are rejected; the API measures the 5 MB on the base64 data it receives.
 API overview, https://docs.anthropic.com/en/api/overview: a Messages request is at most 32 MB): a part over
@@ -33,6 +36,8 @@ import binascii
 import re
 import struct
 
+from tractkv.model import MAX_OBJECT_BYTES, Blob, encode
+
 IMAGE_TYPES = ("image/gif", "image/jpeg", "image/png", "image/webp")
 DOCUMENT_TYPES = ("application/pdf", "text/plain")
 PDF = "application/pdf"
@@ -42,6 +47,9 @@ TEXT = "text/plain"
 MAX_IMAGE_BYTES = 5 * 1024 * 1024  # Anthropic API: 5 MB per image, measured on its base64 form
 MAX_IMAGE_SIDE = 8000  # Anthropic: an image larger than 8000 px on a side is rejected
 MAX_DOCUMENT_BYTES = 32 * 1024 * 1024  # Anthropic: a Messages request is at most 32 MB
+#: The largest file one media blob holds within the object size limit (a blob's own encoding around the bytes,
+#: plus 4 for the CBOR length of a byte string over 64 KiB): the tighter limit for documents in practice.
+MAX_MEDIA_BYTES = MAX_OBJECT_BYTES - len(encode(Blob(data=b""))) - 4
 
 
 def check_bytes(media_type: str, data: bytes) -> str | None:
@@ -65,6 +73,11 @@ def check_bytes(media_type: str, data: bytes) -> str | None:
             )
     elif len(data) > MAX_DOCUMENT_BYTES:
         return f"the document is {_mb(len(data))}, over the {_mb(MAX_DOCUMENT_BYTES)} a request may hold"
+    elif len(data) > MAX_MEDIA_BYTES:
+        return (
+            f"the document is {len(data):,} bytes, over the {MAX_MEDIA_BYTES:,} one stored object holds "
+            f"(the {_mb(MAX_OBJECT_BYTES)} size limit every store, hub and bundle reads)"
+        )
     return None
 
 

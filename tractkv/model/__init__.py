@@ -2,6 +2,7 @@
 
 from tractkv.model.objects import (
     KINDS,
+    MAX_OBJECT_BYTES,
     OBJECT_FORMAT,
     USAGE_STATUSES,
     Blob,
@@ -21,6 +22,7 @@ from tractkv.model.objects import (
 
 __all__ = [
     "KINDS",
+    "MAX_OBJECT_BYTES",
     "OBJECT_FORMAT",
     "USAGE_STATUSES",
     "Blob",

@@ -29,6 +29,12 @@ from tractkv.ids import OID_RAW_LEN, ObjectId, hash_bytes, is_object_id, oid_to_
 
 OBJECT_FORMAT = 1  # the "v" written into every object; changing an encoding rule means a new version
 
+#: The size limit, defined once: the largest object (its canonical encoded bytes) this library writes into a
+#: store, and the largest every default reader takes (a hub's ``--max-object-bytes``, fetch, ``bundle
+#: unbundle``); ``bundle create`` and push refuse to send anything larger, so whatever a default store can
+#: write every default path carries and reads (docs/ARCHITECTURE.md, "Size limits").
+MAX_OBJECT_BYTES = 16 * 1024 * 1024
+
 
 def _oid_tuple(values: Any) -> tuple[ObjectId, ...]:
     return tuple(values)

@@ -37,9 +37,9 @@ from contextlib import AbstractContextManager, contextmanager
 from typing import Any, Final
 
 from tractkv import codec
-from tractkv.errors import InvalidInput, RefConflict
+from tractkv.errors import ContentTooLarge, InvalidInput, RefConflict
 from tractkv.ids import ObjectId, hash_bytes, oid_to_raw, raw_to_oid
-from tractkv.model import Commit, StoredObject, ToolSchema, decode, encode_with_id, kind_of
+from tractkv.model import MAX_OBJECT_BYTES, Commit, StoredObject, ToolSchema, decode, encode_with_id, kind_of
 from tractkv.store.reader import (
     MAX_KEY_BYTES,
     META_FORMAT,
@@ -117,10 +117,16 @@ class WriteBatch(Reader):
     def put(self, obj: StoredObject) -> ObjectId:
         """Stage an object and return its id. Staging an object the store has already is a no-op.
 
+        This is where every object the library makes is written, so the one size limit is enforced here: a new
+        object whose encoding is over :data:`~tractkv.model.MAX_OBJECT_BYTES` raises :class:`ContentTooLarge`
+        (received objects come through :meth:`put_raw`, judged by their transfer's limit).
+
         The object is encoded and hashed here once: callers take the id ``put`` returns rather than computing
         it first with :func:`~tractkv.model.object_id` (which would encode the object a second time).
         """
         oid, data = encode_with_id(obj)
+        if len(data) > MAX_OBJECT_BYTES and oid not in self.objects and not self._base.has(oid):
+            raise ContentTooLarge(obj.KIND, len(data), MAX_OBJECT_BYTES)
         if oid not in self.objects:
             self.objects[oid] = (data, obj)
         self.deletions.discard(oid)

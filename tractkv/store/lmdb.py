@@ -51,7 +51,7 @@ from typing import Any
 
 import lmdb
 
-from tractkv.errors import StoreClosed, StoreCorrupt, StoreError, StoreFormatError, TractError
+from tractkv.errors import StoreClosed, StoreCorrupt, StoreError, StoreFormatError, StoreNotFound, TractError
 from tractkv.store.base import (
     MAX_KEY_BYTES,
     META_FORMAT,
@@ -448,6 +448,7 @@ class LmdbStore(Store):
 
     Raises:
         StoreError: the path cannot be opened as a store.
+        StoreNotFound: no store at ``path`` and ``create`` is False (nothing is created).
         StoreFormatError: the store was written by a newer tractkv.
     """
 
@@ -464,7 +465,7 @@ class LmdbStore(Store):
         if not create and not os.path.exists(os.path.join(self.path, DATA_FILE)):
             if os.path.exists(os.path.join(self.path, STORE_MARKER)):
                 raise StoreCorrupt(f"store {self.path} is damaged: {DATA_FILE} is missing{_RESTORE}")
-            raise StoreError(f"no tractkv store at {self.path}")
+            raise StoreNotFound(self.path)
         if os.path.exists(self.path) and not os.path.isdir(self.path):
             raise StoreError(f"{self.path} is a file, not a store directory")
         try:

@@ -14,11 +14,12 @@ import tempfile
 from collections.abc import Callable, Iterable, Iterator, Sequence
 
 from tractkv import codec
-from tractkv.errors import SyncError, TransferError
+from tractkv.errors import ObjectTooLarge, SyncError, TransferError
 from tractkv.ids import ObjectId, is_object_id
+from tractkv.model import MAX_OBJECT_BYTES, kind_of
 from tractkv.store import Reader
 
-from .frames import decode_stream, encode_stream
+from .frames import UNLIMITED, decode_stream, encode_stream
 from .negotiate import objects_for
 from .remote import PushOutcome, RefUpdate, Remote
 
@@ -36,8 +37,15 @@ def is_bundle(path: str) -> bool:
         return False
 
 
-def write_bundle(reader: Reader, path: str, refs: dict[str, ObjectId]) -> int:
-    """Write the closure of ``refs`` to ``path`` (atomically: a temp file renamed). Returns the object count."""
+def write_bundle(
+    reader: Reader, path: str, refs: dict[str, ObjectId], *, max_object: int = MAX_OBJECT_BYTES
+) -> int:
+    """Write the closure of ``refs`` to ``path`` (atomically: a temp file renamed). Returns the object count.
+
+    Raises:
+        ObjectTooLarge: an object is over ``max_object`` (default: the size limit a default unbundle reads);
+            nothing is written at ``path``.
+    """
     if not refs:
         raise SyncError("a bundle needs at least one branch")
     header = codec.dumps({"refs": dict(refs)})
@@ -47,9 +55,16 @@ def write_bundle(reader: Reader, path: str, refs: dict[str, ObjectId]) -> int:
 
     def counted() -> Iterator[tuple[ObjectId, bytes]]:
         nonlocal count
-        for pair in objects_for(reader, list(refs.values()), []):
+        for oid, data in objects_for(reader, list(refs.values()), []):
+            if len(data) > max_object:
+                raise ObjectTooLarge(
+                    f"a {kind_of(data)} of {len(data):,} bytes is over the {max_object:,}-byte limit on one object "
+                    f"{'a default unbundle reads' if max_object == MAX_OBJECT_BYTES else 'given'}: no bundle "
+                    "was written",
+                    oid,
+                )
             count += 1
-            yield pair
+            yield oid, data
 
     try:
         with os.fdopen(fd, "wb") as fh:
@@ -69,8 +84,9 @@ def write_bundle(reader: Reader, path: str, refs: dict[str, ObjectId]) -> int:
 class BundleRemote(Remote):
     """A bundle file as a read-only remote."""
 
-    def __init__(self, path: str) -> None:
+    def __init__(self, path: str, *, max_object: int = MAX_OBJECT_BYTES) -> None:
         self.url = path
+        self.max_object = max_object
         try:
             self._fh = open(path, "rb")  # noqa: SIM115 - closed by close()
         except OSError as exc:
@@ -120,7 +136,18 @@ class BundleRemote(Remote):
             while block := self._fh.read(1 << 16):
                 yield block
 
-        return decode_stream(chunks())
+        def objects() -> Iterator[tuple[ObjectId, bytes]]:
+            # A local file the reader chose: its size bounds the read, so only the per-object limit applies.
+            try:
+                yield from decode_stream(chunks(), max_object=self.max_object, max_request=UNLIMITED)
+            except ObjectTooLarge as exc:
+                raise ObjectTooLarge(
+                    f"{exc.reason}: this bundle was written under a raised limit; read it with "
+                    "`bundle unbundle --max-object-bytes N`",
+                    exc.oid,
+                ) from None
+
+        return objects()
 
     def close(self) -> None:
         self._fh.close()

@@ -18,6 +18,7 @@ from collections.abc import Iterable, Iterator
 
 from tractkv.errors import ObjectTooLarge, RequestTooLarge, TransferError
 from tractkv.ids import ObjectId, oid_to_raw, raw_to_oid
+from tractkv.model import MAX_OBJECT_BYTES
 
 MAGIC = b"TKVSTREAM1\n"
 HEADER = struct.Struct(">cI")
@@ -27,9 +28,10 @@ END = b"E"
 CHUNK_BYTES = 64 * 1024
 OID_BYTES = 32
 
-#: Defaults a receiver enforces while streaming (a hub may configure its own).
-MAX_OBJECT_BYTES = 16 * 1024 * 1024
+#: Defaults a receiver enforces while streaming (a hub may configure its own): the one object size limit
+#: (:data:`tractkv.model.MAX_OBJECT_BYTES`, what a store writes) and a hub's limit on one push request.
 MAX_REQUEST_BYTES = 1024 * 1024 * 1024
+UNLIMITED = 1 << 62  # max_request for streams the reader asked for (a fetch's answer, a bundle file)
 
 
 def encode_stream(

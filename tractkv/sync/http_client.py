@@ -19,7 +19,7 @@ from tractkv._version import __version__
 from tractkv.errors import ObjectTooLarge, RemoteUnavailable, RequestTooLarge, UnsupportedURL
 from tractkv.ids import ObjectId, is_object_id
 
-from .frames import decode_stream, encode_stream
+from .frames import UNLIMITED, decode_stream, encode_stream
 from .remote import PushOutcome, RefUpdate, Remote
 from .wire import (
     IDS_TYPE,
@@ -128,6 +128,8 @@ class HttpRemote(Remote):
         limits = data.get("limits")
         if isinstance(limits, dict):
             self.limits = {k: v for k, v in limits.items() if isinstance(v, int)}
+            self.max_object = self.limits.get("max_object", self.max_object)
+            self.max_request = self.limits.get("max_request", self.max_request)
         return {str(k): ObjectId(v) for k, v in refs.items() if isinstance(v, str) and is_object_id(v)}
 
     def missing(self, oids: Sequence[ObjectId]) -> set[ObjectId]:
@@ -206,7 +208,8 @@ class HttpRemote(Remote):
                 "POST", self._base + "fetch", content=request, headers={"Content-Type": "application/json"}
             ) as response:
                 self._check(response, "fetch")
-                yield from decode_stream(self._counting(response.iter_bytes()))
+                # What we asked for: only the per-object limit applies (the hub's request limit is for pushes).
+                yield from decode_stream(self._counting(response.iter_bytes()), max_request=UNLIMITED)
         except httpx.HTTPError as exc:
             raise RemoteUnavailable(f"fetch from {self.url} broke off: {exc}") from exc
 

@@ -17,6 +17,7 @@ from typing import Literal, Self
 import attrs
 
 from tractkv.ids import ObjectId
+from tractkv.model import MAX_OBJECT_BYTES
 
 #: Why a ref update was refused (git's ``ng <reason>``).
 RejectReason = Literal[
@@ -67,9 +68,16 @@ class PushOutcome:
 
 
 class Remote(abc.ABC):
-    """One other store, reached through some transport. Use as a context manager (``close`` on exit)."""
+    """One other store, reached through some transport. Use as a context manager (``close`` on exit).
+
+    ``max_object`` is the largest object the other side takes (a hub announces its own with its refs;
+    otherwise the one size limit), ``max_request`` the most one push may send in all (None: no limit);
+    :func:`~tractkv.sync.transfer.push_to` refuses a push over either before sending anything.
+    """
 
     url: str
+    max_object: int = MAX_OBJECT_BYTES
+    max_request: int | None = None
 
     @abc.abstractmethod
     def list_refs(self, prefix: str = "refs/heads/") -> dict[str, ObjectId]:

@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import os
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from tractkv import codec
 from tractkv.engine.refs import REMOTES
 from tractkv.errors import (
     InvalidInput,
+    MissingExtra,
     RemoteExists,
     RemoteNotFound,
     UnsupportedURL,
@@ -23,6 +24,9 @@ from tractkv.errors import (
 from tractkv.store import Store, Table
 
 from .remote import Remote
+
+if TYPE_CHECKING:
+    from .http_client import HttpRemote
 
 REMOTE_KEY = b"remote:"
 TOKEN_ENV = "TRACTKV_TOKEN"
@@ -55,19 +59,29 @@ def list_remotes(store: Store) -> dict[str, str]:
 
 def add_remote(
     store: Store, name: str, url: str, *, token_env: str | None = None, probe: bool = True
-) -> None:
-    """Record a remote. The URL must be of a kind tractkv can reach; S3 endpoints are probed for
-    conditional writes (a bucket that ignores them could lose pushes silently)."""
+) -> str | None:
+    """Record a remote. The URL must be of a kind tractkv can reach. With ``probe``, S3 endpoints are probed
+    for conditional writes: one that ignores them (where concurrent pushes could silently lose each other's
+    work) is still recorded, since fetching needs no conditions, and the returned note says why pushes to it
+    will be refused (None: nothing to say)."""
+    from tractkv.errors import ConditionalWritesUnsupported
+
     key = REMOTE_KEY + check_remote_name(name).encode()
     if store.table_get(Table.META, key) is not None:
         raise RemoteExists(name)
     kind = url_kind(url)
-    if probe and kind == "s3":
+    if kind == "http":
+        _http_remote()  # refuse now, not at the first fetch, when the server extra is missing
+    note = None
+    if kind == "s3":
         from .s3 import S3Remote
 
-        remote = S3Remote(url)
+        remote = S3Remote(url)  # checks the URL (and the s3 extra) even without a probe
         try:
-            remote.probe()
+            if probe:
+                remote.probe()
+        except ConditionalWritesUnsupported as exc:
+            note = f"{exc}: fetch and clone work, push will be refused"
         finally:
             remote.close()
     config: dict[str, Any] = {"url": url}
@@ -76,6 +90,7 @@ def add_remote(
     batch = store.new_batch()
     batch.table_put(Table.META, key, codec.dumps(config))
     store.apply(batch)
+    return note
 
 
 def remove_remote(store: Store, name: str) -> int:
@@ -124,10 +139,8 @@ def open_remote(url: str, *, token_env: str | None = None) -> Remote:
     """A :class:`Remote` for ``url`` (imports a transport's optional dependencies only when used)."""
     kind = url_kind(url)
     if kind == "http":
-        from .http_client import HttpRemote
-
         token = os.environ.get(token_env) if token_env else None
-        return HttpRemote(url, token=token or os.environ.get(TOKEN_ENV))
+        return _http_remote()(url, token=token or os.environ.get(TOKEN_ENV))
     if kind == "s3":
         from .s3 import S3Remote
 
@@ -140,6 +153,15 @@ def open_remote(url: str, *, token_env: str | None = None) -> Remote:
     from .path import PathRemote
 
     return PathRemote(url)
+
+
+def _http_remote() -> type[HttpRemote]:
+    """The HTTP transport class; :class:`MissingExtra` when httpx (the ``server`` extra) is not installed."""
+    try:
+        from .http_client import HttpRemote
+    except ImportError as exc:
+        raise MissingExtra("http(s)://", "server", exc.name) from exc
+    return HttpRemote
 
 
 def open_named(store: Store, name: str) -> Remote:

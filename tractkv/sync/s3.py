@@ -16,9 +16,17 @@ the fast-forward rule is the pusher's to check (:func:`tractkv.sync.transfer.pus
 only a refused update's reason walks the bucket's history, to tell ``stale`` from ``non-fast-forward`` as
 a hub would.
 
-The endpoint and credentials come from the usual AWS settings (``AWS_ENDPOINT_URL_S3`` or
-``AWS_ENDPOINT_URL``, ``AWS_ACCESS_KEY_ID`` / ``AWS_SECRET_ACCESS_KEY``, ``AWS_DEFAULT_REGION``).
-:meth:`S3Remote.probe` (run by ``remote add``) refuses an endpoint that ignores conditional writes.
+The endpoint, credentials and region come from the usual AWS settings, resolved by boto3 as for any client
+(``AWS_ENDPOINT_URL_S3`` or ``AWS_ENDPOINT_URL``, ``AWS_ACCESS_KEY_ID`` / ``AWS_SECRET_ACCESS_KEY``,
+``AWS_PROFILE`` and its config file, ``AWS_REGION`` / ``AWS_DEFAULT_REGION``); only when boto3 resolves no region
+at all is ``us-east-1`` used (an S3-compatible server usually ignores it; boto3 would refuse to sign without
+one). The addressing style is boto3's (virtual-hosted on AWS, path-style for a custom endpoint such as an IP
+address or ``localhost``, or what the profile's ``s3.addressing_style`` says) unless the URL names one:
+``s3://bucket/prefix?addressing=path`` (or ``virtual``, ``auto``).
+
+Only writes need conditional writes: :meth:`S3Remote.probe` (run by ``remote add``, which keeps the remote
+but says pushes will be refused, and before the first write of every push) refuses an endpoint that ignores
+them; fetch and clone read, so they work on any endpoint.
 """
 
 from __future__ import annotations
@@ -28,9 +36,15 @@ import uuid
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import parse_qs, urlsplit
 
-from tractkv.errors import ConditionalWritesUnsupported, RemoteUnavailable, TransferError, UnsupportedURL
+from tractkv.errors import (
+    ConditionalWritesUnsupported,
+    MissingExtra,
+    RemoteUnavailable,
+    TransferError,
+    UnsupportedURL,
+)
 from tractkv.ids import ObjectId, is_object_id, raw_to_oid
 from tractkv.model import Commit
 from tractkv.store import Reader, Table
@@ -44,12 +58,30 @@ WORKERS = 16  # concurrent requests for object uploads and downloads
 STALE_STATUSES = (409, 412, 404)
 
 
+ADDRESSING_STYLES = ("auto", "path", "virtual")
+DEFAULT_REGION = "us-east-1"  # only when boto3 resolves none (no AWS_REGION / AWS_DEFAULT_REGION / profile)
+
+
 def parse_s3_url(url: str) -> tuple[str, str]:
-    """``(bucket, prefix)`` of ``s3://bucket[/prefix]`` (prefix without slashes at either end)."""
+    """``(bucket, prefix)`` of ``s3://bucket[/prefix][?addressing=STYLE]`` (prefix without slashes at either
+    end)."""
     parts = urlsplit(url)
     if parts.scheme.lower() != "s3" or not parts.netloc:
         raise UnsupportedURL(url, "an S3 remote is s3://bucket/prefix")
+    addressing_style(url)
     return parts.netloc, parts.path.strip("/")
+
+
+def addressing_style(url: str) -> str | None:
+    """The ``addressing`` query parameter of an s3:// URL (None: boto3's default)."""
+    query = parse_qs(urlsplit(url).query, keep_blank_values=True)
+    unknown = set(query) - {"addressing"}
+    if unknown:
+        raise UnsupportedURL(url, f"unknown parameter {sorted(unknown)[0]!r} (an S3 URL takes addressing=)")
+    values = query.get("addressing", [])
+    if len(values) > 1 or (values and values[0] not in ADDRESSING_STYLES):
+        raise UnsupportedURL(url, f"addressing= takes one of {', '.join(ADDRESSING_STYLES)}")
+    return values[0] if values else None
 
 
 class S3Remote(Remote):
@@ -63,21 +95,27 @@ class S3Remote(Remote):
             try:
                 import boto3
                 from botocore.config import Config
-            except ImportError as exc:  # pragma: no cover - depends on the install
-                raise RemoteUnavailable("s3:// remotes need the s3 extra: pip install 'tractkv[s3]'") from exc
+            except ImportError as exc:
+                raise MissingExtra("s3://", "s3", exc.name) from exc
             endpoint = os.environ.get("AWS_ENDPOINT_URL_S3") or os.environ.get("AWS_ENDPOINT_URL")
-            client = boto3.client(
-                "s3",
-                endpoint_url=endpoint,
-                region_name=os.environ.get("AWS_DEFAULT_REGION") or "us-east-1",
-                config=Config(
-                    s3={"addressing_style": "path"},
-                    retries={"max_attempts": 3, "mode": "standard"},
-                    max_pool_connections=WORKERS,
-                ),
-            )
+            style = addressing_style(url)
+            try:
+                session = boto3.session.Session()
+                client = session.client(
+                    "s3",
+                    endpoint_url=endpoint,
+                    region_name=session.region_name or DEFAULT_REGION,
+                    config=Config(
+                        s3={"addressing_style": style} if style else None,
+                        retries={"max_attempts": 3, "mode": "standard"},
+                        max_pool_connections=WORKERS,
+                    ),
+                )
+            except self._client_error() as exc:  # a broken profile or config file
+                raise RemoteUnavailable(f"cannot set up an S3 client for {url}: {exc}") from exc
         self._s3 = client
         self._etags: dict[str, str] = {}  # ref key -> ETag as last read
+        self._writable = False  # set once the probe passed (push probes before its first write)
 
     # --- plumbing -------------------------------------------------------------------------------------------
 
@@ -147,7 +185,7 @@ class S3Remote(Remote):
                     raise self._error(exc, "probe write") from exc
                 raise ConditionalWritesUnsupported(
                     f"{self.url} accepted a write whose {next(iter(kwargs))} condition was false: concurrent "
-                    "pushes could silently lose each other's work, so tractkv will not use it"
+                    "pushes could silently lose each other's work, so tractkv will not push to it"
                 )
             if not first.get("ETag"):
                 raise ConditionalWritesUnsupported(
@@ -158,6 +196,19 @@ class S3Remote(Remote):
                 self._s3.delete_object(Bucket=self.bucket, Key=key)
             except self._client_error():
                 pass
+
+    def check_writable(self) -> None:
+        """Probe once before writing: :class:`ConditionalWritesUnsupported` (saying reads still work) when the
+        endpoint ignores conditional writes."""
+        if self._writable:
+            return
+        try:
+            self.probe()
+        except ConditionalWritesUnsupported as exc:
+            raise ConditionalWritesUnsupported(
+                f"cannot push: {exc} (fetch and clone read without conditions, so they still work)"
+            ) from None
+        self._writable = True
 
     # --- Remote ---------------------------------------------------------------------------------------------
 
@@ -220,6 +271,7 @@ class S3Remote(Remote):
                 objects_sent=0,
                 bytes_sent=0,
             )
+        self.check_writable()  # before any object is written
         sent = [0, 0]
 
         def counted() -> Iterator[tuple[ObjectId, bytes]]:

@@ -68,11 +68,12 @@ from tractkv.errors import (
     TransferError,
 )
 from tractkv.ids import ObjectId
+from tractkv.model import MAX_OBJECT_BYTES
 from tractkv.store import Reader, Store
 from tractkv.store.walk import iter_reachable
 
 from .auth import OPEN, Grant, TokenTable
-from .frames import MAX_OBJECT_BYTES, MAX_REQUEST_BYTES, StreamDecoder, encode_stream
+from .frames import MAX_REQUEST_BYTES, StreamDecoder, encode_stream
 from .negotiate import candidate_ids, raw_objects
 from .receive import apply_ref_updates, missing_ids, receive_objects, verify
 from .remote import RefResult, RefUpdate

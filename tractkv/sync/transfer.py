@@ -20,19 +20,24 @@ from tractkv.engine.session import Session
 from tractkv.errors import (
     InvalidInput,
     InvalidRefName,
+    ObjectTooLarge,
     PushRejected,
+    RequestTooLarge,
     TransferError,
 )
 from tractkv.ids import ObjectId, is_object_id
-from tractkv.model import Commit
+from tractkv.model import Commit, kind_of
 from tractkv.store import Store
 
+from .frames import HEADER, OID_BYTES
 from .negotiate import ASK_THRESHOLD, candidate_ids, raw_objects
 from .receive import receive_objects
 from .remote import PushOutcome, RefResult, RefUpdate, Remote
 from .remotes import add_remote, open_named
 
 Progress = Callable[[int], None]
+FRAME_BYTES = HEADER.size + OID_BYTES  # what the stream adds to each object
+STREAM_BYTES = 4096  # the stream's magic and end frame, and the push head (one update), with room to spare
 
 
 @attrs.frozen
@@ -157,6 +162,7 @@ def push_to(
     if len(candidates) > ASK_THRESHOLD:
         lacking = remote.missing(candidates)
         candidates = [c for c in candidates if c in lacking]
+    check_sizes(store, remote, candidates)
     update = RefUpdate(ref, ObjectId(old) if old else None, tip, force=force)
     outcome = remote.push(_counting(raw_objects(store, candidates), progress), [update])
     if not outcome.ok:
@@ -168,6 +174,32 @@ def push_to(
     log_ref_move(batch, tracking, ObjectId(current) if current else None, tip, "push", f"push to {name}")
     store.apply(batch)
     return outcome
+
+
+def check_sizes(store: Store, remote: Remote, oids: Iterable[ObjectId]) -> None:
+    """Refuse, before anything is sent, a push the remote would refuse for its size: an object over its
+    per-object limit (:class:`ObjectTooLarge`, naming the object) or more bytes in all than one push request
+    may carry (:class:`RequestTooLarge`). A store only holds larger objects when it received them under a raised
+    limit (``bundle unbundle --max-object-bytes``) or from an older tractkv."""
+    limit, total = remote.max_object, 0
+    with store.snapshot() as snap:
+        for oid in oids:
+            data = snap.get_raw(oid)
+            if data is None:
+                continue
+            total += FRAME_BYTES + len(data)
+            if len(data) > limit:
+                raise ObjectTooLarge(
+                    f"a {kind_of(data)} of {len(data):,} bytes is over {remote.url}'s {limit:,}-byte limit on "
+                    "one object: nothing was sent",
+                    oid,
+                )
+    if remote.max_request is not None and total + STREAM_BYTES > remote.max_request:
+        raise RequestTooLarge(
+            f"the push is {total:,} bytes of objects, over {remote.url}'s {remote.max_request:,}-byte limit on "
+            "one push: nothing was sent (push part of the history first, from a branch at an older commit, or "
+            "raise the hub's --max-request-bytes)"
+        )
 
 
 def _reject(ref: str, reason: str, detail: str) -> None:
@@ -218,7 +250,7 @@ def clone_into(
         session = handle.session
         session.check_writes("clone", in_batch=False)
         store = session.store
-        add_remote(store, remote_name, url, token_env=token_env)
+        add_remote(store, remote_name, url, token_env=token_env, probe=False)  # reading needs no probe
         with open_named(store, remote_name) as conn:
             fetch_from(store, conn, remote_name, progress=progress)
         prefix = f"{REMOTES}{remote_name}/"

@@ -40,10 +40,10 @@ from tractkv.engine.media import raster_type
 from tractkv.engine.refs import HEADS, read_head, resolve_revision
 from tractkv.errors import AuthError, InvalidInput, ObjectNotFound, RefNotFound, TractError, UnknownRevision
 from tractkv.ids import ObjectId, is_object_id
-from tractkv.model import Blob
+from tractkv.model import MAX_OBJECT_BYTES, Blob
 from tractkv.store import Store
 from tractkv.sync.auth import OPEN, Grant, TokenTable
-from tractkv.sync.frames import MAX_OBJECT_BYTES, MAX_REQUEST_BYTES
+from tractkv.sync.frames import MAX_REQUEST_BYTES
 from tractkv.sync.server import (
     ERROR_HANDLERS,
     Hub,
