@@ -11,7 +11,6 @@ from tractkv.ids import ObjectId
 from tractkv.store import Reader
 
 from . import graph
-from .budget import drop_budget, stored_budget
 from .records import BranchInfo, ReflogEntry, StatusInfo
 from .reflog import iter_reflog, log_ref_move
 from .refs import HEADS, REMOTES, branch_ref, check_branch_name
@@ -77,6 +76,8 @@ def delete_branch(session: Session, name: str, *, force: bool = False) -> Object
                 f"branch {name!r} has commits no other branch has; merge it, or delete it anyway "
                 "(force=True, --force)"
             )
+    from .budget import drop_budget
+
     batch = session.store.new_batch()
     batch.set_ref(ref, None, expected=tip)
     drop_budget(batch, ref)
@@ -88,6 +89,8 @@ def delete_branch(session: Session, name: str, *, force: bool = False) -> Object
 def status(session: Session, token_budget: int | None = None) -> StatusInfo:
     """Branch, HEAD, commit / message / token counts, budget, ahead / behind the upstream. The budget is
     ``token_budget`` when given, else the branch's stored one (:mod:`tractkv.engine.budget`)."""
+    from .budget import stored_budget
+
     reader = session.reader()
     if token_budget is None:
         token_budget = stored_budget(reader, session.branch_ref)

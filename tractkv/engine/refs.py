@@ -20,6 +20,8 @@ from tractkv.ids import ObjectId, is_object_id, is_oid_prefix
 from tractkv.model import Commit
 from tractkv.store import Reader
 
+from .reflog import iter_reflog
+
 HEAD = "HEAD"
 HEADS = "refs/heads/"
 REMOTES = "refs/remotes/"
@@ -117,8 +119,6 @@ def _parent(reader: Reader, oid: ObjectId, index: int, rev: str) -> ObjectId:
 
 def _resolve_reflog(reader: Reader, rev: str, name: str, n: int, head_ref: object) -> ObjectId:
     """``<name>@{n}``: the value branch ``name`` (``HEAD`` or empty: the current branch) had ``n`` moves ago."""
-    from .reflog import iter_reflog
-
     if name in ("", HEAD):
         ref = read_head(reader)[0] if head_ref is _STORED_HEAD else head_ref
         if ref is None:
