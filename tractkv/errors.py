@@ -66,7 +66,7 @@ from exc``); nothing else leaks.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 
 class TractError(Exception):
@@ -305,12 +305,15 @@ class ConcurrentUpdate(RefConflict):
 class MergeConflict(TractError):
     """``merge(strategy="auto")`` found conflicts; ``.conflicts`` lists each with how to resolve it."""
 
-    def __init__(self, conflicts: list[Any]) -> None:
+    def __init__(self, conflicts: list[Any], *, ours: str = "ours", theirs: str = "theirs") -> None:
         self.conflicts = conflicts
-        lines = "; ".join(str(c) for c in conflicts)
+        self.ours = ours
+        self.theirs = theirs
+        lines = "; ".join(c.describe(ours, theirs) if hasattr(c, "describe") else str(c) for c in conflicts)
+        into = f" merging {theirs} into {ours}" if (ours, theirs) != ("ours", "theirs") else ""
         super().__init__(
-            f"{len(conflicts)} merge conflict(s): {lines}. "
-            "Resolve with strategy='ours' or 'theirs', or edit one side first."
+            f"{len(conflicts)} merge conflict(s){into}: {lines}. Settle them with strategy='ours' or 'theirs' "
+            "(--strategy ours|theirs), or edit one side first; nothing was changed."
         )
 
 
@@ -390,9 +393,16 @@ class SyncError(TractError):
 class RemoteNotFound(SyncError, KeyError):
     """No remote of that name is configured."""
 
-    def __init__(self, name: str) -> None:
+    def __init__(self, name: str, known: Sequence[str] | None = None) -> None:
         self.name = name
-        super().__init__(f"no remote named {name!r}: add it with `tractkv remote add {name} URL`")
+        self.known = tuple(known) if known is not None else None
+        if self.known is None:
+            hint = f": add it with remote_add() (`tractkv remote add {name} URL`)"
+        elif self.known:
+            hint = f" (the remotes are: {', '.join(self.known)})"
+        else:
+            hint = " (there are no remotes)"
+        super().__init__(f"no remote named {name!r}{hint}")
 
     def __str__(self) -> str:
         return str(self.args[0])
@@ -475,13 +485,26 @@ class AuthError(SyncError):
 
 
 class PushRejected(SyncError):
-    """A push moved no ref (or, non-atomic, not every ref): ``.results`` holds each ref's outcome."""
+    """A push moved no ref (or, non-atomic, not every ref): ``.results`` holds each ref's outcome. The message
+    gives each refused ref's reason, detail and what to do."""
+
+    HINTS: ClassVar[dict[str, str]] = {
+        "non-fast-forward": "pull first, then push again (or overwrite it: force=True, --force)",
+        "stale": "fetch to see where it is now, then push again",
+        "missing-objects": "push again to send them",
+        "forbidden": "use a token whose scopes may write this branch",
+    }
 
     def __init__(self, results: list[Any]) -> None:
         self.results = results
         failed = [r for r in results if not getattr(r, "ok", False)]
-        lines = "; ".join(f"{r.name}: {r.reason}" for r in failed)
-        super().__init__(f"push rejected: {lines}")
+        lines = []
+        for r in failed:
+            name = r.name.removeprefix("refs/heads/")
+            detail = f": {r.detail}" if getattr(r, "detail", "") else ""
+            hint = self.HINTS.get(r.reason)
+            lines.append(f"{name} ({r.reason}){detail}" + (f"; {hint}" if hint else ""))
+        super().__init__(f"push rejected: {'; '.join(lines)}")
 
 
 class NotFastForward(SyncError):
@@ -492,7 +515,7 @@ class NotFastForward(SyncError):
         self.remote_ref = remote_ref
         super().__init__(
             f"{branch!r} and {remote_ref!r} have diverged: not a fast-forward "
-            "(pull without --ff-only to merge, or reset onto the remote branch)"
+            "(pull without ff_only=True, --ff-only, to merge, or reset onto the remote branch)"
         )
 
 

@@ -343,8 +343,22 @@ class Tract:
         return self._session.diff(a, b)
 
     def status(self) -> StatusInfo:
-        """Branch, HEAD, commit / message / token counts, budget use, ahead / behind its upstream."""
+        """Branch, HEAD, commit / message / token counts, budget use, ahead / behind its upstream. The budget
+        is ``Tract.open(token_budget=...)`` when given, else the branch's stored one (:meth:`set_budget`)."""
         return branches.status(self._session, self.token_budget)
+
+    def set_budget(self, max_tokens: int | None) -> int | None:
+        """Store a token budget for the current branch (None clears it); :meth:`status` reports use against
+        it. A local setting, never synced; ``Tract.open(token_budget=...)`` overrides it for one handle."""
+        from tractkv.engine.budget import set_budget
+
+        return set_budget(self._session, max_tokens)
+
+    def budget(self) -> int | None:
+        """The current branch's stored token budget (None: none stored, or HEAD detached)."""
+        from tractkv.engine.budget import stored_budget
+
+        return stored_budget(self._session.reader(), self._session.branch_ref)
 
     # --- branches, merge, reset, reflog, gc ---------------------------------------------------------------
 
@@ -384,7 +398,8 @@ class Tract:
         return self._session.reset(target, mode)
 
     def reflog(self, branch: str | None = None, limit: int | None = None) -> list[ReflogEntry]:
-        """Moves of a branch (default: the current one), newest first."""
+        """Moves of a branch (default: the current one), newest first. :class:`BranchNotFound` for a name
+        that never was a branch here (a deleted branch keeps its reflog until gc)."""
         return branches.reflog(self._session, branch, limit)
 
     def gc(

@@ -624,7 +624,18 @@ def test_revision_syntax(tract: Tract) -> None:
     assert get(a[:4]).commit_id == a or len({x[:4] for x in (a, b, c, s, merge)}) < 5
     assert get(b[:12]).commit_id == b
     assert get(f"{c[:10]}~1").commit_id == b
-    for bad in ("HEAD~4", "HEAD^3", "HEAD~2^2", "nosuch", "abc", "0000000000", "f" * 64, "", "HEAD@{1}"):
+    for bad in (
+        "HEAD~4",
+        "HEAD^3",
+        "HEAD~2^2",
+        "nosuch",
+        "abc",
+        "0000000000",
+        "f" * 64,
+        "",
+        "HEAD@{99}",
+        "side@{9}",
+    ):
         with pytest.raises(UnknownRevision):
             get(bad)
 

@@ -119,3 +119,51 @@ def with_state(func: F) -> F:
         return func(state(click.get_current_context()), *args, **kwargs)
 
     return wrapper  # type: ignore[return-value]
+
+
+# --- shell completion (click's: `_TRACTKV_COMPLETE=bash_source tractkv`, see the README) ---------------------
+
+
+def _complete_names(ctx: click.Context, incomplete: str, kinds: tuple[str, ...]) -> list[Any]:
+    """Names of ``kinds`` (``branches``, ``tracking``, ``remotes``, ``head``) in the store the command line
+    names, that start with ``incomplete``. Completion must never change a store or print an error: it opens
+    an existing store only (never creates one) and returns nothing on any failure."""
+    from click.shell_completion import CompletionItem
+
+    try:
+        root = ctx.find_root()
+        path = root.params.get("store_path") or default_store_path()
+        if not os.path.isfile(os.path.join(str(path), "data.mdb")):
+            return []
+        from tractkv.engine.refs import HEADS, REMOTES
+        from tractkv.store import LmdbStore
+        from tractkv.sync.remotes import list_remotes
+
+        names: list[str] = []
+        with LmdbStore(str(path), create=False) as store:
+            if "head" in kinds:
+                names.append("HEAD")
+            if "branches" in kinds:
+                names += [ref[len(HEADS) :] for ref, _ in store.iter_refs(HEADS)]
+            if "tracking" in kinds:
+                names += [ref[len(REMOTES) :] for ref, _ in store.iter_refs(REMOTES)]
+            if "remotes" in kinds:
+                names += sorted(list_remotes(store))
+        return [CompletionItem(n) for n in names if n.startswith(incomplete)]
+    except Exception:  # completion never fails loudly: a damaged or busy store completes nothing
+        return []
+
+
+def complete_branches(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[Any]:
+    """Shell completion of a local branch name."""
+    return _complete_names(ctx, incomplete, ("branches",))
+
+
+def complete_remotes(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[Any]:
+    """Shell completion of a remote name."""
+    return _complete_names(ctx, incomplete, ("remotes",))
+
+
+def complete_revisions(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[Any]:
+    """Shell completion of a revision: branches, remote-tracking branches and HEAD."""
+    return _complete_names(ctx, incomplete, ("branches", "tracking", "head"))

@@ -13,7 +13,15 @@ from typing import TYPE_CHECKING, Any
 import attrs
 import click
 
-from tractkv.cli.common import CliState, echo_json, json_option, note, with_state
+from tractkv.cli.common import (
+    CliState,
+    complete_branches,
+    complete_revisions,
+    echo_json,
+    json_option,
+    note,
+    with_state,
+)
 from tractkv.engine.content import MESSAGE_ROLES, Message, message_parts_markers
 from tractkv.engine.describe import clip, describe_commit, short_id
 from tractkv.engine.lanes import layout_lanes
@@ -142,6 +150,7 @@ def _role_of(payload: dict[str, Any]) -> str | None:
     "--edit",
     "edit_target",
     default=None,
+    shell_complete=complete_revisions,
     help="Replace this message (an edit commit); what is not given (role, type, name, tool calls) is kept.",
 )
 @click.option("--message", "-m", default=None, help="A note for people; never sent to a model.")
@@ -308,7 +317,7 @@ def _tool_result(
 
 
 @click.command("log")
-@click.argument("rev", required=False)
+@click.argument("rev", required=False, shell_complete=complete_revisions)
 @click.option("--limit", "-n", type=click.IntRange(min=0), default=None, help="At most this many commits.")
 @click.option("--op", "op_filter", default=None, help="Only commits of this operation (append, edit, ...).")
 @click.option("--graph", is_flag=True, help="Draw the commit graph (merges and forks) beside the log.")
@@ -343,9 +352,11 @@ def graph_lines(infos: list[CommitInfo]) -> list[str]:
     ``2 * i + 1``) moves a line one lane right on its way down, ``/`` one lane left. A line that must move
     several lanes (a merge's parent lane, or a child's lane ending in its parent) moves one lane per text line,
     so it may cross lanes on its way. A commit drawn right under an unrelated root (several tips) gets a line
-    of its own lanes first, so the two do not look connected.
+    of its own lanes first, so the two do not look connected. The drawing ends with the last commit's line:
+    a cut history (``--limit``) draws no edges towards commits it does not show.
     """
     out: list[str] = []
+    last = 0
     rows = layout_lanes((info.commit_id, info.parent_ids) for info in infos)
     root_lane: int | None = None  # the lane of the previous commit when it has no parent
     for info, row in zip(infos, rows, strict=True):
@@ -363,9 +374,10 @@ def graph_lines(infos: list[CommitInfo]) -> list[str]:
             cells[2 * a] = "|"
         cells[2 * row.lane] = "*"
         out.append("".join(cells) + _preview(info))
+        last = len(out)
         out += _moves(row.bottom)  # a merge's edges to its other parents
         root_lane = None if info.parent_ids else row.lane
-    return out
+    return out[:last]  # edges below the last commit shown (a --limit) lead to nothing drawn: end there
 
 
 def _moves(segments: tuple[tuple[int, int], ...]) -> list[str]:
@@ -390,7 +402,7 @@ def _moves(segments: tuple[tuple[int, int], ...]) -> list[str]:
 
 
 @click.command("show")
-@click.argument("rev", default="HEAD")
+@click.argument("rev", default="HEAD", shell_complete=complete_revisions)
 @json_option
 @with_state
 def show(st: CliState, rev: str, as_json: bool) -> None:
@@ -431,7 +443,13 @@ def show(st: CliState, rev: str, as_json: bool) -> None:
     help="openai / anthropic: the request parameters (messages + tools) for that API; json: the neutral "
     'messages (media bytes as {"$bytes": "<base64>"}); text: for people, parts as markers.',
 )
-@click.option("--at", "at", default=None, help="Compile this revision instead of HEAD.")
+@click.option(
+    "--at",
+    "at",
+    default=None,
+    shell_complete=complete_revisions,
+    help="Compile this revision instead of HEAD.",
+)
 @click.option("--include-reasoning", is_flag=True, help="Include reasoning traces as assistant messages.")
 @click.option(
     "--strict", is_flag=True, help="Fail instead of repairing tool calls and results that do not pair up."
@@ -443,7 +461,8 @@ def compile_cmd(
 ) -> None:
     """The context a model call needs, from HEAD (or --at REV). Each repair compile made so that tool calls
     and results pair up is printed to stderr as 'repaired: ...'; --strict fails instead. Every format but
-    text prints JSON, so --json only changes text to json."""
+    text prints JSON, so --json keeps --format openai / anthropic / json as they are (that format's JSON)
+    and only changes text to json."""
     ctx = st.tract(readonly=True).compile(at=at, include_reasoning=include_reasoning, strict=strict)
     for repair in ctx.repairs:
         note(f"repaired: {repair.detail}")
@@ -513,8 +532,8 @@ def status(st: CliState, as_json: bool) -> None:
 
 
 @click.command("branch")
-@click.argument("name", required=False)
-@click.argument("source", required=False)
+@click.argument("name", required=False, shell_complete=complete_branches)
+@click.argument("source", required=False, shell_complete=complete_revisions)
 @click.option("--switch", "do_switch", is_flag=True, help="Switch to the new branch.")
 @click.option("--delete", "-d", "delete", is_flag=True, help="Delete branch NAME.")
 @click.option("--force", is_flag=True, help="With --delete: even if its commits are on no other branch.")
@@ -555,7 +574,7 @@ def branch(
 
 
 @click.command("switch")
-@click.argument("name")
+@click.argument("name", shell_complete=complete_branches)
 @click.option("--create", "-c", is_flag=True, help="Create the branch at HEAD first.")
 @with_state
 def switch(st: CliState, name: str, create: bool) -> None:
@@ -569,17 +588,48 @@ def switch(st: CliState, name: str, create: bool) -> None:
 
 
 @click.command("checkout")
-@click.argument("rev")
+@click.argument("rev", shell_complete=complete_revisions)
 @with_state
 def checkout(st: CliState, rev: str) -> None:
-    """Detach HEAD at REV: compile and inspect it; committing there is an error."""
-    oid = st.tract().checkout(rev)
+    """Switch to branch REV (as `switch` does), or detach HEAD at any other revision REV: compile and inspect
+    it; committing there is an error."""
+    t = st.tract()
+    if rev in {b.name for b in t.list_branches(remotes=False)}:
+        info = t.switch(rev)
+        note(f"on branch {rev}")
+        click.echo(info.head or "")
+        return
+    oid = t.checkout(rev)
     note(f"HEAD detached at {oid[:12]} (read-only; `tractkv switch BRANCH` to go back)")
     click.echo(oid)
 
 
+@click.command("budget")
+@click.argument("max_tokens", required=False, type=click.IntRange(min=1), metavar="[N]")
+@click.option("--clear", is_flag=True, help="Remove the current branch's budget.")
+@json_option
+@with_state
+def budget(st: CliState, max_tokens: int | None, clear: bool, as_json: bool) -> None:
+    """Show the current branch's token budget, set it to N tokens, or --clear it (`status` reports use
+    against it; a local setting, never synced)."""
+    if clear and max_tokens is not None:
+        raise click.UsageError("give N or --clear, not both")
+    if clear or max_tokens is not None:
+        t = st.tract()
+        stored = t.set_budget(None if clear else max_tokens)
+    else:
+        t = st.tract(readonly=True)
+        stored = t.budget()
+    if as_json:
+        echo_json({"branch": t.current_branch, "budget": stored})
+    elif stored is None:
+        click.echo(f"no token budget on {t.current_branch}" if t.current_branch else "no token budget")
+    else:
+        click.echo(f"{stored} tokens on {t.current_branch}")
+
+
 @click.command("merge")
-@click.argument("source")
+@click.argument("source", shell_complete=complete_revisions)
 @click.option(
     "--strategy",
     type=click.Choice(["auto", "ours", "theirs"]),
@@ -601,7 +651,7 @@ def merge(st: CliState, source: str, strategy: str, message: str | None, as_json
 
 
 @click.command("reset")
-@click.argument("rev")
+@click.argument("rev", shell_complete=complete_revisions)
 @click.option("--soft", "mode", flag_value="soft", default=True, help="Keep the old tip protected (default).")
 @click.option("--hard", "mode", flag_value="hard", help="Let the next gc reclaim the abandoned commits.")
 @with_state
@@ -615,7 +665,7 @@ def reset(st: CliState, rev: str, mode: str) -> None:
 
 
 @click.command("reflog")
-@click.argument("branch", required=False)
+@click.argument("branch", required=False, shell_complete=complete_branches)
 @click.option("--limit", "-n", type=click.IntRange(min=0), default=None)
 @json_option
 @with_state
@@ -633,8 +683,8 @@ def reflog(st: CliState, branch: str | None, limit: int | None, as_json: bool) -
 
 
 @click.command("diff")
-@click.argument("a")
-@click.argument("b", required=False)
+@click.argument("a", shell_complete=complete_revisions)
+@click.argument("b", required=False, shell_complete=complete_revisions)
 @json_option
 @with_state
 def diff(st: CliState, a: str, b: str | None, as_json: bool) -> None:
@@ -655,7 +705,7 @@ def diff(st: CliState, a: str, b: str | None, as_json: bool) -> None:
 
 
 @click.command("annotate")
-@click.argument("rev")
+@click.argument("rev", shell_complete=complete_revisions)
 @click.argument("priority", type=click.Choice(["pinned", "normal", "skip"]))
 @click.option("--reason", default=None, help="Why (kept in history).")
 @with_state
@@ -697,6 +747,7 @@ COMMANDS = (
     branch,
     switch,
     checkout,
+    budget,
     merge,
     reset,
     reflog,

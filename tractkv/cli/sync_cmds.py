@@ -9,29 +9,45 @@ from typing import Any, TypeVar
 
 import click
 
-from tractkv.cli.common import CliState, echo_json, json_option, note, stderr_is_tty, with_state
+from tractkv.cli.common import (
+    CliState,
+    complete_branches,
+    complete_remotes,
+    echo_json,
+    json_option,
+    note,
+    stderr_is_tty,
+    with_state,
+)
 from tractkv.errors import InvalidInput
 
 F = TypeVar("F", bound=Callable[..., Any])
 
 
 class Progress:
-    """Objects transferred so far, redrawn on stderr at most 10 times a second (only on a terminal)."""
+    """Objects transferred so far (``n/total`` when the transfer knows its total), redrawn on stderr at most
+    10 times a second and once at the end (only on a terminal)."""
 
     def __init__(self, label: str, enabled: bool) -> None:
         self.label = label
         self.enabled = enabled
         self.count = 0
+        self.total: int | None = None
         self._start = time.monotonic()
         self._drawn = 0.0
+
+    def set_total(self, total: int) -> None:
+        """How many objects the transfer will carry (called by push before it sends)."""
+        self.total = total
 
     def __call__(self, n: int) -> None:
         self.count += n
         now = time.monotonic()
-        if self.enabled and now - self._drawn >= 0.1:
+        if self.enabled and (now - self._drawn >= 0.1 or self.count == self.total):
             self._drawn = now
             rate = self.count / max(now - self._start, 1e-6)
-            sys.stderr.write(f"\r{self.label}: {self.count} objects ({rate:,.0f}/s)")
+            done = f"{self.count}/{self.total}" if self.total is not None else f"{self.count}"
+            sys.stderr.write(f"\r{self.label}: {done} objects ({rate:,.0f}/s)")
             sys.stderr.flush()
 
     def done(self) -> None:
@@ -79,7 +95,7 @@ def remote_list(state: CliState, as_json: bool) -> None:
 
 
 @remote.command("remove")
-@click.argument("name")
+@click.argument("name", shell_complete=complete_remotes)
 @with_state
 def remote_remove(state: CliState, name: str) -> None:
     """Forget a remote and its remote-tracking branches."""
@@ -88,7 +104,7 @@ def remote_remove(state: CliState, name: str) -> None:
 
 
 @click.command()
-@click.argument("remote_name", default="origin", metavar="[REMOTE]")
+@click.argument("remote_name", default="origin", metavar="[REMOTE]", shell_complete=complete_remotes)
 @quiet_option
 @json_option
 @with_state
@@ -122,8 +138,8 @@ def fetch(state: CliState, remote_name: str, quiet: bool, as_json: bool) -> None
 
 
 @click.command()
-@click.argument("remote_name", default="origin", metavar="[REMOTE]")
-@click.argument("branch", required=False)
+@click.argument("remote_name", default="origin", metavar="[REMOTE]", shell_complete=complete_remotes)
+@click.argument("branch", required=False, shell_complete=complete_branches)
 @click.option("--ff-only", is_flag=True, help="Refuse to merge: only fast-forward.")
 @click.option(
     "--strategy",
@@ -146,8 +162,8 @@ def pull(
 
 
 @click.command()
-@click.argument("remote_name", default="origin", metavar="[REMOTE]")
-@click.argument("branch", required=False)
+@click.argument("remote_name", default="origin", metavar="[REMOTE]", shell_complete=complete_remotes)
+@click.argument("branch", required=False, shell_complete=complete_branches)
 @click.option("--force", "-f", is_flag=True, help="Allow a push that is not a fast-forward.")
 @click.option("--expect", metavar="REV", help="Only if the remote branch is at REV (force-with-lease).")
 @quiet_option
@@ -348,7 +364,7 @@ def _max_object_option(what: str) -> Callable[[F], F]:
 
 @bundle.command("create")
 @click.argument("file", type=click.Path(dir_okay=False))
-@click.argument("branches", nargs=-1)
+@click.argument("branches", nargs=-1, shell_complete=complete_branches)
 @_max_object_option(
     "Refuse an object over N bytes; a bundle with larger ones needs unbundle --max-object-bytes"
 )

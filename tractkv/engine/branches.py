@@ -73,18 +73,27 @@ def delete_branch(session: Session, name: str, *, force: bool = False) -> Object
             others.append(session.detached)
         if not any(graph.is_ancestor(session.store, tip_id, other) for other in others):
             raise InvalidInput(
-                f"branch {name!r} has commits no other branch has; merge it or force the delete"
+                f"branch {name!r} has commits no other branch has; merge it, or delete it anyway "
+                "(force=True, --force)"
             )
+    from .budget import drop_budget
+
     batch = session.store.new_batch()
     batch.set_ref(ref, None, expected=tip)
+    drop_budget(batch, ref)
     log_ref_move(batch, ref, tip_id, None, "delete", f"deleted branch {name}", now_us=session.clock())
     session.store.apply(batch)
     return tip_id
 
 
 def status(session: Session, token_budget: int | None = None) -> StatusInfo:
-    """Branch, HEAD, commit / message / token counts, budget, ahead / behind the upstream."""
+    """Branch, HEAD, commit / message / token counts, budget, ahead / behind the upstream. The budget is
+    ``token_budget`` when given, else the branch's stored one (:mod:`tractkv.engine.budget`)."""
+    from .budget import stored_budget
+
     reader = session.reader()
+    if token_budget is None:
+        token_budget = stored_budget(reader, session.branch_ref)
     state = session.head_state(reader)
     view = state.render(reader)
     tracked = upstream(session, reader)
@@ -131,9 +140,12 @@ def reflog(session: Session, branch: str | None = None, limit: int | None = None
         ref = session.branch_ref
     else:
         ref = HEADS + check_branch_name(branch)
+    reader = session.reader()
     out: list[ReflogEntry] = []
-    for entry in iter_reflog(session.reader(), ref):
+    for entry in iter_reflog(reader, ref):
         if limit is not None and len(out) >= limit:
             break
         out.append(entry)
+    if branch is not None and reader.get_ref(ref) is None and next(iter_reflog(reader, ref), None) is None:
+        raise BranchNotFound(ref[len(HEADS) :])  # never was a branch here (a deleted one keeps its reflog)
     return out

@@ -13,7 +13,8 @@ tool result                     ``tool_result``  ``[result of a] <text>`` (``[er
 compress                        ``summary``      the summary's text (``targets``: none; the sources
                                                  are in the commit's ``sources`` link)
 annotate                        ``annotation``   ``pinned <target> (<reason>)``
-merge                           ``merge``        ``<source> (<strategy>[, N conflicts settled])``
+merge                           ``merge``        ``<source> (<strategy>[, N conflicts settled])``, the
+                                                 source as people name it (``origin/main``)
 anything else                   ``other``        the commit's note, else its operation
 ==============================  ===============  ====================================================
 """
@@ -28,6 +29,7 @@ from tractkv.ids import ObjectId
 
 from .content import ANNOTATION, MERGE, MESSAGE_TYPES, freeform_text, part_markers
 from .records import CommitInfo
+from .refs import short_ref
 
 KINDS = ("message", "tool_call", "tool_result", "summary", "annotation", "merge", "other")
 
@@ -101,7 +103,7 @@ def describe_commit(info: CommitInfo) -> CommitDescription:
             summary += f" ({data.get('reason')})"
         return _bookkeeping(common, "annotation", summary, (target,) if target else ())
     if kind == MERGE:
-        summary = f"{data.get('source', '?')} ({data.get('strategy', 'ours')}"
+        summary = f"{short_ref(str(data.get('source', '?')))} ({data.get('strategy', 'ours')}"
         conflicts = data.get("conflicts")
         if isinstance(conflicts, int) and conflicts:
             summary += f", {conflicts} conflict{'s' if conflicts != 1 else ''} settled"

@@ -19,21 +19,28 @@ messages of one role in a row, and the Anthropic rendering merges consecutive tu
 
 from __future__ import annotations
 
+import json
+
 import attrs
 
-from tractkv.errors import InvalidInput, MergeConflict
-from tractkv.ids import ObjectId
+from tractkv.errors import InvalidInput, MergeConflict, TractError
+from tractkv.ids import ObjectId, is_object_id
 from tractkv.model import Blob, Commit
-from tractkv.store import WriteBatch
+from tractkv.store import Reader, WriteBatch
 
 from . import graph
 from .compiler import merge_payload
-from .content import MERGE_STRATEGIES, content_blob
+from .content import MERGE_STRATEGIES, content_blob, message_text
+from .describe import clip
 from .queries import context_infos, tool_turns
 from .records import CommitInfo, MergeResult
+from .refs import short_ref
 from .session import Session, Tip
+from .state import Conflict
+from .toolsets import schema_name
 
 STRATEGIES = MERGE_STRATEGIES  # one list: what merge() takes is what a merge blob may say
+EXCERPT = 40  # characters of each side's text a conflict shows
 
 
 def merge(session: Session, source: str, strategy: str = "auto", message: str | None = None) -> MergeResult:
@@ -54,7 +61,11 @@ def merge(session: Session, source: str, strategy: str = "auto", message: str | 
     ours_state = session.head_state(reader)
     _, conflicts = session.compiler.merge_into(reader, ours_state, theirs, strategy)
     if conflicts and strategy == "auto":
-        raise MergeConflict(conflicts)
+        ours_name = session.current_branch or "HEAD"
+        theirs_name = short_ref(source) if not is_object_id(source) else source[:12]
+        raise MergeConflict(
+            [_explained(session, reader, c) for c in conflicts], ours=ours_name, theirs=theirs_name
+        )
     blob = Blob(data=merge_payload(strategy, source, len(conflicts)))
     theirs_stamp = reader.get_commit(theirs).created_at
 
@@ -78,6 +89,30 @@ def merge(session: Session, source: str, strategy: str = "auto", message: str | 
         conflicts_resolved=len(conflicts),
         strategy=strategy,
     )
+
+
+def _explained(session: Session, reader: Reader, conflict: Conflict) -> Conflict:
+    """``conflict`` with each side described by what people recognize: the start of its text (and its
+    priority when that changed too), or the names of the tools in the set."""
+
+    def side(oid: ObjectId | None, described: str) -> str:
+        if conflict.kind == "tools":
+            names = [schema_name(t) for t in session.tools_of(oid)]
+            return f"tools {', '.join(names)}" if names else "no tools"
+        if "content" not in conflict.kind or oid is None:
+            return described
+        blob = reader.get(oid)
+        data = blob.data if isinstance(blob, Blob) else None
+        text = message_text(data) if isinstance(data, dict) and "type" in data else ""
+        excerpt = json.dumps(clip(text, EXCERPT), ensure_ascii=False)
+        return f"{excerpt} ({described})" if "priority" in conflict.kind else excerpt
+
+    try:
+        ours = side(conflict.ours_id, conflict.ours)
+        theirs = side(conflict.theirs_id, conflict.theirs)
+    except TractError:  # unreadable content: the refusal still names the commit
+        return conflict
+    return attrs.evolve(conflict, ours=ours, theirs=theirs)
 
 
 @attrs.frozen(kw_only=True)

@@ -5,7 +5,9 @@ remote-tracking branches ``refs/remotes/<remote>/<name>``, and ``HEAD`` is eithe
 (on a branch, possibly not born yet) or a commit id (detached, read-only).
 
 Revisions accepted wherever a commit is named: a full id, a unique id prefix (4+ hex digits), a branch name,
-``<remote>/<branch>``, ``HEAD``, and any of those followed by ``~N`` (N first parents back) or ``^``
+``<remote>/<branch>``, ``HEAD``, a reflog revision ``<branch>@{N}`` (the value the branch had N moves ago, as
+its reflog records them: ``main@{0}`` is its tip, ``main@{1}`` the tip before its last move; ``HEAD@{N}`` and
+``@{N}`` mean the current branch's), and any of those followed by ``~N`` (N first parents back) or ``^``
 (first parent) / ``^2`` (second parent of a merge).
 """
 
@@ -18,6 +20,8 @@ from tractkv.ids import ObjectId, is_object_id, is_oid_prefix
 from tractkv.model import Commit
 from tractkv.store import Reader
 
+from .reflog import iter_reflog
+
 HEAD = "HEAD"
 HEADS = "refs/heads/"
 REMOTES = "refs/remotes/"
@@ -25,6 +29,7 @@ SYMBOLIC = "ref: "
 
 _BAD_CHARS = re.compile(r"[\x00-\x20\x7f~^:?*\[\\]")
 _SUFFIX = re.compile(r"^(.*?)((?:~\d*|\^\d*)*)$")
+_REFLOG = re.compile(r"^(.*)@\{(\d+)\}$")
 
 
 def check_branch_name(name: str) -> str:
@@ -64,12 +69,24 @@ def branch_name(ref: str) -> str | None:
     return ref[len(HEADS) :] if ref.startswith(HEADS) else None
 
 
+def short_ref(name: str) -> str:
+    """A ref as people name it: ``refs/heads/main`` -> ``main``, ``refs/remotes/origin/main`` ->
+    ``origin/main``; anything else unchanged."""
+    for prefix in (HEADS, REMOTES):
+        if name.startswith(prefix):
+            return name[len(prefix) :]
+    return name
+
+
 _STORED_HEAD = object()  # resolve ``HEAD`` through the store's HEAD ref
 
 
-def resolve_revision(reader: Reader, rev: str, *, head: object = _STORED_HEAD) -> ObjectId:
+def resolve_revision(
+    reader: Reader, rev: str, *, head: object = _STORED_HEAD, head_ref: object = _STORED_HEAD
+) -> ObjectId:
     """The commit a revision names (see module doc). ``head`` is the commit ``HEAD`` names for the caller (a
-    session's own HEAD, or None when its branch is unborn); by default the store's HEAD ref says.
+    session's own HEAD, or None when its branch is unborn) and ``head_ref`` its branch ref (None: detached),
+    for ``HEAD@{N}``; by default the store's HEAD ref says.
 
     Raises:
         UnknownRevision: nothing matches, the prefix is ambiguous, or ``~N`` walks past the root.
@@ -78,7 +95,11 @@ def resolve_revision(reader: Reader, rev: str, *, head: object = _STORED_HEAD) -
         raise UnknownRevision(str(rev), "empty")
     match = _SUFFIX.match(rev)
     base, suffix = (match.group(1), match.group(2)) if match else (rev, "")
-    oid = _resolve_base(reader, base or rev, head)
+    reflog = _REFLOG.match(base or rev)
+    if reflog is not None:
+        oid = _resolve_reflog(reader, base or rev, reflog.group(1), int(reflog.group(2)), head_ref)
+    else:
+        oid = _resolve_base(reader, base or rev, head)
     for step in re.findall(r"~\d*|\^\d*", suffix):
         count = int(step[1:] or 1)
         if step[0] == "~":
@@ -94,6 +115,33 @@ def _parent(reader: Reader, oid: ObjectId, index: int, rev: str) -> ObjectId:
     if not isinstance(commit, Commit) or len(commit.parents) <= index:
         raise UnknownRevision(rev, f"{oid[:12]} has no parent #{index + 1}")
     return commit.parents[index]
+
+
+def _resolve_reflog(reader: Reader, rev: str, name: str, n: int, head_ref: object) -> ObjectId:
+    """``<name>@{n}``: the value branch ``name`` (``HEAD`` or empty: the current branch) had ``n`` moves ago."""
+    if name in ("", HEAD):
+        ref = read_head(reader)[0] if head_ref is _STORED_HEAD else head_ref
+        if ref is None:
+            raise UnknownRevision(
+                rev, "HEAD is detached, so it has no branch reflog: name a branch (main@{1})"
+            )
+    elif name.startswith("refs/"):
+        ref = name
+    elif reader.get_ref(HEADS + name) is None and reader.get_ref(REMOTES + name) is not None:
+        ref = REMOTES + name
+    else:
+        ref = HEADS + name
+    assert isinstance(ref, str)
+    seen = 0
+    for entry in iter_reflog(reader, ref):
+        if seen == n:
+            if entry.new is None:
+                raise UnknownRevision(rev, f"{ref} was deleted then")
+            return entry.new
+        seen += 1
+    if seen == 0:
+        raise UnknownRevision(rev, f"{ref} has no reflog")
+    raise UnknownRevision(rev, f"the reflog of {ref} has {seen} entries: @{{0}} to @{{{seen - 1}}}")
 
 
 def _resolve_base(reader: Reader, base: str, head: object) -> ObjectId:

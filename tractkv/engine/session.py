@@ -54,6 +54,7 @@ from .refs import resolve_revision as _resolve
 from .state import CompileState
 from .tokens import DEFAULT_COUNTER, TokenCounter
 from .toolsets import ACTIVE_TOOLS, EMPTY_TOOLSET_ID, put_toolset, tool_schemas, tool_tokens
+from .validate import OPERATIONS as LOGGED_OPERATIONS
 from .validate import check_commit, trusted_tag
 
 MAX_REBASE_ATTEMPTS = 16  # bounded retries of an automatic append rebase under contention
@@ -175,8 +176,8 @@ class Session:
         """A revision (id, prefix, branch, ``HEAD~N``...) as a commit id; ``HEAD`` is this session's HEAD
         (which a read-only session or another handle's switch may have made differ from the stored one)."""
         reader = reader or self.reader()
-        if isinstance(rev, str) and rev.startswith(HEAD):
-            return _resolve(reader, rev, head=self.head_commit(reader))
+        if isinstance(rev, str) and rev.startswith((HEAD, "@{")):
+            return _resolve(reader, rev, head=self.head_commit(reader), head_ref=self.branch_ref)
         return _resolve(reader, rev)
 
     def head_state(self, reader: Reader | None = None) -> CompileState:
@@ -590,6 +591,10 @@ class Session:
     ) -> list[CommitInfo]:
         if limit is not None and limit < 0:
             raise InvalidInput("limit must be >= 0")
+        if op_filter is not None and op_filter not in LOGGED_OPERATIONS:
+            raise InvalidInput(
+                f"unknown operation {op_filter!r}: one of {', '.join(sorted(LOGGED_OPERATIONS))}"
+            )
         reader = self.reader()
         tip = self.resolve(rev, reader) if rev is not None else self.head_commit(reader)
         if tip is None:

@@ -694,22 +694,31 @@ def count_tokens(
 
 @attrs.frozen
 class Conflict:
-    """Both sides of a merge changed one message (or the tool set) differently since the merge base."""
+    """Both sides of a merge changed one message (or the tool set) differently since the merge base.
+
+    ``ours`` / ``theirs`` describe each side's version; a merge that refuses conflicts fills them with the
+    start of each side's text (and its priority when that changed), and with the tool names for the tool set.
+    ``ours_id`` / ``theirs_id`` are each side's content blob (the tool set id for kind ``tools``)."""
 
     target: ObjectId | None  # the message commit, or None for the tool set
     kind: str  # "content", "priority", "content+priority", "tools"
     ours: str  # a short description of ours' version
     theirs: str
+    ours_id: ObjectId | None = attrs.field(default=None, eq=False)
+    theirs_id: ObjectId | None = attrs.field(default=None, eq=False)
 
     def __str__(self) -> str:
+        return self.describe()
+
+    def describe(self, ours: str = "ours", theirs: str = "theirs") -> str:
+        """One line naming the sides ``ours`` and ``theirs`` (e.g. the branch and the merged revision)."""
         where = f"message {self.target[:12]}" if self.target else "tool set"
-        return f"{where}: {self.kind} changed on both sides (ours: {self.ours}; theirs: {self.theirs})"
+        return f"{where}: {self.kind} changed on both sides ({ours}: {self.ours}; {theirs}: {self.theirs})"
 
 
 def _describe(slot: Slot | None) -> str:
-    if slot is None:
-        return "absent"
-    return f"content {slot.blob[:12]}, {PRIORITY_NAMES[slot.priority]}"
+    """A side's priority (``pinned``, ``normal``, ``skip``); merge adds the start of its text."""
+    return "absent" if slot is None else PRIORITY_NAMES[slot.priority]
 
 
 def merge_states(
@@ -750,7 +759,14 @@ def merge_states(
             if our_slot.priority != their_slot.priority:
                 kinds.append("priority")
             conflicts.append(
-                Conflict(their_slot.commit, "+".join(kinds), _describe(our_slot), _describe(their_slot))
+                Conflict(
+                    their_slot.commit,
+                    "+".join(kinds),
+                    _describe(our_slot),
+                    _describe(their_slot),
+                    our_slot.blob,
+                    their_slot.blob,
+                )
             )
             use_theirs = take_theirs
         else:
@@ -762,7 +778,9 @@ def merge_states(
         ours_changed = ours.tools != base.tools
         theirs_changed = theirs.tools != base.tools
         if ours_changed and theirs_changed:
-            conflicts.append(Conflict(None, "tools", str(ours.tools), str(theirs.tools)))
+            conflicts.append(
+                Conflict(None, "tools", str(ours.tools), str(theirs.tools), ours.tools, theirs.tools)
+            )
         if (theirs_changed and not ours_changed) or (ours_changed and theirs_changed and take_theirs):
             merged.tools, merged.tools_commit = theirs.tools, theirs.tools_commit
     merged.messages.update(theirs.messages)

@@ -16,7 +16,7 @@ from urllib.parse import urlsplit, urlunsplit
 import httpx
 
 from tractkv._version import __version__
-from tractkv.errors import ObjectTooLarge, RemoteUnavailable, RequestTooLarge, UnsupportedURL
+from tractkv.errors import AuthError, ObjectTooLarge, RemoteUnavailable, RequestTooLarge, UnsupportedURL
 from tractkv.ids import ObjectId, is_object_id
 
 from .frames import UNLIMITED, decode_stream, encode_stream
@@ -50,6 +50,7 @@ class HttpRemote(Remote):
         url: The hub's address (no credentials in it).
         token: Bearer token sent with every request.
         timeout: Seconds to wait on a read or write (10 s to connect).
+        token_env: The environment variable the token is read from (messages name it when the hub refuses).
         transport: How requests travel (default: TCP with ``TCP_NODELAY``). Any synchronous
             ``httpx.BaseTransport`` works; the tests pass one that runs the hub's ASGI app in process
             (``tests/sync/asgi_transport.py``), because ``httpx.ASGITransport`` is async-only and Starlette's
@@ -67,13 +68,19 @@ class HttpRemote(Remote):
         token: str | None = None,
         timeout: float = 120.0,
         transport: httpx.BaseTransport | None = None,
+        token_env: str | None = None,
     ) -> None:
         parts = urlsplit(url)
         if parts.username is not None or parts.password is not None:
-            raise UnsupportedURL(redact(url), "put the token in TRACTKV_TOKEN (or the remote's token_env)")
+            raise UnsupportedURL(
+                redact(url),
+                "put the token in $TRACTKV_TOKEN, or in another variable named with token_env= (--token-env)",
+            )
         if not parts.hostname:
             raise UnsupportedURL(url, "no host")
         self.url = url
+        self._has_token = bool(token)
+        self._token_env = token_env or "TRACTKV_TOKEN"
         self._base = url.rstrip("/") + "/v1/"
         headers = {"User-Agent": f"tractkv/{__version__}"}
         if token:
@@ -101,7 +108,23 @@ class HttpRemote(Remote):
             body = None
         if response.status_code == 404 and body is None:
             raise RemoteUnavailable(f"{self.url} is not a tractkv hub (404 on {what})")
-        raise error_from_response(response.status_code, body, what)
+        error = error_from_response(response.status_code, body, what)
+        if isinstance(error, AuthError) and error.status == 401:
+            raise self._unauthenticated(error.detail)
+        raise error
+
+    def _unauthenticated(self, detail: str) -> AuthError:
+        """A 401 in the terms of the client: which variable to set (a hub's wording names HTTP headers)."""
+        variable = f"${self._token_env}"
+        if self._has_token:
+            return AuthError(
+                401, f"{self.url} does not accept the token in {variable} ({detail}): set the right one there"
+            )
+        if self._token_env == "TRACTKV_TOKEN":
+            where = f"{variable} (or in another variable named with token_env=, --token-env)"
+        else:
+            where = f"{variable} (this remote's token_env) or $TRACTKV_TOKEN"
+        return AuthError(401, f"{self.url} needs a token: put it in {where}")
 
     def _call(self, method: str, path: str, what: str, **kwargs: Any) -> httpx.Response:
         self.requests += 1

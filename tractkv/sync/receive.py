@@ -159,9 +159,7 @@ def moved(store: Store, update: RefUpdate, current: str | None) -> RefResult:
         and store.has(update.new)
         and (not store.has(ObjectId(current)) or not is_ancestor(store, ObjectId(current), update.new))
     ):
-        return RefResult(
-            update.name, False, "non-fast-forward", f"{detail}: someone pushed first, pull first"
-        )
+        return RefResult(update.name, False, "non-fast-forward", f"{detail}: someone pushed first")
     return RefResult(update.name, False, "stale", detail)
 
 

@@ -94,8 +94,15 @@ def add_remote(
 
 
 def remove_remote(store: Store, name: str) -> int:
-    """Forget a remote and its tracking refs (one transaction). Returns how many tracking refs went."""
-    remote_config(store, name)
+    """Forget a remote and its tracking refs (one transaction). Returns how many tracking refs went.
+
+    Raises:
+        RemoteNotFound: no such remote (the message lists the remotes there are).
+    """
+    try:
+        remote_config(store, name)
+    except RemoteNotFound as exc:
+        raise RemoteNotFound(name, sorted(list_remotes(store))) from exc
     batch = store.new_batch()
     batch.table_put(Table.META, REMOTE_KEY + name.encode(), None)
     prefix = f"{REMOTES}{name}/"
@@ -120,7 +127,11 @@ def url_kind(url: str) -> str:
         if parts.username is not None or parts.password is not None:
             host = parts.hostname or ""
             shown = f"{parts.scheme}://{host}{':' + str(parts.port) if parts.port else ''}{parts.path}"
-            raise UnsupportedURL(shown, "credentials never go in a URL: set TRACTKV_TOKEN or --token-env")
+            raise UnsupportedURL(
+                shown,
+                f"credentials never go in a URL: put the token in ${TOKEN_ENV}, or in another variable "
+                "named with token_env= (--token-env)",
+            )
         return "http"
     if lowered.startswith("s3://"):
         return "s3"
@@ -140,7 +151,8 @@ def open_remote(url: str, *, token_env: str | None = None) -> Remote:
     kind = url_kind(url)
     if kind == "http":
         token = os.environ.get(token_env) if token_env else None
-        return _http_remote()(url, token=token or os.environ.get(TOKEN_ENV))
+        variable = token_env if token or not os.environ.get(TOKEN_ENV) else TOKEN_ENV
+        return _http_remote()(url, token=token or os.environ.get(TOKEN_ENV), token_env=variable or TOKEN_ENV)
     if kind == "s3":
         from .s3 import S3Remote
 

@@ -324,9 +324,7 @@ class S3Remote(Remote):
             or self._contains(update.new, ObjectId(value))
         ):
             return RefResult(update.name, False, "stale", detail)
-        return RefResult(
-            update.name, False, "non-fast-forward", f"{detail}: someone pushed first, pull first"
-        )
+        return RefResult(update.name, False, "non-fast-forward", f"{detail}: someone pushed first")
 
     def _contains(self, tip: ObjectId, ancestor: ObjectId) -> bool:
         """Whether ``ancestor`` is in the history of ``tip``, read from the bucket.

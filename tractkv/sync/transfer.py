@@ -53,10 +53,21 @@ class FetchResult:
 def _counting(
     pairs: Iterable[tuple[ObjectId, bytes]], progress: Progress | None
 ) -> Iterator[tuple[ObjectId, bytes]]:
+    n = 0
     for n, pair in enumerate(pairs, 1):
         if progress is not None and n % 256 == 0:
             progress(256)
         yield pair
+    if progress is not None and n % 256:
+        progress(n % 256)  # the rest, so the counts add up to what was transferred
+
+
+def _announce(progress: Progress, total: int) -> None:
+    """Tell a progress callback how many objects will pass, when it wants to know (a ``set_total(n)``
+    method, as the CLI's progress line has): it can then show ``n/total``."""
+    set_total = getattr(progress, "set_total", None)
+    if callable(set_total):
+        set_total(total)
 
 
 def local_tips(store: Store) -> list[ObjectId]:
@@ -142,19 +153,13 @@ def push_to(
     advertised = remote.list_refs(HEADS)
     old = advertised.get(ref) if expect is ... else expect
     assert old is None or isinstance(old, str)
+    if expect is not ... and advertised.get(ref) != old:
+        _reject(ref, "stale", _not_expected(advertised.get(ref), old))
     if old is not None and not force:
         if not store.has(ObjectId(old)):
-            _reject(
-                ref,
-                "non-fast-forward",
-                f"the remote has {old[:12]}, which is not here: fetch and merge first",
-            )
+            _reject(ref, "non-fast-forward", f"the remote has {old[:12]}, which this store does not have")
         if not is_ancestor(store, ObjectId(old), tip):
-            _reject(
-                ref,
-                "non-fast-forward",
-                f"{tip[:12]} does not descend from the remote's {old[:12]}: pull first",
-            )
+            _reject(ref, "non-fast-forward", f"{tip[:12]} does not descend from the remote's {old[:12]}")
     if old == tip:
         return PushOutcome(results=(RefResult(ref, True, None, "up to date"),), objects_sent=0, bytes_sent=0)
     haves = [oid for oid in advertised.values() if store.has(oid)]
@@ -164,9 +169,20 @@ def push_to(
         candidates = [c for c in candidates if c in lacking]
     check_sizes(store, remote, candidates)
     update = RefUpdate(ref, ObjectId(old) if old else None, tip, force=force)
+    if progress is not None:
+        _announce(progress, len(candidates))
     outcome = remote.push(_counting(raw_objects(store, candidates), progress), [update])
     if not outcome.ok:
-        raise PushRejected(list(outcome.results))
+        results = list(outcome.results)
+        if expect is not ...:  # another pusher moved it after list_refs: the lease is what failed
+            now_at = remote.list_refs(HEADS).get(ref)
+            results = [
+                RefResult(r.name, False, "stale", _not_expected(now_at, old))
+                if r.reason in ("stale", "non-fast-forward")
+                else r
+                for r in results
+            ]
+        raise PushRejected(results)
     tracking = f"{REMOTES}{name}/{ref[len(HEADS) :]}"
     current = store.get_ref(tracking)
     batch = store.new_batch()
@@ -200,6 +216,13 @@ def check_sizes(store: Store, remote: Remote, oids: Iterable[ObjectId]) -> None:
             "one push: nothing was sent (push part of the history first, from a branch at an older commit, or "
             "raise the hub's --max-request-bytes)"
         )
+
+
+def _not_expected(actual: str | None, expected: str | None) -> str:
+    """The refusal of a push whose lease (``expect``) does not hold."""
+    at = f"it is at {actual[:12]}" if actual else "it has no such branch"
+    wanted = expected[:12] if expected else "no branch"
+    return f"the remote is not at the value you expected (expect=, --expect): {at}, not {wanted}"
 
 
 def _reject(ref: str, reason: str, detail: str) -> None:
