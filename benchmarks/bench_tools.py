@@ -1,9 +1,12 @@
 """Tool-schema dedup: N commits each carrying the same 20 tool schemas, against the same history without tools.
 
 Targets (tools issue): store size <= 1.1x the history without tools; commit rate >= 90% of the rate without
-tools (the leading peer: 6x the size, 3x slower). Prints one JSON line per case.
+tools (the leading peer: 6x the size, 3x slower), in each mode (issue 18): ``nondurable`` (one commit per
+transaction, no fsync: the CPU cost), ``durable`` (one commit per durable transaction, the default of
+``Tract.open``) and ``batched`` (durable, ``--batch`` commits per ``t.batch()`` block). Prints one JSON line
+per case (``tools_commit_rate`` once per mode, its ``mode`` key saying which).
 
-    python benchmarks/bench_tools.py [--commits 1000] [--tools 20] [--repeat 3] [--durable]
+    python benchmarks/bench_tools.py [--commits 1000] [--tools 20] [--repeat 3] [--modes nondurable,durable,batched]
 """
 
 from __future__ import annotations
@@ -42,20 +45,34 @@ def make_tools(count: int) -> list[dict[str, Any]]:
     ]
 
 
+MODES = {"nondurable": (False, 1), "durable": (True, 1), "batched": (True, 0)}  # (durable, batch; 0: --batch)
+
+
 def build(
-    path: str, commits: int, tools: list[dict[str, Any]] | None, durable: bool
+    path: str, commits: int, tools: list[dict[str, Any]] | None, durable: bool, batch: int = 1
 ) -> tuple[float, int, int]:
-    """Seconds to make ``commits`` commits, bytes on disk, commit_tools index rows."""
+    """Seconds to make ``commits`` commits (``batch`` per ``t.batch()`` block; 1: none), bytes on disk,
+    commit_tools index rows."""
     t = Tract.open(path, durable=durable)
     if tools is not None:
         t.set_tools(tools)
     text = "lorem ipsum dolor sit amet, consectetur adipiscing elit " * 3
-    start = time.perf_counter()
-    for i in range(commits):
+
+    def one(i: int) -> None:
         if i % 2:
             t.assistant(f"answer {i}: {text}")
         else:
             t.user(f"question {i}: {text}")
+
+    start = time.perf_counter()
+    if batch <= 1:
+        for i in range(commits):
+            one(i)
+    else:
+        for first in range(0, commits, batch):
+            with t.batch():
+                for i in range(first, min(first + batch, commits)):
+                    one(i)
     elapsed = time.perf_counter() - start
     size = t.store.size_bytes()
     rows = t.store.table_count(Table.COMMIT_TOOLS)
@@ -69,51 +86,72 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--tools", type=int, default=20)
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument(
-        "--durable", action="store_true", help="fsync every commit (default: not, to show CPU cost)"
+        "--modes",
+        default="nondurable,durable,batched",
+        help="rate cases to run, comma-separated: nondurable, durable, batched (default: all three)",
     )
+    parser.add_argument("--batch", type=int, default=1000, help="commits per t.batch() block in batched mode")
     parser.add_argument("--tmp", default=None, help="directory for the stores (default: a temporary one)")
     args = parser.parse_args(argv)
+    modes = [m for m in args.modes.split(",") if m]
+    unknown = sorted(set(modes) - set(MODES))
+    if unknown:
+        parser.error(f"unknown modes {unknown}; choose from {sorted(MODES)}")
     root = tempfile.mkdtemp(prefix="tractkv-bench-tools-", dir=args.tmp)
     tools = make_tools(args.tools)
     try:
-        best_plain = best_tools = float("inf")
-        size_plain = size_tools = rows = 0
-        for run in range(args.repeat):  # alternate the two so drift on a noisy machine hits both alike
-            plain = build(os.path.join(root, f"plain{run}"), args.commits, None, args.durable)
-            with_tools = build(os.path.join(root, f"tools{run}"), args.commits, tools, args.durable)
-            best_plain, size_plain = min(best_plain, plain[0]), plain[1]
-            best_tools, size_tools, rows = min(best_tools, with_tools[0]), with_tools[1], with_tools[2]
-        size_ratio = size_tools / size_plain
-        rate_ratio = best_plain / best_tools
-        print(
-            json.dumps(
-                {
-                    "case": "tools_store_size",
-                    "n": args.commits,
-                    "tools": args.tools,
-                    "tractkv_bytes": size_tools,
-                    "baseline_bytes": size_plain,
-                    "ratio": round(size_ratio, 3),
-                    "commit_tools_rows": rows,
-                    "target": 1.1,
-                    "ok": size_ratio <= 1.1,
-                }
+        size_printed = False
+        for mode in modes:
+            durable, batch = MODES[mode]
+            batch = batch or args.batch
+            best_plain = best_tools = float("inf")
+            size_plain = size_tools = rows = 0
+            for run in range(args.repeat):  # alternate the two so drift on a noisy machine hits both alike
+                sides = [("plain", None), ("tools", tools)]
+                for name, given in sides if run % 2 == 0 else reversed(sides):
+                    result = build(
+                        os.path.join(root, f"{mode}-{name}{run}"), args.commits, given, durable, batch
+                    )
+                    if given is None:
+                        best_plain, size_plain = min(best_plain, result[0]), result[1]
+                    else:
+                        best_tools, size_tools, rows = min(best_tools, result[0]), result[1], result[2]
+            if not size_printed and batch == 1:  # the store-size case: one commit per transaction
+                size_printed = True
+                size_ratio = size_tools / size_plain
+                print(
+                    json.dumps(
+                        {
+                            "case": "tools_store_size",
+                            "n": args.commits,
+                            "tools": args.tools,
+                            "tractkv_bytes": size_tools,
+                            "baseline_bytes": size_plain,
+                            "ratio": round(size_ratio, 3),
+                            "commit_tools_rows": rows,
+                            "target": 1.1,
+                            "ok": size_ratio <= 1.1,
+                        }
+                    )
+                )
+            rate_ratio = best_plain / best_tools
+            print(
+                json.dumps(
+                    {
+                        "case": "tools_commit_rate",
+                        "mode": mode,
+                        "n": args.commits,
+                        "durable": durable,
+                        "batch": batch,
+                        "tractkv_per_s": round(args.commits / best_tools),
+                        "baseline_per_s": round(args.commits / best_plain),
+                        "ratio": round(rate_ratio, 3),
+                        "target": 0.9,
+                        "ok": rate_ratio >= 0.9,
+                    }
+                ),
+                flush=True,
             )
-        )
-        print(
-            json.dumps(
-                {
-                    "case": "tools_commit_rate",
-                    "n": args.commits,
-                    "durable": args.durable,
-                    "tractkv_per_s": round(args.commits / best_tools),
-                    "baseline_per_s": round(args.commits / best_plain),
-                    "ratio": round(rate_ratio, 3),
-                    "target": 0.9,
-                    "ok": rate_ratio >= 0.9,
-                }
-            )
-        )
     finally:
         shutil.rmtree(root, ignore_errors=True)
     return 0

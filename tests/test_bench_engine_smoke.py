@@ -17,6 +17,8 @@ import pytest
 BENCH = Path(__file__).resolve().parent.parent / "benchmarks" / "bench_engine.py"
 KEYS = {"case", "n", "value", "unit", "baseline", "ratio", "target", "target_of", "ok"}
 CASES = {
+    "batched_append_flatness",
+    "bytes_per_commit",
     "durable_append",
     "batched_append",
     "compile_fresh_process",

@@ -112,6 +112,10 @@ class Session:
         self._tool_tokens_cache: dict[ObjectId, int] = {}
         self._last_commit: tuple[ObjectId, Commit] | None = None  # the next commit's parent, usually
         self._stored_toolsets: set[ObjectId] = set()  # tool sets this session's written commits linked
+        # Inside batch(): tool sets commits of the batch linked (they land with it, so later commits of the
+        # batch may trust their tag), and the set_tools setting read once (set_tools is refused in a batch).
+        self._batch_toolsets: set[ObjectId] = set()
+        self._batch_tools_setting: tuple[bytes | None] | None = None
         # Called with the action before anything moves this session's branch or HEAD; raising refuses it
         # (the toolkit sets it while a tool handler runs between a tool call and its result).
         self.write_guard: Callable[[str], None] | None = None
@@ -239,6 +243,8 @@ class Session:
             return
         self.check_writes("batch")
         self._batch = self.store.new_batch()
+        self._batch_toolsets.clear()
+        self._batch_tools_setting = None
         try:
             yield
             batch, self._batch = self._batch, None
@@ -247,6 +253,7 @@ class Session:
                     self.compiler.stage(batch, self._state)  # the checkpoint lands with the commits
                     self._since_checkpoint = 0
                 self.store.apply(batch)
+                self._stored_toolsets |= self._batch_toolsets  # written: later commits may trust them
         except RefConflict as exc:
             self._batch = None
             self._state = None
@@ -255,6 +262,9 @@ class Session:
             self._batch = None
             self._state = None  # staged commits never landed: rebuild from the store
             raise
+        finally:
+            self._batch_toolsets.clear()
+            self._batch_tools_setting = None
         self._maybe_checkpoint()
 
     def commit_with(
@@ -284,13 +294,17 @@ class Session:
             own = self._batch is None
             batch = self.store.new_batch() if own else self._batch
             assert batch is not None
+            if parent is not None and parent_commit is not None:
+                batch.note_commit(parent, parent_commit)  # apply derives the tools index row from it
             commit = build(batch, parent, parent_commit)
             known: dict[ObjectId, str] = {}
             if parent is not None:
                 known[parent] = "commit"  # the tip this operation read
             if payload is not None and commit.content is not None:
                 known[commit.content] = trusted_tag(payload)  # content_blob checked it: validate once
-            if commit.tools is not None and commit.tools in self._stored_toolsets:
+            if commit.tools is not None and (
+                commit.tools in self._stored_toolsets or (not own and commit.tools in self._batch_toolsets)
+            ):
                 known[commit.tools] = "toolset"  # a tool set an earlier commit of this session linked
             check_commit(batch, commit, known)  # the rules a receiving store applies too
             oid = batch.put(commit)
@@ -320,8 +334,8 @@ class Session:
             self._state = state
             self._since_checkpoint += 1
             self._last_commit = (oid, commit)
-            if commit.tools is not None and own:  # written: later commits may trust its tag
-                self._stored_toolsets.add(commit.tools)
+            if commit.tools is not None:  # written (or lands with the batch): later commits trust its tag
+                (self._stored_toolsets if own else self._batch_toolsets).add(commit.tools)
             self._maybe_checkpoint()
             return oid, commit
 
@@ -675,7 +689,13 @@ class Session:
     def tools_for_next_commit(self) -> ObjectId | None:
         """The tool set set_tools() links to the next commit (an empty set once, right after clearing)."""
         key = self._tools_key()
-        raw = self.reader().table_get(Table.META, key) if key is not None else None
+        cached = self._batch_tools_setting if self._batch is not None else None
+        if cached is not None:
+            raw = cached[0]
+        else:
+            raw = self.reader().table_get(Table.META, key) if key is not None else None
+            if self._batch is not None:
+                self._batch_tools_setting = (raw,)  # set_tools is refused inside a batch: read it once
         if raw is None:
             return None
         toolset = ObjectId(raw.decode())

@@ -184,6 +184,8 @@ def _checked_blob_tag(data: object) -> str:
 
 def _message_tag(kind: str, data: dict[str, Any]) -> MessageTag:
     parts = data.get("parts")
+    if parts is None:
+        return MessageTag(kind, (), ())  # no parts, no media (the common message: text only)
     declared = {
         (ObjectId(p["media"]), str(p.get("media_type")))
         for p in (parts if isinstance(parts, list) else ())

@@ -102,6 +102,9 @@ class WriteBatch(Reader):
         self.log_appends: list[tuple[Table, bytes, bytes]] = []
         self.deletions: set[ObjectId] = set()
         self._log_tables: set[Table] = set()  # the tables log_appends write to (checked on every row read)
+        # Stored commits the caller holds decoded (a new commit's parent), so deriving the commit_tools row
+        # of a new commit need not read and decode its parent again (see note_commit).
+        self.known_commits: dict[ObjectId, Commit] = {}
 
     def __len__(self) -> int:
         return (
@@ -131,6 +134,11 @@ class WriteBatch(Reader):
             self.objects[oid] = (data, obj)
         self.deletions.discard(oid)
         return oid
+
+    def note_commit(self, oid: ObjectId, commit: Commit) -> None:
+        """Tell the batch about a stored commit the caller already holds as ``commit`` (read from the store,
+        or written by it), so that applying the batch reads it from here instead of decoding it again."""
+        self.known_commits[oid] = commit
 
     def put_raw(self, oid: ObjectId, data: bytes, obj: StoredObject | None = None) -> None:
         """Stage bytes already verified to hash to ``oid`` (sync does that check while receiving)."""
@@ -183,7 +191,7 @@ class WriteBatch(Reader):
             raise InvalidInput(
                 f"a log prefix must leave room for its NUL and 8-byte number: {len(prefix)} bytes"
             )
-        self.log_appends.append((table, prefix, codec.dumps(value)))
+        self.log_appends.append((table, prefix, codec.dumps_local(value)))  # local rows: never hashed
         self._log_tables.add(table)
 
     # reads through the overlay ------------------------------------------------------------------------
@@ -330,9 +338,12 @@ def _first_parent_tools(batch: WriteBatch, stored: RawGet, commit: Commit) -> Ob
     """
     if not commit.parents:
         return None
-    pending = batch.objects.get(commit.parents[0])
+    first = commit.parents[0]
+    pending = batch.objects.get(first)
     if pending is not None:
         parent: StoredObject | None = _decoded(*pending)
+    elif first in batch.known_commits and first not in batch.deletions:
+        parent = batch.known_commits[first]
     else:
         raw = stored(Table.OBJECTS, oid_to_raw(commit.parents[0]))
         parent = decode(raw) if raw is not None else None
