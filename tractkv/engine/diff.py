@@ -20,7 +20,7 @@ def diff_states(reader: Reader, a: CompileState, b: CompileState, counter: Token
     for tag, i1, i2, j1, j2 in matcher.get_opcodes():
         if tag == "equal":
             for offset in range(i2 - i1):
-                before, after = view_a.messages[i1 + offset], view_b.messages[j1 + offset]
+                before, after = view_a.message(i1 + offset), view_b.message(j1 + offset)
                 if before != after:
                     entries.append(
                         DiffEntry(
@@ -38,7 +38,7 @@ def diff_states(reader: Reader, a: CompileState, b: CompileState, counter: Token
                 DiffEntry(
                     change="removed",
                     commit_id=view_a.commits[i],
-                    before=view_a.messages[i],
+                    before=view_a.message(i),
                     after=None,
                     index_before=i,
                     index_after=None,
@@ -50,7 +50,7 @@ def diff_states(reader: Reader, a: CompileState, b: CompileState, counter: Token
                     change="added",
                     commit_id=view_b.commits[j],
                     before=None,
-                    after=view_b.messages[j],
+                    after=view_b.message(j),
                     index_before=None,
                     index_after=j,
                 )
