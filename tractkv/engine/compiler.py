@@ -261,24 +261,43 @@ def merge_payload(strategy: str, source: str, conflicts: int) -> dict[str, Any]:
     return {"type": MERGE, "strategy": strategy, "source": source, "conflicts": conflicts}
 
 
-_LAZY_VIEWS: weakref.WeakSet[View] = weakref.WeakSet()
+class _LazyMessages(FrozenPrefix[Message]):
+    """The messages of a compiled context whose view renders them on first use (tracked while alive, so the
+    session can render the rest before its store closes)."""
+
+    __slots__ = ("__weakref__", "view")
+
+    def __init__(self, view: View) -> None:
+        super().__init__(view.messages, resolve=view.message)  # type: ignore[arg-type]
+        self.view = view
+
+
+# Live lazy contexts by id (not a WeakSet: that would hash them, and a sequence hashes by its items).
+_LAZY: dict[int, weakref.ref[_LazyMessages]] = {}
 
 
 def _lazy_messages(view: View) -> FrozenPrefix[Message]:
-    _LAZY_VIEWS.add(view)
-    return FrozenPrefix(view.messages, resolve=view.message)  # type: ignore[arg-type]
+    messages = _LazyMessages(view)
+    key = id(messages)
+    _LAZY[key] = weakref.ref(messages, lambda _ref: _LAZY.pop(key, None))
+    return messages
 
 
 def render_all(reader: Reader) -> None:
-    """Render every message still left as a slot in a live view that reads through ``reader`` (a session
-    calls it before its store closes, so a compiled context stays usable after the Tract is closed)."""
-    for view in list(_LAZY_VIEWS):
+    """Render every message still left as a slot in a live compiled context that reads through ``reader`` (a
+    session calls it before its store closes, so a compiled context stays usable after the Tract is closed;
+    a context already dropped costs nothing)."""
+    for key, ref in list(_LAZY.items()):
+        messages = ref()
+        if messages is None:
+            continue
+        view = messages.view
         through = view.reader
         if isinstance(through, WriteBatch):
             through = through._base  # a batch reads its store for what it does not hold
         if through is reader:
             view.render_all()
-            _LAZY_VIEWS.discard(view)
+            _LAZY.pop(key, None)
 
 
 def load_tools(reader: Reader, toolset_id: ObjectId | None) -> tuple[dict[str, Any], ...]:
@@ -317,7 +336,7 @@ def context_of(
         messages=messages,
         token_count=view.total_tokens(counter) + tool_tokens,
         commit_count=state.commit_count,
-        commit_ids=FrozenPrefix(view.commits),
+        commit_ids=FrozenPrefix(view.commits, resolve=view.commit_at),  # type: ignore[arg-type]
         generation_configs=FrozenPrefix(view.gens),
         token_source=counter.name,
         head=state.head,

@@ -89,6 +89,15 @@ class Pairing:
         """
         return self.step_shape(message.role, shape_of(message), commit)
 
+    def step_quiet(self, role: str, calls: tuple[str, ...] | str | None) -> bool:
+        """Feed a message that can neither need nor make a repair (no calls open, not a tool result, no calls
+        of its own) without its commit id; False (nothing done) for any other: :meth:`step_shape` it."""
+        if role == "tool" or calls is not None or self.open:
+            return False
+        if self.answered:
+            self.answered = set()
+        return True
+
     def step_shape(
         self, role: str, calls: tuple[str, ...] | str | None, commit: ObjectId
     ) -> tuple[tuple[Message, ObjectId], ...] | None:

@@ -30,6 +30,7 @@ the state rebuilt from objects; ``tractkv fsck`` reports damaged rows and ``fsck
 from __future__ import annotations
 
 import gc
+import itertools
 import operator
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -83,9 +84,11 @@ PRIORITY_NAMES = {v: k for k, v in PRIORITY_CODES.items()}
 class Slot:
     """One message position: the commit that added it and the commit whose content it shows now."""
 
-    commit: ObjectId  # the message commit (what annotate/edit target)
-    source: ObjectId  # the commit whose content is shown (the latest edit, or commit itself)
-    blob: ObjectId
+    # Ids are kept raw (32 bytes: about half the memory of their hex form, and a state holds one slot per
+    # message); :attr:`commit`, :attr:`source` and :attr:`blob` give them as ids.
+    raw_commit: bytes  # the message commit (what annotate/edit target)
+    raw_source: bytes | None  # the commit whose content is shown (the latest edit), None: the commit itself
+    raw_blob: bytes  # the content blob's id
     kind: str  # content type
     tokens: int
     priority: int = 0
@@ -95,6 +98,21 @@ class Slot:
     # what the tool-pairing pass reads besides the role (pairing.shape_of): a tool result's call id, an
     # assistant message's call ids, else None. With the role, a view is rebuilt without reading the blob.
     calls: tuple[str, ...] | str | None = None
+
+    @property
+    def commit(self) -> ObjectId:
+        """The message commit (what annotate and edit target)."""
+        return ObjectId(self.raw_commit.hex())
+
+    @property
+    def source(self) -> ObjectId:
+        """The commit whose content is shown (the latest edit, or :attr:`commit` itself)."""
+        return ObjectId((self.raw_commit if self.raw_source is None else self.raw_source).hex())
+
+    @property
+    def blob(self) -> ObjectId:
+        """The content blob's id."""
+        return ObjectId(self.raw_blob.hex())
 
 
 _ROLES = {role: role for role in MESSAGE_ROLES}  # one str object per role, however many slots
@@ -152,7 +170,9 @@ class View:
         self.load: Callable[[Slot], Message] | None = None  # renders a slot left in ``messages``
         self.reader: Reader | None = None  # what ``load`` reads through
         self.lazy = 0  # slots placed in ``messages`` (some may have been rendered since)
-        self.commits: list[ObjectId] = []
+        # the commit of each message: its Slot (whose raw id gives it: no hex string kept per message), or
+        # the id itself for a placeholder result (:meth:`commit_at`)
+        self.commits: list[Slot | ObjectId] = []
         self.gens: list[dict[str, Any] | None] = []
         self.tokens = 0
         self.pairing = Pairing()
@@ -178,7 +198,12 @@ class View:
             self._place(message, slot)
 
     def _place(self, message: Message | Slot, slot: Slot) -> None:
-        before = self.pairing.step_shape(slot.role, slot.calls, slot.commit)
+        pairing = self.pairing
+        before = (
+            ()
+            if pairing.step_quiet(slot.role, slot.calls)
+            else pairing.step_shape(slot.role, slot.calls, slot.commit)
+        )
         if before is None:
             return  # an orphan tool result: a repair, not a message
         for placeholder, commit in before:
@@ -189,7 +214,7 @@ class View:
         if message is slot:
             self.lazy += 1
         self.messages.append(message)
-        self.commits.append(slot.commit)
+        self.commits.append(slot)
         self.gens.append(slot.gen)
         self.tokens += slot.tokens
 
@@ -200,6 +225,15 @@ class View:
             assert self.load is not None
             item = self.messages[position] = self.load(item)
         return item  # type: ignore[return-value]
+
+    def commit_at(self, position: int) -> ObjectId:
+        """The commit id of the message at ``position``."""
+        item = self.commits[position]
+        return item.commit if type(item) is Slot else item  # type: ignore[return-value]
+
+    def commit_ids(self) -> list[ObjectId]:
+        """Every message's commit id, in order."""
+        return [self.commit_at(position) for position in range(len(self.commits))]
 
     def render_all(self) -> None:
         """Render every slot the view still holds (before the store it reads from goes away)."""
@@ -230,8 +264,8 @@ class View:
         """The messages history holds, with their commits, in order: the view without placeholder results."""
         skip = set(self.placeholders)
         return (
-            (self.message(position), commit)
-            for position, commit in enumerate(self.commits)
+            (self.message(position), self.commit_at(position))
+            for position in range(len(self.commits))
             if position not in skip
         )
 
@@ -291,7 +325,7 @@ class CompileState:
         self.tools_commit: ObjectId | None = None
         self.counter_name = counter_name
         self.ancestors: set[ObjectId] | None = set()  # None when unknown (loaded from a checkpoint)
-        self.messages: dict[ObjectId, Message] = {}  # blob id -> rendered message
+        self.messages: dict[bytes, Message] = {}  # raw blob id -> rendered message
         self.media: dict[str, bytes] = {}  # media blob id -> its bytes, loaded once (shared by copies)
         self.removed: set[ObjectId] = (
             set()
@@ -365,10 +399,10 @@ class CompileState:
                 self.tools, self.tools_commit = loaded.tools, loaded.tools_commit
         else:
             self.chunk_keys = loaded.chunk_keys
-        base = loaded.slots
-        index = loaded.index
+        base, index = loaded._slots, loaded._index
         for slot in appended:
-            index[slot.commit] = len(base)
+            if index is not None:
+                index[slot.commit] = len(base)
             base.append(slot)
         self._slots, self._index = base, index
         self.messages = {**loaded.messages, **self.messages}
@@ -444,8 +478,8 @@ class CompileState:
             role, calls = message_shape(data)
             self.slots[position] = attrs.evolve(
                 slot,
-                source=oid,
-                blob=commit.content,
+                raw_source=oid_to_raw(oid),
+                raw_blob=oid_to_raw(commit.content),
                 kind=str(data.get("type")),
                 tokens=count_tokens(data, counter, self.media_loader(reader, strict=False)),
                 gen=commit.generation_config,
@@ -479,18 +513,18 @@ class CompileState:
         kind = str(data["type"])
         role, calls = message_shape(data)
         slot = Slot(
-            commit=oid,
-            source=oid,
-            blob=commit.content,
+            raw_commit=oid_to_raw(oid),
+            raw_source=None,
+            raw_blob=oid_to_raw(commit.content),
             kind=kind,
             tokens=count_tokens(data, counter, self.media_loader(reader, strict=False)),
             gen=commit.generation_config,
             role=role,
             calls=calls,
         )
-        message = self.messages.get(commit.content)
+        message = self.messages.get(slot.raw_blob)
         if message is None:
-            message = self.messages[commit.content] = to_message(data, self.media_loader(reader))
+            message = self.messages[slot.raw_blob] = to_message(data, self.media_loader(reader))
         if self._pending is None:  # else the index is made when the checkpoint's slots are read
             self.index[oid] = len(self._slots)
         self._slots.append(slot)
@@ -506,9 +540,9 @@ class CompileState:
         data = _payload(reader, commit.content)
         role, calls = message_shape(data)
         summary = Slot(
-            commit=oid,
-            source=oid,
-            blob=commit.content,
+            raw_commit=oid_to_raw(oid),
+            raw_source=None,
+            raw_blob=oid_to_raw(commit.content),
             kind=str(data.get("type")),
             tokens=count_tokens(data, counter, self.media_loader(reader, strict=False)),
             gen=commit.generation_config,
@@ -554,7 +588,7 @@ class CompileState:
         for slot in self.slots:
             if slot.priority == skip or (slot.kind == "reasoning" and not include_reasoning):
                 continue
-            view.add(messages.get(slot.blob, slot), slot)
+            view.add(messages.get(slot.raw_blob, slot), slot)
         if include_reasoning:
             view.finish()  # a rendering with reasoning is built whole each time, never extended
         else:
@@ -563,9 +597,9 @@ class CompileState:
 
     def message_of(self, reader: Reader, slot: Slot) -> Message:
         """The rendered message of a slot (cached by blob id)."""
-        message = self.messages.get(slot.blob)
+        message = self.messages.get(slot.raw_blob)
         if message is None:
-            message = self.messages[slot.blob] = to_message(
+            message = self.messages[slot.raw_blob] = to_message(
                 _payload(reader, slot.blob), self.media_loader(reader)
             )
         return message
@@ -720,10 +754,11 @@ class CompileState:
                 raise DecodeError(f"chunk {number} is missing")
             slots = read_chunk(chunk_key, chunk)
             check_chunk_size(record, number, slots)
-            start = len(state.slots)
-            state.slots.extend(slots)
+            start = len(state._slots)
+            state._slots.extend(slots)
             state.chunk_keys[start] = (slots, chunk_key)
-        state.index = index_slots(state.slots)
+        check_unique(state._slots)
+        state._index = None  # made on first use (compile from a checkpoint needs none)
         return state
 
 
@@ -866,6 +901,21 @@ def index_slots(slots: list[Slot]) -> dict[ObjectId, int]:
     return index
 
 
+def check_unique(slots: list[Slot]) -> None:
+    """What :func:`index_slots` checks, without making the index: no commit names two slots (sorting the ids
+    takes a fraction of the memory of the index, which a state loaded from a checkpoint makes on first use).
+
+    Raises:
+        DecodeError: a commit names two slots.
+    """
+    ids = [slot.raw_commit for slot in slots]
+    ids.extend(slot.raw_source for slot in slots if slot.raw_source is not None)
+    ids.sort()
+    for previous, current in zip(ids, itertools.islice(ids, 1, None), strict=False):
+        if previous == current:
+            raise DecodeError(f"two slots name commit {current.hex()}")
+
+
 def check_stored(reader: Reader, record: CheckpointRecord) -> None:
     """The cheap existence checks: the head and the tools commit are stored, the tool set is one."""
     if not reader.has(record.head):
@@ -881,17 +931,17 @@ def _slot_row(slot: Slot) -> list[Any]:
     them is not its default (ids as raw bytes; ``calls`` None, a call id, or a list of call ids)."""
     calls = list(slot.calls) if isinstance(slot.calls, tuple) else slot.calls
     row: list[Any] = [
-        oid_to_raw(slot.commit),
+        slot.raw_commit,
         slot.kind,
         slot.tokens,
         slot.priority,
-        oid_to_raw(slot.blob),
+        slot.raw_blob,
         slot.role,
         calls,
     ]
-    if slot.source != slot.commit or slot.gen is not None or slot.annotation is not None:
+    if slot.raw_source is not None or slot.gen is not None or slot.annotation is not None:
         row += [
-            oid_to_raw(slot.source),
+            slot.raw_commit if slot.raw_source is None else slot.raw_source,
             slot.gen,
             None if slot.annotation is None else oid_to_raw(slot.annotation),
         ]
@@ -947,11 +997,10 @@ def _slot_from_row(row: object) -> Slot:
         calls = tuple(calls)
     if type(tokens) is not int or tokens < 0 or type(priority) is not int or priority not in _PRIORITY_CODES:
         raise DecodeError("a slot's tokens or priority is wrong")
-    commit_id = ObjectId(commit.hex())
     return Slot(
-        commit=commit_id,
-        source=commit_id if source is commit else ObjectId(source.hex()),
-        blob=ObjectId(blob.hex()),
+        raw_commit=commit,
+        raw_source=None if source == commit else source,
+        raw_blob=blob,
         kind=kind,
         tokens=tokens,
         priority=priority,
