@@ -337,7 +337,7 @@ def context_of(
         token_count=view.total_tokens(counter) + tool_tokens,
         commit_count=state.commit_count,
         commit_ids=FrozenPrefix(view.commits, resolve=view.commit_at),  # type: ignore[arg-type]
-        generation_configs=FrozenPrefix(view.gens),
+        generation_configs=FrozenPrefix(view.commits, resolve=view.gen_at),  # type: ignore[arg-type]
         token_source=counter.name,
         head=state.head,
         tools=tools,

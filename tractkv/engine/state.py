@@ -80,24 +80,82 @@ PRIORITY_CODES = {"normal": 0, "pinned": 1, "skip": 2}
 PRIORITY_NAMES = {v: k for k, v in PRIORITY_CODES.items()}
 
 
-@attrs.frozen(slots=True)
-class Slot:
-    """One message position: the commit that added it and the commit whose content it shows now."""
+_KIND_NAMES: list[str] = sorted(MESSAGE_TYPES)  # slot kind codes (a kind outside them gets the next code)
+_KIND_CODES = {kind: code for code, kind in enumerate(_KIND_NAMES)}
+_ROLE_CODES = {role: code for code, role in enumerate(MESSAGE_ROLES)}
+_REASONING = _KIND_CODES["reasoning"]
+_TOOL = _ROLE_CODES["tool"]
 
-    # Ids are kept raw (32 bytes: about half the memory of their hex form, and a state holds one slot per
-    # message); :attr:`commit`, :attr:`source` and :attr:`blob` give them as ids.
-    raw_commit: bytes  # the message commit (what annotate/edit target)
-    raw_source: bytes | None  # the commit whose content is shown (the latest edit), None: the commit itself
-    raw_blob: bytes  # the content blob's id
-    kind: str  # content type
-    tokens: int
-    priority: int = 0
-    gen: dict[str, Any] | None = attrs.field(default=None, eq=False, hash=False)
-    annotation: ObjectId | None = None  # the commit that set the priority
-    role: str = "user"  # the compiled message's role
-    # what the tool-pairing pass reads besides the role (pairing.shape_of): a tool result's call id, an
-    # assistant message's call ids, else None. With the role, a view is rebuilt without reading the blob.
-    calls: tuple[str, ...] | str | None = None
+
+def _kind_code(kind: str) -> int:
+    code = _KIND_CODES.get(kind)
+    if code is None:
+        code = _KIND_CODES[kind] = len(_KIND_NAMES)
+        _KIND_NAMES.append(kind)
+    return code
+
+
+class Slot:
+    """One message position: the commit that added it and the commit whose content it shows now. Immutable
+    (:meth:`evolve` makes a changed copy); compared by identity.
+
+    A state holds one per message, so a slot is kept small: ids raw (32 bytes, about half the memory of their
+    hex form; :attr:`commit`, :attr:`source` and :attr:`blob` give them as ids), kind, role and priority packed
+    in one small int, the rarely set source, generation config and annotation in one optional tuple.
+    """
+
+    __slots__ = ("calls", "code", "extra", "raw_blob", "raw_commit", "tokens")
+
+    def __init__(
+        self,
+        raw_commit: bytes,  # the message commit (what annotate/edit target)
+        raw_blob: bytes,  # the content blob shown
+        kind: str,  # content type
+        tokens: int,
+        *,
+        raw_source: bytes | None = None,  # the commit whose content is shown (the latest edit); None: commit
+        priority: int = 0,
+        gen: dict[str, Any] | None = None,
+        annotation: ObjectId | None = None,  # the commit that set the priority
+        role: str = "user",  # the compiled message's role
+        # what the tool-pairing pass reads besides the role (pairing.shape_of): a tool result's call id, an
+        # assistant message's call ids, else None. With the role, a view is rebuilt without reading the blob.
+        calls: tuple[str, ...] | str | None = None,
+    ) -> None:
+        self.raw_commit = raw_commit
+        self.raw_blob = raw_blob
+        self.tokens = tokens
+        self.code = _kind_code(kind) << 4 | _ROLE_CODES.get(role, 1) << 2 | priority
+        self.calls = calls
+        self.extra: tuple[bytes | None, dict[str, Any] | None, ObjectId | None] | None = (
+            None
+            if raw_source is None and gen is None and annotation is None
+            else (raw_source, gen, annotation)
+        )
+
+    @property
+    def kind(self) -> str:
+        return _KIND_NAMES[self.code >> 4]
+
+    @property
+    def role(self) -> str:
+        return MESSAGE_ROLES[self.code >> 2 & 3]
+
+    @property
+    def priority(self) -> int:
+        return self.code & 3
+
+    @property
+    def raw_source(self) -> bytes | None:
+        return None if self.extra is None else self.extra[0]
+
+    @property
+    def gen(self) -> dict[str, Any] | None:
+        return None if self.extra is None else self.extra[1]
+
+    @property
+    def annotation(self) -> ObjectId | None:
+        return None if self.extra is None else self.extra[2]
 
     @property
     def commit(self) -> ObjectId:
@@ -107,12 +165,53 @@ class Slot:
     @property
     def source(self) -> ObjectId:
         """The commit whose content is shown (the latest edit, or :attr:`commit` itself)."""
-        return ObjectId((self.raw_commit if self.raw_source is None else self.raw_source).hex())
+        raw = self.raw_source
+        return ObjectId((self.raw_commit if raw is None else raw).hex())
 
     @property
     def blob(self) -> ObjectId:
         """The content blob's id."""
         return ObjectId(self.raw_blob.hex())
+
+    @classmethod
+    def packed(
+        cls,
+        raw_commit: bytes,
+        raw_blob: bytes,
+        tokens: int,
+        code: int,
+        calls: tuple[str, ...] | str | None,
+        extra: tuple[bytes | None, dict[str, Any] | None, ObjectId | None] | None,
+    ) -> Slot:
+        """A slot from its packed fields (what a checkpoint row decodes to: no argument is checked here)."""
+        slot = cls.__new__(cls)
+        slot.raw_commit, slot.raw_blob, slot.tokens = raw_commit, raw_blob, tokens
+        slot.code, slot.calls, slot.extra = code, calls, extra
+        return slot
+
+    def evolve(self, **changes: Any) -> Slot:
+        """A copy with ``changes`` (keyword arguments of the constructor)."""
+        fields: dict[str, Any] = {
+            "raw_commit": self.raw_commit,
+            "raw_blob": self.raw_blob,
+            "kind": self.kind,
+            "tokens": self.tokens,
+            "raw_source": self.raw_source,
+            "priority": self.priority,
+            "gen": self.gen,
+            "annotation": self.annotation,
+            "role": self.role,
+            "calls": self.calls,
+        }
+        fields.update(changes)
+        return Slot(**fields)
+
+    def __repr__(self) -> str:
+        return (
+            f"Slot(commit={self.commit[:12]}, source={self.source[:12]}, blob={self.blob[:12]}, "
+            f"kind={self.kind}, tokens={self.tokens}, priority={self.priority}, role={self.role}, "
+            f"calls={self.calls!r})"
+        )
 
 
 _ROLES = {role: role for role in MESSAGE_ROLES}  # one str object per role, however many slots
@@ -155,7 +254,6 @@ class View:
         "__weakref__",
         "commits",
         "deferred",
-        "gens",
         "lazy",
         "load",
         "messages",
@@ -173,7 +271,6 @@ class View:
         # the commit of each message: its Slot (whose raw id gives it: no hex string kept per message), or
         # the id itself for a placeholder result (:meth:`commit_at`)
         self.commits: list[Slot | ObjectId] = []
-        self.gens: list[dict[str, Any] | None] = []
         self.tokens = 0
         self.pairing = Pairing()
         self.placeholders: list[int] = []  # positions of placeholder results in ``messages``
@@ -183,10 +280,11 @@ class View:
         """Add the next visible message. A reasoning message (compiled with ``include_reasoning``) recorded
         while tool calls are open is held back until the turn's results are in (the next non-tool message,
         or :meth:`finish`), so a model's notes between a call and its result do not cut the pair apart."""
-        if slot.kind == "reasoning" and self.pairing.open:
+        code = slot.code  # kind, role and priority packed (Slot): read once, no property calls
+        if code >> 4 == _REASONING and self.pairing.open:
             self.deferred.append((message, slot))
             return
-        if self.deferred and slot.role != "tool":
+        if self.deferred and code >> 2 & 3 != _TOOL:
             self.finish()
         self._place(message, slot)
 
@@ -199,23 +297,19 @@ class View:
 
     def _place(self, message: Message | Slot, slot: Slot) -> None:
         pairing = self.pairing
-        before = (
-            ()
-            if pairing.step_quiet(slot.role, slot.calls)
-            else pairing.step_shape(slot.role, slot.calls, slot.commit)
-        )
+        role = MESSAGE_ROLES[slot.code >> 2 & 3]
+        calls = slot.calls
+        before = () if pairing.step_quiet(role, calls) else pairing.step_shape(role, calls, slot.commit)
         if before is None:
             return  # an orphan tool result: a repair, not a message
         for placeholder, commit in before:
             self.placeholders.append(len(self.messages))
             self.messages.append(placeholder)
             self.commits.append(commit)
-            self.gens.append(None)
         if message is slot:
             self.lazy += 1
         self.messages.append(message)
         self.commits.append(slot)
-        self.gens.append(slot.gen)
         self.tokens += slot.tokens
 
     def message(self, position: int) -> Message:
@@ -230,6 +324,11 @@ class View:
         """The commit id of the message at ``position``."""
         item = self.commits[position]
         return item.commit if type(item) is Slot else item  # type: ignore[return-value]
+
+    def gen_at(self, position: int) -> dict[str, Any] | None:
+        """The generation config of the message at ``position`` (None for a placeholder result)."""
+        item = self.commits[position]
+        return item.gen if type(item) is Slot else None
 
     def commit_ids(self) -> list[ObjectId]:
         """Every message's commit id, in order."""
@@ -247,7 +346,6 @@ class View:
         other.load, other.lazy, other.reader = self.load, self.lazy, self.reader
         other.messages = list(self.messages)
         other.commits = list(self.commits)
-        other.gens = list(self.gens)
         other.tokens = self.tokens
         other.pairing = self.pairing.copy()
         other.placeholders = list(self.placeholders)
@@ -476,8 +574,7 @@ class CompileState:
                 return
             data = payload if payload is not None else _payload(reader, commit.content)
             role, calls = message_shape(data)
-            self.slots[position] = attrs.evolve(
-                slot,
+            self.slots[position] = slot.evolve(
                 raw_source=oid_to_raw(oid),
                 raw_blob=oid_to_raw(commit.content),
                 kind=str(data.get("type")),
@@ -502,8 +599,8 @@ class CompileState:
             data = payload if payload is not None else _payload(reader, commit.content)
             if data.get("type") != ANNOTATION:
                 return
-            self.slots[position] = attrs.evolve(
-                slot, priority=PRIORITY_CODES.get(str(data.get("priority")), 0), annotation=oid
+            self.slots[position] = slot.evolve(
+                priority=PRIORITY_CODES.get(str(data.get("priority")), 0), annotation=oid
             )
             self.view = None
             return
@@ -514,7 +611,6 @@ class CompileState:
         role, calls = message_shape(data)
         slot = Slot(
             raw_commit=oid_to_raw(oid),
-            raw_source=None,
             raw_blob=oid_to_raw(commit.content),
             kind=kind,
             tokens=count_tokens(data, counter, self.media_loader(reader, strict=False)),
@@ -541,7 +637,6 @@ class CompileState:
         role, calls = message_shape(data)
         summary = Slot(
             raw_commit=oid_to_raw(oid),
-            raw_source=None,
             raw_blob=oid_to_raw(commit.content),
             kind=str(data.get("type")),
             tokens=count_tokens(data, counter, self.media_loader(reader, strict=False)),
@@ -586,7 +681,8 @@ class CompileState:
         skip = PRIORITY_CODES["skip"]
         messages = self.messages
         for slot in self.slots:
-            if slot.priority == skip or (slot.kind == "reasoning" and not include_reasoning):
+            code = slot.code  # kind, role and priority packed (Slot)
+            if code & 3 == skip or (code >> 4 == _REASONING and not include_reasoning):
                 continue
             view.add(messages.get(slot.raw_blob, slot), slot)
         if include_reasoning:
@@ -949,7 +1045,7 @@ def _slot_row(slot: Slot) -> list[Any]:
 
 
 _PRIORITY_CODES = frozenset(PRIORITY_NAMES)
-_KINDS = {kind: kind for kind in MESSAGE_TYPES}
+_ROW_KINDS = {kind: _KIND_CODES[kind] for kind in MESSAGE_TYPES}  # the kinds a checkpoint row may hold
 
 
 def _slot_from_row(row: object) -> Slot:
@@ -977,11 +1073,11 @@ def _slot_from_row(row: object) -> Slot:
         raise DecodeError("a slot row does not have 7 or 10 fields")
     if type(commit) is not bytes or len(commit) != 32 or type(blob) is not bytes or len(blob) != 32:
         raise DecodeError("a slot's commit or blob is not a 32-byte id")
-    kind = _KINDS.get(kind) if type(kind) is str else None  # one str object per kind, however many slots
-    if kind is None:
+    kind_code = _ROW_KINDS.get(kind) if type(kind) is str else None
+    if kind_code is None:
         raise DecodeError("a slot's kind is not a message type")
-    role = _ROLES.get(role) if type(role) is str else None
-    if role is None:
+    role_code = _ROLE_CODES.get(role) if type(role) is str else None
+    if role_code is None:
         raise DecodeError("a slot's role is not a message role")
     if role == "tool":
         if type(calls) is not str:
@@ -997,18 +1093,16 @@ def _slot_from_row(row: object) -> Slot:
         calls = tuple(calls)
     if type(tokens) is not int or tokens < 0 or type(priority) is not int or priority not in _PRIORITY_CODES:
         raise DecodeError("a slot's tokens or priority is wrong")
-    return Slot(
-        raw_commit=commit,
-        raw_source=None if source == commit else source,
-        raw_blob=blob,
-        kind=kind,
-        tokens=tokens,
-        priority=priority,
-        gen=gen,
-        annotation=None if annotation is None else ObjectId(annotation.hex()),
-        role=role,
-        calls=calls,
+    extra = (
+        None
+        if size == 7 or (source == commit and gen is None and annotation is None)
+        else (
+            None if source == commit else source,
+            gen,
+            None if annotation is None else ObjectId(annotation.hex()),
+        )
     )
+    return Slot.packed(commit, blob, tokens, kind_code << 4 | role_code << 2 | priority, calls, extra)
 
 
 def _payload(reader: Reader, oid: ObjectId) -> dict[str, Any]:
