@@ -498,3 +498,25 @@ def test_hostile_message_shapes_in_a_chunk_are_refused(
     with Tract.open(store_path, durable=False) as t:  # a lazy load: refused when the slots are read
         t.user("one more question")
         assert t.compile().to_dicts()[:-1] == expected[0]
+
+
+def test_a_rendered_state_is_freed_without_the_cycle_collector(store_path: str) -> None:
+    """A view renders messages through the state's caches, not the state: no reference cycle keeps a dropped
+    state (one slot per message) alive until the next collection."""
+    import gc
+
+    key = head_key(store_path)
+    with LmdbStore(store_path, durable=False) as store:
+        gc.collect()
+        gc.disable()
+        try:
+            state = CompileState.load(store, ObjectId(key[len(CKPT_PREFIX) :].hex()), COUNTER)
+            assert state is not None
+            view = state.render(store)
+            assert view.lazy
+            copy = state.copy()
+            assert copy.render(store).message(0) == view.message(0)
+            del state, view, copy
+            assert gc.collect() == 0  # nothing was left for the collector: no cycle
+        finally:
+            gc.enable()

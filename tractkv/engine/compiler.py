@@ -23,7 +23,7 @@ from tractkv.store import Reader, Store, WriteBatch
 from . import graph
 from .content import MERGE, Message
 from .records import CompiledContext, FrozenPrefix
-from .state import CompileState, Conflict, View, merge_states
+from .state import CompileState, Conflict, View, bulk, merge_states
 from .tokens import TokenCounter
 
 CHECKPOINT_EVERY = 256  # replayed commits after which the resulting state is saved as a checkpoint
@@ -183,11 +183,12 @@ class Compiler:
             current = commit.parents[0] if commit.parents else None
         if state is None:
             state = CompileState(self.counter.name)
-        for commit_id, commit in reversed(chain):
-            if len(commit.parents) > 1:
-                state, _ = self._merge(reader, state, commit_id, commit)
-            else:
-                state.apply(reader, commit_id, commit, self.counter)
+        with bulk():  # a long replay makes many long-lived objects and no cycles (state.bulk)
+            for commit_id, commit in reversed(chain):
+                if len(commit.parents) > 1:
+                    state, _ = self._merge(reader, state, commit_id, commit)
+                else:
+                    state.apply(reader, commit_id, commit, self.counter)
         if len(chain) >= CHECKPOINT_EVERY and not from_objects:
             self.unsaved[oid] = state
         if not take:

@@ -368,6 +368,41 @@ class View:
         )
 
 
+def _media_loader(cache: dict[str, bytes], reader: Reader, *, strict: bool = True) -> Callable[[str], Any]:
+    """:meth:`CompileState.media_loader` over the media cache ``cache``."""
+
+    def load(oid: str) -> bytes | None:
+        data = cache.get(oid)
+        if data is None:
+            obj = reader.get(ObjectId(oid)) if not strict else reader[ObjectId(oid)]
+            if isinstance(obj, Blob) and isinstance(obj.data, bytes) and obj.data:
+                data = cache[oid] = obj.data
+            elif strict:
+                raise ContentError(f"media {oid} is not a blob of bytes")
+        return data
+
+    return load
+
+
+class _Renderer:
+    """Renders a slot's message from its blob, read through ``reader``, cached in ``messages`` by blob id.
+    What a view calls on first use of a message: it holds the state's caches, not the state, so a view and
+    its state form no reference cycle (a dropped state is freed at once, not at the next gc)."""
+
+    __slots__ = ("media", "messages", "reader")
+
+    def __init__(self, messages: dict[bytes, Message], media: dict[str, bytes], reader: Reader) -> None:
+        self.messages, self.media, self.reader = messages, media, reader
+
+    def __call__(self, slot: Slot) -> Message:
+        message = self.messages.get(slot.raw_blob)
+        if message is None:
+            message = self.messages[slot.raw_blob] = to_message(
+                _payload(self.reader, slot.blob), _media_loader(self.media, self.reader)
+            )
+        return message
+
+
 def _index_of(slots: list[Slot]) -> dict[ObjectId, int]:
     index: dict[ObjectId, int] = {}
     for position, slot in enumerate(slots):
@@ -519,6 +554,8 @@ class CompileState:
         other.media = self.media  # immutable bytes by content id: one cache for every copy
         other.removed = set(self.removed)
         other.view = None if self.view is None else self.view.copy()
+        if other.view is not None and other.view.reader is not None:  # render into the copy's own cache
+            other.view.load = _Renderer(other.messages, other.media, other.view.reader)
         other.chunk_keys = dict(self.chunk_keys)
         return other
 
@@ -677,7 +714,7 @@ class CompileState:
 
     def _render(self, reader: Reader, include_reasoning: bool) -> View:
         view = View()
-        view.load, view.reader = (lambda slot: self.message_of(reader, slot)), reader
+        view.load, view.reader = _Renderer(self.messages, self.media, reader), reader
         skip = PRIORITY_CODES["skip"]
         messages = self.messages
         for slot in self.slots:
@@ -693,30 +730,13 @@ class CompileState:
 
     def message_of(self, reader: Reader, slot: Slot) -> Message:
         """The rendered message of a slot (cached by blob id)."""
-        message = self.messages.get(slot.raw_blob)
-        if message is None:
-            message = self.messages[slot.raw_blob] = to_message(
-                _payload(reader, slot.blob), self.media_loader(reader)
-            )
-        return message
+        return _Renderer(self.messages, self.media, reader)(slot)
 
     def media_loader(self, reader: Reader, *, strict: bool = True) -> Callable[[str], Any]:
         """A function giving a media blob's bytes by id, each read from ``reader`` once per state (and its
         copies). ``strict``: a missing media blob raises (``ObjectNotFound``; a non-bytes one
         ``ContentError``); otherwise it gives None (token estimates then use their fixed figures)."""
-        cache = self.media
-
-        def load(oid: str) -> bytes | None:
-            data = cache.get(oid)
-            if data is None:
-                obj = reader.get(ObjectId(oid)) if not strict else reader[ObjectId(oid)]
-                if isinstance(obj, Blob) and isinstance(obj.data, bytes) and obj.data:
-                    data = cache[oid] = obj.data
-                elif strict:
-                    raise ContentError(f"media {oid} is not a blob of bytes")
-            return data
-
-        return load
+        return _media_loader(self.media, reader, strict=strict)
 
     # --- persistence ----------------------------------------------------------------------------------
 
