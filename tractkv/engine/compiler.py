@@ -4,8 +4,9 @@ Cost model:
     * compile right after an append: O(1) work plus one C-level copy of the message list (the head state is
       kept in memory and extended by every commit);
     * a fresh process: load the nearest checkpoint on the first-parent chain (chunked, one read per 1,024
-      messages) and replay the commits after it; checkpoints are written every
-      :data:`CHECKPOINT_EVERY` replayed commits and when a Tract closes;
+      messages; through a store or batch its record only, the chunks on first use: an append needs none) and
+      replay the commits after it; no blob is read until a compiled message is used; checkpoints are written
+      every :data:`CHECKPOINT_EVERY` replayed commits and when a Tract closes;
     * a merge replays as a three-way merge of the states of the merge base, ours and theirs.
 """
 
