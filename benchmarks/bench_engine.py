@@ -1,7 +1,8 @@
 """Context-engine benchmarks: appends through the Tract facade, compile, memory and reopen, vs raw LMDB.
 
 Run: ``python benchmarks/bench_engine.py [--commits N] [--batched-commits N] [--batch N] [--history N]
-[--sizes 1000,10000,100000] [--appends N] [--repeat K] [--procs K] [--quick] [--tmp DIR] [--case NAME]``.
+[--long-history N] [--sizes 1000,10000,100000] [--appends N] [--repeat K] [--procs K] [--quick] [--tmp DIR]
+[--case NAME]``.
 Each case prints one JSON line to stdout; notices go to stderr.
 
 The machine is shared and noisy (2 cores; durable timings move 2x and more between runs, and a neighbour's
@@ -36,10 +37,11 @@ the same figures under the unit-named keys ``bench_store`` uses (``tractkv_per_s
   large batches").
 * ``compile_fresh_process``: a ``--history``-commit branch built once (batched) and closed (which writes a
   compile checkpoint); each of ``--procs`` fresh interpreters imports tractkv, then times ``Tract.open``
-  to the end of the first ``compile()``. Baseline: a fresh interpreter opening the same files with raw
-  LMDB and decoding every stored object with cbor2 (what reading the whole history costs at least).
-  Target <= 150 ms. ``compile_fresh_process_replay``: the same with the checkpoints deleted (rows with
-  prefix ``CKPT_PREFIX`` in ``Table.DERIVED``), so the first compile replays every commit. No target.
+  to the end of the first ``compile()`` (then reads the last message: messages are read on first use).
+  Baseline: a fresh interpreter opening the same files with raw LMDB and decoding every stored object with
+  cbor2 (what reading the whole history costs at least). Target ratio <= 2.5.
+  ``compile_fresh_process_replay``: the same with the checkpoints deleted (rows with prefix ``CKPT_PREFIX``
+  in ``Table.DERIVED``), so the first compile replays every commit. No target.
 * ``compile_after_append``: for each of ``--sizes``, a branch of that many commits (built with
   ``durable=False``) is compiled once, then ``--appends`` times: one append, then ``compile()`` timed
   alone (the previous context stays alive until after the timing: freeing it is the caller's cost).
@@ -52,6 +54,14 @@ the same figures under the unit-named keys ``bench_store`` uses (``tractkv_per_s
 * ``first_commit_after_reopen``: a fresh interpreter opens the ``--history``-commit store and times its
   first append (``value``; ``open_ms`` is reported apart). Baseline: the first durable put of a fresh
   interpreter on a raw LMDB environment. Target <= 150 ms (the leading peer takes ~9 s: ``peer_ms``).
+* ``long_history`` (case name for ``--case``) prints three lines on one ``--long-history``-commit branch
+  (default 100,000), built once with ``durable=False`` in batches of 1,000 (``build_s``) and closed:
+  ``compile_fresh_process_long`` (as ``compile_fresh_process``; target ratio <= 2.5); ``peak_rss_reopen``
+  (the peak RSS, VmHWM, of those compile children after open + compile, before close; baseline: an
+  interpreter that only imports tractkv; target <= 80 MB; ``rss_after_close_mb`` is the peak at exit, the
+  context dropped before close); ``first_commit_after_reopen_long`` (``Tract.open`` plus the first durable
+  append of a fresh interpreter, ``open_ms`` and ``commit_ms`` apart; baseline: opening a raw LMDB
+  environment of as many rows plus its first durable put; target <= 20 ms).
 
 Durable cases must hit a real disk: the default ``--tmp`` is ``/var/tmp`` (disk-backed by convention; ``/tmp``
 is a tmpfs on many systems, where fsync is free). Each line carries the file-system type in ``fs``.
@@ -95,12 +105,15 @@ TARGETS: dict[str, tuple[float | None, str, str]] = {  # case -> (target, checke
     "batched_append": (0.5, "ratio", "min"),  # of the raw pipeline, same transaction sizes
     "batched_append_flatness": (0.9, "ratio", "min"),  # last 10% of a 100k build over its first 10%
     "bytes_per_commit": (1.1, "ratio", "max"),  # batched store size over one-commit-per-transaction
-    "compile_fresh_process": (150.0, "value", "max"),  # ms from Tract.open to the end of compile()
+    "compile_fresh_process": (2.5, "ratio", "max"),  # Tract.open to the end of compile() / raw read + decode
     "compile_fresh_process_replay": (None, "value", "max"),
     "compile_after_append": (1.0, "value", "max"),  # ms per compile() right after an append
     "compile_after_append_flatness": (2.0, "ratio", "max"),  # largest size's median over smallest's
     "peak_rss": (60.0, "value", "max"),  # MB (10**6 bytes)
     "first_commit_after_reopen": (150.0, "value", "max"),  # ms
+    "compile_fresh_process_long": (2.5, "ratio", "max"),  # as compile_fresh_process, --long-history commits
+    "peak_rss_reopen": (80.0, "value", "max"),  # MB: a fresh process opening and compiling the long history
+    "first_commit_after_reopen_long": (20.0, "value", "max"),  # ms: Tract.open + the first append
 }
 SMOKE_ARGS = ["--quick"]  # what the benchmark smoke test runs
 CASES = (
@@ -112,6 +125,7 @@ CASES = (
     "compile_after_append",
     "peak_rss",
     "first_commit_after_reopen",
+    "long_history",
 )
 UNIT_KEYS = {"per_s": "per_s", "ms": "ms", "MB": "mb", "B": "b"}
 _TEXT = (  # message words; each message is drawn from these with the fixed seed
@@ -542,9 +556,12 @@ _COMPILE_CHILD = _PEAK_RSS_FN + textwrap.dedent(
     ctx = t.compile()
     done = time.perf_counter()
     messages = len(ctx.messages)
+    assert ctx.messages[-1].content  # a message is read (messages not used yet are read on first use)
+    rss = peak_kib()  # open + compile
+    del ctx  # done with it (a context still alive when its Tract closes has its other messages read then)
     t.close()
     print(json.dumps({"ms": (done - start) * 1000, "open_ms": (opened - start) * 1000,
-                      "messages": messages, "rss_kib": peak_kib()}))
+                      "messages": messages, "rss_kib": rss, "rss_after_close_kib": peak_kib()}))
     """
 )
 
@@ -808,6 +825,105 @@ def _reopen_case(args: argparse.Namespace) -> dict[str, Any]:
     )
 
 
+# --- a long history: compile, memory and the first commit after reopening --------------------------------
+
+
+def _raw_env_like(path: Path, rows: int) -> None:
+    """A raw LMDB environment holding ``rows`` rows of about an object's size (the raw reopen baseline)."""
+    env = _open_raw(path, sync=False)
+    rng = random.Random(f"{SEED}:raw-reopen")
+    try:
+        for first in range(0, rows, 10_000):
+            with env.begin(write=True) as txn:
+                for _ in range(first, min(first + 10_000, rows)):
+                    txn.put(rng.randbytes(KEY_LEN), rng.randbytes(VALUE_LEN // 2))
+        env.sync(True)
+    finally:
+        env.close()
+
+
+def _long_history_cases(args: argparse.Namespace) -> list[dict[str, Any]]:
+    """``compile_fresh_process_long``, ``peak_rss_reopen`` and ``first_commit_after_reopen_long`` on one
+    ``--long-history``-commit branch, built once with ``durable=False`` in batches of 1,000 (the cases read
+    it; building durably would only cost time) and closed (which writes its checkpoint)."""
+    scratch = _Scratch(args.tmp)
+    try:
+        path, raw_path = scratch.new(), scratch.new()
+        started = time.perf_counter()
+        _build_history(path, args.long_history, 1000, durable=False)
+        build_s = time.perf_counter() - started
+        _raw_env_like(raw_path, args.long_history * 2)  # as many rows as the history's objects
+        _run_child(_COMPILE_CHILD, str(path))  # warm-up: page cache, byte code
+        _run_child(_RAW_READ_CHILD, str(path))
+        ours: list[dict[str, Any]] = []
+        raw: list[dict[str, Any]] = []
+        for index in range(args.procs):  # alternate the sides so drift hits both alike
+            pair = [(_COMPILE_CHILD, ours), (_RAW_READ_CHILD, raw)]
+            for code, out in pair if index % 2 == 0 else reversed(pair):
+                out.append(_run_child(code, str(path)))
+        imported = [_run_child(_RSS_IMPORT_CHILD)["rss_kib"] for _ in range(max(1, min(3, args.procs)))]
+        reopen: list[dict[str, Any]] = []
+        raw_reopen: list[dict[str, Any]] = []
+        for index in range(args.procs):
+            pairs = [(_REOPEN_CHILD, path, reopen), (_RAW_REOPEN_CHILD, raw_path, raw_reopen)]
+            for code, where, out in pairs if index % 2 == 0 else reversed(pairs):
+                out.append(_run_child(code, str(where)))
+        store_mb = sum(f.stat().st_size for f in path.iterdir()) / 1e6
+        fs = _fs_type(scratch.root)
+    finally:
+        scratch.close()
+    n = args.long_history
+    for result in ours:
+        if result["messages"] != n:
+            raise AssertionError(f"compiled {result['messages']} messages, expected {n}")
+    for index, result in enumerate(reopen):
+        if result["commits"] != n + index + 1:
+            raise AssertionError("the reopened branch did not grow by one commit")
+    best = min(ours, key=lambda r: r["ms"])
+    baseline_ms = min(r["ms"] for r in raw)
+    rss_mb = max(r["rss_kib"] for r in ours) * 1024 / 1e6
+    import_mb = min(imported) * 1024 / 1e6
+    first = min(reopen, key=lambda r: r["ms"] + r["open_ms"])
+    return [
+        _line(
+            "compile_fresh_process_long",
+            n,
+            "ms",
+            best["ms"],
+            baseline_ms,
+            median_ms=round(statistics.median(r["ms"] for r in ours), 3),
+            baseline_median_ms=round(statistics.median(r["ms"] for r in raw), 3),
+            open_ms=round(best["open_ms"], 3),
+            procs=args.procs,
+            build_s=round(build_s, 1),
+            fs=fs,
+        ),
+        _line(
+            "peak_rss_reopen",
+            n,
+            "MB",
+            rss_mb,
+            import_mb,
+            delta_mb=round(rss_mb - import_mb, 1),
+            bytes_per_commit=round((rss_mb - import_mb) * 1e6 / n),
+            rss_after_close_mb=round(max(r["rss_after_close_kib"] for r in ours) * 1024 / 1e6, 1),
+            store_file_mb=round(store_mb, 1),
+        ),
+        _line(
+            "first_commit_after_reopen_long",
+            n,
+            "ms",
+            first["ms"] + first["open_ms"],
+            min(r["ms"] + r["open_ms"] for r in raw_reopen),
+            commit_ms=round(first["ms"], 3),
+            open_ms=round(first["open_ms"], 3),
+            median_ms=round(statistics.median(r["ms"] + r["open_ms"] for r in reopen), 3),
+            procs=args.procs,
+            fs=fs,
+        ),
+    ]
+
+
 # --- entry point ---------------------------------------------------------------------------------------
 
 
@@ -843,6 +959,12 @@ def _parser() -> argparse.ArgumentParser:
         "--history", type=int, default=10000, help="commits of the reopened/compiled history (default 10000)"
     )
     parser.add_argument(
+        "--long-history",
+        type=int,
+        default=100000,
+        help="commits of the long history (compile / memory / reopen cases; default 100000)",
+    )
+    parser.add_argument(
         "--sizes",
         type=_sizes,
         default=[1000, 10000, 100000],
@@ -864,6 +986,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.quick:
         args.commits, args.batched_commits, args.batch, args.history = 20, 60, 20, 60
         args.flat_commits, args.size_commits = 200, [60]
+        args.long_history = 120
         args.sizes, args.appends, args.repeat, args.procs = [20, 60], 5, 1, 1
     args.repeat, args.procs = max(1, args.repeat), max(1, args.procs)
     fs = _fs_type(Path(args.tmp))
@@ -882,6 +1005,7 @@ def main(argv: list[str] | None = None) -> int:
         "compile_after_append": lambda: _compile_after_append_cases(args),
         "peak_rss": lambda: [_peak_rss_case(args)],
         "first_commit_after_reopen": lambda: [_reopen_case(args)],
+        "long_history": lambda: _long_history_cases(args),
     }
     missed = False
     for case in args.case or CASES:

@@ -361,3 +361,162 @@ def test_a_merge_that_keeps_a_message_the_other_side_compressed_is_not_damage(tm
     with Tract.open(path, durable=False) as t:
         assert [m.content for m in t.compile().messages] == ["sys", "P", "summary"]
         assert check_checkpoints(t.store).ok
+
+
+# --- lazy loads: a reopened store appends without reading the checkpoint's chunks --------------------------
+
+
+def replayed(path: str) -> tuple[Any, ...]:
+    """What :func:`compiled` shows with every checkpoint dropped first (a replay of the objects)."""
+    for key in rows(path, b""):
+        put_row(path, key, None)
+    return compiled(path)
+
+
+def test_an_append_after_reopening_reads_no_chunk(store_path: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The first commit on a reopened store loads the checkpoint's record only; compile reads the chunks."""
+    read: list[bytes] = []
+    real = tractkv.engine.state.read_chunk
+
+    def counting(key: bytes, raw: bytes) -> list[Any]:
+        read.append(key)
+        return real(key, raw)
+
+    monkeypatch.setattr(tractkv.engine.state, "read_chunk", counting)
+    with Tract.open(store_path, durable=False) as t:
+        info = t.user("one more question")
+        assert info.token_count > 0
+        assert read == []
+        ctx = t.compile()
+        assert len(read) >= 3
+        assert ctx.to_dicts()[-1] == {"role": "user", "content": "one more question"}
+    got = compiled(store_path)
+    assert got == replayed(store_path)
+
+
+def damage_every_chunk(path: str) -> None:
+    for key in rows(path, CHUNK_PREFIX):
+        put_row(path, key, b"\x80damaged")
+
+
+@pytest.mark.parametrize("compile_first", [True, False])
+def test_a_lazily_loaded_checkpoint_found_damaged_is_rebuilt(store_path: str, compile_first: bool) -> None:
+    """Chunks damaged under a lazily loaded checkpoint: the append goes through, compile rebuilds the state from
+    objects (the appended message kept after it); closing without a compile saves a checkpoint naming the damaged
+    chunks unread, and the next load refuses it and rebuilds."""
+    damage_every_chunk(store_path)
+    with Tract.open(store_path, durable=False) as t:
+        t.user("one more question")
+        t.assistant("and its answer")
+        if compile_first:
+            assert t.compile().to_dicts()[-2:] == [
+                {"role": "user", "content": "one more question"},
+                {"role": "assistant", "content": "and its answer"},
+            ]
+    got = compiled(store_path)
+    assert got == replayed(store_path)
+    assert got[0][-1] == {"role": "assistant", "content": "and its answer"}
+
+
+def test_cli_commit_and_compile_on_a_checkpoint_with_damaged_chunks(store_path: str) -> None:
+    damage_every_chunk(store_path)
+    runner = CliRunner()
+    result = runner.invoke(cli, ["--store", store_path, "commit", "one more question"])
+    assert result.exit_code == 0, result.output
+    result = runner.invoke(cli, ["--store", store_path, "compile", "--json"])
+    assert result.exit_code == 0, result.output
+    assert "one more question" in result.output
+    assert "summary of the start" in result.output
+    expected = replayed(store_path)
+    assert expected[0][-1] == {"role": "user", "content": "one more question"}
+
+
+def test_a_context_compiled_from_a_checkpoint_outlives_its_tract(store_path: str) -> None:
+    """Messages of a context compiled from a checkpoint are read on first use; closing the Tract reads the rest,
+    so the context stays whole after it."""
+    expected = compiled(store_path)
+    with Tract.open(store_path, durable=False) as t:
+        ctx = t.compile()
+        first = ctx.messages[0]
+    assert ctx.messages[0] is first
+    assert ctx.to_dicts() == expected[0]
+    assert list(reversed(ctx.messages)) == list(ctx.messages)[::-1]
+    assert ctx.messages[1:3] == tuple(list(ctx.messages)[1:3])
+
+
+def rewrite_chunks(path: str, damage: Callable[[list[Any]], None]) -> None:
+    """Hostile chunks: every chunk's rows damaged, stored under the hash of their new bytes, and HEAD's record
+    re-signed to name them (so only the row checks can catch it)."""
+    key = head_key(path)
+    record = codec.loads(rows(path, CKPT_PREFIX)[key])
+    assert isinstance(record, dict)
+    chunks = rows(path, CHUNK_PREFIX)
+    new_keys = []
+    for chunk_key in record["chunks"]:
+        data = codec.loads(chunks[chunk_key])
+        assert isinstance(data, list)
+        damage(data)
+        raw = codec.dumps(data)
+        new_key = CHUNK_PREFIX + bytes.fromhex(hash_bytes(raw))
+        put_row(path, new_key, raw)
+        new_keys.append(new_key)
+    put_row(path, key, resign(key, {**record, "chunks": new_keys}))
+
+
+def hostile_shapes() -> list[tuple[str, Callable[[list[Any]], None]]]:
+    def role(rows: list[Any]) -> None:
+        rows[0][5] = "moderator"
+
+    def tool_without_call_id(rows: list[Any]) -> None:
+        rows[0][5], rows[0][6] = "tool", None
+
+    def calls_on_a_user_message(rows: list[Any]) -> None:
+        rows[0][5], rows[0][6] = "user", ["call_1"]
+
+    def calls_not_strings(rows: list[Any]) -> None:
+        rows[0][5], rows[0][6] = "assistant", [1]
+
+    return [
+        ("role", role),
+        ("tool_without_call_id", tool_without_call_id),
+        ("calls_on_a_user_message", calls_on_a_user_message),
+        ("calls_not_strings", calls_not_strings),
+    ]
+
+
+@pytest.mark.parametrize(("name", "damage"), hostile_shapes())
+def test_hostile_message_shapes_in_a_chunk_are_refused(
+    store_path: str, name: str, damage: Callable[[list[Any]], None]
+) -> None:
+    """A chunk whose key matches its bytes but whose rows claim another role or tool-call shape (what the view
+    is rebuilt from without reading blobs) is refused on load, reported by fsck, and compile is unchanged."""
+    expected = compiled(store_path)
+    rewrite_chunks(store_path, damage)
+    assert load(store_path) is None
+    assert not check_checkpoints_ok(store_path)
+    assert compiled(store_path) == expected
+    with Tract.open(store_path, durable=False) as t:  # a lazy load: refused when the slots are read
+        t.user("one more question")
+        assert t.compile().to_dicts()[:-1] == expected[0]
+
+
+def test_a_rendered_state_is_freed_without_the_cycle_collector(store_path: str) -> None:
+    """A view renders messages through the state's caches, not the state: no reference cycle keeps a dropped
+    state (one slot per message) alive until the next collection."""
+    import gc
+
+    key = head_key(store_path)
+    with LmdbStore(store_path, durable=False) as store:
+        gc.collect()
+        gc.disable()
+        try:
+            state = CompileState.load(store, ObjectId(key[len(CKPT_PREFIX) :].hex()), COUNTER)
+            assert state is not None
+            view = state.render(store)
+            assert view.lazy
+            copy = state.copy()
+            assert copy.render(store).message(0) == view.message(0)
+            del state, view, copy
+            assert gc.collect() == 0  # nothing was left for the collector: no cycle
+        finally:
+            gc.enable()

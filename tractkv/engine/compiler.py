@@ -4,14 +4,17 @@ Cost model:
     * compile right after an append: O(1) work plus one C-level copy of the message list (the head state is
       kept in memory and extended by every commit);
     * a fresh process: load the nearest checkpoint on the first-parent chain (chunked, one read per 1,024
-      messages) and replay the commits after it; checkpoints are written every
-      :data:`CHECKPOINT_EVERY` replayed commits and when a Tract closes;
+      messages; through a store or batch its record only, the chunks on first use: an append needs none) and
+      replay the commits after it; no blob is read until a compiled message is used; checkpoints are written
+      every :data:`CHECKPOINT_EVERY` replayed commits and when a Tract closes;
     * a merge replays as a three-way merge of the states of the merge base, ours and theirs.
 """
 
 from __future__ import annotations
 
+import weakref
 from collections import OrderedDict
+from collections.abc import Callable
 from typing import Any
 
 from tractkv.ids import ObjectId
@@ -19,9 +22,9 @@ from tractkv.model import Blob, Commit, ToolSchema, ToolSet
 from tractkv.store import Reader, Store, WriteBatch
 
 from . import graph
-from .content import MERGE
+from .content import MERGE, Message
 from .records import CompiledContext, FrozenPrefix
-from .state import CompileState, Conflict, merge_states
+from .state import CompileState, Conflict, View, bulk, merge_states
 from .tokens import TokenCounter
 
 CHECKPOINT_EVERY = 256  # replayed commits after which the resulting state is saved as a checkpoint
@@ -76,10 +79,22 @@ class Compiler:
         if isinstance(reader, Store):
             # A checkpoint load or a replay reads many rows and objects: one read transaction for all.
             with reader.snapshot() as snapshot:
-                return self._state_at_any_depth(snapshot, oid, take)
-        return self._state_at_any_depth(reader, oid, take)
+                return self._state_at_any_depth(snapshot, oid, take, later=reader)
+        return self._state_at_any_depth(
+            reader, oid, take, later=reader if isinstance(reader, WriteBatch) else None
+        )
 
-    def _state_at_any_depth(self, reader: Reader, oid: ObjectId, take: bool) -> CompileState:
+    def rebuild(self, reader: Reader, oid: ObjectId) -> CompileState:
+        """The state at ``oid`` replayed from objects, its own checkpoint not used (a lazily loaded checkpoint
+        found damaged when its slots are read: :meth:`CompileState.load`). Owned by the caller; not cached."""
+        if isinstance(reader, Store):
+            with reader.snapshot() as snapshot:
+                return self._state_at(snapshot, oid, take=True, from_objects=True)
+        return self._state_at(reader, oid, take=True, from_objects=True)
+
+    def _state_at_any_depth(
+        self, reader: Reader, oid: ObjectId, take: bool, *, later: Reader | None = None
+    ) -> CompileState:
         """:meth:`_state_at`, which replays a merge by computing the merged-in side's state first (a
         recursion). Merges nested hundreds deep exceed Python's recursion limit: then the outermost call
         computes the states of the merged-in sides iteratively, deepest first, so the replay finds each one
@@ -89,7 +104,7 @@ class Compiler:
         self._replaying = True
         try:
             try:
-                return self._state_at(reader, oid, take)
+                return self._state_at(reader, oid, take, later=later)
             except RecursionError:
                 pass
             for needed in self._merge_order(reader, oid):
@@ -98,6 +113,11 @@ class Compiler:
         finally:
             self._replaying = False
             self._deep.clear()  # only this replay needed them (and they can be many)
+
+    def _later(self, later: Reader | None, oid: ObjectId) -> tuple[Reader, Callable[[], CompileState]] | None:
+        if later is None:
+            return None
+        return later, lambda: self.rebuild(later, oid)
 
     def _merge_order(self, reader: Reader, oid: ObjectId) -> list[ObjectId]:
         """Every merged-in side (and merge base) the replay of ``oid`` needs, deepest first (an explicit
@@ -131,16 +151,31 @@ class Compiler:
         if state.head is not None:
             self._deep[state.head] = state
 
-    def _state_at(self, reader: Reader, oid: ObjectId, take: bool) -> CompileState:
+    def _state_at(
+        self,
+        reader: Reader,
+        oid: ObjectId,
+        take: bool,
+        *,
+        later: Reader | None = None,
+        from_objects: bool = False,
+    ) -> CompileState:
+        """The state at ``oid``: the nearest cached or checkpointed state on its first-parent chain, then the
+        commits after it replayed. ``later``: a reader that outlives this call, through which a checkpoint's
+        slots are read on first use (:meth:`CompileState.load`). ``from_objects``: no cache or checkpoint of
+        ``oid`` itself (:meth:`rebuild`)."""
         chain: list[tuple[ObjectId, Commit]] = []
         current: ObjectId | None = oid
         state: CompileState | None = None
         while current is not None:
-            found = self._cache.pop(current, None)
-            if found is None and current in self._deep:
+            skip = from_objects and current == oid
+            found = None if skip else self._cache.pop(current, None)
+            if found is None and not skip and current in self._deep:
                 found = self._deep[current].copy()
-            if found is None:
-                found = CompileState.load(reader, current, self.counter.name)
+            if found is None and not skip:
+                found = CompileState.load(
+                    reader, current, self.counter.name, later=self._later(later, current)
+                )
             if found is not None:
                 state = found
                 break
@@ -149,12 +184,13 @@ class Compiler:
             current = commit.parents[0] if commit.parents else None
         if state is None:
             state = CompileState(self.counter.name)
-        for commit_id, commit in reversed(chain):
-            if len(commit.parents) > 1:
-                state, _ = self._merge(reader, state, commit_id, commit)
-            else:
-                state.apply(reader, commit_id, commit, self.counter)
-        if len(chain) >= CHECKPOINT_EVERY:
+        with bulk():  # a long replay makes many long-lived objects and no cycles (state.bulk)
+            for commit_id, commit in reversed(chain):
+                if len(commit.parents) > 1:
+                    state, _ = self._merge(reader, state, commit_id, commit)
+                else:
+                    state.apply(reader, commit_id, commit, self.counter)
+        if len(chain) >= CHECKPOINT_EVERY and not from_objects:
             self.unsaved[oid] = state
         if not take:
             self.remember(state)
@@ -227,6 +263,45 @@ def merge_payload(strategy: str, source: str, conflicts: int) -> dict[str, Any]:
     return {"type": MERGE, "strategy": strategy, "source": source, "conflicts": conflicts}
 
 
+class _LazyMessages(FrozenPrefix[Message]):
+    """The messages of a compiled context whose view renders them on first use (tracked while alive, so the
+    session can render the rest before its store closes)."""
+
+    __slots__ = ("__weakref__", "view")
+
+    def __init__(self, view: View) -> None:
+        super().__init__(view.messages, resolve=view.message)  # type: ignore[arg-type]
+        self.view = view
+
+
+# Live lazy contexts by id (not a WeakSet: that would hash them, and a sequence hashes by its items).
+_LAZY: dict[int, weakref.ref[_LazyMessages]] = {}
+
+
+def _lazy_messages(view: View) -> FrozenPrefix[Message]:
+    messages = _LazyMessages(view)
+    key = id(messages)
+    _LAZY[key] = weakref.ref(messages, lambda _ref: _LAZY.pop(key, None))
+    return messages
+
+
+def render_all(reader: Reader) -> None:
+    """Render every message still left as a slot in a live compiled context that reads through ``reader`` (a
+    session calls it before its store closes, so a compiled context stays usable after the Tract is closed;
+    a context already dropped costs nothing)."""
+    for key, ref in list(_LAZY.items()):
+        messages = ref()
+        if messages is None:
+            continue
+        view = messages.view
+        through = view.reader
+        if isinstance(through, WriteBatch):
+            through = through._base  # a batch reads its store for what it does not hold
+        if through is reader:
+            view.render_all()
+            _LAZY.pop(key, None)
+
+
 def load_tools(reader: Reader, toolset_id: ObjectId | None) -> tuple[dict[str, Any], ...]:
     """The schemas of a tool set, in order (empty for None)."""
     if toolset_id is None:
@@ -254,12 +329,17 @@ def context_of(
     ``tool_tokens`` their estimated tokens, added to the messages' in ``token_count``), with the repairs the
     tool-pairing pass made (:mod:`tractkv.engine.pairing`)."""
     view = state.render(reader, include_reasoning)
+    # O(1): the view's lists are append-only. A view rebuilt from a checkpoint renders each message on first
+    # use (a session renders what is left before its store closes: render_all).
+    messages: FrozenPrefix[Message] = (
+        _lazy_messages(view) if view.lazy else FrozenPrefix(view.messages)  # type: ignore[arg-type]
+    )
     return CompiledContext(
-        messages=FrozenPrefix(view.messages),  # O(1): the view's lists are append-only
+        messages=messages,
         token_count=view.total_tokens(counter) + tool_tokens,
         commit_count=state.commit_count,
-        commit_ids=FrozenPrefix(view.commits),
-        generation_configs=FrozenPrefix(view.gens),
+        commit_ids=FrozenPrefix(view.commits, resolve=view.commit_at),  # type: ignore[arg-type]
+        generation_configs=FrozenPrefix(view.commits, resolve=view.gen_at),  # type: ignore[arg-type]
         token_source=counter.name,
         head=state.head,
         tools=tools,

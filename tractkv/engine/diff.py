@@ -15,17 +15,18 @@ def diff_states(reader: Reader, a: CompileState, b: CompileState, counter: Token
     """Message-level changes from the compiled context of ``a`` to that of ``b`` (placeholder results
     included: they are part of what compile returns)."""
     view_a, view_b = a.render(reader), b.render(reader)
-    matcher = difflib.SequenceMatcher(a=view_a.commits, b=view_b.commits, autojunk=False)
+    commits_a, commits_b = view_a.commit_ids(), view_b.commit_ids()
+    matcher = difflib.SequenceMatcher(a=commits_a, b=commits_b, autojunk=False)
     entries: list[DiffEntry] = []
     for tag, i1, i2, j1, j2 in matcher.get_opcodes():
         if tag == "equal":
             for offset in range(i2 - i1):
-                before, after = view_a.messages[i1 + offset], view_b.messages[j1 + offset]
+                before, after = view_a.message(i1 + offset), view_b.message(j1 + offset)
                 if before != after:
                     entries.append(
                         DiffEntry(
                             change="modified",
-                            commit_id=view_a.commits[i1 + offset],
+                            commit_id=commits_a[i1 + offset],
                             before=before,
                             after=after,
                             index_before=i1 + offset,
@@ -37,8 +38,8 @@ def diff_states(reader: Reader, a: CompileState, b: CompileState, counter: Token
             entries.append(
                 DiffEntry(
                     change="removed",
-                    commit_id=view_a.commits[i],
-                    before=view_a.messages[i],
+                    commit_id=commits_a[i],
+                    before=view_a.message(i),
                     after=None,
                     index_before=i,
                     index_after=None,
@@ -48,9 +49,9 @@ def diff_states(reader: Reader, a: CompileState, b: CompileState, counter: Token
             entries.append(
                 DiffEntry(
                     change="added",
-                    commit_id=view_b.commits[j],
+                    commit_id=commits_b[j],
                     before=None,
-                    after=view_b.messages[j],
+                    after=view_b.message(j),
                     index_before=None,
                     index_after=j,
                 )

@@ -43,6 +43,16 @@ def placeholder_tokens(counter: TokenCounter) -> int:
     return counter.count(PLACEHOLDER_TEXT) + MESSAGE_OVERHEAD
 
 
+def shape_of(message: Message) -> tuple[str, ...] | str | None:
+    """What the pass reads of a message besides its role: a tool result's call id (``""`` when it has none),
+    an assistant message's call ids, else None."""
+    if message.role == "tool":
+        return message.tool_call_id or ""
+    if message.role == "assistant" and message.tool_calls:
+        return tuple(call.id for call in message.tool_calls)
+    return None
+
+
 class Pairing:
     """The state of the pairing pass after the messages fed so far (see the module doc).
 
@@ -77,8 +87,24 @@ class Pairing:
         before it (usually none), each with the commit id it takes (the call's message). Records every repair
         in :attr:`repairs`.
         """
-        if message.role == "tool":
-            call_id = message.tool_call_id or ""
+        return self.step_shape(message.role, shape_of(message), commit)
+
+    def step_quiet(self, role: str, calls: tuple[str, ...] | str | None) -> bool:
+        """Feed a message that can neither need nor make a repair (no calls open, not a tool result, no calls
+        of its own) without its commit id; False (nothing done) for any other: :meth:`step_shape` it."""
+        if role == "tool" or calls is not None or self.open:
+            return False
+        if self.answered:
+            self.answered = set()
+        return True
+
+    def step_shape(
+        self, role: str, calls: tuple[str, ...] | str | None, commit: ObjectId
+    ) -> tuple[tuple[Message, ObjectId], ...] | None:
+        """:meth:`step` for a message known only by its role and ``calls`` (:func:`shape_of`): what the pass
+        reads of a message, which a compile state keeps per slot so a view is rebuilt without its text."""
+        if role == "tool":
+            call_id = calls if isinstance(calls, str) else ""
             if call_id in self.open:
                 del self.open[call_id]
                 self.answered.add(call_id)
@@ -114,14 +140,14 @@ class Pairing:
                     call_id=call_id,
                     detail=(
                         f"tool call {call_id!r} of {call_commit[:12]} has no result before the next "
-                        f"{message.role} message: a placeholder error result stands in for it"
+                        f"{role} message: a placeholder error result stands in for it"
                     ),
                 )
                 for call_id in self.open
             )
             self.open = {}
-        if message.role == "assistant" and message.tool_calls:
-            self.open = dict.fromkeys(call.id for call in message.tool_calls)
+        if role == "assistant" and isinstance(calls, tuple) and calls:
+            self.open = dict.fromkeys(calls)
             self.answered = set()
             self.call_commit = commit
         elif self.answered:

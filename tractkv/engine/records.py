@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import copy
 import itertools
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from datetime import UTC, datetime
 from typing import Any, TypeVar, overload
 
@@ -25,13 +25,19 @@ class FrozenPrefix(Sequence[T]):
     and 100k messages. Sound because the engine only ever appends to the lists it shares (View.add) and
     replaces a view wholesale otherwise. Compares equal to any sequence of equal items (tuples and lists
     included); slicing returns a tuple.
+
+    With ``resolve``, item *i* is ``resolve(i)`` instead of ``items[i]`` (a compiled view renders a message on
+    first use, :meth:`tractkv.engine.state.View.message`).
     """
 
-    __slots__ = ("_items", "_n")
+    __slots__ = ("_items", "_n", "_resolve")
 
-    def __init__(self, items: list[T], n: int | None = None) -> None:
+    def __init__(
+        self, items: list[T], n: int | None = None, resolve: Callable[[int], T] | None = None
+    ) -> None:
         self._items = items
         self._n = len(items) if n is None else n
+        self._resolve = resolve
 
     def __len__(self) -> int:
         return self._n
@@ -41,7 +47,10 @@ class FrozenPrefix(Sequence[T]):
     @overload
     def __getitem__(self, index: slice) -> tuple[T, ...]: ...
     def __getitem__(self, index: int | slice) -> T | tuple[T, ...]:
+        resolve = self._resolve
         if isinstance(index, slice):
+            if resolve is not None:
+                return tuple(resolve(i) for i in range(self._n)[index])
             return (
                 tuple(self._items[: self._n][index])
                 if self._n != len(self._items)
@@ -51,13 +60,16 @@ class FrozenPrefix(Sequence[T]):
             index += self._n
         if not 0 <= index < self._n:
             raise IndexError("index out of range")
-        return self._items[index]
+        return self._items[index] if resolve is None else resolve(index)
 
     def __iter__(self) -> Iterator[T]:
+        if self._resolve is not None:
+            return map(self._resolve, range(self._n))
         return itertools.islice(self._items, self._n)
 
     def __reversed__(self) -> Iterator[T]:
-        return (self._items[i] for i in range(self._n - 1, -1, -1))
+        get = self._resolve or self._items.__getitem__
+        return (get(i) for i in range(self._n - 1, -1, -1))
 
     def __eq__(self, other: object) -> bool:
         if isinstance(other, FrozenPrefix | tuple | list):

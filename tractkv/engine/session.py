@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from typing import Any, NamedTuple
 
 from tractkv.errors import (
@@ -37,6 +37,7 @@ from tractkv.errors import (
     ReadOnlySession,
     RefConflict,
     StoreClosed,
+    TractError,
 )
 from tractkv.ids import ObjectId
 from tractkv.model import Blob, Commit, ToolSchema
@@ -44,7 +45,7 @@ from tractkv.store import Reader, Store, Table, WriteBatch
 
 from . import graph
 from .commit_info import commit_info
-from .compiler import CHECKPOINT_EVERY, Compiler, context_of, load_tools
+from .compiler import CHECKPOINT_EVERY, Compiler, context_of, load_tools, render_all
 from .content import ANNOTATION, MEDIA_LINK, PRIORITIES, content_objects, media_ids
 from .diff import diff_states
 from .records import BranchInfo, CommitInfo, CompiledContext, ContextDiff
@@ -132,6 +133,10 @@ class Session:
         if self.closed:
             return
         try:
+            with suppress(
+                TractError
+            ):  # a store closed first: those messages then raise StoreClosed when read
+                render_all(self.store)  # compiled contexts outlive the Tract: render what they have not yet
             if (
                 not self.readonly
                 and self._batch is None
@@ -367,9 +372,9 @@ class Session:
         tokens = None
         state = self._state
         if state is not None and payload is not None:
-            position = state.index.get(oid)
-            if position is not None and state.slots[position].source == oid:
-                tokens = state.slots[position].tokens  # counted once, when the state took the commit
+            slot = state.appended_slot(oid)
+            if slot is not None:
+                tokens = slot.tokens  # counted once, when the state took the commit
         return commit_info(self.reader(), oid, commit, self.counter, payload, tokens=tokens)
 
     def _maybe_checkpoint(self) -> None:

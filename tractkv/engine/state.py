@@ -29,8 +29,11 @@ the state rebuilt from objects; ``tractkv fsck`` reports damaged rows and ``fsck
 
 from __future__ import annotations
 
+import gc
+import itertools
 import operator
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import attrs
@@ -39,16 +42,25 @@ from tractkv import codec
 from tractkv.errors import ContentError, DecodeError
 from tractkv.ids import ObjectId, hash_bytes, oid_to_raw, raw_to_oid
 from tractkv.model import Blob, Commit, ToolSet
-from tractkv.store import Reader, Store, Table, WriteBatch
+from tractkv.store import Reader, Table, WriteBatch
 
-from .content import ANNOTATION, MESSAGE_TYPES, Message, is_message, message_text, to_message
+from .content import (
+    ANNOTATION,
+    MESSAGE_ROLES,
+    MESSAGE_TYPES,
+    Message,
+    is_message,
+    message_text,
+    to_message,
+)
 from .pairing import Pairing, placeholder_tokens
 from .tokens import MESSAGE_OVERHEAD, TokenCounter, part_tokens
 
 DERIVED_FORMAT = (
-    2  # bump when the checkpoint layout changes: old rows are then stale (ignored; gc drops them)
+    3  # bump when the checkpoint layout changes: old rows are then stale (ignored; gc drops them)
 )
 # 2: each record carries a checksum of its key and fields (format-1 rows have none)
+# 3: each slot row carries its message's role and tool-call shape (a view is rebuilt without reading blobs)
 CHUNK_SLOTS = 1024  # slots per persisted chunk
 CKPT_PREFIX = b"ckpt:%d:" % DERIVED_FORMAT
 CHUNK_PREFIX = b"chunk:%d:" % DERIVED_FORMAT
@@ -68,18 +80,160 @@ PRIORITY_CODES = {"normal": 0, "pinned": 1, "skip": 2}
 PRIORITY_NAMES = {v: k for k, v in PRIORITY_CODES.items()}
 
 
-@attrs.frozen(slots=True)
-class Slot:
-    """One message position: the commit that added it and the commit whose content it shows now."""
+_KIND_NAMES: list[str] = sorted(MESSAGE_TYPES)  # slot kind codes (a kind outside them gets the next code)
+_KIND_CODES = {kind: code for code, kind in enumerate(_KIND_NAMES)}
+_ROLE_CODES = {role: code for code, role in enumerate(MESSAGE_ROLES)}
+_REASONING = _KIND_CODES["reasoning"]
+_TOOL = _ROLE_CODES["tool"]
 
-    commit: ObjectId  # the message commit (what annotate/edit target)
-    source: ObjectId  # the commit whose content is shown (the latest edit, or commit itself)
-    blob: ObjectId
-    kind: str  # content type
-    tokens: int
-    priority: int = 0
-    gen: dict[str, Any] | None = attrs.field(default=None, eq=False, hash=False)
-    annotation: ObjectId | None = None  # the commit that set the priority
+
+def _kind_code(kind: str) -> int:
+    code = _KIND_CODES.get(kind)
+    if code is None:
+        code = _KIND_CODES[kind] = len(_KIND_NAMES)
+        _KIND_NAMES.append(kind)
+    return code
+
+
+class Slot:
+    """One message position: the commit that added it and the commit whose content it shows now. Immutable
+    (:meth:`evolve` makes a changed copy); compared by identity.
+
+    A state holds one per message, so a slot is kept small: ids raw (32 bytes, about half the memory of their
+    hex form; :attr:`commit`, :attr:`source` and :attr:`blob` give them as ids), kind, role and priority packed
+    in one small int, the rarely set source, generation config and annotation in one optional tuple.
+    """
+
+    __slots__ = ("calls", "code", "extra", "raw_blob", "raw_commit", "tokens")
+
+    def __init__(
+        self,
+        raw_commit: bytes,  # the message commit (what annotate/edit target)
+        raw_blob: bytes,  # the content blob shown
+        kind: str,  # content type
+        tokens: int,
+        *,
+        raw_source: bytes | None = None,  # the commit whose content is shown (the latest edit); None: commit
+        priority: int = 0,
+        gen: dict[str, Any] | None = None,
+        annotation: ObjectId | None = None,  # the commit that set the priority
+        role: str = "user",  # the compiled message's role
+        # what the tool-pairing pass reads besides the role (pairing.shape_of): a tool result's call id, an
+        # assistant message's call ids, else None. With the role, a view is rebuilt without reading the blob.
+        calls: tuple[str, ...] | str | None = None,
+    ) -> None:
+        self.raw_commit = raw_commit
+        self.raw_blob = raw_blob
+        self.tokens = tokens
+        self.code = _kind_code(kind) << 4 | _ROLE_CODES.get(role, 1) << 2 | priority
+        self.calls = calls
+        self.extra: tuple[bytes | None, dict[str, Any] | None, ObjectId | None] | None = (
+            None
+            if raw_source is None and gen is None and annotation is None
+            else (raw_source, gen, annotation)
+        )
+
+    @property
+    def kind(self) -> str:
+        return _KIND_NAMES[self.code >> 4]
+
+    @property
+    def role(self) -> str:
+        return MESSAGE_ROLES[self.code >> 2 & 3]
+
+    @property
+    def priority(self) -> int:
+        return self.code & 3
+
+    @property
+    def raw_source(self) -> bytes | None:
+        return None if self.extra is None else self.extra[0]
+
+    @property
+    def gen(self) -> dict[str, Any] | None:
+        return None if self.extra is None else self.extra[1]
+
+    @property
+    def annotation(self) -> ObjectId | None:
+        return None if self.extra is None else self.extra[2]
+
+    @property
+    def commit(self) -> ObjectId:
+        """The message commit (what annotate and edit target)."""
+        return ObjectId(self.raw_commit.hex())
+
+    @property
+    def source(self) -> ObjectId:
+        """The commit whose content is shown (the latest edit, or :attr:`commit` itself)."""
+        raw = self.raw_source
+        return ObjectId((self.raw_commit if raw is None else raw).hex())
+
+    @property
+    def blob(self) -> ObjectId:
+        """The content blob's id."""
+        return ObjectId(self.raw_blob.hex())
+
+    @classmethod
+    def packed(
+        cls,
+        raw_commit: bytes,
+        raw_blob: bytes,
+        tokens: int,
+        code: int,
+        calls: tuple[str, ...] | str | None,
+        extra: tuple[bytes | None, dict[str, Any] | None, ObjectId | None] | None,
+    ) -> Slot:
+        """A slot from its packed fields (what a checkpoint row decodes to: no argument is checked here)."""
+        slot = cls.__new__(cls)
+        slot.raw_commit, slot.raw_blob, slot.tokens = raw_commit, raw_blob, tokens
+        slot.code, slot.calls, slot.extra = code, calls, extra
+        return slot
+
+    def evolve(self, **changes: Any) -> Slot:
+        """A copy with ``changes`` (keyword arguments of the constructor)."""
+        fields: dict[str, Any] = {
+            "raw_commit": self.raw_commit,
+            "raw_blob": self.raw_blob,
+            "kind": self.kind,
+            "tokens": self.tokens,
+            "raw_source": self.raw_source,
+            "priority": self.priority,
+            "gen": self.gen,
+            "annotation": self.annotation,
+            "role": self.role,
+            "calls": self.calls,
+        }
+        fields.update(changes)
+        return Slot(**fields)
+
+    def __repr__(self) -> str:
+        return (
+            f"Slot(commit={self.commit[:12]}, source={self.source[:12]}, blob={self.blob[:12]}, "
+            f"kind={self.kind}, tokens={self.tokens}, priority={self.priority}, role={self.role}, "
+            f"calls={self.calls!r})"
+        )
+
+
+_ROLES = {role: role for role in MESSAGE_ROLES}  # one str object per role, however many slots
+
+
+def message_shape(data: dict[str, Any]) -> tuple[str, tuple[str, ...] | str | None]:
+    """The role of the message a payload compiles to and its :func:`~tractkv.engine.pairing.shape_of`, read
+    from the payload (as :func:`~tractkv.engine.content.to_message` would make them, without making it)."""
+    kind = data.get("type")
+    if kind == "instruction":
+        return "system", None
+    if kind == "reasoning":
+        return "assistant", None
+    role = _ROLES.get(data.get("role"), "user")  # type: ignore[arg-type]
+    if role == "tool":
+        call_id = data.get("tool_call_id") if kind == "dialogue" else None
+        return role, call_id if isinstance(call_id, str) else ""
+    if role == "assistant" and kind == "dialogue":
+        calls = data.get("tool_calls")
+        if calls:
+            return role, tuple(str(call["id"]) for call in calls)
+    return role, None
 
 
 class View:
@@ -89,27 +243,48 @@ class View:
     tool result is left out, placeholder results are placed before a message that closes open calls. The
     lists are append-only (compile hands out :class:`~tractkv.engine.records.FrozenPrefix` views of them);
     ``tokens`` counts the kept messages, :meth:`total_tokens` adds the placeholders.
+
+    A view rebuilt from a checkpoint's slots reads no blob: ``messages`` then holds the :class:`Slot` of each
+    message not rendered yet, and :meth:`message` renders it on first use through ``load`` (and keeps it in
+    its place, so an item changes from slot to message exactly once; every reader goes through
+    :meth:`message` or :meth:`originals`).
     """
 
-    __slots__ = ("commits", "deferred", "gens", "messages", "pairing", "placeholders", "tokens")
+    __slots__ = (
+        "__weakref__",
+        "commits",
+        "deferred",
+        "lazy",
+        "load",
+        "messages",
+        "pairing",
+        "placeholders",
+        "reader",
+        "tokens",
+    )
 
     def __init__(self) -> None:
-        self.messages: list[Message] = []
-        self.commits: list[ObjectId] = []
-        self.gens: list[dict[str, Any] | None] = []
+        self.messages: list[Message | Slot] = []
+        self.load: Callable[[Slot], Message] | None = None  # renders a slot left in ``messages``
+        self.reader: Reader | None = None  # what ``load`` reads through
+        self.lazy = 0  # slots placed in ``messages`` (some may have been rendered since)
+        # the commit of each message: its Slot (whose raw id gives it: no hex string kept per message), or
+        # the id itself for a placeholder result (:meth:`commit_at`)
+        self.commits: list[Slot | ObjectId] = []
         self.tokens = 0
         self.pairing = Pairing()
         self.placeholders: list[int] = []  # positions of placeholder results in ``messages``
-        self.deferred: list[tuple[Message, Slot]] = []  # reasoning recorded inside an open tool turn
+        self.deferred: list[tuple[Message | Slot, Slot]] = []  # reasoning recorded inside an open tool turn
 
-    def add(self, message: Message, slot: Slot) -> None:
+    def add(self, message: Message | Slot, slot: Slot) -> None:
         """Add the next visible message. A reasoning message (compiled with ``include_reasoning``) recorded
         while tool calls are open is held back until the turn's results are in (the next non-tool message,
         or :meth:`finish`), so a model's notes between a call and its result do not cut the pair apart."""
-        if slot.kind == "reasoning" and self.pairing.open:
+        code = slot.code  # kind, role and priority packed (Slot): read once, no property calls
+        if code >> 4 == _REASONING and self.pairing.open:
             self.deferred.append((message, slot))
             return
-        if self.deferred and message.role != "tool":
+        if self.deferred and code >> 2 & 3 != _TOOL:
             self.finish()
         self._place(message, slot)
 
@@ -120,25 +295,57 @@ class View:
         for message, slot in deferred:
             self._place(message, slot)
 
-    def _place(self, message: Message, slot: Slot) -> None:
-        before = self.pairing.step(message, slot.commit)
+    def _place(self, message: Message | Slot, slot: Slot) -> None:
+        pairing = self.pairing
+        role = MESSAGE_ROLES[slot.code >> 2 & 3]
+        calls = slot.calls
+        before = () if pairing.step_quiet(role, calls) else pairing.step_shape(role, calls, slot.commit)
         if before is None:
             return  # an orphan tool result: a repair, not a message
         for placeholder, commit in before:
             self.placeholders.append(len(self.messages))
             self.messages.append(placeholder)
             self.commits.append(commit)
-            self.gens.append(None)
+        if message is slot:
+            self.lazy += 1
         self.messages.append(message)
-        self.commits.append(slot.commit)
-        self.gens.append(slot.gen)
+        self.commits.append(slot)
         self.tokens += slot.tokens
+
+    def message(self, position: int) -> Message:
+        """The message at ``position``, rendered now if the view holds its slot (see the class doc)."""
+        item = self.messages[position]
+        if type(item) is Slot:
+            assert self.load is not None
+            item = self.messages[position] = self.load(item)
+        return item  # type: ignore[return-value]
+
+    def commit_at(self, position: int) -> ObjectId:
+        """The commit id of the message at ``position``."""
+        item = self.commits[position]
+        return item.commit if type(item) is Slot else item  # type: ignore[return-value]
+
+    def gen_at(self, position: int) -> dict[str, Any] | None:
+        """The generation config of the message at ``position`` (None for a placeholder result)."""
+        item = self.commits[position]
+        return item.gen if type(item) is Slot else None
+
+    def commit_ids(self) -> list[ObjectId]:
+        """Every message's commit id, in order."""
+        return [self.commit_at(position) for position in range(len(self.commits))]
+
+    def render_all(self) -> None:
+        """Render every slot the view still holds (before the store it reads from goes away)."""
+        if self.lazy:
+            for position in range(len(self.messages)):
+                self.message(position)
+            self.lazy = 0
 
     def copy(self) -> View:
         other = View()
+        other.load, other.lazy, other.reader = self.load, self.lazy, self.reader
         other.messages = list(self.messages)
         other.commits = list(self.commits)
-        other.gens = list(self.gens)
         other.tokens = self.tokens
         other.pairing = self.pairing.copy()
         other.placeholders = list(self.placeholders)
@@ -153,30 +360,86 @@ class View:
 
     def originals(self) -> Iterator[tuple[Message, ObjectId]]:
         """The messages history holds, with their commits, in order: the view without placeholder results."""
-        if not self.placeholders:
-            return zip(self.messages, self.commits, strict=True)
         skip = set(self.placeholders)
         return (
-            (message, commit)
-            for position, (message, commit) in enumerate(zip(self.messages, self.commits, strict=True))
+            (self.message(position), self.commit_at(position))
+            for position in range(len(self.commits))
             if position not in skip
         )
+
+
+def _media_loader(cache: dict[str, bytes], reader: Reader, *, strict: bool = True) -> Callable[[str], Any]:
+    """:meth:`CompileState.media_loader` over the media cache ``cache``."""
+
+    def load(oid: str) -> bytes | None:
+        data = cache.get(oid)
+        if data is None:
+            obj = reader.get(ObjectId(oid)) if not strict else reader[ObjectId(oid)]
+            if isinstance(obj, Blob) and isinstance(obj.data, bytes) and obj.data:
+                data = cache[oid] = obj.data
+            elif strict:
+                raise ContentError(f"media {oid} is not a blob of bytes")
+        return data
+
+    return load
+
+
+class _Renderer:
+    """Renders a slot's message from its blob, read through ``reader``, cached in ``messages`` by blob id.
+    What a view calls on first use of a message: it holds the state's caches, not the state, so a view and
+    its state form no reference cycle (a dropped state is freed at once, not at the next gc)."""
+
+    __slots__ = ("media", "messages", "reader")
+
+    def __init__(self, messages: dict[bytes, Message], media: dict[str, bytes], reader: Reader) -> None:
+        self.messages, self.media, self.reader = messages, media, reader
+
+    def __call__(self, slot: Slot) -> Message:
+        message = self.messages.get(slot.raw_blob)
+        if message is None:
+            message = self.messages[slot.raw_blob] = to_message(
+                _payload(self.reader, slot.blob), _media_loader(self.media, self.reader)
+            )
+        return message
+
+
+def _index_of(slots: list[Slot]) -> dict[ObjectId, int]:
+    index: dict[ObjectId, int] = {}
+    for position, slot in enumerate(slots):
+        index[slot.commit] = position
+        if slot.source != slot.commit:
+            index[slot.source] = position
+    return index
+
+
+class _Pending:
+    """A checkpoint whose slots a state has not read yet (:meth:`CompileState.load` with ``later``)."""
+
+    __slots__ = ("commits_since", "reader", "rebuild", "record", "tools_since")
+
+    def __init__(self, reader: Reader, record: CheckpointRecord, rebuild: Callable[[], CompileState]) -> None:
+        self.reader = reader  # a store or a batch: it outlives the load
+        self.record = record
+        self.rebuild = rebuild  # the state at the record's commit from objects, when a chunk is damaged
+        self.commits_since = 0  # commits the state took since
+        self.tools_since = False  # one of them set the tool set
 
 
 class CompileState:
     """Everything compile needs at one commit. Mutated in place while history is replayed."""
 
     __slots__ = (
+        "_index",
+        "_pending",
+        "_slots",
         "ancestors",
         "chunk_keys",
         "commit_count",
         "counter_name",
         "head",
-        "index",
         "media",
         "messages",
         "removed",
-        "slots",
         "tools",
         "tools_commit",
         "view",
@@ -184,14 +447,18 @@ class CompileState:
 
     def __init__(self, counter_name: str) -> None:
         self.head: ObjectId | None = None
-        self.slots: list[Slot] = []
-        self.index: dict[ObjectId, int] = {}  # message commit and its edits -> slot position
+        self._slots: list[Slot] = []
+        self._index: dict[ObjectId, int] | None = {}  # message commit and its edits -> slot position
+        # A checkpoint loaded lazily (:meth:`load` with ``later``): its slots are read, verified and put
+        # before ``_slots`` (which then holds only the messages appended since) on first use of
+        # :attr:`slots` / :attr:`index`. Appends and :meth:`save` do not need them.
+        self._pending: _Pending | None = None
         self.commit_count = 0
         self.tools: ObjectId | None = None
         self.tools_commit: ObjectId | None = None
         self.counter_name = counter_name
         self.ancestors: set[ObjectId] | None = set()  # None when unknown (loaded from a checkpoint)
-        self.messages: dict[ObjectId, Message] = {}  # blob id -> rendered message
+        self.messages: dict[bytes, Message] = {}  # raw blob id -> rendered message
         self.media: dict[str, bytes] = {}  # media blob id -> its bytes, loaded once (shared by copies)
         self.removed: set[ObjectId] = (
             set()
@@ -201,7 +468,80 @@ class CompileState:
         # (immutable) Slot objects still fill the chunk, so a growing branch re-encodes only its last chunk.
         self.chunk_keys: dict[int, tuple[list[Slot], bytes]] = {}
 
+    @property
+    def slots(self) -> list[Slot]:
+        """The message slots in order (a lazily loaded checkpoint's are read now)."""
+        if self._pending is not None:
+            self._load_pending()
+        return self._slots
+
+    @slots.setter
+    def slots(self, value: list[Slot]) -> None:
+        self._load_pending()
+        self._slots = value
+
+    @property
+    def index(self) -> dict[ObjectId, int]:
+        """Message commits and their edits -> slot position."""
+        if self._index is None:
+            self._load_pending()
+            if self._index is None:
+                self._index = _index_of(self._slots)
+        return self._index
+
+    @index.setter
+    def index(self, value: dict[ObjectId, int]) -> None:
+        self._load_pending()
+        self._index = value
+
+    def slot_count(self) -> int:
+        """How many slots (without reading a lazily loaded checkpoint)."""
+        pending = self._pending
+        return len(self._slots) + (0 if pending is None else pending.record.n)
+
+    def appended_slot(self, oid: ObjectId) -> Slot | None:
+        """The slot whose shown content ``oid`` (a commit this state just took) added or edited, if it is
+        one; reads no lazily loaded checkpoint when ``oid`` was appended after it."""
+        if self._pending is not None:  # ``oid`` came after the checkpoint: it can only be appended
+            for slot in reversed(self._slots):
+                if slot.source == oid:
+                    return slot
+            return None
+        position = self.index.get(oid)
+        if position is None:
+            return None
+        slot = self.slots[position]
+        return slot if slot.source == oid else None
+
+    def _load_pending(self) -> None:
+        """Put a lazily loaded checkpoint's slots in place: read and verified now; damaged or gone since, the
+        state at the checkpoint's commit is rebuilt from objects (the checkpoint is a cache)."""
+        pending = self._pending
+        if pending is None:
+            return
+        self._pending = None
+        appended = self._slots
+        try:
+            with bulk():
+                loaded = CompileState._load_slots(pending.reader, pending.record, self.counter_name)
+        except DecodeError:
+            loaded = pending.rebuild()
+            self.removed = set(loaded.removed)
+            self.commit_count = loaded.commit_count + pending.commits_since
+            if not pending.tools_since:
+                self.tools, self.tools_commit = loaded.tools, loaded.tools_commit
+        else:
+            self.chunk_keys = loaded.chunk_keys
+        base, index = loaded._slots, loaded._index
+        for slot in appended:
+            if index is not None:
+                index[slot.commit] = len(base)
+            base.append(slot)
+        self._slots, self._index = base, index
+        self.messages = {**loaded.messages, **self.messages}
+
     def copy(self) -> CompileState:
+        self._load_pending()
         other = CompileState(self.counter_name)
         other.head = self.head
         other.slots = list(self.slots)
@@ -214,6 +554,8 @@ class CompileState:
         other.media = self.media  # immutable bytes by content id: one cache for every copy
         other.removed = set(self.removed)
         other.view = None if self.view is None else self.view.copy()
+        if other.view is not None and other.view.reader is not None:  # render into the copy's own cache
+            other.view.load = _Renderer(other.messages, other.media, other.view.reader)
         other.chunk_keys = dict(self.chunk_keys)
         return other
 
@@ -240,9 +582,13 @@ class CompileState:
         self.commit_count += 1
         if self.ancestors is not None:
             self.ancestors.add(oid)
+        if self._pending is not None:
+            self._pending.commits_since += 1
         if commit.tools is not None:
             self.tools = commit.tools
             self.tools_commit = oid
+            if self._pending is not None:
+                self._pending.tools_since = True
 
     def _apply_change(
         self,
@@ -264,13 +610,15 @@ class CompileState:
             if skip_targets is not None and slot.commit in skip_targets:
                 return
             data = payload if payload is not None else _payload(reader, commit.content)
-            self.slots[position] = attrs.evolve(
-                slot,
-                source=oid,
-                blob=commit.content,
+            role, calls = message_shape(data)
+            self.slots[position] = slot.evolve(
+                raw_source=oid_to_raw(oid),
+                raw_blob=oid_to_raw(commit.content),
                 kind=str(data.get("type")),
                 tokens=count_tokens(data, counter, self.media_loader(reader, strict=False)),
                 gen=commit.generation_config,
+                role=role,
+                calls=calls,
             )
             self.index[oid] = position
             self.view = None
@@ -288,32 +636,33 @@ class CompileState:
             data = payload if payload is not None else _payload(reader, commit.content)
             if data.get("type") != ANNOTATION:
                 return
-            self.slots[position] = attrs.evolve(
-                slot, priority=PRIORITY_CODES.get(str(data.get("priority")), 0), annotation=oid
+            self.slots[position] = slot.evolve(
+                priority=PRIORITY_CODES.get(str(data.get("priority")), 0), annotation=oid
             )
             self.view = None
             return
         data = payload if payload is not None else _payload(reader, commit.content)
         if not is_message(data):
             return
-        position = len(self.slots)
         kind = str(data["type"])
-        self.slots.append(
-            Slot(
-                commit=oid,
-                source=oid,
-                blob=commit.content,
-                kind=kind,
-                tokens=count_tokens(data, counter, self.media_loader(reader, strict=False)),
-                gen=commit.generation_config,
-            )
+        role, calls = message_shape(data)
+        slot = Slot(
+            raw_commit=oid_to_raw(oid),
+            raw_blob=oid_to_raw(commit.content),
+            kind=kind,
+            tokens=count_tokens(data, counter, self.media_loader(reader, strict=False)),
+            gen=commit.generation_config,
+            role=role,
+            calls=calls,
         )
-        self.index[oid] = position
-        message = self.messages.get(commit.content)
+        message = self.messages.get(slot.raw_blob)
         if message is None:
-            message = self.messages[commit.content] = to_message(data, self.media_loader(reader))
+            message = self.messages[slot.raw_blob] = to_message(data, self.media_loader(reader))
+        if self._pending is None:  # else the index is made when the checkpoint's slots are read
+            self.index[oid] = len(self._slots)
+        self._slots.append(slot)
         if self.view is not None and kind != "reasoning":
-            self.view.add(message, self.slots[position])
+            self.view.add(message, slot)
 
     # --- rendering ------------------------------------------------------------------------------------
 
@@ -322,13 +671,15 @@ class CompileState:
         assert commit.content is not None
         sources = set(commit.links.get("sources", ()))
         data = _payload(reader, commit.content)
+        role, calls = message_shape(data)
         summary = Slot(
-            commit=oid,
-            source=oid,
-            blob=commit.content,
+            raw_commit=oid_to_raw(oid),
+            raw_blob=oid_to_raw(commit.content),
             kind=str(data.get("type")),
             tokens=count_tokens(data, counter, self.media_loader(reader, strict=False)),
             gen=commit.generation_config,
+            role=role,
+            calls=calls,
         )
         kept: list[Slot] = []
         placed = False
@@ -346,31 +697,31 @@ class CompileState:
 
     def _reindex(self, slots: list[Slot]) -> None:
         self.slots = slots
-        self.index = {}
-        for position, slot in enumerate(slots):
-            self.index[slot.commit] = position
-            if slot.source != slot.commit:
-                self.index[slot.source] = position
+        self.index = _index_of(slots)
         self.view = None
 
     def render(self, reader: Reader, include_reasoning: bool = False) -> View:
-        """What compile shows: visible messages in order, their commits, configs and token total."""
+        """What compile shows: visible messages in order, their commits, configs and token total.
+
+        Reads no blob: a message this state has not rendered yet stays a slot in the view until it is used
+        (:meth:`View.message`), then is read through ``reader``, which must outlive the view (a store or a
+        batch, never a snapshot; :meth:`Compiler.render_all` renders what is left before a store closes).
+        """
         if not include_reasoning and self.view is not None:
             return self.view
-        if isinstance(reader, Store) and len(self.messages) < len(self.slots):
-            # Blobs to read (a state loaded from a checkpoint reads one per message): one read transaction
-            # for all of them instead of one per read.
-            with reader.snapshot() as snapshot:
-                return self._render(snapshot, include_reasoning)
-        return self._render(reader, include_reasoning)
+        with bulk():
+            return self._render(reader, include_reasoning)
 
     def _render(self, reader: Reader, include_reasoning: bool) -> View:
         view = View()
+        view.load, view.reader = _Renderer(self.messages, self.media, reader), reader
         skip = PRIORITY_CODES["skip"]
+        messages = self.messages
         for slot in self.slots:
-            if slot.priority == skip or (slot.kind == "reasoning" and not include_reasoning):
+            code = slot.code  # kind, role and priority packed (Slot)
+            if code & 3 == skip or (code >> 4 == _REASONING and not include_reasoning):
                 continue
-            view.add(self.message_of(reader, slot), slot)
+            view.add(messages.get(slot.raw_blob, slot), slot)
         if include_reasoning:
             view.finish()  # a rendering with reasoning is built whole each time, never extended
         else:
@@ -379,40 +730,41 @@ class CompileState:
 
     def message_of(self, reader: Reader, slot: Slot) -> Message:
         """The rendered message of a slot (cached by blob id)."""
-        message = self.messages.get(slot.blob)
-        if message is None:
-            message = self.messages[slot.blob] = to_message(
-                _payload(reader, slot.blob), self.media_loader(reader)
-            )
-        return message
+        return _Renderer(self.messages, self.media, reader)(slot)
 
     def media_loader(self, reader: Reader, *, strict: bool = True) -> Callable[[str], Any]:
         """A function giving a media blob's bytes by id, each read from ``reader`` once per state (and its
         copies). ``strict``: a missing media blob raises (``ObjectNotFound``; a non-bytes one
         ``ContentError``); otherwise it gives None (token estimates then use their fixed figures)."""
-        cache = self.media
-
-        def load(oid: str) -> bytes | None:
-            data = cache.get(oid)
-            if data is None:
-                obj = reader.get(ObjectId(oid)) if not strict else reader[ObjectId(oid)]
-                if isinstance(obj, Blob) and isinstance(obj.data, bytes) and obj.data:
-                    data = cache[oid] = obj.data
-                elif strict:
-                    raise ContentError(f"media {oid} is not a blob of bytes")
-            return data
-
-        return load
+        return _media_loader(self.media, reader, strict=strict)
 
     # --- persistence ----------------------------------------------------------------------------------
 
     def save(self, batch: WriteBatch) -> None:
-        """Stage this state as a checkpoint (chunks already stored are not written again)."""
+        """Stage this state as a checkpoint (chunks already stored are not written again). A lazily loaded
+        checkpoint's full chunks are named again unread; only its last, partial one is read."""
         if self.head is None:
             return
         chunk_keys: list[bytes] = []
-        for start in range(0, len(self.slots), CHUNK_SLOTS):
-            part = self.slots[start : start + CHUNK_SLOTS]
+        slots, first = self._slots, 0
+        pending = self._pending
+        if pending is not None:
+            full = pending.record.n // CHUNK_SLOTS
+            if all(batch.table_get(Table.DERIVED, key) is not None for key in pending.record.chunks[:full]):
+                try:
+                    rest = self._pending_tail_chunk(pending, full)
+                except DecodeError:
+                    self._load_pending()  # damaged: read (or rebuild) every slot
+                else:
+                    chunk_keys = list(pending.record.chunks[:full])
+                    slots, first = rest + self._slots, full * CHUNK_SLOTS
+            else:
+                self._load_pending()
+            if self._pending is None:
+                slots, first, chunk_keys = self._slots, 0, []
+        for offset in range(0, len(slots), CHUNK_SLOTS):
+            start = first + offset
+            part = slots[offset : offset + CHUNK_SLOTS]
             cached = self.chunk_keys.get(start)
             if (
                 cached is not None
@@ -431,7 +783,7 @@ class CompileState:
         record = {
             "counter": self.counter_name,
             "chunks": chunk_keys,
-            "n": len(self.slots),
+            "n": first + len(slots),
             "commits": self.commit_count,
             "tools": None if self.tools is None else oid_to_raw(self.tools),
             "tools_commit": None if self.tools_commit is None else oid_to_raw(self.tools_commit),
@@ -441,12 +793,41 @@ class CompileState:
         record["check"] = _record_check(key, record)
         batch.table_put(Table.DERIVED, key, codec.dumps(record))
 
+    def _pending_tail_chunk(self, pending: _Pending, full: int) -> list[Slot]:
+        """The slots of a lazily loaded checkpoint's last chunk when it is partial (read and verified).
+
+        Raises:
+            DecodeError: missing or damaged.
+        """
+        record = pending.record
+        if full == len(record.chunks):
+            return []
+        key = record.chunks[full]
+        raw = pending.reader.table_get(Table.DERIVED, key)
+        if raw is None:
+            raise DecodeError("the last chunk is missing")
+        rest = read_chunk(key, raw)
+        check_chunk_size(record, full, rest)
+        return rest
+
     @classmethod
-    def load(cls, reader: Reader, oid: ObjectId, counter_name: str) -> CompileState | None:
+    def load(
+        cls,
+        reader: Reader,
+        oid: ObjectId,
+        counter_name: str,
+        *,
+        later: tuple[Reader, Callable[[], CompileState]] | None = None,
+    ) -> CompileState | None:
         """The checkpoint of a commit, or None when absent, damaged, or made with another counter.
 
         A checkpoint is a local cache, so it is verified before it is trusted (:func:`read_record`,
         :func:`read_chunk`): any damage makes it ignored and the state is rebuilt from objects.
+
+        With ``later`` (a reader that outlives this call: a store or a batch, and a function rebuilding the
+        state at ``oid`` from objects) only the record is read and verified now; the slots are read and
+        verified on first use, and rebuilt from objects if they turn out damaged (:meth:`_load_pending`).
+        So opening a long history and appending to it reads one row, not the whole checkpoint.
         """
         key = CKPT_PREFIX + oid_to_raw(oid)
         raw = reader.table_get(Table.DERIVED, key)
@@ -456,17 +837,13 @@ class CompileState:
             record = read_record(key, raw)
             if record.counter != counter_name:
                 return None
-            state = cls(counter_name)
-            for number, chunk_key in enumerate(record.chunks):
-                chunk = reader.table_get(Table.DERIVED, chunk_key)
-                if chunk is None:
-                    return None
-                slots = read_chunk(chunk_key, chunk)
-                check_chunk_size(record, number, slots)
-                start = len(state.slots)
-                state.slots.extend(slots)
-                state.chunk_keys[start] = (slots, chunk_key)
-            state.index = index_slots(state.slots)
+            if later is not None:
+                state = cls(counter_name)
+                state._pending = _Pending(later[0], record, later[1])
+                state._index = None
+            else:
+                with bulk():
+                    state = cls._load_slots(reader, record, counter_name)
             check_stored(reader, record)
         except DecodeError:
             return None  # a cache: never trusted over objects
@@ -478,6 +855,42 @@ class CompileState:
         state.ancestors = None
         state.view = None
         return state
+
+    @classmethod
+    def _load_slots(cls, reader: Reader, record: CheckpointRecord, counter_name: str) -> CompileState:
+        """A state holding the verified slots of ``record``'s chunks (the rest of its fields unset).
+
+        Raises:
+            DecodeError: a chunk is missing or damaged.
+        """
+        state = cls(counter_name)
+        for number, chunk_key in enumerate(record.chunks):
+            chunk = reader.table_get(Table.DERIVED, chunk_key)
+            if chunk is None:
+                raise DecodeError(f"chunk {number} is missing")
+            slots = read_chunk(chunk_key, chunk)
+            check_chunk_size(record, number, slots)
+            start = len(state._slots)
+            state._slots.extend(slots)
+            state.chunk_keys[start] = (slots, chunk_key)
+        check_unique(state._slots)
+        state._index = None  # made on first use (compile from a checkpoint needs none)
+        return state
+
+
+@contextmanager
+def bulk() -> Iterator[None]:
+    """Pause the cyclic garbage collector while many long-lived objects are made (a checkpoint's slots, a
+    view): they hold no cycles, and each collection would walk every one made so far (a third of a fresh
+    100k-commit compile). Reference counting still frees everything; the collector resumes after."""
+    if not gc.isenabled():
+        yield
+        return
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()
 
 
 @attrs.frozen(slots=True)
@@ -604,6 +1017,21 @@ def index_slots(slots: list[Slot]) -> dict[ObjectId, int]:
     return index
 
 
+def check_unique(slots: list[Slot]) -> None:
+    """What :func:`index_slots` checks, without making the index: no commit names two slots (sorting the ids
+    takes a fraction of the memory of the index, which a state loaded from a checkpoint makes on first use).
+
+    Raises:
+        DecodeError: a commit names two slots.
+    """
+    ids = [slot.raw_commit for slot in slots]
+    ids.extend(slot.raw_source for slot in slots if slot.raw_source is not None)
+    ids.sort()
+    for previous, current in zip(ids, itertools.islice(ids, 1, None), strict=False):
+        if previous == current:
+            raise DecodeError(f"two slots name commit {current.hex()}")
+
+
 def check_stored(reader: Reader, record: CheckpointRecord) -> None:
     """The cheap existence checks: the head and the tools commit are stored, the tool set is one."""
     if not reader.has(record.head):
@@ -615,20 +1043,29 @@ def check_stored(reader: Reader, record: CheckpointRecord) -> None:
 
 
 def _slot_row(slot: Slot) -> list[Any]:
-    row: list[Any] = [oid_to_raw(slot.commit), slot.kind, slot.tokens, slot.priority]
-    if slot.source != slot.commit or slot.gen is not None or slot.annotation is not None:
+    """``[commit, kind, tokens, priority, blob, role, calls]``, plus ``[source, gen, annotation]`` when any of
+    them is not its default (ids as raw bytes; ``calls`` None, a call id, or a list of call ids)."""
+    calls = list(slot.calls) if isinstance(slot.calls, tuple) else slot.calls
+    row: list[Any] = [
+        slot.raw_commit,
+        slot.kind,
+        slot.tokens,
+        slot.priority,
+        slot.raw_blob,
+        slot.role,
+        calls,
+    ]
+    if slot.raw_source is not None or slot.gen is not None or slot.annotation is not None:
         row += [
-            oid_to_raw(slot.source),
-            oid_to_raw(slot.blob),
+            slot.raw_commit if slot.raw_source is None else slot.raw_source,
             slot.gen,
             None if slot.annotation is None else oid_to_raw(slot.annotation),
         ]
-    else:
-        row.append(oid_to_raw(slot.blob))
     return row
 
 
 _PRIORITY_CODES = frozenset(PRIORITY_NAMES)
+_ROW_KINDS = {kind: _KIND_CODES[kind] for kind in MESSAGE_TYPES}  # the kinds a checkpoint row may hold
 
 
 def _slot_from_row(row: object) -> Slot:
@@ -641,11 +1078,11 @@ def _slot_from_row(row: object) -> Slot:
     if type(row) is not list:
         raise DecodeError("a slot row is not a list")
     size = len(row)
-    if size == 5:
-        commit, kind, tokens, priority, blob = row
+    if size == 7:
+        commit, kind, tokens, priority, blob, role, calls = row
         source, gen, annotation = commit, None, None
-    elif size == 8:
-        commit, kind, tokens, priority, source, blob, gen, annotation = row
+    elif size == 10:
+        commit, kind, tokens, priority, blob, role, calls, source, gen, annotation = row
         if type(source) is not bytes or len(source) != 32:
             raise DecodeError("a slot's source is not a 32-byte id")
         if gen is not None and type(gen) is not dict:
@@ -653,24 +1090,39 @@ def _slot_from_row(row: object) -> Slot:
         if annotation is not None and (type(annotation) is not bytes or len(annotation) != 32):
             raise DecodeError("a slot's annotation is not a 32-byte id")
     else:
-        raise DecodeError("a slot row does not have 5 or 8 fields")
+        raise DecodeError("a slot row does not have 7 or 10 fields")
     if type(commit) is not bytes or len(commit) != 32 or type(blob) is not bytes or len(blob) != 32:
         raise DecodeError("a slot's commit or blob is not a 32-byte id")
-    if type(kind) is not str or kind not in MESSAGE_TYPES:
+    kind_code = _ROW_KINDS.get(kind) if type(kind) is str else None
+    if kind_code is None:
         raise DecodeError("a slot's kind is not a message type")
+    role_code = _ROLE_CODES.get(role) if type(role) is str else None
+    if role_code is None:
+        raise DecodeError("a slot's role is not a message role")
+    if role == "tool":
+        if type(calls) is not str:
+            raise DecodeError("a tool result's slot has no call id")
+    elif calls is not None:
+        if (
+            role != "assistant"
+            or type(calls) is not list
+            or not calls
+            or any(type(c) is not str for c in calls)
+        ):
+            raise DecodeError("a slot's tool calls are not a list of call ids of an assistant message")
+        calls = tuple(calls)
     if type(tokens) is not int or tokens < 0 or type(priority) is not int or priority not in _PRIORITY_CODES:
         raise DecodeError("a slot's tokens or priority is wrong")
-    commit_id = ObjectId(commit.hex())
-    return Slot(
-        commit=commit_id,
-        source=commit_id if source is commit else ObjectId(source.hex()),
-        blob=ObjectId(blob.hex()),
-        kind=kind,
-        tokens=tokens,
-        priority=priority,
-        gen=gen,
-        annotation=None if annotation is None else ObjectId(annotation.hex()),
+    extra = (
+        None
+        if size == 7 or (source == commit and gen is None and annotation is None)
+        else (
+            None if source == commit else source,
+            gen,
+            None if annotation is None else ObjectId(annotation.hex()),
+        )
     )
+    return Slot.packed(commit, blob, tokens, kind_code << 4 | role_code << 2 | priority, calls, extra)
 
 
 def _payload(reader: Reader, oid: ObjectId) -> dict[str, Any]:
