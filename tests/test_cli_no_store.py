@@ -19,6 +19,7 @@ HINT = "(create one with `tractkv init`, or `tractkv clone URL`)"
 INVOCATIONS: dict[str, list[str]] = {
     "annotate": ["annotate", "HEAD", "pinned"],
     "branch": ["branch"],
+    "budget": ["budget", "1000"],
     "bundle create": ["bundle", "create", "{tmp}/out.tkvbundle"],
     "bundle unbundle": ["bundle", "unbundle", "{tmp}/in.tkvbundle"],
     "cat-object": ["cat-object", "abcd"],
