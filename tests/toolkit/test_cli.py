@@ -152,23 +152,26 @@ def test_usage_of_another_revision(store: str) -> None:
     assert json.loads(at_main) == json.loads(at_head)
 
 
-def test_export_markdown_never_passes_html_through(tmp_path: Path) -> None:
-    """Issue 17, item 10: text from the conversation reaches the Markdown as text, never as markup."""
+def test_export_markdown_shows_conversation_text_exactly_never_as_markup(tmp_path: Path) -> None:
+    """Issue 17, item 10: a message is shown exactly (code with < and & intact), and nothing in a conversation
+    becomes markup, a link or an image, or swallows what follows."""
     store = str(tmp_path / "s.tkv")
-    hostile = "<script>alert(1)</script> & <img src=x onerror=alert(2)>"
+    hostile = "<script>alert(1)</script> & [x](javascript:alert(1)) ![i](http://127.0.0.1:9/x.png)"
+    code_text = "Use `if a < b && c:`\n```\nprint(x<y)\n```"
     with Tract.open(store) as t:
-        t.user(f"**bold** {hostile}\n> quoted")
+        t.user("```\nan unclosed fence")
+        t.assistant(code_text)
         t.assistant("", tool_calls=[{"id": "c`1", "name": "lookup", "arguments": {"q": "``<b>``"}}])
         t.tool_result("c`1", "lookup", f"result {hostile}")
         t.assistant(f"done {hostile}")
     code, out, _ = _run("--store", store, "export", "--format", "markdown")
     assert code == 0
-    # outside code (fenced blocks and spans show text literally), no markup at all
-    prose = re.sub(r"(?s)```text\n.*?\n```\n|(?<!`)(`+)(?!`).*?(?<!`)\1(?!`)", "", out)
-    assert "<" not in prose.replace("<sub>", "").replace("</sub>", "")  # only the export's own markup
-    assert "**bold** &lt;script>alert(1)&lt;/script> &amp; &lt;img src=x onerror=alert(2)>" in out
-    assert "> quoted" in out  # Markdown formatting still renders
+    assert f"````text\n{code_text}\n````" in out  # exactly, in a fence longer than any inside
+    assert "````text\n```\nan unclosed fence\n````" in out  # cannot swallow the messages after it
+    assert out.count("## ") >= 6  # every heading survived
+    # outside fenced blocks and code spans, nothing that could start markup is left unescaped
+    prose = re.sub(r"(?s)(`{3,})text\n.*?\n\1\n|(?<!`)(`+)(?!`).*?(?<!`)\2(?!`)", "", out)
+    prose = prose.replace("<sub>", "").replace("</sub>", "")  # the export's own markup
+    assert not re.search(r"(?<!\\)[<\[!&]", prose.replace("## ", "")), prose
     assert "call ``c`1``" in out  # a backtick in an id cannot end its code span
     assert '```{"q": "``<b>``"}```' in out
-    # a tool's text is fenced (literal), never markup
-    assert "```text\nresult <script>" in out

@@ -149,10 +149,8 @@ def _markdown(data: dict[str, Any], roots: list[UsageNode]) -> str:
             )
         out += [f"## {index}. {title}", "", f"<sub>commit {_code(message['commit'][:12])}</sub>", ""]
         content = message.get("content") or ""
-        if message["role"] == "tool":
+        if content:
             out += [_fence(content), ""]
-        elif content:
-            out += [_no_html(content), ""]
         markers = _markers(message.get("parts"))
         if markers:
             out += [_inline(markers), ""]
@@ -206,21 +204,22 @@ def _nest(line: str) -> str:
     return f"{'  ' * depth}- {_inline(line.lstrip(' '))}"
 
 
-# Markdown passes raw HTML through to the reader's renderer, so text from a conversation (a model's or a
-# tool's words, a tool's name, an error) never reaches the page as markup: ``&`` and ``<`` become entities
-# (``>`` stays, so a quoted reply keeps its blockquote), and Markdown formatting in a message still renders.
-def _no_html(text: str) -> str:
-    return text.replace("&", "&amp;").replace("<", "&lt;")
+# Text from a conversation (a model's or a tool's words, a name, an error) is data, never Markdown: a message
+# body goes in a fenced block (shown exactly, whatever it holds: no markup, link or image can come out of it,
+# and an unclosed fence inside cannot swallow what follows), and one-line text in a heading, list item or table
+# cell has every character that could start markup (emphasis, code, links, images, HTML, entities, tables,
+# headings, strike-through) backslash-escaped, which CommonMark shows as the character itself.
+_PUNCTUATION = re.compile(r"([\\`*_\[\]<>!|&#~])")
 
 
 def _inline(text: str) -> str:
-    """One line of text inside a heading or a list item: no markup, no line break that would end it."""
-    return _no_html(" ".join(text.split()))
+    """One line of conversation text as literal Markdown: no markup, no line break that would end it."""
+    return _PUNCTUATION.sub(r"\\\1", " ".join(text.split()))
 
 
 def _cell(text: str) -> str:
-    """Text for a table cell: as :func:`_inline`, and a ``|`` cannot split the cell."""
-    return _inline(text).replace("|", "\\|")
+    """Text for a table cell (``|`` is escaped by :func:`_inline`, so it cannot split the cell)."""
+    return _inline(text)
 
 
 def _code(text: str) -> str:
