@@ -404,3 +404,26 @@ def test_ctrl_c_exits_130_and_writes_nothing(store: str) -> None:
     assert out == ""
     assert err == "Interrupted.\n"
     assert snapshot(store) == before
+
+
+def test_a_reader_that_stops_early_ends_the_command_quietly(tmp_path: Path) -> None:
+    """`tractkv log | head -1`: no "unexpected BrokenPipeError ... this is a bug", exit 141 as git."""
+    store = str(tmp_path / "s.tkv")
+    with Tract.open(store) as t, t.batch():
+        for i in range(3000):
+            t.user(f"message {i} " + "x" * 60)
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent)}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "tractkv", "--store", store, "log"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=env,
+    )
+    assert proc.stdout is not None
+    assert proc.stderr is not None
+    first = proc.stdout.readline()
+    proc.stdout.close()  # the reader goes away, like `head -1`
+    err = proc.stderr.read().decode()
+    assert proc.wait(timeout=60) == 141
+    assert first
+    assert err == ""

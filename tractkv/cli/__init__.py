@@ -3,12 +3,14 @@
 Data goes to stdout, notices to stderr. Every library error becomes a one-line ``Error: ...`` on stderr
 with exit code 1, never a traceback (one place: :class:`_Group`). So does any other failure (a bug, or store
 content nothing caught yet): one line naming it and what to do; ``TRACTKV_DEBUG=1`` shows the traceback.
-Ctrl-C (SIGINT) ends a command with exit code 130 (128 + SIGINT, the shell convention) and one line.
+Ctrl-C (SIGINT) ends a command with exit code 130 (128 + SIGINT, the shell convention) and one line; a
+closed stdout (``tractkv log | head -1``) ends it quietly with 141 (128 + SIGPIPE), as git does.
 """
 
 from __future__ import annotations
 
 import os
+import sys
 from typing import Any
 
 import click
@@ -18,6 +20,16 @@ from tractkv.errors import ConcurrentUpdate, TractError
 
 DEBUG_ENV = "TRACTKV_DEBUG"  # set to show the traceback of an unexpected failure instead of one line
 INTERRUPTED = 130  # the exit code of a command Ctrl-C stopped (128 + SIGINT)
+BROKEN_PIPE = 141  # the exit code when the reader of stdout went away (128 + SIGPIPE), as git's
+
+
+def _silence_stdout() -> None:
+    """Point stdout at /dev/null, so the interpreter's last flush of a closed pipe prints nothing."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError, AttributeError):  # no real descriptor (an in-process runner)
+        pass
 
 
 class _Group(click.Group):
@@ -29,6 +41,9 @@ class _Group(click.Group):
             raise click.exceptions.Exit(INTERRUPTED) from None
         except (click.exceptions.ClickException, click.exceptions.Exit):
             raise
+        except BrokenPipeError:  # `tractkv log | head -1`: the reader has what it wanted; stop quietly
+            _silence_stdout()
+            raise click.exceptions.Exit(BROKEN_PIPE) from None
         except ConcurrentUpdate as exc:  # an append re-makes itself; anything else stops here
             raise click.ClickException(
                 f"{exc}. Another command moved it while this one ran: see `tractkv log`, then run this one again"
