@@ -281,13 +281,23 @@ class BranchExists(InvalidInput):
 
 
 class BranchNotFound(RefNotFound):
-    """No branch of that name."""
+    """No branch of that name (``where``: whose branches were looked at, e.g. "the remote", and ``known``: the
+    names there are, for the message)."""
 
-    def __init__(self, name: str) -> None:
+    def __init__(self, name: str, *, where: str | None = None, known: Sequence[str] | None = None) -> None:
         super().__init__(name)
+        self.where = where
+        self.known = list(known) if known is not None else None
 
     def __str__(self) -> str:
-        return f"no branch named {self.ref!r}"
+        text = (
+            f"{self.where} has no branch named {self.ref!r}"
+            if self.where
+            else f"no branch named {self.ref!r}"
+        )
+        if self.known is not None:
+            text += f" (its branches: {', '.join(self.known)})" if self.known else " (it has no branches)"
+        return text
 
 
 class UnknownRevision(InvalidInput):

@@ -140,3 +140,24 @@ def test_push_progress_shows_the_total_on_a_terminal(tmp_path: Path) -> None:
     assert "sending: 256/400 objects" in text
     assert "sending: 400/400 objects" in text
     assert "sent 400 objects" in text
+
+
+def test_clone_of_a_missing_branch_and_an_unbundle_with_nothing_new_say_so(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from tractkv.cli import cli
+
+    source = str(tmp_path / "source")
+    with Tract.open(source) as t:
+        t.user("hi")
+    runner = CliRunner()
+    result = runner.invoke(cli, ["clone", source, str(tmp_path / "copy"), "--branch", "nosuch"])
+    assert result.exit_code == 1
+    assert f"the remote {source} has no branch named 'nosuch' (its branches: main)" in result.output
+    assert not (tmp_path / "copy").exists()
+    bundle = str(tmp_path / "b.tkvbundle")
+    assert runner.invoke(cli, ["--store", source, "bundle", "create", bundle]).exit_code == 0
+    result = runner.invoke(cli, ["--store", source, "bundle", "unbundle", bundle])
+    assert result.exit_code == 0
+    assert "this store already had every object of the bundle" in result.output
+    assert "of 0" not in result.output

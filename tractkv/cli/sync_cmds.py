@@ -408,7 +408,10 @@ def bundle_unbundle(state: CliState, file: str, name: str, max_object_bytes: int
         result = fetch_from(store, conn, check_remote_name(name), prune=False)
     for ref, (_, new) in sorted(result.updated.items()):
         click.echo(f"{ref.removeprefix('refs/remotes/')} {new[:12] if new else '-'}")
-    note(f"stored {result.new_objects} new objects of {result.objects}")
+    if result.objects:
+        note(f"stored {result.new_objects} new objects of {result.objects}")
+    else:
+        note("this store already had every object of the bundle")
 
 
 COMMANDS = (remote, fetch, pull, push, clone, serve, view, bundle)

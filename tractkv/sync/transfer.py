@@ -279,7 +279,7 @@ def clone_into(
         prefix = f"{REMOTES}{remote_name}/"
         tips = {ref[len(prefix) :]: ObjectId(v) for ref, v in store.iter_refs(prefix)}
         if branch is not None and branch not in tips:
-            raise BranchNotFound(f"{remote_name}/{branch}")
+            raise BranchNotFound(branch, where=f"the remote {url}", known=sorted(tips))
         batch = store.new_batch()
         for name, tip in tips.items():
             batch.set_ref(HEADS + name, tip, expected=None)
