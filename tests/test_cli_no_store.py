@@ -36,6 +36,7 @@ INVOCATIONS: dict[str, list[str]] = {
     "pull": ["pull"],
     "push": ["push"],
     "reflog": ["reflog"],
+    "remote": ["remote"],
     "remote add": ["remote", "add", "origin", "{tmp}/elsewhere"],
     "remote list": ["remote", "list"],
     "remote remove": ["remote", "remove", "origin"],

@@ -161,3 +161,19 @@ def test_clone_of_a_missing_branch_and_an_unbundle_with_nothing_new_say_so(tmp_p
     assert result.exit_code == 0
     assert "this store already had every object of the bundle" in result.output
     assert "of 0" not in result.output
+
+
+def test_remote_alone_lists_the_remotes(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from tractkv.cli import cli
+
+    store = str(tmp_path / "s")
+    runner = CliRunner()
+    assert runner.invoke(cli, ["--store", store, "init"]).exit_code == 0
+    assert (
+        runner.invoke(cli, ["--store", store, "remote", "add", "origin", str(tmp_path / "o")]).exit_code == 0
+    )
+    result = runner.invoke(cli, ["--store", store, "remote"])
+    assert result.exit_code == 0
+    assert result.output == f"origin\t{tmp_path / 'o'}\n"

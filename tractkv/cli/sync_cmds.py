@@ -63,9 +63,12 @@ def _progress(label: str, quiet: bool) -> Progress:
 quiet_option = click.option("--quiet", "-q", is_flag=True, help="No progress output.")
 
 
-@click.group()
-def remote() -> None:
-    """Manage remotes (other stores this one syncs with)."""
+@click.group(invoke_without_command=True)
+@click.pass_context
+def remote(ctx: click.Context) -> None:
+    """Manage remotes (other stores this one syncs with); alone, list them (as git remote -v)."""
+    if ctx.invoked_subcommand is None:
+        ctx.invoke(remote_list, as_json=False)
 
 
 @remote.command("add")
