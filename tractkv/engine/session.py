@@ -378,8 +378,19 @@ class Session:
         return commit_info(self.reader(), oid, commit, self.counter, payload, tokens=tokens)
 
     def _maybe_checkpoint(self) -> None:
+        """Save the periodic checkpoint after a commit landed. A checkpoint is a cache: failing to write it
+        (an I/O error, a full disk) must not turn the landed commit into an error, so it is logged and tried
+        again after the next commit."""
         if self._batch is None and self._state is not None and self._since_checkpoint >= CHECKPOINT_EVERY:
-            self.compiler.flush(self.store, self._state)
+            try:
+                self.compiler.flush(self.store, self._state)
+            except Exception:  # a cache write: the commit is already written
+                import logging  # only on this rare path: keeps ``import tractkv`` light
+
+                logging.getLogger(__name__).warning(
+                    "compile checkpoint not saved (will retry)", exc_info=True
+                )
+                return
             self._since_checkpoint = 0
 
     def apply_ref_batch(self, batch: WriteBatch) -> None:

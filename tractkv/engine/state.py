@@ -519,13 +519,17 @@ class CompileState:
         pending = self._pending
         if pending is None:
             return
-        self._pending = None
-        appended = self._slots
+        # ``_pending`` stays set until the slots are read (or rebuilt): any failure (an I/O error, Ctrl-C, a
+        # failed rebuild) leaves the state as it was, never holding only the slots appended since.
+        rebuilt = False
         try:
             with bulk():
                 loaded = CompileState._load_slots(pending.reader, pending.record, self.counter_name)
         except DecodeError:
-            loaded = pending.rebuild()
+            loaded, rebuilt = pending.rebuild(), True
+        self._pending = None
+        appended = self._slots
+        if rebuilt:
             self.removed = set(loaded.removed)
             self.commit_count = loaded.commit_count + pending.commits_since
             if not pending.tools_since:

@@ -1,0 +1,78 @@
+"""Review of the lazily loaded compile checkpoints (issue 18): a failure while the checkpoint's slots are read
+leaves the state whole, a landed commit never fails for its checkpoint, and a lazy compiled context stays usable."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import tractkv.engine.state as state_mod
+from tractkv import Tract
+from tractkv.errors import StoreError
+from tractkv.store import Table
+
+N = 300  # more than CHECKPOINT_EVERY: closing writes a checkpoint
+
+
+@pytest.fixture
+def store_path(tmp_path: Path) -> str:
+    path = str(tmp_path / "s")
+    t = Tract.open(path, durable=False)
+    for i in range(N):
+        t.user(f"m{i}")
+    t.close()
+    return path
+
+
+def fail_once(monkeypatch: pytest.MonkeyPatch, exc: BaseException) -> dict[str, int]:
+    """Make the first read of a checkpoint's chunks raise ``exc``."""
+    orig = state_mod.CompileState._load_slots.__func__  # type: ignore[attr-defined]
+    calls = {"n": 0}
+
+    def flaky(cls: Any, *args: Any) -> Any:
+        calls["n"] += 1
+        if calls["n"] == 1:
+            raise exc
+        return orig(cls, *args)
+
+    monkeypatch.setattr(state_mod.CompileState, "_load_slots", classmethod(flaky))
+    return calls
+
+
+@pytest.mark.parametrize("exc", [KeyboardInterrupt(), MemoryError(), StoreError("EIO")])
+def test_an_interrupted_checkpoint_load_leaves_the_state_whole(
+    store_path: str, monkeypatch: pytest.MonkeyPatch, exc: BaseException
+) -> None:
+    t = Tract.open(store_path, durable=False)
+    t.user("after-1")  # an append reads no chunk: the checkpoint stays pending
+    calls = fail_once(monkeypatch, exc)
+    with pytest.raises(type(exc)):
+        t.compile()
+    assert calls["n"] == 1
+    assert len(t.compile().messages) == N + 1
+    for i in range(N):  # crosses CHECKPOINT_EVERY: a checkpoint of this state is saved
+        t.user(f"x{i}")
+    t.close()
+    with Tract.open(store_path, durable=False) as t:
+        assert len(t.compile().messages) == 2 * N + 1
+
+
+def test_a_failed_periodic_checkpoint_does_not_fail_the_landed_commit(
+    store_path: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    t = Tract.open(store_path, durable=False)
+    b = t.store.new_batch()
+    for key, _ in t.store.table_iter(Table.DERIVED):
+        if key.startswith(state_mod.CHUNK_PREFIX):
+            b.table_put(Table.DERIVED, key, b"\x80damaged")  # the save must read the tail chunk: it fails
+    t.store.apply(b)
+    fail_once(monkeypatch, StoreError("simulated transient read failure"))
+    for i in range(N):
+        t.user(f"x{i}")  # never raises: every commit landed
+    assert len(t.log(limit=10_000)) == 2 * N
+    assert len(t.compile().messages) == 2 * N
+    t.close()
+    with Tract.open(store_path, durable=False) as t:
+        assert len(t.compile().messages) == 2 * N
