@@ -76,3 +76,49 @@ def test_a_failed_periodic_checkpoint_does_not_fail_the_landed_commit(
     t.close()
     with Tract.open(store_path, durable=False) as t:
         assert len(t.compile().messages) == 2 * N
+
+
+def old_history(path: str) -> None:
+    t = Tract.open(path, durable=False, clock=lambda: 1_000_000)  # old commits: gc does not wait for them
+    for i in range(N):
+        t.user(f"message number {i}")
+    t.close()  # checkpoint of the tip
+
+
+def test_a_lazy_context_survives_a_hard_reset_and_gc_in_its_session(tmp_path: Path) -> None:
+    path = str(tmp_path / "s")
+    old_history(path)
+    with Tract.open(path, durable=False) as t:
+        ctx = t.compile()  # from the checkpoint: no blob read yet
+        root = t.log(limit=1000)[-1].commit_id
+        t.reset(root, mode="hard")
+        assert t.gc(min_age_hours=0).removed_objects > 0
+        assert [m.content for m in ctx.messages] == [f"message number {i}" for i in range(N)]
+
+
+def test_a_lazy_context_survives_delete_branch_and_gc_in_its_session(tmp_path: Path) -> None:
+    path = str(tmp_path / "s")
+    t = Tract.open(path, durable=False, clock=lambda: 1_000_000)
+    t.user("root")
+    t.branch("side")
+    for i in range(N):
+        t.user(f"side {i}")
+    t.close()
+    with Tract.open(path, durable=False) as t:
+        ctx = t.compile()
+        t.switch("main")
+        t.delete_branch("side", force=True)
+        assert t.gc(min_age_hours=0, keep_branches=False).removed_objects > 0
+        assert [m.content for m in ctx.messages][-1] == f"side {N - 1}"
+
+
+def test_load_materializes_a_lazy_context_against_another_handles_gc(tmp_path: Path) -> None:
+    path = str(tmp_path / "s")
+    old_history(path)
+    with Tract.open(path, durable=False) as t:
+        ctx = t.compile().load()
+        root = t.log(limit=1000)[-1].commit_id
+        with Tract.open(path, durable=False) as other:  # stands for another process
+            other.reset(root, mode="hard")
+            other.gc(min_age_hours=0)
+        assert [m.content for m in ctx.messages][-1] == f"message number {N - 1}"

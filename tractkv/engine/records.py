@@ -171,6 +171,11 @@ class CompiledContext:
     (:mod:`tractkv.engine.pairing`); empty for a well-formed history. ``open_calls`` names the calls of the
     last tool turn still waiting for results (a tool run in progress; such a context is not sent to a model:
     ``generate`` raises :class:`~tractkv.errors.UnansweredToolCalls`).
+
+    A context compiled from a checkpoint reads each message's blob from the store on first use of
+    ``messages``. Its session renders what is left before it closes, gcs, hard-resets or deletes a branch; a
+    ``gc`` run by another process can still remove a blob not read yet (then reading that message raises
+    :class:`~tractkv.errors.ObjectNotFound`). :meth:`load` reads every message now.
     """
 
     messages: Sequence[Message]
@@ -186,6 +191,13 @@ class CompiledContext:
 
     def __len__(self) -> int:
         return len(self.messages)
+
+    def load(self) -> CompiledContext:
+        """Read every message now (a context compiled from a checkpoint reads them on first use) and return
+        this context: later reads need no store (another process's gc cannot take them away)."""
+        for _ in self.messages:
+            pass
+        return self
 
     def check_pairing(self) -> None:
         """Raise when compile had to repair the pairing of tool calls and results.

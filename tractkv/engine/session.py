@@ -694,6 +694,8 @@ class Session:
         self.check_writes("reset", in_batch=False)
         tip = self.writable("reset")
         oid = self.resolve(target, self.store)
+        if mode == "hard":
+            self.render_live()  # the abandoned commits' blobs may go at the next gc
         self.move_branch(tip, oid, f"reset --{mode}", f"reset to {target}", hard=mode == "hard")
         return oid
 
@@ -748,9 +750,17 @@ class Session:
 
     # --- gc -----------------------------------------------------------------------------------------------
 
+    def render_live(self) -> None:
+        """Render every message a live compiled context of this store still reads on first use (before gc, a
+        hard reset or a branch deletion lets their blobs go). A blob already gone: that context raises when
+        read, as it would have anyway."""
+        with suppress(TractError):
+            render_all(self.store)
+
     def before_gc(self) -> None:
         """Flush the HEAD state (gc may drop unflushed work) and refuse inside a batch."""
         self.check_writes("gc", in_batch=False)
+        self.render_live()
         if self._state is not None and self._since_checkpoint:
             self.compiler.flush(self.store, self._state)
             self._since_checkpoint = 0
