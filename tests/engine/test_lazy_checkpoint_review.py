@@ -10,7 +10,7 @@ import pytest
 
 import tractkv.engine.state as state_mod
 from tractkv import Tract
-from tractkv.errors import StoreError
+from tractkv.errors import StoreClosed, StoreError
 from tractkv.store import Table
 
 N = 300  # more than CHECKPOINT_EVERY: closing writes a checkpoint
@@ -122,3 +122,21 @@ def test_load_materializes_a_lazy_context_against_another_handles_gc(tmp_path: P
             other.reset(root, mode="hard")
             other.gc(min_age_hours=0)
         assert [m.content for m in ctx.messages][-1] == f"message number {N - 1}"
+
+
+@pytest.mark.parametrize("error", [StoreError("ENOSPC on the follow-up transaction"), StoreClosed()])
+def test_a_failing_space_release_does_not_fail_the_landed_batch(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, error: Exception
+) -> None:
+    import tractkv.store.lmdb as lmdb_mod
+
+    def failing(writer: Any) -> None:
+        raise error
+
+    monkeypatch.setattr(lmdb_mod, "_release_freed_pages", failing)
+    with Tract.open(str(tmp_path / "s")) as t:
+        t.user("first")
+        with t.batch():
+            for i in range(N):  # >= RELEASE_AFTER_ROWS rows: the follow-up transaction runs
+                t.user(f"batched {i}")
+        assert len(t.log(limit=10_000)) == N + 1
