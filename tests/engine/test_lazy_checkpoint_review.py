@@ -140,3 +140,26 @@ def test_a_failing_space_release_does_not_fail_the_landed_batch(
             for i in range(N):  # >= RELEASE_AFTER_ROWS rows: the follow-up transaction runs
                 t.user(f"batched {i}")
         assert len(t.log(limit=10_000)) == N + 1
+
+
+@pytest.mark.parametrize("compile_in_batch", [False, True])
+def test_a_landed_batch_is_not_kept_alive(store_path: str, compile_in_batch: bool) -> None:
+    import gc
+    import weakref
+
+    t = Tract.open(store_path, durable=False)
+    contexts = []
+    with t.batch():
+        for i in range(50):
+            t.user(f"batched {i}")
+        if compile_in_batch:
+            contexts.append(t.compile())  # a lazy context reading through the batch
+        ref = weakref.ref(t._session._batch)  # type: ignore[attr-defined]
+    for i in range(N):  # appends outside the batch (a checkpoint is saved meanwhile)
+        t.user(f"after {i}")
+    gc.collect()
+    assert ref() is None
+    assert len(t.compile().messages) == 2 * N + 50
+    for ctx in contexts:
+        assert ctx.messages[-1].content == "batched 49"
+    t.close()

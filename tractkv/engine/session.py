@@ -258,6 +258,9 @@ class Session:
                     self.compiler.stage(batch, self._state)  # the checkpoint lands with the commits
                     self._since_checkpoint = 0
                 self.store.apply(batch)
+                self.compiler.retarget(batch, self.store)  # read the store, not the landed batch
+                if self._state is not None:
+                    self._state.retarget(batch, self.store)
                 self._stored_toolsets |= self._batch_toolsets  # written: later commits may trust them
         except RefConflict as exc:
             self._batch = None
