@@ -163,3 +163,19 @@ def test_a_landed_batch_is_not_kept_alive(store_path: str, compile_in_batch: boo
     for ctx in contexts:
         assert ctx.messages[-1].content == "batched 49"
     t.close()
+
+
+def test_a_lazy_context_pickles_and_deep_copies(store_path: str) -> None:
+    import copy
+    import pickle
+
+    with Tract.open(store_path, durable=False) as t:
+        eager = t.compile().load()
+    with Tract.open(store_path, durable=False) as t:
+        lazy = t.compile()  # from the checkpoint: messages read on first use
+        assert type(lazy.messages).__name__ == "_LazyMessages"
+        for ctx in (eager, lazy):
+            for clone in (pickle.loads(pickle.dumps(ctx)), copy.deepcopy(ctx)):
+                assert clone == eager
+                assert list(clone.commit_ids) == list(eager.commit_ids)
+                assert [m.content for m in clone.messages] == [f"m{i}" for i in range(N)]

@@ -62,6 +62,13 @@ class FrozenPrefix(Sequence[T]):
             raise IndexError("index out of range")
         return self._items[index] if resolve is None else resolve(index)
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Pickle (and so ``copy.deepcopy``) the items, rendered now: a lazy sequence pickles as a tuple (its
+        ``resolve`` reads a store, which cannot be pickled), a plain one as a FrozenPrefix of its n items."""
+        if self._resolve is not None:
+            return (tuple, (tuple(self),))
+        return (FrozenPrefix, (list(itertools.islice(self._items, self._n)),))
+
     def __iter__(self) -> Iterator[T]:
         if self._resolve is not None:
             return map(self._resolve, range(self._n))
