@@ -179,3 +179,23 @@ def test_a_lazy_context_pickles_and_deep_copies(store_path: str) -> None:
                 assert clone == eager
                 assert list(clone.commit_ids) == list(eager.commit_ids)
                 assert [m.content for m in clone.messages] == [f"m{i}" for i in range(N)]
+
+
+def test_a_checkpoint_that_cannot_be_staged_does_not_fail_the_batch(
+    store_path: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    t = Tract.open(store_path, durable=False)
+    b = t.store.new_batch()
+    for key, _ in t.store.table_iter(Table.DERIVED):
+        if key.startswith(state_mod.CHUNK_PREFIX):
+            b.table_put(Table.DERIVED, key, b"\x80damaged")
+    t.store.apply(b)
+    fail_once(monkeypatch, StoreError("simulated transient read failure"))
+    with t.batch():
+        for i in range(N):  # the batch stages the checkpoint with its commits
+            t.user(f"x{i}")
+    assert len(t.log(limit=10_000)) == 2 * N
+    assert len(t.compile().messages) == 2 * N
+    t.close()
+    with Tract.open(store_path, durable=False) as t:
+        assert len(t.compile().messages) == 2 * N

@@ -255,8 +255,14 @@ class Session:
             batch, self._batch = self._batch, None
             if len(batch):
                 if self._state is not None and self._since_checkpoint >= CHECKPOINT_EVERY:
-                    self.compiler.stage(batch, self._state)  # the checkpoint lands with the commits
-                    self._since_checkpoint = 0
+                    # the checkpoint lands with the commits; a cache: failing to stage it (an I/O error
+                    # re-reading a damaged chunk) must not fail the batch (a partial one is never named)
+                    try:
+                        self.compiler.stage(batch, self._state)
+                    except Exception:
+                        self._log_checkpoint_failure()
+                    else:
+                        self._since_checkpoint = 0
                 self.store.apply(batch)
                 self.compiler.retarget(batch, self.store)  # read the store, not the landed batch
                 if self._state is not None:
@@ -388,13 +394,15 @@ class Session:
             try:
                 self.compiler.flush(self.store, self._state)
             except Exception:  # a cache write: the commit is already written
-                import logging  # only on this rare path: keeps ``import tractkv`` light
-
-                logging.getLogger(__name__).warning(
-                    "compile checkpoint not saved (will retry)", exc_info=True
-                )
+                self._log_checkpoint_failure()
                 return
             self._since_checkpoint = 0
+
+    @staticmethod
+    def _log_checkpoint_failure() -> None:
+        import logging  # only on this rare path: keeps ``import tractkv`` light
+
+        logging.getLogger(__name__).warning("compile checkpoint not saved (will retry)", exc_info=True)
 
     def apply_ref_batch(self, batch: WriteBatch) -> None:
         """Apply a batch of ref moves; a lost compare-and-swap is :class:`ConcurrentUpdate`, nothing written."""
