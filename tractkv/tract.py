@@ -212,7 +212,11 @@ class Tract:
     @contextmanager
     def batch(self) -> Iterator[Tract]:
         """Stage every commit made inside the block; write them in one transaction at its end (nothing if it
-        raises). Reads inside see the staged commits; nested blocks join the outer one."""
+        raises). Reads inside see the staged commits; nested blocks join the outer one.
+
+        The tool setting (:meth:`set_tools`) is read once, at the block's first commit, and linked to every
+        commit of the block: ``set_tools`` is refused inside it, and another handle's ``set_tools`` made while
+        the block is open is not seen by its later commits (it applies from the first commit after it)."""
         with self._session.batch():
             yield self
 

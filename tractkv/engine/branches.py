@@ -78,6 +78,7 @@ def delete_branch(session: Session, name: str, *, force: bool = False) -> Object
             )
     from .budget import drop_budget
 
+    session.render_live()  # its commits' blobs may go at the next gc
     batch = session.store.new_batch()
     batch.set_ref(ref, None, expected=tip)
     drop_budget(batch, ref)

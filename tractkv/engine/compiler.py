@@ -114,10 +114,22 @@ class Compiler:
             self._replaying = False
             self._deep.clear()  # only this replay needed them (and they can be many)
 
-    def _later(self, later: Reader | None, oid: ObjectId) -> tuple[Reader, Callable[[], CompileState]] | None:
+    def _later(
+        self, later: Reader | None, oid: ObjectId
+    ) -> tuple[Reader, Callable[[Reader], CompileState]] | None:
         if later is None:
             return None
-        return later, lambda: self.rebuild(later, oid)
+        return later, lambda reader: self.rebuild(reader, oid)  # holds no reader: a batch may be retargeted
+
+    def retarget(self, batch: WriteBatch, store: Store) -> None:
+        """A batch landed in ``store``: every cached state (and live compiled context) that read through it
+        reads through the store from now on, so none keeps the batch (every object it staged) alive."""
+        for state in [*self._cache.values(), *self.unsaved.values(), *self._deep.values()]:
+            state.retarget(batch, store)
+        for ref in list(_LAZY.values()):
+            messages = ref()
+            if messages is not None:
+                messages.view.retarget(batch, store)
 
     def _merge_order(self, reader: Reader, oid: ObjectId) -> list[ObjectId]:
         """Every merged-in side (and merge base) the replay of ``oid`` needs, deepest first (an explicit

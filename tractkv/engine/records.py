@@ -62,6 +62,13 @@ class FrozenPrefix(Sequence[T]):
             raise IndexError("index out of range")
         return self._items[index] if resolve is None else resolve(index)
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Pickle (and so ``copy.deepcopy``) the items, rendered now: a lazy sequence pickles as a tuple (its
+        ``resolve`` reads a store, which cannot be pickled), a plain one as a FrozenPrefix of its n items."""
+        if self._resolve is not None:
+            return (tuple, (tuple(self),))
+        return (FrozenPrefix, (list(itertools.islice(self._items, self._n)),))
+
     def __iter__(self) -> Iterator[T]:
         if self._resolve is not None:
             return map(self._resolve, range(self._n))
@@ -171,6 +178,11 @@ class CompiledContext:
     (:mod:`tractkv.engine.pairing`); empty for a well-formed history. ``open_calls`` names the calls of the
     last tool turn still waiting for results (a tool run in progress; such a context is not sent to a model:
     ``generate`` raises :class:`~tractkv.errors.UnansweredToolCalls`).
+
+    A context compiled from a checkpoint reads each message's blob from the store on first use of
+    ``messages``. Its session renders what is left before it closes, gcs, hard-resets or deletes a branch; a
+    ``gc`` run by another process can still remove a blob not read yet (then reading that message raises
+    :class:`~tractkv.errors.ObjectNotFound`). :meth:`load` reads every message now.
     """
 
     messages: Sequence[Message]
@@ -186,6 +198,13 @@ class CompiledContext:
 
     def __len__(self) -> int:
         return len(self.messages)
+
+    def load(self) -> CompiledContext:
+        """Read every message now (a context compiled from a checkpoint reads them on first use) and return
+        this context: later reads need no store (another process's gc cannot take them away)."""
+        for _ in self.messages:
+            pass
+        return self
 
     def check_pairing(self) -> None:
         """Raise when compile had to repair the pairing of tool calls and results.

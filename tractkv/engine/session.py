@@ -255,9 +255,18 @@ class Session:
             batch, self._batch = self._batch, None
             if len(batch):
                 if self._state is not None and self._since_checkpoint >= CHECKPOINT_EVERY:
-                    self.compiler.stage(batch, self._state)  # the checkpoint lands with the commits
-                    self._since_checkpoint = 0
+                    # the checkpoint lands with the commits; a cache: failing to stage it (an I/O error
+                    # re-reading a damaged chunk) must not fail the batch (a partial one is never named)
+                    try:
+                        self.compiler.stage(batch, self._state)
+                    except Exception:
+                        self._log_checkpoint_failure()
+                    else:
+                        self._since_checkpoint = 0
                 self.store.apply(batch)
+                self.compiler.retarget(batch, self.store)  # read the store, not the landed batch
+                if self._state is not None:
+                    self._state.retarget(batch, self.store)
                 self._stored_toolsets |= self._batch_toolsets  # written: later commits may trust them
         except RefConflict as exc:
             self._batch = None
@@ -378,9 +387,22 @@ class Session:
         return commit_info(self.reader(), oid, commit, self.counter, payload, tokens=tokens)
 
     def _maybe_checkpoint(self) -> None:
+        """Save the periodic checkpoint after a commit landed. A checkpoint is a cache: failing to write it
+        (an I/O error, a full disk) must not turn the landed commit into an error, so it is logged and tried
+        again after the next commit."""
         if self._batch is None and self._state is not None and self._since_checkpoint >= CHECKPOINT_EVERY:
-            self.compiler.flush(self.store, self._state)
+            try:
+                self.compiler.flush(self.store, self._state)
+            except Exception:  # a cache write: the commit is already written
+                self._log_checkpoint_failure()
+                return
             self._since_checkpoint = 0
+
+    @staticmethod
+    def _log_checkpoint_failure() -> None:
+        import logging  # only on this rare path: keeps ``import tractkv`` light
+
+        logging.getLogger(__name__).warning("compile checkpoint not saved (will retry)", exc_info=True)
 
     def apply_ref_batch(self, batch: WriteBatch) -> None:
         """Apply a batch of ref moves; a lost compare-and-swap is :class:`ConcurrentUpdate`, nothing written."""
@@ -683,6 +705,8 @@ class Session:
         self.check_writes("reset", in_batch=False)
         tip = self.writable("reset")
         oid = self.resolve(target, self.store)
+        if mode == "hard":
+            self.render_live()  # the abandoned commits' blobs may go at the next gc
         self.move_branch(tip, oid, f"reset --{mode}", f"reset to {target}", hard=mode == "hard")
         return oid
 
@@ -737,9 +761,17 @@ class Session:
 
     # --- gc -----------------------------------------------------------------------------------------------
 
+    def render_live(self) -> None:
+        """Render every message a live compiled context of this store still reads on first use (before gc, a
+        hard reset or a branch deletion lets their blobs go). A blob already gone: that context raises when
+        read, as it would have anyway."""
+        with suppress(TractError):
+            render_all(self.store)
+
     def before_gc(self) -> None:
         """Flush the HEAD state (gc may drop unflushed work) and refuse inside a batch."""
         self.check_writes("gc", in_batch=False)
+        self.render_live()
         if self._state is not None and self._since_checkpoint:
             self.compiler.flush(self.store, self._state)
             self._since_checkpoint = 0

@@ -341,6 +341,14 @@ class View:
                 self.message(position)
             self.lazy = 0
 
+    def retarget(self, old: Reader, new: Reader) -> None:
+        """Read through ``new`` instead of ``old`` (a batch that landed in the store ``new``), so the view
+        no longer keeps the batch alive."""
+        if self.reader is old:
+            self.reader = new
+        if isinstance(self.load, _Renderer) and self.load.reader is old:
+            self.load.reader = new
+
     def copy(self) -> View:
         other = View()
         other.load, other.lazy, other.reader = self.load, self.lazy, self.reader
@@ -417,10 +425,13 @@ class _Pending:
 
     __slots__ = ("commits_since", "reader", "rebuild", "record", "tools_since")
 
-    def __init__(self, reader: Reader, record: CheckpointRecord, rebuild: Callable[[], CompileState]) -> None:
-        self.reader = reader  # a store or a batch: it outlives the load
+    def __init__(
+        self, reader: Reader, record: CheckpointRecord, rebuild: Callable[[Reader], CompileState]
+    ) -> None:
+        self.reader = reader  # a store or a batch: it outlives the load (retargeted once a batch landed)
         self.record = record
-        self.rebuild = rebuild  # the state at the record's commit from objects, when a chunk is damaged
+        self.rebuild = rebuild  # the state at the record's commit from objects (through a reader), when a
+        # chunk is damaged
         self.commits_since = 0  # commits the state took since
         self.tools_since = False  # one of them set the tool set
 
@@ -519,13 +530,17 @@ class CompileState:
         pending = self._pending
         if pending is None:
             return
-        self._pending = None
-        appended = self._slots
+        # ``_pending`` stays set until the slots are read (or rebuilt): any failure (an I/O error, Ctrl-C, a
+        # failed rebuild) leaves the state as it was, never holding only the slots appended since.
+        rebuilt = False
         try:
             with bulk():
                 loaded = CompileState._load_slots(pending.reader, pending.record, self.counter_name)
         except DecodeError:
-            loaded = pending.rebuild()
+            loaded, rebuilt = pending.rebuild(pending.reader), True
+        self._pending = None
+        appended = self._slots
+        if rebuilt:
             self.removed = set(loaded.removed)
             self.commit_count = loaded.commit_count + pending.commits_since
             if not pending.tools_since:
@@ -539,6 +554,14 @@ class CompileState:
             base.append(slot)
         self._slots, self._index = base, index
         self.messages = {**loaded.messages, **self.messages}
+
+    def retarget(self, old: Reader, new: Reader) -> None:
+        """Read through ``new`` instead of ``old`` from now on (``old`` a batch that landed in the store
+        ``new``: what the batch held is in the store), so the state no longer keeps the batch alive."""
+        if self._pending is not None and self._pending.reader is old:
+            self._pending.reader = new
+        if self.view is not None:
+            self.view.retarget(old, new)
 
     def copy(self) -> CompileState:
         self._load_pending()
@@ -817,7 +840,7 @@ class CompileState:
         oid: ObjectId,
         counter_name: str,
         *,
-        later: tuple[Reader, Callable[[], CompileState]] | None = None,
+        later: tuple[Reader, Callable[[Reader], CompileState]] | None = None,
     ) -> CompileState | None:
         """The checkpoint of a commit, or None when absent, damaged, or made with another counter.
 

@@ -46,7 +46,7 @@ import os
 import struct
 import threading
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from typing import Any
 
 import lmdb
@@ -608,7 +608,11 @@ class LmdbStore(Store):
     def apply(self, batch: WriteBatch) -> None:
         self._write(lambda writer: apply_batch(writer, batch))
         if len(batch.objects) + len(batch.rows) + len(batch.log_appends) >= RELEASE_AFTER_ROWS:
-            self._write(_release_freed_pages)
+            # Best effort: the batch has committed, so no failure of this space-saving transaction (a disk
+            # error, StoreClosed from a concurrent close) may report it as failed (a retry would write it
+            # twice); the next large batch tries again. KeyboardInterrupt / SystemExit still propagate.
+            with suppress(Exception):
+                self._write(_release_freed_pages)
 
     def table_count(self, table: Table) -> int:
         with self._read_txn() as txn:
