@@ -186,3 +186,31 @@ def test_healthz_reads_nothing_from_the_store(tmp_path: Path, demo: tuple[Path, 
             refs = c.get("/v1/refs", headers={"Authorization": f"Bearer {READER}"})
             if refs.status_code != 404:  # `view` has no /v1/
                 _json_error(refs, 500, "StoreClosed")
+
+
+def test_head_on_a_hub_store_only_pushed_to_is_mains_tip(start_hub: Any, tmp_path: Path, clock: Any) -> None:
+    import httpx
+
+    from tractkv import Tract
+    from tractkv.engine.refs import read_head
+
+    hub = start_hub()  # a store made by init: no HEAD ref is ever written to it, pushes only move main
+    with Tract.open(str(tmp_path / "a"), clock=clock, durable=False) as t:
+        t.system("You are terse.")
+        t.user("hello")
+        t.remote_add("origin", hub.url)
+        assert t.push().ok
+    with LmdbStore(str(hub.store), create=False, durable=False) as st:
+        assert st.get_ref("HEAD") is None
+        tip = st.get_ref(MAIN)
+        assert tip is not None
+        assert read_head(st) == (MAIN, tip)
+    with httpx.Client(base_url=hub.url, timeout=30) as c:
+        for fmt in ("openai", "anthropic"):
+            at_main = c.get("/ui/commit/main/request.json", params={"fmt": fmt})
+            at_head = c.get("/ui/commit/HEAD/request.json", params={"fmt": fmt})
+            assert at_main.status_code == at_head.status_code == 200, at_head.text
+            assert at_head.json() == at_main.json()
+        page = c.get("/ui/commit/HEAD")
+        assert page.status_code == 200, page.text
+        assert tip[:12] in page.text
