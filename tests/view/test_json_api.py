@@ -214,3 +214,24 @@ def test_head_on_a_hub_store_only_pushed_to_is_mains_tip(start_hub: Any, tmp_pat
         page = c.get("/ui/commit/HEAD")
         assert page.status_code == 200, page.text
         assert tip[:12] in page.text
+
+
+def test_an_unknown_format_is_a_400_on_the_json_route_and_the_page(
+    start_hub: Any, demo: tuple[Path, dict[str, str]]
+) -> None:
+    import httpx
+
+    viewer = start_hub(store=demo[0], command="view")
+    with httpx.Client(base_url=viewer.url, timeout=30) as c:
+        for param in ("format", "fmt"):
+            body = _json_error(c.get(f"/ui/commit/main/request.json?{param}=bogus"), 400, "InvalidInput")
+            assert "bogus" in str(body["message"])
+            page = c.get(f"/ui/commit/main?{param}=bogus")
+            assert page.status_code == 400, page.text
+            assert page.headers["content-type"].startswith("text/html")
+            assert "bogus" in page.text
+        # format is fmt's other spelling; the two disagreeing is a 400 too
+        anthropic = c.get("/ui/commit/main/request.json?fmt=anthropic").json()
+        assert c.get("/ui/commit/main/request.json?format=anthropic").json() == anthropic
+        assert c.get("/ui/commit/main/request.json").json() != anthropic
+        _json_error(c.get("/ui/commit/main/request.json?fmt=openai&format=anthropic"), 400, "InvalidInput")
