@@ -260,7 +260,9 @@ class Viewer:
         return _html(page(f"{status}", pages.error_body(status, str(exc))), status=status)
 
     def branches(self, request: Request) -> PageResult:
-        return "Branches", pages.branches_body(self.inspector.branches()), None, True
+        head_ref, head = read_head(self.store)
+        detached = head if head_ref is None else None
+        return "Branches", pages.branches_body(self.inspector.branches(), detached), None, True
 
     def _ref(self, request: Request) -> str:
         ref = request.query_params.get("ref")

@@ -142,9 +142,15 @@ def _clip(text: str, limit: int, name: str) -> Markup:
 # --- branches --------------------------------------------------------------------------------------------
 
 
-def branches_body(branches: list[BranchSummary]) -> Markup:
+def branches_body(branches: list[BranchSummary], detached: str | None = None) -> Markup:
+    """The branches table; ``detached``: the commit HEAD is detached at (no branch is current then)."""
+    marker = (
+        el("p", "HEAD detached at ", commit_link(detached), class_="detached-head")
+        if detached is not None
+        else None
+    )
     if not branches:
-        return join(el("h1", "Branches"), el("p", "This store has no branches yet.", class_="empty"))
+        return join(el("h1", "Branches"), marker, el("p", "This store has no branches yet.", class_="empty"))
     rows = [
         el(
             "tr",
@@ -173,7 +179,9 @@ def branches_body(branches: list[BranchSummary]) -> Markup:
         "tr",
         [el("th", h) for h in ("Branch", "", "Head", "Commits", "Messages", "Tokens", "Last activity", "")],
     )
-    return join(el("h1", "Branches"), el("table", el("thead", head), el("tbody", rows), class_="branches"))
+    return join(
+        el("h1", "Branches"), marker, el("table", el("thead", head), el("tbody", rows), class_="branches")
+    )
 
 
 def _kind(b: BranchSummary) -> str:
