@@ -956,8 +956,12 @@ def diff_body(view: DiffView | None, a: str, b: str, ref: str | None) -> Markup:
         for k in CHANGE_SIGN
         if any(t.change == k for t in view.tools)
     )
-    parts.append(el("h2", f"Tools ({tool_summary or 'no change'}; {view.same_tools} unchanged)"))
-    if not view.tools:
+    if not view.tools and not view.same_tools:
+        parts.append(el("h2", "Tools (no tools)"))
+        parts.append(el("p", "Neither commit has tools in force.", class_="muted"))
+    else:
+        parts.append(el("h2", f"Tools ({tool_summary or 'no change'}; {view.same_tools} unchanged)"))
+    if not view.tools and view.same_tools:
         parts.append(el("p", "The same tools are in force at both.", class_="muted"))
     for change in view.tools:
         parts.append(
