@@ -170,6 +170,23 @@ def test_reflog_of_an_unknown_branch_is_an_error(store: str) -> None:
     assert "deleted branch gone" in ok(store, "reflog", "gone")  # a deleted branch keeps its reflog
 
 
+def test_reflog_head_is_the_current_branchs_and_a_clear_error_when_detached(store: str) -> None:
+    a = commit(store, "a")
+    commit(store, "b")
+    assert ok(store, "reflog", "HEAD") == ok(store, "reflog")
+    assert json.loads(ok(store, "reflog", "HEAD", "--json")) == json.loads(ok(store, "reflog", "--json"))
+    ok(store, "switch", "-c", "side")
+    commit(store, "on side")
+    side = ok(store, "reflog", "HEAD")
+    assert side == ok(store, "reflog", "side") != ok(store, "reflog", "main")
+    ok(store, "checkout", a)
+    code, out, err = run(store, "reflog", "HEAD")
+    assert code != 0
+    assert out == ""
+    detached = f"HEAD is detached at {a[:12]} (read-only); switch to a branch first"
+    assert err == f"Error: cannot show the reflog of HEAD: {detached}\n"
+
+
 def test_log_refuses_an_unknown_operation(store: str) -> None:
     commit(store, "a")
     err = refused(store, "log", "--op", "bogus")

@@ -291,3 +291,42 @@ def test_concurrent_pushes_to_one_branch_exactly_one_wins(
     texts = [m["content"] for m in loser.compile().to_openai()]
     assert "x says 49" in texts
     assert "y says 49" in texts
+
+
+def _raw_post(hub: Hub, head: bytes, timeout: float) -> tuple[int, dict[str, object], float]:
+    """Send a raw POST /v1/push head (and what body bytes ``head`` holds); (status, JSON body, seconds)."""
+    import json
+    import socket
+    import time
+
+    host, port = hub.url.removeprefix("http://").rsplit(":", 1)
+    started = time.monotonic()
+    with socket.create_connection((host, int(port)), timeout=timeout) as s:
+        s.sendall(head)
+        data = b""
+        while chunk := s.recv(65536):  # the hub closes the connection after its answer
+            data += chunk
+    elapsed = time.monotonic() - started
+    status_line, _, rest = data.partition(b"\r\n")
+    headers, _, body = rest.partition(b"\r\n\r\n")
+    assert b"content-type: application/json" in headers.lower(), data
+    assert b"connection: close" in headers.lower(), data
+    return int(status_line.split()[1]), json.loads(body), elapsed
+
+
+def test_an_oversize_declared_push_is_refused_at_once_and_a_stalled_body_gets_json(
+    start_hub: Callable[..., Hub], tokens_file: str
+) -> None:
+    hub = start_hub("--tokens", tokens_file, "--body-timeout", "2")
+    auth = f"Authorization: Bearer {ADMIN}\r\n".encode()
+    head = b"POST /v1/push HTTP/1.1\r\nHost: 127.0.0.1\r\n" + auth
+    status, body, elapsed = _raw_post(hub, head + b"Content-Length: 99999999999\r\n\r\n", timeout=10)
+    assert (status, body["error"], body["oid"]) == (413, "RequestTooLarge", None), body
+    assert "99999999999" in str(body["message"])
+    assert elapsed < 1.5  # answered before any body byte, not after the 2 s body timeout
+    # a declared length within the limit whose body stalls: a JSON 400 once the body timeout passes
+    status, body, elapsed = _raw_post(hub, head + b"Content-Length: 100\r\n\r\n\0\0", timeout=10)
+    assert (status, body["error"], body["oid"]) == (400, "BodyTimeout", None), body
+    assert "2 s" in str(body["message"])
+    assert 1.5 < elapsed < 8
+    assert "Traceback" not in hub.stop()

@@ -342,3 +342,53 @@ def test_a_long_diff_shows_its_first_changes_and_says_so(
     cut = client.get(f"/ui/diff?a={ids['system']}&b=explore").text
     assert cut.count('class="message diff-entry') == 3
     assert f"The first 3 of {total} changes" in cut
+
+
+def test_the_branches_page_marks_a_detached_head(start_hub: Any, demo: tuple[Path, dict[str, str]]) -> None:
+    import httpx
+
+    from tractkv import Tract
+
+    path, _ = demo
+    viewer = start_hub(store=path, command="view")
+    with httpx.Client(base_url=viewer.url, timeout=30) as c:
+        on_branch = c.get("/ui/")
+        assert on_branch.status_code == 200
+        assert "detached" not in on_branch.text
+        assert 'aria-current="true"' in on_branch.text  # the current branch is marked
+    with LmdbStore(str(path), durable=False) as st:
+        tip = st.get_ref("refs/heads/main")
+    assert tip is not None
+    with Tract.open(str(path), durable=False) as t:
+        t.checkout(tip + "~1")
+        at = t.head
+    assert at is not None
+    viewer = start_hub(store=path, command="view")
+    with httpx.Client(base_url=viewer.url, timeout=30) as c:
+        page = c.get("/ui/")
+        assert page.status_code == 200
+        text = re.sub(r"<[^>]+>", "", page.text)
+        assert f"HEAD detached at {at[:12]}" in text
+        assert f'href="/ui/commit/{at}"' in page.text
+        assert 'aria-current="true"' not in page.text  # no branch is current
+
+
+def test_the_diff_page_says_no_tools_when_neither_side_has_any(
+    start_hub: Any, demo: tuple[Path, dict[str, str]], tmp_path: Path
+) -> None:
+    import httpx
+
+    from tractkv import Tract
+
+    plain = tmp_path / "plain"
+    with Tract.open(str(plain), durable=False) as t:
+        t.system("You are terse.")
+        t.user("hello")
+    for path, heading in ((plain, "Tools (no tools)"), (demo[0], "Tools (no change; 3 unchanged)")):
+        viewer = start_hub(store=path, command="view")
+        with httpx.Client(base_url=viewer.url, timeout=30) as c:
+            page = c.get("/ui/diff", params={"a": "main~1", "b": "main"})
+        assert page.status_code == 200, page.text
+        text = re.sub(r"<[^>]+>", "", page.text)
+        assert heading in text, text
+        assert "0 unchanged" not in text

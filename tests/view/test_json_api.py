@@ -186,3 +186,52 @@ def test_healthz_reads_nothing_from_the_store(tmp_path: Path, demo: tuple[Path, 
             refs = c.get("/v1/refs", headers={"Authorization": f"Bearer {READER}"})
             if refs.status_code != 404:  # `view` has no /v1/
                 _json_error(refs, 500, "StoreClosed")
+
+
+def test_head_on_a_hub_store_only_pushed_to_is_mains_tip(start_hub: Any, tmp_path: Path, clock: Any) -> None:
+    import httpx
+
+    from tractkv import Tract
+    from tractkv.engine.refs import read_head
+
+    hub = start_hub()  # a store made by init: no HEAD ref is ever written to it, pushes only move main
+    with Tract.open(str(tmp_path / "a"), clock=clock, durable=False) as t:
+        t.system("You are terse.")
+        t.user("hello")
+        t.remote_add("origin", hub.url)
+        assert t.push().ok
+    with LmdbStore(str(hub.store), create=False, durable=False) as st:
+        assert st.get_ref("HEAD") is None
+        tip = st.get_ref(MAIN)
+        assert tip is not None
+        assert read_head(st) == (MAIN, tip)
+    with httpx.Client(base_url=hub.url, timeout=30) as c:
+        for fmt in ("openai", "anthropic"):
+            at_main = c.get("/ui/commit/main/request.json", params={"fmt": fmt})
+            at_head = c.get("/ui/commit/HEAD/request.json", params={"fmt": fmt})
+            assert at_main.status_code == at_head.status_code == 200, at_head.text
+            assert at_head.json() == at_main.json()
+        page = c.get("/ui/commit/HEAD")
+        assert page.status_code == 200, page.text
+        assert tip[:12] in page.text
+
+
+def test_an_unknown_format_is_a_400_on_the_json_route_and_the_page(
+    start_hub: Any, demo: tuple[Path, dict[str, str]]
+) -> None:
+    import httpx
+
+    viewer = start_hub(store=demo[0], command="view")
+    with httpx.Client(base_url=viewer.url, timeout=30) as c:
+        for param in ("format", "fmt"):
+            body = _json_error(c.get(f"/ui/commit/main/request.json?{param}=bogus"), 400, "InvalidInput")
+            assert "bogus" in str(body["message"])
+            page = c.get(f"/ui/commit/main?{param}=bogus")
+            assert page.status_code == 400, page.text
+            assert page.headers["content-type"].startswith("text/html")
+            assert "bogus" in page.text
+        # format is fmt's other spelling; the two disagreeing is a 400 too
+        anthropic = c.get("/ui/commit/main/request.json?fmt=anthropic").json()
+        assert c.get("/ui/commit/main/request.json?format=anthropic").json() == anthropic
+        assert c.get("/ui/commit/main/request.json").json() != anthropic
+        _json_error(c.get("/ui/commit/main/request.json?fmt=openai&format=anthropic"), 400, "InvalidInput")

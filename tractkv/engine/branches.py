@@ -13,7 +13,7 @@ from tractkv.store import Reader
 from . import graph
 from .records import BranchInfo, ReflogEntry, StatusInfo
 from .reflog import iter_reflog, log_ref_move
-from .refs import HEADS, REMOTES, branch_ref, check_branch_name
+from .refs import HEAD, HEADS, REMOTES, branch_ref, check_branch_name
 from .session import Session
 
 
@@ -134,10 +134,10 @@ def upstream(session: Session, reader: Reader) -> tuple[str, ObjectId] | None:
 
 
 def reflog(session: Session, branch: str | None = None, limit: int | None = None) -> list[ReflogEntry]:
-    """Moves of a branch (default: the session's), newest first."""
-    if branch is None:
+    """Moves of a branch (default, or ``HEAD``: the session's), newest first."""
+    if branch is None or branch == HEAD:
         if session.branch_ref is None:
-            raise DetachedHead(str(session.detached), "show the reflog")
+            raise DetachedHead(str(session.detached), "show the reflog of HEAD")
         ref = session.branch_ref
     else:
         ref = HEADS + check_branch_name(branch)
@@ -147,6 +147,10 @@ def reflog(session: Session, branch: str | None = None, limit: int | None = None
         if limit is not None and len(out) >= limit:
             break
         out.append(entry)
-    if branch is not None and reader.get_ref(ref) is None and next(iter_reflog(reader, ref), None) is None:
+    if (
+        branch not in (None, HEAD)
+        and reader.get_ref(ref) is None
+        and next(iter_reflog(reader, ref), None) is None
+    ):
         raise BranchNotFound(ref[len(HEADS) :])  # never was a branch here (a deleted one keeps its reflog)
     return out

@@ -172,8 +172,9 @@ def _resolve_base(reader: Reader, base: str, head: object) -> ObjectId:
 def read_head(reader: Reader) -> tuple[str | None, ObjectId | None]:
     """(branch ref or None when detached, commit id or None when the branch is unborn)."""
     value = reader.get_ref(HEAD)
-    if value is None:
-        return HEADS + "main", None
+    if value is None:  # a store made by init and only pushed to: HEAD is main's tip
+        target = reader.get_ref(HEADS + "main")
+        return HEADS + "main", (ObjectId(target) if target is not None else None)
     if value.startswith(SYMBOLIC):
         ref = value[len(SYMBOLIC) :]
         target = reader.get_ref(ref)

@@ -182,6 +182,7 @@ class Hub:
         grant = self.grant(request)
         if not grant.can_push:
             raise AuthError(403, "pushing needs a write:<branch glob> or admin scope")
+        _check_declared_length(request, self.max_request)
         body = _Body(request.stream(), self.max_request)
         try:
             (length,) = HEAD_LENGTH.unpack(await body.read_exact(HEAD_LENGTH.size))
@@ -369,7 +370,17 @@ class _Body:
         return chunk
 
 
+def _check_declared_length(request: Request, limit: int) -> None:
+    """Refuse at once (413, before reading a byte) a body whose declared Content-Length is over ``limit``."""
+    declared = request.headers.get("content-length", "").strip()
+    if declared.isdigit() and int(declared) > limit:
+        raise RequestTooLarge(
+            f"request of {int(declared)} bytes (Content-Length) is over the {limit}-byte limit"
+        )
+
+
 async def _read_limited(request: Request, limit: int) -> bytes:
+    _check_declared_length(request, limit)
     parts: list[bytes] = []
     size = 0
     async for chunk in request.stream():
@@ -427,8 +438,19 @@ def _http_error_response(request: Request, exc: Exception) -> Response:
 
 
 def _disconnected(request: Request, exc: Exception) -> Response:
-    """The client went away (or its body timed out) before its request was read: nobody is listening."""
-    return Response(status_code=400, headers={"Connection": "close"})
+    """The client went away (nobody is listening) or its body timed out before the request was read: a JSON
+    400 that closes the connection."""
+    timeout = request.scope.get("extensions", {}).get(BODY_TIMED_OUT)
+    if timeout is not None:
+        message = f"the request body sent nothing for {timeout:g} s (body timeout)"
+        body = {"error": "BodyTimeout", "message": message, "oid": None}
+    else:
+        body = {
+            "error": "ClientDisconnect",
+            "message": "the client went away before its request was read",
+            "oid": None,
+        }
+    return JSONResponse(body, status_code=400, headers={"Connection": "close"})
 
 
 INTERNAL_ERROR = {"error": "InternalError", "message": "internal error (the server logged it)", "oid": None}
@@ -551,6 +573,10 @@ Send = Callable[[Message], Awaitable[None]]
 ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 
+#: The scope extension BodyTimeout sets (to its timeout) when a request body stalled.
+BODY_TIMED_OUT = "tractkv.body_timed_out"
+
+
 class BodyTimeout:
     """ASGI middleware: a request body that delivers nothing for ``timeout`` seconds while the app waits for
     it reads as a disconnect (``http.disconnect``), and the answer closes the connection. Only time spent
@@ -579,6 +605,7 @@ class BodyTimeout:
                 message = await receive()
             if scope_.cancelled_caught:
                 expired = True
+                scope.setdefault("extensions", {})[BODY_TIMED_OUT] = self.timeout
                 return {"type": "http.disconnect"}
             if message["type"] == "http.request" and not message.get("more_body", False):
                 body_done = True

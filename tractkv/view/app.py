@@ -260,7 +260,9 @@ class Viewer:
         return _html(page(f"{status}", pages.error_body(status, str(exc))), status=status)
 
     def branches(self, request: Request) -> PageResult:
-        return "Branches", pages.branches_body(self.inspector.branches()), None, True
+        head_ref, head = read_head(self.store)
+        detached = head if head_ref is None else None
+        return "Branches", pages.branches_body(self.inspector.branches(), detached), None, True
 
     def _ref(self, request: Request) -> str:
         ref = request.query_params.get("ref")
@@ -453,10 +455,14 @@ def _wants_json(path: str) -> bool:
 
 
 def _format(request: Request) -> str:
-    fmt = request.query_params.get("fmt", "openai")
-    if fmt not in pages.FORMATS:
-        raise InvalidInput(f"fmt must be one of {', '.join(pages.FORMATS)}")
-    return fmt
+    """The request format: ``fmt`` (or its spelling ``format``), openai by default; an unknown one is a 400."""
+    given = {name: request.query_params[name] for name in ("fmt", "format") if name in request.query_params}
+    for name, fmt in given.items():
+        if fmt not in pages.FORMATS:
+            raise InvalidInput(f"{name} must be one of {', '.join(pages.FORMATS)}, not {fmt!r}")
+    if len(set(given.values())) > 1:
+        raise InvalidInput("fmt and format disagree; give one")
+    return next(iter(given.values()), "openai")
 
 
 def _int(request: Request, name: str, default: int) -> int:

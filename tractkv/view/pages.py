@@ -142,9 +142,15 @@ def _clip(text: str, limit: int, name: str) -> Markup:
 # --- branches --------------------------------------------------------------------------------------------
 
 
-def branches_body(branches: list[BranchSummary]) -> Markup:
+def branches_body(branches: list[BranchSummary], detached: str | None = None) -> Markup:
+    """The branches table; ``detached``: the commit HEAD is detached at (no branch is current then)."""
+    marker = (
+        el("p", "HEAD detached at ", commit_link(detached), class_="detached-head")
+        if detached is not None
+        else None
+    )
     if not branches:
-        return join(el("h1", "Branches"), el("p", "This store has no branches yet.", class_="empty"))
+        return join(el("h1", "Branches"), marker, el("p", "This store has no branches yet.", class_="empty"))
     rows = [
         el(
             "tr",
@@ -173,7 +179,9 @@ def branches_body(branches: list[BranchSummary]) -> Markup:
         "tr",
         [el("th", h) for h in ("Branch", "", "Head", "Commits", "Messages", "Tokens", "Last activity", "")],
     )
-    return join(el("h1", "Branches"), el("table", el("thead", head), el("tbody", rows), class_="branches"))
+    return join(
+        el("h1", "Branches"), marker, el("table", el("thead", head), el("tbody", rows), class_="branches")
+    )
 
 
 def _kind(b: BranchSummary) -> str:
@@ -948,8 +956,12 @@ def diff_body(view: DiffView | None, a: str, b: str, ref: str | None) -> Markup:
         for k in CHANGE_SIGN
         if any(t.change == k for t in view.tools)
     )
-    parts.append(el("h2", f"Tools ({tool_summary or 'no change'}; {view.same_tools} unchanged)"))
-    if not view.tools:
+    if not view.tools and not view.same_tools:
+        parts.append(el("h2", "Tools (no tools)"))
+        parts.append(el("p", "Neither commit has tools in force.", class_="muted"))
+    else:
+        parts.append(el("h2", f"Tools ({tool_summary or 'no change'}; {view.same_tools} unchanged)"))
+    if not view.tools and view.same_tools:
         parts.append(el("p", "The same tools are in force at both.", class_="muted"))
     for change in view.tools:
         parts.append(
