@@ -587,19 +587,26 @@ def _children(code: str, path: Path, procs: int) -> list[dict[str, Any]]:
     return [_run_child(code, str(path)) for _ in range(procs)]
 
 
+def _compile_and_raw_read(path: Path, procs: int) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """``procs`` fresh-process compiles of ``path`` and as many raw reads + decodes, after one warm-up of each
+    (page cache, byte code), the two sides alternating so drift hits both alike."""
+    _run_child(_COMPILE_CHILD, str(path))
+    _run_child(_RAW_READ_CHILD, str(path))
+    ours: list[dict[str, Any]] = []
+    raw: list[dict[str, Any]] = []
+    for index in range(procs):
+        pair = [(_COMPILE_CHILD, ours), (_RAW_READ_CHILD, raw)]
+        for code, out in pair if index % 2 == 0 else reversed(pair):
+            out.append(_run_child(code, str(path)))
+    return ours, raw
+
+
 def _fresh_compile_cases(args: argparse.Namespace) -> list[dict[str, Any]]:
     scratch = _Scratch(args.tmp)
     try:
         path = scratch.new()
         _build_history(path, args.history, args.batch)
-        _run_child(_COMPILE_CHILD, str(path))  # warm-up: page cache, byte code
-        _run_child(_RAW_READ_CHILD, str(path))
-        ours: list[dict[str, Any]] = []
-        raw: list[dict[str, Any]] = []
-        for index in range(args.procs):  # alternate the sides so drift hits both alike
-            pair = [(_COMPILE_CHILD, ours), (_RAW_READ_CHILD, raw)]
-            for code, out in pair if index % 2 == 0 else reversed(pair):
-                out.append(_run_child(code, str(path)))
+        ours, raw = _compile_and_raw_read(path, args.procs)
         deleted = _delete_checkpoints(path)
         replay: list[dict[str, Any]] = []
         for _ in range(args.procs):
@@ -853,14 +860,7 @@ def _long_history_cases(args: argparse.Namespace) -> list[dict[str, Any]]:
         _build_history(path, args.long_history, 1000, durable=False)
         build_s = time.perf_counter() - started
         _raw_env_like(raw_path, args.long_history * 2)  # as many rows as the history's objects
-        _run_child(_COMPILE_CHILD, str(path))  # warm-up: page cache, byte code
-        _run_child(_RAW_READ_CHILD, str(path))
-        ours: list[dict[str, Any]] = []
-        raw: list[dict[str, Any]] = []
-        for index in range(args.procs):  # alternate the sides so drift hits both alike
-            pair = [(_COMPILE_CHILD, ours), (_RAW_READ_CHILD, raw)]
-            for code, out in pair if index % 2 == 0 else reversed(pair):
-                out.append(_run_child(code, str(path)))
+        ours, raw = _compile_and_raw_read(path, args.procs)
         imported = [_run_child(_RSS_IMPORT_CHILD)["rss_kib"] for _ in range(max(1, min(3, args.procs)))]
         reopen: list[dict[str, Any]] = []
         raw_reopen: list[dict[str, Any]] = []

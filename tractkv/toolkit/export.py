@@ -178,7 +178,7 @@ def _markdown(data: dict[str, Any], roots: list[UsageNode]) -> str:
             p50 = f"{s['p50_ms']:.1f}" if s["p50_ms"] is not None else "-"
             p95 = f"{s['p95_ms']:.1f}" if s["p95_ms"] is not None else "-"
             counts = f"{s['count']} | {s['success']} | {s['error']} | {s['interrupted']}"
-            out.append(f"| {_cell(name)} | {counts} | {rate} | {p50} | {p95} |")
+            out.append(f"| {_inline(name)} | {counts} | {rate} | {p50} | {p95} |")
     else:
         out.append("No tool usage.")
     return "\n".join(out).rstrip() + "\n"
@@ -213,13 +213,9 @@ _PUNCTUATION = re.compile(r"([\\`*_\[\]<>!|&#~])")
 
 
 def _inline(text: str) -> str:
-    """One line of conversation text as literal Markdown: no markup, no line break that would end it."""
+    """One line of conversation text as literal Markdown: no markup, no line break that would end it (a ``|``
+    is escaped too, so it cannot split a table cell)."""
     return _PUNCTUATION.sub(r"\\\1", " ".join(text.split()))
-
-
-def _cell(text: str) -> str:
-    """Text for a table cell (``|`` is escaped by :func:`_inline`, so it cannot split the cell)."""
-    return _inline(text)
 
 
 def _code(text: str) -> str:
