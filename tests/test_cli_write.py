@@ -342,6 +342,15 @@ def test_stdin_loses_its_trailing_whitespace_unless_verbatim(store: str) -> None
     refused(store, "commit", "-", input=" \n\n")  # nothing but whitespace: an empty message
 
 
+def test_verbatim_without_stdin_is_a_usage_error_that_writes_nothing(store: str) -> None:
+    ok(store, "commit", "hello")
+    before = snapshot(store)
+    code, out, err = run(store, "commit", "--verbatim", "Hello\n")
+    assert (code, out) == (2, "")
+    assert "--verbatim is for text read from stdin" in err
+    assert snapshot(store) == before
+
+
 def test_input_that_is_not_utf8_is_named_with_its_byte_offset(store: str, tmp_path: Path) -> None:
     ok(store, "commit", "hello")
     line = refused(store, "commit", "-", input=b"caf\xc3\xa9 \xff\n")

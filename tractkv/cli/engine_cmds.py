@@ -210,6 +210,8 @@ def commit(
         raise click.UsageError(f"--tool-call is for assistant messages, not --role {role}")
     if role is not None and tool_call_id is not None and role != "tool":
         raise click.UsageError(f"--tool-call-id is for tool results (--role tool), not --role {role}")
+    if verbatim and text != "-":
+        raise click.UsageError("--verbatim is for text read from stdin (TEXT -); TEXT itself is kept exactly")
     body = _read_text(text, verbatim)
     t = st.tract()
     # An edit keeps what is not given: the target's role and type, and (same role and type) its name,
