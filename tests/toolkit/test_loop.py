@@ -11,6 +11,7 @@ import pytest
 from tractkv import Tract
 from tractkv.errors import NoLLMConfigured
 from tractkv.llm import ScriptedLLM
+from tractkv.model import MAX_OBJECT_BYTES
 from tractkv.toolkit import ToolContext, ToolEvent, ToolExecutor, tool
 from tractkv.toolkit.loop import WITHHELD
 
@@ -193,6 +194,25 @@ def test_a_rejected_result_is_replaced_by_a_withheld_notice(tract: Tract) -> Non
     assert (message.content, message.is_error) == (WITHHELD, True)
     (usage,) = tract.tool_usages()
     assert usage.status == "success"  # the tool ran; its usage is still linked from the notice
+
+
+@tool
+def dump(*, context: ToolContext) -> str:
+    """Return more than a store can hold."""
+    return "x" * (MAX_OBJECT_BYTES + 1)
+
+
+def test_a_result_too_large_to_store_is_answered_by_an_error_and_the_loop_goes_on(tract: Tract) -> None:
+    tract.user("dump it")
+    llm = ScriptedLLM([call("c1", "dump", {}), "I will ask for less."])
+    result = tract.run(llm, ToolExecutor(tract, profile=None, tools=[dump]))
+    assert (result.stop_reason, result.text) == ("done", "I will ask for less.")
+    message = tract.compile().messages[2]
+    assert message.is_error
+    assert message.content.startswith("The tool ran, but its result (")
+    assert f"limit of {MAX_OBJECT_BYTES:,} bytes" in message.content
+    (usage,) = tract.tool_usages()
+    assert (usage.status, usage.result_commit) == ("success", tract.compile().commit_ids[2])
 
 
 def test_context_changes_land_after_the_steps_tool_results(tract: Tract) -> None:

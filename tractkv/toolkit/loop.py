@@ -32,7 +32,7 @@ from tractkv.engine.hooks import PendingToolResult
 from tractkv.engine.records import RunResult
 from tractkv.engine.usage_rows import delete_rows, interrupted_records, iter_pending
 from tractkv.engine.usage_tree import load_tree
-from tractkv.errors import InvalidInput, NoLLMConfigured, TractError
+from tractkv.errors import ContentTooLarge, InvalidInput, NoLLMConfigured, TractError
 from tractkv.ids import ObjectId
 
 from .context import AgentStep
@@ -49,6 +49,10 @@ if TYPE_CHECKING:
 
 DEFAULT_MAX_STEPS = 10
 WITHHELD = "The tool ran, but a tool_result hook withheld its result."
+TOO_LARGE = (
+    "The tool ran, but its result ({size:,} bytes encoded) is over the store's limit of {limit:,} bytes and was "
+    "not kept. Ask for less (a narrower query, a page, a summary)."
+)
 INTERRUPTED = (
     "interrupted: the process running this tool ended before the tool finished; it may have had partial "
     "effects"
@@ -142,10 +146,19 @@ def _run_calls(
 
 
 def _commit_result(tract: Tract, call_id: str, name: str, result: ToolResult) -> None:
-    """Commit a call's result with its usage tree linked, then drop the call's awaiting-link marker."""
-    committed = tract.tool_result(
-        call_id, name, result.text, is_error=not result.success, usages=result.usage_objects
-    )
+    """Commit a call's result with its usage tree linked, then drop the call's awaiting-link marker.
+
+    A result too large to store (``ContentTooLarge``: nothing was written) is answered by an error result
+    saying so, so the model can ask for less and the loop goes on; the usage record keeps the tool's status."""
+    try:
+        committed = tract.tool_result(
+            call_id, name, result.text, is_error=not result.success, usages=result.usage_objects
+        )
+    except ContentTooLarge as too_large:
+        notice = TOO_LARGE.format(size=too_large.size, limit=too_large.limit)
+        committed = tract.tool_result(
+            call_id, name, notice, is_error=True, usages=result.usage_objects, hooks=False
+        )
     if isinstance(committed, PendingToolResult):  # no hook decided: commit it as the hooks left it
         committed = committed.approve()
     if committed is None:  # a hook rejected it; the model still needs an answer to its call
