@@ -211,6 +211,28 @@ def test_a_bad_tool_call_is_one_line_naming_it(store: str, value: str, needle: s
     )
 
 
+def test_is_error_marks_a_tool_result_failed_and_an_edit_keeps_or_changes_it(store: str) -> None:
+    ok(store, "commit", "look it up")
+    ok(store, "commit", "--tool-call", '{"id": "c1", "name": "search", "arguments": {"q": "x"}}')
+    failed = ok(store, "commit", "--tool-call-id", "c1", "--is-error", "timed out")
+    with Tract.open(store) as t:
+        assert t.compile().messages[-1].is_error is True
+    ok(store, "commit", "--edit", failed, "timed out after 30 s")  # kept
+    with Tract.open(store) as t:
+        assert (t.compile().messages[-1].content, t.compile().messages[-1].is_error) == (
+            "timed out after 30 s",
+            True,
+        )
+    ok(store, "commit", "--edit", "HEAD", "--no-is-error", "found it")  # changed
+    with Tract.open(store) as t:
+        assert (t.compile().messages[-1].content, t.compile().messages[-1].is_error) == ("found it", False)
+    before = snapshot(store)
+    code, out, err = run(store, "commit", "--is-error", "not a tool result")
+    assert (code, out) == (2, "")
+    assert "--is-error is for tool results" in err
+    assert snapshot(store) == before
+
+
 def test_tool_call_flags_that_contradict_the_role_are_usage_errors(store: str) -> None:
     code, _, err = run(store, "commit", "--role", "user", "--tool-call", '{"id": "c1", "name": "a"}', "x")
     assert code == 2

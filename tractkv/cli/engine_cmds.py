@@ -174,6 +174,11 @@ def _role_of(payload: dict[str, Any]) -> str | None:
     help="A tool result's tool (default: the one the call names); else the speaker's name.",
 )
 @click.option(
+    "--is-error/--no-is-error",
+    default=None,
+    help="A tool result (--tool-call-id) that reports the tool failed (an edit keeps the target's setting).",
+)
+@click.option(
     "--verbatim",
     is_flag=True,
     help="With -: keep stdin exactly as read (default: strip trailing spaces, tabs and line breaks).",
@@ -191,6 +196,7 @@ def commit(
     tool_calls: tuple[str, ...],
     tool_call_id: str | None,
     name: str | None,
+    is_error: bool | None,
     verbatim: bool,
     as_json: bool,
 ) -> None:
@@ -229,10 +235,12 @@ def commit(
             kind = "instruction" if role == "system" else "dialogue"
     kept = previous if previous.get("type") == kind and _role_of(previous) == role else {}
     if role == "tool" and kind == "dialogue":
-        info = _tool_result(t, body, kept, tool_call_id, name, edit_target, message, meta)
+        info = _tool_result(t, body, kept, tool_call_id, name, is_error, edit_target, message, meta)
     else:
         if tool_call_id is not None:
             raise click.UsageError("--tool-call-id is for tool results (--role tool)")
+        if is_error is not None:
+            raise click.UsageError("--is-error is for tool results (--tool-call-id)")
         if calls and kind != "dialogue":
             raise click.UsageError(f"--tool-call is for dialogue messages, not --type {kind}")
         content = _content(kind, role, body, kept, name, calls)
@@ -287,6 +295,7 @@ def _tool_result(
     previous: dict[str, Any],
     tool_call_id: str | None,
     name: str | None,
+    is_error: bool | None,
     edit_target: str | None,
     message: str | None,
     meta: dict[str, Any] | None,
@@ -304,7 +313,7 @@ def _tool_result(
                 name or previous.get("name"),
                 body,
                 edit=edit_target,
-                is_error=bool(previous.get("is_error")),
+                is_error=bool(previous.get("is_error")) if is_error is None else is_error,
                 message=message,
                 metadata=meta,
                 hooks=False,
