@@ -1053,6 +1053,21 @@ _RSS_OPEN_CHILD = _PEAK_RSS_FN + textwrap.dedent(
 )
 
 
+def _drop_cached(path: Path) -> bool:
+    """Write ``path`` back and drop its pages from the page cache (this file's only; False where the OS
+    cannot): the next process maps only the pages it reads, not the cached neighbours the kernel maps
+    around each fault."""
+    if not hasattr(os, "posix_fadvise"):
+        return False
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+    finally:
+        os.close(fd)
+    return True
+
+
 def _memory_growth_cases(args: argparse.Namespace) -> list[dict[str, Any]]:
     """``peak_rss_growth``: for each of ``--growth-sizes``, a branch of that many commits (built with
     ``durable=False`` in batches of 1,000 and closed: it has a checkpoint) opened and compiled by fresh
@@ -1060,11 +1075,14 @@ def _memory_growth_cases(args: argparse.Namespace) -> list[dict[str, Any]]:
     fresh interpreter that imports tractkv, opens the same store with raw LMDB and reads one ref.
     ``peak_rss_growth_per_commit``: the growth of both from the smallest size to the largest, in bytes per
     commit (value: tractkv's; baseline: the raw open's), with the anonymous (``anon_``: the process's own
-    objects) and file-backed (``file_``: the LMDB map's pages the process touched) parts of it."""
+    objects) and file-backed (``file_``: the LMDB map's pages the process touched) parts of it. ``cold_*``:
+    one more child after the store's pages were dropped from the page cache (:func:`_drop_cached`), which
+    then maps only what it reads (with a hot cache the kernel maps cached pages around each fault too)."""
     sizes = args.growth_sizes
     procs = max(1, min(3, args.procs))
     ours: dict[int, dict[str, Any]] = {}
     base: dict[int, dict[str, Any]] = {}
+    cold: dict[int, dict[str, Any]] = {}
     scratch = _Scratch(args.tmp)
     try:
         for size in sizes:
@@ -1081,6 +1099,8 @@ def _memory_growth_cases(args: argparse.Namespace) -> list[dict[str, Any]]:
                     raise AssertionError(f"compiled {result['messages']} messages, expected {size}")
             ours[size] = min(runs, key=lambda r: r["rss_kib"])
             base[size] = min(raw, key=lambda r: r["rss_kib"])
+            if _drop_cached(path / "data.mdb"):  # once more, the store's pages no longer in the page cache
+                cold[size] = _run_child(_COMPILE_CHILD, str(path))
             shutil.rmtree(path, ignore_errors=True)
     finally:
         scratch.close()
@@ -1099,6 +1119,14 @@ def _memory_growth_cases(args: argparse.Namespace) -> list[dict[str, Any]]:
                 file_mb=round(mine["file_kib"] * 1024 / 1e6, 1),
                 baseline_anon_mb=round(theirs["anon_kib"] * 1024 / 1e6, 1),
                 baseline_file_mb=round(theirs["file_kib"] * 1024 / 1e6, 1),
+                **(
+                    {
+                        "cold_mb": round(cold[size]["rss_kib"] * 1024 / 1e6, 1),
+                        "cold_file_mb": round(cold[size]["file_kib"] * 1024 / 1e6, 1),
+                    }
+                    if size in cold
+                    else {}
+                ),
                 procs=procs,
             )
         )
@@ -1118,6 +1146,14 @@ def _memory_growth_cases(args: argparse.Namespace) -> list[dict[str, Any]]:
             baseline_n=small,
             anon_bytes_per_commit=round(per_commit(ours, "anon_kib"), 1),
             file_bytes_per_commit=round(per_commit(ours, "file_kib"), 1),
+            **(
+                {
+                    "cold_bytes_per_commit": round(per_commit(cold, "rss_kib"), 1),
+                    "cold_file_bytes_per_commit": round(per_commit(cold, "file_kib"), 1),
+                }
+                if small in cold and large in cold
+                else {}
+            ),
         )
     )
     return lines

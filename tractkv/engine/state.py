@@ -398,7 +398,7 @@ class View:
         # a message, the Slot of one not rendered yet, or UNREAD: one of ``table``'s, at ``rows[position]``
         self.messages: list[Message | Slot | _Unread] = []
         self.table: SlotTable | None = None  # the packed slots of the checkpoint the view was rebuilt from
-        self.rows = array("i")  # per position: its slot's position in ``table`` (-1: not one of them)
+        self.rows = array("i")  # with a table, per position: its slot's position there (-1: not one of them)
         self.load: Callable[[Slot], Message] | None = None  # renders a slot left in ``messages``
         self.reader: Reader | None = None  # what ``load`` reads through
         self.lazy = 0  # slots placed in ``messages`` (some may have been rendered since)
@@ -451,7 +451,8 @@ class View:
             self.placeholders.append(len(self.messages))
             self.messages.append(placeholder)
             self.commits.append(commit)
-            self.rows.append(-1)
+            if self.table is not None:
+                self.rows.append(-1)
 
     def finish(self) -> None:
         """Place the reasoning held back by :meth:`add` (its turn's open calls, if still open, then get
@@ -473,7 +474,8 @@ class View:
             self.lazy += 1
         self.messages.append(message)
         self.commits.append(slot)
-        self.rows.append(-1)
+        if self.table is not None:  # ``rows`` runs parallel to ``messages`` in a view of a SlotTable only
+            self.rows.append(-1)
         self.tokens += slot.tokens
 
     def message(self, position: int) -> Message:
