@@ -28,12 +28,17 @@ the same figures under the unit-named keys ``bench_store`` uses (``tractkv_per_s
   durable; value: the rate over the last 10% of the commits, baseline: the rate over the first 10%.
   Target: ratio >= 0.9. ``raw_ratio``: the same for the raw pipeline building the same history in the
   same run (objects keyed by random ids: each batch of a growing store touches more leaves, so LMDB
-  itself writes more pages per batch as the history grows).
+  itself writes more pages per batch as the history grows). Where the time goes: ``store_write_*_s``, the
+  seconds inside the store's write transactions (page writes and fsync) in the first and last 10%,
+  ``written_mb_*`` the bytes written to disk then (/proc/self/io), ``python_ratio`` the rate ratio of the
+  rest (everything but the store's transactions).
 * ``bytes_per_commit``: for each of ``--size-commits`` (10k and 100k), that many commits written ``--batch``
-  per ``t.batch()`` block; value: the store's bytes per commit (``Store.size_bytes()``: the pages LMDB
-  uses, free ones included) after ``close()``; baseline: the same history written one commit per
-  transaction. ``durable=False`` on both sides (fsync does not change which pages LMDB uses). Target:
-  ratio <= 1.1. What remains at 10k is physical for this key layout (docs/ARCHITECTURE.md, "Space and
+  per ``t.batch()`` block; value: the bytes of the pages the store's tables use per commit after
+  ``close()`` (per-table page counts in ``pages``, LMDB's free pages in ``_free``); baseline: the same
+  history written one commit per transaction. ``durable=False`` on both sides (fsync does not change
+  which pages LMDB uses). Target: ratio <= 1.1. ``file_ratio``: the same for the whole file
+  (``Store.size_bytes()``), which also holds the last large batch's copy-on-write pre-images as free pages
+  (reused by the next write; bounded by one batch, not by the history: docs/ARCHITECTURE.md, "Space and
   large batches").
 * ``compile_fresh_process``: a ``--history``-commit branch built once (batched) and closed (which writes a
   compile checkpoint); each of ``--procs`` fresh interpreters imports tractkv, then times ``Tract.open``
@@ -57,11 +62,18 @@ the same figures under the unit-named keys ``bench_store`` uses (``tractkv_per_s
 * ``long_history`` (case name for ``--case``) prints three lines on one ``--long-history``-commit branch
   (default 100,000), built once with ``durable=False`` in batches of 1,000 (``build_s``) and closed:
   ``compile_fresh_process_long`` (as ``compile_fresh_process``; target ratio <= 2.5); ``peak_rss_reopen``
-  (the peak RSS, VmHWM, of those compile children after open + compile, before close; baseline: an
-  interpreter that only imports tractkv; target <= 80 MB; ``rss_after_close_mb`` is the peak at exit, the
-  context dropped before close); ``first_commit_after_reopen_long`` (``Tract.open`` plus the first durable
-  append of a fresh interpreter, ``open_ms`` and ``commit_ms`` apart; baseline: opening a raw LMDB
-  environment of as many rows plus its first durable put; target <= 20 ms).
+  (the peak RSS, VmHWM, of those compile children after open + compile, before close, with its ``anon_mb``
+  and ``file_mb`` parts; baseline: an interpreter that imports tractkv and opens the same store with raw LMDB;
+  target <= 80 MB; ``rss_after_close_mb`` is the peak at exit, the context dropped before close);
+  ``first_commit_after_reopen_long`` (``Tract.open`` plus the first durable append of a fresh interpreter,
+  ``open_ms`` and ``commit_ms`` apart; baseline: opening a raw LMDB environment of as many rows plus its
+  first durable put; target <= 20 ms).
+* ``memory_growth`` (case name for ``--case``): ``peak_rss_growth``, one line per ``--growth-sizes`` (10k, 50k,
+  100k): the peak RSS of fresh interpreters opening and compiling a branch of that many commits (baseline:
+  import tractkv + a raw LMDB open of the same store), and ``peak_rss_growth_per_commit``: how many bytes
+  of peak RSS each commit adds from the smallest size to the largest (``anon_bytes_per_commit``: the
+  process's own memory; ``file_bytes_per_commit``: pages of the LMDB map it touched, the checkpoint's
+  chunks). Target <= 300 bytes a commit (~500 when a loaded checkpoint made a Slot per message).
 
 Durable cases must hit a real disk: the default ``--tmp`` is ``/var/tmp`` (disk-backed by convention; ``/tmp``
 is a tmpfs on many systems, where fsync is free). Each line carries the file-system type in ``fs``.
@@ -114,6 +126,12 @@ TARGETS: dict[str, tuple[float | None, str, str]] = {  # case -> (target, checke
     "compile_fresh_process_long": (2.5, "ratio", "max"),  # as compile_fresh_process, --long-history commits
     "peak_rss_reopen": (80.0, "value", "max"),  # MB: a fresh process opening and compiling the long history
     "first_commit_after_reopen_long": (20.0, "value", "max"),  # ms: Tract.open + the first append
+    "peak_rss_growth": (None, "value", "max"),  # MB at one size (memory_growth)
+    "peak_rss_growth_per_commit": (
+        300.0,
+        "value",
+        "max",
+    ),  # bytes of peak RSS per commit, smallest to largest
 }
 SMOKE_ARGS = ["--quick"]  # what the benchmark smoke test runs
 CASES = (
@@ -126,6 +144,7 @@ CASES = (
     "peak_rss",
     "first_commit_after_reopen",
     "long_history",
+    "memory_growth",
 )
 UNIT_KEYS = {"per_s": "per_s", "ms": "ms", "MB": "mb", "B": "b"}
 _TEXT = (  # message words; each message is drawn from these with the fixed seed
@@ -450,26 +469,45 @@ def _flatness_case(args: argparse.Namespace) -> dict[str, Any]:
     batches = max(1, count // 10 // batch)
     ends: list[float] = []
     raw_ends: list[float] = []
+    writes: list[float] = []  # per batch: seconds inside LmdbStore's write transactions (commit + fsync)
+    written: list[int] = []  # per batch: bytes this process wrote to disk (/proc/self/io)
     scratch = _Scratch(args.tmp)
+    real_write = LmdbStore._write
+    spent = [0.0]
+
+    def timed_write(self: LmdbStore, body: Any) -> Any:
+        begun = time.perf_counter()
+        try:
+            return real_write(self, body)
+        finally:
+            spent[0] += time.perf_counter() - begun
+
+    LmdbStore._write = timed_write  # type: ignore[method-assign]
     try:
         path = scratch.new()
         with Tract.open(str(path)) as t:
             start = time.perf_counter()
             for first in range(0, count, batch):
+                spent[0], before = 0.0, _written_bytes()
                 with t.batch():
                     for index in range(first, min(first + batch, count)):
                         _append(t, index, texts[index])
                 ends.append(time.perf_counter() - start)
+                writes.append(spent[0])
+                written.append(_written_bytes() - before)
             if t.compile().commit_count != count:
                 raise AssertionError("the benchmark's branch does not hold every commit")
+        LmdbStore._write = real_write  # type: ignore[method-assign]
         shutil.rmtree(path, ignore_errors=True)
         _raw_pipeline(texts, batch, raw_ends)(scratch.new())
         fs = _fs_type(scratch.root)
     finally:
+        LmdbStore._write = real_write  # type: ignore[method-assign]
         scratch.close()
     first_s, last_s = _first_last(ends, batches)
     raw_first, raw_last = _first_last(raw_ends, batches)
     done = batches * batch
+    write_first, write_last = sum(writes[:batches]), sum(writes[-batches:])
     return _line(
         "batched_append_flatness",
         count,
@@ -480,9 +518,50 @@ def _flatness_case(args: argparse.Namespace) -> dict[str, Any]:
         raw_first_per_s=round(done / raw_first, 1),
         raw_last_per_s=round(done / raw_last, 1),
         raw_ratio=round(raw_first / raw_last, 4),
+        # where the time goes: the store's write transactions (page writes + fsync) against everything else
+        store_write_first_s=round(write_first, 3),
+        store_write_last_s=round(write_last, 3),
+        python_ratio=round((first_s - write_first) / (last_s - write_last), 4),
+        written_mb_first=round(sum(written[:batches]) / 1e6, 1),
+        written_mb_last=round(sum(written[-batches:]) / 1e6, 1),
         batch=batch,
         fs=fs,
     )
+
+
+def _written_bytes() -> int:
+    """Bytes this process caused to be written to storage so far (/proc/self/io; 0 where there is none)."""
+    try:
+        for line in Path("/proc/self/io").read_text().splitlines():
+            if line.startswith("write_bytes:"):
+                return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
+
+
+def _page_use(path: Path) -> dict[str, int]:
+    """Pages of a closed store: per table (branch + leaf + overflow), the file's (``last_pgno + 1``), and the
+    rest (``_free``): LMDB's free list and its own record of it, pages a later transaction reuses."""
+    env = lmdb.open(str(path), max_dbs=16, readonly=True, lock=False)
+    try:
+        with env.begin() as txn:
+            names = [bytes(key) for key in txn.cursor().iternext(values=False)]
+        pages: dict[str, int] = {}
+        for name in names:
+            db = env.open_db(name, create=False)
+            with env.begin() as txn:
+                stat = txn.stat(db)
+            pages[name.decode()] = stat["branch_pages"] + stat["leaf_pages"] + stat["overflow_pages"]
+        main = env.stat()
+        file_pages = int(env.info()["last_pgno"]) + 1
+        tables = sum(pages.values()) + main["branch_pages"] + main["leaf_pages"] + 2  # + the meta pages
+        pages["_file"] = file_pages
+        pages["_free"] = file_pages - tables
+        pages["_psize"] = int(main["psize"])
+    finally:
+        env.close()
+    return pages
 
 
 def _bytes_per_commit_case(args: argparse.Namespace, count: int) -> dict[str, Any]:
@@ -491,6 +570,7 @@ def _bytes_per_commit_case(args: argparse.Namespace, count: int) -> dict[str, An
     texts = _messages(count, random.Random(f"{SEED}:size"))
     sizes: dict[int, int] = {}
     files: dict[int, int] = {}
+    pages: dict[int, dict[str, int]] = {}
     scratch = _Scratch(args.tmp)
     try:
         for per in (batch, 1):
@@ -508,14 +588,24 @@ def _bytes_per_commit_case(args: argparse.Namespace, count: int) -> dict[str, An
                 if t.compile().commit_count != count:
                     raise AssertionError("the benchmark's branch does not hold every commit")
             files[per] = (path / "data.mdb").stat().st_size
+            pages[per] = _page_use(path)
     finally:
         scratch.close()
+    psize = pages[1]["_psize"]
+    used = {per: (p["_file"] - p["_free"]) * psize for per, p in pages.items()}
     return _line(
         "bytes_per_commit",
         count,
         "B",
-        sizes[batch] / count,
-        sizes[1] / count,
+        used[batch] / count,
+        used[1] / count,
+        # the whole file (Store.size_bytes(), free pages included): the last large batch's copy-on-write
+        # pre-images stay free pages at the end, reused by the next write (docs/ARCHITECTURE.md)
+        file_bytes_per_commit=round(sizes[batch] / count, 1),
+        baseline_file_bytes_per_commit=round(sizes[1] / count, 1),
+        file_ratio=round(sizes[batch] / sizes[1], 4),
+        pages={k: v for k, v in pages[batch].items() if v and k != "_psize"},
+        baseline_pages={k: v for k, v in pages[1].items() if v and k != "_psize"},
         store_mb=round(sizes[batch] / 1e6, 2),
         baseline_store_mb=round(sizes[1] / 1e6, 2),
         file_mb=round(files[batch] / 1e6, 2),
@@ -543,6 +633,20 @@ _PEAK_RSS_FN = textwrap.dedent(
         except OSError:
             pass
         return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+
+
+    def rss_parts():
+        # RssAnon (the process's own memory) and RssFile (mapped file pages: the store's LMDB map among them)
+        parts = {"RssAnon": 0, "RssFile": 0}
+        try:
+            with open("/proc/self/status") as status:
+                for line in status:
+                    key = line.split(":")[0]
+                    if key in parts:
+                        parts[key] = int(line.split()[1])
+        except OSError:
+            pass
+        return parts
     """
 )
 
@@ -558,10 +662,12 @@ _COMPILE_CHILD = _PEAK_RSS_FN + textwrap.dedent(
     messages = len(ctx.messages)
     assert ctx.messages[-1].content  # a message is read (messages not used yet are read on first use)
     rss = peak_kib()  # open + compile
+    parts = rss_parts()
     del ctx  # done with it (a context still alive when its Tract closes has its other messages read then)
     t.close()
     print(json.dumps({"ms": (done - start) * 1000, "open_ms": (opened - start) * 1000,
-                      "messages": messages, "rss_kib": rss, "rss_after_close_kib": peak_kib()}))
+                      "messages": messages, "rss_kib": rss, "rss_after_close_kib": peak_kib(),
+                      "anon_kib": parts["RssAnon"], "file_kib": parts["RssFile"]}))
     """
 )
 
@@ -861,7 +967,10 @@ def _long_history_cases(args: argparse.Namespace) -> list[dict[str, Any]]:
         build_s = time.perf_counter() - started
         _raw_env_like(raw_path, args.long_history * 2)  # as many rows as the history's objects
         ours, raw = _compile_and_raw_read(path, args.procs)
-        imported = [_run_child(_RSS_IMPORT_CHILD)["rss_kib"] for _ in range(max(1, min(3, args.procs)))]
+        # baseline: import tractkv + a raw LMDB open of the same store (what any reader of it pays)
+        imported = [
+            _run_child(_RSS_OPEN_CHILD, str(path))["rss_kib"] for _ in range(max(1, min(3, args.procs)))
+        ]
         reopen: list[dict[str, Any]] = []
         raw_reopen: list[dict[str, Any]] = []
         for index in range(args.procs):
@@ -906,6 +1015,8 @@ def _long_history_cases(args: argparse.Namespace) -> list[dict[str, Any]]:
             import_mb,
             delta_mb=round(rss_mb - import_mb, 1),
             bytes_per_commit=round((rss_mb - import_mb) * 1e6 / n),
+            anon_mb=round(min(r["anon_kib"] for r in ours) * 1024 / 1e6, 1),
+            file_mb=round(min(r["file_kib"] for r in ours) * 1024 / 1e6, 1),
             rss_after_close_mb=round(max(r["rss_after_close_kib"] for r in ours) * 1024 / 1e6, 1),
             store_file_mb=round(store_mb, 1),
         ),
@@ -922,6 +1033,130 @@ def _long_history_cases(args: argparse.Namespace) -> list[dict[str, Any]]:
             fs=fs,
         ),
     ]
+
+
+# --- memory against history length ------------------------------------------------------------------
+
+_RSS_OPEN_CHILD = _PEAK_RSS_FN + textwrap.dedent(
+    """
+    import json, sys
+    import lmdb
+    import tractkv
+    env = lmdb.open(sys.argv[1], max_dbs=16, readonly=True, lock=False, readahead=False)
+    refs = env.open_db(b"refs", create=False)
+    with env.begin(db=refs) as txn:
+        head = txn.get(b"HEAD")
+    env.close()
+    parts = rss_parts()
+    print(json.dumps({"rss_kib": peak_kib(), "anon_kib": parts["RssAnon"], "file_kib": parts["RssFile"]}))
+    """
+)
+
+
+def _drop_cached(path: Path) -> bool:
+    """Write ``path`` back and drop its pages from the page cache (this file's only; False where the OS
+    cannot): the next process maps only the pages it reads, not the cached neighbours the kernel maps
+    around each fault."""
+    if not hasattr(os, "posix_fadvise"):
+        return False
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+    finally:
+        os.close(fd)
+    return True
+
+
+def _memory_growth_cases(args: argparse.Namespace) -> list[dict[str, Any]]:
+    """``peak_rss_growth``: for each of ``--growth-sizes``, a branch of that many commits (built with
+    ``durable=False`` in batches of 1,000 and closed: it has a checkpoint) opened and compiled by fresh
+    interpreters (the ``compile_fresh_process`` child); value: the best peak RSS (VmHWM) in MB; baseline: a
+    fresh interpreter that imports tractkv, opens the same store with raw LMDB and reads one ref.
+    ``peak_rss_growth_per_commit``: the growth of both from the smallest size to the largest, in bytes per
+    commit (value: tractkv's; baseline: the raw open's), with the anonymous (``anon_``: the process's own
+    objects) and file-backed (``file_``: the LMDB map's pages the process touched) parts of it. ``cold_*``:
+    one more child after the store's pages were dropped from the page cache (:func:`_drop_cached`), which
+    then maps only what it reads (with a hot cache the kernel maps cached pages around each fault too)."""
+    sizes = args.growth_sizes
+    procs = max(1, min(3, args.procs))
+    ours: dict[int, dict[str, Any]] = {}
+    base: dict[int, dict[str, Any]] = {}
+    cold: dict[int, dict[str, Any]] = {}
+    scratch = _Scratch(args.tmp)
+    try:
+        for size in sizes:
+            path = scratch.new()
+            _build_history(path, size, 1000, durable=False)
+            runs: list[dict[str, Any]] = []
+            raw: list[dict[str, Any]] = []
+            for index in range(procs):
+                pair = [(_COMPILE_CHILD, runs), (_RSS_OPEN_CHILD, raw)]
+                for code, out in pair if index % 2 == 0 else reversed(pair):
+                    out.append(_run_child(code, str(path)))
+            for result in runs:
+                if result["messages"] != size:
+                    raise AssertionError(f"compiled {result['messages']} messages, expected {size}")
+            ours[size] = min(runs, key=lambda r: r["rss_kib"])
+            base[size] = min(raw, key=lambda r: r["rss_kib"])
+            if _drop_cached(path / "data.mdb"):  # once more, the store's pages no longer in the page cache
+                cold[size] = _run_child(_COMPILE_CHILD, str(path))
+            shutil.rmtree(path, ignore_errors=True)
+    finally:
+        scratch.close()
+    lines = []
+    for size in sizes:
+        mine, theirs = ours[size], base[size]
+        lines.append(
+            _line(
+                "peak_rss_growth",
+                size,
+                "MB",
+                mine["rss_kib"] * 1024 / 1e6,
+                theirs["rss_kib"] * 1024 / 1e6,
+                bytes_per_commit=round((mine["rss_kib"] - theirs["rss_kib"]) * 1024 / size),
+                anon_mb=round(mine["anon_kib"] * 1024 / 1e6, 1),
+                file_mb=round(mine["file_kib"] * 1024 / 1e6, 1),
+                baseline_anon_mb=round(theirs["anon_kib"] * 1024 / 1e6, 1),
+                baseline_file_mb=round(theirs["file_kib"] * 1024 / 1e6, 1),
+                **(
+                    {
+                        "cold_mb": round(cold[size]["rss_kib"] * 1024 / 1e6, 1),
+                        "cold_file_mb": round(cold[size]["file_kib"] * 1024 / 1e6, 1),
+                    }
+                    if size in cold
+                    else {}
+                ),
+                procs=procs,
+            )
+        )
+    small, large = sizes[0], sizes[-1]
+    span = max(1, large - small)
+
+    def per_commit(results: dict[int, dict[str, Any]], key: str) -> float:
+        return (results[large][key] - results[small][key]) * 1024 / span
+
+    lines.append(
+        _line(
+            "peak_rss_growth_per_commit",
+            large,
+            "B",
+            max(per_commit(ours, "rss_kib"), 0.1),
+            max(per_commit(base, "rss_kib"), 0.1),
+            baseline_n=small,
+            anon_bytes_per_commit=round(per_commit(ours, "anon_kib"), 1),
+            file_bytes_per_commit=round(per_commit(ours, "file_kib"), 1),
+            **(
+                {
+                    "cold_bytes_per_commit": round(per_commit(cold, "rss_kib"), 1),
+                    "cold_file_bytes_per_commit": round(per_commit(cold, "file_kib"), 1),
+                }
+                if small in cold and large in cold
+                else {}
+            ),
+        )
+    )
+    return lines
 
 
 # --- entry point ---------------------------------------------------------------------------------------
@@ -956,6 +1191,12 @@ def _parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--batch", type=int, default=1000, help="commits per batch (default 1000)")
     parser.add_argument(
+        "--growth-sizes",
+        type=_sizes,
+        default=[10000, 50000, 100000],
+        help="memory_growth history sizes, fresh processes each (10000,50000,100000)",
+    )
+    parser.add_argument(
         "--history", type=int, default=10000, help="commits of the reopened/compiled history (default 10000)"
     )
     parser.add_argument(
@@ -987,6 +1228,7 @@ def main(argv: list[str] | None = None) -> int:
         args.commits, args.batched_commits, args.batch, args.history = 20, 60, 20, 60
         args.flat_commits, args.size_commits = 200, [60]
         args.long_history = 120
+        args.growth_sizes = [30, 90]
         args.sizes, args.appends, args.repeat, args.procs = [20, 60], 5, 1, 1
     args.repeat, args.procs = max(1, args.repeat), max(1, args.procs)
     fs = _fs_type(Path(args.tmp))
@@ -1006,6 +1248,7 @@ def main(argv: list[str] | None = None) -> int:
         "peak_rss": lambda: [_peak_rss_case(args)],
         "first_commit_after_reopen": lambda: [_reopen_case(args)],
         "long_history": lambda: _long_history_cases(args),
+        "memory_growth": lambda: _memory_growth_cases(args),
     }
     missed = False
     for case in args.case or CASES:

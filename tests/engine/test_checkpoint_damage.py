@@ -376,13 +376,13 @@ def replayed(path: str) -> tuple[Any, ...]:
 def test_an_append_after_reopening_reads_no_chunk(store_path: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """The first commit on a reopened store loads the checkpoint's record only; compile reads the chunks."""
     read: list[bytes] = []
-    real = tractkv.engine.state.read_chunk
+    real = tractkv.engine.state._chunk_rows  # every chunk read decodes through it
 
     def counting(key: bytes, raw: bytes) -> list[Any]:
         read.append(key)
         return real(key, raw)
 
-    monkeypatch.setattr(tractkv.engine.state, "read_chunk", counting)
+    monkeypatch.setattr(tractkv.engine.state, "_chunk_rows", counting)
     with Tract.open(store_path, durable=False) as t:
         info = t.user("one more question")
         assert info.token_count > 0
@@ -476,7 +476,16 @@ def hostile_shapes() -> list[tuple[str, Callable[[list[Any]], None]]]:
     def calls_not_strings(rows: list[Any]) -> None:
         rows[0][5], rows[0][6] = "assistant", [1]
 
+    first: list[bytes] = []
+
+    def commit_repeated_in_another_chunk(rows: list[Any]) -> None:
+        if first:
+            rows[0][0] = first[0]
+        else:
+            first.append(rows[-1][0])
+
     return [
+        ("commit_repeated_in_another_chunk", commit_repeated_in_another_chunk),
         ("role", role),
         ("tool_without_call_id", tool_without_call_id),
         ("calls_on_a_user_message", calls_on_a_user_message),

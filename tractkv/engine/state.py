@@ -32,6 +32,8 @@ from __future__ import annotations
 import gc
 import itertools
 import operator
+import sys
+from array import array
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -236,6 +238,133 @@ def message_shape(data: dict[str, Any]) -> tuple[str, tuple[str, ...] | str | No
     return role, None
 
 
+class _Unread:
+    """The type of :data:`UNREAD`."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "UNREAD"
+
+
+UNREAD = _Unread()  # a view's item whose slot is in its SlotTable, not rendered yet (View.add_row)
+
+
+class SlotTable:
+    """The slots of a loaded checkpoint, packed in columns: no Python object per slot.
+
+    A compile state loaded from a checkpoint holds its slots here (read-only: chunks are immutable): per slot
+    64 bytes of ids (the commit's then the blob's raw id) in one buffer, its tokens and its packed kind, role
+    and priority in two arrays; the rare call ids and ``extra`` fields in dicts by position. A view rebuilt
+    from it keeps positions, not slots (:meth:`View.add_row`), so memory grows by about 90 bytes a message
+    instead of a :class:`Slot` and its two id objects (~250 bytes). :meth:`slot` makes a Slot when one is
+    needed (a message rendered, an edit, a merge: those make every slot, :meth:`CompileState.slots`).
+    """
+
+    __slots__ = ("calls", "codes", "extra", "ids", "keys", "n", "tokens")
+
+    def __init__(self) -> None:
+        self.ids = bytearray()  # commit (32 bytes) then blob (32 bytes), per slot
+        self.tokens = array("I")
+        self.codes = array("H")  # Slot.code
+        self.calls: dict[int, tuple[str, ...] | str] = {}  # position -> Slot.calls, when not None
+        self.extra: dict[int, tuple[bytes | None, dict[str, Any] | None, ObjectId | None]] = {}
+        self.keys: list[bytes] = []  # the chunk keys, in order (chunk i holds slots i * CHUNK_SLOTS on)
+        self.n = 0
+
+    def __len__(self) -> int:
+        return self.n
+
+    def add_chunk(self, key: bytes, raw: bytes) -> int:
+        """Append the verified rows of a chunk (:func:`read_chunk`'s checks, no Slot made); how many.
+
+        Raises:
+            DecodeError: the chunk is damaged.
+        """
+        rows = _chunk_rows(key, raw)
+        ids, tokens, codes, calls_of, extra_of = self.ids, self.tokens, self.codes, self.calls, self.extra
+        position = self.n
+        try:
+            for row in rows:
+                commit, blob, count, code, calls, extra = _fields_from_row(row)
+                ids += commit
+                ids += blob
+                tokens.append(count)
+                codes.append(code)
+                if calls is not None:
+                    calls_of[position] = calls
+                if extra is not None:
+                    extra_of[position] = extra
+                position += 1
+        except OverflowError as exc:
+            raise DecodeError("a slot's token count is out of range") from exc
+        added = position - self.n
+        self.n = position
+        self.keys.append(key)
+        return added
+
+    def raw_commit(self, position: int) -> bytes:
+        start = position * 64
+        return bytes(self.ids[start : start + 32])
+
+    def commit(self, position: int) -> ObjectId:
+        start = position * 64
+        return ObjectId(self.ids[start : start + 32].hex())
+
+    def gen(self, position: int) -> dict[str, Any] | None:
+        extra = self.extra.get(position)
+        return None if extra is None else extra[1]
+
+    def slot(self, position: int) -> Slot:
+        start = position * 64
+        ids = self.ids
+        return Slot.packed(
+            bytes(ids[start : start + 32]),
+            bytes(ids[start + 32 : start + 64]),
+            self.tokens[position],
+            self.codes[position],
+            self.calls.get(position),
+            self.extra.get(position),
+        )
+
+    def slots(self, start: int = 0, stop: int | None = None) -> list[Slot]:
+        return [self.slot(position) for position in range(start, self.n if stop is None else stop)]
+
+    def check_unique(self) -> None:
+        """No commit names two slots (:func:`check_unique`), checked without an object per id: a bitmap of
+        each id's first 32 bits finds the few candidates, which are then compared in full.
+
+        Raises:
+            DecodeError: a commit names two slots.
+        """
+        sources = [extra[0] for extra in self.extra.values() if extra[0] is not None]
+        count = self.n + len(sources)
+        bits = 1 << max(16, (count * 16).bit_length())  # about 16 bits per id: ~3% of them collide
+        mask = bits - 1
+        seen = bytearray(bits >> 3)
+        again: set[int] = set()
+        with memoryview(self.ids) as view, view.cast("I") as words:  # native order, as _first_word reads
+            firsts = itertools.chain(words[::16], (_first_word(source) for source in sources))
+            for word in firsts:
+                hashed = word & mask
+                bit = 1 << (hashed & 7)
+                if seen[hashed >> 3] & bit:
+                    again.add(hashed)
+                else:
+                    seen[hashed >> 3] |= bit
+        if not again:
+            return
+        ids = self.ids
+        candidates = [self.raw_commit(p) for p in range(self.n) if _first_word(ids, p * 64) & mask in again]
+        candidates.extend(source for source in sources if _first_word(source) & mask in again)
+        check_unique_ids(candidates)
+
+
+def _first_word(data: bytes | bytearray, start: int = 0) -> int:
+    """The native-order 32-bit word at ``start`` (what a memoryview cast to "I" reads there)."""
+    return int.from_bytes(data[start : start + 4], sys.byteorder)
+
+
 class View:
     """The visible part of a state, kept in step with appends so compile after an append is O(1).
 
@@ -260,17 +389,22 @@ class View:
         "pairing",
         "placeholders",
         "reader",
+        "rows",
+        "table",
         "tokens",
     )
 
     def __init__(self) -> None:
-        self.messages: list[Message | Slot] = []
+        # a message, the Slot of one not rendered yet, or UNREAD: one of ``table``'s, at ``rows[position]``
+        self.messages: list[Message | Slot | _Unread] = []
+        self.table: SlotTable | None = None  # the packed slots of the checkpoint the view was rebuilt from
+        self.rows = array("i")  # with a table, per position: its slot's position there (-1: not one of them)
         self.load: Callable[[Slot], Message] | None = None  # renders a slot left in ``messages``
         self.reader: Reader | None = None  # what ``load`` reads through
         self.lazy = 0  # slots placed in ``messages`` (some may have been rendered since)
         # the commit of each message: its Slot (whose raw id gives it: no hex string kept per message), or
         # the id itself for a placeholder result (:meth:`commit_at`)
-        self.commits: list[Slot | ObjectId] = []
+        self.commits: list[Slot | ObjectId | _Unread] = []
         self.tokens = 0
         self.pairing = Pairing()
         self.placeholders: list[int] = []  # positions of placeholder results in ``messages``
@@ -288,6 +422,38 @@ class View:
             self.finish()
         self._place(message, slot)
 
+    def add_row(self, row: int) -> None:
+        """:meth:`add` for the slot at ``row`` of :attr:`table`, without making a Slot (see :class:`SlotTable`)."""
+        table = self.table
+        assert table is not None
+        code = table.codes[row]
+        if code >> 4 == _REASONING and self.pairing.open:
+            slot = table.slot(row)
+            self.deferred.append((slot, slot))
+            return
+        if self.deferred and code >> 2 & 3 != _TOOL:
+            self.finish()
+        pairing = self.pairing
+        role = MESSAGE_ROLES[code >> 2 & 3]
+        calls = table.calls.get(row)
+        before = () if pairing.step_quiet(role, calls) else pairing.step_shape(role, calls, table.commit(row))
+        if before is None:
+            return  # an orphan tool result: a repair, not a message
+        self._placeholders(before)
+        self.lazy += 1
+        self.messages.append(UNREAD)
+        self.commits.append(UNREAD)
+        self.rows.append(row)
+        self.tokens += table.tokens[row]
+
+    def _placeholders(self, before: tuple[tuple[Message, ObjectId], ...]) -> None:
+        for placeholder, commit in before:
+            self.placeholders.append(len(self.messages))
+            self.messages.append(placeholder)
+            self.commits.append(commit)
+            if self.table is not None:
+                self.rows.append(-1)
+
     def finish(self) -> None:
         """Place the reasoning held back by :meth:`add` (its turn's open calls, if still open, then get
         placeholder results before it, as before any message)."""
@@ -302,20 +468,24 @@ class View:
         before = () if pairing.step_quiet(role, calls) else pairing.step_shape(role, calls, slot.commit)
         if before is None:
             return  # an orphan tool result: a repair, not a message
-        for placeholder, commit in before:
-            self.placeholders.append(len(self.messages))
-            self.messages.append(placeholder)
-            self.commits.append(commit)
+        if before:
+            self._placeholders(before)
         if message is slot:
             self.lazy += 1
         self.messages.append(message)
         self.commits.append(slot)
+        if self.table is not None:  # ``rows`` runs parallel to ``messages`` in a view of a SlotTable only
+            self.rows.append(-1)
         self.tokens += slot.tokens
 
     def message(self, position: int) -> Message:
         """The message at ``position``, rendered now if the view holds its slot (see the class doc)."""
         item = self.messages[position]
-        if type(item) is Slot:
+        if item is UNREAD:
+            assert self.load is not None
+            assert self.table is not None
+            item = self.messages[position] = self.load(self.table.slot(self.rows[position]))
+        elif type(item) is Slot:
             assert self.load is not None
             item = self.messages[position] = self.load(item)
         return item  # type: ignore[return-value]
@@ -323,11 +493,17 @@ class View:
     def commit_at(self, position: int) -> ObjectId:
         """The commit id of the message at ``position``."""
         item = self.commits[position]
+        if item is UNREAD:
+            assert self.table is not None
+            return self.table.commit(self.rows[position])
         return item.commit if type(item) is Slot else item  # type: ignore[return-value]
 
     def gen_at(self, position: int) -> dict[str, Any] | None:
         """The generation config of the message at ``position`` (None for a placeholder result)."""
         item = self.commits[position]
+        if item is UNREAD:
+            assert self.table is not None
+            return self.table.gen(self.rows[position])
         return item.gen if type(item) is Slot else None
 
     def commit_ids(self) -> list[ObjectId]:
@@ -354,6 +530,7 @@ class View:
         other.load, other.lazy, other.reader = self.load, self.lazy, self.reader
         other.messages = list(self.messages)
         other.commits = list(self.commits)
+        other.table, other.rows = self.table, array("i", self.rows)
         other.tokens = self.tokens
         other.pairing = self.pairing.copy()
         other.placeholders = list(self.placeholders)
@@ -443,6 +620,7 @@ class CompileState:
         "_index",
         "_pending",
         "_slots",
+        "_table",
         "ancestors",
         "chunk_keys",
         "commit_count",
@@ -464,6 +642,10 @@ class CompileState:
         # before ``_slots`` (which then holds only the messages appended since) on first use of
         # :attr:`slots` / :attr:`index`. Appends and :meth:`save` do not need them.
         self._pending: _Pending | None = None
+        # A checkpoint's slots once read: packed (SlotTable), before ``_slots`` (then only the slots appended
+        # since). Compile and appends use it as it is; anything needing Slot objects (:attr:`slots`, the
+        # index: an edit, an annotation, a merge) unpacks it into ``_slots`` for good.
+        self._table: SlotTable | None = None
         self.commit_count = 0
         self.tools: ObjectId | None = None
         self.tools_commit: ObjectId | None = None
@@ -484,20 +666,33 @@ class CompileState:
         """The message slots in order (a lazily loaded checkpoint's are read now)."""
         if self._pending is not None:
             self._load_pending()
+        if self._table is not None:
+            self._unpack()
         return self._slots
 
     @slots.setter
     def slots(self, value: list[Slot]) -> None:
         self._load_pending()
+        self._table = None
         self._slots = value
+
+    def _unpack(self) -> None:
+        """Make the packed slots of the checkpoint Slot objects, before the ones appended since."""
+        table, self._table = self._table, None
+        if table is None:
+            return
+        slots = table.slots()
+        for number, key in enumerate(table.keys):  # save() re-encodes none of these chunks
+            start = number * CHUNK_SLOTS
+            self.chunk_keys[start] = (slots[start : start + CHUNK_SLOTS], key)
+        slots.extend(self._slots)
+        self._slots = slots
 
     @property
     def index(self) -> dict[ObjectId, int]:
         """Message commits and their edits -> slot position."""
         if self._index is None:
-            self._load_pending()
-            if self._index is None:
-                self._index = _index_of(self._slots)
+            self._index = _index_of(self.slots)
         return self._index
 
     @index.setter
@@ -505,15 +700,30 @@ class CompileState:
         self._load_pending()
         self._index = value
 
+    def slots_reversed(self) -> Iterator[Slot]:
+        """The slots, last first, without unpacking a loaded checkpoint's (one Slot made at a time)."""
+        self._load_pending()
+        table = self._table
+        yield from reversed(self._slots)
+        if table is not None:
+            for row in range(table.n - 1, -1, -1):
+                yield table.slot(row)
+
     def slot_count(self) -> int:
         """How many slots (without reading a lazily loaded checkpoint)."""
-        pending = self._pending
-        return len(self._slots) + (0 if pending is None else pending.record.n)
+        pending, table = self._pending, self._table
+        return (
+            len(self._slots)
+            + (0 if pending is None else pending.record.n)
+            + (0 if table is None else table.n)
+        )
 
     def appended_slot(self, oid: ObjectId) -> Slot | None:
         """The slot whose shown content ``oid`` (a commit this state just took) added or edited, if it is
         one; reads no lazily loaded checkpoint when ``oid`` was appended after it."""
-        if self._pending is not None:  # ``oid`` came after the checkpoint: it can only be appended
+        if self._pending is not None or self._table is not None:
+            # ``oid`` came after the checkpoint was loaded (an edit or annotation would have unpacked it):
+            # it can only be appended
             for slot in reversed(self._slots):
                 if slot.source == oid:
                     return slot
@@ -539,20 +749,20 @@ class CompileState:
         except DecodeError:
             loaded, rebuilt = pending.rebuild(pending.reader), True
         self._pending = None
-        appended = self._slots
         if rebuilt:
             self.removed = set(loaded.removed)
             self.commit_count = loaded.commit_count + pending.commits_since
             if not pending.tools_since:
                 self.tools, self.tools_commit = loaded.tools, loaded.tools_commit
-        else:
+            base, index = loaded.slots, loaded._index
+            for slot in self._slots:
+                if index is not None:
+                    index[slot.commit] = len(base)
+                base.append(slot)
+            self._slots, self._index, self._table = base, index, None
             self.chunk_keys = loaded.chunk_keys
-        base, index = loaded._slots, loaded._index
-        for slot in appended:
-            if index is not None:
-                index[slot.commit] = len(base)
-            base.append(slot)
-        self._slots, self._index = base, index
+        else:
+            self._table = loaded._table  # the slots appended since stay in ``_slots``, after it
         self.messages = {**loaded.messages, **self.messages}
 
     def retarget(self, old: Reader, new: Reader) -> None:
@@ -567,8 +777,9 @@ class CompileState:
         self._load_pending()
         other = CompileState(self.counter_name)
         other.head = self.head
-        other.slots = list(self.slots)
-        other.index = dict(self.index)
+        other._table = self._table  # immutable: shared
+        other._slots = list(self._slots)
+        other._index = None if self._index is None else dict(self._index)
         other.commit_count = self.commit_count
         other.tools = self.tools
         other.tools_commit = self.tools_commit
@@ -681,8 +892,8 @@ class CompileState:
         message = self.messages.get(slot.raw_blob)
         if message is None:
             message = self.messages[slot.raw_blob] = to_message(data, self.media_loader(reader))
-        if self._pending is None:  # else the index is made when the checkpoint's slots are read
-            self.index[oid] = len(self._slots)
+        if self._index is not None:  # else it is made from the slots on first use
+            self._index[oid] = len(self._slots)  # (an index is only made once the slots are unpacked)
         self._slots.append(slot)
         if self.view is not None and kind != "reasoning":
             self.view.add(message, slot)
@@ -740,7 +951,17 @@ class CompileState:
         view.load, view.reader = _Renderer(self.messages, self.media, reader), reader
         skip = PRIORITY_CODES["skip"]
         messages = self.messages
-        for slot in self.slots:
+        self._load_pending()
+        table = self._table
+        if table is not None:  # the checkpoint's slots stay packed: the view keeps their positions
+            view.table = table
+            codes = table.codes
+            for row in range(table.n):
+                code = codes[row]
+                if code & 3 == skip or (code >> 4 == _REASONING and not include_reasoning):
+                    continue
+                view.add_row(row)
+        for slot in self._slots:
             code = slot.code  # kind, role and priority packed (Slot)
             if code & 3 == skip or (code >> 4 == _REASONING and not include_reasoning):
                 continue
@@ -783,7 +1004,16 @@ class CompileState:
                     slots, first = rest + self._slots, full * CHUNK_SLOTS
             else:
                 self._load_pending()
-            if self._pending is None:
+            if self._pending is None and self._table is None:  # rebuilt: every slot is in ``_slots``
+                slots, first, chunk_keys = self._slots, 0, []
+        table = self._table
+        if self._pending is None and table is not None:
+            full = table.n // CHUNK_SLOTS
+            if all(batch.table_get(Table.DERIVED, key) is not None for key in table.keys[:full]):
+                chunk_keys = table.keys[:full]
+                slots, first = table.slots(full * CHUNK_SLOTS) + self._slots, full * CHUNK_SLOTS
+            else:  # gc dropped one: write every chunk again
+                self._unpack()
                 slots, first, chunk_keys = self._slots, 0, []
         for offset in range(0, len(slots), CHUNK_SLOTS):
             start = first + offset
@@ -881,22 +1111,23 @@ class CompileState:
 
     @classmethod
     def _load_slots(cls, reader: Reader, record: CheckpointRecord, counter_name: str) -> CompileState:
-        """A state holding the verified slots of ``record``'s chunks (the rest of its fields unset).
+        """A state holding the verified slots of ``record``'s chunks, packed (:class:`SlotTable`; the rest of
+        its fields unset).
 
         Raises:
             DecodeError: a chunk is missing or damaged.
         """
         state = cls(counter_name)
+        table = SlotTable()
         for number, chunk_key in enumerate(record.chunks):
             chunk = reader.table_get(Table.DERIVED, chunk_key)
             if chunk is None:
                 raise DecodeError(f"chunk {number} is missing")
-            slots = read_chunk(chunk_key, chunk)
-            check_chunk_size(record, number, slots)
-            start = len(state._slots)
-            state._slots.extend(slots)
-            state.chunk_keys[start] = (slots, chunk_key)
-        check_unique(state._slots)
+            added = table.add_chunk(chunk_key, chunk)
+            if added != min(CHUNK_SLOTS, record.n - number * CHUNK_SLOTS):
+                raise DecodeError(f"chunk {number} holds {added} slots")
+        table.check_unique()
+        state._table = table
         state._index = None  # made on first use (compile from a checkpoint needs none)
         return state
 
@@ -1001,12 +1232,21 @@ def read_chunk(key: bytes, raw: bytes) -> list[Slot]:
     Raises:
         DecodeError: the chunk is damaged.
     """
+    return [Slot.packed(*_fields_from_row(row)) for row in _chunk_rows(key, raw)]
+
+
+def _chunk_rows(key: bytes, raw: bytes) -> list[Any]:
+    """A chunk's rows, its bytes checked against its key (each row is checked by :func:`_fields_from_row`).
+
+    Raises:
+        DecodeError: the chunk is damaged.
+    """
     if key != CHUNK_PREFIX + bytes.fromhex(hash_bytes(raw)):
         raise DecodeError("chunk bytes do not hash to their key")
     rows = codec.loads(raw)
     if type(rows) is not list:
         raise DecodeError("a chunk is not a list")
-    return [_slot_from_row(row) for row in rows]
+    return rows
 
 
 def check_chunk_size(record: CheckpointRecord, number: int, slots: list[Slot]) -> None:
@@ -1042,13 +1282,22 @@ def index_slots(slots: list[Slot]) -> dict[ObjectId, int]:
 
 def check_unique(slots: list[Slot]) -> None:
     """What :func:`index_slots` checks, without making the index: no commit names two slots (sorting the ids
-    takes a fraction of the memory of the index, which a state loaded from a checkpoint makes on first use).
+    takes a fraction of the memory of the index).
 
     Raises:
         DecodeError: a commit names two slots.
     """
     ids = [slot.raw_commit for slot in slots]
     ids.extend(slot.raw_source for slot in slots if slot.raw_source is not None)
+    check_unique_ids(ids)
+
+
+def check_unique_ids(ids: list[bytes]) -> None:
+    """No id is in ``ids`` twice (sorts ``ids`` in place).
+
+    Raises:
+        DecodeError: one is.
+    """
     ids.sort()
     for previous, current in zip(ids, itertools.islice(ids, 1, None), strict=False):
         if previous == current:
@@ -1091,9 +1340,18 @@ _PRIORITY_CODES = frozenset(PRIORITY_NAMES)
 _ROW_KINDS = {kind: _KIND_CODES[kind] for kind in MESSAGE_TYPES}  # the kinds a checkpoint row may hold
 
 
-def _slot_from_row(row: object) -> Slot:
-    """A slot from its chunk row (:func:`_slot_row`), every field's type checked (inline: a fresh process
-    decodes one row per message).
+def _fields_from_row(
+    row: object,
+) -> tuple[
+    bytes,
+    bytes,
+    int,
+    int,
+    tuple[str, ...] | str | None,
+    tuple[bytes | None, dict[str, Any] | None, ObjectId | None] | None,
+]:
+    """The packed fields of a slot (the arguments of :meth:`Slot.packed`) from its chunk row
+    (:func:`_slot_row`), every field's type checked (inline: a fresh process decodes one row per message).
 
     Raises:
         DecodeError: the row does not have the shape of a slot.
@@ -1145,7 +1403,7 @@ def _slot_from_row(row: object) -> Slot:
             None if annotation is None else ObjectId(annotation.hex()),
         )
     )
-    return Slot.packed(commit, blob, tokens, kind_code << 4 | role_code << 2 | priority, calls, extra)
+    return commit, blob, tokens, kind_code << 4 | role_code << 2 | priority, calls, extra
 
 
 def _payload(reader: Reader, oid: ObjectId) -> dict[str, Any]:

@@ -402,7 +402,7 @@ class ToolResults:
         session = self.session
         reader = session.reader()
         state = session.head_state(reader)
-        for slot in reversed(state.slots):
+        for slot in state.slots_reversed():  # a loaded checkpoint's slots stay packed
             for call in state.message_of(reader, slot).tool_calls:
                 if call.id == tool_call_id:
                     return slot.commit, call.name
