@@ -165,7 +165,14 @@ def decode_pack(data: bytes, where: str) -> list[tuple[ObjectId, bytes]]:
     if len(data) < start + length:
         raise TransferError(f"{where}: pack cut short in its index")
     index = data[start : start + length]
-    pairs = list(decode_stream([data[start + length :]], max_object=MAX_OBJECT_BYTES, max_request=UNLIMITED))
+    try:
+        pairs = list(
+            decode_stream([data[start + length :]], max_object=MAX_OBJECT_BYTES, max_request=UNLIMITED)
+        )
+    except TransferError as exc:
+        if type(exc) is not TransferError:  # an object over the size limit: as raised
+            raise
+        raise TransferError(f"{where}: {exc.reason}", exc.oid) from None
     if len(pairs) * OID_BYTES != length or any(
         index[i * OID_BYTES : (i + 1) * OID_BYTES] != oid_to_raw(oid) for i, (oid, _) in enumerate(pairs)
     ):
