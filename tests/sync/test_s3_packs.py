@@ -264,3 +264,71 @@ def test_cli_fetch_pull_and_push_through_packs(s3_url: str, s3_endpoint: str, tm
     bucket = Bucket(s3_url, s3_endpoint)
     assert len(bucket.keys("packs/")) == 4
     assert bucket.keys("objects/") == []
+
+
+def test_remote_prune_deletes_what_no_branch_needs_and_repack_folds_the_rest(
+    s3_url: str, s3_endpoint: str, tmp_path: Path
+) -> None:
+    import json
+
+    from tractkv.sync.negotiate import candidate_ids, raw_objects
+    from tractkv.sync.remote import RefUpdate
+
+    a = tmp_path / "a"
+    tkv(a, "init")
+    tkv(a, "commit", "--role", "system", "pruned agent")
+    tkv(a, "remote", "add", "origin", s3_url)
+    for i in range(3):
+        tkv(a, "commit", f"kept {i}")
+        tkv(a, "push", "-q")
+    bucket = Bucket(s3_url, s3_endpoint)
+    published = bucket.get("refs/heads/main").decode().strip()
+    loser = history(4)  # a push refused after its pack was uploaded: an orphan pack
+    with S3Remote(s3_url) as remote:
+        pairs = list(raw_objects(loser.store, candidate_ids(loser.store, [ObjectId(loser.head or "")], [])))
+        outcome = remote.push(pairs, [RefUpdate(MAIN, None, ObjectId(loser.head or ""))])
+    assert [r.reason for r in outcome.results] == ["non-fast-forward"]
+    assert len(bucket.keys("packs/")) == 4
+
+    young = json.loads(tkv(a, "remote", "prune", "origin", "--json").stdout)
+    assert (young["deleted"], young["kept_young"]) == ([], 4)  # all younger than the default hour
+    pruned = json.loads(tkv(a, "remote", "prune", "origin", "--min-age-hours", "0", "--json").stdout)
+    assert len(pruned["deleted"]) == 1
+    assert loser.head in pruned["deleted"][0]  # the orphan, named after the commit it was for
+    assert len(bucket.keys("packs/")) == 3
+    out = tkv(a, "remote", "prune", "origin", "--min-age-hours", "0", "--repack")
+    assert out.stdout.strip() == "origin: deleted 3 of 3 packs, wrote 1 new pack(s)"
+    assert len(bucket.keys("packs/")) == 1
+    assert bucket.get("refs/heads/main").decode().strip() == published
+    b = tmp_path / "b"
+    tkv(tmp_path, "clone", s3_url, str(b))
+    assert messages(b) == messages(a)
+    with S3Remote(s3_url) as remote:
+        assert len(list(remote.fetch([ObjectId(published)], []))) == 8  # 4 commits, 4 blobs: from one pack
+        assert remote.requests == 2  # LIST packs/, GET the pack
+
+    path_remote = tmp_path / "other"
+    tkv(path_remote, "init")
+    tkv(a, "remote", "add", "other", str(path_remote))
+    refused = tkv(a, "remote", "prune", "other", ok=False)
+    assert refused.returncode != 0
+    assert refused.stderr.startswith("Error: remote prune is for S3 remotes")
+
+
+def test_repack_folds_the_loose_object_layout_into_one_pack(
+    s3_url: str, s3_endpoint: str, tmp_path: Path
+) -> None:
+    old = history(6)
+    bucket = Bucket(s3_url, s3_endpoint)
+    for oid, data in objects_for(old.store, [ObjectId(old.head or "")], []):
+        bucket.put(f"objects/{oid}", data)
+    bucket.put("refs/heads/main", f"{old.head}\n".encode())
+    with S3Remote(s3_url) as remote:
+        result = remote.prune(min_age=0, repack=True)
+    assert (result.loose_deleted, len(result.repacked)) == (12, 1)
+    assert bucket.keys("objects/") == []
+    clone = Tract.clone(s3_url, str(tmp_path / "clone"), durable=False)
+    try:
+        assert clone.compile().to_openai() == old.compile().to_openai()
+    finally:
+        clone.close()

@@ -65,9 +65,11 @@ from __future__ import annotations
 import contextlib
 import os
 import struct
+import time
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from email.utils import parsedate_to_datetime
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
@@ -75,9 +77,11 @@ import attrs
 
 from tractkv.errors import (
     ConditionalWritesUnsupported,
+    InvalidInput,
     MissingExtra,
     RejectedObject,
     RemoteUnavailable,
+    SyncError,
     TransferError,
     UnsupportedURL,
 )
@@ -184,6 +188,18 @@ def decode_pack(data: bytes, where: str) -> list[tuple[ObjectId, bytes]]:
 
 
 @attrs.frozen
+class PruneResult:
+    """What :meth:`S3Remote.prune` did: packs listed, keys of the packs deleted, loose objects deleted,
+    packs kept because they are younger than the grace period, keys of the packs a repack wrote."""
+
+    packs: int
+    deleted: tuple[str, ...]
+    loose_deleted: int
+    kept_young: int
+    repacked: tuple[str, ...]
+
+
+@attrs.frozen
 class PackEntry:
     """A pack as a LIST shows it: its key, size, age, and the tips its name claims (None: none named)."""
 
@@ -239,6 +255,7 @@ class S3Remote(Remote):
         self._etags: dict[str, str] = {}  # ref key -> ETag as last read
         self._writable = False  # set once the probe passed (push probes before its first write)
         self._sent: dict[ObjectId, bytes] = {}  # this push's commits (a refusal's reason reads them)
+        self._server_time: float | None = None  # the Date of the last LIST answer (prune's clock)
 
     def _count(self, **_: Any) -> None:
         self.requests += 1
@@ -277,6 +294,10 @@ class S3Remote(Remote):
                 page = self._s3.list_objects_v2(**kwargs)
             except self._client_error() as exc:
                 raise self._error(exc, "list") from exc
+            date = page.get("ResponseMetadata", {}).get("HTTPHeaders", {}).get("date")
+            if date:
+                with contextlib.suppress(TypeError, ValueError):
+                    self._server_time = parsedate_to_datetime(date).timestamp()
             yield from page.get("Contents", [])
             if not page.get("IsTruncated"):
                 return
@@ -352,12 +373,11 @@ class S3Remote(Remote):
             key = item["Key"]
             if not key.endswith(PACK_SUFFIX):
                 continue
-            modified: Any = item.get("LastModified")
             out.append(
                 PackEntry(
                     key=key,
                     size=int(item.get("Size", 0)),
-                    modified=modified.timestamp() if hasattr(modified, "timestamp") else 0.0,
+                    modified=_timestamp(item.get("LastModified")),
                     tips=_named_tips(key[len(start) :]),
                 )
             )
@@ -386,13 +406,14 @@ class S3Remote(Remote):
                 raise TransferError(f"{where}: pack cut short in its index")
         return _ids(head[start : start + length])
 
-    def _put_pack(self, pairs: Sequence[tuple[ObjectId, bytes]], tips: Sequence[ObjectId]) -> None:
+    def _put_pack(self, pairs: Sequence[tuple[ObjectId, bytes]], tips: Sequence[ObjectId]) -> str:
         named = "-".join(dict.fromkeys(tips)) if 0 < len(set(tips)) <= NAMED_TIPS else ""
         key = f"{self._prefix}packs/{uuid.uuid4().hex[:16]}{'-' if named else ''}{named}{PACK_SUFFIX}"
         try:
             self._s3.put_object(Bucket=self.bucket, Key=key, Body=encode_pack(pairs), IfNoneMatch="*")
         except self._client_error() as exc:
             raise self._error(exc, "put pack") from exc
+        return key
 
     # --- Remote ---------------------------------------------------------------------------------------------
 
@@ -413,10 +434,19 @@ class S3Remote(Remote):
     def missing(self, oids: Sequence[ObjectId]) -> set[ObjectId]:
         """Which of ``oids`` no pack holds, as far as the indexes of the packs named after one of ``oids`` (or
         after no commit) tell: another pack's objects are in the history of commits not asked about, which
-        the asker has already left out. An object reported missing that is there after all is sent again,
-        harmlessly; loose objects (the old layout) are not consulted."""
+        the asker has already left out. Only packs younger than half of :data:`PRUNE_GRACE_SECONDS` count:
+        one no branch needs may be pruned once older, and this push must not rely on it. An object reported
+        missing that is there after all is sent again, harmlessly; loose objects (the old layout) are not
+        consulted."""
         wanted = set(oids)
-        relevant = [p.key for p in self.list_packs() if p.tips is None or not wanted.isdisjoint(p.tips)]
+        packs = self.list_packs()
+        now = self._server_time or time.time()
+        relevant = [
+            p.key
+            for p in packs
+            if (p.tips is None or not wanted.isdisjoint(p.tips))
+            and now - p.modified < PRUNE_GRACE_SECONDS / 2
+        ]
         with ThreadPoolExecutor(WORKERS) as pool:
             for ids in pool.map(self.read_index, relevant):
                 wanted.difference_update(ids)
@@ -575,67 +605,93 @@ class S3Remote(Remote):
         roots = [w for w in dict.fromkeys(wants) if not have(w)]
         if not roots:
             return
-        packs = self.list_packs()
-        chosen = [p for p in packs if p.tips is not None and not all(have(t) for t in p.tips)]
-        unnamed = [p for p in packs if p.tips is None]
-        objects: dict[ObjectId, bytes] = {}
-        downloaded: set[str] = set()
-        indexes: dict[str, list[ObjectId]] = {}
         with ThreadPoolExecutor(WORKERS) as pool:
-            for pack, ids in zip(unnamed, pool.map(self.read_index, [p.key for p in unnamed]), strict=True):
-                indexes[pack.key] = ids
-                if not all(have(i) for i in ids):
-                    chosen.append(pack)
-            self._download(pool, [p.key for p in chosen], objects, downloaded)
-            links: dict[ObjectId, tuple[ObjectId, ...]] = {}
-            frontier = roots
-            seen = set(roots)
-            while frontier:
-                absent = [oid for oid in frontier if oid not in objects]
-                if absent:
-                    self._find(pool, absent, packs, indexes, objects, downloaded)
-                following: list[ObjectId] = []
-                for oid in frontier:
-                    links[oid] = out = tuple(_links(objects[oid]))
-                    for link in out:
-                        if link not in seen and not have(link):
-                            seen.add(link)
-                            following.append(link)
-                frontier = following
-        for oid in _post_order(roots, links):
-            yield oid, objects[oid]
+            reading = _Reading(self, pool, self.list_packs())
+            chosen = [p.key for p in reading.packs if p.tips is not None and not all(have(t) for t in p.tips)]
+            unnamed = [p.key for p in reading.packs if p.tips is None]
+            reading.read_indexes(unnamed)
+            chosen += [k for k in unnamed if not all(have(i) for i in reading.indexes[k])]
+            reading.download(chosen)
+            order = reading.closure(roots, have)
+        for oid in order:
+            yield oid, reading.objects[oid]
 
-    def _download(
-        self, pool: ThreadPoolExecutor, keys: list[str], objects: dict[ObjectId, bytes], downloaded: set[str]
-    ) -> None:
-        keys = [k for k in keys if k not in downloaded]
-        for key, pairs in zip(keys, pool.map(self._read_pack, keys), strict=True):
-            downloaded.add(key)
-            objects.update(pairs)
+    def prune(self, *, min_age: float = PRUNE_GRACE_SECONDS, repack: bool = False) -> PruneResult:
+        """Delete the packs no branch needs that are older than ``min_age`` seconds (by the server's clock);
+        with ``repack``, first write everything the branches reach as one new pack and delete every pack
+        and loose object older than ``min_age`` (younger ones may belong to a push in flight: kept).
 
-    def _find(
-        self,
-        pool: ThreadPoolExecutor,
-        absent: list[ObjectId],
-        packs: list[PackEntry],
-        indexes: dict[str, list[ObjectId]],
-        objects: dict[ObjectId, bytes],
-        downloaded: set[str],
-    ) -> None:
-        """Fetch objects no downloaded pack held: from the packs whose index lists them (the indexes of the
-        packs not downloaded are read once), else loose (``objects/<id>``); :class:`TransferError` when an
-        object is nowhere."""
-        unread = [p.key for p in packs if p.key not in downloaded and p.key not in indexes]
-        for key, ids in zip(unread, pool.map(self.read_index, unread), strict=True):
-            indexes[key] = ids
-        wanted = set(absent)
-        holding = [k for k, ids in indexes.items() if k not in downloaded and not wanted.isdisjoint(ids)]
-        self._download(pool, holding, objects, downloaded)
-        loose = [oid for oid in absent if oid not in objects]
-        for oid, data in zip(loose, pool.map(self._get_object, loose), strict=True):
-            if hash_bytes(data) != oid:
-                raise RejectedObject("object bytes do not hash to their id", oid)
-            objects[oid] = data
+        Reads the whole remote (every pack, and loose objects level by level) and checks it as a fetch
+        does: a remote with a hole or a hostile pack is refused before anything is deleted."""
+        if repack:
+            self.check_writable()
+        refs = self.list_refs()  # refs before packs: every pack a listed ref needs is listed
+        tips = sorted(set(refs.values()))
+        if not tips:
+            raise InvalidInput(
+                f"{self.url} has no branches: prune keeps what branches need, so it would delete every pack "
+                "(delete the prefix itself if that is what you want)"
+            )
+        with ThreadPoolExecutor(WORKERS) as pool:
+            reading = _Reading(self, pool, self.list_packs())
+            now = self._server_time or time.time()
+            reading.download([p.key for p in reading.packs])
+            reachable = reading.closure(tips, lambda _oid: False)
+        needed = set(reachable)
+        old = [p for p in reading.packs if now - p.modified >= min_age]
+        young = len(reading.packs) - len(old)
+        loose: list[str] = []
+        new_pack = None
+        if repack and (len(reading.packs) > 1 or reading.loose):
+            new_pack = self._upload([(oid, reading.objects[oid]) for oid in reachable], tips)
+            doomed = [p.key for p in old]
+            loose = [
+                item["Key"]
+                for item in self._list(f"{self._prefix}objects/")
+                if now - _timestamp(item.get("LastModified")) >= min_age
+            ]
+        else:
+            doomed = [p.key for p in old if needed.isdisjoint(reading.indexes.get(p.key, ()))]
+        if self.list_refs() != refs:  # a push landed meanwhile: what it needs may be in a doomed pack
+            raise SyncError(f"{self.url} changed while pruning: nothing was deleted (run it again)")
+        self._delete(doomed + loose)
+        return PruneResult(
+            packs=len(reading.packs),
+            deleted=tuple(doomed),
+            loose_deleted=len(loose),
+            kept_young=young,
+            repacked=tuple(new_pack or ()),
+        )
+
+    def _upload(self, pairs: Sequence[tuple[ObjectId, bytes]], tips: Sequence[ObjectId]) -> list[str]:
+        """``pairs`` as packs of about :data:`PACK_BYTES`; their keys."""
+        keys: list[str] = []
+        pending: list[tuple[ObjectId, bytes]] = []
+        size = 0
+        for pair in pairs:
+            pending.append(pair)
+            size += len(pair[1])
+            if size >= PACK_BYTES:
+                keys.append(self._put_pack(pending, tips))
+                pending, size = [], 0
+        if pending:
+            keys.append(self._put_pack(pending, tips))
+        return keys
+
+    def _delete(self, keys: Sequence[str]) -> None:
+        for start in range(0, len(keys), 1000):  # DeleteObjects takes at most 1,000 keys
+            chunk = keys[start : start + 1000]
+            try:
+                response = self._s3.delete_objects(
+                    Bucket=self.bucket, Delete={"Objects": [{"Key": k} for k in chunk], "Quiet": True}
+                )
+            except self._client_error() as exc:
+                raise self._error(exc, "delete") from exc
+            errors = response.get("Errors") or []
+            if errors:
+                raise RemoteUnavailable(
+                    f"S3 delete failed on {self.url}: {errors[0].get('Message', errors[0])}"
+                )
 
     def _get_object(self, oid: ObjectId) -> bytes:
         got = self._get(self._object_key(oid))
@@ -647,6 +703,78 @@ class S3Remote(Remote):
         close = getattr(self._s3, "close", None)
         if close is not None:
             close()
+
+
+class _Reading:
+    """One read of a bucket: the packs listed, what was downloaded (every pack's objects hash-checked), the
+    indexes read, and how many loose objects were needed."""
+
+    def __init__(self, remote: S3Remote, pool: ThreadPoolExecutor, packs: list[PackEntry]) -> None:
+        self.remote = remote
+        self.pool = pool
+        self.packs = packs
+        self.objects: dict[ObjectId, bytes] = {}
+        self.indexes: dict[str, list[ObjectId]] = {}  # key -> ids, for every pack read or downloaded
+        self.downloaded: set[str] = set()
+        self.loose = 0
+        self._relisted = False
+
+    def read_indexes(self, keys: list[str]) -> None:
+        keys = [k for k in keys if k not in self.indexes]
+        for key, ids in zip(keys, self.pool.map(self.remote.read_index, keys), strict=True):
+            self.indexes[key] = ids
+
+    def download(self, keys: list[str]) -> None:
+        keys = [k for k in keys if k not in self.downloaded]
+        for key, pairs in zip(keys, self.pool.map(self.remote._read_pack, keys), strict=True):
+            self.downloaded.add(key)
+            self.indexes[key] = [oid for oid, _ in pairs]
+            self.objects.update(pairs)
+
+    def find(self, absent: list[ObjectId]) -> None:
+        """Objects no downloaded pack held: from the packs whose index lists them (the indexes of the packs
+        not downloaded are read, once; the packs are listed again once, in case a prune folded them into a
+        new pack since), else loose (``objects/<id>``); :class:`TransferError` for an object found nowhere."""
+        wanted = set(absent)
+        for attempt in range(2):
+            self.read_indexes([p.key for p in self.packs])
+            self.download([k for k, ids in self.indexes.items() if not wanted.isdisjoint(ids)])
+            wanted.difference_update(self.objects)
+            if not wanted or self._relisted or attempt:
+                break
+            self._relisted = True
+            self.packs = self.remote.list_packs()
+        loose = [oid for oid in absent if oid not in self.objects]
+        for oid, data in zip(loose, self.pool.map(self.remote._get_object, loose), strict=True):
+            if hash_bytes(data) != oid:
+                raise RejectedObject("object bytes do not hash to their id", oid)
+            self.objects[oid] = data
+        self.loose += len(loose)
+
+    def closure(self, roots: list[ObjectId], have: Callable[[ObjectId], bool]) -> list[ObjectId]:
+        """The closure of ``roots`` without what ``have`` says is there, links first; objects are taken from
+        what was downloaded, else found (:meth:`find`) a level at a time."""
+        links: dict[ObjectId, tuple[ObjectId, ...]] = {}
+        frontier = roots
+        seen = set(roots)
+        while frontier:
+            absent = [oid for oid in frontier if oid not in self.objects]
+            if absent:
+                self.find(absent)
+            following: list[ObjectId] = []
+            for oid in frontier:
+                links[oid] = out = tuple(_links(self.objects[oid]))
+                for link in out:
+                    if link not in seen and not have(link):
+                        seen.add(link)
+                        following.append(link)
+            frontier = following
+        return list(_post_order(roots, links))
+
+
+def _timestamp(modified: Any) -> float:
+    """A LIST entry's LastModified (a datetime from boto3) in seconds since the epoch (0 when absent)."""
+    return float(modified.timestamp()) if hasattr(modified, "timestamp") else 0.0
 
 
 def _looks_like_commit(data: bytes) -> bool:
