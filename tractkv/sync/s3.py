@@ -35,10 +35,16 @@ missing (it reads that pack's index) and sends only the rest.
 
 Garbage: a pack no ref needs (a push refused after its upload, an interrupted push never retried) stays. It
 is harmless: nothing refers to it, readers that have its tips skip it, a fetch that lacks them downloads it
-and drops what no wanted commit reaches. :meth:`S3Remote.prune` (``tractkv remote prune NAME``) deletes the
-packs that no branch of the remote needs and that are older than a grace period (a push in flight uploads
-its pack before it moves its ref: the grace period, one hour by default, keeps it), and folds the rest into
-one pack first when there are many (``--repack``), so a clone takes one GET again.
+and drops what no wanted commit reaches. :meth:`S3Remote.prune` (``tractkv remote prune NAME``) reads the
+whole remote (refs first, then every pack, checked as a fetch checks them), deletes the packs no branch
+needs that are older than a grace period (one hour by default, by the server's clock: a push in flight
+uploads its pack before it moves its ref), and with ``--repack`` first writes everything the branches reach
+as one new pack and deletes every older pack and loose object, so a clone takes one GET again. It reads the
+refs again just before deleting and deletes nothing if one moved. ``missing`` (what a retried push relies
+on) counts only packs younger than half the grace period, so a push never leans on a pack prune may take.
+What it cannot see: a pusher stalled longer than the grace period between its pack and its ref, or a new
+branch pushed from a commit that a force push removed from every branch and a prune then collected; run
+prune with writers quiet, or keep the default grace.
 
 One object per ref keeps agents pushing different branches from contending, at the price of cross-ref
 atomicity: an ``atomic`` push of several refs is refused (use a hub for that). Deleting a branch is not
