@@ -332,3 +332,39 @@ def test_repack_folds_the_loose_object_layout_into_one_pack(
         assert clone.compile().to_openai() == old.compile().to_openai()
     finally:
         clone.close()
+
+
+def test_pushers_of_different_branches_do_not_contend(s3_url: str, tmp_path: Path) -> None:
+    import threading
+
+    base = history(3)
+    push(base.store, s3_url)
+    agents = []
+    for i in range(4):
+        t = Tract(MemoryStore(), clock=Clock())
+        fetch_from(t.store, S3Remote(s3_url), "origin")
+        t.branch(f"agent-{i}", "origin/main")
+        t.user(f"work of agent {i}")
+        agents.append(t)
+    barrier = threading.Barrier(len(agents))
+    outcomes: list[Any] = [None] * len(agents)
+
+    def run(i: int) -> None:
+        with S3Remote(s3_url) as remote:
+            remote.list_refs()
+            barrier.wait(timeout=60)
+            outcomes[i] = push_to(agents[i].store, remote, "origin", f"refs/heads/agent-{i}")
+
+    threads = [threading.Thread(target=run, args=(i,)) for i in range(len(agents))]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join(timeout=120)
+    assert all(o is not None and o.ok for o in outcomes)
+    clone = Tract.clone(s3_url, str(tmp_path / "clone"), durable=False)
+    try:
+        for i, t in enumerate(agents):
+            assert clone.store.get_ref(f"refs/heads/agent-{i}") == t.head
+            assert clone.compile(at=f"agent-{i}").to_openai() == t.compile().to_openai()
+    finally:
+        clone.close()
