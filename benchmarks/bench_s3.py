@@ -109,7 +109,13 @@ class Seaweed:
         self.proc = subprocess.Popen(cmd, stdout=self.log, stderr=subprocess.STDOUT, cwd=path)
         import boto3
 
-        client = boto3.client("s3", endpoint_url=self.endpoint, region_name="us-east-1")
+        client = boto3.session.Session().client(  # a new session: the default one caches old credentials
+            "s3",
+            endpoint_url=self.endpoint,
+            region_name="us-east-1",
+            aws_access_key_id="bench",
+            aws_secret_access_key="bench-secret",
+        )
         deadline = time.monotonic() + 60
         try:
             while True:  # bounded wait for the server to accept a bucket

@@ -457,9 +457,16 @@ class S3Remote(Remote):
             and now - p.modified < PRUNE_GRACE_SECONDS / 2
         ]
         with ThreadPoolExecutor(WORKERS) as pool:
-            for ids in pool.map(self.read_index, relevant):
+            for ids in pool.map(self._index_or_nothing, relevant):
                 wanted.difference_update(ids)
         return wanted
+
+    def _index_or_nothing(self, key: str) -> list[ObjectId]:
+        """A pack's ids, or none when it cannot be read as a pack (a push then sends those objects again)."""
+        try:
+            return self.read_index(key)
+        except TransferError:
+            return []
 
     def push(
         self,
