@@ -38,6 +38,7 @@ INVOCATIONS: dict[str, list[str]] = {
     "reflog": ["reflog"],
     "remote": ["remote"],
     "remote add": ["remote", "add", "origin", "{tmp}/elsewhere"],
+    "remote prune": ["remote", "prune", "origin"],
     "remote list": ["remote", "list"],
     "remote remove": ["remote", "remove", "origin"],
     "reset": ["reset", "HEAD"],

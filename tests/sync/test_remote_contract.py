@@ -31,6 +31,7 @@ from tractkv.ids import ObjectId
 from tractkv.store import LmdbStore, MemoryStore, Store
 from tractkv.sync import remotes, transfer
 from tractkv.sync.bundle import BundleRemote, write_bundle
+from tractkv.sync.frames import decode_stream
 from tractkv.sync.http_client import HttpRemote
 from tractkv.sync.negotiate import ASK_THRESHOLD, candidate_ids, objects_for, raw_objects
 from tractkv.sync.path import PathRemote
@@ -235,6 +236,12 @@ class S3Backend(Backend):
     def held(self) -> tuple[dict[str, str], dict[ObjectId, bytes]]:
         refs = {k[len(self._prefix) :]: self._read(k).decode().strip() for k in self._keys(HEADS)}
         objects = {ObjectId(k.rsplit("/", 1)[1]): self._read(k) for k in self._keys("objects/")}
+        for key in self._keys("packs/"):  # magic, u32 index length, index, then an object stream
+            data = self._read(key)
+            assert data.startswith(b"TKVPACK1\n"), key
+            start = len(b"TKVPACK1\n") + 4
+            stream = data[start + int.from_bytes(data[start - 4 : start], "big") :]
+            objects.update(decode_stream([stream], max_request=1 << 40))
         return refs, objects
 
     def remove_branch(self, name: str) -> None:

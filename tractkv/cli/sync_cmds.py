@@ -106,6 +106,49 @@ def remote_remove(state: CliState, name: str) -> None:
     note(f"removed remote {name}")
 
 
+@remote.command("prune")
+@click.argument("name", shell_complete=complete_remotes)
+@click.option("--repack", is_flag=True, help="First write everything the branches need as one pack.")
+@click.option(
+    "--min-age-hours",
+    type=click.FloatRange(min=0),
+    default=1.0,
+    show_default=True,
+    help="Keep packs younger than this (a push in flight uploads its pack before it moves its branch).",
+)
+@json_option
+@with_state
+def remote_prune(state: CliState, name: str, repack: bool, min_age_hours: float, as_json: bool) -> None:
+    """Delete the packs of an S3 remote that no branch needs (--repack: fold the rest into one pack)."""
+    from tractkv.sync.remotes import open_named
+    from tractkv.sync.s3 import S3Remote
+
+    with open_named(state.tract().store, name) as conn:
+        if not isinstance(conn, S3Remote):
+            raise InvalidInput(
+                f"remote prune is for S3 remotes; {name} is {conn.url} (a hub or a store cleans itself: "
+                "tractkv gc there)"
+            )
+        result = conn.prune(min_age=min_age_hours * 3600, repack=repack)
+    if as_json:
+        echo_json(
+            {
+                "packs": result.packs,
+                "deleted": list(result.deleted),
+                "loose_deleted": result.loose_deleted,
+                "kept_young": result.kept_young,
+                "repacked": list(result.repacked),
+            }
+        )
+        return
+    click.echo(
+        f"{name}: deleted {len(result.deleted)} of {result.packs} packs"
+        + (f" and {result.loose_deleted} loose objects" if result.loose_deleted else "")
+        + (f", wrote {len(result.repacked)} new pack(s)" if result.repacked else "")
+        + (f", kept {result.kept_young} younger than {min_age_hours:g} h" if result.kept_young else "")
+    )
+
+
 @click.command()
 @click.argument("remote_name", default="origin", metavar="[REMOTE]", shell_complete=complete_remotes)
 @quiet_option
