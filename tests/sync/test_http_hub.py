@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import signal
 import threading
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -212,6 +213,18 @@ def big_session(t: Tract, commits: int) -> None:
             t.user(f"message number {i}")
 
 
+def _wait_for_a_stored_object(store: Path, timeout: float = 60.0) -> None:
+    """Until the hub's store holds an object (its first batch committed): a fixed sleep was too short on a
+    loaded machine. Bounded: fails the test after ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        with LmdbStore(str(store), durable=False) as st:
+            if next(iter(st.iter_oids()), None) is not None:
+                return
+        time.sleep(0.02)
+    raise AssertionError(f"the hub stored nothing in {timeout} s")
+
+
 def test_hub_killed_mid_push_then_restarted_is_consistent_and_a_retry_completes(
     open_store_tract: Factory, start_hub: Callable[..., Hub], tmp_path: Path
 ) -> None:
@@ -225,7 +238,7 @@ def test_hub_killed_mid_push_then_restarted_is_consistent_and_a_retry_completes(
     def kill_midway() -> Iterator[tuple[ObjectId, bytes]]:
         for i, pair in enumerate(pairs):
             if i == 5000:
-                killed.wait(0.5)  # let the hub commit its first batch
+                _wait_for_a_stored_object(hub.store)  # the hub has committed a batch: kill it mid-push
                 hub.proc.send_signal(signal.SIGKILL)
                 hub.proc.wait(timeout=10)
                 killed.set()
