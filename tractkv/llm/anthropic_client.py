@@ -11,6 +11,7 @@ from tractkv.errors import InvalidInput, MalformedResponse
 
 from ._http import JSONSession, RetryPolicy
 from .protocol import LLMResponse, as_messages
+from .streaming import AnthropicStreamReader, AsyncChatStream, ChatStream
 
 if TYPE_CHECKING:
     import httpx
@@ -18,6 +19,7 @@ if TYPE_CHECKING:
     from tractkv.engine.content import Message
 
 DEFAULT_BASE_URL = "https://api.anthropic.com"
+PATH = "/v1/messages"
 API_VERSION = "2023-06-01"  # the anthropic-version header: the request/response format this client speaks
 
 
@@ -28,7 +30,8 @@ class AnthropicClient:
     :func:`tractkv.engine.render.anthropic_params`: system messages become ``system``, tool calls ``tool_use``
     blocks, tool results ``tool_result`` blocks (consecutive ones in one user turn); OpenAI-shaped tools are
     converted. Other ``params`` are Anthropic's own (``temperature``, ``stop_sequences``,
-    ``tool_choice`` in Anthropic's shape...) and sent as given.
+    ``tool_choice`` in Anthropic's shape...) and sent as given. Streaming is :meth:`chat_stream`; every call
+    has an async twin over httpx's async client (:meth:`achat`, :meth:`achat_stream`, :meth:`aclose`).
 
     Args:
         model: sent as ``model`` unless a call passes its own.
@@ -86,6 +89,31 @@ class AnthropicClient:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
+    async def aclose(self) -> None:
+        """Release the async client's pooled connections (the ``a*`` methods')."""
+        await self._session.aclose()
+
+    def _body(
+        self,
+        messages: Sequence[Message],
+        tools: Sequence[Mapping[str, Any]] | None,
+        params: Mapping[str, Any],
+    ) -> dict[str, Any]:
+        if "stream" in params:
+            raise InvalidInput(
+                "streaming is chat_stream (or Tract.generate(stream=True)), not chat(stream=...)"
+            )
+        body: dict[str, Any] = {"model": self.model, "max_tokens": self.max_tokens}
+        body.update(anthropic_params(as_messages(messages), tools or ()))
+        body.update({k: v for k, v in params.items() if v is not None})
+        return body
+
+    def _reply(self, reply: dict[str, Any]) -> LLMResponse:
+        try:
+            return LLMResponse.from_anthropic(reply)
+        except MalformedResponse as exc:
+            raise MalformedResponse(exc.reason, self.base_url + PATH) from None
+
     def chat(
         self,
         messages: Sequence[Message],
@@ -93,13 +121,34 @@ class AnthropicClient:
         **params: Any,
     ) -> LLMResponse:
         """One message exchange; ``params`` go to the API as given (None values dropped)."""
-        if params.get("stream"):
-            raise InvalidInput("streaming is not supported by AnthropicClient.chat")
-        body: dict[str, Any] = {"model": self.model, "max_tokens": self.max_tokens}
-        body.update(anthropic_params(as_messages(messages), tools or ()))
-        body.update({k: v for k, v in params.items() if v is not None})
-        reply = self._session.post("/v1/messages", body)
-        try:
-            return LLMResponse.from_anthropic(reply)
-        except MalformedResponse as exc:
-            raise MalformedResponse(exc.reason, self.base_url + "/v1/messages") from None
+        return self._reply(self._session.post(PATH, self._body(messages, tools, params)))
+
+    async def achat(
+        self,
+        messages: Sequence[Message],
+        tools: Sequence[Mapping[str, Any]] | None = None,
+        **params: Any,
+    ) -> LLMResponse:
+        """:meth:`chat` over httpx's async client."""
+        return self._reply(await self._session.apost(PATH, self._body(messages, tools, params)))
+
+    def chat_stream(
+        self,
+        messages: Sequence[Message],
+        tools: Sequence[Mapping[str, Any]] | None = None,
+        **params: Any,
+    ) -> ChatStream:
+        """:meth:`chat` streamed (``stream: true``): iterate the :class:`~tractkv.llm.streaming.ChatStream`
+        for deltas; its ``response`` is then the reply :meth:`chat` would have returned."""
+        body = {**self._body(messages, tools, params), "stream": True}
+        return ChatStream(self._session.stream_lines(PATH, body), AnthropicStreamReader())
+
+    def achat_stream(
+        self,
+        messages: Sequence[Message],
+        tools: Sequence[Mapping[str, Any]] | None = None,
+        **params: Any,
+    ) -> AsyncChatStream:
+        """:meth:`chat_stream` for ``async for``."""
+        body = {**self._body(messages, tools, params), "stream": True}
+        return AsyncChatStream(self._session.astream_lines(PATH, body), AnthropicStreamReader())

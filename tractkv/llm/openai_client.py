@@ -11,6 +11,7 @@ from tractkv.errors import InvalidInput, MalformedResponse
 
 from ._http import JSONSession, RetryPolicy
 from .protocol import LLMResponse, as_messages
+from .streaming import AsyncChatStream, ChatStream, OpenAIStreamReader
 
 if TYPE_CHECKING:
     import httpx
@@ -18,6 +19,7 @@ if TYPE_CHECKING:
     from tractkv.engine.content import Message
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
+PATH = "/chat/completions"
 
 
 class OpenAIClient:
@@ -37,8 +39,11 @@ class OpenAIClient:
         transport: an ``httpx`` transport (tests pass ``httpx.MockTransport``).
 
     Raises (from :meth:`chat`): LLMHTTPError (error status, ``.status``), MalformedResponse (a body that is
-    not a chat completion), LLMError (unreachable), InvalidInput (an item that is not a Message, or
-    ``stream=True``).
+    not a chat completion), LLMError (unreachable), InvalidInput (an item that is not a Message, or a
+    ``stream`` parameter: streaming is :meth:`chat_stream`).
+
+    Every call has an async twin over httpx's async client (:meth:`achat`, :meth:`achat_stream`; release it
+    with :meth:`aclose`); one client's async calls belong to one event loop.
     """
 
     def __init__(
@@ -84,6 +89,30 @@ class OpenAIClient:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
+    async def aclose(self) -> None:
+        """Release the async client's pooled connections (the ``a*`` methods')."""
+        await self._session.aclose()
+
+    def _body(
+        self,
+        messages: Sequence[Message],
+        tools: Sequence[Mapping[str, Any]] | None,
+        params: Mapping[str, Any],
+    ) -> dict[str, Any]:
+        if "stream" in params:
+            raise InvalidInput(
+                "streaming is chat_stream (or Tract.generate(stream=True)), not chat(stream=...)"
+            )
+        body: dict[str, Any] = {"model": self.model, **openai_params(as_messages(messages), tools or ())}
+        body.update({k: v for k, v in params.items() if v is not None})
+        return body
+
+    def _reply(self, reply: dict[str, Any]) -> LLMResponse:
+        try:
+            return LLMResponse.from_openai(reply)
+        except MalformedResponse as exc:
+            raise MalformedResponse(exc.reason, self.base_url + PATH) from None
+
     def chat(
         self,
         messages: Sequence[Message],
@@ -93,12 +122,46 @@ class OpenAIClient:
         """One chat completion: ``messages`` and ``tools`` rendered by :func:`tractkv.engine.render.openai_params`
         (Anthropic-shaped tools are converted). ``params`` (temperature, max_tokens, tool_choice, model...) are
         sent as given; None values are dropped."""
-        if params.get("stream"):
-            raise InvalidInput("streaming is not supported by OpenAIClient.chat")
-        body: dict[str, Any] = {"model": self.model, **openai_params(as_messages(messages), tools or ())}
-        body.update({k: v for k, v in params.items() if v is not None})
-        reply = self._session.post("/chat/completions", body)
-        try:
-            return LLMResponse.from_openai(reply)
-        except MalformedResponse as exc:
-            raise MalformedResponse(exc.reason, self.base_url + "/chat/completions") from None
+        return self._reply(self._session.post(PATH, self._body(messages, tools, params)))
+
+    async def achat(
+        self,
+        messages: Sequence[Message],
+        tools: Sequence[Mapping[str, Any]] | None = None,
+        **params: Any,
+    ) -> LLMResponse:
+        """:meth:`chat` over httpx's async client."""
+        return self._reply(await self._session.apost(PATH, self._body(messages, tools, params)))
+
+    def _stream_body(
+        self,
+        messages: Sequence[Message],
+        tools: Sequence[Mapping[str, Any]] | None,
+        params: Mapping[str, Any],
+    ) -> dict[str, Any]:
+        body = self._body(messages, tools, params)
+        body["stream"] = True
+        body.setdefault("stream_options", {"include_usage": True})  # the usage arrives in a last chunk
+        return body
+
+    def chat_stream(
+        self,
+        messages: Sequence[Message],
+        tools: Sequence[Mapping[str, Any]] | None = None,
+        **params: Any,
+    ) -> ChatStream:
+        """:meth:`chat` streamed (``stream: true``, with ``stream_options.include_usage`` unless given):
+        iterate the :class:`~tractkv.llm.streaming.ChatStream` for deltas; its ``response`` is then the reply
+        :meth:`chat` would have returned."""
+        lines = self._session.stream_lines(PATH, self._stream_body(messages, tools, params))
+        return ChatStream(lines, OpenAIStreamReader())
+
+    def achat_stream(
+        self,
+        messages: Sequence[Message],
+        tools: Sequence[Mapping[str, Any]] | None = None,
+        **params: Any,
+    ) -> AsyncChatStream:
+        """:meth:`chat_stream` for ``async for``."""
+        lines = self._session.astream_lines(PATH, self._stream_body(messages, tools, params))
+        return AsyncChatStream(lines, OpenAIStreamReader())
