@@ -42,6 +42,7 @@ class Reply:
     chunks: tuple[bytes, ...] | None = None  # a streamed reply: sent chunked, one chunk at a time
     pause: float = 0.0  # seconds between two chunks
     drop: bool = False  # close the connection after the chunks, without the chunked body's end
+    delay: float = 0.0  # seconds before answering
 
 
 class Recorder:
@@ -64,11 +65,15 @@ class Recorder:
         status: int = 200,
         raw: bytes | None = None,
         headers: dict[str, str] | None = None,
+        delay: float = 0.0,
     ) -> None:
-        """Queue one reply: ``body`` as JSON, or ``raw`` bytes as they are (malformed bodies)."""
+        """Queue one reply: ``body`` as JSON, or ``raw`` bytes as they are (malformed bodies), sent after
+        ``delay`` seconds."""
         data = raw if raw is not None else json.dumps(body if body is not None else {}).encode()
         with self._lock:
-            self._replies.append(Reply(status=status, body=data, headers=tuple((headers or {}).items())))
+            self._replies.append(
+                Reply(status=status, body=data, headers=tuple((headers or {}).items()), delay=delay)
+            )
 
     def stream(
         self, events: list[bytes], *, pause: float = 0.0, drop_after: int | None = None, status: int = 200
@@ -106,6 +111,7 @@ def _handler(recorder: Recorder) -> type[BaseHTTPRequestHandler]:
                 body = raw.decode("utf-8", "replace")
             headers = {k.lower(): v for k, v in self.headers.items()}
             reply = recorder._next(Recorded(method=self.command, path=self.path, headers=headers, body=body))
+            time.sleep(reply.delay)
             if reply.chunks is not None:
                 self._stream(reply)
                 return

@@ -10,6 +10,8 @@ Other statuses fail at once. Every httpx error is wrapped in an :class:`~tractkv
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import importlib
 import json
 import random
 import time
@@ -188,8 +190,14 @@ class JSONSession:
         self.policy = policy
         self._headers = dict(headers)
         self._timeout = timeout
+        # one TLS context for both clients: making one reads the CA bundle (~0.1 s), never on the event loop
+        self._tls = httpx.create_ssl_context()
         self._client = httpx.Client(
-            base_url=self.base_url, headers=self._headers, timeout=timeout, transport=transport
+            base_url=self.base_url,
+            headers=self._headers,
+            timeout=timeout,
+            transport=transport,
+            verify=self._tls,
         )
         self._async: httpx.AsyncClient | None = None
 
@@ -201,13 +209,23 @@ class JSONSession:
             await self._async.aclose()
             self._async = None
 
-    @property
-    def _async_client(self) -> httpx.AsyncClient:
+    async def _async_client(self) -> httpx.AsyncClient:
+        """The async client, made on first use in a thread: making it and the first request's imports (httpcore's
+        anyio backend) take ~0.1 s, which must not be spent on the event loop."""
         if self._async is None:
-            self._async = httpx.AsyncClient(
-                base_url=self.base_url, headers=self._headers, timeout=self._timeout
-            )
+            client = await asyncio.to_thread(self._new_async_client)
+            if self._async is None:
+                self._async = client
+            else:  # another coroutine made one meanwhile
+                await client.aclose()
         return self._async
+
+    def _new_async_client(self) -> httpx.AsyncClient:
+        with contextlib.suppress(ImportError):  # a later anyio may lay out its backends differently
+            importlib.import_module("anyio._backends._asyncio")  # what httpcore imports on the first request
+        return httpx.AsyncClient(
+            base_url=self.base_url, headers=self._headers, timeout=self._timeout, verify=self._tls
+        )
 
     def post(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
         """POST ``body`` to ``base_url + path``; the reply's JSON object.
@@ -235,7 +253,7 @@ class JSONSession:
         attempts = _Attempts(self.base_url + path, self.policy)
         for attempt in range(attempts.count):
             try:
-                response = await self._async_client.post(path, json=body)
+                response = await (await self._async_client()).post(path, json=body)
             except httpx.HTTPError as exc:
                 await _async_sleep(attempts.failed(attempt, exc))
                 continue
@@ -276,7 +294,7 @@ class JSONSession:
     async def astream_lines(self, path: str, body: dict[str, Any]) -> AsyncIterator[str]:
         """:meth:`stream_lines` on the event loop."""
         attempts = _Attempts(self.base_url + path, self.policy)
-        client = self._async_client
+        client = await self._async_client()
         for attempt in range(attempts.count):
             request = client.build_request("POST", path, json=body)
             try:

@@ -11,7 +11,7 @@ and its finish reason in ``generation_config`` (``model``, ``finish_reason``).
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 import attrs
@@ -29,7 +29,7 @@ from tractkv.errors import (
 )
 
 from .protocol import LLMClient, LLMResponse, call_model
-from .streaming import ChatStream, StreamDelta
+from .streaming import AsyncChatStream, ChatStream, StreamDelta
 
 
 @attrs.frozen
@@ -134,6 +134,50 @@ class GenerationStream:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+class AsyncGenerationStream:
+    """:class:`GenerationStream` for ``async for`` (``await AsyncTract.generate(stream=True)``): the deltas
+    as they arrive, then one commit (made by ``commit``, an awaitable: the async handle's worker thread),
+    on :attr:`commit`. Interrupted (``break``, an exception, :meth:`aclose`, cancellation, a broken
+    connection), it commits nothing."""
+
+    def __init__(
+        self, stream: AsyncChatStream, commit: Callable[[LLMResponse], Awaitable[CommitInfo]]
+    ) -> None:
+        self._stream = stream
+        self._commit = commit
+        self.commit: CommitInfo | None = None
+
+    @property
+    def response(self) -> LLMResponse | None:
+        """The whole reply, once the stream has ended."""
+        return self._stream.response
+
+    def __aiter__(self) -> AsyncGenerationStream:
+        return self
+
+    async def __anext__(self) -> StreamDelta:
+        try:
+            return await anext(self._stream)
+        except StopAsyncIteration:
+            if self.commit is None and self._stream.response is not None:
+                self.commit = await self._commit(self._stream.response)
+            raise
+        except TractError:
+            raise
+        except Exception as exc:
+            raise ModelCallFailed(f"model stream failed: {exc!r}") from exc
+
+    async def aclose(self) -> None:
+        """Stop here: drop the connection and commit nothing (unless the reply was committed already)."""
+        await self._stream.aclose()
+
+    async def __aenter__(self) -> AsyncGenerationStream:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
 
 
 def open_stream(model: object, request: Request, params: Mapping[str, Any], *, asynchronous: bool) -> Any:
