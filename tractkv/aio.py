@@ -35,6 +35,7 @@ from tractkv.tract import Tract
 if TYPE_CHECKING:
     from tractkv.engine.content import Message
     from tractkv.engine.records import CommitInfo, RunResult
+    from tractkv.ids import ObjectId
     from tractkv.llm.generate import AsyncGenerationStream
     from tractkv.llm.protocol import LLMClient, LLMResponse
 
@@ -78,24 +79,18 @@ class AsyncTract:
     @classmethod
     async def open(cls, path: str | None = None, **kwargs: Any) -> AsyncTract:
         """:meth:`Tract.open <tractkv.Tract.open>` (same arguments) on a new handle's worker thread."""
-        worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="tractkv-aio")
-        try:
-            tract = await asyncio.get_running_loop().run_in_executor(
-                worker, functools.partial(Tract.open, path, **kwargs)
-            )
-        except BaseException:
-            worker.shutdown(wait=False)
-            raise
-        return cls(tract, worker=worker)
+        return await cls._made(functools.partial(Tract.open, path, **kwargs))
 
     @classmethod
     async def clone(cls, url: str, path: str | None, **kwargs: Any) -> AsyncTract:
         """:meth:`Tract.clone <tractkv.Tract.clone>` (same arguments) on a new handle's worker thread."""
+        return await cls._made(functools.partial(Tract.clone, url, path, **kwargs))
+
+    @classmethod
+    async def _made(cls, make: Callable[[], Tract]) -> AsyncTract:
         worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="tractkv-aio")
         try:
-            tract = await asyncio.get_running_loop().run_in_executor(
-                worker, functools.partial(Tract.clone, url, path, **kwargs)
-            )
+            tract = await asyncio.get_running_loop().run_in_executor(worker, make)
         except BaseException:
             worker.shutdown(wait=False)
             raise
@@ -132,7 +127,7 @@ class AsyncTract:
         async form, such as a batch (``await at.call(lambda t: several_commits_in_one_batch(t))``)."""
         return await self._run(fn, self._tract)
 
-    async def head(self) -> Any:
+    async def head(self) -> ObjectId | None:
         """:attr:`Tract.head <tractkv.Tract.head>`."""
         return await self._run(lambda: self._tract.head)
 

@@ -7,11 +7,12 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from tractkv.engine.render import anthropic_params
-from tractkv.errors import InvalidInput, MalformedResponse
+from tractkv.errors import InvalidInput
 
+from ._client import HTTPChatClient
 from ._http import JSONSession, RetryPolicy
 from .protocol import LLMResponse, as_messages
-from .streaming import AnthropicStreamReader, AsyncChatStream, ChatStream
+from .streaming import AnthropicStreamReader, StreamReader
 
 if TYPE_CHECKING:
     import httpx
@@ -19,11 +20,10 @@ if TYPE_CHECKING:
     from tractkv.engine.content import Message
 
 DEFAULT_BASE_URL = "https://api.anthropic.com"
-PATH = "/v1/messages"
 API_VERSION = "2023-06-01"  # the anthropic-version header: the request/response format this client speaks
 
 
-class AnthropicClient:
+class AnthropicClient(HTTPChatClient):
     """Anthropic messages over HTTP (needs the ``llm`` extra: ``pip install 'tractkv[llm]'``).
 
     Messages (:class:`~tractkv.engine.content.Message`) and tools are rendered with
@@ -41,6 +41,8 @@ class AnthropicClient:
         max_tokens: the reply limit the API requires, unless a call passes ``max_tokens``.
         timeout, max_retries, backoff, max_delay, jitter, headers, transport: as for :class:`OpenAIClient`.
     """
+
+    PATH = "/v1/messages"
 
     def __init__(
         self,
@@ -72,83 +74,15 @@ class AnthropicClient:
         policy = RetryPolicy(max_retries=max_retries, backoff=backoff, max_delay=max_delay, jitter=jitter)
         self._session = JSONSession(base, sent, timeout=timeout, policy=policy, transport=transport)
 
-    @property
-    def base_url(self) -> str:
-        return self._session.base_url
-
-    def __repr__(self) -> str:
-        return f"AnthropicClient(model={self.model!r}, base_url={self.base_url!r})"
-
-    def close(self) -> None:
-        """Release pooled connections."""
-        self._session.close()
-
-    def __enter__(self) -> AnthropicClient:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    async def aclose(self) -> None:
-        """Release the async client's pooled connections (the ``a*`` methods')."""
-        await self._session.aclose()
-
-    def _body(
-        self,
-        messages: Sequence[Message],
-        tools: Sequence[Mapping[str, Any]] | None,
-        params: Mapping[str, Any],
+    def _request(
+        self, messages: Sequence[Message], tools: Sequence[Mapping[str, Any]] | None
     ) -> dict[str, Any]:
-        if "stream" in params:
-            raise InvalidInput(
-                "streaming is chat_stream (or Tract.generate(stream=True)), not chat(stream=...)"
-            )
         body: dict[str, Any] = {"model": self.model, "max_tokens": self.max_tokens}
         body.update(anthropic_params(as_messages(messages), tools or ()))
-        body.update({k: v for k, v in params.items() if v is not None})
         return body
 
-    def _reply(self, reply: dict[str, Any]) -> LLMResponse:
-        try:
-            return LLMResponse.from_anthropic(reply)
-        except MalformedResponse as exc:
-            raise MalformedResponse(exc.reason, self.base_url + PATH) from None
+    def _read(self, body: dict[str, Any]) -> LLMResponse:
+        return LLMResponse.from_anthropic(body)
 
-    def chat(
-        self,
-        messages: Sequence[Message],
-        tools: Sequence[Mapping[str, Any]] | None = None,
-        **params: Any,
-    ) -> LLMResponse:
-        """One message exchange; ``params`` go to the API as given (None values dropped)."""
-        return self._reply(self._session.post(PATH, self._body(messages, tools, params)))
-
-    async def achat(
-        self,
-        messages: Sequence[Message],
-        tools: Sequence[Mapping[str, Any]] | None = None,
-        **params: Any,
-    ) -> LLMResponse:
-        """:meth:`chat` over httpx's async client."""
-        return self._reply(await self._session.apost(PATH, self._body(messages, tools, params)))
-
-    def chat_stream(
-        self,
-        messages: Sequence[Message],
-        tools: Sequence[Mapping[str, Any]] | None = None,
-        **params: Any,
-    ) -> ChatStream:
-        """:meth:`chat` streamed (``stream: true``): iterate the :class:`~tractkv.llm.streaming.ChatStream`
-        for deltas; its ``response`` is then the reply :meth:`chat` would have returned."""
-        body = {**self._body(messages, tools, params), "stream": True}
-        return ChatStream(self._session.stream_lines(PATH, body), AnthropicStreamReader())
-
-    def achat_stream(
-        self,
-        messages: Sequence[Message],
-        tools: Sequence[Mapping[str, Any]] | None = None,
-        **params: Any,
-    ) -> AsyncChatStream:
-        """:meth:`chat_stream` for ``async for``."""
-        body = {**self._body(messages, tools, params), "stream": True}
-        return AsyncChatStream(self._session.astream_lines(PATH, body), AnthropicStreamReader())
+    def _stream_reader(self) -> StreamReader:
+        return AnthropicStreamReader()

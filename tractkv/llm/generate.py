@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Awaitable, Callable, Mapping
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 import attrs
 
@@ -30,6 +30,9 @@ from tractkv.errors import (
 
 from .protocol import LLMClient, LLMResponse, call_model
 from .streaming import AsyncChatStream, ChatStream, StreamDelta
+
+S = TypeVar("S", ChatStream, AsyncChatStream)
+C = TypeVar("C")
 
 
 @attrs.frozen
@@ -89,7 +92,25 @@ def generate(
     return commit_reply(session, request, response, params)
 
 
-class GenerationStream:
+class _Generation(Generic[S, C]):
+    """What both generation streams hold: the model's stream, how to commit its reply, the commit."""
+
+    def __init__(self, stream: S, commit: Callable[[LLMResponse], C]) -> None:
+        self._stream: S = stream
+        self._commit = commit
+        self.commit: CommitInfo | None = None
+
+    @property
+    def response(self) -> LLMResponse | None:
+        """The whole reply, once the stream has ended."""
+        return self._stream.response
+
+    @staticmethod
+    def _failed(exc: Exception) -> TractError:
+        return exc if isinstance(exc, TractError) else ModelCallFailed(f"model stream failed: {exc!r}")
+
+
+class GenerationStream(_Generation[ChatStream, CommitInfo]):
     """:func:`generate` streamed (``Tract.generate(stream=True)``): iterate for the reply's
     :class:`~tractkv.llm.streaming.StreamDelta` values as they arrive; when the stream ends complete, the
     whole reply is committed once, exactly as :func:`generate` commits it, and is :attr:`commit`.
@@ -99,16 +120,6 @@ class GenerationStream:
     an error (:class:`~tractkv.errors.LLMError`). The request is retried as a non-streamed one is, until the
     reply starts to arrive.
     """
-
-    def __init__(self, stream: ChatStream, commit: Callable[[LLMResponse], CommitInfo]) -> None:
-        self._stream = stream
-        self._commit = commit
-        self.commit: CommitInfo | None = None
-
-    @property
-    def response(self) -> LLMResponse | None:
-        """The whole reply, once the stream has ended."""
-        return self._stream.response
 
     def __iter__(self) -> GenerationStream:
         return self
@@ -120,10 +131,8 @@ class GenerationStream:
             if self.commit is None and self._stream.response is not None:
                 self.commit = self._commit(self._stream.response)
             raise
-        except TractError:
-            raise
         except Exception as exc:
-            raise ModelCallFailed(f"model stream failed: {exc!r}") from exc
+            raise self._failed(exc) from exc
 
     def close(self) -> None:
         """Stop here: drop the connection and commit nothing (unless the reply was committed already)."""
@@ -136,23 +145,11 @@ class GenerationStream:
         self.close()
 
 
-class AsyncGenerationStream:
+class AsyncGenerationStream(_Generation[AsyncChatStream, Awaitable[CommitInfo]]):
     """:class:`GenerationStream` for ``async for`` (``await AsyncTract.generate(stream=True)``): the deltas
     as they arrive, then one commit (made by ``commit``, an awaitable: the async handle's worker thread),
     on :attr:`commit`. Interrupted (``break``, an exception, :meth:`aclose`, cancellation, a broken
     connection), it commits nothing."""
-
-    def __init__(
-        self, stream: AsyncChatStream, commit: Callable[[LLMResponse], Awaitable[CommitInfo]]
-    ) -> None:
-        self._stream = stream
-        self._commit = commit
-        self.commit: CommitInfo | None = None
-
-    @property
-    def response(self) -> LLMResponse | None:
-        """The whole reply, once the stream has ended."""
-        return self._stream.response
 
     def __aiter__(self) -> AsyncGenerationStream:
         return self
@@ -164,10 +161,8 @@ class AsyncGenerationStream:
             if self.commit is None and self._stream.response is not None:
                 self.commit = await self._commit(self._stream.response)
             raise
-        except TractError:
-            raise
         except Exception as exc:
-            raise ModelCallFailed(f"model stream failed: {exc!r}") from exc
+            raise self._failed(exc) from exc
 
     async def aclose(self) -> None:
         """Stop here: drop the connection and commit nothing (unless the reply was committed already)."""

@@ -7,11 +7,12 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from tractkv.engine.render import openai_params
-from tractkv.errors import InvalidInput, MalformedResponse
+from tractkv.errors import InvalidInput
 
+from ._client import HTTPChatClient
 from ._http import JSONSession, RetryPolicy
 from .protocol import LLMResponse, as_messages
-from .streaming import AsyncChatStream, ChatStream, OpenAIStreamReader
+from .streaming import OpenAIStreamReader, StreamReader
 
 if TYPE_CHECKING:
     import httpx
@@ -19,10 +20,9 @@ if TYPE_CHECKING:
     from tractkv.engine.content import Message
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
-PATH = "/chat/completions"
 
 
-class OpenAIClient:
+class OpenAIClient(HTTPChatClient):
     """Chat completions over HTTP (needs the ``llm`` extra: ``pip install 'tractkv[llm]'``).
 
     Args:
@@ -45,6 +45,8 @@ class OpenAIClient:
     Every call has an async twin over httpx's async client (:meth:`achat`, :meth:`achat_stream`; release it
     with :meth:`aclose`); one client's async calls belong to one event loop.
     """
+
+    PATH = "/chat/completions"
 
     def __init__(
         self,
@@ -72,96 +74,16 @@ class OpenAIClient:
         policy = RetryPolicy(max_retries=max_retries, backoff=backoff, max_delay=max_delay, jitter=jitter)
         self._session = JSONSession(base, sent, timeout=timeout, policy=policy, transport=transport)
 
-    @property
-    def base_url(self) -> str:
-        return self._session.base_url
-
-    def __repr__(self) -> str:
-        return f"OpenAIClient(model={self.model!r}, base_url={self.base_url!r})"
-
-    def close(self) -> None:
-        """Release pooled connections."""
-        self._session.close()
-
-    def __enter__(self) -> OpenAIClient:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    async def aclose(self) -> None:
-        """Release the async client's pooled connections (the ``a*`` methods')."""
-        await self._session.aclose()
-
-    def _body(
-        self,
-        messages: Sequence[Message],
-        tools: Sequence[Mapping[str, Any]] | None,
-        params: Mapping[str, Any],
+    def _request(
+        self, messages: Sequence[Message], tools: Sequence[Mapping[str, Any]] | None
     ) -> dict[str, Any]:
-        if "stream" in params:
-            raise InvalidInput(
-                "streaming is chat_stream (or Tract.generate(stream=True)), not chat(stream=...)"
-            )
-        body: dict[str, Any] = {"model": self.model, **openai_params(as_messages(messages), tools or ())}
-        body.update({k: v for k, v in params.items() if v is not None})
-        return body
+        return {"model": self.model, **openai_params(as_messages(messages), tools or ())}
 
-    def _reply(self, reply: dict[str, Any]) -> LLMResponse:
-        try:
-            return LLMResponse.from_openai(reply)
-        except MalformedResponse as exc:
-            raise MalformedResponse(exc.reason, self.base_url + PATH) from None
+    def _read(self, body: dict[str, Any]) -> LLMResponse:
+        return LLMResponse.from_openai(body)
 
-    def chat(
-        self,
-        messages: Sequence[Message],
-        tools: Sequence[Mapping[str, Any]] | None = None,
-        **params: Any,
-    ) -> LLMResponse:
-        """One chat completion: ``messages`` and ``tools`` rendered by :func:`tractkv.engine.render.openai_params`
-        (Anthropic-shaped tools are converted). ``params`` (temperature, max_tokens, tool_choice, model...) are
-        sent as given; None values are dropped."""
-        return self._reply(self._session.post(PATH, self._body(messages, tools, params)))
+    def _stream_reader(self) -> StreamReader:
+        return OpenAIStreamReader()
 
-    async def achat(
-        self,
-        messages: Sequence[Message],
-        tools: Sequence[Mapping[str, Any]] | None = None,
-        **params: Any,
-    ) -> LLMResponse:
-        """:meth:`chat` over httpx's async client."""
-        return self._reply(await self._session.apost(PATH, self._body(messages, tools, params)))
-
-    def _stream_body(
-        self,
-        messages: Sequence[Message],
-        tools: Sequence[Mapping[str, Any]] | None,
-        params: Mapping[str, Any],
-    ) -> dict[str, Any]:
-        body = self._body(messages, tools, params)
-        body["stream"] = True
-        body.setdefault("stream_options", {"include_usage": True})  # the usage arrives in a last chunk
-        return body
-
-    def chat_stream(
-        self,
-        messages: Sequence[Message],
-        tools: Sequence[Mapping[str, Any]] | None = None,
-        **params: Any,
-    ) -> ChatStream:
-        """:meth:`chat` streamed (``stream: true``, with ``stream_options.include_usage`` unless given):
-        iterate the :class:`~tractkv.llm.streaming.ChatStream` for deltas; its ``response`` is then the reply
-        :meth:`chat` would have returned."""
-        lines = self._session.stream_lines(PATH, self._stream_body(messages, tools, params))
-        return ChatStream(lines, OpenAIStreamReader())
-
-    def achat_stream(
-        self,
-        messages: Sequence[Message],
-        tools: Sequence[Mapping[str, Any]] | None = None,
-        **params: Any,
-    ) -> AsyncChatStream:
-        """:meth:`chat_stream` for ``async for``."""
-        lines = self._session.astream_lines(PATH, self._stream_body(messages, tools, params))
-        return AsyncChatStream(lines, OpenAIStreamReader())
+    def _stream_extras(self) -> dict[str, Any]:
+        return {"stream_options": {"include_usage": True}}  # the usage arrives in a last chunk
