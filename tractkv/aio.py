@@ -27,7 +27,7 @@ import asyncio
 import functools
 from collections.abc import Callable, Coroutine, Mapping, Sequence
 from concurrent.futures import CancelledError, Future, ThreadPoolExecutor
-from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeVar
+from typing import TYPE_CHECKING, Any, Concatenate, Literal, ParamSpec, TypeVar, overload
 
 from tractkv.errors import ModelCallFailed, NoLLMConfigured, TractError
 from tractkv.tract import Tract
@@ -66,6 +66,9 @@ class AsyncTract:
     ...); HEAD is ``await at.head()`` and ``await at.current_branch()``. ``generate`` and ``run`` await the
     model on the event loop. What has no async form (``batch``, hooks' own calls) runs inside
     :meth:`call`: ``await at.call(lambda t: ...)`` runs a function of the underlying Tract on the worker.
+
+    Make one with :meth:`open` (or :meth:`clone`), or wrap a Tract: ``AsyncTract(tract)``, which then belongs
+    to the AsyncTract (use it only through :meth:`call`; :meth:`close` closes it).
     """
 
     def __init__(self, tract: Tract, *, worker: ThreadPoolExecutor | None = None) -> None:
@@ -195,6 +198,26 @@ class AsyncTract:
         if model is None:
             raise NoLLMConfigured(action)
         return model
+
+    @overload
+    async def generate(
+        self,
+        llm: LLMClient | None = None,
+        tools: list[dict[str, Any]] | None = None,
+        *,
+        stream: Literal[False] = False,
+        **params: Any,
+    ) -> CommitInfo: ...
+
+    @overload
+    async def generate(
+        self,
+        llm: LLMClient | None = None,
+        tools: list[dict[str, Any]] | None = None,
+        *,
+        stream: Literal[True],
+        **params: Any,
+    ) -> AsyncGenerationStream: ...
 
     async def generate(
         self,

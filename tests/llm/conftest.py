@@ -236,8 +236,10 @@ def openai_events(body: dict[str, Any], *, pieces: int = 3) -> list[bytes]:
         return sse(None, head | {"choices": choices, "usage": None})
 
     out = [chunk({"role": "assistant", "content": "" if message.get("content") is not None else None})]
-    for field in ("content", "refusal"):
-        for piece in _cut(message.get(field) or "", pieces):
+    for field, value in message.items():  # strings in pieces (content, refusal, reasoning...), the rest whole
+        if field in ("role", "tool_calls") or value is None:
+            continue
+        for piece in _cut(value, pieces) if isinstance(value, str) else [value]:
             out.append(chunk({field: piece}))
     for index, call in enumerate(message.get("tool_calls") or ()):
         start = {"index": index, "id": call["id"], "type": "function"}

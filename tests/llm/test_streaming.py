@@ -49,6 +49,9 @@ def openai_reply() -> dict[str, Any]:
         ],
         model="gpt-test",
     )
+    message = body["choices"][0]["message"]  # fields a message has no place for, kept in the metadata
+    message["reasoning_content"] = "Two cities, two calls."
+    message["annotations"] = [{"type": "url_citation", "url_citation": {"url": "https://example.com"}}]
     body["usage"] = {
         "prompt_tokens": 31,
         "completion_tokens": 12,
@@ -146,7 +149,8 @@ def test_stream_commits_what_the_non_streamed_reply_commits(recorder: Recorder, 
     assert got.usage == want.usage
     assert got.usage is not None
     assert got.generation_config == want.generation_config
-    assert got.metadata == want.metadata  # omitted blocks (server tools, citations) too
+    assert got.metadata == want.metadata  # omitted blocks (server tools, citations, extra fields) too
+    assert len(want.metadata["omitted_blocks"]) >= 2
     assert stream.response is not None
     assert stream.response.tool_calls
     # the deltas add up to the reply
@@ -178,7 +182,8 @@ def test_anthropic_thinking_deltas_arrive(recorder: Recorder) -> None:
     assert "".join(d.text for d in thinking) == "The user wants Paris weather."
     assert [d.type for d in deltas].index("thinking") < [d.type for d in deltas].index("text")
     parts = t.compile(include_reasoning=True).messages[-1].parts
-    assert any(getattr(p, "signature", None) == "sig-123" for p in parts) or "sig-123" in repr(parts)
+    thought = [(p.thinking, p.signature) for p in parts if p.type == "thinking"]
+    assert thought == [("The user wants Paris weather.", "sig-123")]  # the signature, from signature_delta
 
 
 def test_openai_refusal_streams_as_refusal(recorder: Recorder) -> None:
