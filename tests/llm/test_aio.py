@@ -7,6 +7,8 @@ its ticks; each also runs the same work the blocking way, to show the measuremen
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import gc
 import inspect
 import itertools
 import subprocess
@@ -20,7 +22,7 @@ import pytest
 
 from tractkv import Tract
 from tractkv.aio import AsyncTract
-from tractkv.errors import LLMError, ModelCallFailed, NoLLMConfigured
+from tractkv.errors import ConcurrentUpdate, LLMError, ModelCallFailed, NoLLMConfigured
 from tractkv.llm import AnthropicClient, OpenAIClient, ScriptedLLM
 from tractkv.store.fsck import fsck
 
@@ -40,6 +42,11 @@ async def longest_gap(work: Awaitable[Any]) -> tuple[float, float, Any]:
             ticks.append(time.monotonic())
             await asyncio.sleep(TICK)
 
+    # A collection of the cyclic GC holds the GIL in whatever thread runs it: in a long test session (a large
+    # heap) one can take a second. It pauses the loop whether or not the store blocks it, so the objects
+    # made before the measurement are moved out of the collector's sight while it runs.
+    gc.collect()
+    gc.freeze()
     task = asyncio.create_task(ticker())
     await asyncio.sleep(TICK * 2)
     started = time.monotonic()
@@ -50,6 +57,7 @@ async def longest_gap(work: Awaitable[Any]) -> tuple[float, float, Any]:
         took = time.monotonic() - started
         done = True
         await task
+        gc.unfreeze()
     gaps = [b - a for a, b in itertools.pairwise(ticks)]
     return max(gaps), took, result
 
@@ -242,21 +250,27 @@ def test_many_coroutines_appending_all_land(tmp_path: Path) -> None:
         await asyncio.gather(*(at.user(f"m{i}") for i in range(200)))
         log = await at.log()
         assert sorted(str(c.content["text"]) for c in log) == sorted(f"m{i}" for i in range(200))
-        # two handles on one store: each serializes its own writes, the store the two
-        other = await AsyncTract.open(path, rebase_appends=True)
-        at.tract.rebase_appends = True
+        # two handles on one store: each serializes its own writes; the store, the two (a branch move is a
+        # compare-and-swap: the loser of a race gets ConcurrentUpdate with nothing written, and tries again)
+        other = await AsyncTract.open(path)
+
+        async def append(handle: AsyncTract, text: str) -> None:
+            for _attempt in range(500):
+                with contextlib.suppress(ConcurrentUpdate):
+                    await handle.user(text)
+                    return
+            raise AssertionError(f"{text} never landed")
+
         await asyncio.gather(
-            *(at.user(f"a{i}") for i in range(50)), *(other.user(f"b{i}") for i in range(50))
+            *(append(at, f"a{i}") for i in range(50)), *(append(other, f"b{i}") for i in range(50))
         )
         await other.close()
         await at.close()
         with Tract.open(path) as t:
             texts = [m.content for m in t.compile().messages]
-            assert len(texts) == 300
+            assert len(texts) == 300  # every append once: a lost race wrote nothing
             everything = [f"m{i}" for i in range(200)] + [f"a{i}" for i in range(50)]
             assert sorted(texts) == sorted(everything + [f"b{i}" for i in range(50)])
-            for prefix in "ab":  # each handle's appends land in the order it made them
-                assert [x for x in texts if x[0] == prefix] == [f"{prefix}{i}" for i in range(50)]
             assert fsck(t.store).ok
 
     asyncio.run(main())

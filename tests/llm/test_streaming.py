@@ -16,9 +16,9 @@ import openai
 import pytest
 
 from tractkv import Tract
-from tractkv.errors import InvalidInput, LLMError, LLMHTTPError, MalformedResponse
+from tractkv.errors import InvalidInput, LLMError, LLMHTTPError, MalformedResponse, ModelCallFailed
 from tractkv.llm import AnthropicClient, OpenAIClient, ScriptedLLM
-from tractkv.llm.streaming import SSEDecoder, StreamDelta
+from tractkv.llm.streaming import ChatStream, OpenAIStreamReader, SSEDecoder, StreamDelta
 
 from .conftest import Recorder, anthropic_events, anthropic_message, openai_completion, openai_events, sse
 
@@ -366,3 +366,41 @@ def test_sse_decoder_reads_the_format() -> None:
     assert events == [("a", "1\n2"), ("", "x")]
     assert decoder.feed("data: tail") is None
     assert decoder.end() == ("", "tail")
+
+
+def test_a_streaming_client_of_your_own_fails_as_one_model_error() -> None:
+    class Raising:
+        def chat(self, messages: Any, tools: Any = None, **params: Any) -> str:
+            return "unused"
+
+        def chat_stream(self, messages: Any, tools: Any = None, **params: Any) -> Any:
+            raise RuntimeError("no connection")
+
+    class Wrong(Raising):
+        def chat_stream(self, messages: Any, tools: Any = None, **params: Any) -> Any:
+            return iter(["not a ChatStream"])
+
+    class Broken(Raising):
+        def chat_stream(self, messages: Any, tools: Any = None, **params: Any) -> Any:
+            def lines() -> Any:
+                yield "data: {}"
+                raise RuntimeError("socket gone")
+
+            return ChatStream(lines(), OpenAIStreamReader())
+
+    t = fresh()
+    with pytest.raises(ModelCallFailed, match="no connection"):
+        t.generate(Raising(), stream=True)
+    with pytest.raises(ModelCallFailed, match="returned list_iterator"):
+        t.generate(Wrong(), stream=True)
+    with pytest.raises(ModelCallFailed, match="socket gone"):
+        list(t.generate(Broken(), stream=True))
+    assert len(t.log()) == 2
+
+
+def test_a_call_may_set_or_drop_stream_options(recorder: Recorder) -> None:
+    client = OpenAIClient("m", base_url=f"{recorder.url}/v1", max_retries=0)
+    for given, sent in (({"stream_options": None}, None), ({"stream_options": {"x": 1}}, {"x": 1})):
+        recorder.stream(openai_events(openai_completion("hi")))
+        list(fresh().generate(client, stream=True, **given))
+        assert recorder.bodies[-1].get("stream_options") == sent

@@ -41,7 +41,8 @@ class HTTPChatClient:
         raise NotImplementedError
 
     def _stream_extras(self) -> dict[str, Any]:
-        """Request fields a streamed call adds besides ``stream: true``."""
+        """Request fields a streamed call adds besides ``stream: true``, unless the call passes them (a None
+        value, for a server that refuses one: not sent at all)."""
         return {}
 
     @property
@@ -85,7 +86,8 @@ class HTTPChatClient:
         tools: Sequence[Mapping[str, Any]] | None,
         params: Mapping[str, Any],
     ) -> dict[str, Any]:
-        return {**self._stream_extras(), **self._body(messages, tools, params), "stream": True}
+        extras = {} if set(params) & set(self._stream_extras()) else self._stream_extras()  # a call's own win
+        return {**extras, **self._body(messages, tools, params), "stream": True}
 
     def _reply(self, body: dict[str, Any]) -> LLMResponse:
         try:

@@ -107,7 +107,8 @@ class _Generation(Generic[S, C]):
 
     @staticmethod
     def _failed(exc: Exception) -> TractError:
-        return exc if isinstance(exc, TractError) else ModelCallFailed(f"model stream failed: {exc!r}")
+        """Anything but a tractkv error from a model's stream (a user's client), wrapped: one root to catch."""
+        return ModelCallFailed(f"model stream failed: {exc!r}")
 
 
 class GenerationStream(_Generation[ChatStream, CommitInfo]):
@@ -130,6 +131,8 @@ class GenerationStream(_Generation[ChatStream, CommitInfo]):
         except StopIteration:
             if self.commit is None and self._stream.response is not None:
                 self.commit = self._commit(self._stream.response)
+            raise
+        except TractError:
             raise
         except Exception as exc:
             raise self._failed(exc) from exc
@@ -161,6 +164,8 @@ class AsyncGenerationStream(_Generation[AsyncChatStream, Awaitable[CommitInfo]])
             if self.commit is None and self._stream.response is not None:
                 self.commit = await self._commit(self._stream.response)
             raise
+        except TractError:
+            raise
         except Exception as exc:
             raise self._failed(exc) from exc
 
@@ -176,21 +181,30 @@ class AsyncGenerationStream(_Generation[AsyncChatStream, Awaitable[CommitInfo]])
 
 
 def open_stream(model: object, request: Request, params: Mapping[str, Any], *, asynchronous: bool) -> Any:
-    """``model.chat_stream(...)`` (or ``achat_stream``) for ``request``.
+    """``model.chat_stream(...)`` (or ``achat_stream``) for ``request``: a
+    :class:`~tractkv.llm.streaming.ChatStream` (:class:`~tractkv.llm.streaming.AsyncChatStream`).
 
     Raises:
         InvalidInput: the client does not stream (it has no such method).
+        ModelCallFailed: the method raised a non-tractkv error, or returned something else.
     """
     name = "achat_stream" if asynchronous else "chat_stream"
     method = getattr(model, name, None)
     if not callable(method):
         raise InvalidInput(f"{type(model).__name__} cannot stream (it has no {name} method)")
     try:
-        return method(request.messages, tools=request.offered or None, **params)
+        stream = method(request.messages, tools=request.offered or None, **params)
     except TractError:
         raise
     except Exception as exc:
         raise ModelCallFailed(f"model call failed: {exc!r}") from exc
+    wanted = AsyncChatStream if asynchronous else ChatStream
+    if not isinstance(stream, wanted):
+        raise ModelCallFailed(
+            f"{type(model).__name__}.{name} returned {type(stream).__name__}; a streaming client returns a "
+            f"tractkv.llm.streaming.{wanted.__name__}"
+        )
+    return stream
 
 
 def generate_stream(
