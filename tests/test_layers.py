@@ -31,6 +31,7 @@ LAYERS = {
     "llm": 4,
     "sync": 4,
     "tract": 5,
+    "aio": 7,
     "toolkit": 6,
     "view": 7,
     "integrations": 7,

@@ -118,6 +118,7 @@ LOADED_ON_FIRST_USE = (
     "tractkv.sync",
     "tractkv.llm.openai_client",
     "tractkv.llm.anthropic_client",
+    "tractkv.aio",
     "click",
     "httpx",
     "starlette",

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal, overload
 
 from tractkv.engine import branches
 from tractkv.engine.records import (
@@ -45,6 +45,7 @@ if TYPE_CHECKING:  # engine modules a few methods need are imported on first use
     from tractkv.engine.tool_results import ToolResults
     from tractkv.engine.usage_stats import ToolStats
     from tractkv.engine.usage_tree import ToolUsage, UsageNode
+    from tractkv.llm.generate import GenerationStream
     from tractkv.llm.protocol import LLMClient
     from tractkv.sync.remote import PushOutcome
     from tractkv.sync.transfer import FetchResult
@@ -716,17 +717,51 @@ class Tract:
 
     # --- generation and compression -------------------------------------------------------------------------
 
+    @overload
     def generate(
-        self, llm: LLMClient | None = None, tools: list[dict[str, Any]] | None = None, **params: Any
-    ) -> CommitInfo:
+        self,
+        llm: LLMClient | None = None,
+        tools: list[dict[str, Any]] | None = None,
+        *,
+        stream: Literal[False] = False,
+        **params: Any,
+    ) -> CommitInfo: ...
+
+    @overload
+    def generate(
+        self,
+        llm: LLMClient | None = None,
+        tools: list[dict[str, Any]] | None = None,
+        *,
+        stream: Literal[True],
+        **params: Any,
+    ) -> GenerationStream: ...
+
+    def generate(
+        self,
+        llm: LLMClient | None = None,
+        tools: list[dict[str, Any]] | None = None,
+        *,
+        stream: bool = False,
+        **params: Any,
+    ) -> CommitInfo | GenerationStream:
         """Compile, call the model with the context's tools (or ``tools``), commit its reply with that tool set
         (:func:`tractkv.llm.generate.generate`): ``params`` plus the answering ``model`` and its
         ``finish_reason`` as ``generation_config``, the normalized usage in the metadata
         (:attr:`CommitInfo.usage`), thinking and refusals as parts. A model error commits nothing; a context
-        ending with calls awaiting results raises :class:`UnansweredToolCalls` before the model is called."""
+        ending with calls awaiting results raises :class:`UnansweredToolCalls` before the model is called.
+
+        ``stream=True`` returns a :class:`~tractkv.llm.generate.GenerationStream` instead: iterate it for
+        the text, thinking and tool-call deltas as they arrive; the whole reply is committed once, when the
+        stream ends complete (the same commit as without streaming, then on its ``.commit``); an interrupted
+        stream commits nothing. Needs a client that streams (``OpenAIClient``, ``AnthropicClient``)."""
         model = llm if llm is not None else self._llm
         if model is None:
             raise NoLLMConfigured("generate")
+        if stream:
+            from tractkv.llm.generate import generate_stream
+
+            return generate_stream(self._session, model, tools, params)
         from tractkv.llm.generate import generate
 
         return generate(self._session, model, tools, params)
@@ -748,9 +783,11 @@ class Tract:
             NoLLMConfigured, ModelCallFailed, UnansweredToolCalls: as :meth:`generate` (nothing committed).
             ContentError, InvalidInput: a malformed message or tool schema (nothing committed).
         """
+        if params.pop("stream", False):
+            raise InvalidInput("chat does not stream: commit the user message, then generate(stream=True)")
         with self.batch():
             self.user(text, tools=tools)
-            return self.generate(llm, tools, **params)
+            return self.generate(llm, tools, stream=False, **params)
 
     def compress(
         self,

@@ -8,7 +8,9 @@ loudly instead of hanging or reaching a real API.
 from __future__ import annotations
 
 import json
+import socket
 import threading
+import time
 from collections import deque
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -37,6 +39,10 @@ class Reply:
     status: int = 200
     body: bytes = b"{}"
     headers: tuple[tuple[str, str], ...] = ()
+    chunks: tuple[bytes, ...] | None = None  # a streamed reply: sent chunked, one chunk at a time
+    pause: float = 0.0  # seconds between two chunks
+    drop: bool = False  # close the connection after the chunks, without the chunked body's end
+    delay: float = 0.0  # seconds before answering
 
 
 class Recorder:
@@ -59,11 +65,26 @@ class Recorder:
         status: int = 200,
         raw: bytes | None = None,
         headers: dict[str, str] | None = None,
+        delay: float = 0.0,
     ) -> None:
-        """Queue one reply: ``body`` as JSON, or ``raw`` bytes as they are (malformed bodies)."""
+        """Queue one reply: ``body`` as JSON, or ``raw`` bytes as they are (malformed bodies), sent after
+        ``delay`` seconds."""
         data = raw if raw is not None else json.dumps(body if body is not None else {}).encode()
         with self._lock:
-            self._replies.append(Reply(status=status, body=data, headers=tuple((headers or {}).items())))
+            self._replies.append(
+                Reply(status=status, body=data, headers=tuple((headers or {}).items()), delay=delay)
+            )
+
+    def stream(
+        self, events: list[bytes], *, pause: float = 0.0, drop_after: int | None = None, status: int = 200
+    ) -> None:
+        """Queue a streamed reply (``text/event-stream``, chunked, one event per chunk, ``pause`` seconds
+        apart); ``drop_after=n`` closes the connection after n events, mid-body."""
+        chunks = tuple(events if drop_after is None else events[:drop_after])
+        with self._lock:
+            self._replies.append(
+                Reply(status=status, chunks=chunks, pause=pause, drop=drop_after is not None)
+            )
 
     def _next(self, request: Recorded) -> Reply:
         with self._lock:
@@ -90,6 +111,10 @@ def _handler(recorder: Recorder) -> type[BaseHTTPRequestHandler]:
                 body = raw.decode("utf-8", "replace")
             headers = {k.lower(): v for k, v in self.headers.items()}
             reply = recorder._next(Recorded(method=self.command, path=self.path, headers=headers, body=body))
+            time.sleep(reply.delay)
+            if reply.chunks is not None:
+                self._stream(reply)
+                return
             self.send_response(reply.status)
             self.send_header("Content-Type", "application/json")
             self.send_header("Content-Length", str(len(reply.body)))
@@ -97,6 +122,26 @@ def _handler(recorder: Recorder) -> type[BaseHTTPRequestHandler]:
                 self.send_header(name, value)
             self.end_headers()
             self.wfile.write(reply.body)
+
+        def _stream(self, reply: Reply) -> None:
+            self.send_response(reply.status)
+            self.send_header("Content-Type", "text/event-stream")
+            self.send_header("Transfer-Encoding", "chunked")
+            self.end_headers()
+            for index, chunk in enumerate(reply.chunks or ()):
+                if index and reply.pause:
+                    time.sleep(reply.pause)
+                try:
+                    self.wfile.write(b"%x\r\n%s\r\n" % (len(chunk), chunk))
+                    self.wfile.flush()
+                except OSError:  # the client went away (it stopped reading)
+                    self.close_connection = True
+                    return
+            if reply.drop:
+                self.close_connection = True
+                self.connection.shutdown(socket.SHUT_RDWR)
+                return
+            self.wfile.write(b"0\r\n\r\n")
 
         def do_POST(self) -> None:
             self._serve()
@@ -171,6 +216,87 @@ def anthropic_message(blocks: list[dict[str, Any]] | None = None, *, model: str 
         "stop_sequence": None,
         "usage": {"input_tokens": 10, "output_tokens": 2},
     }
+
+
+def sse(event: str | None, data: Any) -> bytes:
+    """One server-sent event (``data`` as JSON unless it is a str)."""
+    text = data if isinstance(data, str) else json.dumps(data)
+    return (f"event: {event}\n" if event else "").encode() + f"data: {text}\n\n".encode()
+
+
+def openai_events(body: dict[str, Any], *, pieces: int = 3) -> list[bytes]:
+    """The chunks OpenAI streams for the chat.completion ``body`` (one choice): role, content and each tool
+    call's arguments cut in ``pieces``, the finish reason, the usage chunk, ``[DONE]``."""
+    head = {k: body[k] for k in ("id", "created", "model")} | {"object": "chat.completion.chunk"}
+    choice = body["choices"][0]
+    message = choice["message"]
+
+    def chunk(delta: dict[str, Any], finish: str | None = None) -> bytes:
+        choices = [{"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}]
+        return sse(None, head | {"choices": choices, "usage": None})
+
+    out = [chunk({"role": "assistant", "content": "" if message.get("content") is not None else None})]
+    for field, value in message.items():  # strings in pieces (content, refusal, reasoning...), the rest whole
+        if field in ("role", "tool_calls") or value is None:
+            continue
+        for piece in _cut(value, pieces) if isinstance(value, str) else [value]:
+            out.append(chunk({field: piece}))
+    for index, call in enumerate(message.get("tool_calls") or ()):
+        start = {"index": index, "id": call["id"], "type": "function"}
+        out.append(
+            chunk({"tool_calls": [start | {"function": {"name": call["function"]["name"], "arguments": ""}}]})
+        )
+        for piece in _cut(call["function"]["arguments"], pieces):
+            out.append(chunk({"tool_calls": [{"index": index, "function": {"arguments": piece}}]}))
+    out.append(chunk({}, choice["finish_reason"]))
+    out.append(sse(None, head | {"choices": [], "usage": body["usage"]}))
+    out.append(sse(None, "[DONE]"))
+    return out
+
+
+def anthropic_events(body: dict[str, Any], *, pieces: int = 3) -> list[bytes]:
+    """The events Anthropic streams for the message ``body``: text, thinking (and its signature) and tool
+    input cut in ``pieces``; other blocks whole in their content_block_start."""
+    start = dict(body) | {"content": [], "stop_reason": None, "stop_sequence": None}
+    start["usage"] = dict(body["usage"]) | {"output_tokens": 1}
+    out = [sse("message_start", {"type": "message_start", "message": start}), sse("ping", {"type": "ping"})]
+    for index, block in enumerate(body["content"]):
+        kind = block["type"]
+        deltas: list[dict[str, Any]] = []
+        if kind == "text":
+            first = {"type": "text", "text": ""} | ({"citations": []} if "citations" in block else {})
+            deltas = [{"type": "text_delta", "text": p} for p in _cut(block["text"], pieces)]
+            deltas += [{"type": "citations_delta", "citation": c} for c in block.get("citations") or ()]
+        elif kind == "thinking":
+            first = {"type": "thinking", "thinking": ""}
+            deltas = [{"type": "thinking_delta", "thinking": p} for p in _cut(block["thinking"], pieces)]
+            deltas.append({"type": "signature_delta", "signature": block["signature"]})
+        elif kind in ("tool_use", "server_tool_use"):
+            first = {k: v for k, v in block.items() if k != "input"} | {"input": {}}
+            text = json.dumps(block["input"])
+            deltas = [{"type": "input_json_delta", "partial_json": p} for p in _cut(text, pieces)]
+        else:
+            first = block
+        out.append(
+            sse(
+                "content_block_start", {"type": "content_block_start", "index": index, "content_block": first}
+            )
+        )
+        for delta in deltas:
+            out.append(
+                sse("content_block_delta", {"type": "content_block_delta", "index": index, "delta": delta})
+            )
+        out.append(sse("content_block_stop", {"type": "content_block_stop", "index": index}))
+    final = {"type": "message_delta", "delta": {"stop_reason": body["stop_reason"], "stop_sequence": None}}
+    out.append(sse("message_delta", final | {"usage": {"output_tokens": body["usage"]["output_tokens"]}}))
+    out.append(sse("message_stop", {"type": "message_stop"}))
+    return out
+
+
+def _cut(text: str, pieces: int) -> list[str]:
+    """``text`` in about ``pieces`` consecutive pieces (none for empty text)."""
+    size = max(1, -(-len(text) // pieces))
+    return [text[i : i + size] for i in range(0, len(text), size)]
 
 
 # --- the official SDKs, pointed at the recorder (the acceptance tests) ---------------------------------

@@ -13,6 +13,7 @@ from tractkv.errors import LLMError, LLMHTTPError, MalformedResponse, ScriptExha
 
 from .protocol import LLMClient, LLMResponse, call_model
 from .scripted import ScriptedCall, ScriptedLLM
+from .streaming import StreamDelta
 
 if TYPE_CHECKING:
     from .anthropic_client import AnthropicClient
@@ -44,5 +45,6 @@ __all__ = [
     "ScriptExhausted",
     "ScriptedCall",
     "ScriptedLLM",
+    "StreamDelta",
     "call_model",
 ]

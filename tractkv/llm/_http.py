@@ -9,10 +9,13 @@ Other statuses fail at once. Every httpx error is wrapped in an :class:`~tractkv
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import importlib
 import json
 import random
 import time
-from collections.abc import Mapping
+from collections.abc import AsyncIterator, Iterator, Mapping
 from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
 from typing import Any
@@ -23,6 +26,7 @@ import httpx
 from tractkv.errors import InvalidInput, LLMError, LLMHTTPError, MalformedResponse
 
 _sleep = time.sleep  # module-level so tests can observe the waits without sleeping
+_async_sleep = asyncio.sleep  # the same, on the event loop
 
 MAX_DETAIL = 500  # characters of an error body quoted in LLMHTTPError (bodies can be whole HTML pages)
 
@@ -107,10 +111,68 @@ def _detail(response: httpx.Response) -> str:
     return response.text[:MAX_DETAIL]
 
 
-class JSONSession:
-    """POSTs JSON to one API and returns the decoded JSON object, retrying as :class:`RetryPolicy` says.
+def _checked_base_url(base_url: str) -> str:
+    """``base_url`` without its trailing slash, refused unless it is an http(s) URL with a host."""
+    try:
+        parsed = httpx.URL(base_url)
+    except (httpx.InvalidURL, TypeError) as exc:
+        raise InvalidInput(f"invalid base_url {base_url!r}: {exc}") from exc
+    if parsed.scheme not in ("http", "https") or not parsed.host:
+        raise InvalidInput(f"invalid base_url {base_url!r}: needs http:// or https:// and a host")
+    return base_url.rstrip("/")
 
-    Thread-safe (one pooled ``httpx.Client``); :meth:`close` releases its connections.
+
+@attrs.define
+class _Attempts:
+    """The retry rule of one request, written once for the sync and async paths: each attempt's outcome
+    (a transport failure or an answer) is either a wait before the next attempt, or final."""
+
+    url: str
+    policy: RetryPolicy
+
+    @property
+    def count(self) -> int:
+        return self.policy.max_retries + 1
+
+    def failed(self, attempt: int, exc: httpx.HTTPError) -> float:
+        """The wait before retrying after ``exc``; raises LLMError when it is final."""
+        if not isinstance(exc, httpx.TransportError):
+            raise LLMError(f"request to {self.url} failed: {exc!r}") from exc
+        if attempt == self.count - 1:
+            raise LLMError(f"cannot reach {self.url} after {self.count} attempt(s): {exc!r}") from exc
+        return self.policy.delay(attempt)
+
+    def answered(self, attempt: int, response: httpx.Response) -> float | None:
+        """None for a success; the wait before retrying a retryable status; raises LLMHTTPError when the
+        error status is final (the body must have been read)."""
+        status = response.status_code
+        if 200 <= status < 300:
+            return None
+        if is_retryable(status) and attempt < self.count - 1:
+            return self.policy.delay(attempt, response.headers)
+        raise LLMHTTPError(status, self.url, _detail(response), attempt + 1)
+
+    def stream_failed(self, exc: httpx.HTTPError) -> LLMError:
+        """A failure while a stream's body arrives (never retried: part of the reply was read)."""
+        return LLMError(f"the stream from {self.url} broke off: {exc!r}")
+
+
+def _json_object(response: httpx.Response, url: str) -> dict[str, Any]:
+    try:
+        decoded = json.loads(response.content)
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise MalformedResponse(f"body is not JSON ({exc}): {response.text[:200]!r}", url) from None
+    if not isinstance(decoded, dict):
+        raise MalformedResponse(f"body is JSON {type(decoded).__name__}, not an object", url)
+    return decoded
+
+
+class JSONSession:
+    """POSTs JSON to one API and returns the decoded JSON object (or, for a streamed reply, its lines),
+    retrying as :class:`RetryPolicy` says.
+
+    Thread-safe (one pooled ``httpx.Client``); the ``a*`` methods use an ``httpx.AsyncClient`` made on first
+    use (one event loop per session). :meth:`close` / :meth:`aclose` release their connections.
     """
 
     def __init__(
@@ -124,20 +186,46 @@ class JSONSession:
     ) -> None:
         if timeout <= 0:
             raise InvalidInput("timeout must be > 0 seconds")
-        try:
-            parsed = httpx.URL(base_url)
-        except (httpx.InvalidURL, TypeError) as exc:
-            raise InvalidInput(f"invalid base_url {base_url!r}: {exc}") from exc
-        if parsed.scheme not in ("http", "https") or not parsed.host:
-            raise InvalidInput(f"invalid base_url {base_url!r}: needs http:// or https:// and a host")
-        self.base_url = base_url.rstrip("/")
+        self.base_url = _checked_base_url(base_url)
         self.policy = policy
+        self._headers = dict(headers)
+        self._timeout = timeout
+        # one TLS context for both clients: making one reads the CA bundle (~0.1 s), never on the event loop
+        self._tls = httpx.create_ssl_context()
         self._client = httpx.Client(
-            base_url=self.base_url, headers=dict(headers), timeout=timeout, transport=transport
+            base_url=self.base_url,
+            headers=self._headers,
+            timeout=timeout,
+            transport=transport,
+            verify=self._tls,
         )
+        self._async: httpx.AsyncClient | None = None
 
     def close(self) -> None:
         self._client.close()
+
+    async def aclose(self) -> None:
+        if self._async is not None:
+            await self._async.aclose()
+            self._async = None
+
+    async def _async_client(self) -> httpx.AsyncClient:
+        """The async client, made on first use in a thread: making it and the first request's imports (httpcore's
+        anyio backend) take ~0.1 s, which must not be spent on the event loop."""
+        if self._async is None:
+            client = await asyncio.to_thread(self._new_async_client)
+            if self._async is None:
+                self._async = client
+            else:  # another coroutine made one meanwhile
+                await client.aclose()
+        return self._async
+
+    def _new_async_client(self) -> httpx.AsyncClient:
+        with contextlib.suppress(ImportError):  # a later anyio may lay out its backends differently
+            importlib.import_module("anyio._backends._asyncio")  # what httpcore imports on the first request
+        return httpx.AsyncClient(
+            base_url=self.base_url, headers=self._headers, timeout=self._timeout, verify=self._tls
+        )
 
     def post(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
         """POST ``body`` to ``base_url + path``; the reply's JSON object.
@@ -147,30 +235,84 @@ class JSONSession:
             MalformedResponse: a success status whose body is not a JSON object.
             LLMError: the server could not be reached (after the retries).
         """
-        url = self.base_url + path
-        attempts = self.policy.max_retries + 1
-        for attempt in range(attempts):
-            last = attempt == attempts - 1
+        attempts = _Attempts(self.base_url + path, self.policy)
+        for attempt in range(attempts.count):
             try:
                 response = self._client.post(path, json=body)
-            except httpx.TransportError as exc:
-                if last:
-                    raise LLMError(f"cannot reach {url} after {attempts} attempt(s): {exc!r}") from exc
-                _sleep(self.policy.delay(attempt))
-                continue
             except httpx.HTTPError as exc:
-                raise LLMError(f"request to {url} failed: {exc!r}") from exc
-            status = response.status_code
-            if is_retryable(status) and not last:
-                _sleep(self.policy.delay(attempt, response.headers))
+                _sleep(attempts.failed(attempt, exc))
                 continue
-            if not 200 <= status < 300:
-                raise LLMHTTPError(status, url, _detail(response), attempt + 1)
+            wait = attempts.answered(attempt, response)
+            if wait is None:
+                return _json_object(response, attempts.url)
+            _sleep(wait)
+        raise AssertionError("unreachable: the last attempt returns or raises")
+
+    async def apost(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
+        """:meth:`post` on the event loop (httpx's async client; the waits are ``asyncio.sleep``)."""
+        attempts = _Attempts(self.base_url + path, self.policy)
+        for attempt in range(attempts.count):
             try:
-                decoded = json.loads(response.content)
-            except (ValueError, UnicodeDecodeError) as exc:
-                raise MalformedResponse(f"body is not JSON ({exc}): {response.text[:200]!r}", url) from None
-            if not isinstance(decoded, dict):
-                raise MalformedResponse(f"body is JSON {type(decoded).__name__}, not an object", url)
-            return decoded
+                response = await (await self._async_client()).post(path, json=body)
+            except httpx.HTTPError as exc:
+                await _async_sleep(attempts.failed(attempt, exc))
+                continue
+            wait = attempts.answered(attempt, response)
+            if wait is None:
+                return _json_object(response, attempts.url)
+            await _async_sleep(wait)
+        raise AssertionError("unreachable: the last attempt returns or raises")
+
+    def stream_lines(self, path: str, body: dict[str, Any]) -> Iterator[str]:
+        """POST ``body`` and yield the lines of a streamed (server-sent events) reply as they arrive.
+
+        Opening the stream is retried as :meth:`post` is; once its body arrives, a failure is an
+        :class:`LLMError` (nothing is retried). Closing the generator closes the connection.
+        """
+        attempts = _Attempts(self.base_url + path, self.policy)
+        for attempt in range(attempts.count):
+            request = self._client.build_request("POST", path, json=body)
+            try:
+                response = self._client.send(request, stream=True)
+            except httpx.HTTPError as exc:
+                _sleep(attempts.failed(attempt, exc))
+                continue
+            try:
+                if not 200 <= response.status_code < 300:
+                    response.read()
+                wait = attempts.answered(attempt, response)
+                if wait is None:
+                    yield from response.iter_lines()
+                    return
+            except httpx.HTTPError as exc:
+                raise attempts.stream_failed(exc) from exc
+            finally:
+                response.close()
+            _sleep(wait)
+        raise AssertionError("unreachable: the last attempt returns or raises")
+
+    async def astream_lines(self, path: str, body: dict[str, Any]) -> AsyncIterator[str]:
+        """:meth:`stream_lines` on the event loop."""
+        attempts = _Attempts(self.base_url + path, self.policy)
+        client = await self._async_client()
+        for attempt in range(attempts.count):
+            request = client.build_request("POST", path, json=body)
+            try:
+                response = await client.send(request, stream=True)
+            except httpx.HTTPError as exc:
+                await _async_sleep(attempts.failed(attempt, exc))
+                continue
+            try:
+                if not 200 <= response.status_code < 300:
+                    await response.aread()
+                wait = attempts.answered(attempt, response)
+                if wait is None:
+                    async for line in response.aiter_lines():
+                        yield line
+                    return
+            except httpx.HTTPError as exc:
+                raise attempts.stream_failed(exc) from exc
+            finally:
+                await response.aclose()
+            await _async_sleep(wait)
         raise AssertionError("unreachable: the last attempt returns or raises")

@@ -7,10 +7,12 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from tractkv.engine.render import anthropic_params
-from tractkv.errors import InvalidInput, MalformedResponse
+from tractkv.errors import InvalidInput
 
+from ._client import HTTPChatClient
 from ._http import JSONSession, RetryPolicy
 from .protocol import LLMResponse, as_messages
+from .streaming import AnthropicStreamReader, StreamReader
 
 if TYPE_CHECKING:
     import httpx
@@ -21,14 +23,15 @@ DEFAULT_BASE_URL = "https://api.anthropic.com"
 API_VERSION = "2023-06-01"  # the anthropic-version header: the request/response format this client speaks
 
 
-class AnthropicClient:
+class AnthropicClient(HTTPChatClient):
     """Anthropic messages over HTTP (needs the ``llm`` extra: ``pip install 'tractkv[llm]'``).
 
     Messages (:class:`~tractkv.engine.content.Message`) and tools are rendered with
     :func:`tractkv.engine.render.anthropic_params`: system messages become ``system``, tool calls ``tool_use``
     blocks, tool results ``tool_result`` blocks (consecutive ones in one user turn); OpenAI-shaped tools are
     converted. Other ``params`` are Anthropic's own (``temperature``, ``stop_sequences``,
-    ``tool_choice`` in Anthropic's shape...) and sent as given.
+    ``tool_choice`` in Anthropic's shape...) and sent as given. Streaming is :meth:`chat_stream`; every call
+    has an async twin over httpx's async client (:meth:`achat`, :meth:`achat_stream`, :meth:`aclose`).
 
     Args:
         model: sent as ``model`` unless a call passes its own.
@@ -38,6 +41,8 @@ class AnthropicClient:
         max_tokens: the reply limit the API requires, unless a call passes ``max_tokens``.
         timeout, max_retries, backoff, max_delay, jitter, headers, transport: as for :class:`OpenAIClient`.
     """
+
+    PATH = "/v1/messages"
 
     def __init__(
         self,
@@ -69,37 +74,15 @@ class AnthropicClient:
         policy = RetryPolicy(max_retries=max_retries, backoff=backoff, max_delay=max_delay, jitter=jitter)
         self._session = JSONSession(base, sent, timeout=timeout, policy=policy, transport=transport)
 
-    @property
-    def base_url(self) -> str:
-        return self._session.base_url
-
-    def __repr__(self) -> str:
-        return f"AnthropicClient(model={self.model!r}, base_url={self.base_url!r})"
-
-    def close(self) -> None:
-        """Release pooled connections."""
-        self._session.close()
-
-    def __enter__(self) -> AnthropicClient:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    def chat(
-        self,
-        messages: Sequence[Message],
-        tools: Sequence[Mapping[str, Any]] | None = None,
-        **params: Any,
-    ) -> LLMResponse:
-        """One message exchange; ``params`` go to the API as given (None values dropped)."""
-        if params.get("stream"):
-            raise InvalidInput("streaming is not supported by AnthropicClient.chat")
+    def _request(
+        self, messages: Sequence[Message], tools: Sequence[Mapping[str, Any]] | None
+    ) -> dict[str, Any]:
         body: dict[str, Any] = {"model": self.model, "max_tokens": self.max_tokens}
         body.update(anthropic_params(as_messages(messages), tools or ()))
-        body.update({k: v for k, v in params.items() if v is not None})
-        reply = self._session.post("/v1/messages", body)
-        try:
-            return LLMResponse.from_anthropic(reply)
-        except MalformedResponse as exc:
-            raise MalformedResponse(exc.reason, self.base_url + "/v1/messages") from None
+        return body
+
+    def _read(self, body: dict[str, Any]) -> LLMResponse:
+        return LLMResponse.from_anthropic(body)
+
+    def _stream_reader(self) -> StreamReader:
+        return AnthropicStreamReader()

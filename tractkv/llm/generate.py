@@ -11,16 +11,69 @@ and its finish reason in ``generation_config`` (``model``, ``finish_reason``).
 from __future__ import annotations
 
 import copy
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any, Generic, TypeVar
+
+import attrs
 
 from tractkv.engine.content import Message, content_blob
 from tractkv.engine.records import CommitInfo
-from tractkv.engine.session import Session
+from tractkv.engine.session import Session, Tip
 from tractkv.engine.toolsets import tool_schemas
-from tractkv.errors import InvalidInput, MalformedResponse, UnansweredToolCalls
+from tractkv.errors import (
+    InvalidInput,
+    MalformedResponse,
+    ModelCallFailed,
+    TractError,
+    UnansweredToolCalls,
+)
 
 from .protocol import LLMClient, LLMResponse, call_model
+from .streaming import AsyncChatStream, ChatStream, StreamDelta
+
+S = TypeVar("S", ChatStream, AsyncChatStream)
+C = TypeVar("C")
+
+
+@attrs.frozen
+class Request:
+    """What a generation sends, read from the session when it starts: the tip its reply commits on (or not
+    at all), the compiled messages, the tools offered (``given``: passed by the caller rather than the
+    context's)."""
+
+    tip: Tip
+    messages: tuple[Message, ...]
+    offered: list[dict[str, Any]]
+    given: bool
+
+
+def prepare(session: Session, tools: list[dict[str, Any]] | None) -> Request:
+    """Check the session may take a reply and compile what the model is sent (see :func:`generate`)."""
+    tip = session.writable("generate")  # the reply commits on the tip the model saw, or not at all
+    ctx = session.compile()
+    if ctx.open_calls:  # a tool run in progress: providers refuse a call left unanswered
+        raise UnansweredToolCalls(ctx.open_calls)
+    offered = list(tools) if tools is not None else list(ctx.tools)
+    if tools is not None:
+        tool_schemas(offered)  # refuse a misshapen tool before the model is paid for, not at commit
+    return Request(tip=tip, messages=tuple(ctx.messages), offered=offered, given=tools is not None)
+
+
+def commit_reply(
+    session: Session, request: Request, response: LLMResponse, params: Mapping[str, Any]
+) -> CommitInfo:
+    """Commit ``response`` to ``request`` (streamed or not, the same commit; see the module doc)."""
+    config = reply_config(response, {k: v for k, v in params.items() if v is not None})
+    return session.commit_content(
+        content_blob(response.assistant_payload()),
+        operation="append",
+        metadata=reply_metadata(response, None),
+        generation_config=config,
+        tools=request.offered if request.given else None,
+        toolset=None if request.given else session.head_state().tools,
+        action="generate",
+        tip=request.tip,
+    )
 
 
 def generate(
@@ -34,25 +87,135 @@ def generate(
     not an accepted shape raise :class:`InvalidInput`, and a context ending with tool calls still waiting
     for their results raises :class:`UnansweredToolCalls`, before the model is called.
     """
-    tip = session.writable("generate")  # the reply commits on the tip the model saw, or not at all
-    ctx = session.compile()
-    if ctx.open_calls:  # a tool run in progress: providers refuse a call left unanswered
-        raise UnansweredToolCalls(ctx.open_calls)
-    offered = list(tools) if tools is not None else list(ctx.tools)
-    if tools is not None:
-        tool_schemas(offered)  # refuse a misshapen tool before the model is paid for, not at commit
-    response = call_model(model, ctx.messages, offered or None, params)
-    config = reply_config(response, {k: v for k, v in params.items() if v is not None})
-    return session.commit_content(
-        content_blob(response.assistant_payload()),
-        operation="append",
-        metadata=reply_metadata(response, None),
-        generation_config=config,
-        tools=offered if tools is not None else None,
-        toolset=None if tools is not None else session.head_state().tools,
-        action="generate",
-        tip=tip,
-    )
+    request = prepare(session, tools)
+    response = call_model(model, request.messages, request.offered or None, params)
+    return commit_reply(session, request, response, params)
+
+
+class _Generation(Generic[S, C]):
+    """What both generation streams hold: the model's stream, how to commit its reply, the commit."""
+
+    def __init__(self, stream: S, commit: Callable[[LLMResponse], C]) -> None:
+        self._stream: S = stream
+        self._commit = commit
+        self.commit: CommitInfo | None = None
+
+    @property
+    def response(self) -> LLMResponse | None:
+        """The whole reply, once the stream has ended."""
+        return self._stream.response
+
+    @staticmethod
+    def _failed(exc: Exception) -> TractError:
+        """Anything but a tractkv error from a model's stream (a user's client), wrapped: one root to catch."""
+        return ModelCallFailed(f"model stream failed: {exc!r}")
+
+
+class GenerationStream(_Generation[ChatStream, CommitInfo]):
+    """:func:`generate` streamed (``Tract.generate(stream=True)``): iterate for the reply's
+    :class:`~tractkv.llm.streaming.StreamDelta` values as they arrive; when the stream ends complete, the
+    whole reply is committed once, exactly as :func:`generate` commits it, and is :attr:`commit`.
+
+    An interrupted stream commits nothing: the consumer stops iterating (``break``, an exception, :meth:`close`
+    or leaving the ``with`` block drops the connection), the connection breaks off, or the provider reports
+    an error (:class:`~tractkv.errors.LLMError`). The request is retried as a non-streamed one is, until the
+    reply starts to arrive.
+    """
+
+    def __iter__(self) -> GenerationStream:
+        return self
+
+    def __next__(self) -> StreamDelta:
+        try:
+            return next(self._stream)
+        except StopIteration:
+            if self.commit is None and self._stream.response is not None:
+                self.commit = self._commit(self._stream.response)
+            raise
+        except TractError:
+            raise
+        except Exception as exc:
+            raise self._failed(exc) from exc
+
+    def close(self) -> None:
+        """Stop here: drop the connection and commit nothing (unless the reply was committed already)."""
+        self._stream.close()
+
+    def __enter__(self) -> GenerationStream:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class AsyncGenerationStream(_Generation[AsyncChatStream, Awaitable[CommitInfo]]):
+    """:class:`GenerationStream` for ``async for`` (``await AsyncTract.generate(stream=True)``): the deltas
+    as they arrive, then one commit (made by ``commit``, an awaitable: the async handle's worker thread),
+    on :attr:`commit`. Interrupted (``break``, an exception, :meth:`aclose`, cancellation, a broken
+    connection), it commits nothing."""
+
+    def __aiter__(self) -> AsyncGenerationStream:
+        return self
+
+    async def __anext__(self) -> StreamDelta:
+        try:
+            return await anext(self._stream)
+        except StopAsyncIteration:
+            if self.commit is None and self._stream.response is not None:
+                self.commit = await self._commit(self._stream.response)
+            raise
+        except TractError:
+            raise
+        except Exception as exc:
+            raise self._failed(exc) from exc
+
+    async def aclose(self) -> None:
+        """Stop here: drop the connection and commit nothing (unless the reply was committed already)."""
+        await self._stream.aclose()
+
+    async def __aenter__(self) -> AsyncGenerationStream:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+
+def open_stream(model: object, request: Request, params: Mapping[str, Any], *, asynchronous: bool) -> Any:
+    """``model.chat_stream(...)`` (or ``achat_stream``) for ``request``: a
+    :class:`~tractkv.llm.streaming.ChatStream` (:class:`~tractkv.llm.streaming.AsyncChatStream`).
+
+    Raises:
+        InvalidInput: the client does not stream (it has no such method).
+        ModelCallFailed: the method raised a non-tractkv error, or returned something else.
+    """
+    name = "achat_stream" if asynchronous else "chat_stream"
+    method = getattr(model, name, None)
+    if not callable(method):
+        raise InvalidInput(f"{type(model).__name__} cannot stream (it has no {name} method)")
+    try:
+        stream = method(request.messages, tools=request.offered or None, **params)
+    except TractError:
+        raise
+    except Exception as exc:
+        raise ModelCallFailed(f"model call failed: {exc!r}") from exc
+    wanted = AsyncChatStream if asynchronous else ChatStream
+    if not isinstance(stream, wanted):
+        raise ModelCallFailed(
+            f"{type(model).__name__}.{name} returned {type(stream).__name__}; a streaming client returns a "
+            f"tractkv.llm.streaming.{wanted.__name__}"
+        )
+    return stream
+
+
+def generate_stream(
+    session: Session, model: LLMClient, tools: list[dict[str, Any]] | None, params: Mapping[str, Any]
+) -> GenerationStream:
+    """:func:`generate`, streamed: the :class:`GenerationStream` of the reply. The context is compiled and
+    checked here (the errors :func:`generate` raises before calling the model are raised here); the request
+    is sent on the first iteration."""
+    request = prepare(session, tools)
+    stream = open_stream(model, request, params, asynchronous=False)
+    return GenerationStream(stream, lambda response: commit_reply(session, request, response, params))
 
 
 def record_response(

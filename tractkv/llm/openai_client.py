@@ -7,10 +7,12 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from tractkv.engine.render import openai_params
-from tractkv.errors import InvalidInput, MalformedResponse
+from tractkv.errors import InvalidInput
 
+from ._client import HTTPChatClient
 from ._http import JSONSession, RetryPolicy
 from .protocol import LLMResponse, as_messages
+from .streaming import OpenAIStreamReader, StreamReader
 
 if TYPE_CHECKING:
     import httpx
@@ -20,7 +22,7 @@ if TYPE_CHECKING:
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 
 
-class OpenAIClient:
+class OpenAIClient(HTTPChatClient):
     """Chat completions over HTTP (needs the ``llm`` extra: ``pip install 'tractkv[llm]'``).
 
     Args:
@@ -37,9 +39,14 @@ class OpenAIClient:
         transport: an ``httpx`` transport (tests pass ``httpx.MockTransport``).
 
     Raises (from :meth:`chat`): LLMHTTPError (error status, ``.status``), MalformedResponse (a body that is
-    not a chat completion), LLMError (unreachable), InvalidInput (an item that is not a Message, or
-    ``stream=True``).
+    not a chat completion), LLMError (unreachable), InvalidInput (an item that is not a Message, or a
+    ``stream`` parameter: streaming is :meth:`chat_stream`).
+
+    Every call has an async twin over httpx's async client (:meth:`achat`, :meth:`achat_stream`; release it
+    with :meth:`aclose`); one client's async calls belong to one event loop.
     """
+
+    PATH = "/chat/completions"
 
     def __init__(
         self,
@@ -67,38 +74,16 @@ class OpenAIClient:
         policy = RetryPolicy(max_retries=max_retries, backoff=backoff, max_delay=max_delay, jitter=jitter)
         self._session = JSONSession(base, sent, timeout=timeout, policy=policy, transport=transport)
 
-    @property
-    def base_url(self) -> str:
-        return self._session.base_url
+    def _request(
+        self, messages: Sequence[Message], tools: Sequence[Mapping[str, Any]] | None
+    ) -> dict[str, Any]:
+        return {"model": self.model, **openai_params(as_messages(messages), tools or ())}
 
-    def __repr__(self) -> str:
-        return f"OpenAIClient(model={self.model!r}, base_url={self.base_url!r})"
+    def _read(self, body: dict[str, Any]) -> LLMResponse:
+        return LLMResponse.from_openai(body)
 
-    def close(self) -> None:
-        """Release pooled connections."""
-        self._session.close()
+    def _stream_reader(self) -> StreamReader:
+        return OpenAIStreamReader()
 
-    def __enter__(self) -> OpenAIClient:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    def chat(
-        self,
-        messages: Sequence[Message],
-        tools: Sequence[Mapping[str, Any]] | None = None,
-        **params: Any,
-    ) -> LLMResponse:
-        """One chat completion: ``messages`` and ``tools`` rendered by :func:`tractkv.engine.render.openai_params`
-        (Anthropic-shaped tools are converted). ``params`` (temperature, max_tokens, tool_choice, model...) are
-        sent as given; None values are dropped."""
-        if params.get("stream"):
-            raise InvalidInput("streaming is not supported by OpenAIClient.chat")
-        body: dict[str, Any] = {"model": self.model, **openai_params(as_messages(messages), tools or ())}
-        body.update({k: v for k, v in params.items() if v is not None})
-        reply = self._session.post("/chat/completions", body)
-        try:
-            return LLMResponse.from_openai(reply)
-        except MalformedResponse as exc:
-            raise MalformedResponse(exc.reason, self.base_url + "/chat/completions") from None
+    def _stream_extras(self) -> dict[str, Any]:
+        return {"stream_options": {"include_usage": True}}  # the usage arrives in a last chunk

@@ -10,6 +10,7 @@ for its provider with :mod:`tractkv.engine.render` and turns the provider's repl
 from __future__ import annotations
 
 import copy
+import functools
 from collections.abc import Mapping, Sequence
 from typing import Any, Protocol, runtime_checkable
 
@@ -281,6 +282,35 @@ def call_model(
         raise
     except Exception as exc:
         raise ModelCallFailed(f"model call failed: {exc!r}") from exc
+    return checked_reply(client, reply)
+
+
+async def acall_model(
+    client: LLMClient,
+    messages: Sequence[Message],
+    tools: Sequence[Mapping[str, Any]] | None,
+    params: Mapping[str, Any],
+) -> LLMResponse:
+    """:func:`call_model` on an event loop: ``await client.achat(...)`` when the client has it (the HTTP
+    clients, over httpx's async client), else ``client.chat(...)`` in a worker thread, so the loop never
+    waits on a model. Raises as :func:`call_model` does; cancelling it cancels the request."""
+    import asyncio  # loaded by async callers only
+
+    achat = getattr(client, "achat", None)
+    try:
+        if callable(achat):
+            reply: object = await achat(messages, tools=tools, **params)
+        else:
+            reply = await asyncio.to_thread(functools.partial(client.chat, messages, tools=tools, **params))
+    except TractError:
+        raise
+    except Exception as exc:
+        raise ModelCallFailed(f"model call failed: {exc!r}") from exc
+    return checked_reply(client, reply)
+
+
+def checked_reply(client: object, reply: object) -> LLMResponse:
+    """What a client returned, as an :class:`LLMResponse` (see :func:`call_model`)."""
     if isinstance(reply, LLMResponse):
         return reply
     if isinstance(reply, str):

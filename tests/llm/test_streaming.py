@@ -1,0 +1,406 @@
+"""generate(stream=True): deltas as they arrive, one commit at the end identical to the non-streamed one.
+
+Every stream is a real chunked ``text/event-stream`` reply from the loopback recorder, built from the same
+recorded body the non-streamed call gets (``openai_events`` / ``anthropic_events``); the official SDKs parse
+the same streams, and what they assemble records as the same commit.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+import anthropic
+import openai
+import pytest
+
+from tractkv import Tract
+from tractkv.errors import InvalidInput, LLMError, LLMHTTPError, MalformedResponse, ModelCallFailed
+from tractkv.llm import AnthropicClient, OpenAIClient, ScriptedLLM
+from tractkv.llm.streaming import ChatStream, OpenAIStreamReader, SSEDecoder, StreamDelta
+
+from .conftest import Recorder, anthropic_events, anthropic_message, openai_completion, openai_events, sse
+
+WEATHER = {
+    "type": "function",
+    "function": {
+        "name": "get_weather",
+        "parameters": {"type": "object", "properties": {"city": {"type": "string"}}},
+    },
+}
+
+
+def openai_reply() -> dict[str, Any]:
+    """Text and two tool calls, usage with OpenAI's detail counts."""
+    body = openai_completion(
+        "Checking both cities.",
+        [
+            {
+                "id": "call_a",
+                "type": "function",
+                "function": {"name": "get_weather", "arguments": '{"city": "Paris"}'},
+            },
+            {
+                "id": "call_b",
+                "type": "function",
+                "function": {"name": "get_weather", "arguments": '{"city": "Rome, Italy"}'},
+            },
+        ],
+        model="gpt-test",
+    )
+    message = body["choices"][0]["message"]  # fields a message has no place for, kept in the metadata
+    message["reasoning_content"] = "Two cities, two calls."
+    message["annotations"] = [{"type": "url_citation", "url_citation": {"url": "https://example.com"}}]
+    body["usage"] = {
+        "prompt_tokens": 31,
+        "completion_tokens": 12,
+        "total_tokens": 43,
+        "prompt_tokens_details": {"cached_tokens": 8},
+        "completion_tokens_details": {"reasoning_tokens": 0},
+    }
+    return body
+
+
+def anthropic_reply() -> dict[str, Any]:
+    """Thinking (signed), a server tool call and its result, text with a citation, a tool call."""
+    body = anthropic_message(
+        [
+            {"type": "thinking", "thinking": "The user wants Paris weather.", "signature": "sig-123"},
+            {
+                "type": "server_tool_use",
+                "id": "srv_1",
+                "name": "web_search",
+                "input": {"query": "paris weather"},
+            },
+            {
+                "type": "web_search_tool_result",
+                "tool_use_id": "srv_1",
+                "content": [{"type": "web_search_result", "url": "https://example.com", "title": "Wx"}],
+            },
+            {
+                "type": "text",
+                "text": "It is sunny, says the web.",
+                "citations": [{"type": "web_search_result_location", "url": "https://example.com"}],
+            },
+            {"type": "tool_use", "id": "toolu_1", "name": "get_weather", "input": {"city": "Paris"}},
+        ],
+        model="claude-test",
+    )
+    body["usage"] = {
+        "input_tokens": 40,
+        "output_tokens": 25,
+        "cache_read_input_tokens": 5,
+        "cache_creation_input_tokens": 0,
+    }
+    return body
+
+
+PROVIDERS: dict[str, tuple[Callable[[Recorder], Any], Callable[[], dict[str, Any]], Any]] = {
+    "openai": (
+        lambda r: OpenAIClient("gpt-test", base_url=f"{r.url}/v1", max_retries=0),
+        openai_reply,
+        openai_events,
+    ),
+    "anthropic": (
+        lambda r: AnthropicClient("claude-test", base_url=r.url, max_retries=0),
+        anthropic_reply,
+        anthropic_events,
+    ),
+}
+
+
+def ticking_clock() -> Callable[[], int]:
+    now = iter(range(1_700_000_000_000_000, 1_800_000_000_000_000, 1000))
+    return lambda: next(now)
+
+
+def fresh(clock: Callable[[], int] | None = None) -> Tract:
+    t = Tract.open(clock=clock or ticking_clock())
+    t.system("Be brief.")
+    t.user("Weather in Paris?", tools=[WEATHER])
+    return t
+
+
+@pytest.fixture(params=sorted(PROVIDERS))
+def provider(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
+def test_stream_commits_what_the_non_streamed_reply_commits(recorder: Recorder, provider: str) -> None:
+    make, reply, events = PROVIDERS[provider]
+    client = make(recorder)
+    recorder.reply(reply())
+    plain = fresh()
+    want = plain.generate(client, temperature=0.5)
+
+    recorder.stream(events(reply()))
+    streamed = fresh()
+    stream = streamed.generate(client, stream=True, temperature=0.5)
+    assert len(streamed.log()) == 2
+    assert recorder.requests[1:] == []
+    deltas = list(stream)
+    got = stream.commit
+
+    assert got is not None
+    assert got.commit_id == want.commit_id
+    assert streamed.head == plain.head
+    assert streamed.compile().messages == plain.compile().messages
+    assert got.usage == want.usage
+    assert got.usage is not None
+    assert got.generation_config == want.generation_config
+    assert got.metadata == want.metadata  # omitted blocks (server tools, citations, extra fields) too
+    assert len(want.metadata["omitted_blocks"]) >= 2
+    assert stream.response is not None
+    assert stream.response.tool_calls
+    # the deltas add up to the reply
+    text = "".join(d.text for d in deltas if d.type == "text")
+    assert text == stream.response.text
+    calls: dict[int, list[StreamDelta]] = {}
+    for d in deltas:
+        if d.type == "tool_call":
+            calls.setdefault(d.index, []).append(d)
+    assert [(c[0].id, c[0].name, json.loads("".join(d.text for d in c))) for c in calls.values()] == [
+        (call.id, call.name, call.arguments) for call in stream.response.tool_calls
+    ]
+    assert all(c[0].id and all(d.id is None for d in c[1:]) for c in calls.values())
+    assert len(deltas) > 6  # it did arrive in pieces
+    sent = recorder.bodies[1]
+    assert sent["stream"] is True
+    assert sent["temperature"] == 0.5
+    if provider == "openai":
+        assert sent["stream_options"] == {"include_usage": True}
+    assert {k: v for k, v in sent.items() if not k.startswith("stream")} == recorder.bodies[0]
+
+
+def test_anthropic_thinking_deltas_arrive(recorder: Recorder) -> None:
+    recorder.stream(anthropic_events(anthropic_reply(), pieces=4))
+    t = fresh()
+    deltas = list(t.generate(AnthropicClient("c", base_url=recorder.url, max_retries=0), stream=True))
+    thinking = [d for d in deltas if d.type == "thinking"]
+    assert len(thinking) == 4
+    assert "".join(d.text for d in thinking) == "The user wants Paris weather."
+    assert [d.type for d in deltas].index("thinking") < [d.type for d in deltas].index("text")
+    parts = t.compile(include_reasoning=True).messages[-1].parts
+    thought = [(p.thinking, p.signature) for p in parts if p.type == "thinking"]
+    assert thought == [("The user wants Paris weather.", "sig-123")]  # the signature, from signature_delta
+
+
+def test_openai_refusal_streams_as_refusal(recorder: Recorder) -> None:
+    body = openai_completion(None)
+    body["choices"][0]["message"]["refusal"] = "I can't help with that."
+    recorder.reply(body)
+    recorder.stream(openai_events(body))
+    client = OpenAIClient("m", base_url=f"{recorder.url}/v1", max_retries=0)
+    want = fresh().generate(client)
+    t = fresh()
+    stream = t.generate(client, stream=True)
+    assert "".join(d.text for d in stream if d.type == "refusal") == "I can't help with that."
+    assert stream.commit is not None
+    assert stream.commit.commit_id == want.commit_id
+
+
+def test_the_official_sdks_parse_the_same_streams_to_the_same_commit(recorder: Recorder) -> None:
+    oa = openai.OpenAI(base_url=f"{recorder.url}/v1", api_key="k", max_retries=0)
+    an = anthropic.Anthropic(base_url=recorder.url, api_key="k", max_retries=0)
+    recorder.stream(openai_events(openai_reply()))
+    with oa.chat.completions.stream(model="gpt-test", messages=[{"role": "user", "content": "hi"}]) as s:
+        for _ in s:
+            pass
+        completion = s.get_final_completion()
+    recorder.stream(anthropic_events(anthropic_reply()))
+    with an.messages.stream(
+        model="claude-test", max_tokens=64, messages=[{"role": "user", "content": "hi"}]
+    ) as m:
+        for _ in m:
+            pass
+        message = m.get_final_message()
+    for sdk_reply, client in (
+        (completion, OpenAIClient("gpt-test", base_url=f"{recorder.url}/v1", max_retries=0)),
+        (message, AnthropicClient("claude-test", base_url=recorder.url, max_retries=0)),
+    ):
+        recorded = fresh()
+        via_sdk = recorded.record_response(sdk_reply)
+        recorder.stream(
+            openai_events(openai_reply())
+            if isinstance(client, OpenAIClient)
+            else anthropic_events(anthropic_reply())
+        )
+        streamed = fresh()
+        stream = streamed.generate(client, stream=True)
+        list(stream)
+        assert stream.commit is not None
+        assert streamed.compile().messages == recorded.compile().messages
+        assert stream.commit.usage == via_sdk.usage
+        assert stream.commit.metadata == via_sdk.metadata
+    oa.close()
+    an.close()
+
+
+def stream_of(provider: str, recorder: Recorder) -> tuple[Any, list[bytes]]:
+    make, reply, events = PROVIDERS[provider]
+    return make(recorder), events(reply())
+
+
+def test_consumer_stopping_early_commits_nothing(recorder: Recorder, provider: str) -> None:
+    client, events = stream_of(provider, recorder)
+    recorder.stream(events, pause=0.01)
+    t = fresh()
+    head = t.head
+    with t.generate(client, stream=True) as stream:
+        for _delta in stream:
+            break
+    assert stream.commit is None
+    assert t.head == head
+    assert t.log(limit=1)[0].commit_id == head
+    recorder.stream(events)  # the client still works: the dropped connection is not reused
+    again = t.generate(client, stream=True)
+    list(again)
+    assert again.commit is not None
+    assert t.head == again.commit.commit_id
+
+
+def test_exception_in_the_consumer_commits_nothing(recorder: Recorder, provider: str) -> None:
+    client, events = stream_of(provider, recorder)
+    recorder.stream(events)
+    t = fresh()
+    head = t.head
+    stream = t.generate(client, stream=True)
+
+    def consume() -> None:
+        with stream:
+            for delta in stream:
+                if delta.type == "tool_call":
+                    raise KeyError("the consumer failed")
+
+    with pytest.raises(KeyError):
+        consume()
+    assert stream.commit is None
+    assert t.head == head
+
+
+@pytest.mark.parametrize("cut", [1, 5])
+def test_connection_drop_mid_stream_commits_nothing(recorder: Recorder, provider: str, cut: int) -> None:
+    client, events = stream_of(provider, recorder)
+    recorder.stream(events, drop_after=cut)
+    t = fresh()
+    head = t.head
+    seen: list[StreamDelta] = []
+    stream = t.generate(client, stream=True)
+    with pytest.raises(LLMError, match="broke off"):
+        seen.extend(stream)
+    assert t.head == head
+    assert len(t.log()) == 2
+    assert cut == 1 or seen  # what arrived before the drop was handed out
+
+
+def test_stream_ending_without_its_last_event_commits_nothing(recorder: Recorder, provider: str) -> None:
+    client, events = stream_of(provider, recorder)
+    recorder.stream(events[:-3])  # a clean end of the body, but the reply never said it was complete
+    t = fresh()
+    head = t.head
+    with pytest.raises(LLMError, match="before the reply was complete"):
+        list(t.generate(client, stream=True))
+    assert t.head == head
+
+
+def test_error_event_mid_stream_commits_nothing(recorder: Recorder, provider: str) -> None:
+    client, events = stream_of(provider, recorder)
+    error = {"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}
+    recorder.stream([*events[:3], sse("error" if provider == "anthropic" else None, error)])
+    t = fresh()
+    head = t.head
+    with pytest.raises(LLMError, match=r"overloaded_error.*Overloaded"):
+        list(t.generate(client, stream=True))
+    assert t.head == head
+
+
+def test_malformed_event_is_malformed_response(recorder: Recorder, provider: str) -> None:
+    client, events = stream_of(provider, recorder)
+    recorder.stream([*events[:3], b"data: {not json\n\n"])
+    t = fresh()
+    with pytest.raises(MalformedResponse):
+        list(t.generate(client, stream=True))
+    assert len(t.log()) == 2
+
+
+def test_opening_a_stream_is_retried_and_errors_are_reported(
+    recorder: Recorder, provider: str, sleeps: list[float]
+) -> None:
+    make, reply, events = PROVIDERS[provider]
+    client = (
+        OpenAIClient("m", base_url=f"{recorder.url}/v1", max_retries=1)
+        if provider == "openai"
+        else (AnthropicClient("m", base_url=recorder.url, max_retries=1))
+    )
+    recorder.reply({"error": {"message": "busy"}}, status=503)
+    recorder.stream(events(reply()))
+    t = fresh()
+    stream = t.generate(client, stream=True)
+    list(stream)
+    assert stream.commit is not None
+    assert len(sleeps) == 1
+    recorder.reply({"error": {"message": "bad key"}}, status=401)
+    with pytest.raises(LLMHTTPError, match="bad key") as info:
+        list(fresh().generate(client, stream=True))
+    assert info.value.status == 401
+    del make
+
+
+def test_clients_that_cannot_stream_and_chat_are_refused(recorder: Recorder) -> None:
+    t = fresh()
+    with pytest.raises(InvalidInput, match="ScriptedLLM cannot stream"):
+        t.generate(ScriptedLLM(["hi"]), stream=True)
+    with pytest.raises(InvalidInput, match="chat does not stream"):
+        t.chat("hello", ScriptedLLM(["hi"]), stream=True)
+    with pytest.raises(InvalidInput, match="streaming is chat_stream"):
+        OpenAIClient("m", base_url=recorder.url).chat(t.compile().messages, stream=True)
+    assert len(t.log()) == 2
+    assert recorder.requests == []
+
+
+def test_sse_decoder_reads_the_format() -> None:
+    decoder = SSEDecoder()
+    lines = [": keep-alive", "event: a", "data: 1", "data: 2", "", "", "data:x", ""]
+    events = [e for e in map(decoder.feed, lines) if e is not None]
+    assert events == [("a", "1\n2"), ("", "x")]
+    assert decoder.feed("data: tail") is None
+    assert decoder.end() == ("", "tail")
+
+
+def test_a_streaming_client_of_your_own_fails_as_one_model_error() -> None:
+    class Raising:
+        def chat(self, messages: Any, tools: Any = None, **params: Any) -> str:
+            return "unused"
+
+        def chat_stream(self, messages: Any, tools: Any = None, **params: Any) -> Any:
+            raise RuntimeError("no connection")
+
+    class Wrong(Raising):
+        def chat_stream(self, messages: Any, tools: Any = None, **params: Any) -> Any:
+            return iter(["not a ChatStream"])
+
+    class Broken(Raising):
+        def chat_stream(self, messages: Any, tools: Any = None, **params: Any) -> Any:
+            def lines() -> Any:
+                yield "data: {}"
+                raise RuntimeError("socket gone")
+
+            return ChatStream(lines(), OpenAIStreamReader())
+
+    t = fresh()
+    with pytest.raises(ModelCallFailed, match="no connection"):
+        t.generate(Raising(), stream=True)
+    with pytest.raises(ModelCallFailed, match="returned list_iterator"):
+        t.generate(Wrong(), stream=True)
+    with pytest.raises(ModelCallFailed, match="socket gone"):
+        list(t.generate(Broken(), stream=True))
+    assert len(t.log()) == 2
+
+
+def test_a_call_may_set_or_drop_stream_options(recorder: Recorder) -> None:
+    client = OpenAIClient("m", base_url=f"{recorder.url}/v1", max_retries=0)
+    for given, sent in (({"stream_options": None}, None), ({"stream_options": {"x": 1}}, {"x": 1})):
+        recorder.stream(openai_events(openai_completion("hi")))
+        list(fresh().generate(client, stream=True, **given))
+        assert recorder.bodies[-1].get("stream_options") == sent
