@@ -62,3 +62,26 @@ def hub(tmp_path: Path) -> Iterator[Callable[[], str]]:
             proc.wait(timeout=10)
         if proc.stdout is not None:
             proc.stdout.close()
+
+
+@pytest.fixture
+def recorder() -> Iterator[Any]:
+    """The LLM SDK tests' recording server (tests/llm/conftest.py) on 127.0.0.1: scripted replies, recorded
+    requests."""
+    from http.server import ThreadingHTTPServer
+    from threading import Thread
+
+    from llm.conftest import Recorder, _handler
+
+    rec = Recorder()
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(rec))
+    server.daemon_threads = True
+    rec.port = server.server_address[1]
+    thread = Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+    thread.start()
+    try:
+        yield rec
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(timeout=5)
