@@ -45,7 +45,7 @@ and build their message in ``__init__``.
     │   │   ├── RequestTooLarge              a request over the per-request limit (413)
     │   │   └── RejectedObject               bytes do not hash to the id, or unknown kind (422)
     │   ├── RemoteUnavailable                unreachable, or not speaking the tractkv protocol
-    │   │   └── MissingExtra                 the transport needs an optional extra that is not installed
+    │   │   └── MissingExtra                 a transport or integration needs an optional extra not installed
     │   ├── AuthError                        401 / 403 from a hub (.status)
     │   ├── PushRejected                     per-ref results (.results) with the reasons
     │   ├── NotFastForward                   pull --ff-only on diverged histories
