@@ -27,6 +27,7 @@ from .conftest import ROOT, run_script
 from .lg_app import chat_graph, config, subgraph_graph, texts
 
 
+@pytest.mark.slow  # fresh interpreters
 def test_a_thread_resumes_in_a_fresh_process(tmp_path: Path) -> None:
     store = str(tmp_path / "s")
     assert run_script("lg_app.py", store, "turn", "t1", "hello") == ["human: hello", "ai: sure #1"]
@@ -44,6 +45,7 @@ def test_a_thread_resumes_in_a_fresh_process(tmp_path: Path) -> None:
         assert fsck(t.store).ok
 
 
+@pytest.mark.slow  # fresh interpreters
 def test_interrupt_then_resume_in_another_process(tmp_path: Path) -> None:
     store = str(tmp_path / "s")
     assert run_script("lg_app.py", store, "start", "r", "draft it") == [{"draft": "sure #1"}]
@@ -53,6 +55,7 @@ def test_interrupt_then_resume_in_another_process(tmp_path: Path) -> None:
     assert run_script("lg_app.py", store, "state", "r", "-")["next"] == []
 
 
+@pytest.mark.slow  # fresh interpreters
 def test_an_interrupted_graph_resumes_on_a_clone_and_after_a_pull(tmp_path: Path) -> None:
     a, b = str(tmp_path / "a"), str(tmp_path / "b")
     Tract.clone(a if Path(a).exists() else _empty(a), b).close()  # b knows a as origin, before any thread
@@ -74,6 +77,7 @@ def _empty(path: str) -> str:
     return path
 
 
+@pytest.mark.slow  # fresh interpreters
 def test_an_interrupted_graph_resumes_on_a_clone_of_a_hub(tmp_path: Path, hub: Callable[[], str]) -> None:
     url = hub()
     a = str(tmp_path / "a")

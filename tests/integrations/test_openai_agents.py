@@ -34,6 +34,7 @@ def _texts(body: dict[str, Any]) -> list[str]:
     return out
 
 
+@pytest.mark.slow  # fresh interpreters
 def test_an_agent_resumes_its_session_in_a_fresh_process_and_on_a_clone(
     tmp_path: Path, recorder: Any
 ) -> None:
