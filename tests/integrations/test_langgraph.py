@@ -339,3 +339,18 @@ def test_without_the_extra_importing_says_which_extra_to_install() -> None:
         "pip install 'tractkv[langgraph]' (no module named 'langgraph.checkpoint')"
     )
     assert issubclass(MissingExtra, Exception)
+
+
+def test_a_record_naming_another_checkpoints_bytes_is_a_decode_error(tmp_path: Path) -> None:
+    """A hostile commit reusing a real checkpoint's blobs under another id (to make LangGraph resume from a
+    state it never saved under that id) is refused, not returned."""
+    with Tract.open(str(tmp_path / "s")) as t:
+        chat_graph(TractkvSaver(t)).invoke({"messages": [HumanMessage(content="x")]}, config("t"))
+        with Tract.open(str(tmp_path / "s"), branch=thread_branch("t")) as writer:
+            record = dict(
+                next(c.metadata for c in writer.log() if c.metadata["langgraph"]["kind"] == "checkpoint")
+            )
+            forged = dict(record["langgraph"], id="ffffffff-ffff-6fff-ffff-ffffffffffff")
+            writer.commit({"type": "reasoning", "text": "x"}, metadata={"langgraph": forged})
+        with pytest.raises(DecodeError, match="not a LangGraph checkpoint of that id"):
+            TractkvSaver(t).get_tuple(config("t"))

@@ -172,7 +172,7 @@ class _Branch:
         if record is None:
             return
         where = f"commit {oid} on {self.ref[len(HEADS) :]}"
-        if not isinstance(record, dict) or record.get("v") != FORMAT:
+        if not isinstance(record, dict) or type(record.get("v")) is not int or record["v"] != FORMAT:
             raise DecodeError(f"{where}: not a LangGraph record of format {FORMAT}", oid)
         kind = record.get("kind")
         if kind == "checkpoint":
@@ -376,8 +376,14 @@ class TractkvSaver(BaseCheckpointSaver[str]):
     def _tuple(self, branch: _Branch, ckpt: _Checkpoint) -> CheckpointTuple:
         checkpoint = self._loads(ckpt.saved)
         metadata = self._loads(ckpt.meta)
-        if not (isinstance(checkpoint, dict) and isinstance(metadata, dict)):
-            raise DecodeError("a LangGraph checkpoint or its metadata is not a map", ckpt.commit)
+        if not (
+            isinstance(checkpoint, dict)
+            and isinstance(metadata, dict)
+            and checkpoint.get("id") == ckpt.id
+            and isinstance(checkpoint.get("channel_versions"), dict)
+            and isinstance(checkpoint.get("versions_seen"), dict)
+        ):
+            raise DecodeError(f"checkpoint {ckpt.id!r} is not a LangGraph checkpoint of that id", ckpt.commit)
         values: dict[str, Any] = {}
         for channel, ref in ckpt.values.items():
             values[channel] = list(self._messages(ref.oid)) if ref.kind == "m" else self._loads(ref.oid)
