@@ -45,7 +45,7 @@ and build their message in ``__init__``.
     │   │   ├── RequestTooLarge              a request over the per-request limit (413)
     │   │   └── RejectedObject               bytes do not hash to the id, or unknown kind (422)
     │   ├── RemoteUnavailable                unreachable, or not speaking the tractkv protocol
-    │   │   └── MissingExtra                 the transport needs an optional extra that is not installed
+    │   │   └── MissingExtra                 a transport or integration needs an optional extra not installed
     │   ├── AuthError                        401 / 403 from a hub (.status)
     │   ├── PushRejected                     per-ref results (.results) with the reasons
     │   ├── NotFastForward                   pull --ff-only on diverged histories
@@ -473,15 +473,20 @@ class RemoteUnavailable(SyncError):
 
 
 class MissingExtra(RemoteUnavailable):
-    """A transport needs an optional dependency that is not installed: ``.extra`` names the extra to install
-    (``server`` for http(s):// hubs, ``s3`` for s3:// buckets), ``.module`` the module that was missing."""
+    """A transport (or an integration) needs an optional dependency that is not installed: ``.extra`` names the
+    extra to install (``server`` for http(s):// hubs, ``s3`` for s3:// buckets, ``langgraph`` and ``agents``
+    for :mod:`tractkv.integrations`), ``.module`` the module that was missing. ``feature`` replaces the
+    "<scheme> remotes" subject of the message (an integration is no remote)."""
 
-    def __init__(self, scheme: str, extra: str, module: str | None = None) -> None:
+    def __init__(
+        self, scheme: str, extra: str, module: str | None = None, *, feature: str | None = None
+    ) -> None:
         self.scheme = scheme
         self.extra = extra
         self.module = module
         missing = f" (no module named {module!r})" if module else ""
-        super().__init__(f"{scheme} remotes need the {extra} extra: pip install 'tractkv[{extra}]'{missing}")
+        subject = f"{feature} needs" if feature else f"{scheme} remotes need"
+        super().__init__(f"{subject} the {extra} extra: pip install 'tractkv[{extra}]'{missing}")
 
 
 class AuthError(SyncError):

@@ -1,0 +1,146 @@
+"""LangGraph checkpointer benchmark: tractkv's ``TractkvSaver`` against LangGraph's ``SqliteSaver``.
+
+Run: ``python benchmarks/bench_checkpointer.py [--sizes 1000,5000] [--chars 200] [--tmp DIR]``.
+Each case prints one JSON line to stdout; notices go to stderr.
+
+One conversation per size: a ``MessagesState`` graph with one node answering from a fake chat model (no
+network), invoked once per user message on one thread, so each turn adds two messages (the user's and the
+model's, ``--chars`` characters each) and LangGraph writes three checkpoints and two sets of writes per turn
+(what a chat app on LangGraph does). Both savers run the same graph in the same run, one after the other,
+each on a fresh file: tractkv first, then SQLite (``SqliteSaver`` over ``sqlite3.connect``, WAL, as
+``from_conn_string`` opens it). The machine is shared: compare the ratio within one run, and read the load
+average printed with it.
+
+Cases, for each size N (messages):
+
+* ``checkpointer_ms_per_message``: wall time of the whole conversation divided by N (ms). Value: tractkv;
+  baseline: SQLite; ratio value / baseline; target <= 1.0 (tractkv no slower).
+* ``checkpointer_ms_per_message_nondurable``: the same with tractkv opened ``durable=False`` (fsync off:
+  survives a process crash, not an OS crash), against the same SQLite run. Target ratio <= 1.0.
+* ``checkpointer_bytes``: bytes on disk at the end (tractkv: the LMDB pages in use, ``Store.size_bytes()``;
+  SQLite: the database file plus its WAL), in MB. Target ratio <= 0.1: SQLite stores every checkpoint's
+  whole message list (O(N^2)), tractkv each message once (O(N)).
+
+Both sides make each write durable as they do by default: tractkv fsyncs every commit (``durable=True``),
+SQLite in WAL mode at its default ``synchronous=FULL`` syncs the WAL at every transaction commit.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import sqlite3
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+SMOKE_ARGS = ["--sizes", "20"]
+TARGETS = {
+    "checkpointer_ms_per_message": 1.0,
+    "checkpointer_ms_per_message_nondurable": 1.0,
+    "checkpointer_bytes": 0.1,
+}
+
+
+def _graph(saver: Any, chars: int) -> Any:
+    from langchain_core.messages import AIMessage
+    from langgraph.graph import START, MessagesState, StateGraph
+
+    filler = "x" * max(0, chars - 20)
+
+    def model(state: MessagesState) -> dict[str, Any]:
+        return {"messages": [AIMessage(content=f"reply {len(state['messages'])} {filler}")]}
+
+    builder = StateGraph(MessagesState)
+    builder.add_node("model", model)
+    builder.add_edge(START, "model")
+    return builder.compile(checkpointer=saver)
+
+
+def _converse(saver: Any, messages: int, chars: int) -> float:
+    from langchain_core.messages import HumanMessage
+
+    graph = _graph(saver, chars)
+    config = {"configurable": {"thread_id": "bench"}}
+    filler = "y" * max(0, chars - 20)
+    start = time.perf_counter()
+    for turn in range(messages // 2):
+        out = graph.invoke({"messages": [HumanMessage(content=f"user {turn} {filler}")]}, config)
+    elapsed = time.perf_counter() - start
+    assert len(out["messages"]) == messages // 2 * 2
+    return elapsed
+
+
+def _tractkv(path: Path, messages: int, chars: int, durable: bool) -> tuple[float, int]:
+    from tractkv.integrations.langgraph import TractkvSaver
+
+    with TractkvSaver.from_path(str(path), durable=durable) as saver:
+        elapsed = _converse(saver, messages, chars)
+        size = saver.tract.store.size_bytes()
+    return elapsed, size
+
+
+def _sqlite(path: Path, messages: int, chars: int) -> tuple[float, int]:
+    from langgraph.checkpoint.sqlite import SqliteSaver
+
+    conn = sqlite3.connect(str(path), check_same_thread=False)
+    try:
+        elapsed = _converse(SqliteSaver(conn), messages, chars)
+    finally:
+        conn.close()
+    size = sum(p.stat().st_size for p in path.parent.glob(path.name + "*"))
+    return elapsed, size
+
+
+def _line(case: str, n: int, unit: str, value: float, baseline: float, **extra: Any) -> str:
+    ratio = value / baseline if baseline else None
+    target = TARGETS[case]
+    row = {
+        "case": case,
+        "n": n,
+        "unit": unit,
+        "value": round(value, 4),
+        "baseline": round(baseline, 4),
+        "ratio": round(ratio, 4) if ratio is not None else None,
+        "target": target,
+        "target_of": "ratio",
+        "ok": ratio is not None and ratio <= target,
+        f"tractkv_{unit}": round(value, 4),
+        f"baseline_{unit}": round(baseline, 4),
+        **extra,
+    }
+    return json.dumps(row)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", default="1000,5000")
+    parser.add_argument("--chars", type=int, default=200)
+    parser.add_argument("--tmp", default=None)
+    args = parser.parse_args(argv)
+    load = os.getloadavg()
+    scratch = Path(tempfile.mkdtemp(prefix="bench_checkpointer_", dir=args.tmp))
+    try:
+        for n in (int(s) for s in args.sizes.split(",")):
+            t_s, t_bytes = _tractkv(scratch / f"tractkv{n}", n, args.chars, True)
+            f_s, _bytes = _tractkv(scratch / f"tractkv{n}-nondurable", n, args.chars, False)
+            s_s, s_bytes = _sqlite(scratch / f"sqlite{n}.db", n, args.chars)
+            extra = {"load": [round(x, 2) for x in (*load, *os.getloadavg())], "chars": args.chars}
+            per = 1000 / n
+            print(_line("checkpointer_ms_per_message", n, "ms", t_s * per, s_s * per, **extra))
+            print(_line("checkpointer_ms_per_message_nondurable", n, "ms", f_s * per, s_s * per, **extra))
+            print(_line("checkpointer_bytes", n, "mb", t_bytes / 1e6, s_bytes / 1e6, **extra))
+            sys.stdout.flush()
+            print(f"n={n}: tractkv {t_s:.1f} s ({f_s:.1f} s nondurable), sqlite {s_s:.1f} s", file=sys.stderr)
+            load = os.getloadavg()
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

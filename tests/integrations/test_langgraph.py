@@ -1,0 +1,356 @@
+"""TractkvSaver with real LangGraph graphs and a fake chat model: resume across processes and machines, time
+travel, interrupts, subgraph namespaces, storage that grows with the messages, and hostile stores."""
+
+from __future__ import annotations
+
+import asyncio
+import pickle
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import ormsgpack
+import pytest
+from langchain_core.messages import HumanMessage
+from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
+from langgraph.types import Command
+
+from tractkv import Tract
+from tractkv.errors import DecodeError, InvalidInput, MissingExtra
+from tractkv.integrations.langgraph import TractkvSaver, thread_branch
+from tractkv.model import Blob, decode
+from tractkv.store import fsck
+
+from .conftest import ROOT, run_script
+from .lg_app import chat_graph, config, subgraph_graph, texts
+
+
+@pytest.mark.slow  # fresh interpreters
+def test_a_thread_resumes_in_a_fresh_process(tmp_path: Path) -> None:
+    store = str(tmp_path / "s")
+    assert run_script("lg_app.py", store, "turn", "t1", "hello") == ["human: hello", "ai: sure #1"]
+    assert run_script("lg_app.py", store, "turn", "t1", "again") == [
+        "human: hello",
+        "ai: sure #1",
+        "human: again",
+        "ai: sure #3",
+    ]
+    assert run_script("lg_app.py", store, "turn", "other thread", "hi") == ["human: hi", "ai: sure #1"]
+    with Tract.open(store) as t:
+        names = {b.name for b in t.list_branches()}
+        assert {thread_branch("t1"), thread_branch("other thread")} <= names
+        assert thread_branch("other thread") == "langgraph/other%20thread"
+        assert fsck(t.store).ok
+
+
+@pytest.mark.slow  # fresh interpreters
+def test_interrupt_then_resume_in_another_process(tmp_path: Path) -> None:
+    store = str(tmp_path / "s")
+    assert run_script("lg_app.py", store, "start", "r", "draft it") == [{"draft": "sure #1"}]
+    state = run_script("lg_app.py", store, "state", "r", "-")
+    assert state == {"messages": ["human: draft it", "ai: sure #1"], "next": ["review"]}
+    assert run_script("lg_app.py", store, "resume", "r", "approved")[-1] == "ai: approved: sure #1"
+    assert run_script("lg_app.py", store, "state", "r", "-")["next"] == []
+
+
+@pytest.mark.slow  # fresh interpreters
+def test_an_interrupted_graph_resumes_on_a_clone_and_after_a_pull(tmp_path: Path) -> None:
+    a, b = str(tmp_path / "a"), str(tmp_path / "b")
+    Tract.clone(a if Path(a).exists() else _empty(a), b).close()  # b knows a as origin, before any thread
+    run_script("lg_app.py", a, "start", "r", "draft it")
+    # clone: every thread branch comes along
+    c = str(tmp_path / "c")
+    Tract.clone(a, c).close()
+    assert run_script("lg_app.py", c, "resume", "r", "approved on c")[-1] == "ai: approved on c: sure #1"
+    # pull: the thread's branch fast-forwards to a's
+    with Tract.open(b, branch=thread_branch("r")) as t:
+        assert t.pull("origin", thread_branch("r")).kind == "fast-forward"
+    assert run_script("lg_app.py", b, "resume", "r", "approved on b")[-1] == "ai: approved on b: sure #1"
+    # the origin still waits: each machine resumed its own copy
+    assert run_script("lg_app.py", a, "state", "r", "-")["next"] == ["review"]
+
+
+def _empty(path: str) -> str:
+    Tract.open(path).close()
+    return path
+
+
+@pytest.mark.slow  # fresh interpreters
+def test_an_interrupted_graph_resumes_on_a_clone_of_a_hub(tmp_path: Path, hub: Callable[[], str]) -> None:
+    url = hub()
+    a = str(tmp_path / "a")
+    run_script("lg_app.py", a, "start", "r", "draft it")
+    run_script("lg_app.py", a, "turn", "chat", "hello")
+    with Tract.open(a) as t:
+        t.remote_add("origin", url)
+        for name in (thread_branch("r"), thread_branch("chat")):
+            assert t.push("origin", name).ok
+    c = str(tmp_path / "c")
+    Tract.clone(url, c).close()
+    assert run_script("lg_app.py", c, "resume", "r", "approved")[-1] == "ai: approved: sure #1"
+    assert run_script("lg_app.py", c, "turn", "chat", "more")[-1] == "ai: sure #3"
+
+
+def test_time_travel_forks_from_an_earlier_checkpoint_and_keeps_every_checkpoint(tmp_path: Path) -> None:
+    store = str(tmp_path / "s")
+    with TractkvSaver.from_path(store) as saver:
+        app = chat_graph(saver)
+        for text in ("one", "two", "three"):
+            app.invoke({"messages": [HumanMessage(content=text)]}, config("t"))
+        history = list(app.get_state_history(config("t")))
+        after_one = next(s for s in history if len(s.values.get("messages", ())) == 2 and not s.next)
+        forked = app.invoke({"messages": [HumanMessage(content="fork")]}, after_one.config)
+        assert texts(forked["messages"]) == ["human: one", "ai: sure #1", "human: fork", "ai: sure #3"]
+        assert texts(app.get_state(config("t")).values["messages"]) == texts(forked["messages"])
+        assert len(list(app.get_state_history(config("t")))) == len(history) + 3
+        # the old line is still there: its latest checkpoint reads as it did
+        old_tip = history[0]
+        assert texts(app.get_state(old_tip.config).values["messages"])[-1] == "ai: sure #5"
+        count = len(history) + 3
+    with TractkvSaver.from_path(store) as saver:  # a fresh index, built from the commits
+        app = chat_graph(saver)
+        assert len(list(app.get_state_history(config("t")))) == count
+        assert texts(app.get_state(config("t")).values["messages"])[-2:] == ["human: fork", "ai: sure #3"]
+        parent = saver.get_tuple(config("t"))
+        assert parent is not None
+        assert parent.parent_config is not None
+
+
+def test_each_message_is_stored_once(tmp_path: Path) -> None:
+    """O(N) storage: the message list nodes of a thread hold each message once (a saver that stores each
+    checkpoint's whole list holds N^2/2 items), and each message blob exists once."""
+    store = str(tmp_path / "s")
+    turns = 12
+    with TractkvSaver.from_path(store) as saver:
+        app = chat_graph(saver)
+        for turn in range(turns):
+            app.invoke({"messages": [HumanMessage(content=f"message {turn}")]}, config("t"))
+        store_ = saver.tract.store
+        nodes, items = 0, 0
+        for _oid, raw in store_.iter_raw_objects():
+            obj = decode(raw)
+            if isinstance(obj, Blob) and isinstance(obj.data, dict) and obj.data.get("lg") == "messages":
+                nodes += 1
+                items += len(obj.data["items"])
+        assert items == 2 * turns
+        assert nodes >= turns  # one node per checkpoint that added messages
+        assert fsck(store_).ok
+
+
+def test_a_subgraph_namespace_is_its_own_branch_and_resumes(tmp_path: Path) -> None:
+    store = str(tmp_path / "s")
+    with TractkvSaver.from_path(store) as saver:
+        out = subgraph_graph(saver).invoke({"messages": [HumanMessage(content="nested")]}, config("n"))
+        assert [i.value for i in out["__interrupt__"]] == [{"draft": "sure #1"}]
+        names = [b.name for b in saver.tract.list_branches()]
+        assert any(name.startswith("langgraph-ns/n/") for name in names), names
+    with TractkvSaver.from_path(store) as saver:
+        app = subgraph_graph(saver)
+        state = app.get_state(config("n"), subgraphs=True)
+        assert state.next == ("inner",)
+        out = app.invoke(Command(resume="ok"), config("n"))
+        assert texts(out["messages"])[-2:] == ["ai: ok: sure #1", "ai: sure #3"]
+        namespaces = {c.config["configurable"]["checkpoint_ns"] for c in saver.list(config("n"))}
+        assert "" in namespaces
+        assert len(namespaces) >= 2  # the subgraph's checkpoints are listed with the thread's
+
+
+def test_async_twins_run_a_graph(tmp_path: Path) -> None:
+    async def scenario(saver: TractkvSaver) -> tuple[list[str], int, int]:
+        app = chat_graph(saver)
+        await app.ainvoke({"messages": [HumanMessage(content="a")]}, config("t"))
+        out = await app.ainvoke({"messages": [HumanMessage(content="b")]}, config("t"))
+        listed = [c async for c in saver.alist(config("t"))]
+        assert await saver.aget_tuple(config("t")) is not None
+        await saver.adelete_thread("t")
+        return texts(out["messages"]), len(listed), len(list(saver.list(config("t"))))
+
+    with TractkvSaver.from_path(str(tmp_path / "s")) as saver:
+        messages, listed, after = asyncio.run(scenario(saver))
+    assert messages == ["human: a", "ai: sure #1", "human: b", "ai: sure #3"]
+    assert listed == 6
+    assert after == 0
+
+
+def test_delete_thread_removes_its_branches_only(tmp_path: Path) -> None:
+    with TractkvSaver.from_path(str(tmp_path / "s")) as saver:
+        app = chat_graph(saver)
+        app.invoke({"messages": [HumanMessage(content="x")]}, config("gone"))
+        app.invoke({"messages": [HumanMessage(content="y")]}, config("kept"))
+        subgraph_graph(saver).invoke({"messages": [HumanMessage(content="z")]}, config("gone"))
+        saver.delete_thread("gone")
+        assert saver.get_tuple(config("gone")) is None
+        assert list(saver.list(config("gone"))) == []
+        assert saver.get_tuple(config("kept")) is not None
+        names = [b.name for b in saver.tract.list_branches()]
+        assert names == ["langgraph/kept", "main"] or set(names) == {"langgraph/kept"}
+        # the thread starts afresh
+        out = app.invoke({"messages": [HumanMessage(content="new")]}, config("gone"))
+        assert texts(out["messages"]) == ["human: new", "ai: sure #1"]
+
+
+def test_list_filters_before_and_limit(tmp_path: Path) -> None:
+    with TractkvSaver.from_path(str(tmp_path / "s")) as saver:
+        app = chat_graph(saver)
+        for text in ("a", "b"):
+            app.invoke({"messages": [HumanMessage(content=text)]}, config("t"))
+        app.invoke({"messages": [HumanMessage(content="c")]}, config("u"))
+        every = list(saver.list(None))
+        assert len(every) == 9
+        mine = list(saver.list(config("t")))
+        assert [c.config["configurable"]["checkpoint_id"] for c in mine] == sorted(
+            (c.config["configurable"]["checkpoint_id"] for c in mine), reverse=True
+        )
+        assert len(list(saver.list(config("t"), limit=2))) == 2
+        inputs = list(saver.list(config("t"), filter={"source": "input"}))
+        assert len(inputs) == 2
+        assert all(c.metadata["source"] == "input" for c in inputs)
+        older = list(saver.list(config("t"), before=mine[1].config))
+        assert len(older) == len(mine) - 2
+
+
+# --- hostile stores ---------------------------------------------------------------------------------------
+
+
+class _Crafting:
+    """A serializer that writes chosen bytes for the value "EVIL" (what a hostile machine could have stored)."""
+
+    def __init__(self, serde_type: str, payload: bytes) -> None:
+        self.inner = JsonPlusSerializer()
+        self.serde_type, self.payload = serde_type, payload
+
+    def dumps_typed(self, obj: Any) -> tuple[str, bytes]:
+        return (self.serde_type, self.payload) if obj == "EVIL" else self.inner.dumps_typed(obj)
+
+    def loads_typed(self, data: tuple[str, bytes]) -> Any:
+        return self.inner.loads_typed(data)
+
+
+def _put_evil(tract: Tract, serde: Any) -> None:
+    saver = TractkvSaver(tract, serde=serde)
+    app = chat_graph(saver)
+    app.invoke({"messages": [HumanMessage(content="x")]}, config("t"))
+    tip = saver.get_tuple(config("t"))
+    assert tip is not None
+    checkpoint = dict(tip.checkpoint)
+    checkpoint["id"] = checkpoint["id"][:-4] + "ffff"
+    checkpoint["channel_values"] = {"evil": "EVIL"}
+    checkpoint["channel_versions"] = {**checkpoint["channel_versions"], "evil": "1"}
+    saver.put(tip.config, checkpoint, {"source": "update", "step": 9}, {"evil": "1"})  # type: ignore[arg-type]
+
+
+def test_msgpack_from_a_store_never_calls_what_it_names(tmp_path: Path) -> None:
+    marker = tmp_path / "pwned"
+    call = ormsgpack.packb(["os", "system", f"touch {marker}"])
+    evil = ormsgpack.packb(ormsgpack.Ext(0, call))  # EXT_CONSTRUCTOR_SINGLE_ARG: os.system("touch ...")
+    with Tract.open(str(tmp_path / "s")) as t:
+        _put_evil(t, _Crafting("msgpack", evil))
+        saver = TractkvSaver(t)  # the default serializer: strict msgpack
+        tip = saver.get_tuple(config("t"))
+        assert tip is not None
+        assert tip.checkpoint["channel_values"]["evil"] == f"touch {marker}"  # left as data
+    assert not marker.exists()
+
+
+def test_pickles_are_refused_on_write_and_on_read(tmp_path: Path) -> None:
+    marker = tmp_path / "unpickled"
+    payload = pickle.dumps(_Reducer(marker))
+    with Tract.open(str(tmp_path / "s")) as t:
+        with pytest.raises(InvalidInput, match="no pickles"):
+            _put_evil(t, _Crafting("pickle", payload))
+        # a store written by another saver that did store one (a hostile or an old machine)
+        saver = TractkvSaver(t, serde=JsonPlusSerializer(pickle_fallback=True))
+        saver._dumps = lambda value: {  # type: ignore[method-assign]
+            "lg": "value",
+            "serde": "pickle" if value == "EVIL" else saver.serde.dumps_typed(value)[0],
+            "data": payload if value == "EVIL" else saver.serde.dumps_typed(value)[1],
+        }
+        _put_evil_with(saver)
+        reader = TractkvSaver(t, serde=JsonPlusSerializer(pickle_fallback=True))  # even a pickling serde
+        with pytest.raises(DecodeError, match="never unpickled"):
+            reader.get_tuple(config("t"))
+    assert not marker.exists()
+
+
+class _Reducer:
+    def __init__(self, marker: Path) -> None:
+        self.marker = marker
+
+    def __reduce__(self) -> Any:
+        return (Path.touch, (self.marker,))
+
+
+def _put_evil_with(saver: TractkvSaver) -> None:
+    app = chat_graph(saver)
+    app.invoke({"messages": [HumanMessage(content="x")]}, config("t"))
+    tip = saver.get_tuple(config("t"))
+    assert tip is not None
+    checkpoint = dict(tip.checkpoint)
+    checkpoint["id"] = checkpoint["id"][:-4] + "ffff"
+    checkpoint["channel_values"] = {"evil": "EVIL"}
+    checkpoint["channel_versions"] = {**checkpoint["channel_versions"], "evil": "1"}
+    saver.put(tip.config, checkpoint, {"source": "update", "step": 9}, {"evil": "1"})  # type: ignore[arg-type]
+
+
+def test_a_malformed_record_is_a_decode_error(tmp_path: Path) -> None:
+    with Tract.open(str(tmp_path / "s"), branch=thread_branch("t")) as t:
+        t.commit({"type": "reasoning", "text": "x"}, metadata={"langgraph": {"v": 1, "kind": "checkpoint"}})
+        with pytest.raises(DecodeError, match="id is not a string"):
+            TractkvSaver(t).get_tuple(config("t"))
+        t.commit({"type": "reasoning", "text": "y"}, metadata={"note": "not ours"})
+        with pytest.raises(DecodeError):
+            TractkvSaver(t).get_tuple(config("t"))
+
+
+def test_the_saver_never_moves_the_tracts_head(tmp_path: Path) -> None:
+    with Tract.open(str(tmp_path / "s")) as t:
+        t.user("my own work")
+        head = t.head
+        chat_graph(TractkvSaver(t)).invoke({"messages": [HumanMessage(content="x")]}, config("t"))
+        assert t.current_branch == "main"
+        assert t.head == head
+    with Tract.open(str(tmp_path / "s")) as t:
+        assert t.current_branch == "main"
+
+
+def test_without_the_extra_importing_says_which_extra_to_install() -> None:
+    code = (
+        "import sys; sys.modules['langgraph'] = None\n"
+        "import tractkv\n"
+        "assert 'tractkv.integrations' not in sys.modules\n"
+        "try:\n"
+        "    import tractkv.integrations.langgraph\n"
+        "except tractkv.MissingExtra as exc:\n"
+        "    print(exc.extra, '|', exc)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        check=False,
+        capture_output=True,
+        text=True,
+        env={"PYTHONPATH": str(ROOT)},
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == (
+        "langgraph | tractkv.integrations.langgraph needs the langgraph extra: "
+        "pip install 'tractkv[langgraph]' (no module named 'langgraph.checkpoint')"
+    )
+    assert issubclass(MissingExtra, Exception)
+
+
+def test_a_record_naming_another_checkpoints_bytes_is_a_decode_error(tmp_path: Path) -> None:
+    """A hostile commit reusing a real checkpoint's blobs under another id (to make LangGraph resume from a
+    state it never saved under that id) is refused, not returned."""
+    with Tract.open(str(tmp_path / "s")) as t:
+        chat_graph(TractkvSaver(t)).invoke({"messages": [HumanMessage(content="x")]}, config("t"))
+        with Tract.open(str(tmp_path / "s"), branch=thread_branch("t")) as writer:
+            record = dict(
+                next(c.metadata for c in writer.log() if c.metadata["langgraph"]["kind"] == "checkpoint")
+            )
+            forged = dict(record["langgraph"], id="ffffffff-ffff-6fff-ffff-ffffffffffff")
+            writer.commit({"type": "reasoning", "text": "x"}, metadata={"langgraph": forged})
+        with pytest.raises(DecodeError, match="not a LangGraph checkpoint of that id"):
+            TractkvSaver(t).get_tuple(config("t"))

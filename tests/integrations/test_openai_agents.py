@@ -1,0 +1,164 @@
+"""TractkvSession with the OpenAI Agents SDK: an agent run against the local recording server remembers its
+session in a fresh process and on a clone; the protocol behaves as the SDK's own SQLiteSession does."""
+
+from __future__ import annotations
+
+import asyncio
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from agents import SQLiteSession
+from agents.memory import SessionSettings
+from llm.conftest import openai_completion
+
+from tractkv import Tract
+from tractkv.errors import DecodeError, InvalidInput
+from tractkv.integrations.openai_agents import TractkvSession, session_branch
+from tractkv.store import fsck
+
+from .conftest import ROOT, run_script
+
+
+def _texts(body: dict[str, Any]) -> list[str]:
+    """The (role, text) of each message a chat.completions request sent, system prompt left out."""
+    out = []
+    for message in body["messages"]:
+        content = message.get("content")
+        if isinstance(content, list):
+            content = "".join(p.get("text", "") for p in content)
+        if message["role"] != "system":
+            out.append(f"{message['role']}: {content}")
+    return out
+
+
+@pytest.mark.slow  # fresh interpreters
+def test_an_agent_resumes_its_session_in_a_fresh_process_and_on_a_clone(
+    tmp_path: Path, recorder: Any
+) -> None:
+    a, b = str(tmp_path / "a"), str(tmp_path / "b")
+    url = f"{recorder.url}/v1"
+    recorder.reply(openai_completion("Hi Ada."))
+    assert run_script("agents_app.py", a, "chat 1", url, "I am Ada") == {"output": "Hi Ada.", "items": 2}
+    recorder.reply(openai_completion("You are Ada."))
+    assert run_script("agents_app.py", a, "chat 1", url, "Who am I?") == {
+        "output": "You are Ada.",
+        "items": 4,
+    }
+    assert _texts(recorder.bodies[-1]) == ["user: I am Ada", "assistant: Hi Ada.", "user: Who am I?"]
+    # another machine: clone the store, the session continues there
+    Tract.clone(a, b).close()
+    recorder.reply(openai_completion("Still Ada."))
+    assert run_script("agents_app.py", b, "chat 1", url, "And now?") == {"output": "Still Ada.", "items": 6}
+    assert _texts(recorder.bodies[-1])[:4] == [*_texts(recorder.bodies[-2]), "assistant: You are Ada."]
+    assert len(recorder.requests) == 3
+    with Tract.open(b, branch=session_branch("chat 1")) as t:
+        # the conversation is a tractkv history: compile shows it
+        assert [m.content for m in t.compile().messages][-2:] == ["And now?", "Still Ada."]
+        assert fsck(t.store).ok
+
+
+async def _operations(session: Any) -> list[Any]:
+    out: list[Any] = []
+    await session.add_items([{"role": "user", "content": "a"}, {"role": "assistant", "content": "b"}])
+    await session.add_items(
+        [
+            {"type": "function_call", "call_id": "c1", "name": "f", "arguments": "{}"},
+            {"type": "function_call_output", "call_id": "c1", "output": "42"},
+        ]
+    )
+    await session.add_items([])
+    out.append(await session.get_items())
+    for limit in (2, 0, -1, 10):
+        out.append(await session.get_items(limit=limit))
+    out.append(await session.pop_item())
+    out.append(await session.pop_item())
+    out.append(await session.get_items())
+    await session.add_items([{"role": "user", "content": "c"}])
+    out.append(await session.get_items(limit=1))
+    await session.clear_session()
+    out.append(await session.get_items())
+    out.append(await session.pop_item())
+    await session.add_items([{"role": "user", "content": "again", "extra": [1, None, {"x": 1.5}]}])
+    out.append(await session.get_items())
+    return out
+
+
+def test_the_protocol_behaves_as_the_sdks_sqlite_session(tmp_path: Path) -> None:
+    expected = asyncio.run(_operations(SQLiteSession("s")))
+    with TractkvSession("s", str(tmp_path / "store")) as session:
+        assert asyncio.run(_operations(session)) == expected
+    with TractkvSession("s", str(tmp_path / "store")) as session:  # a fresh handle reads the same
+        assert asyncio.run(session.get_items()) == expected[-1]
+
+
+def test_session_settings_limit_applies_when_no_limit_is_given(tmp_path: Path) -> None:
+    with Tract.open(str(tmp_path / "s")) as t:
+        session = TractkvSession("x", t, session_settings=SessionSettings(limit=1))
+        asyncio.run(session.add_items([{"role": "user", "content": "1"}, {"role": "user", "content": "2"}]))
+        assert asyncio.run(session.get_items()) == [{"role": "user", "content": "2"}]
+        assert len(asyncio.run(session.get_items(limit=5))) == 2
+        session.close()
+        assert t.current_branch == "main"  # the Tract's HEAD never moved; it stays open
+        assert t.head is None
+
+
+def test_pop_is_an_append_so_a_popped_session_still_pushes_as_a_fast_forward(tmp_path: Path) -> None:
+    a, b = str(tmp_path / "a"), str(tmp_path / "b")
+    with TractkvSession("s", a) as session:
+        asyncio.run(
+            session.add_items([{"role": "user", "content": "keep"}, {"role": "user", "content": "drop"}])
+        )
+    Tract.clone(a, b).close()
+    with TractkvSession("s", b) as session:
+        assert asyncio.run(session.pop_item()) == {"role": "user", "content": "drop"}
+        session.tract.switch(session_branch("s"))
+        outcome = session.tract.push("origin", session_branch("s"))
+        assert outcome.ok
+    with TractkvSession("s", a) as session:
+        assert asyncio.run(session.get_items()) == [{"role": "user", "content": "keep"}]
+        with Tract.open(a, branch=session_branch("s")) as t:
+            assert [m.content for m in t.compile().messages] == ["keep"]  # the skip hides it in tractkv too
+            t.annotate(t.log()[1].commit_id, "normal")  # and tractkv's own annotate brings it back
+        assert len(asyncio.run(session.get_items())) == 2
+
+
+def test_hostile_and_bad_items(tmp_path: Path) -> None:
+    with Tract.open(str(tmp_path / "s"), branch=session_branch("s")) as t:
+        session = TractkvSession("s", t)
+        with pytest.raises(InvalidInput):
+            asyncio.run(session.add_items(["not a dict"]))  # type: ignore[list-item]
+        with pytest.raises(InvalidInput):
+            asyncio.run(session.add_items([{"bad": float("nan")}]))  # what a hashed payload may not hold
+        assert asyncio.run(session.get_items()) == []
+        t.commit({"type": "reasoning", "text": "x"}, metadata={"agents": {"v": 1, "item": "not a dict"}})
+        with pytest.raises(DecodeError, match="not an Agents SDK item"):
+            asyncio.run(session.get_items())
+        with pytest.raises(InvalidInput):
+            TractkvSession("", t)
+
+
+def test_without_the_extra_importing_says_which_extra_to_install() -> None:
+    code = (
+        "import sys; sys.modules['agents'] = None\n"
+        "import tractkv\n"
+        "try:\n"
+        "    import tractkv.integrations.openai_agents\n"
+        "except tractkv.MissingExtra as exc:\n"
+        "    print(exc.extra, '|', exc)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        check=False,
+        capture_output=True,
+        text=True,
+        env={"PYTHONPATH": str(ROOT)},
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == (
+        "agents | tractkv.integrations.openai_agents needs the agents extra: "
+        "pip install 'tractkv[agents]' (no module named 'agents')"
+    )

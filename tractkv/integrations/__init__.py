@@ -1,0 +1,59 @@
+"""Adapters that let other agent frameworks keep their state in a tractkv store.
+
+* :mod:`tractkv.integrations.langgraph`: ``TractkvSaver``, a LangGraph checkpointer (extra ``langgraph``).
+* :mod:`tractkv.integrations.openai_agents`: ``TractkvSession``, an OpenAI Agents SDK session (extra
+  ``agents``).
+
+Each module imports its framework when it is imported itself (never from ``import tractkv``), and raises
+:class:`~tractkv.errors.MissingExtra` naming the extra to install when the framework is absent. Both keep
+everything a resume reads as immutable objects reachable from a branch, so a store holding threads or
+sessions syncs (push, pull, clone) like any other.
+"""
+
+from __future__ import annotations
+
+from tractkv.errors import MissingExtra
+
+__all__ = ["branch_component", "missing_extra", "parse_component"]
+
+_KEEP = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-")
+
+
+def branch_component(name: str) -> str:
+    """``name`` as one branch-name component: ASCII letters, digits, ``_`` and ``-`` kept, every other
+    character as ``%XX`` per UTF-8 byte (so ``/``, ``.``, ``:`` and spaces never reach the ref name). The
+    empty string is ``%``, which no encoding of a non-empty name produces alone."""
+    if not name:
+        return "%"
+    return "".join(ch if ch in _KEEP else "".join(f"%{b:02X}" for b in ch.encode()) for ch in name)
+
+
+def parse_component(component: str) -> str | None:
+    """The name :func:`branch_component` encoded as ``component``, or None when it is not such an encoding."""
+    if component == "%":
+        return ""
+    out = bytearray()
+    i = 0
+    while i < len(component):
+        ch = component[i]
+        if ch == "%":
+            try:
+                out.append(int(component[i + 1 : i + 3], 16))
+            except ValueError:
+                return None
+            i += 3
+        elif ch in _KEEP:
+            out += ch.encode()
+            i += 1
+        else:
+            return None
+    try:
+        name = out.decode()
+    except UnicodeDecodeError:
+        return None
+    return name if name and branch_component(name) == component else None
+
+
+def missing_extra(feature: str, extra: str, exc: ImportError) -> MissingExtra:
+    """The error an integration raises when its framework (``exc.name``) is not installed."""
+    return MissingExtra("", extra, exc.name, feature=feature)

@@ -1,0 +1,700 @@
+"""A LangGraph checkpointer over a tractkv store: :class:`TractkvSaver` (extra ``langgraph``).
+
+**Layout.** A thread is a branch, ``langgraph/<thread>``; a subgraph's checkpoint namespace ``ns`` of it is
+``langgraph-ns/<thread>/<ns>`` (both names encoded by :func:`tractkv.integrations.branch_component`: ASCII
+letters, digits, ``_`` and ``-`` kept, any other character ``%XX`` per UTF-8 byte). The branch is an
+append-only log: each ``put`` appends one **checkpoint commit** and each ``put_writes`` one **writes
+commit**, on top of the tip, whatever LangGraph parent the checkpoint names (time travel forks are recorded
+in the commit, not by moving the branch back), so every checkpoint of the thread stays reachable from the
+branch, and push / pull / clone carry all of it. Both kinds are ``append`` commits of one shared
+``reasoning`` blob (hidden from ``compile`` by default; stored once for the whole store); what they hold is
+in the commit's metadata under ``"langgraph"`` plus blobs the commit links as ``links["langgraph"]``:
+
+* checkpoint: ``{"v": 1, "kind": "checkpoint", "id", "parent", "checkpoint": <blob>, "metadata": <blob>,
+  "values": {channel: [version, "v" | "m", <blob>]}}``: LangGraph's serialized checkpoint (without its channel
+  values) and metadata, each a blob, and where each channel's value is. A channel value is a blob of the
+  serde's bytes (``"v"``), stored once per channel version; a **messages channel** (a list of LangChain
+  messages) is a list node (``"m"``): ``{"lg": "messages", "prev": <node>, "items": [<message blob>...], "n":
+  <length>}``, where ``prev`` is the parent checkpoint's node when the new list extends it. Each message is
+  its own blob, so a message is stored once however many checkpoints hold it, and a conversation of N messages
+  costs O(N) storage, not O(N^2). Whether the list extends the parent's is decided by object identity with the
+  list this saver last wrote or read for that node (LangGraph's reducers build new lists of the same message
+  objects); any other list (a message removed or replaced) starts a new node holding every item, stored blobs
+  reused.
+* writes: ``{"v": 1, "kind": "writes", "checkpoint", "task", "path", "writes": [[idx, channel, <blob>]...]}``.
+
+Everything a resume reads is therefore an immutable object reachable from the branch: the project's
+invariant, so a store holding threads syncs with the ordinary remotes, and a graph interrupted on one
+machine resumes on another after ``pull`` or ``clone``. An in-memory index per branch (checkpoint id ->
+commit, writes per checkpoint) is rebuilt from the commits by a walk from the tip, incrementally as the
+branch grows; it is never stored.
+
+**Hostile input.** What a store holds may have come from another machine, so it is read as untrusted: the
+metadata and blobs are checked for shape (:class:`~tractkv.errors.DecodeError` otherwise), serialized values
+of a ``pickle`` type are refused on write and on read whatever serializer is configured (nothing from a
+store is ever unpickled), and the default serializer is LangGraph's ``JsonPlusSerializer`` in strict
+msgpack mode (only LangGraph's safe types, plus the types a compiled graph's state schema adds through
+``with_allowlist``), never the permissive default that imports and calls any name the bytes give.
+
+Concurrency: one lock per saver serializes its operations (LangGraph calls ``put_writes`` from worker
+threads); the async methods run the same code in a worker thread. Two processes writing one thread at once
+get :class:`~tractkv.errors.ConcurrentUpdate` (LangGraph assumes one runner per thread).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import builtins
+import operator
+import random
+import threading
+from collections import OrderedDict
+from collections.abc import AsyncIterator, Iterator, Sequence
+from typing import Any
+
+import attrs
+
+from tractkv.errors import DecodeError, InvalidInput, ObjectNotFound
+from tractkv.ids import ObjectId, is_object_id
+from tractkv.integrations import branch_component, missing_extra, parse_component
+
+try:
+    from langchain_core.messages import BaseMessage
+    from langchain_core.runnables import RunnableConfig
+    from langgraph.checkpoint.base import (
+        WRITES_IDX_MAP,
+        BaseCheckpointSaver,
+        ChannelVersions,
+        Checkpoint,
+        CheckpointMetadata,
+        CheckpointTuple,
+        PendingWrite,
+        get_checkpoint_metadata,
+        writes_sort_key,
+    )
+    from langgraph.checkpoint.serde.base import SerializerProtocol
+    from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
+except ImportError as exc:  # the extra is missing (tests/integrations/test_extras.py)
+    raise missing_extra("tractkv.integrations.langgraph", "langgraph", exc) from exc
+
+from tractkv.engine.content import content_objects
+from tractkv.engine.reflog import log_ref_move
+from tractkv.engine.refs import HEADS
+from tractkv.engine.session import Session
+from tractkv.model import Blob, Commit
+from tractkv.store import WriteBatch
+from tractkv.tract import Tract
+
+__all__ = ["ROOT_PREFIX", "SUBGRAPH_PREFIX", "TractkvSaver", "thread_branch"]
+
+ROOT_PREFIX = "langgraph/"
+SUBGRAPH_PREFIX = "langgraph-ns/"
+LINK = "langgraph"
+FORMAT = 1
+SAFE_SERDE_TYPES = frozenset({"null", "bytes", "bytearray", "msgpack", "json"})
+MAX_SESSIONS = 32  # writing sessions kept open (one per branch written recently)
+MAX_LISTS = 256  # message lists kept decoded (by node id)
+_CONTENT = {"type": "reasoning", "text": "LangGraph checkpoint"}
+
+
+def thread_branch(thread_id: str, checkpoint_ns: str = "") -> str:
+    """The branch holding ``thread_id``'s checkpoints in namespace ``checkpoint_ns`` (``""``: the root graph)."""
+    thread = branch_component(str(thread_id))
+    if not checkpoint_ns:
+        return ROOT_PREFIX + thread
+    return f"{SUBGRAPH_PREFIX}{thread}/{branch_component(checkpoint_ns)}"
+
+
+def _parse_branch(name: str) -> tuple[str, str] | None:
+    """(thread, ns) of a branch :func:`thread_branch` names, else None."""
+    if name.startswith(ROOT_PREFIX):
+        thread = parse_component(name[len(ROOT_PREFIX) :])
+        return (thread, "") if thread is not None else None
+    if name.startswith(SUBGRAPH_PREFIX):
+        parts = name[len(SUBGRAPH_PREFIX) :].split("/")
+        if len(parts) != 2:
+            return None
+        thread, ns = parse_component(parts[0]), parse_component(parts[1])
+        return (thread, ns) if thread is not None and ns else None
+    return None
+
+
+# --- the index of one branch (derived from its commits, in memory only) --------------------------------------
+
+
+@attrs.frozen
+class _Ref:
+    """Where a channel value is: ``kind`` "v" (one value blob) or "m" (a message list node)."""
+
+    version: str | int | float
+    kind: str
+    oid: ObjectId
+
+
+@attrs.frozen
+class _Checkpoint:
+    id: str
+    parent: str | None
+    saved: ObjectId
+    meta: ObjectId
+    values: dict[str, _Ref]
+    commit: ObjectId
+
+
+@attrs.frozen
+class _Write:
+    task: str
+    path: str
+    idx: int
+    channel: str
+    oid: ObjectId
+
+
+@attrs.define
+class _Branch:
+    ref: str
+    thread: str
+    ns: str
+    tip: ObjectId | None = None
+    checkpoints: dict[str, _Checkpoint] = attrs.Factory(dict)
+    writes: dict[str, list[_Write]] = attrs.Factory(dict)
+    latest: str | None = None
+
+    def reset(self) -> None:
+        self.tip, self.latest = None, None
+        self.checkpoints.clear()
+        self.writes.clear()
+
+    def take(self, oid: ObjectId, commit: Commit) -> None:
+        """Index one commit of the branch (commits without a ``langgraph`` record are not ours: skipped)."""
+        meta = commit.metadata
+        record = meta.get(LINK) if isinstance(meta, dict) else None
+        if record is None:
+            return
+        where = f"commit {oid} on {self.ref[len(HEADS) :]}"
+        if not isinstance(record, dict) or type(record.get("v")) is not int or record["v"] != FORMAT:
+            raise DecodeError(f"{where}: not a LangGraph record of format {FORMAT}", oid)
+        kind = record.get("kind")
+        if kind == "checkpoint":
+            ckpt = _Checkpoint(
+                id=_text(record.get("id"), where, "id"),
+                parent=_text(record.get("parent"), where, "parent", optional=True),
+                saved=_oid(record.get("checkpoint"), where, "checkpoint"),
+                meta=_oid(record.get("metadata"), where, "metadata"),
+                values=_values(record.get("values"), where),
+                commit=oid,
+            )
+            self.checkpoints[ckpt.id] = ckpt
+            if self.latest is None or ckpt.id > self.latest:
+                self.latest = ckpt.id
+        elif kind == "writes":
+            target = _text(record.get("checkpoint"), where, "checkpoint")
+            task = _text(record.get("task"), where, "task")
+            path = _text(record.get("path"), where, "path")
+            rows = record.get("writes")
+            if not isinstance(rows, list):
+                raise DecodeError(f"{where}: writes is not a list", oid)
+            out = self.writes.setdefault(target, [])
+            for row in rows:
+                if not (isinstance(row, list) and len(row) == 3 and type(row[0]) is int):
+                    raise DecodeError(f"{where}: a write is not [idx, channel, blob]", oid)
+                out.append(
+                    _Write(task, path, row[0], _text(row[1], where, "channel"), _oid(row[2], where, "write"))
+                )
+        else:
+            raise DecodeError(f"{where}: unknown LangGraph record kind {kind!r}", oid)
+
+
+def _text(value: object, where: str, what: str, *, optional: bool = False) -> Any:
+    if value is None and optional:
+        return None
+    if not isinstance(value, str):
+        raise DecodeError(f"{where}: {what} is not a string")
+    return value
+
+
+def _oid(value: object, where: str, what: str) -> ObjectId:
+    if not (isinstance(value, str) and is_object_id(value)):
+        raise DecodeError(f"{where}: {what} is not an object id")
+    return ObjectId(value)
+
+
+def _values(raw: object, where: str) -> dict[str, _Ref]:
+    if not isinstance(raw, dict):
+        raise DecodeError(f"{where}: values is not a map")
+    out = {}
+    for channel, entry in raw.items():
+        if not (
+            isinstance(entry, list)
+            and len(entry) == 3
+            and type(entry[0]) in (str, int, float)
+            and entry[1] in ("v", "m")
+        ):
+            raise DecodeError(f"{where}: value of channel {channel!r} is not [version, kind, blob]")
+        out[channel] = _Ref(entry[0], entry[1], _oid(entry[2], where, f"value of {channel!r}"))
+    return out
+
+
+def _is_messages(value: object) -> bool:
+    return isinstance(value, list) and bool(value) and all(isinstance(m, BaseMessage) for m in value)
+
+
+# --- the saver ----------------------------------------------------------------------------------------------
+
+
+class TractkvSaver(BaseCheckpointSaver[str]):
+    """A LangGraph checkpointer keeping each thread on a tractkv branch (see the module docstring).
+
+    ``TractkvSaver(tract)`` uses an open :class:`~tractkv.Tract` (its HEAD is never moved; closing the saver
+    leaves the Tract open); :meth:`from_path` opens (or creates) a store and closes it with the saver.
+    ``serde`` replaces the default serializer (strict ``JsonPlusSerializer``); ``pickle`` output is refused
+    whatever it is.
+    """
+
+    def __init__(self, tract: Tract, *, serde: SerializerProtocol | None = None) -> None:
+        super().__init__(serde=serde or JsonPlusSerializer(allowed_msgpack_modules=None))
+        self.tract = tract
+        self._owns = False
+        self._lock = threading.RLock()
+        self._branches: dict[str, _Branch] = {}
+        self._sessions: OrderedDict[str, Session] = OrderedDict()
+        self._lists: OrderedDict[ObjectId, tuple[Any, ...]] = OrderedDict()
+        content, _media = content_objects(_CONTENT)
+        self._content = content
+
+    @classmethod
+    def from_path(
+        cls, path: str, *, durable: bool = True, serde: SerializerProtocol | None = None
+    ) -> TractkvSaver:
+        """A saver over the store at ``path`` (created when absent), closed with :meth:`close`.
+        ``durable=False`` skips fsync per checkpoint (survives a process crash, not an OS crash)."""
+        saver = cls(Tract.open(path, durable=durable), serde=serde)
+        saver._owns = True
+        return saver
+
+    def close(self) -> None:
+        """Close the writing sessions (they save compile checkpoints) and, from :meth:`from_path`, the store."""
+        with self._lock:
+            while self._sessions:
+                _ref, session = self._sessions.popitem()
+                session.close()
+            if self._owns:
+                self.tract.close()
+
+    def __enter__(self) -> TractkvSaver:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # --- reading --------------------------------------------------------------------------------------------
+
+    def _branch(self, thread_id: str, ns: str) -> _Branch:
+        """The index of the thread's branch for ``ns``, brought up to date with the store."""
+        ref = HEADS + thread_branch(thread_id, ns)
+        branch = self._branches.get(ref)
+        if branch is None:
+            branch = self._branches[ref] = _Branch(ref, str(thread_id), ns)
+        store = self.tract.store
+        value = store.get_ref(ref)
+        tip = ObjectId(value) if value is not None else None
+        if tip == branch.tip:
+            return branch
+        chain: list[tuple[ObjectId, Commit]] = []
+        cursor = tip
+        while cursor is not None and cursor != branch.tip:  # ends: ids are hashes, history has no cycle
+            commit = store.get_commit(cursor)
+            chain.append((cursor, commit))
+            cursor = commit.parents[0] if commit.parents else None
+        if cursor is None:  # the old tip is no ancestor (deleted, reset, a fresh index): index from scratch
+            branch.reset()
+        for oid, commit in reversed(chain):
+            branch.take(oid, commit)
+        branch.tip = tip
+        return branch
+
+    def _blob(self, oid: ObjectId, kind: str) -> dict[str, Any]:
+        obj = self.tract.store.get(oid)
+        if obj is None:
+            raise ObjectNotFound(oid)
+        data = obj.data if isinstance(obj, Blob) else None
+        if not (isinstance(data, dict) and data.get("lg") == kind):
+            raise DecodeError(f"not a LangGraph {kind} blob", oid)
+        return data
+
+    def _loads(self, oid: ObjectId, kind: str = "value") -> Any:
+        data = self._blob(oid, kind)
+        serde_type, raw = data.get("serde"), data.get("data")
+        if not (isinstance(serde_type, str) and isinstance(raw, bytes)):
+            raise DecodeError(f"a LangGraph {kind} blob holds no serialized value", oid)
+        if serde_type.split("+", 1)[0] not in SAFE_SERDE_TYPES:
+            raise DecodeError(f"refused serialization type {serde_type!r} (never unpickled)", oid)
+        try:
+            return self.serde.loads_typed((serde_type, raw))
+        except Exception as exc:  # hostile or damaged bytes: whatever the serializer raises
+            raise DecodeError(f"cannot deserialize a LangGraph {kind}: {exc}", oid) from exc
+
+    def _dumps(self, value: Any) -> dict[str, Any]:
+        serde_type, raw = self.serde.dumps_typed(value)
+        if serde_type.split("+", 1)[0] not in SAFE_SERDE_TYPES:
+            raise InvalidInput(
+                f"a checkpoint value serialized as {serde_type!r}: tractkv stores no pickles (a store syncs, "
+                "and unpickling is code execution); make the value serializable without pickle"
+            )
+        return {"lg": "value", "serde": serde_type, "data": bytes(raw)}
+
+    def _messages(self, node: ObjectId) -> tuple[Any, ...]:
+        """The messages of a list node (decoded once, then cached by node id)."""
+        cached = self._lists.get(node)
+        if cached is not None:
+            self._lists.move_to_end(node)
+            return cached
+        chain: list[dict[str, Any]] = []
+        cursor: ObjectId | None = node
+        while cursor is not None and cursor not in self._lists:  # ends: a node names an older node
+            data = self._blob(cursor, "messages")
+            items, total, prev = data.get("items"), data.get("n"), data.get("prev")
+            if not (isinstance(items, list) and type(total) is int and total >= len(items)):
+                raise DecodeError("a LangGraph message list node is malformed", cursor)
+            chain.append(data)
+            cursor = _oid(prev, f"list node {cursor}", "prev") if prev is not None else None
+        out: list[Any] = list(self._lists[cursor]) if cursor is not None else []
+        for data in reversed(chain):
+            out.extend(self._loads(_oid(i, "a message list", "item")) for i in data["items"])
+            if len(out) != data["n"]:
+                raise DecodeError("a LangGraph message list node does not hold the length it states", node)
+        result = tuple(out)
+        self._remember(node, result)
+        return result
+
+    def _remember(self, node: ObjectId, messages: tuple[Any, ...]) -> None:
+        self._lists[node] = messages
+        self._lists.move_to_end(node)
+        while len(self._lists) > MAX_LISTS:
+            self._lists.popitem(last=False)
+
+    def _tuple(self, branch: _Branch, ckpt: _Checkpoint) -> CheckpointTuple:
+        checkpoint = self._loads(ckpt.saved)
+        metadata = self._loads(ckpt.meta)
+        if not (
+            isinstance(checkpoint, dict)
+            and isinstance(metadata, dict)
+            and checkpoint.get("id") == ckpt.id
+            and isinstance(checkpoint.get("channel_versions"), dict)
+            and isinstance(checkpoint.get("versions_seen"), dict)
+        ):
+            raise DecodeError(f"checkpoint {ckpt.id!r} is not a LangGraph checkpoint of that id", ckpt.commit)
+        values: dict[str, Any] = {}
+        for channel, ref in ckpt.values.items():
+            values[channel] = list(self._messages(ref.oid)) if ref.kind == "m" else self._loads(ref.oid)
+        checkpoint["channel_values"] = values
+        configurable = {"thread_id": branch.thread, "checkpoint_ns": branch.ns}
+        parent = (
+            {"configurable": {**configurable, "checkpoint_id": ckpt.parent}}
+            if ckpt.parent is not None
+            else None
+        )
+        return CheckpointTuple(
+            config={"configurable": {**configurable, "checkpoint_id": ckpt.id}},
+            checkpoint=checkpoint,  # type: ignore[arg-type]  # a checked map of LangGraph's own fields
+            metadata=metadata,  # type: ignore[arg-type]
+            parent_config=parent,  # type: ignore[arg-type]
+            pending_writes=self._pending(branch, ckpt.id),
+        )
+
+    def _pending(self, branch: _Branch, checkpoint_id: str) -> list[PendingWrite]:
+        chosen: dict[tuple[str, int], _Write] = {}
+        for write in branch.writes.get(checkpoint_id, ()):
+            key = (write.task, write.idx)
+            if write.idx < 0 or key not in chosen:  # regular writes: the first wins; special ones: the last
+                chosen[key] = write
+        ordered = sorted(chosen.values(), key=lambda w: writes_sort_key(w.path, w.task, w.idx))
+        return [(w.task, w.channel, self._loads(w.oid)) for w in ordered]
+
+    def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
+        configurable = config["configurable"]
+        with self._lock:
+            branch = self._branch(configurable["thread_id"], configurable.get("checkpoint_ns", ""))
+            wanted = configurable.get("checkpoint_id") or branch.latest
+            ckpt = branch.checkpoints.get(wanted) if wanted else None
+            return self._tuple(branch, ckpt) if ckpt is not None else None
+
+    def _branches_of(self, thread_id: str | None) -> list[tuple[str, str]]:
+        """(thread, ns) of every stored branch of ``thread_id`` (every thread when None), root first."""
+        store = self.tract.store
+        if thread_id is None:
+            prefixes = [HEADS + ROOT_PREFIX, HEADS + SUBGRAPH_PREFIX]
+        else:
+            prefixes = [
+                HEADS + thread_branch(thread_id),
+                HEADS + SUBGRAPH_PREFIX + branch_component(str(thread_id)) + "/",
+            ]
+        out = []
+        for prefix in prefixes:
+            for ref, _value in store.iter_refs(prefix):
+                parsed = _parse_branch(ref[len(HEADS) :])
+                if parsed is not None and (thread_id is None or parsed[0] == str(thread_id)):
+                    out.append(parsed)
+        return out
+
+    def list(
+        self,
+        config: RunnableConfig | None,
+        *,
+        filter: dict[str, Any] | None = None,
+        before: RunnableConfig | None = None,
+        limit: int | None = None,
+    ) -> Iterator[CheckpointTuple]:
+        """Checkpoints newest first per thread and namespace (``config`` narrows to a thread, its
+        ``checkpoint_ns`` and ``checkpoint_id`` when given), matching ``filter`` on metadata, older than
+        ``before``'s checkpoint, at most ``limit``."""
+        configurable = (config or {}).get("configurable") or {}
+        thread = configurable.get("thread_id")
+        want_ns = configurable.get("checkpoint_ns")
+        want_id = configurable.get("checkpoint_id")
+        before_id = ((before or {}).get("configurable") or {}).get("checkpoint_id")
+        with self._lock:
+            found = [
+                (self._branch(t, ns), ckpt_id)
+                for t, ns in self._branches_of(thread)
+                if want_ns is None or ns == want_ns
+                for ckpt_id in sorted(self._branch(t, ns).checkpoints, reverse=True)
+                if (not want_id or ckpt_id == want_id) and (not before_id or ckpt_id < before_id)
+            ]
+        for branch, ckpt_id in found:
+            if limit is not None and limit <= 0:
+                return
+            with self._lock:  # never held across a yield: the caller may write between two items
+                ckpt = branch.checkpoints.get(ckpt_id)
+                item = self._tuple(branch, ckpt) if ckpt is not None else None
+            if item is None or (filter and any(item.metadata.get(k) != v for k, v in filter.items())):
+                continue
+            if limit is not None:
+                limit -= 1
+            yield item
+
+    # --- writing --------------------------------------------------------------------------------------------
+
+    def _session(self, ref: str) -> Session:
+        """A writing session on ``ref`` (the Tract's own HEAD is never moved)."""
+        session = self._sessions.get(ref)
+        if session is None:
+            session = Session(self.tract.store, counter=self.tract.token_counter)
+            session.branch_ref, session.detached = ref, None
+            self._sessions[ref] = session
+            while len(self._sessions) > MAX_SESSIONS:
+                _old, evicted = self._sessions.popitem(last=False)
+                evicted.close()
+        self._sessions.move_to_end(ref)
+        return session
+
+    def _commit(
+        self,
+        branch: _Branch,
+        record: dict[str, Any],
+        note: str,
+        stage: Any,
+    ) -> ObjectId:
+        session = self._session(branch.ref)
+        tip = session.writable()
+        if tip.head != branch.tip:  # moved since the index was read: index it first (it is what we build on)
+            self._branch(branch.thread, branch.ns)
+        info = session.commit_content(
+            self._content,
+            operation="append",
+            message=note,
+            metadata={LINK: record},
+            stage=stage,
+            tip=tip,
+        )
+        oid = info.commit_id
+        branch.take(oid, session.store.get_commit(oid))
+        branch.tip = oid
+        return oid
+
+    def _stage_list(
+        self, batch: WriteBatch, messages: builtins.list[Any], parent: _Ref | None, linked: set[ObjectId]
+    ) -> ObjectId:
+        """Store a messages channel value as a list node (extending the parent's when it can); returns it."""
+        prefix: tuple[Any, ...] = ()
+        prev: ObjectId | None = None
+        if parent is not None and parent.kind == "m":
+            try:
+                prefix = self._messages(parent.oid)
+            except ObjectNotFound:
+                prefix = ()
+            if len(prefix) <= len(messages) and all(map(operator.is_, prefix, messages)):
+                prev = parent.oid
+            else:
+                prefix = ()
+        new = messages[len(prefix) :]
+        if prev is not None and not new:
+            return prev
+        items: builtins.list[str] = []
+        for message in new:
+            oid = batch.put(Blob(data=self._dumps(message)))
+            linked.add(oid)
+            items.append(str(oid))
+        node: dict[str, Any] = {"lg": "messages", "items": items, "n": len(messages)}
+        if prev is not None:
+            node["prev"] = str(prev)
+        oid = batch.put(Blob(data=node))
+        self._remember(oid, tuple(messages))
+        return oid
+
+    def put(
+        self,
+        config: RunnableConfig,
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        new_versions: ChannelVersions,
+    ) -> RunnableConfig:
+        configurable = config["configurable"]
+        thread_id, ns = str(configurable["thread_id"]), configurable.get("checkpoint_ns", "")
+        parent_id = configurable.get("checkpoint_id")
+        saved: dict[str, Any] = dict(checkpoint)
+        values: dict[str, Any] = saved.pop("channel_values")
+        versions = checkpoint["channel_versions"]
+        with self._lock:
+            branch = self._branch(thread_id, ns)
+            parent = branch.checkpoints.get(parent_id) if parent_id else None
+            inherited = parent.values if parent is not None else {}
+            record: dict[str, Any] = {"v": FORMAT, "kind": "checkpoint", "id": checkpoint["id"]}
+            if parent_id is not None:
+                record["parent"] = parent_id
+
+            def stage(batch: WriteBatch) -> dict[str, tuple[ObjectId, ...]]:
+                linked: set[ObjectId] = set()
+                refs: dict[str, list[Any]] = {}
+                for channel, version in versions.items():
+                    if channel in new_versions:
+                        if channel not in values:
+                            continue  # an emptied channel: absent from the checkpoint
+                        value = values[channel]
+                        if _is_messages(value):
+                            oid, kind = self._stage_list(batch, value, inherited.get(channel), linked), "m"
+                        else:
+                            oid, kind = batch.put(Blob(data=self._dumps(value))), "v"
+                    else:
+                        old = inherited.get(channel)
+                        if old is None or old.version != version:
+                            continue
+                        oid, kind = old.oid, old.kind
+                    linked.add(oid)
+                    refs[channel] = [version, kind, str(oid)]
+                saved_id = batch.put(Blob(data=self._dumps(saved)))
+                meta_id = batch.put(Blob(data=self._dumps(get_checkpoint_metadata(config, metadata))))
+                linked.update((saved_id, meta_id))
+                record.update({"checkpoint": str(saved_id), "metadata": str(meta_id), "values": refs})
+                return {LINK: tuple(sorted(linked))}
+
+            note = f"checkpoint {checkpoint['id']} (step {metadata.get('step')}, {metadata.get('source')})"
+            self._commit(branch, record, note, stage)
+        return {
+            "configurable": {"thread_id": thread_id, "checkpoint_ns": ns, "checkpoint_id": checkpoint["id"]}
+        }
+
+    def put_writes(
+        self,
+        config: RunnableConfig,
+        writes: Sequence[tuple[str, Any]],
+        task_id: str,
+        task_path: str = "",
+    ) -> None:
+        configurable = config["configurable"]
+        thread_id, ns = str(configurable["thread_id"]), configurable.get("checkpoint_ns", "")
+        checkpoint_id = configurable["checkpoint_id"]
+        with self._lock:
+            branch = self._branch(thread_id, ns)
+            have = {(w.task, w.idx) for w in branch.writes.get(checkpoint_id, ())}
+            todo = [
+                (WRITES_IDX_MAP.get(channel, idx), channel, value)
+                for idx, (channel, value) in enumerate(writes)
+            ]
+            todo = [w for w in todo if w[0] < 0 or (task_id, w[0]) not in have]
+            if not todo:
+                return
+            record: dict[str, Any] = {
+                "v": FORMAT,
+                "kind": "writes",
+                "checkpoint": checkpoint_id,
+                "task": task_id,
+                "path": task_path,
+            }
+
+            def stage(batch: WriteBatch) -> dict[str, tuple[ObjectId, ...]]:
+                ids = [batch.put(Blob(data=self._dumps(value))) for _idx, _channel, value in todo]
+                record["writes"] = [[w[0], w[1], str(oid)] for w, oid in zip(todo, ids, strict=True)]
+                return {LINK: tuple(sorted(set(ids)))}
+
+            self._commit(branch, record, f"writes for {checkpoint_id} (task {task_id})", stage)
+
+    def delete_thread(self, thread_id: str) -> None:
+        """Delete the thread's branches (root and subgraph namespaces). Their reflog keeps the commits until
+        ``gc``; a remote keeps its copy until it is pushed to or gc'd there."""
+        with self._lock:
+            store = self.tract.store
+            batch = store.new_batch()
+            for thread, ns in self._branches_of(str(thread_id)):
+                ref = HEADS + thread_branch(thread, ns)
+                session = self._sessions.pop(ref, None)
+                if session is not None:
+                    session.close()
+                self._branches.pop(ref, None)
+                tip = store.get_ref(ref)
+                if tip is None:
+                    continue
+                batch.set_ref(ref, None, expected=tip)
+                log_ref_move(batch, ref, ObjectId(tip), None, "delete", f"LangGraph delete_thread {thread}")
+            if len(batch):
+                store.apply(batch)
+
+    def get_next_version(self, current: str | None, channel: None) -> str:
+        """Versions unique across forks (a counter plus a random fraction), as LangGraph's own savers make."""
+        if current is None:
+            number = 0
+        elif isinstance(current, int):
+            number = current
+        else:
+            number = int(str(current).split(".", 1)[0])
+        return f"{number + 1:032}.{random.random():016}"
+
+    # --- async twins (the same code in a worker thread: the event loop never waits on the store) -------------
+
+    async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
+        return await asyncio.to_thread(self.get_tuple, config)
+
+    async def alist(
+        self,
+        config: RunnableConfig | None,
+        *,
+        filter: dict[str, Any] | None = None,
+        before: RunnableConfig | None = None,
+        limit: int | None = None,
+    ) -> AsyncIterator[CheckpointTuple]:
+        items = await asyncio.to_thread(
+            lambda: list(self.list(config, filter=filter, before=before, limit=limit))
+        )
+        for item in items:
+            yield item
+
+    async def aput(
+        self,
+        config: RunnableConfig,
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        new_versions: ChannelVersions,
+    ) -> RunnableConfig:
+        return await asyncio.to_thread(self.put, config, checkpoint, metadata, new_versions)
+
+    async def aput_writes(
+        self,
+        config: RunnableConfig,
+        writes: Sequence[tuple[str, Any]],
+        task_id: str,
+        task_path: str = "",
+    ) -> None:
+        await asyncio.to_thread(self.put_writes, config, writes, task_id, task_path)
+
+    async def adelete_thread(self, thread_id: str) -> None:
+        await asyncio.to_thread(self.delete_thread, thread_id)

@@ -1,0 +1,240 @@
+"""An OpenAI Agents SDK session over a tractkv store: :class:`TractkvSession` (extra ``agents``).
+
+**Layout.** A session is a branch, ``agents/<session_id>`` (encoded by
+:func:`tractkv.integrations.branch_component`). ``add_items`` appends one commit per item, all of one call in
+one transaction; the item itself (a Responses API input item, JSON) is the commit's metadata under
+``"agents"`` (``{"v": 1, "item": {...}}``), so it is hashed into the commit, synced with it and returned
+exactly as given. The commit's content is what tractkv shows for it: a ``dialogue`` message for a user or
+assistant message item with text (so ``tractkv log``, ``compile`` and the viewer show the conversation),
+else a ``reasoning`` note naming the item's type (hidden from ``compile``). ``pop_item`` appends an
+``annotate`` commit setting the last item's priority to ``skip``: history stays append-only (a popped
+session still pushes and pulls as a fast-forward), and tractkv's own rule applies, so a ``skip`` made any
+other way (``tractkv annotate``) hides an item too and a later ``normal`` shows it again. ``clear_session``
+deletes the branch (its reflog keeps the commits until ``gc``; a remote keeps its copy).
+
+``get_items`` replays the branch from the root (first parents), incrementally from the last tip read; what
+it reads is checked for shape (:class:`~tractkv.errors.DecodeError` otherwise), since a store may come from
+another machine. The SDK's methods are coroutines: each runs the store work in a worker thread, serialized
+by one lock per session object.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from typing import TYPE_CHECKING, Any
+
+from tractkv.errors import ContentError, DecodeError, InvalidInput
+from tractkv.ids import ObjectId
+from tractkv.integrations import branch_component, missing_extra
+
+try:
+    import agents  # noqa: F401  (the extra: the protocol this module implements)
+    from agents.memory.session_settings import SessionSettings, resolve_session_limit
+except ImportError as exc:  # the extra is missing (tests/integrations/test_openai_agents.py)
+    raise missing_extra("tractkv.integrations.openai_agents", "agents", exc) from exc
+
+from tractkv.engine.content import content_objects
+from tractkv.engine.reflog import log_ref_move
+from tractkv.engine.refs import HEADS
+from tractkv.engine.session import Session
+from tractkv.model import Blob, Commit
+from tractkv.tract import Tract
+
+if TYPE_CHECKING:
+    from agents.items import TResponseInputItem
+
+__all__ = ["PREFIX", "TractkvSession", "session_branch"]
+
+PREFIX = "agents/"
+KEY = "agents"
+FORMAT = 1
+
+
+def session_branch(session_id: str) -> str:
+    """The branch holding the items of ``session_id``."""
+    return PREFIX + branch_component(str(session_id))
+
+
+def _text_of(item: dict[str, Any]) -> str | None:
+    content = item.get("content")
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        texts = [p["text"] for p in content if isinstance(p, dict) and isinstance(p.get("text"), str)]
+        return "".join(texts) if texts else None
+    return None
+
+
+class TractkvSession:
+    """The Agents SDK ``Session`` protocol on the branch ``agents/<session_id>`` of ``store`` (a path, opened
+    or created, and closed by :meth:`close`; or an open :class:`~tractkv.Tract`, whose HEAD is never moved)."""
+
+    session_settings: SessionSettings | None = None
+
+    def __init__(
+        self,
+        session_id: str,
+        store: str | Tract,
+        *,
+        session_settings: SessionSettings | None = None,
+        durable: bool = True,
+    ) -> None:
+        if not isinstance(session_id, str) or not session_id:
+            raise InvalidInput("session_id must be a non-empty string")
+        self.session_id = session_id
+        self.session_settings = session_settings
+        self.ref = HEADS + session_branch(session_id)
+        self._owns = not isinstance(store, Tract)
+        self.tract = Tract.open(str(store), durable=durable) if not isinstance(store, Tract) else store
+        self._lock = threading.Lock()
+        self._writer: Session | None = None
+        self._tip: ObjectId | None = None
+        self._items: dict[ObjectId, Any] = {}  # item commit -> item, in order
+        self._hidden: set[ObjectId] = set()
+
+    def close(self) -> None:
+        with self._lock:
+            if self._writer is not None:
+                self._writer.close()
+                self._writer = None
+            if self._owns:
+                self.tract.close()
+
+    def __enter__(self) -> TractkvSession:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # --- reading ------------------------------------------------------------------------------------------
+
+    def _refresh(self) -> list[tuple[ObjectId, Any]]:
+        """The visible items, oldest first, brought up to date with the branch."""
+        store = self.tract.store
+        value = store.get_ref(self.ref)
+        tip = ObjectId(value) if value is not None else None
+        if tip != self._tip:
+            chain: list[tuple[ObjectId, Commit]] = []
+            cursor = tip
+            while cursor is not None and cursor != self._tip:  # ends: ids are hashes, history has no cycle
+                commit = store.get_commit(cursor)
+                chain.append((cursor, commit))
+                cursor = commit.parents[0] if commit.parents else None
+            if cursor is None:  # not a descendant of what we read: from scratch
+                self._items, self._hidden = {}, set()
+            for oid, commit in reversed(chain):
+                self._take(oid, commit)
+            self._tip = tip
+        return [(oid, item) for oid, item in self._items.items() if oid not in self._hidden]
+
+    def _take(self, oid: ObjectId, commit: Commit) -> None:
+        if (
+            commit.operation == "annotate"
+            and commit.edit_target in self._items
+            and commit.content is not None
+        ):
+            blob = self.tract.store.get(commit.content)
+            priority = (
+                blob.data.get("priority") if isinstance(blob, Blob) and isinstance(blob.data, dict) else None
+            )
+            if priority == "skip":
+                self._hidden.add(commit.edit_target)
+            elif priority in ("normal", "pinned"):
+                self._hidden.discard(commit.edit_target)
+            return
+        meta = commit.metadata
+        record = meta.get(KEY) if isinstance(meta, dict) else None
+        if record is None:
+            return  # not an item (a commit made some other way on the branch)
+        if not (
+            isinstance(record, dict) and record.get("v") == FORMAT and isinstance(record.get("item"), dict)
+        ):
+            raise DecodeError(
+                f"commit {oid} on {session_branch(self.session_id)}: not an Agents SDK item", oid
+            )
+        self._items[oid] = record["item"]
+
+    def _get(self, limit: int | None) -> list[Any]:
+        limit = resolve_session_limit(limit, self.session_settings)
+        with self._lock:
+            items = [item for _oid, item in self._refresh()]
+        if limit is None or limit < 0:
+            return items
+        return items[-limit:] if limit else []
+
+    # --- writing ------------------------------------------------------------------------------------------
+
+    def _session(self) -> Session:
+        if self._writer is None:
+            self._writer = Session(self.tract.store, counter=self.tract.token_counter)
+            self._writer.branch_ref, self._writer.detached = self.ref, None
+        return self._writer
+
+    def _add(self, items: list[Any]) -> None:
+        if not items:
+            return
+        for item in items:
+            if not isinstance(item, dict):
+                raise InvalidInput(f"an Agents SDK item is a dict, not {type(item).__name__}")
+        with self._lock:
+            self._refresh()
+            session = self._session()
+            with session.batch():
+                for item in items:
+                    session.commit_content(
+                        _content(item), operation="append", metadata={KEY: {"v": FORMAT, "item": item}}
+                    )
+
+    def _pop(self) -> Any:
+        with self._lock:
+            visible = self._refresh()
+            if not visible:
+                return None
+            oid, item = visible[-1]
+            self._session().annotate(oid, "skip", "Agents SDK pop_item")
+            self._refresh()
+            return item
+
+    def _clear(self) -> None:
+        with self._lock:
+            store = self.tract.store
+            tip = store.get_ref(self.ref)
+            if self._writer is not None:
+                self._writer.close()
+                self._writer = None
+            if tip is not None:
+                batch = store.new_batch()
+                batch.set_ref(self.ref, None, expected=tip)
+                log_ref_move(batch, self.ref, ObjectId(tip), None, "delete", "Agents SDK clear_session")
+                store.apply(batch)
+            self._tip, self._items, self._hidden = None, {}, set()
+
+    # --- the SDK's protocol -------------------------------------------------------------------------------
+
+    async def get_items(self, limit: int | None = None) -> list[TResponseInputItem]:
+        """The session's items, oldest first; with ``limit`` (or ``session_settings.limit``) the latest ones."""
+        return await asyncio.to_thread(self._get, limit)
+
+    async def add_items(self, items: list[TResponseInputItem]) -> None:
+        """Append ``items`` (one commit each, one transaction for the call)."""
+        await asyncio.to_thread(self._add, list(items))
+
+    async def pop_item(self) -> TResponseInputItem | None:
+        """Hide and return the latest item (an annotate commit: history stays append-only); None when empty."""
+        return await asyncio.to_thread(self._pop)
+
+    async def clear_session(self) -> None:
+        """Delete the session's branch."""
+        await asyncio.to_thread(self._clear)
+
+
+def _content(item: dict[str, Any]) -> Blob:
+    role, text = item.get("role"), _text_of(item)
+    if role in ("user", "assistant") and text and item.get("type", "message") == "message":
+        try:
+            return content_objects({"type": "dialogue", "role": role, "text": text})[0]
+        except ContentError:
+            pass
+    kind = item.get("type") or (f"{role} message" if isinstance(role, str) else "item")
+    return content_objects({"type": "reasoning", "text": f"Agents SDK {kind}"})[0]
