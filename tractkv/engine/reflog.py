@@ -24,8 +24,8 @@ def log_ref_move(
     *,
     hard: bool = False,
     now_us: int | None = None,
-) -> None:
-    """Stage a reflog entry for a ref move (local history, never synced).
+) -> dict[str, Any]:
+    """Stage a reflog entry for a ref move (local history, never synced); returns the entry staged.
 
     ``now_us`` stamps it (µs since the epoch; default: the wall clock). A Tract passes its own clock, the one
     that stamps commits and that gc ages both by: an entry stamped by another clock would be aged wrongly.
@@ -40,6 +40,7 @@ def log_ref_move(
     if hard:
         entry["hard"] = True
     batch.append_log(Table.REFLOG, ref.encode(), entry)
+    return entry
 
 
 def iter_reflog(reader: Reader, ref: str) -> Iterator[ReflogEntry]:

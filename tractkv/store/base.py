@@ -194,6 +194,12 @@ class WriteBatch(Reader):
         self.log_appends.append((table, prefix, codec.dumps_local(value)))  # local rows: never hashed
         self._log_tables.add(table)
 
+    def replace_log(self, index: int, value: Any) -> None:
+        """Replace the value of the ``index``-th entry staged with :meth:`append_log` (same table and key
+        prefix; its number is still allocated when the batch is applied)."""
+        table, prefix, _ = self.log_appends[index]
+        self.log_appends[index] = (table, prefix, codec.dumps_local(value))
+
     # reads through the overlay ------------------------------------------------------------------------
 
     def get(self, oid: ObjectId) -> StoredObject | None:
