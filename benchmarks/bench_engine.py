@@ -21,7 +21,11 @@ the same figures under the unit-named keys ``bench_store`` uses (``tractkv_per_s
   the commit ``{"t", "v", "op", "ts", "parents", "content"}`` canonically encoded with cbor2, hashed with
   blake3, and both put in one durable LMDB transaction. Target: ratio >= 0.8. ``same_shape_per_s``: raw
   LMDB writing the rows a Tract commit writes (ref read, blob and commit puts, ref, reflog entry, sequence
-  counter) per durable transaction, without encoding (the I/O floor of this layout).
+  counter) per durable transaction, without encoding (the I/O floor of this layout). ``with_refs_per_s``
+  (both append cases): ``raw_pipeline_with_refs``, the raw pipeline plus the rows a transaction of Tract
+  commits must write to keep its documented guarantees (the branch read for its compare-and-swap and moved,
+  one reflog entry, the sequence counter numbering it); ``ratio_to_with_refs`` is tractkv's rate over it and
+  ``with_refs_of_raw`` its rate over the raw pipeline's (the most any layout with a branch and a reflog gets).
 * ``batched_append``: the same inside ``with t.batch():`` blocks of ``--batch``; baseline: the same raw
   pipeline, ``--batch`` commits per durable transaction. Target: ratio >= 0.5.
 * ``batched_append_flatness``: one ``--flat-commits`` (100k) build in ``t.batch()`` blocks of ``--batch``,
@@ -314,11 +318,15 @@ def _tract_appends(texts: Sequence[str], batch: int) -> Callable[[Path], float]:
 
 
 def _raw_pipeline(
-    texts: Sequence[str], batch: int, ends: list[float] | None = None
+    texts: Sequence[str], batch: int, ends: list[float] | None = None, *, refs: bool = False
 ) -> Callable[[Path], float]:
     """Commits per second of the raw pipeline writing the bytes a Tract append writes (see the module doc):
     per commit a blob and a commit, canonical CBOR (cbor2), blake3 ids, both put in the objects table;
-    ``batch`` commits per durable write transaction (``ends`` gets the time each transaction ended)."""
+    ``batch`` commits per durable write transaction (``ends`` gets the time each transaction ended).
+
+    ``refs``: also the rows a transaction of Tract commits must write to keep its documented guarantees
+    (``raw_pipeline_with_refs``): the branch read for its compare-and-swap and moved, one reflog entry (CBOR,
+    as ``log_ref_move`` writes it) and the sequence counter numbering it."""
     payloads = [
         {"type": "dialogue", "role": "user" if index % 2 == 0 else "assistant", "text": text}
         for index, text in enumerate(texts)
@@ -329,10 +337,15 @@ def _raw_pipeline(
         try:
             with env.begin(write=True) as txn:
                 objects = env.open_db(Table.OBJECTS.value.encode(), txn=txn, create=True)
+                ref_db, reflog_db, meta_db = (
+                    env.open_db(t.value.encode(), txn=txn, create=True)
+                    for t in (Table.REFS, Table.REFLOG, Table.META)
+                )
             parent: bytes | None = None
             start = time.perf_counter()
-            for first in range(0, len(payloads), batch):
+            for seq, first in enumerate(range(0, len(payloads), batch)):
                 with env.begin(write=True, db=objects) as txn:
+                    old = txn.get(_REF, db=ref_db) if refs else None
                     for payload in payloads[first : first + batch]:
                         blob = cbor2.dumps({"t": "blob", "v": 1, "data": payload}, canonical=True)
                         blob_id = blake3.blake3(blob).digest()
@@ -349,6 +362,11 @@ def _raw_pipeline(
                         parent = blake3.blake3(commit).digest()
                         txn.put(blob_id, blob, overwrite=False)
                         txn.put(parent, commit, overwrite=False)
+                    if refs and parent is not None:
+                        entry = {"old": old, "new": parent.hex(), "op": "append", "msg": "", "ts": wire["ts"]}
+                        txn.put(_REF, parent.hex().encode(), db=ref_db)
+                        txn.put(_REF + b"\0" + seq.to_bytes(8, "big"), cbor2.dumps(entry), db=reflog_db)
+                        txn.put(b"seq", seq.to_bytes(8, "big"), db=meta_db)
                 if ends is not None:
                     ends.append(time.perf_counter() - start)
             elapsed = time.perf_counter() - start
@@ -357,6 +375,9 @@ def _raw_pipeline(
         return len(payloads) / elapsed
 
     return run
+
+
+_REF = b"refs/heads/main"
 
 
 def _raw_same_shape(count: int, rng: random.Random) -> Callable[[Path], float]:
@@ -400,7 +421,11 @@ def _append_case(case: str, count: int, batch: int, args: argparse.Namespace) ->
     texts = _messages(count, rng)
 
     def sides(size: int) -> list[Callable[[Path], float]]:
-        out = [_tract_appends(texts[:size], batch), _raw_pipeline(texts[:size], batch)]
+        out = [
+            _tract_appends(texts[:size], batch),
+            _raw_pipeline(texts[:size], batch),
+            _raw_pipeline(texts[:size], batch, refs=True),
+        ]
         if batch <= 1:
             out.append(_raw_same_shape(size, random.Random(f"{SEED}:{case}:shape")))
         return out
@@ -416,10 +441,15 @@ def _append_case(case: str, count: int, batch: int, args: argparse.Namespace) ->
         scratch.close()
     ours, theirs = max(rates[0]), max(rates[1])
     paired = statistics.median(o / t for o, t in zip(rates[0], rates[1], strict=True))
-    extra: dict[str, Any] = {}
-    if len(rates) > 2:
-        extra["same_shape_per_s"] = round(max(rates[2]), 1)
-        extra["ratio_to_same_shape"] = round(ours / max(rates[2]), 4)
+    with_refs = max(rates[2])
+    extra: dict[str, Any] = {
+        "with_refs_per_s": round(with_refs, 1),
+        "ratio_to_with_refs": round(ours / with_refs, 4),
+        "with_refs_of_raw": round(with_refs / theirs, 4),
+    }
+    if len(rates) > 3:
+        extra["same_shape_per_s"] = round(max(rates[3]), 1)
+        extra["ratio_to_same_shape"] = round(ours / max(rates[3]), 4)
     return _line(
         case,
         count,

@@ -1,6 +1,7 @@
 """The reflog: every move of a ref, newest first, kept locally (never synced) for undo and for gc's
-protection of recently abandoned tips. A key is ``ref NUL seq(8 bytes BE)``; a value is CBOR
-``{old, new, op, msg, ts[, hard]}``."""
+protection of recently abandoned tips. A ``batch()`` moves its branch once, so it logs one entry for its
+commits (from the tip it started from to its last commit), as git logs one per operation. A key is
+``ref NUL seq(8 bytes BE)``; a value is CBOR ``{old, new, op, msg, ts[, hard]}``."""
 
 from __future__ import annotations
 
