@@ -213,7 +213,13 @@ def test_a_batch_logs_one_move_per_branch(tmp_path: Path) -> None:
         before = t.user("before").commit_id
         with t.batch():
             t.user("one")
-            t.assistant("two")
+            second = t.assistant("two").commit_id
+            inside = t.reflog()  # reads inside the batch see the entry as it will be written
+            assert (inside[0].old, inside[0].new, inside[0].message) == (
+                before,
+                second,
+                "batch of 2 commits, the last: two",
+            )
             last = t.user("three").commit_id
         with t.batch():
             single = t.assistant("alone").commit_id

@@ -834,5 +834,5 @@ class Session:
 
 def _summary(payload: dict[str, Any]) -> str:
     text = str(payload.get("text") or payload.get("type"))
-    first = text.splitlines()[0] if text else ""
+    first = text[:80].splitlines()[0] if text else ""  # the first line's first 72 characters: no more read
     return first[:72]
