@@ -21,7 +21,14 @@ the same figures under the unit-named keys ``bench_store`` uses (``tractkv_per_s
   the commit ``{"t", "v", "op", "ts", "parents", "content"}`` canonically encoded with cbor2, hashed with
   blake3, and both put in one durable LMDB transaction. Target: ratio >= 0.8. ``same_shape_per_s``: raw
   LMDB writing the rows a Tract commit writes (ref read, blob and commit puts, ref, reflog entry, sequence
-  counter) per durable transaction, without encoding (the I/O floor of this layout).
+  counter) per durable transaction, without encoding (the I/O floor of this layout). ``with_refs_per_s``
+  (both append cases): ``raw_pipeline_with_refs``, the raw pipeline plus the rows a transaction of Tract
+  commits must write to keep its documented guarantees (the branch read for its compare-and-swap and moved,
+  one reflog entry, the sequence counter numbering it); ``ratio_to_with_refs`` is tractkv's rate over it and
+  ``with_refs_of_raw`` its rate over the raw pipeline's (the most any layout with a branch and a reflog gets).
+  ``ratio_interleaved`` (durable_append): the same two sides as value and baseline, written in alternating
+  blocks of ``INTERLEAVE_BLOCK`` commits into two stores open side by side (one run each), so that a
+  neighbour's disk bursts hit both alike: on a shared disk the steadier figure of the two.
 * ``batched_append``: the same inside ``with t.batch():`` blocks of ``--batch``; baseline: the same raw
   pipeline, ``--batch`` commits per durable transaction. Target: ratio >= 0.5.
 * ``batched_append_flatness``: one ``--flat-commits`` (100k) build in ``t.batch()`` blocks of ``--batch``,
@@ -110,6 +117,7 @@ MAP_SIZE = 1 << 30  # raw baselines: large enough that no run grows the map
 KEY_LEN = 32  # raw baseline keys: the size of a raw object id
 VALUE_LEN = 300  # raw baseline values: about a message blob plus its commit
 MESSAGE_CHARS = 200
+INTERLEAVE_BLOCK = 20  # durable_append's ratio_interleaved: commits per block, the sides alternating
 PEER_REOPEN_MS = 9000.0  # the leading peer's first commit after reopening a 10k history (ANCHORS.md)
 MEMORY_FS = {"tmpfs", "ramfs", "devtmpfs", "hugetlbfs"}
 TARGETS: dict[str, tuple[float | None, str, str]] = {  # case -> (target, checked against, "min" | "max")
@@ -332,50 +340,122 @@ def _tract_appends(texts: Sequence[str], batch: int) -> Callable[[Path], float]:
     return run
 
 
-def _raw_pipeline(
-    texts: Sequence[str], batch: int, ends: list[float] | None = None
-) -> Callable[[Path], float]:
-    """Commits per second of the raw pipeline writing the bytes a Tract append writes (see the module doc):
-    per commit a blob and a commit, canonical CBOR (cbor2), blake3 ids, both put in the objects table;
-    ``batch`` commits per durable write transaction (``ends`` gets the time each transaction ended)."""
-    payloads = [
+def _payloads(texts: Sequence[str]) -> list[dict[str, Any]]:
+    """The message payloads a Tract stores for ``texts`` appended with :func:`_append`."""
+    return [
         {"type": "dialogue", "role": "user" if index % 2 == 0 else "assistant", "text": text}
         for index, text in enumerate(texts)
     ]
 
+
+class _RawPipeline:
+    """The raw pipeline's environment and chain (see :func:`_raw_pipeline`), one write transaction a call."""
+
+    def __init__(self, path: Path, *, refs: bool) -> None:
+        self.env = _open_raw(path, sync=True, max_dbs=16)
+        with self.env.begin(write=True) as txn:
+            self.objects = self.env.open_db(Table.OBJECTS.value.encode(), txn=txn, create=True)
+            self.ref_db, self.reflog_db, self.meta_db = (
+                self.env.open_db(t.value.encode(), txn=txn, create=True)
+                for t in (Table.REFS, Table.REFLOG, Table.META)
+            )
+        self.refs = refs
+        self.parent: bytes | None = None
+        self.seq = 0
+
+    def transaction(self, payloads: Sequence[dict[str, Any]]) -> None:
+        """Write ``payloads`` as a chain of commits in one durable transaction."""
+        parent = self.parent
+        with self.env.begin(write=True, db=self.objects) as txn:
+            old = txn.get(_REF, db=self.ref_db) if self.refs else None
+            for payload in payloads:
+                blob = cbor2.dumps({"t": "blob", "v": 1, "data": payload}, canonical=True)
+                blob_id = blake3.blake3(blob).digest()
+                wire: dict[str, Any] = {
+                    "t": "commit",
+                    "v": 1,
+                    "op": "append",
+                    "ts": time.time_ns() // 1000,
+                    "content": blob_id,
+                }
+                if parent is not None:
+                    wire["parents"] = [parent]
+                commit = cbor2.dumps(wire, canonical=True)
+                parent = blake3.blake3(commit).digest()
+                txn.put(blob_id, blob, overwrite=False)
+                txn.put(parent, commit, overwrite=False)
+            if self.refs and parent is not None:
+                entry = {"old": old, "new": parent.hex(), "op": "append", "msg": "", "ts": wire["ts"]}
+                txn.put(_REF, parent.hex().encode(), db=self.ref_db)
+                txn.put(_REF + b"\0" + self.seq.to_bytes(8, "big"), cbor2.dumps(entry), db=self.reflog_db)
+                txn.put(b"seq", self.seq.to_bytes(8, "big"), db=self.meta_db)
+        self.parent = parent
+        self.seq += 1
+
+    def close(self) -> None:
+        self.env.close()
+
+
+def _raw_pipeline(
+    texts: Sequence[str], batch: int, ends: list[float] | None = None, *, refs: bool = False
+) -> Callable[[Path], float]:
+    """Commits per second of the raw pipeline writing the bytes a Tract append writes (see the module doc):
+    per commit a blob and a commit, canonical CBOR (cbor2), blake3 ids, both put in the objects table;
+    ``batch`` commits per durable write transaction (``ends`` gets the time each transaction ended).
+
+    ``refs``: also the rows a transaction of Tract commits must write to keep its documented guarantees
+    (``raw_pipeline_with_refs``): the branch read for its compare-and-swap and moved, one reflog entry (CBOR,
+    as ``log_ref_move`` writes it) and the sequence counter numbering it."""
+    payloads = _payloads(texts)
+
     def run(path: Path) -> float:
-        env = _open_raw(path, sync=True, max_dbs=16)
+        raw = _RawPipeline(path, refs=refs)
         try:
-            with env.begin(write=True) as txn:
-                objects = env.open_db(Table.OBJECTS.value.encode(), txn=txn, create=True)
-            parent: bytes | None = None
             start = time.perf_counter()
             for first in range(0, len(payloads), batch):
-                with env.begin(write=True, db=objects) as txn:
-                    for payload in payloads[first : first + batch]:
-                        blob = cbor2.dumps({"t": "blob", "v": 1, "data": payload}, canonical=True)
-                        blob_id = blake3.blake3(blob).digest()
-                        wire: dict[str, Any] = {
-                            "t": "commit",
-                            "v": 1,
-                            "op": "append",
-                            "ts": time.time_ns() // 1000,
-                            "content": blob_id,
-                        }
-                        if parent is not None:
-                            wire["parents"] = [parent]
-                        commit = cbor2.dumps(wire, canonical=True)
-                        parent = blake3.blake3(commit).digest()
-                        txn.put(blob_id, blob, overwrite=False)
-                        txn.put(parent, commit, overwrite=False)
+                raw.transaction(payloads[first : first + batch])
                 if ends is not None:
                     ends.append(time.perf_counter() - start)
             elapsed = time.perf_counter() - start
         finally:
-            env.close()
+            raw.close()
         return len(payloads) / elapsed
 
     return run
+
+
+def _interleaved_durable(texts: Sequence[str], block: int, scratch: _Scratch) -> tuple[float, float]:
+    """Commits per second of durable Tract appends and of the raw pipeline (one commit per transaction),
+    written in alternating blocks of ``block`` commits into two stores open side by side, so a neighbour's
+    burst of disk work slows both sides alike (the whole-run sides of ``_side_by_side`` each see their own
+    seconds of a shared disk)."""
+    payloads = _payloads(texts)
+    t = Tract.open(str(scratch.new()))
+    raw = _RawPipeline(scratch.new(), refs=False)
+    spent = [0.0, 0.0]
+    try:
+
+        def ours(first: int) -> None:
+            for index in range(first, min(first + block, len(texts))):
+                _append(t, index, texts[index])
+
+        def theirs(first: int) -> None:
+            for payload in payloads[first : first + block]:
+                raw.transaction([payload])
+
+        for number, first in enumerate(range(0, len(texts), block)):
+            sides = ((0, ours), (1, theirs)) if number % 2 == 0 else ((1, theirs), (0, ours))
+            for which, write in sides:
+                start = time.perf_counter()
+                write(first)
+                spent[which] += time.perf_counter() - start
+    finally:
+        t.close()
+        raw.close()
+    return len(texts) / spent[0], len(texts) / spent[1]
+
+
+_REF = b"refs/heads/main"
 
 
 def _raw_same_shape(count: int, rng: random.Random) -> Callable[[Path], float]:
@@ -419,7 +499,11 @@ def _append_case(case: str, count: int, batch: int, args: argparse.Namespace) ->
     texts = _messages(count, rng)
 
     def sides(size: int) -> list[Callable[[Path], float]]:
-        out = [_tract_appends(texts[:size], batch), _raw_pipeline(texts[:size], batch)]
+        out = [
+            _tract_appends(texts[:size], batch),
+            _raw_pipeline(texts[:size], batch),
+            _raw_pipeline(texts[:size], batch, refs=True),
+        ]
         if batch <= 1:
             out.append(_raw_same_shape(size, random.Random(f"{SEED}:{case}:shape")))
         return out
@@ -430,15 +514,25 @@ def _append_case(case: str, count: int, batch: int, args: argparse.Namespace) ->
         for run in sides(min(count, 100)):  # warm-up: code paths, page cache, file-system metadata
             run(scratch.new())
         rates = _side_by_side(runs, args.repeat, scratch)
+        interleaved = _interleaved_durable(texts, INTERLEAVE_BLOCK, scratch) if batch <= 1 else None
         fs = _fs_type(scratch.root)
     finally:
         scratch.close()
     ours, theirs = max(rates[0]), max(rates[1])
     paired = statistics.median(o / t for o, t in zip(rates[0], rates[1], strict=True))
-    extra: dict[str, Any] = {}
-    if len(rates) > 2:
-        extra["same_shape_per_s"] = round(max(rates[2]), 1)
-        extra["ratio_to_same_shape"] = round(ours / max(rates[2]), 4)
+    with_refs = max(rates[2])
+    extra: dict[str, Any] = {
+        "with_refs_per_s": round(with_refs, 1),
+        "ratio_to_with_refs": round(ours / with_refs, 4),
+        "with_refs_of_raw": round(with_refs / theirs, 4),
+    }
+    if len(rates) > 3:
+        extra["same_shape_per_s"] = round(max(rates[3]), 1)
+        extra["ratio_to_same_shape"] = round(ours / max(rates[3]), 4)
+    if interleaved is not None:
+        extra["interleaved_per_s"] = round(interleaved[0], 1)
+        extra["interleaved_baseline_per_s"] = round(interleaved[1], 1)
+        extra["ratio_interleaved"] = round(interleaved[0] / interleaved[1], 4)
     return _line(
         case,
         count,

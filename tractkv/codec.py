@@ -111,11 +111,107 @@ def _check(value: object, depth: int) -> None:
 
 
 def dumps(value: CborValue) -> bytes:
-    """Canonical CBOR bytes of an already checked value."""
+    """Canonical CBOR bytes of an already checked value.
+
+    A str-keyed dict of ``None``, bools, 64-bit ints, str, bytes, lists, tuples and such dicts (an object's
+    wire map, a message payload) is encoded here, by concatenating each item's bytes, about twice as fast as
+    cbor2's canonical mode (which encodes and sorts every map key on every call); anything else (a float, a
+    bignum, a lone surrogate, a value that is not a map) goes to cbor2. The bytes are the same either way: a
+    property test compares them with cbor2's over generated values (tests/store/test_golden_and_codec.py).
+    """
+    if type(value) is dict:  # maps: cbor2 sorts their keys on every call; lists and scalars it does fast
+        out: list[bytes] = []
+        try:
+            _encode(value, out)
+        except (_Unsupported, UnicodeEncodeError, RecursionError):
+            pass
+        else:
+            return b"".join(out)
     try:
         return bytes(cbor2.dumps(value, canonical=True))
     except (cbor2.CBOREncodeError, TypeError, ValueError, OverflowError) as exc:
         raise EncodeError("", str(exc)) from exc
+
+
+class _Unsupported(Exception):
+    """Internal: a value :func:`_encode` leaves to cbor2."""
+
+
+def head(major: int, n: int) -> bytes:
+    """A CBOR item head: major type ``major`` (already shifted: 0x00, 0x20, ... 0xe0) and argument ``n`` in
+    its shortest form (0 <= n < 2**64), as canonical encoding requires."""
+    if n < 24:
+        return _SMALL_HEADS[major | n]
+    if n < 0x100:
+        return bytes((major | 24, n))
+    if n < 0x10000:
+        return bytes((major | 25,)) + n.to_bytes(2, "big")
+    if n < 0x100000000:
+        return bytes((major | 26,)) + n.to_bytes(4, "big")
+    return bytes((major | 27,)) + n.to_bytes(8, "big")
+
+
+_SMALL_HEADS = [bytes((byte,)) for byte in range(256)]
+_MAX_KEY_ORDERS = 4096  # distinct key tuples remembered (payload maps may have any keys: bounded)
+_KEY_ORDERS: dict[tuple[str, ...], tuple[tuple[str, bytes], ...]] = {}
+
+
+def _key_order(keys: tuple[str, ...]) -> tuple[tuple[str, bytes], ...]:
+    """A map's keys in canonical order (encoded key length first, then bytewise) with their encodings."""
+    encoded = []
+    for key in keys:
+        if type(key) is not str:
+            raise _Unsupported
+        raw = key.encode("utf-8")
+        encoded.append((head(0x60, len(raw)) + raw, key))
+    encoded.sort(key=lambda item: (len(item[0]), item[0]))
+    order = tuple((key, raw) for raw, key in encoded)
+    if len(_KEY_ORDERS) < _MAX_KEY_ORDERS:
+        _KEY_ORDERS[keys] = order
+    return order
+
+
+def _encode(value: object, out: list[bytes]) -> None:
+    kind = type(value)
+    if kind is str:
+        raw = value.encode("utf-8")  # type: ignore[attr-defined]
+        out.append(head(0x60, len(raw)))
+        out.append(raw)
+    elif kind is dict:
+        keys: tuple[str, ...] = tuple(value)  # type: ignore[arg-type]
+        order = _KEY_ORDERS.get(keys) or _key_order(keys)
+        out.append(head(0xA0, len(keys)))
+        for key, raw_key in order:
+            out.append(raw_key)
+            item = value[key]  # type: ignore[index]
+            if type(item) is str:  # the usual map value, inline
+                raw = item.encode("utf-8")
+                out.append(head(0x60, len(raw)))
+                out.append(raw)
+            else:
+                _encode(item, out)
+    elif kind is int:
+        if 0 <= value <= INT_MAX:  # type: ignore[operator]
+            out.append(head(0x00, value))  # type: ignore[arg-type]
+        elif INT_MIN <= value < 0:  # type: ignore[operator]
+            out.append(head(0x20, -1 - value))  # type: ignore[operator]
+        else:
+            raise _Unsupported  # a bignum: cbor2 writes (or refuses) it
+    elif kind is bytes:
+        out.append(head(0x40, len(value)))  # type: ignore[arg-type]
+        out.append(value)  # type: ignore[arg-type]
+    elif kind is list or kind is tuple:
+        out.append(head(0x80, len(value)))  # type: ignore[arg-type]
+        for item in value:  # type: ignore[attr-defined]
+            _encode(item, out)
+    elif value is None:
+        out.append(b"\xf6")
+    elif value is True:
+        out.append(b"\xf5")
+    elif value is False:
+        out.append(b"\xf4")
+    else:
+        raise _Unsupported  # floats (shortest exact width), anything not allowed
 
 
 def dumps_local(value: CborValue) -> bytes:

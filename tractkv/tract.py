@@ -217,7 +217,10 @@ class Tract:
 
         The tool setting (:meth:`set_tools`) is read once, at the block's first commit, and linked to every
         commit of the block: ``set_tools`` is refused inside it, and another handle's ``set_tools`` made while
-        the block is open is not seen by its later commits (it applies from the first commit after it)."""
+        the block is open is not seen by its later commits (it applies from the first commit after it).
+
+        The block moves the branch once, so the reflog has one entry for it (from the tip before the block to
+        its last commit; ``main@{1}`` is the tip before the block), as git logs one move per operation."""
         with self._session.batch():
             yield self
 

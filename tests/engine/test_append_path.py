@@ -23,7 +23,7 @@ import tractkv.store.base as store_base
 from tractkv import Tract, codec
 from tractkv.cli import cli
 from tractkv.engine.toolsets import ACTIVE_TOOLS
-from tractkv.errors import InvalidInput
+from tractkv.errors import ContentError, InvalidInput
 from tractkv.ids import oid_to_raw
 from tractkv.model import Blob
 from tractkv.store import Table
@@ -164,3 +164,71 @@ def test_dumps_local_reads_back_as_the_same_value() -> None:
     data = codec.dumps_local(value)
     assert codec.loads(data) == value
     assert data != codec.dumps(value)  # insertion order kept: no sort
+
+
+def _ticks() -> Any:
+    now = iter(range(1_700_000_000_000_000, 1_800_000_000_000_000, 7))
+    return lambda: next(now)
+
+
+def test_plain_text_messages_get_the_ids_the_general_path_gives(tmp_path: Path) -> None:
+    """t.user / t.assistant with plain text build their blob and commit without re-checking what they made;
+    the same messages through the general path (an extra ``name: None`` sends them there) are the same
+    objects, compile the same and count the same tokens."""
+    texts = ["hello", "héllo wörld ✓", "x" * 300, "a\nb\tc"]
+    with (
+        Tract.open(str(tmp_path / "fast"), clock=_ticks()) as fast,
+        Tract.open(str(tmp_path / "general"), clock=_ticks()) as general,
+    ):
+        for index, text in enumerate(texts):
+            role = "user" if index % 2 == 0 else "assistant"
+            a = (fast.user if role == "user" else fast.assistant)(text)
+            b = general.commit({"type": "dialogue", "role": role, "text": text, "name": None})
+            assert (a.commit_id, a.content_id, a.token_count, a.content) == (
+                b.commit_id,
+                b.content_id,
+                b.token_count,
+                b.content,
+            )
+        assert fast.compile().to_dicts() == general.compile().to_dicts()
+    shown = [_cli(tmp_path / name, "compile", "--json") for name in ("fast", "general")]
+    assert shown[0] == shown[1]
+
+
+def test_plain_text_with_a_lone_surrogate_is_refused_as_before(tmp_path: Path) -> None:
+    with Tract.open(str(tmp_path / "s"), durable=False) as t:
+        with pytest.raises(ContentError, match="surrogate") as fast:
+            t.user("bad \ud800")
+        with pytest.raises(ContentError, match="surrogate") as general:
+            t.commit({"type": "dialogue", "role": "user", "text": "bad \ud800", "name": None})
+        assert str(fast.value) == str(general.value)
+        assert t.session.head is None
+
+
+def test_a_batch_logs_one_move_per_branch(tmp_path: Path) -> None:
+    """A batch moves its branch once (one compare-and-swap from the tip it started from): the reflog has one
+    entry for it, from that tip to the last commit, and ``main@{1}`` is the tip before the batch."""
+    path = tmp_path / "s"
+    with Tract.open(str(path)) as t:
+        before = t.user("before").commit_id
+        with t.batch():
+            t.user("one")
+            second = t.assistant("two").commit_id
+            inside = t.reflog()  # reads inside the batch see the entry as it will be written
+            assert (inside[0].old, inside[0].new, inside[0].message) == (
+                before,
+                second,
+                "batch of 2 commits, the last: two",
+            )
+            last = t.user("three").commit_id
+        with t.batch():
+            single = t.assistant("alone").commit_id
+    entries = json.loads(_cli(path, "reflog", "--json"))
+    assert [(e["old"], e["new"], e["operation"], e["message"]) for e in entries] == [
+        (last, single, "append", "alone"),
+        (before, last, "append", "batch of 3 commits, the last: three"),
+        (None, before, "append", "before"),
+    ]
+    assert json.loads(_cli(path, "show", "main@{1}", "--json"))["commit_id"] == last
+    assert json.loads(_cli(path, "show", "main@{2}", "--json"))["commit_id"] == before
+    assert len(json.loads(_cli(path, "log", "--json"))) == 5  # every commit is in history

@@ -23,6 +23,7 @@ from tractkv.model import (
     encode,
     encode_with_id,
     object_id,
+    objects,
 )
 from tractkv.store import Store
 
@@ -42,15 +43,16 @@ def _fresh(obj: Any) -> Any:
 
 @pytest.fixture
 def dumps_calls(monkeypatch: pytest.MonkeyPatch) -> list[object]:
-    """Every call of the canonical encoder, recorded."""
+    """Every object encoding (``object_bytes``, which ``encode_with_id`` calls once per object), recorded as
+    the object's wire map (what the tests below read its kind from)."""
     calls: list[object] = []
-    real = codec.dumps
+    real = objects.object_bytes
 
-    def counting(value: Any) -> bytes:
-        calls.append(value)
-        return real(value)
+    def counting(obj: Any) -> bytes:
+        calls.append({**obj.to_wire(), "t": obj.KIND, "v": 1})
+        return real(obj)
 
-    monkeypatch.setattr(codec, "dumps", counting)
+    monkeypatch.setattr(objects, "object_bytes", counting)
     return calls
 
 

@@ -168,3 +168,86 @@ def test_ids_are_64_lowercase_hex(data: bytes) -> None:
     assert is_object_id(oid)
     assert oid == oid.lower()
     assert len(oid) == 64
+
+
+# --- the fast encoders (issue 18): the same bytes as cbor2's canonical mode -----------------------------
+
+wide_ints = st.integers(min_value=-(2**70), max_value=2**70)  # bignums: left to cbor2, same bytes
+maps = st.dictionaries(st.text(max_size=8), json_like | wide_ints | st.tuples(json_like), max_size=6)
+
+
+@given(maps | json_like | st.tuples(json_like, json_like))
+def test_dumps_writes_exactly_cbor2s_canonical_bytes(value: Any) -> None:
+    assert codec.dumps(value) == cbor2.dumps(value, canonical=True)
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        {"": 0, "a": 23, "b": 24, "c": 255, "d": 256, "e": 65535, "f": 65536, "g": 2**32 - 1, "h": 2**32},
+        {"n": -1, "m": -24, "o": -25, "p": -(2**63), "q": 2**64 - 1, "r": -(2**64), "s": 2**64},
+        {"t": "x" * 23, "u": "x" * 24, "v": "é" * 200, "w": b"\x00" * 70000, "x": [None, True, False]},
+        {"longer key": 1, "k": 2, "é": 3, "ab": {"ba": [], "b": {}}},
+    ],
+)
+def test_dumps_matches_cbor2_at_every_length_boundary(value: dict[str, Any]) -> None:
+    assert codec.dumps(value) == cbor2.dumps(value, canonical=True)
+
+
+def test_dumps_refuses_a_lone_surrogate_as_before() -> None:
+    with pytest.raises(EncodeError):
+        codec.dumps({"text": "\ud800"})
+
+
+ids = st.binary(min_size=32, max_size=32).map(bytes.hex)
+commits = st.builds(
+    Commit,
+    parents=st.lists(ids, max_size=3, unique=True).map(tuple),
+    content=st.none() | ids,
+    tools=st.none() | ids,
+    operation=st.sampled_from(["append", "edit", "annotate", "merge", "compress", "é"]),
+    edit_target=st.none() | ids,
+    reply_to=st.none() | ids,
+    message=st.none() | st.text(max_size=30),
+    metadata=st.none() | st.dictionaries(st.text(max_size=5), json_like, max_size=3),
+    generation_config=st.none() | st.dictionaries(st.text(max_size=5), json_like, max_size=3),
+    created_at=st.integers(min_value=-(2**65), max_value=2**65),
+    links=st.dictionaries(st.text(max_size=6), st.lists(ids, max_size=2).map(tuple), max_size=3),
+)
+
+
+@given(
+    commits | st.builds(Blob, data=json_like | st.dictionaries(st.text(max_size=8), json_like, max_size=6))
+)
+def test_object_bytes_are_the_generic_encoding_of_the_wire_map(obj: Any) -> None:
+    from tractkv.model.objects import generic_object_bytes, object_bytes
+
+    assert object_bytes(obj) == generic_object_bytes(obj)
+    assert object_bytes(obj) == cbor2.dumps({**obj.to_wire(), "t": obj.KIND, "v": 1}, canonical=True)
+
+
+@given(
+    parents=st.lists(ids, max_size=1).map(tuple),
+    content=ids,
+    tools=st.none() | ids,
+    created_at=st.integers(min_value=0, max_value=2**53),
+)
+def test_a_trusted_commit_is_the_commit_the_validating_constructor_makes(
+    parents: tuple[str, ...], content: str, tools: str | None, created_at: int
+) -> None:
+    from tractkv.model.objects import trusted_commit
+
+    fields = {"parents": parents, "content": content, "tools": tools, "created_at": created_at}
+    made = trusted_commit(operation="append", **fields)  # type: ignore[arg-type]
+    assert made == Commit(**fields)  # type: ignore[arg-type]
+    assert object_id(made) == object_id(Commit(**fields))  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("field", ["parents", "tools"])
+def test_a_trusted_commit_still_checks_the_ids_read_from_rows(field: str) -> None:
+    from tractkv.model.objects import trusted_commit
+
+    fields: dict[str, Any] = {"parents": (), "tools": None}
+    fields[field] = ("NOT-AN-ID",) if field == "parents" else "NOT-AN-ID"
+    with pytest.raises(EncodeError, match="not an object id"):
+        trusted_commit(content="a" * 64, operation="append", created_at=1, **fields)

@@ -69,12 +69,14 @@ import attrs
 from tractkv.errors import ContentError, EncodeError
 from tractkv.ids import is_object_id
 from tractkv.model import Blob, object_id
+from tractkv.model.objects import trusted_blob
 
 from . import media as _media
 
 MESSAGE_TYPES = frozenset({"instruction", "dialogue", "reasoning", "artifact", "freeform"})
 MESSAGE_ROLES = ("system", "user", "assistant", "tool")  # the roles a compiled Message has
 DIALOGUE_ROLES = frozenset({"user", "assistant", "tool"})
+_PLAIN_ROLES = frozenset({"user", "assistant"})  # a tool message needs its call id: never plain text
 ARTIFACT_ROLES = frozenset({"user", "assistant"})
 PRIORITIES = ("normal", "pinned", "skip")
 
@@ -284,6 +286,15 @@ def content_objects(content: object, stored: StoredMedia | None = None) -> tuple
             a stored-form part naming no stored media blob, invalid base64, a URL that is neither https nor a
             data: URL.
     """
+    if type(content) is dict and len(content) == 3:  # plain text (t.user / t.assistant): checked here
+        kind, role, text = content.get("type"), content.get("role"), content.get("text")
+        if kind == "dialogue" and role in _PLAIN_ROLES and type(text) is str and text:
+            try:
+                text.encode("utf-8")  # no lone surrogate: every value of the payload may be hashed
+            except UnicodeEncodeError:
+                pass  # the general path names the problem
+            else:
+                return trusted_blob({"type": kind, "role": role, "text": text}), ()
     media: dict[str, Blob] = {}
     payload = _canonical(content, media, stored)
     try:
@@ -691,6 +702,8 @@ def to_message(data: dict[str, Any], load_media: MediaLoader = _no_media) -> Mes
     if kind == "instruction":
         return Message(role="system", content=data["text"])
     if kind == "dialogue":
+        if len(data) == 3 and "text" in data:  # type, role, text: plain text (the usual message)
+            return Message(role=data["role"], content=data["text"])
         calls = tuple(
             ToolCall(id=c["id"], name=c["name"], arguments=c["arguments"]) for c in data.get("tool_calls", ())
         )

@@ -1,6 +1,7 @@
 """The reflog: every move of a ref, newest first, kept locally (never synced) for undo and for gc's
-protection of recently abandoned tips. A key is ``ref NUL seq(8 bytes BE)``; a value is CBOR
-``{old, new, op, msg, ts[, hard]}``."""
+protection of recently abandoned tips. A ``batch()`` moves its branch once, so it logs one entry for its
+commits (from the tip it started from to its last commit), as git logs one per operation. A key is
+``ref NUL seq(8 bytes BE)``; a value is CBOR ``{old, new, op, msg, ts[, hard]}``."""
 
 from __future__ import annotations
 
@@ -24,8 +25,8 @@ def log_ref_move(
     *,
     hard: bool = False,
     now_us: int | None = None,
-) -> None:
-    """Stage a reflog entry for a ref move (local history, never synced).
+) -> dict[str, Any]:
+    """Stage a reflog entry for a ref move (local history, never synced); returns the entry staged.
 
     ``now_us`` stamps it (µs since the epoch; default: the wall clock). A Tract passes its own clock, the one
     that stamps commits and that gc ages both by: an entry stamped by another clock would be aged wrongly.
@@ -40,6 +41,7 @@ def log_ref_move(
     if hard:
         entry["hard"] = True
     batch.append_log(Table.REFLOG, ref.encode(), entry)
+    return entry
 
 
 def iter_reflog(reader: Reader, ref: str) -> Iterator[ReflogEntry]:

@@ -41,6 +41,7 @@ from tractkv.errors import (
 )
 from tractkv.ids import ObjectId
 from tractkv.model import Blob, Commit, ToolSchema
+from tractkv.model.objects import trusted_commit
 from tractkv.store import Reader, Store, Table, WriteBatch
 
 from . import graph
@@ -116,6 +117,8 @@ class Session:
         # Inside batch(): tool sets commits of the batch linked (they land with it, so later commits of the
         # batch may trust their tag), and the set_tools setting read once (set_tools is refused in a batch).
         self._batch_toolsets: set[ObjectId] = set()
+        # Inside batch(): the reflog entry of the batch's commits so far (ref, entry, commits, its log index).
+        self._batch_log: tuple[str, dict[str, Any], int, int] | None = None
         self._batch_tools_setting: tuple[bytes | None] | None = None
         # Called with the action before anything moves this session's branch or HEAD; raising refuses it
         # (the toolkit sets it while a tool handler runs between a tool call and its result).
@@ -250,6 +253,7 @@ class Session:
         self._batch = self.store.new_batch()
         self._batch_toolsets.clear()
         self._batch_tools_setting = None
+        self._batch_log = None
         try:
             yield
             batch, self._batch = self._batch, None
@@ -279,6 +283,7 @@ class Session:
         finally:
             self._batch_toolsets.clear()
             self._batch_tools_setting = None
+            self._batch_log = None
         self._maybe_checkpoint()
 
     def commit_with(
@@ -327,7 +332,12 @@ class Session:
                 # before the write: a failure here writes nothing and leaves the branch as it was.
                 state = self._derive(batch, oid, commit, payload, own)
                 batch.set_ref(ref, oid, expected=parent)
-                log_ref_move(batch, ref, parent, oid, reflog_op, summary, now_us=commit.created_at)
+                if own or not self._extend_batch_log(batch, ref, oid, reflog_op, summary, commit.created_at):
+                    entry = log_ref_move(
+                        batch, ref, parent, oid, reflog_op, summary, now_us=commit.created_at
+                    )
+                    if not own:
+                        self._batch_log = (ref, entry, 1, len(batch.log_appends) - 1)
                 if own:
                     self.store.apply(batch)
             except RefConflict as exc:
@@ -352,6 +362,27 @@ class Session:
                 (self._stored_toolsets if own else self._batch_toolsets).add(commit.tools)
             self._maybe_checkpoint()
             return oid, commit
+
+    def _extend_batch_log(
+        self, batch: WriteBatch, ref: str, new: ObjectId, operation: str, summary: str, now_us: int
+    ) -> bool:
+        """Fold this commit's branch move into the reflog entry of the batch's previous commit, when that is
+        the batch's last log entry and moved the same branch: a batch moves a branch once (one compare-and-swap
+        from the tip it started from), so it logs one move, as git logs one per operation. False when there is
+        no such entry (the caller logs a new one)."""
+        last = self._batch_log
+        if last is None or last[0] != ref or last[3] != len(batch.log_appends) - 1:
+            return False
+        _, entry, count, index = last
+        count += 1
+        entry["new"] = new
+        entry["ts"] = now_us
+        if entry["op"] != operation:
+            entry["op"] = "batch"
+        entry["msg"] = f"batch of {count} commits, the last: {summary}"
+        batch.replace_log(index, entry)
+        self._batch_log = (ref, entry, count, index)
+        return True
 
     def _derive(
         self, batch: WriteBatch, oid: ObjectId, commit: Commit, payload: dict[str, Any] | None, own: bool
@@ -485,6 +516,7 @@ class Session:
         used = media_ids(payload)
         schemas = tool_schemas(tools) if tools is not None else None
         inherited = toolset or (self.tools_for_next_commit() if tools is None else None)
+        plain = not (target or reply_to or message is not None or metadata or generation_config or links)
 
         def build(batch: WriteBatch, parent: ObjectId | None, parent_commit: Commit | None) -> Commit:
             toolset_id = put_toolset(batch, schemas) if schemas is not None else inherited
@@ -493,6 +525,14 @@ class Session:
                 batch.put(item)  # a no-op when the store has it: one image in many commits is stored once
             if used:
                 staged[MEDIA_LINK] = tuple(ObjectId(oid) for oid in used)
+            if plain and not staged:  # the usual append: only fields this path made
+                return trusted_commit(
+                    parents=(parent,) if parent is not None else (),
+                    content=batch.put(blob),
+                    tools=toolset_id,
+                    operation=operation,
+                    created_at=self.now(parent_commit),
+                )
             return Commit(
                 parents=(parent,) if parent is not None else (),
                 content=batch.put(blob),
@@ -794,5 +834,5 @@ class Session:
 
 def _summary(payload: dict[str, Any]) -> str:
     text = str(payload.get("text") or payload.get("type"))
-    first = text.splitlines()[0] if text else ""
+    first = text[:80].splitlines()[0] if text else ""  # the first line's first 72 characters: no more read
     return first[:72]

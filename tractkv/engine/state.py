@@ -721,6 +721,9 @@ class CompileState:
     def appended_slot(self, oid: ObjectId) -> Slot | None:
         """The slot whose shown content ``oid`` (a commit this state just took) added or edited, if it is
         one; reads no lazily loaded checkpoint when ``oid`` was appended after it."""
+        slots = self._slots
+        if slots and slots[-1].extra is None and slots[-1].raw_commit.hex() == oid:
+            return slots[-1]  # the usual case: the message ``oid`` appended last (it shows its own content)
         if self._pending is not None or self._table is not None:
             # ``oid`` came after the checkpoint was loaded (an edit or annotation would have unpacked it):
             # it can only be appended
@@ -880,18 +883,22 @@ class CompileState:
             return
         kind = str(data["type"])
         role, calls = message_shape(data)
+        parts = data.get("parts")  # media loaders only for parts (plain text needs none)
+        raw_blob = bytes.fromhex(commit.content)  # a Commit's ids are checked ids
         slot = Slot(
             raw_commit=oid_to_raw(oid),
-            raw_blob=oid_to_raw(commit.content),
+            raw_blob=raw_blob,
             kind=kind,
-            tokens=count_tokens(data, counter, self.media_loader(reader, strict=False)),
+            tokens=count_tokens(data, counter, self.media_loader(reader, strict=False) if parts else None),
             gen=commit.generation_config,
             role=role,
             calls=calls,
         )
-        message = self.messages.get(slot.raw_blob)
+        message = self.messages.get(raw_blob)
         if message is None:
-            message = self.messages[slot.raw_blob] = to_message(data, self.media_loader(reader))
+            message = self.messages[raw_blob] = (
+                to_message(data, self.media_loader(reader)) if parts else to_message(data)
+            )
         if self._index is not None:  # else it is made from the slots on first use
             self._index[oid] = len(self._slots)  # (an index is only made once the slots are unpacked)
         self._slots.append(slot)

@@ -262,6 +262,10 @@ def _want(tag_of: TagOf, what: str, oid: ObjectId, kinds: Iterable[str], rule: s
     return found
 
 
+_MESSAGE_KINDS = tuple(sorted(MESSAGE_TYPES))
+_ADDS_MESSAGE = {op: f" (an {op} commit adds a message)" for op in MESSAGE_OPS}
+
+
 def _check_commit(commit: Commit, tag_of: TagOf) -> None:
     op = commit.operation
     if op not in OPERATIONS:
@@ -284,7 +288,7 @@ def _check_commit(commit: Commit, tag_of: TagOf) -> None:
     if op in MESSAGE_OPS:
         if content is None:
             raise ObjectRuleError(f"an {op} commit needs message content")
-        found = _want(tag_of, "content", content, sorted(MESSAGE_TYPES), f" (an {op} commit adds a message)")
+        found = _want(tag_of, "content", content, _MESSAGE_KINDS, _ADDS_MESSAGE[op])
         used = getattr(found, "media", ())
         declared = getattr(found, "declared", ())
     elif op == "annotate":

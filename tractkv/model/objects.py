@@ -344,6 +344,52 @@ class UsageRecord:
         yield from self.heads
 
 
+_set = object.__setattr__  # how attrs' frozen classes set their own fields
+
+
+def trusted_blob(data: Any) -> Blob:
+    """A :class:`Blob` of a payload the write path built and checked itself (``content_objects``' plain-text
+    fast path: str values it has already encoded), without walking the payload again. Never for values from
+    outside, which :class:`Blob` checks."""
+    blob = object.__new__(Blob)
+    _set(blob, "data", data)
+    return blob
+
+
+def trusted_commit(
+    *,
+    parents: tuple[ObjectId, ...],
+    content: ObjectId,
+    tools: ObjectId | None,
+    operation: str,
+    created_at: int,
+) -> Commit:
+    """A plain :class:`Commit` (no target, reply, message, metadata, generation config nor links) made by the
+    write path from values it made itself: ``content`` the id it just computed, ``operation`` one of its
+    constants, ``created_at`` its clock's int. ``parents`` and ``tools`` come from rows (a ref, the tool
+    setting), so they are checked as the validators would; the rest is not checked again."""
+    for index, parent in enumerate(parents):
+        if not is_object_id(parent):
+            raise EncodeError(f"parents[{index}]", f"{parent!r} is not an object id")
+    if tools is not None and not is_object_id(tools):
+        raise EncodeError("tools", f"{tools!r} is not an object id")
+    if type(created_at) is not int or type(operation) is not str:
+        raise EncodeError("commit", "a trusted commit needs an int time and a str operation")
+    commit = object.__new__(Commit)
+    _set(commit, "parents", parents)
+    _set(commit, "content", content)
+    _set(commit, "tools", tools)
+    _set(commit, "operation", operation)
+    _set(commit, "edit_target", None)
+    _set(commit, "reply_to", None)
+    _set(commit, "message", None)
+    _set(commit, "metadata", None)
+    _set(commit, "generation_config", None)
+    _set(commit, "created_at", created_at)
+    _set(commit, "links", {})
+    return commit
+
+
 StoredObject: TypeAlias = Blob | Commit | ToolSchema | ToolSet | UsageRecord
 """Any object the store can hold. Later features add kinds here (each with a KIND and a wire format)."""
 
@@ -357,11 +403,93 @@ KINDS: dict[str, type[Blob] | type[Commit] | type[ToolSchema] | type[ToolSet] | 
 
 def encode_with_id(obj: StoredObject) -> tuple[ObjectId, bytes]:
     """The object's id and canonical bytes, from one encoding."""
+    data = object_bytes(obj)
+    return hash_bytes(data), data
+
+
+def object_bytes(obj: StoredObject) -> bytes:
+    """The canonical bytes of an object: ``codec.dumps`` of its wire map plus ``t`` and ``v``. Blobs and
+    commits (every append writes one of each) are written without building that map: a blob's prefix is
+    constant, a commit's fields are written in canonical key order (tests/store/test_golden_and_codec.py
+    compares both with the generic encoding over generated objects)."""
+    if type(obj) is Commit:
+        return _commit_bytes(obj)
+    if type(obj) is Blob:
+        return _BLOB_PREFIX + codec.dumps(obj.data)
+    return generic_object_bytes(obj)
+
+
+def generic_object_bytes(obj: StoredObject) -> bytes:
+    """The canonical bytes of an object, from its wire map (the definition :func:`object_bytes` follows)."""
     wire = obj.to_wire()
     wire["t"] = obj.KIND
     wire["v"] = OBJECT_FORMAT
-    data = codec.dumps(wire)
-    return hash_bytes(data), data
+    return codec.dumps(wire)
+
+
+def _key(name: str) -> bytes:
+    return codec.dumps(name)
+
+
+# A blob is {"t": "blob", "v": 1, "data": ...}: in canonical order t, v, data (keys by length, then bytes).
+_BLOB_PREFIX = b"\xa3" + _key("t") + _key("blob") + _key("v") + codec.dumps(OBJECT_FORMAT) + _key("data")
+_COMMIT_HEAD = _key("t") + _key("commit") + _key("v") + codec.dumps(OBJECT_FORMAT)
+_K_OP, _K_TS, _K_GEN, _K_META, _K_LINKS, _K_TOOLS = map(_key, ("op", "ts", "gen", "meta", "links", "tools"))
+_K_TARGET, _K_CONTENT, _K_MESSAGE, _K_PARENTS, _K_REPLY = map(
+    _key, ("target", "content", "message", "parents", "reply_to")
+)
+_RAW_ID_HEAD = codec.head(0x40, OID_RAW_LEN)
+
+
+def _raw_id(oid: ObjectId) -> bytes:
+    return _RAW_ID_HEAD + bytes.fromhex(oid)  # a Commit's ids are checked ids: 64 lowercase hex digits
+
+
+_OPERATION_BYTES: dict[str, bytes] = {}  # the few operation names, encoded once each
+
+
+def _commit_bytes(commit: Commit) -> bytes:
+    """The canonical bytes of ``commit.to_wire()`` plus its kind and version, written field by field in
+    canonical key order (t, v, op, ts, gen, meta, links, tools, target, content, message, parents, reply_to:
+    by length, then bytewise) without building the wire map (the write path's hottest encoding; a property
+    test checks it against the generic encoding)."""
+    op = commit.operation
+    op_bytes = _OPERATION_BYTES.get(op)
+    if op_bytes is None:
+        op_bytes = codec.dumps(op)
+        if len(_OPERATION_BYTES) < 64:
+            _OPERATION_BYTES[op] = op_bytes
+    ts = commit.created_at
+    out = [
+        b"",
+        _COMMIT_HEAD,
+        _K_OP,
+        op_bytes,
+        _K_TS,
+        codec.head(0, ts) if 0 <= ts <= codec.INT_MAX else codec.dumps(ts),
+    ]
+    start = len(out)
+    if commit.generation_config:
+        out += (_K_GEN, codec.dumps(commit.generation_config))
+    if commit.metadata:
+        out += (_K_META, codec.dumps(commit.metadata))
+    if commit.links:
+        links = {name: [oid_to_raw(o) for o in oids] for name, oids in commit.links.items() if oids}
+        out += (_K_LINKS, codec.dumps(links))
+    if commit.tools is not None:
+        out += (_K_TOOLS, _raw_id(commit.tools))
+    if commit.edit_target is not None:
+        out += (_K_TARGET, _raw_id(commit.edit_target))
+    if commit.content is not None:
+        out += (_K_CONTENT, _raw_id(commit.content))
+    if commit.message is not None:
+        out += (_K_MESSAGE, codec.dumps(commit.message))
+    if commit.parents:
+        out += (_K_PARENTS, codec.head(0x80, len(commit.parents)) + b"".join(map(_raw_id, commit.parents)))
+    if commit.reply_to is not None:
+        out += (_K_REPLY, _raw_id(commit.reply_to))
+    out[0] = codec.head(0xA0, 4 + (len(out) - start) // 2)  # t, v, op, ts, then a key and value per field
+    return b"".join(out)
 
 
 def encode(obj: StoredObject) -> bytes:

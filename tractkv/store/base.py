@@ -102,6 +102,7 @@ class WriteBatch(Reader):
         self.log_appends: list[tuple[Table, bytes, bytes]] = []
         self.deletions: set[ObjectId] = set()
         self._log_tables: set[Table] = set()  # the tables log_appends write to (checked on every row read)
+        self._log_values: dict[int, Any] = {}  # log entries replaced since last encoded (replace_log)
         # Stored commits the caller holds decoded (a new commit's parent), so deriving the commit_tools row
         # of a new commit need not read and decode its parent again (see note_commit).
         self.known_commits: dict[ObjectId, Commit] = {}
@@ -194,6 +195,23 @@ class WriteBatch(Reader):
         self.log_appends.append((table, prefix, codec.dumps_local(value)))  # local rows: never hashed
         self._log_tables.add(table)
 
+    def replace_log(self, index: int, value: Any) -> None:
+        """Replace the value of the ``index``-th entry staged with :meth:`append_log` (same table and key
+        prefix; its number is still allocated when the batch is applied). The value is encoded when the batch
+        is read or applied, so a value replaced at every commit of a batch is encoded once."""
+        if not 0 <= index < len(self.log_appends):
+            raise IndexError(index)
+        self._log_values[index] = value
+
+    def encoded_logs(self) -> list[tuple[Table, bytes, bytes]]:
+        """:attr:`log_appends` with every replaced value encoded (what reads and :func:`apply_batch` use)."""
+        if self._log_values:
+            for index, value in self._log_values.items():
+                table, prefix, _ = self.log_appends[index]
+                self.log_appends[index] = (table, prefix, codec.dumps_local(value))
+            self._log_values.clear()
+        return self.log_appends
+
     # reads through the overlay ------------------------------------------------------------------------
 
     def get(self, oid: ObjectId) -> StoredObject | None:
@@ -267,7 +285,7 @@ class WriteBatch(Reader):
             seq += 1
             if table is Table.TOOL_VERSIONS:
                 rows[tool.name.encode() + b"\0" + SEQ.pack(seq)] = oid_to_raw(oid)
-        for log_table, prefix, value in self.log_appends:
+        for log_table, prefix, value in self.encoded_logs():
             seq += 1
             if log_table is table:
                 rows[prefix + b"\0" + SEQ.pack(seq)] = value
@@ -402,7 +420,7 @@ def apply_batch(writer: RawWriter, batch: WriteBatch) -> None:
             writer.delete(table, key)
         else:
             writer.put(table, key, value)
-    for table, prefix, value in batch.log_appends:
+    for table, prefix, value in batch.encoded_logs():
         if seq < 0:
             seq = seq_start = _read_seq(writer.get)
         seq += 1
