@@ -404,6 +404,48 @@ def decode(data: bytes, oid: ObjectId | None = None, *, strict: bool = False) ->
         raise DecodeError(f"malformed object: {exc}", oid) from exc
 
 
+def links_of(data: bytes) -> list[ObjectId]:
+    """The links of stored bytes, in :meth:`StoredObject.iter_links` order, without building the object.
+
+    For walks over bytes a store holds (negotiation, reachability; every object was verified on its way in):
+    one CBOR decode, then only the link fields are read (about 4x cheaper than :func:`decode`). The other
+    fields are not checked and the bytes are not rehashed; bytes whose link fields do not have the shape this
+    library writes are decoded in full, so they raise what :func:`decode` raises.
+    """
+    wire = codec.loads(data)
+    try:
+        kind, version = wire["t"], wire["v"]
+        if type(version) is not int or version != OBJECT_FORMAT:
+            raise ValueError("another format version")
+        out: list[ObjectId]
+        if kind in {"blob", "tool"}:
+            return []
+        if kind == "commit":
+            out = [raw_to_oid(raw) for raw in wire.get("parents", ())]
+            for key in ("content", "tools", "target", "reply_to"):
+                raw = wire.get(key)
+                if raw is not None:
+                    out.append(raw_to_oid(raw))
+            for raws in wire.get("links", {}).values():
+                out.extend(raw_to_oid(raw) for raw in raws)
+        elif kind == "toolset":
+            out = [raw_to_oid(raw) for raw in wire["tools"]]
+        elif kind == "usage":
+            commit = wire.get("commit")
+            out = [] if commit is None else [raw_to_oid(commit)]
+            out.extend(raw_to_oid(raw) for raw in wire.get("children", ()))
+            out.extend(raw_to_oid(raw) for raw in wire.get("heads", ()))
+        else:
+            out = [ObjectId("")]  # an unknown kind: the full decoder names it
+        for oid in out:
+            if len(oid) != 2 * OID_RAW_LEN:
+                raise ValueError("not an id")
+        return out
+    except Exception:  # not the shape this library writes: let the full decoder name what is wrong
+        pass
+    return list(_from_wire(wire).iter_links())
+
+
 def kind_of(data: bytes) -> str:
     """The kind tag of encoded bytes (decodes the bytes; for stats and checks, not hot paths)."""
     wire = codec.loads(data)

@@ -2,6 +2,8 @@
 
 Links are whatever :meth:`StoredObject.iter_links` yields (parents, content, tool sets, tools, edit targets,
 usage records, ``links`` maps), so a new object kind that declares its links is walked everywhere at once.
+Walks read only the link fields of each object (:func:`tractkv.model.objects.links_of`): the bytes are the
+store's own, verified when they were written or received.
 """
 
 from __future__ import annotations
@@ -9,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Container, Iterable, Iterator
 
 from tractkv.ids import ObjectId
-from tractkv.model import decode
+from tractkv.model.objects import links_of
 
 from .base import Reader
 
@@ -31,7 +33,7 @@ def iter_reachable(
         if data is None:
             continue
         seen.add(root)
-        stack: list[tuple[ObjectId, Iterator[ObjectId]]] = [(root, decode(data, root).iter_links())]
+        stack: list[tuple[ObjectId, Iterator[ObjectId]]] = [(root, iter(links_of(data)))]
         while stack:
             oid, links = stack[-1]
             for link in links:
@@ -41,7 +43,7 @@ def iter_reachable(
                 if raw is None:
                     continue
                 seen.add(link)
-                stack.append((link, decode(raw, link).iter_links()))
+                stack.append((link, iter(links_of(raw))))
                 break
             else:
                 stack.pop()
@@ -65,5 +67,5 @@ def closure_missing(
         data = reader.get_raw(oid)
         if data is None:
             return oid
-        stack.extend(link for link in decode(data, oid).iter_links() if link not in seen)
+        stack.extend(link for link in links_of(data) if link not in seen)
     return None
