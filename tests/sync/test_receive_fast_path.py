@@ -4,6 +4,7 @@ arrived still refuses a closure with a hole."""
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable
 from typing import Any
 
@@ -11,7 +12,7 @@ import cbor2
 import pytest
 
 from tractkv import Tract
-from tractkv.errors import DecodeError, RejectedObject, UnsupportedFormat
+from tractkv.errors import DecodeError, EncodeError, RejectedObject, UnsupportedFormat
 from tractkv.ids import ObjectId, hash_bytes
 from tractkv.model import Blob, Commit, ToolSchema, ToolSet, UsageRecord, decode, encode_with_id
 from tractkv.model.objects import links_of
@@ -233,3 +234,23 @@ def test_a_push_of_a_commit_already_stored_walks_the_store(
         assert remote.push([], [RefUpdate("refs/heads/copy", None, tip)]).ok
     assert hub.state()[0] == {MAIN: tip, "refs/heads/copy": tip}
     assert fsck(hub.store).ok
+
+
+def test_a_strict_decode_leaves_the_model_checks_on_for_everything_else() -> None:
+    """A strict decode checks the whole wire once, so the field validators skip that work while it builds the
+    object; the objects a caller builds, before and after (also after a decode that failed), are checked."""
+    bad = cbor2.dumps(
+        {"t": "commit", "v": 1, "op": "append", "ts": 1, "parents": [b"\x01" * 31]}, canonical=True
+    )
+    good = encode_with_id(Commit(parents=(hash_bytes(b"p"),), operation="append", created_at=1))[1]
+    for data in (good, bad):
+        with contextlib.suppress(DecodeError):
+            decode(data, strict=True)
+        with pytest.raises(EncodeError):
+            Blob(data=float("nan"))
+        with pytest.raises(EncodeError):
+            Commit(parents=(ObjectId("not an id"),))
+        with pytest.raises(EncodeError):
+            Commit(content=ObjectId("ABC"))
+        with pytest.raises(EncodeError):
+            Commit(message="lone \ud800 surrogate")

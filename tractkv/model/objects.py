@@ -19,6 +19,7 @@ path encodes and hashes each object once by taking ids from ``batch.put``, which
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
+from contextvars import ContextVar
 from typing import Any, ClassVar, TypeAlias
 
 import attrs
@@ -40,33 +41,45 @@ def _oid_tuple(values: Any) -> tuple[ObjectId, ...]:
     return tuple(values)
 
 
+# Set while :func:`decode` builds an object from a wire that ``codec.loads_canonical`` checked whole (every
+# value allowed, from the root down) and whose ids ``_opt_oid`` / ``_oids`` made from 32 raw bytes: the
+# field validators then keep their type checks and skip what that already proved, so a received object's
+# values are checked once, not once per layer.
+_WIRE_CHECKED: ContextVar[bool] = ContextVar("tractkv_wire_checked", default=False)
+
+
 def _check_oid(_inst: object, attribute: attrs.Attribute[Any], value: object) -> None:
-    if value is not None and not is_object_id(value):
+    if value is not None and not _WIRE_CHECKED.get() and not is_object_id(value):
         raise EncodeError(attribute.name, f"{value!r} is not an object id")
 
 
 def _check_oids(_inst: object, attribute: attrs.Attribute[Any], value: tuple[object, ...]) -> None:
+    if value and _WIRE_CHECKED.get():
+        return
     for index, item in enumerate(value):
         if not is_object_id(item):
             raise EncodeError(f"{attribute.name}[{index}]", f"{item!r} is not an object id")
 
 
 def _check_payload(_inst: object, attribute: attrs.Attribute[Any], value: object) -> None:
-    codec.check_value(value, attribute.name)
+    if not _WIRE_CHECKED.get():
+        codec.check_value(value, attribute.name)
 
 
 def _check_str(_inst: object, attribute: attrs.Attribute[Any], value: object) -> None:
     if value is not None:
         if not isinstance(value, str):
             raise EncodeError(attribute.name, f"expected text, got {type(value).__name__}")
-        codec.check_value(value, attribute.name)
+        if not _WIRE_CHECKED.get():
+            codec.check_value(value, attribute.name)
 
 
 def _check_map(_inst: object, attribute: attrs.Attribute[Any], value: object) -> None:
     if value is not None:
         if not isinstance(value, dict):
             raise EncodeError(attribute.name, f"expected a dict, got {type(value).__name__}")
-        codec.check_value(value, attribute.name)
+        if not _WIRE_CHECKED.get():
+            codec.check_value(value, attribute.name)
 
 
 @attrs.frozen(kw_only=True)
@@ -394,6 +407,7 @@ def decode(data: bytes, oid: ObjectId | None = None, *, strict: bool = False) ->
         if actual != oid:
             raise CorruptObject(oid, actual)
     wire = codec.loads_canonical(data) if strict else codec.loads(data)
+    checked = _WIRE_CHECKED.set(True) if strict else None
     try:
         return _from_wire(wire)
     except DecodeError as exc:
@@ -402,6 +416,9 @@ def decode(data: bytes, oid: ObjectId | None = None, *, strict: bool = False) ->
         raise
     except (EncodeError, TypeError, ValueError) as exc:
         raise DecodeError(f"malformed object: {exc}", oid) from exc
+    finally:
+        if checked is not None:
+            _WIRE_CHECKED.reset(checked)
 
 
 def links_of(data: bytes) -> list[ObjectId]:
