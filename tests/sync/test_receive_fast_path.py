@@ -17,7 +17,7 @@ from tractkv.ids import ObjectId, hash_bytes
 from tractkv.model import Blob, Commit, ToolSchema, ToolSet, UsageRecord, decode, encode_with_id
 from tractkv.model.objects import links_of
 from tractkv.store import MemoryStore, Store, fsck
-from tractkv.sync.negotiate import objects_for
+from tractkv.sync.negotiate import candidate_ids, objects_for
 from tractkv.sync.receive import Receiver, apply_ref_updates
 from tractkv.sync.remote import RefUpdate
 
@@ -254,3 +254,12 @@ def test_a_strict_decode_leaves_the_model_checks_on_for_everything_else() -> Non
             Commit(content=ObjectId("ABC"))
         with pytest.raises(EncodeError):
             Commit(message="lone \ud800 surrogate")
+
+
+def test_the_negotiation_walk_reports_the_sizes_push_checks() -> None:
+    t = history()
+    tip = ObjectId(t.head or "")
+    sizes: dict[ObjectId, int] = {}
+    ids = candidate_ids(t.store, [tip], [], sizes=sizes)
+    assert sizes == {oid: len(t.store.get_raw(oid) or b"") for oid in ids}
+    assert ids == [oid for oid, _ in objects_for(t.store, [tip], [])]

@@ -421,6 +421,11 @@ def decode(data: bytes, oid: ObjectId | None = None, *, strict: bool = False) ->
             _WIRE_CHECKED.reset(checked)
 
 
+# How every blob's canonical bytes start: a map of 3 entries whose first key (the shortest; "t" sorts before
+# "v") is "t", holding "blob".
+_BLOB_PREFIX = b"\xa3\x61t\x64blob"
+
+
 def links_of(data: bytes) -> list[ObjectId]:
     """The links of stored bytes, in :meth:`StoredObject.iter_links` order, without building the object.
 
@@ -429,6 +434,8 @@ def links_of(data: bytes) -> list[ObjectId]:
     fields are not checked and the bytes are not rehashed; bytes whose link fields do not have the shape this
     library writes are decoded in full, so they raise what :func:`decode` raises.
     """
+    if data[:8] == _BLOB_PREFIX:
+        return []  # a blob (its first entry is "t": "blob"), which links nothing: not worth decoding
     wire = codec.loads(data)
     try:
         kind, version = wire["t"], wire["v"]

@@ -17,13 +17,18 @@ from .base import Reader
 
 
 def iter_reachable(
-    reader: Reader, roots: Iterable[ObjectId], *, stop: Container[ObjectId] = frozenset()
+    reader: Reader,
+    roots: Iterable[ObjectId],
+    *,
+    stop: Container[ObjectId] = frozenset(),
+    sizes: dict[ObjectId, int] | None = None,
 ) -> Iterator[ObjectId]:
     """Every stored object reachable from ``roots``, each once, in post-order (an object after its links).
 
     Ids in ``stop`` are not visited, nor is anything reachable only through them. Missing objects are
     skipped (see :func:`closure_missing`). Post-order lets a receiver store objects in the order given and
-    always find a commit's parent already stored.
+    always find a commit's parent already stored. ``sizes``, when given, receives each visited object's
+    size in bytes (the walk reads every object anyway).
     """
     seen: set[ObjectId] = set()
     for root in roots:
@@ -33,6 +38,8 @@ def iter_reachable(
         if data is None:
             continue
         seen.add(root)
+        if sizes is not None:
+            sizes[root] = len(data)
         stack: list[tuple[ObjectId, Iterator[ObjectId]]] = [(root, iter(links_of(data)))]
         while stack:
             oid, links = stack[-1]
@@ -43,6 +50,8 @@ def iter_reachable(
                 if raw is None:
                     continue
                 seen.add(link)
+                if sizes is not None:
+                    sizes[link] = len(raw)
                 stack.append((link, iter(links_of(raw))))
                 break
             else:
