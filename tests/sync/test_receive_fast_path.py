@@ -17,7 +17,7 @@ from tractkv.ids import ObjectId, hash_bytes
 from tractkv.model import Blob, Commit, ToolSchema, ToolSet, UsageRecord, decode, encode_with_id
 from tractkv.model.objects import links_of
 from tractkv.store import MemoryStore, Store, fsck
-from tractkv.sync.negotiate import candidate_ids, objects_for
+from tractkv.sync.negotiate import candidate_ids, iter_candidates, objects_for
 from tractkv.sync.receive import Receiver, apply_ref_updates
 from tractkv.sync.remote import RefUpdate
 
@@ -263,3 +263,19 @@ def test_the_negotiation_walk_reports_the_sizes_push_checks() -> None:
     ids = candidate_ids(t.store, [tip], [], sizes=sizes)
     assert sizes == {oid: len(t.store.get_raw(oid) or b"") for oid in ids}
     assert ids == [oid for oid, _ in objects_for(t.store, [tip], [])]
+
+
+def test_the_hub_streams_what_the_negotiation_offers_while_it_walks(
+    in_process_hub: Callable[..., InProcessHub],
+) -> None:
+    t = history()
+    tip = ObjectId(t.head or "")
+    base = ObjectId(t.get_commit("HEAD~3").commit_id)
+    store = t.store
+    assert list(iter_candidates(store, [tip], [base])) == list(objects_for(store, [tip], [base]))
+    assert list(iter_candidates(store, [tip], [])) == list(objects_for(store, [tip], []))
+    hub = in_process_hub()
+    with hub.remote() as remote:
+        assert remote.push(list(objects_for(store, [tip], [])), [RefUpdate(MAIN, None, tip)]).ok
+        fetched = list(remote.fetch([tip], [base]))
+    assert fetched == list(objects_for(store, [tip], [base]))

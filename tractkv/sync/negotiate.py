@@ -105,6 +105,23 @@ def _candidates(
     return list(iter_reachable(reader, wants, stop=stop, sizes=sizes))
 
 
+def iter_candidates(
+    store: Store, wants: Sequence[ObjectId], haves: Sequence[ObjectId]
+) -> Iterator[tuple[ObjectId, bytes]]:
+    """``(id, bytes)`` of :func:`candidate_ids`, links first, yielded as the walk finds them, so a sender
+    streams while it walks (the hub's fetch: the receiver verifies the first objects while the rest are found).
+    One read snapshot, held until the iterator is exhausted or closed."""
+    with store.snapshot() as snap:
+        stop: set[ObjectId] = set()
+        if haves:
+            stop = known_on_remote(snap, wants, haves)
+            stop.update(h for h in haves if snap.has(h))
+        for oid in iter_reachable(snap, wants, stop=stop):
+            data = snap.get_raw(oid)
+            if data is not None:
+                yield oid, data
+
+
 def objects_for(
     reader: Reader, wants: Sequence[ObjectId], haves: Sequence[ObjectId]
 ) -> Iterator[tuple[ObjectId, bytes]]:

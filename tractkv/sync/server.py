@@ -44,7 +44,7 @@ import socket
 import sys
 import threading
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, MutableMapping
 from typing import Any
 from urllib.parse import unquote_plus
 
@@ -74,7 +74,7 @@ from tractkv.store.walk import iter_reachable
 
 from .auth import OPEN, Grant, TokenTable
 from .frames import MAX_REQUEST_BYTES, StreamDecoder, encode_stream
-from .negotiate import candidate_ids, raw_objects
+from .negotiate import iter_candidates
 from .receive import Receiver, apply_ref_updates, missing_ids
 from .remote import RefResult, RefUpdate
 from .wire import (
@@ -175,8 +175,11 @@ class Hub:
         if not grant.can_read:
             raise AuthError(403, "fetching needs the read scope")
         wants, haves = parse_fetch_request(await _read_limited(request, MAX_IDS_BYTES * 3))
-        ids = await run_in_threadpool(candidate_ids, self.store, wants, haves)
-        return StreamingResponse(encode_stream(raw_objects(self.store, ids)), media_type=STREAM_TYPE)
+        # Streamed while the walk proceeds: the client verifies the first objects while the hub finds the
+        # rest. The first chunk is made before answering, so a failure of the negotiation is a JSON error.
+        chunks = encode_stream(iter_candidates(self.store, wants, haves))
+        first = await run_in_threadpool(next, chunks)
+        return StreamingResponse(_prepend(first, chunks), media_type=STREAM_TYPE)
 
     async def push(self, request: Request) -> Response:
         grant = self.grant(request)
@@ -316,6 +319,11 @@ class _WriterScope:
                 reason = f"links to {link}, which this push did not send and your branches do not reach"
                 raise RejectedObject(reason, oid)
         self.sent.add(oid)
+
+
+def _prepend(first: bytes, rest: Iterator[bytes]) -> Iterator[bytes]:
+    yield first
+    yield from rest
 
 
 def _visible_tips(reader: Reader, grant: Grant) -> list[ObjectId]:
