@@ -279,3 +279,20 @@ def test_the_hub_streams_what_the_negotiation_offers_while_it_walks(
         assert remote.push(list(objects_for(store, [tip], [])), [RefUpdate(MAIN, None, tip)]).ok
         fetched = list(remote.fetch([tip], [base]))
     assert fetched == list(objects_for(store, [tip], [base]))
+
+
+def test_a_receiver_that_does_not_track_links_checks_the_closure_in_the_store() -> None:
+    """A fetch's receiver records no links (no ref update is checked with it); given one anyway, the check
+    walks the stored closure and still finds a hole."""
+    t = history()
+    tip = ObjectId(t.head or "")
+    pairs = list(objects_for(t.store, [tip], []))
+    target = MemoryStore()
+    receiver = Receiver(target, track_links=False)
+    receiver.receive(pairs)
+    assert receiver.arrived is None
+    gone = pairs[2][0]
+    delete(target, gone)
+    (result,) = apply_ref_updates(target, [RefUpdate(MAIN, None, tip)], received=receiver)
+    assert (result.ok, result.reason) == (False, "missing-objects")
+    assert gone in result.detail

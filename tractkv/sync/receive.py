@@ -79,15 +79,17 @@ class Receiver:
         batch_objects: int = BATCH_OBJECTS,
         admit: Admit | None = None,
         remember: int = REMEMBER_OBJECTS,
+        track_links: bool = True,
     ) -> None:
         self.store = store
         self.batch_objects = batch_objects
         self.admit = admit
         self.remember = remember
         self.tags = Tags(store)
-        # id -> links of each object verified and stored (or found stored) by this transfer; None once over
-        # ``remember`` (then the closure check walks the store, as for a commit this transfer did not bring)
-        self.arrived: dict[ObjectId, tuple[ObjectId, ...]] | None = {}
+        # id -> links of each object this transfer verified and stored; None without ``track_links`` (a
+        # fetch moves no ref by :func:`check_update`) or once over ``remember`` (then the closure check
+        # walks the store, as for a commit this transfer did not bring)
+        self.arrived: dict[ObjectId, tuple[ObjectId, ...]] | None = {} if track_links else None
 
     def receive(self, pairs: Iterable[tuple[ObjectId, bytes]]) -> ReceiveStats:
         """Verify and store ``pairs`` in transactions of ``batch_objects``.
@@ -180,8 +182,9 @@ class Receiver:
 def receive_objects(
     store: Store, pairs: Iterable[tuple[ObjectId, bytes]], *, batch_objects: int = BATCH_OBJECTS
 ) -> ReceiveStats:
-    """Verify and store ``pairs`` (see :meth:`Receiver.receive`) in transactions of ``batch_objects``."""
-    return Receiver(store, batch_objects=batch_objects).receive(pairs)
+    """Verify and store ``pairs`` (see :meth:`Receiver.receive`) in transactions of ``batch_objects``; for
+    transfers whose ref updates are not checked by :func:`check_update` (fetch, clone, unbundle)."""
+    return Receiver(store, batch_objects=batch_objects, track_links=False).receive(pairs)
 
 
 def missing_ids(store: Store, oids: Sequence[ObjectId]) -> set[ObjectId]:
