@@ -18,8 +18,19 @@ Cases (ratios are git's time over tractkv's, so >= 1.0 means "at least as fast a
 * ``push_one``: one new commit pushed to a hub that has the rest: HTTP requests (target <= 3) and body
   bytes sent over the commit's object bytes (target <= 2.0), with git's time to push one commit.
 * ``push_breakdown``: where a full push's time goes, measured in-process on the same objects: the
-  negotiation walk, reading raw objects, framing, and the receiver's verify + store (into a fresh store).
-  No target.
+  negotiation walk (links-only decode), reading raw objects, framing, the receiver's verification alone
+  (one rehash + one strict decode per object), its whole receive (verification, the semantic rules, storing
+  in batches: ``verify_store_s``; ``check_store_s`` is that minus ``verify_s``) into a fresh store, and the
+  ref update (closure check bounded by what arrived + compare-and-swap). No target.
+* ``verify_floor``: the least work the trust rules require of a receiver, measured on the same objects in
+  the same run (``tractkv_s``; ``baseline_s`` is git's push): blake3 of each object's bytes compared with its
+  id, a strict decode to plain values (CBOR decode, allowed values, canonical re-encoding compared with the
+  bytes) and one LMDB ``putmulti`` of all objects into a fresh environment; no model objects, no semantic
+  rules, no framing, no network. A push or clone cannot finish before its receiver has done this for every
+  object (the client and the hub run in parallel, but each object is verified by one side), so ``ratio`` =
+  git's push time / the floor is the best ``push_full`` ratio this design can reach (``clone_bound`` the
+  same for ``clone_full``), and ``push_over_floor`` / ``clone_over_floor`` say how far above the floor
+  tractkv is. No target: it shows whether the 1.0 target is within reach.
 """
 
 from __future__ import annotations
@@ -47,7 +58,8 @@ from tractkv.store import LmdbStore  # noqa: E402
 from tractkv.sync.frames import encode_stream  # noqa: E402
 from tractkv.sync.http_client import HttpRemote  # noqa: E402
 from tractkv.sync.negotiate import candidate_ids, raw_objects  # noqa: E402
-from tractkv.sync.receive import receive_objects  # noqa: E402
+from tractkv.sync.receive import Receiver, apply_ref_updates, verify  # noqa: E402
+from tractkv.sync.remote import RefUpdate  # noqa: E402
 from tractkv.sync.transfer import push_to  # noqa: E402
 
 SMOKE_ARGS = ["--commits", "40", "--repeat", "1"]
@@ -184,6 +196,7 @@ def run(commits: int, repeat: int, tmp: Path) -> None:
             git, "push", "-q", f"file://{scratch / 'bare0.git'}", "main", cwd=scratch / "gitsrc"
         )
         breakdown = measure_breakdown(session, scratch)
+        floor = measure_floor(session, scratch)
         session.close()
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
@@ -224,6 +237,23 @@ def run(commits: int, repeat: int, tmp: Path) -> None:
         ok=one["requests"] <= TARGETS["push_one_requests"] and wire_ratio <= TARGETS["push_one_wire_ratio"],
     )
     emit(case="push_breakdown", n=commits, objects=objects, ratio=None, target=None, ok=None, **breakdown)
+    push_s, clone_s = statistics.median(push_t), statistics.median(clone_t)
+    git_push_s, git_clone_s = statistics.median(git_push_t), statistics.median(git_clone_t)
+    emit(
+        case="verify_floor",
+        n=commits,
+        objects=objects,
+        unit="s",
+        tractkv_s=round(floor, 4),
+        baseline_s=round(git_push_s, 4),
+        git_clone_s=round(git_clone_s, 4),
+        ratio=round(git_push_s / floor, 3),
+        clone_bound=round(git_clone_s / floor, 3),
+        push_over_floor=round(push_s / floor, 2),
+        clone_over_floor=round(clone_s / floor, 2),
+        target=None,
+        ok=None,
+    )
 
 
 def measure_breakdown(session: Tract, scratch: Path) -> dict[str, float]:
@@ -236,17 +266,62 @@ def measure_breakdown(session: Tract, scratch: Path) -> dict[str, float]:
         return sum(len(c) for c in encode_stream(pairs))
 
     framing, _ = timed(frame)
+    verifying, _ = timed(lambda: [verify(oid, data) for oid, data in pairs])
     target = LmdbStore(str(scratch / "receiver"), durable=False)
     try:
-        receive, _ = timed(receive_objects, target, iter_pairs(pairs))
+        receiver = Receiver(target)
+        receive, _ = timed(receiver.receive, iter_pairs(pairs))
+        refs, results = timed(apply_ref_updates, target, [RefUpdate(MAIN, None, head)], received=receiver)
+        assert results[0].ok
     finally:
         target.close()
     return {
         "negotiate_s": round(negotiate, 4),
         "read_s": round(read, 4),
         "frame_s": round(framing, 4),
+        "verify_s": round(verifying, 4),
+        "check_store_s": round(receive - verifying, 4),
         "verify_store_s": round(receive, 4),
+        "refs_s": round(refs, 4),
     }
+
+
+def measure_floor(session: Tract, scratch: Path) -> float:
+    """Seconds of the least per-object work a receiver must do (see ``verify_floor``): best of three.
+
+    Kept as tight as the rules allow: ids as the 32 raw bytes the stream carries (converted before timing),
+    cbor2 and blake3 called directly, the allowed-values check (:func:`tractkv.codec.check_value`) on the
+    decoded value, the canonical re-encoding compared with the bytes, and one ``putmulti``.
+    """
+    import blake3
+    import cbor2
+    import lmdb
+
+    from tractkv.codec import check_value
+
+    head = ObjectId(session.head or "")
+    pairs = [
+        (bytes.fromhex(oid), data)
+        for oid, data in raw_objects(session.store, candidate_ids(session.store, [head], []))
+    ]
+    best = float("inf")
+    for attempt in range(3):
+        env = lmdb.open(str(scratch / f"floor{attempt}"), map_size=1 << 30, sync=False, metasync=False)
+        try:
+            start = time.perf_counter()
+            for raw, data in pairs:
+                if blake3.blake3(data).digest() != raw:
+                    raise AssertionError(raw.hex())
+                value = cbor2.loads(data)
+                check_value(value)
+                if cbor2.dumps(value, canonical=True) != data:
+                    raise AssertionError(raw.hex())
+            with env.begin(write=True) as txn:
+                txn.cursor().putmulti(pairs, overwrite=False)
+            best = min(best, time.perf_counter() - start)
+        finally:
+            env.close()
+    return best
 
 
 def iter_pairs(pairs: list[tuple[ObjectId, bytes]]) -> Iterator[tuple[ObjectId, bytes]]:

@@ -32,6 +32,7 @@ EXPECTED_CASES: dict[str, set[str]] = {
         "import_time",
         "read_objects",
     },
+    "bench_sync": {"push_full", "clone_full", "push_one", "push_breakdown", "verify_floor"},
     "bench_tools": {"tools_store_size", "tools_commit_rate"},
     "bench_view": {
         "view_branches",

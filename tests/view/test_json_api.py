@@ -127,7 +127,7 @@ def test_an_unexpected_exception_is_a_json_500_logged_with_its_traceback(
         raise RuntimeError("private detail 8231")
 
     monkeypatch.setattr("tractkv.view.pages.request_params", broken)
-    monkeypatch.setattr("tractkv.sync.server.candidate_ids", broken)
+    monkeypatch.setattr("tractkv.sync.server.iter_candidates", broken)
     app, _ = create_app(store)
     # raise_server_exceptions stays on: the exception must not escape the app at all
     with TestClient(app, base_url="http://127.0.0.1") as c, caplog.at_level(logging.ERROR, "tractkv"):

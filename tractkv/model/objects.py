@@ -19,6 +19,7 @@ path encodes and hashes each object once by taking ids from ``batch.put``, which
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
+from contextvars import ContextVar
 from typing import Any, ClassVar, TypeAlias
 
 import attrs
@@ -40,33 +41,45 @@ def _oid_tuple(values: Any) -> tuple[ObjectId, ...]:
     return tuple(values)
 
 
+# Set while :func:`decode` builds an object from a wire that ``codec.loads_canonical`` checked whole (every
+# value allowed, from the root down) and whose ids ``_opt_oid`` / ``_oids`` made from 32 raw bytes: the
+# field validators then keep their type checks and skip what that already proved, so a received object's
+# values are checked once, not once per layer.
+_WIRE_CHECKED: ContextVar[bool] = ContextVar("tractkv_wire_checked", default=False)
+
+
 def _check_oid(_inst: object, attribute: attrs.Attribute[Any], value: object) -> None:
-    if value is not None and not is_object_id(value):
+    if value is not None and not _WIRE_CHECKED.get() and not is_object_id(value):
         raise EncodeError(attribute.name, f"{value!r} is not an object id")
 
 
 def _check_oids(_inst: object, attribute: attrs.Attribute[Any], value: tuple[object, ...]) -> None:
+    if value and _WIRE_CHECKED.get():
+        return
     for index, item in enumerate(value):
         if not is_object_id(item):
             raise EncodeError(f"{attribute.name}[{index}]", f"{item!r} is not an object id")
 
 
 def _check_payload(_inst: object, attribute: attrs.Attribute[Any], value: object) -> None:
-    codec.check_value(value, attribute.name)
+    if not _WIRE_CHECKED.get():
+        codec.check_value(value, attribute.name)
 
 
 def _check_str(_inst: object, attribute: attrs.Attribute[Any], value: object) -> None:
     if value is not None:
         if not isinstance(value, str):
             raise EncodeError(attribute.name, f"expected text, got {type(value).__name__}")
-        codec.check_value(value, attribute.name)
+        if not _WIRE_CHECKED.get():
+            codec.check_value(value, attribute.name)
 
 
 def _check_map(_inst: object, attribute: attrs.Attribute[Any], value: object) -> None:
     if value is not None:
         if not isinstance(value, dict):
             raise EncodeError(attribute.name, f"expected a dict, got {type(value).__name__}")
-        codec.check_value(value, attribute.name)
+        if not _WIRE_CHECKED.get():
+            codec.check_value(value, attribute.name)
 
 
 @attrs.frozen(kw_only=True)
@@ -522,6 +535,7 @@ def decode(data: bytes, oid: ObjectId | None = None, *, strict: bool = False) ->
         if actual != oid:
             raise CorruptObject(oid, actual)
     wire = codec.loads_canonical(data) if strict else codec.loads(data)
+    checked = _WIRE_CHECKED.set(True) if strict else None
     try:
         return _from_wire(wire)
     except DecodeError as exc:
@@ -530,6 +544,58 @@ def decode(data: bytes, oid: ObjectId | None = None, *, strict: bool = False) ->
         raise
     except (EncodeError, TypeError, ValueError) as exc:
         raise DecodeError(f"malformed object: {exc}", oid) from exc
+    finally:
+        if checked is not None:
+            _WIRE_CHECKED.reset(checked)
+
+
+# How every blob's canonical bytes start: a map of 3 entries whose first key (the shortest; "t" sorts before
+# "v") is "t", holding "blob".
+_BLOB_PREFIX = b"\xa3\x61t\x64blob"
+
+
+def links_of(data: bytes) -> list[ObjectId]:
+    """The links of stored bytes, in :meth:`StoredObject.iter_links` order, without building the object.
+
+    For walks over bytes a store holds (negotiation, reachability; every object was verified on its way in):
+    one CBOR decode, then only the link fields are read (about 4x cheaper than :func:`decode`). The other
+    fields are not checked and the bytes are not rehashed; bytes whose link fields do not have the shape this
+    library writes are decoded in full, so they raise what :func:`decode` raises.
+    """
+    if data[:8] == _BLOB_PREFIX:
+        return []  # a blob (its first entry is "t": "blob"), which links nothing: not worth decoding
+    wire = codec.loads(data)
+    try:
+        kind, version = wire["t"], wire["v"]
+        if type(version) is not int or version != OBJECT_FORMAT:
+            raise ValueError("another format version")
+        out: list[ObjectId]
+        if kind in {"blob", "tool"}:
+            return []
+        if kind == "commit":
+            out = [raw_to_oid(raw) for raw in wire.get("parents", ())]
+            for key in ("content", "tools", "target", "reply_to"):
+                raw = wire.get(key)
+                if raw is not None:
+                    out.append(raw_to_oid(raw))
+            for raws in wire.get("links", {}).values():
+                out.extend(raw_to_oid(raw) for raw in raws)
+        elif kind == "toolset":
+            out = [raw_to_oid(raw) for raw in wire["tools"]]
+        elif kind == "usage":
+            commit = wire.get("commit")
+            out = [] if commit is None else [raw_to_oid(commit)]
+            out.extend(raw_to_oid(raw) for raw in wire.get("children", ()))
+            out.extend(raw_to_oid(raw) for raw in wire.get("heads", ()))
+        else:
+            out = [ObjectId("")]  # an unknown kind: the full decoder names it
+        for oid in out:
+            if len(oid) != 2 * OID_RAW_LEN:
+                raise ValueError("not an id")
+        return out
+    except Exception:  # not the shape this library writes: let the full decoder name what is wrong
+        pass
+    return list(_from_wire(wire).iter_links())
 
 
 def kind_of(data: bytes) -> str:

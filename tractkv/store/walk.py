@@ -2,6 +2,8 @@
 
 Links are whatever :meth:`StoredObject.iter_links` yields (parents, content, tool sets, tools, edit targets,
 usage records, ``links`` maps), so a new object kind that declares its links is walked everywhere at once.
+Walks read only the link fields of each object (:func:`tractkv.model.objects.links_of`): the bytes are the
+store's own, verified when they were written or received.
 """
 
 from __future__ import annotations
@@ -9,19 +11,24 @@ from __future__ import annotations
 from collections.abc import Container, Iterable, Iterator
 
 from tractkv.ids import ObjectId
-from tractkv.model import decode
+from tractkv.model.objects import links_of
 
 from .base import Reader
 
 
 def iter_reachable(
-    reader: Reader, roots: Iterable[ObjectId], *, stop: Container[ObjectId] = frozenset()
+    reader: Reader,
+    roots: Iterable[ObjectId],
+    *,
+    stop: Container[ObjectId] = frozenset(),
+    sizes: dict[ObjectId, int] | None = None,
 ) -> Iterator[ObjectId]:
     """Every stored object reachable from ``roots``, each once, in post-order (an object after its links).
 
     Ids in ``stop`` are not visited, nor is anything reachable only through them. Missing objects are
     skipped (see :func:`closure_missing`). Post-order lets a receiver store objects in the order given and
-    always find a commit's parent already stored.
+    always find a commit's parent already stored. ``sizes``, when given, receives each visited object's
+    size in bytes (the walk reads every object anyway).
     """
     seen: set[ObjectId] = set()
     for root in roots:
@@ -31,7 +38,9 @@ def iter_reachable(
         if data is None:
             continue
         seen.add(root)
-        stack: list[tuple[ObjectId, Iterator[ObjectId]]] = [(root, decode(data, root).iter_links())]
+        if sizes is not None:
+            sizes[root] = len(data)
+        stack: list[tuple[ObjectId, Iterator[ObjectId]]] = [(root, iter(links_of(data)))]
         while stack:
             oid, links = stack[-1]
             for link in links:
@@ -41,7 +50,9 @@ def iter_reachable(
                 if raw is None:
                     continue
                 seen.add(link)
-                stack.append((link, decode(raw, link).iter_links()))
+                if sizes is not None:
+                    sizes[link] = len(raw)
+                stack.append((link, iter(links_of(raw))))
                 break
             else:
                 stack.pop()
@@ -65,5 +76,5 @@ def closure_missing(
         data = reader.get_raw(oid)
         if data is None:
             return oid
-        stack.extend(link for link in decode(data, oid).iter_links() if link not in seen)
+        stack.extend(link for link in links_of(data) if link not in seen)
     return None

@@ -77,20 +77,49 @@ def known_on_remote(reader: Reader, wants: Sequence[ObjectId], haves: Sequence[O
     return known
 
 
-def candidate_ids(reader: Reader, wants: Sequence[ObjectId], haves: Sequence[ObjectId]) -> list[ObjectId]:
-    """Ids to offer: the closure of ``wants`` minus what :func:`known_on_remote` found, links first."""
+def candidate_ids(
+    reader: Reader,
+    wants: Sequence[ObjectId],
+    haves: Sequence[ObjectId],
+    *,
+    sizes: dict[ObjectId, int] | None = None,
+) -> list[ObjectId]:
+    """Ids to offer: the closure of ``wants`` minus what :func:`known_on_remote` found, links first.
+    ``sizes``, when given, receives each candidate's size in bytes."""
     if isinstance(reader, Store):  # one read transaction for the whole walk, not one per object
         with reader.snapshot() as snap:
-            return _candidates(snap, wants, haves)
-    return _candidates(reader, wants, haves)
+            return _candidates(snap, wants, haves, sizes)
+    return _candidates(reader, wants, haves, sizes)
 
 
-def _candidates(reader: Reader, wants: Sequence[ObjectId], haves: Sequence[ObjectId]) -> list[ObjectId]:
+def _candidates(
+    reader: Reader,
+    wants: Sequence[ObjectId],
+    haves: Sequence[ObjectId],
+    sizes: dict[ObjectId, int] | None,
+) -> list[ObjectId]:
     stop: set[ObjectId] = set()
     if haves:
         stop = known_on_remote(reader, wants, haves)
         stop.update(h for h in haves if reader.has(h))
-    return list(iter_reachable(reader, wants, stop=stop))
+    return list(iter_reachable(reader, wants, stop=stop, sizes=sizes))
+
+
+def iter_candidates(
+    store: Store, wants: Sequence[ObjectId], haves: Sequence[ObjectId]
+) -> Iterator[tuple[ObjectId, bytes]]:
+    """``(id, bytes)`` of :func:`candidate_ids`, links first, yielded as the walk finds them, so a sender
+    streams while it walks (the hub's fetch: the receiver verifies the first objects while the rest are found).
+    One read snapshot, held until the iterator is exhausted or closed."""
+    with store.snapshot() as snap:
+        stop: set[ObjectId] = set()
+        if haves:
+            stop = known_on_remote(snap, wants, haves)
+            stop.update(h for h in haves if snap.has(h))
+        for oid in iter_reachable(snap, wants, stop=stop):
+            data = snap.get_raw(oid)
+            if data is not None:
+                yield oid, data
 
 
 def objects_for(

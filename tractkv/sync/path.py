@@ -10,7 +10,7 @@ from tractkv.ids import ObjectId, is_object_id
 from tractkv.store import LmdbStore, Store
 
 from .negotiate import objects_for
-from .receive import apply_ref_updates, missing_ids, receive_objects
+from .receive import Receiver, apply_ref_updates, missing_ids
 from .remote import PushOutcome, RefUpdate, Remote
 
 
@@ -54,8 +54,9 @@ class PathRemote(Remote):
         *,
         atomic: bool = False,
     ) -> PushOutcome:
-        stats = receive_objects(self.store, objects)
-        results = apply_ref_updates(self.store, updates, atomic=atomic)
+        receiver = Receiver(self.store)
+        stats = receiver.receive(objects)
+        results = apply_ref_updates(self.store, updates, atomic=atomic, received=receiver)
         return PushOutcome(results=tuple(results), objects_sent=stats.objects, bytes_sent=stats.bytes)
 
     def fetch(

@@ -5,12 +5,15 @@ of :mod:`tractkv.engine.validate`: what each link points at, content a commit ca
 ranges) and committed in batches, so an interrupted transfer keeps every object that arrived whole and a
 retry sends only the rest.
 Refs move only after their objects, each by compare-and-swap on the value the pusher expected, and only
-to a commit whose closure is complete here: a receiving store never has a ref it cannot compile.
+to a commit whose closure is complete here: a receiving store never has a ref it cannot compile. The
+closure check is bounded by what arrived: a :class:`Receiver` remembers the links of the objects it stored,
+so for a tip the transfer brought it walks those and checks in one read snapshot that everything reached is
+(still) stored, without reading or decoding the closure again.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Container, Iterable, Sequence
 from contextlib import ExitStack
 
 import attrs
@@ -40,77 +43,166 @@ class ReceiveStats:
 
 
 def verify(oid: ObjectId, data: bytes) -> StoredObject:
-    """The object ``data`` holds; :class:`RejectedObject` unless it hashes to ``oid`` and decodes strictly."""
+    """The object ``data`` holds; :class:`RejectedObject` unless it hashes to ``oid`` and decodes strictly.
+
+    Each object is hashed once and decoded once (canonical bytes, allowed values, a known kind with fields
+    of the right types): the one verification every received object gets.
+    """
     if not is_object_id(oid):
         raise RejectedObject("malformed object id", str(oid))
     if hash_bytes(data) != oid:
         raise RejectedObject("object bytes do not hash to their id", oid)
     try:
-        return decode(data, oid, strict=True)
+        return decode(data, strict=True)
     except DecodeError as exc:
         raise RejectedObject(f"not a readable tractkv object ({exc})", oid) from exc
+
+
+#: A :class:`Receiver` remembers what at most this many received objects link (for the ref-update check
+#: bounded by what arrived); a larger transfer forgets it and the check walks the stored closure instead.
+REMEMBER_OBJECTS = 1 << 20
+
+Admit = Callable[[ObjectId, StoredObject], None]
+"""Called with each verified object before it is stored; raises :class:`RejectedObject` to refuse it."""
+
+
+class Receiver:
+    """One transfer's receiving side: verifies and stores objects over one or more :meth:`receive` calls (a
+    hub receives a push batch by batch), and remembers which objects arrived and what each links, so a ref
+    update's closure check (:meth:`closure_hole`) reads only what this transfer did not bring.
+    """
+
+    def __init__(
+        self,
+        store: Store,
+        *,
+        batch_objects: int = BATCH_OBJECTS,
+        admit: Admit | None = None,
+        remember: int = REMEMBER_OBJECTS,
+        track_links: bool = True,
+    ) -> None:
+        self.store = store
+        self.batch_objects = batch_objects
+        self.admit = admit
+        self.remember = remember
+        self.tags = Tags(store)
+        # id -> links of each object this transfer verified and stored; None without ``track_links`` (a
+        # fetch moves no ref by :func:`check_update`) or once over ``remember`` (then the closure check
+        # walks the store, as for a commit this transfer did not bring)
+        self.arrived: dict[ObjectId, tuple[ObjectId, ...]] | None = {} if track_links else None
+
+    def receive(self, pairs: Iterable[tuple[ObjectId, bytes]]) -> ReceiveStats:
+        """Verify and store ``pairs`` in transactions of ``batch_objects``.
+
+        Senders stream objects after the objects they link (post-order), so every link must already be in
+        the store or earlier in the stream; an object with a dangling link is rejected, and so is one that
+        breaks a rule of :mod:`tractkv.engine.validate` (a :class:`RejectedObject` naming the object and the
+        rule). Each object is hashed and decoded once: the validator reads the tags recorded for objects
+        earlier in the transfer. The store therefore stays closed under links whatever happens: when
+        ``pairs`` raises midway (a truncated stream, a rejected object, a client that died), the objects
+        verified before it are committed first, then the exception propagates.
+        """
+        seen = new = size = 0
+        store, tags, admit, arrived = self.store, self.tags, self.admit, self.arrived
+        known = tags.known
+        batch = store.new_batch()
+        with ExitStack() as stack:
+            # Lookups go through a read snapshot renewed after every batch (one transaction, not one per
+            # lookup). Objects of this transfer are found in ``tags.known`` first, so the snapshot lagging
+            # behind a concurrent writer only means an object is put twice, which is harmless.
+            view = tags.reader = stack.enter_context(store.snapshot())
+            try:
+                for oid, data in pairs:
+                    obj = verify(oid, data)
+                    if admit is not None:
+                        admit(oid, obj)
+                    seen += 1
+                    size += len(data)
+                    if oid in known or view.has(oid):
+                        continue
+                    try:
+                        check(obj, tags)
+                    except MissingLink as exc:
+                        raise RejectedObject(
+                            f"links to {exc.oid}, which is neither here nor earlier in the stream", oid
+                        ) from None
+                    except ObjectRuleError as exc:
+                        raise RejectedObject(f"invalid {obj.KIND}: {exc}", oid) from None
+                    tags.add(oid, obj)
+                    if arrived is not None:
+                        arrived[oid] = tuple(obj.iter_links())
+                    batch.put_raw(oid, data, obj)
+                    new += 1
+                    if len(batch.objects) >= self.batch_objects:
+                        store.apply(batch)
+                        batch = store.new_batch()
+                        stack.close()
+                        if len(known) > self.remember:  # bound the memory of a huge transfer
+                            known.clear()
+                            arrived = self.arrived = None
+                        view = tags.reader = stack.enter_context(store.snapshot())
+            finally:
+                stack.close()
+                tags.reader = store
+                if batch.objects:
+                    store.apply(batch)
+        return ReceiveStats(objects=seen, new_objects=new, bytes=size)
+
+    def closure_hole(self, tip: ObjectId, stop: Container[ObjectId] = frozenset()) -> ObjectId | None:
+        """The first id in ``tip``'s closure that is not stored, or None when it is complete.
+
+        For a tip this transfer brought, the walk follows the links recorded while receiving (nothing is read
+        or decoded again) and then checks, in one read snapshot, that every object it reached is still
+        stored: the ones that arrived (a concurrent gc may have removed them since) and the links they have
+        outside this transfer (each was stored when checked, and a stored object's closure is stored). Any
+        other tip is walked in the store (:func:`closure_missing`). ``stop`` names ids whose closure is known
+        complete (the ref's current value).
+        """
+        arrived = self.arrived
+        if arrived is None or tip not in arrived:
+            return closure_missing(self.store, tip, stop=stop)
+        reached = [tip]
+        seen = {tip}
+        stack = [tip]
+        while stack:
+            for link in arrived[stack.pop()]:
+                if link in seen or link in stop:
+                    continue
+                seen.add(link)
+                reached.append(link)
+                if link in arrived:
+                    stack.append(link)
+        with self.store.snapshot() as snap:
+            for oid in reached:
+                if not snap.has(oid):
+                    return oid
+        return None
 
 
 def receive_objects(
     store: Store, pairs: Iterable[tuple[ObjectId, bytes]], *, batch_objects: int = BATCH_OBJECTS
 ) -> ReceiveStats:
-    """Verify and store ``pairs`` in transactions of ``batch_objects``.
-
-    Senders stream objects after the objects they link (post-order), so every link must already be in the
-    store or earlier in the stream; an object with a dangling link is rejected, and so is one that breaks a
-    rule of :mod:`tractkv.engine.validate` (a :class:`RejectedObject` naming the object and the rule). Each
-    object is decoded once: the validator reads the tags recorded for objects earlier in the stream. The
-    store therefore stays closed under links whatever happens: when ``pairs`` raises midway (a truncated
-    stream, a rejected object, a client that died), the objects verified before it are committed first, then
-    the exception propagates.
-    """
-    seen = new = size = 0
-    batch = store.new_batch()
-    with ExitStack() as stack:
-        # Lookups go through a read snapshot renewed after every batch (one transaction, not one per
-        # lookup). Objects of this transfer are found in ``tags.known`` first, so the snapshot lagging
-        # behind a concurrent writer only means an object is put twice, which is harmless.
-        view = stack.enter_context(store.snapshot())
-        tags = Tags(view)
-        try:
-            for oid, data in pairs:
-                obj = verify(oid, data)
-                seen += 1
-                size += len(data)
-                if oid in tags.known or view.has(oid):
-                    continue
-                try:
-                    check(obj, tags)
-                except MissingLink as exc:
-                    raise RejectedObject(
-                        f"links to {exc.oid}, which is neither here nor earlier in the stream", oid
-                    ) from None
-                except ObjectRuleError as exc:
-                    raise RejectedObject(f"invalid {obj.KIND}: {exc}", oid) from None
-                tags.add(oid, obj)
-                batch.put_raw(oid, data, obj)
-                new += 1
-                if len(batch.objects) >= batch_objects:
-                    store.apply(batch)
-                    batch = store.new_batch()
-                    stack.close()
-                    view = tags.reader = stack.enter_context(store.snapshot())
-        finally:
-            stack.close()
-            if batch.objects:
-                store.apply(batch)
-    return ReceiveStats(objects=seen, new_objects=new, bytes=size)
+    """Verify and store ``pairs`` (see :meth:`Receiver.receive`) in transactions of ``batch_objects``; for
+    transfers whose ref updates are not checked by :func:`check_update` (fetch, clone, unbundle)."""
+    return Receiver(store, batch_objects=batch_objects, track_links=False).receive(pairs)
 
 
-def missing_ids(reader: Store, oids: Sequence[ObjectId]) -> set[ObjectId]:
-    """Which of ``oids`` the store lacks."""
-    return {oid for oid in oids if not reader.has(oid)}
+def missing_ids(store: Store, oids: Sequence[ObjectId]) -> set[ObjectId]:
+    """Which of ``oids`` the store lacks (one read snapshot)."""
+    with store.snapshot() as snap:
+        return {oid for oid in oids if not snap.has(oid)}
 
 
 def check_update(
-    store: Store, update: RefUpdate, may_write: Callable[[str], bool] | None
+    store: Store,
+    update: RefUpdate,
+    may_write: Callable[[str], bool] | None,
+    received: Receiver | None = None,
 ) -> RefResult | None:
-    """Why ``update`` must be refused (a :class:`RefResult`), or None when it may be applied."""
+    """Why ``update`` must be refused (a :class:`RefResult`), or None when it may be applied.
+
+    ``received`` is the transfer that brought the objects, when there was one: the closure check then walks
+    only what arrived (:meth:`Receiver.closure_hole`)."""
     name = update.name
 
     def refuse(reason: str, detail: str) -> RefResult:
@@ -137,7 +229,11 @@ def check_update(
         return refuse("missing-objects", f"{update.new} is not here")
     if not isinstance(obj, Commit):
         return refuse("invalid", f"{update.new} is a {type(obj).KIND}, not a commit")
-    hole = closure_missing(store, update.new, stop={ObjectId(current)} if current else frozenset())
+    stop = {ObjectId(current)} if current else frozenset()
+    if received is not None:
+        hole = received.closure_hole(update.new, stop)
+    else:
+        hole = closure_missing(store, update.new, stop=stop)
     if hole is not None:
         return refuse("missing-objects", f"{hole} (in the history of {update.new[:12]}) is not here")
     if current is not None and not update.force and not is_ancestor(store, ObjectId(current), update.new):
@@ -170,8 +266,12 @@ def apply_ref_updates(
     atomic: bool = False,
     may_write: Callable[[str], bool] | None = None,
     operation: str = "push",
+    received: Receiver | None = None,
 ) -> list[RefResult]:
     """Check and apply ref updates; one transaction each, or one for all with ``atomic``.
+
+    ``received``: the :class:`Receiver` of the transfer that brought the objects, if any (see
+    :func:`check_update`).
 
     The store's compare-and-swap decides: a ref moved by someone else between the checks and the write is
     reported ``stale``, never as a success.
@@ -179,7 +279,7 @@ def apply_ref_updates(
     names = [u.name for u in updates]
     if len(set(names)) != len(names):
         return [RefResult(n, False, "invalid", "a ref is named twice in one push") for n in names]
-    checked = [(u, check_update(store, u, may_write)) for u in updates]
+    checked = [(u, check_update(store, u, may_write, received)) for u in updates]
     if atomic:
         if any(r is not None for _, r in checked):
             return [

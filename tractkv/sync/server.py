@@ -44,7 +44,7 @@ import socket
 import sys
 import threading
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, MutableMapping
 from typing import Any
 from urllib.parse import unquote_plus
 
@@ -68,14 +68,14 @@ from tractkv.errors import (
     TransferError,
 )
 from tractkv.ids import ObjectId
-from tractkv.model import MAX_OBJECT_BYTES
+from tractkv.model import MAX_OBJECT_BYTES, StoredObject
 from tractkv.store import Reader, Store
 from tractkv.store.walk import iter_reachable
 
 from .auth import OPEN, Grant, TokenTable
 from .frames import MAX_REQUEST_BYTES, StreamDecoder, encode_stream
-from .negotiate import candidate_ids, raw_objects
-from .receive import apply_ref_updates, missing_ids, receive_objects, verify
+from .negotiate import iter_candidates
+from .receive import Receiver, apply_ref_updates, missing_ids
 from .remote import RefResult, RefUpdate
 from .wire import (
     HEAD_LENGTH,
@@ -175,8 +175,11 @@ class Hub:
         if not grant.can_read:
             raise AuthError(403, "fetching needs the read scope")
         wants, haves = parse_fetch_request(await _read_limited(request, MAX_IDS_BYTES * 3))
-        ids = await run_in_threadpool(candidate_ids, self.store, wants, haves)
-        return StreamingResponse(encode_stream(raw_objects(self.store, ids)), media_type=STREAM_TYPE)
+        # Streamed while the walk proceeds: the client verifies the first objects while the hub finds the
+        # rest. The first chunk is made before answering, so a failure of the negotiation is a JSON error.
+        chunks = encode_stream(iter_candidates(self.store, wants, haves))
+        first = await run_in_threadpool(next, chunks)
+        return StreamingResponse(_prepend(first, chunks), media_type=STREAM_TYPE)
 
     async def push(self, request: Request) -> Response:
         grant = self.grant(request)
@@ -213,15 +216,13 @@ class Hub:
         pending_bytes = 0
         totals = [0, 0, 0]
         scope = None if grant.can_read else _WriterScope(self.store, grant)
+        receiver = Receiver(self.store, admit=scope.admit if scope is not None else None)
 
         def receive(batch: list[tuple[ObjectId, bytes]]) -> None:
-            refused = scope.check(batch) if scope is not None else None
-            stats = receive_objects(self.store, batch if refused is None else batch[: refused[0]])
+            stats = receiver.receive(batch)
             totals[0] += stats.objects
             totals[1] += stats.new_objects
             totals[2] += stats.bytes
-            if refused is not None:
-                raise refused[1]
 
         async def flush() -> None:
             nonlocal pending, pending_bytes
@@ -251,7 +252,7 @@ class Hub:
             return Response(status_code=400, headers={"Connection": "close"})
         _body_read(request)
         await flush()
-        results = await run_in_threadpool(self._apply_updates, grant, scope, updates, atomic)
+        results = await run_in_threadpool(self._apply_updates, grant, scope, updates, atomic, receiver)
         return JSONResponse(
             {
                 "results": [result_to_json(r) for r in results],
@@ -262,7 +263,12 @@ class Hub:
         )
 
     def _apply_updates(
-        self, grant: Grant, scope: _WriterScope | None, updates: list[RefUpdate], atomic: bool
+        self,
+        grant: Grant,
+        scope: _WriterScope | None,
+        updates: list[RefUpdate],
+        atomic: bool,
+        receiver: Receiver,
     ) -> list[RefResult]:
         """Apply a push's ref updates; a write-only token's new values must be objects it sent or reaches."""
         refused: dict[str, RefResult] = {}
@@ -271,13 +277,17 @@ class Hub:
                 if u.new is not None and not scope.reaches(u.new):
                     refused[u.name] = RefResult(u.name, False, "missing-objects", f"{u.new} is not here")
         if not refused:
-            return apply_ref_updates(self.store, updates, atomic=atomic, may_write=grant.may_write)
+            return apply_ref_updates(
+                self.store, updates, atomic=atomic, may_write=grant.may_write, received=receiver
+            )
         if atomic:
             other = RefResult("", False, "atomic", "another ref was refused")
             return [refused.get(u.name) or attrs.evolve(other, name=u.name) for u in updates]
         rest = [u for u in updates if u.name not in refused]
         applied = iter(
-            apply_ref_updates(self.store, rest, atomic=False, may_write=grant.may_write) if rest else []
+            apply_ref_updates(self.store, rest, atomic=False, may_write=grant.may_write, received=receiver)
+            if rest
+            else []
         )
         return [refused[u.name] if u.name in refused else next(applied) for u in updates]
 
@@ -301,20 +311,19 @@ class _WriterScope:
                 self._reached = set(iter_reachable(snap, _visible_tips(snap, self.grant)))
         return oid in self._reached
 
-    def check(self, batch: list[tuple[ObjectId, bytes]]) -> tuple[int, RejectedObject] | None:
-        """The index of the first object in ``batch`` that links outside the scope, with its refusal; objects
-        whose bytes are not a valid object stop the check (:func:`receive_objects` refuses them itself)."""
-        for i, (oid, data) in enumerate(batch):
-            try:
-                obj = verify(oid, data)
-            except RejectedObject:
-                return None
-            for link in obj.iter_links():
-                if not self.reaches(link):
-                    reason = f"links to {link}, which this push did not send and your branches do not reach"
-                    return i, RejectedObject(reason, oid)
-            self.sent.add(oid)
-        return None
+    def admit(self, oid: ObjectId, obj: StoredObject) -> None:
+        """Refuse (:class:`RejectedObject`) a verified object that links outside the scope; the receiver calls
+        this for each object before storing it, so the objects before a refused one are kept."""
+        for link in obj.iter_links():
+            if not self.reaches(link):
+                reason = f"links to {link}, which this push did not send and your branches do not reach"
+                raise RejectedObject(reason, oid)
+        self.sent.add(oid)
+
+
+def _prepend(first: bytes, rest: Iterator[bytes]) -> Iterator[bytes]:
+    yield first
+    yield from rest
 
 
 def _visible_tips(reader: Reader, grant: Grant) -> list[ObjectId]:

@@ -7,7 +7,7 @@ longer has), a successful push moves the pushed one. Refs move only after every 
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Protocol, TypeVar
 
 import attrs
@@ -163,11 +163,12 @@ def push_to(
     if old == tip:
         return PushOutcome(results=(RefResult(ref, True, None, "up to date"),), objects_sent=0, bytes_sent=0)
     haves = [oid for oid in advertised.values() if store.has(oid)]
-    candidates = candidate_ids(store, [tip], haves)
+    sizes: dict[ObjectId, int] = {}
+    candidates = candidate_ids(store, [tip], haves, sizes=sizes)
     if len(candidates) > ASK_THRESHOLD:
         lacking = remote.missing(candidates)
         candidates = [c for c in candidates if c in lacking]
-    check_sizes(store, remote, candidates)
+    check_sizes(store, remote, candidates, sizes)
     update = RefUpdate(ref, ObjectId(old) if old else None, tip, force=force)
     if progress is not None:
         _announce(progress, len(candidates))
@@ -192,21 +193,29 @@ def push_to(
     return outcome
 
 
-def check_sizes(store: Store, remote: Remote, oids: Iterable[ObjectId]) -> None:
+def check_sizes(
+    store: Store, remote: Remote, oids: Iterable[ObjectId], sizes: Mapping[ObjectId, int] | None = None
+) -> None:
     """Refuse, before anything is sent, a push the remote would refuse for its size: an object over its
     per-object limit (:class:`ObjectTooLarge`, naming the object) or more bytes in all than one push request
     may carry (:class:`RequestTooLarge`). A store only holds larger objects when it received them under a raised
-    limit (``bundle unbundle --max-object-bytes``) or from an older tractkv."""
+    limit (``bundle unbundle --max-object-bytes``) or from an older tractkv. ``sizes`` gives the objects'
+    sizes when the caller knows them (the negotiation walk read every object); else they are read."""
     limit, total = remote.max_object, 0
     with store.snapshot() as snap:
         for oid in oids:
-            data = snap.get_raw(oid)
-            if data is None:
-                continue
-            total += FRAME_BYTES + len(data)
-            if len(data) > limit:
+            size = sizes.get(oid) if sizes is not None else None
+            if size is None:
+                data = snap.get_raw(oid)
+                if data is None:
+                    continue
+                size = len(data)
+            total += FRAME_BYTES + size
+            if size > limit:
+                data = snap.get_raw(oid)
+                kind = kind_of(data) if data else "object"
                 raise ObjectTooLarge(
-                    f"a {kind_of(data)} of {len(data):,} bytes is over {remote.url}'s {limit:,}-byte limit on "
+                    f"a {kind} of {size:,} bytes is over {remote.url}'s {limit:,}-byte limit on "
                     "one object: nothing was sent",
                     oid,
                 )
