@@ -551,7 +551,7 @@ def decode(data: bytes, oid: ObjectId | None = None, *, strict: bool = False) ->
 
 # How every blob's canonical bytes start: a map of 3 entries whose first key (the shortest; "t" sorts before
 # "v") is "t", holding "blob".
-_BLOB_PREFIX = b"\xa3\x61t\x64blob"
+_BLOB_HEAD = b"\xa3\x61t\x64blob"
 
 
 def links_of(data: bytes) -> list[ObjectId]:
@@ -562,7 +562,7 @@ def links_of(data: bytes) -> list[ObjectId]:
     fields are not checked and the bytes are not rehashed; bytes whose link fields do not have the shape this
     library writes are decoded in full, so they raise what :func:`decode` raises.
     """
-    if data[:8] == _BLOB_PREFIX:
+    if data[:8] == _BLOB_HEAD:
         return []  # a blob (its first entry is "t": "blob"), which links nothing: not worth decoding
     wire = codec.loads(data)
     try:
