@@ -51,6 +51,7 @@ EXPECTED_ALL = [
     "MergeResult",
     "Message",
     "MissingExtra",
+    "MissingTransportExtra",
     "ModelCallFailed",
     "NoLLMConfigured",
     "NotFastForward",

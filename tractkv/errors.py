@@ -36,6 +36,7 @@ and build their message in ``__init__``.
     │   ├── LLMHTTPError                     the API answered an error status (.status), retries spent
     │   ├── MalformedResponse                the reply is not JSON of the shape the API documents
     │   └── ScriptExhausted                  a ScriptedLLM was called more often than it has responses
+    ├── MissingExtra                         an optional extra is not installed (.extra names it)
     ├── SyncError                            push / pull / fetch / clone / bundle failed; local refs unmoved
     │   ├── RemoteNotFound (KeyError)        no remote of that name
     │   ├── RemoteExists (InvalidInput)      remote_add with a taken name
@@ -45,7 +46,7 @@ and build their message in ``__init__``.
     │   │   ├── RequestTooLarge              a request over the per-request limit (413)
     │   │   └── RejectedObject               bytes do not hash to the id, or unknown kind (422)
     │   ├── RemoteUnavailable                unreachable, or not speaking the tractkv protocol
-    │   │   └── MissingExtra                 a transport or integration needs an optional extra not installed
+    │   │   └── MissingTransportExtra (MissingExtra)  an http(s):// or s3:// remote without its extra
     │   ├── AuthError                        401 / 403 from a hub (.status)
     │   ├── PushRejected                     per-ref results (.results) with the reasons
     │   ├── NotFastForward                   pull --ff-only on diverged histories
@@ -396,6 +397,23 @@ class ScriptExhausted(LLMError):
 # --- sync (tractkv.sync) --------------------------------------------------------------------------------
 
 
+class MissingExtra(TractError):
+    """A transport or an integration needs an optional dependency that is not installed: ``.extra`` names the
+    extra to install (``server`` for http(s):// hubs, ``s3`` for s3:// buckets, ``langgraph`` and ``agents``
+    for :mod:`tractkv.integrations`), ``.module`` the module that was missing. ``feature`` replaces the
+    "<scheme> remotes" subject of the message (an integration is no remote)."""
+
+    def __init__(
+        self, scheme: str, extra: str, module: str | None = None, *, feature: str | None = None
+    ) -> None:
+        self.scheme = scheme
+        self.extra = extra
+        self.module = module
+        missing = f" (no module named {module!r})" if module else ""
+        subject = f"{feature} needs" if feature else f"{scheme} remotes need"
+        super().__init__(f"{subject} the {extra} extra: pip install 'tractkv[{extra}]'{missing}")
+
+
 class SyncError(TractError):
     """A push / pull / fetch / clone / bundle operation failed. The local refs did not move."""
 
@@ -472,21 +490,10 @@ class RemoteUnavailable(SyncError):
     """The remote could not be reached, or answered something that is not the tractkv protocol."""
 
 
-class MissingExtra(RemoteUnavailable):
-    """A transport (or an integration) needs an optional dependency that is not installed: ``.extra`` names the
-    extra to install (``server`` for http(s):// hubs, ``s3`` for s3:// buckets, ``langgraph`` and ``agents``
-    for :mod:`tractkv.integrations`), ``.module`` the module that was missing. ``feature`` replaces the
-    "<scheme> remotes" subject of the message (an integration is no remote)."""
-
-    def __init__(
-        self, scheme: str, extra: str, module: str | None = None, *, feature: str | None = None
-    ) -> None:
-        self.scheme = scheme
-        self.extra = extra
-        self.module = module
-        missing = f" (no module named {module!r})" if module else ""
-        subject = f"{feature} needs" if feature else f"{scheme} remotes need"
-        super().__init__(f"{subject} the {extra} extra: pip install 'tractkv[{extra}]'{missing}")
+class MissingTransportExtra(RemoteUnavailable, MissingExtra):
+    """An http(s):// or s3:// remote whose transport's extra (``server`` / ``s3``) is not installed: a
+    :class:`MissingExtra` that is also a :class:`RemoteUnavailable`, so code handling an unreachable remote
+    handles it too."""
 
 
 class AuthError(SyncError):

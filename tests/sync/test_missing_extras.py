@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from tractkv import Tract
-from tractkv.errors import MissingExtra, RemoteUnavailable
+from tractkv.errors import MissingExtra, RemoteUnavailable, SyncError
 from tractkv.sync.remotes import open_remote
 
 HTTP = "http://127.0.0.1:9"  # never contacted: the command stops before any connection
@@ -98,3 +98,15 @@ def test_library_users_get_missing_extra(monkeypatch: pytest.MonkeyPatch) -> Non
         open_remote(HTTP)
     assert isinstance(info.value, RemoteUnavailable)  # what s3 raised before: callers catching it still do
     assert (info.value.extra, info.value.module) == ("server", "httpx")
+
+
+def test_an_integrations_missing_extra_is_no_sync_error() -> None:
+    """Only a transport's missing extra is a RemoteUnavailable; an integration's is a MissingExtra alone."""
+    from tractkv.integrations import missing_extra
+
+    error = missing_extra(
+        "tractkv.integrations.langgraph", "langgraph", ModuleNotFoundError(name="langgraph")
+    )
+    assert isinstance(error, MissingExtra)
+    assert not isinstance(error, SyncError)
+    assert "pip install 'tractkv[langgraph]'" in str(error)

@@ -16,7 +16,7 @@ from tractkv import codec
 from tractkv.engine.refs import REMOTES
 from tractkv.errors import (
     InvalidInput,
-    MissingExtra,
+    MissingTransportExtra,
     RemoteExists,
     RemoteNotFound,
     UnsupportedURL,
@@ -168,11 +168,11 @@ def open_remote(url: str, *, token_env: str | None = None) -> Remote:
 
 
 def _http_remote() -> type[HttpRemote]:
-    """The HTTP transport class; :class:`MissingExtra` when httpx (the ``server`` extra) is not installed."""
+    """The HTTP transport class; :class:`MissingTransportExtra` when httpx (the ``server`` extra) is not installed."""
     try:
         from .http_client import HttpRemote
     except ImportError as exc:
-        raise MissingExtra("http(s)://", "server", exc.name) from exc
+        raise MissingTransportExtra("http(s)://", "server", exc.name) from exc
     return HttpRemote
 
 

@@ -84,7 +84,7 @@ import attrs
 from tractkv.errors import (
     ConditionalWritesUnsupported,
     InvalidInput,
-    MissingExtra,
+    MissingTransportExtra,
     RejectedObject,
     RemoteUnavailable,
     SyncError,
@@ -237,7 +237,7 @@ class S3Remote(Remote):
                 import botocore.session
                 from botocore.config import Config
             except ImportError as exc:
-                raise MissingExtra("s3://", "s3", exc.name) from exc
+                raise MissingTransportExtra("s3://", "s3", exc.name) from exc
             endpoint = os.environ.get("AWS_ENDPOINT_URL_S3") or os.environ.get("AWS_ENDPOINT_URL")
             style = addressing_style(url)
             try:
