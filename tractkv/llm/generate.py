@@ -21,6 +21,7 @@ from tractkv.engine.records import CommitInfo
 from tractkv.engine.session import Session, Tip
 from tractkv.engine.toolsets import tool_schemas
 from tractkv.errors import (
+    ConcurrentUpdate,
     InvalidInput,
     MalformedResponse,
     ModelCallFailed,
@@ -64,16 +65,20 @@ def commit_reply(
 ) -> CommitInfo:
     """Commit ``response`` to ``request`` (streamed or not, the same commit; see the module doc)."""
     config = reply_config(response, {k: v for k, v in params.items() if v is not None})
-    return session.commit_content(
-        content_blob(response.assistant_payload()),
-        operation="append",
-        metadata=reply_metadata(response, None),
-        generation_config=config,
-        tools=request.offered if request.given else None,
-        toolset=None if request.given else session.head_state().tools,
-        action="generate",
-        tip=request.tip,
-    )
+    try:
+        return session.commit_content(
+            content_blob(response.assistant_payload()),
+            operation="append",
+            metadata=reply_metadata(response, None),
+            generation_config=config,
+            tools=request.offered if request.given else None,
+            toolset=None if request.given else session.head_state().tools,
+            action="generate",
+            tip=request.tip,
+        )
+    except ConcurrentUpdate as exc:  # the branch moved while the model answered: keep the paid-for reply
+        exc.response = response
+        raise
 
 
 def generate(
@@ -162,12 +167,26 @@ class AsyncGenerationStream(_Generation[AsyncChatStream, Awaitable[CommitInfo]])
             return await anext(self._stream)
         except StopAsyncIteration:
             if self.commit is None and self._stream.response is not None:
-                self.commit = await self._commit(self._stream.response)
+                await self._committed(self._stream.response)
             raise
         except TractError:
             raise
         except Exception as exc:
             raise self._failed(exc) from exc
+
+    async def _committed(self, response: LLMResponse) -> None:
+        """Commit the reply. Cancelled meanwhile, the commit (one transaction, on the worker) still lands:
+        :attr:`commit` is set when it does, so it never stays None for a reply that was committed."""
+        import asyncio  # only the async handle makes this stream
+
+        task = asyncio.ensure_future(self._commit(response))
+
+        def landed(done: asyncio.Future[CommitInfo]) -> None:
+            if not done.cancelled() and done.exception() is None:
+                self.commit = done.result()
+
+        task.add_done_callback(landed)
+        await asyncio.shield(task)
 
     async def aclose(self) -> None:
         """Stop here: drop the connection and commit nothing (unless the reply was committed already)."""
