@@ -22,7 +22,14 @@ import pytest
 
 from tractkv import Tract
 from tractkv.aio import AsyncTract
-from tractkv.errors import ConcurrentUpdate, LLMError, ModelCallFailed, NoLLMConfigured, StoreClosed
+from tractkv.errors import (
+    ConcurrentUpdate,
+    InvalidInput,
+    LLMError,
+    ModelCallFailed,
+    NoLLMConfigured,
+    StoreClosed,
+)
 from tractkv.llm import AnthropicClient, OpenAIClient, ScriptedLLM
 from tractkv.store.fsck import fsck
 
@@ -506,3 +513,40 @@ def test_a_stream_cancelled_during_its_commit_sets_commit(
         await at.close()
 
     asyncio.run(main())
+
+
+def test_the_clients_transport_serves_async_calls_or_they_are_refused(recorder: Recorder) -> None:
+    import httpx
+
+    served: list[str] = []
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        served.append(request.url.path)
+        return httpx.Response(200, json=openai_completion("from the mock"))
+
+    mocked = OpenAIClient("m", base_url="http://127.0.0.1:9/v1", transport=httpx.MockTransport(answer))
+    sync_only = OpenAIClient("m", base_url=f"{recorder.url}/v1", transport=httpx.HTTPTransport(retries=0))
+    async_only = OpenAIClient("m", base_url=f"{recorder.url}/v1", transport=httpx.AsyncHTTPTransport())
+    recorder.reply(openai_completion("over the sync transport"))
+    recorder.reply(openai_completion("over the async transport"))
+
+    async def main() -> None:
+        at = AsyncTract(fresh())
+        assert (await at.generate(mocked)).content["text"] == "from the mock"  # not the network (port 9)
+        assert served == ["/v1/chat/completions"]
+        with pytest.raises(InvalidInput, match="sync-only"):
+            await at.generate(sync_only)
+        stream = await at.generate(sync_only, stream=True)
+        with pytest.raises(InvalidInput, match="sync-only"):
+            await anext(stream)
+        assert (await at.generate(async_only)).content["text"] == "over the async transport"
+        await at.close()
+
+    t = fresh()
+    assert t.generate(sync_only).content["text"] == "over the sync transport"
+    with pytest.raises(InvalidInput, match="async-only"):
+        t.generate(async_only)
+    with pytest.raises(InvalidInput, match="async-only"), t.generate(async_only, stream=True) as stream:
+        list(stream)
+    asyncio.run(main())
+    assert len(recorder.requests) == 2  # nothing refused reached a server
