@@ -110,6 +110,12 @@ class _Generation(Generic[S, C]):
         """The whole reply, once the stream has ended."""
         return self._stream.response
 
+    @property
+    def ignored_events(self) -> list[tuple[str, str]]:
+        """Events of kinds the reader does not know, ignored as the provider asks (``(event, data)``; not
+        committed). Pings are not kept: they carry nothing."""
+        return self._stream.ignored_events
+
     @staticmethod
     def _failed(exc: Exception) -> TractError:
         """Anything but a tractkv error from a model's stream (a user's client), wrapped: one root to catch."""
