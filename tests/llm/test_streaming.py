@@ -488,3 +488,67 @@ def test_identical_tool_calls_get_their_own_positions(recorder: Recorder) -> Non
     assert stream.response is not None
     assert len(stream.response.tool_calls) == 2
     assert len(t.log()) == 2
+
+
+def test_leaving_the_with_block_closes_the_response_a_bare_break_does_not() -> None:
+    """What the README says about ``break``: the ``with`` form closes the response (the model stops), a
+    ``break`` out of a stream held in a variable leaves it open until close() or garbage collection."""
+    import asyncio
+    import gc
+
+    import httpx
+
+    from tractkv.aio import AsyncTract
+
+    events = openai_events(openai_reply())
+    closed: list[bool] = []
+
+    class Body(httpx.SyncByteStream, httpx.AsyncByteStream):
+        def __init__(self) -> None:
+            self.index = len(closed)
+            closed.append(False)
+
+        def __iter__(self) -> Any:
+            yield from events
+
+        async def __aiter__(self) -> Any:
+            for event in events:
+                yield event
+
+        def close(self) -> None:
+            closed[self.index] = True
+
+        async def aclose(self) -> None:
+            closed[self.index] = True
+
+    server = httpx.MockTransport(lambda request: httpx.Response(200, stream=Body()))
+    llm = OpenAIClient("gpt-test", base_url="http://127.0.0.1/v1", transport=server)
+    t = fresh()
+    with t.generate(llm, stream=True) as stream:
+        for _ in stream:
+            break
+    assert closed == [True]
+    held = t.generate(llm, stream=True)
+    for _ in held:
+        break
+    assert closed == [True, False]  # still open: the model would keep generating
+    held.close()
+    assert closed == [True, True]
+    held = t.generate(llm, stream=True)
+    next(held)
+    del held
+    gc.collect()
+    assert closed == [True, True, True]  # collected: closed
+    assert len(t.log()) == 2
+
+    async def main() -> None:
+        at = AsyncTract(t)
+        async with await at.generate(llm, stream=True) as astream:
+            async for _ in astream:
+                break
+        assert closed[-1] is True
+        assert astream.commit is None
+        await at.close()
+
+    asyncio.run(main())
+    assert len(closed) == 4

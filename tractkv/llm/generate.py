@@ -127,10 +127,12 @@ class GenerationStream(_Generation[ChatStream, CommitInfo]):
     :class:`~tractkv.llm.streaming.StreamDelta` values as they arrive; when the stream ends complete, the
     whole reply is committed once, exactly as :func:`generate` commits it, and is :attr:`commit`.
 
-    An interrupted stream commits nothing: the consumer stops iterating (``break``, an exception, :meth:`close`
-    or leaving the ``with`` block drops the connection), the connection breaks off, or the provider reports
-    an error (:class:`~tractkv.errors.LLMError`). The request is retried as a non-streamed one is, until the
-    reply starts to arrive.
+    An interrupted stream commits nothing: the consumer stops iterating, the connection breaks off, or the
+    provider reports an error (:class:`~tractkv.errors.LLMError`). Use it as a context manager: leaving the
+    ``with`` block (``break``, ``return``, an exception) closes the response, so the model stops generating.
+    A ``break`` out of a stream held in a variable closes nothing by itself (Python does not tell an iterator
+    that the loop was left): the response stays open until :meth:`close` or until the stream is
+    garbage-collected. The request is retried as a non-streamed one is, until the reply starts to arrive.
     """
 
     def __iter__(self) -> GenerationStream:
@@ -162,8 +164,9 @@ class GenerationStream(_Generation[ChatStream, CommitInfo]):
 class AsyncGenerationStream(_Generation[AsyncChatStream, Awaitable[CommitInfo]]):
     """:class:`GenerationStream` for ``async for`` (``await AsyncTract.generate(stream=True)``): the deltas
     as they arrive, then one commit (made by ``commit``, an awaitable: the async handle's worker thread),
-    on :attr:`commit`. Interrupted (``break``, an exception, :meth:`aclose`, cancellation, a broken
-    connection), it commits nothing."""
+    on :attr:`commit`. Interrupted (the consumer stops, an exception, :meth:`aclose`, cancellation, a broken
+    connection), it commits nothing. Use ``async with``: leaving the block closes the response; a ``break``
+    out of a stream held in a variable leaves it open until :meth:`aclose` or garbage collection."""
 
     def __aiter__(self) -> AsyncGenerationStream:
         return self
