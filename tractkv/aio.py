@@ -19,6 +19,14 @@ cancelled while it runs, it completes (a thread cannot be interrupted, and the t
 nothing) and its result is dropped. Either way nothing is half-written, and the handle's next operation
 runs after it. ``generate`` cancelled while the model answers commits nothing (the request is cancelled);
 ``run`` cancelled stops at its next model call (each step already committed stays, as after any failure).
+A stream cancelled during its final commit still commits (the transaction runs whole) and its ``.commit``
+is set when that commit lands. ``open`` / ``clone`` cancelled while the worker opens the store: the Tract it
+makes is closed there, releasing the store.
+
+**A reply that cannot commit.** If another coroutine or handle moves the branch while the model answers
+(``gather(at.generate(), at.user(...))``), ``generate`` raises :class:`~tractkv.errors.ConcurrentUpdate`,
+as ``Tract.generate`` does, and the reply that was paid for is on the exception: ``exc.response`` (an
+:class:`~tractkv.llm.protocol.LLMResponse`; ``await at.record_response(exc.response.raw)`` or a retry).
 """
 
 from __future__ import annotations
@@ -29,7 +37,7 @@ from collections.abc import Callable, Coroutine, Mapping, Sequence
 from concurrent.futures import CancelledError, Future, ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any, Concatenate, Literal, ParamSpec, TypeVar, overload
 
-from tractkv.errors import ModelCallFailed, NoLLMConfigured, TractError
+from tractkv.errors import ModelCallFailed, NoLLMConfigured, StoreClosed, TractError
 from tractkv.tract import Tract
 
 if TYPE_CHECKING:
@@ -78,6 +86,7 @@ class AsyncTract:
             raise InvalidInput(f"AsyncTract wraps a Tract, not {type(tract).__name__}")
         self._tract = tract
         self._worker = worker or ThreadPoolExecutor(max_workers=1, thread_name_prefix="tractkv-aio")
+        self._closed = False
 
     @classmethod
     async def open(cls, path: str | None = None, **kwargs: Any) -> AsyncTract:
@@ -92,17 +101,27 @@ class AsyncTract:
     @classmethod
     async def _made(cls, make: Callable[[], Tract]) -> AsyncTract:
         worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="tractkv-aio")
+        made = asyncio.get_running_loop().run_in_executor(worker, make)
         try:
-            tract = await asyncio.get_running_loop().run_in_executor(worker, make)
+            tract = await asyncio.shield(made)  # cancelled, the open still finishes on the worker...
+        except asyncio.CancelledError:
+            made.add_done_callback(functools.partial(_discard, worker))  # ...and is closed there
+            raise
         except BaseException:
             worker.shutdown(wait=False)
             raise
         return cls(tract, worker=worker)
 
     async def close(self) -> None:
-        """Close the Tract (on the worker, after every operation already asked for) and stop the worker."""
+        """Close the Tract (on the worker, after every operation already asked for) and stop the worker.
+        Closing again does nothing (as :meth:`Tract.close <tractkv.Tract.close>`); an operation asked for
+        after ``close`` raises :class:`~tractkv.errors.StoreClosed`, as the closed Tract's would."""
+        if self._closed:
+            return
+        future = self._submit(self._tract.close)
+        self._closed = True
         try:
-            await self._run(self._tract.close)
+            await future
         finally:
             self._worker.shutdown(wait=False)
 
@@ -121,9 +140,14 @@ class AsyncTract:
     def __repr__(self) -> str:
         return f"Async{self._tract!r}"
 
-    async def _run(self, fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
+    def _submit(self, fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> asyncio.Future[T]:
+        if self._closed:
+            raise StoreClosed()
         loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self._worker, functools.partial(fn, *args, **kwargs))
+        return loop.run_in_executor(self._worker, functools.partial(fn, *args, **kwargs))
+
+    async def _run(self, fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
+        return await self._submit(fn, *args, **kwargs)
 
     async def call(self, fn: Callable[[Tract], T]) -> T:
         """``fn(tract)`` on the worker thread, in turn with the handle's other operations: for what has no
@@ -274,6 +298,14 @@ class AsyncTract:
         return await bridge.drive(
             self._run(run, self._tract, bridge, executor, max_steps=max_steps, **params)
         )
+
+
+def _discard(worker: ThreadPoolExecutor, made: asyncio.Future[Tract]) -> None:
+    """The end of an open / clone whose caller was cancelled: the Tract it made is closed on the worker
+    (so its store is released), then the worker stops."""
+    if not made.cancelled() and made.exception() is None:
+        worker.submit(made.result().close)
+    worker.shutdown(wait=False)
 
 
 class _Bridge:

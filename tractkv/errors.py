@@ -310,7 +310,13 @@ class UnknownRevision(InvalidInput):
 
 
 class ConcurrentUpdate(RefConflict):
-    """Another handle (or process) moved the branch since this one last read it. Nothing was written."""
+    """Another handle (or process) moved the branch since this one last read it. Nothing was written.
+
+    Raised by ``generate`` after the model answered, it carries that reply on ``.response`` (an
+    ``LLMResponse``; None otherwise): what was paid for is not lost (``record_response(exc.response.raw)``
+    commits it on the new tip)."""
+
+    response: Any = None
 
 
 class MergeConflict(TractError):

@@ -22,7 +22,14 @@ import pytest
 
 from tractkv import Tract
 from tractkv.aio import AsyncTract
-from tractkv.errors import ConcurrentUpdate, LLMError, ModelCallFailed, NoLLMConfigured
+from tractkv.errors import (
+    ConcurrentUpdate,
+    InvalidInput,
+    LLMError,
+    ModelCallFailed,
+    NoLLMConfigured,
+    StoreClosed,
+)
 from tractkv.llm import AnthropicClient, OpenAIClient, ScriptedLLM
 from tractkv.store.fsck import fsck
 
@@ -369,3 +376,177 @@ def test_other_async_operations_pass_through(tmp_path: Path) -> None:
         await at.close()
 
     asyncio.run(main())
+
+
+def test_a_closed_handle_raises_store_closed_and_closes_once(tmp_path: Path) -> None:
+    async def main() -> None:
+        at = await AsyncTract.open(str(tmp_path / "s"))
+        await at.user("kept")
+        closing = asyncio.ensure_future(at.close())
+        await at.close()  # a second close, while the first runs: nothing to do
+        await closing
+        await at.close()  # and after it
+        for operation in (
+            at.user("x"),
+            at.head(),
+            at.log(),
+            at.generate(ScriptedLLM(["r"])),
+            at.chat("x", ScriptedLLM(["r"])),
+        ):
+            with pytest.raises(StoreClosed):
+                await operation
+        with Tract.open(str(tmp_path / "s")) as t:  # as the sync facade: closed means closed, not broken
+            assert len(t.log()) == 1
+            t.close()
+
+    asyncio.run(main())
+
+
+def test_open_cancelled_while_the_store_opens_closes_what_it_opened(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    made: list[Tract] = []
+    real_open = Tract.open
+
+    def slow_open(*args: Any, **kwargs: Any) -> Tract:
+        t = real_open(*args, **kwargs)
+        made.append(t)
+        time.sleep(0.3)
+        return t
+
+    monkeypatch.setattr(Tract, "open", slow_open)
+
+    async def main() -> None:
+        task = asyncio.ensure_future(AsyncTract.open(str(tmp_path / "s")))
+        await asyncio.sleep(0.1)  # the worker is opening the store
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        for _ in range(100):  # bounded: the open finishes, then the Tract is closed on the worker
+            if made and made[0].session.closed:
+                break
+            await asyncio.sleep(0.02)
+        assert made
+        assert made[0].session.closed
+
+    asyncio.run(main())
+    monkeypatch.undo()
+    with Tract.open(str(tmp_path / "s"), durable=False) as t:  # the store was released
+        assert t.log() == []
+
+
+def test_a_reply_that_loses_the_race_for_its_branch_is_kept_on_the_error(recorder: Recorder) -> None:
+    client = OpenAIClient("m", base_url=f"{recorder.url}/v1", max_retries=0)
+    recorder.reply(openai_completion("paid for"), delay=0.3)
+
+    async def main() -> None:
+        at = AsyncTract(fresh())
+        results = await asyncio.gather(at.generate(client), at.user("meanwhile"), return_exceptions=True)
+        error = results[0]
+        assert isinstance(error, ConcurrentUpdate)
+        assert error.response is not None
+        assert error.response.text == "paid for"
+        info = await at.record_response(error.response.raw)  # what was paid for can still be committed
+        assert info.content["text"] == "paid for"
+        assert [c.content["text"] for c in (await at.log())[:2]] == ["paid for", "meanwhile"]
+        await at.close()
+
+    asyncio.run(main())
+
+
+def test_sync_generate_keeps_the_reply_on_concurrent_update(tmp_path: Path) -> None:
+    path = str(tmp_path / "s")
+    with Tract.open(path) as first:
+        first.user("q")
+    with Tract.open(path) as t, Tract.open(path) as other:
+
+        class Racing(ScriptedLLM):
+            def chat(self, *args: Any, **kwargs: Any) -> Any:
+                other.user("meanwhile")  # another handle moves the branch while the model answers
+                return super().chat(*args, **kwargs)
+
+        with pytest.raises(ConcurrentUpdate) as caught:
+            t.generate(Racing(["paid for"]))
+        assert caught.value.response is not None
+        assert caught.value.response.text == "paid for"
+
+
+def test_a_stream_cancelled_during_its_commit_sets_commit(
+    recorder: Recorder, provider: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import tractkv.llm.generate as gen
+
+    make, reply, events = PROVIDERS[provider]
+    client = make(recorder)
+    recorder.stream(events(reply()))
+    real = gen.commit_reply
+
+    def slow_commit(*args: Any, **kwargs: Any) -> Any:
+        time.sleep(0.3)  # the commit is running on the worker when the consumer is cancelled
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(gen, "commit_reply", slow_commit)
+
+    async def main() -> None:
+        at = AsyncTract(fresh())
+        stream = await at.generate(client, stream=True)
+
+        async def consume() -> None:
+            async for _ in stream:
+                pass
+
+        task = asyncio.create_task(consume())
+        for _ in range(200):  # bounded: until the reply has arrived and its commit started
+            if stream.response is not None:
+                break
+            await asyncio.sleep(0.01)
+        await asyncio.sleep(0.05)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        for _ in range(100):
+            if stream.commit is not None:
+                break
+            await asyncio.sleep(0.02)
+        assert stream.commit is not None
+        assert await at.head() == stream.commit.commit_id  # committed, and the stream says so
+        await at.close()
+
+    asyncio.run(main())
+
+
+def test_the_clients_transport_serves_async_calls_or_they_are_refused(recorder: Recorder) -> None:
+    import httpx
+
+    served: list[str] = []
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        served.append(request.url.path)
+        return httpx.Response(200, json=openai_completion("from the mock"))
+
+    mocked = OpenAIClient("m", base_url="http://127.0.0.1:9/v1", transport=httpx.MockTransport(answer))
+    sync_only = OpenAIClient("m", base_url=f"{recorder.url}/v1", transport=httpx.HTTPTransport(retries=0))
+    async_only = OpenAIClient("m", base_url=f"{recorder.url}/v1", transport=httpx.AsyncHTTPTransport())
+    recorder.reply(openai_completion("over the sync transport"))
+    recorder.reply(openai_completion("over the async transport"))
+
+    async def main() -> None:
+        at = AsyncTract(fresh())
+        assert (await at.generate(mocked)).content["text"] == "from the mock"  # not the network (port 9)
+        assert served == ["/v1/chat/completions"]
+        with pytest.raises(InvalidInput, match="sync-only"):
+            await at.generate(sync_only)
+        stream = await at.generate(sync_only, stream=True)
+        with pytest.raises(InvalidInput, match="sync-only"):
+            await anext(stream)
+        assert (await at.generate(async_only)).content["text"] == "over the async transport"
+        await at.close()
+
+    t = fresh()
+    assert t.generate(sync_only).content["text"] == "over the sync transport"
+    with pytest.raises(InvalidInput, match="async-only"):
+        t.generate(async_only)
+    with pytest.raises(InvalidInput, match="async-only"), t.generate(async_only, stream=True) as stream:
+        list(stream)
+    asyncio.run(main())
+    assert len(recorder.requests) == 2  # nothing refused reached a server

@@ -16,7 +16,14 @@ import openai
 import pytest
 
 from tractkv import Tract
-from tractkv.errors import InvalidInput, LLMError, LLMHTTPError, MalformedResponse, ModelCallFailed
+from tractkv.errors import (
+    ContentError,
+    InvalidInput,
+    LLMError,
+    LLMHTTPError,
+    MalformedResponse,
+    ModelCallFailed,
+)
 from tractkv.llm import AnthropicClient, OpenAIClient, ScriptedLLM
 from tractkv.llm.streaming import ChatStream, OpenAIStreamReader, SSEDecoder, StreamDelta
 
@@ -404,3 +411,144 @@ def test_a_call_may_set_or_drop_stream_options(recorder: Recorder) -> None:
         recorder.stream(openai_events(openai_completion("hi")))
         list(fresh().generate(client, stream=True, **given))
         assert recorder.bodies[-1].get("stream_options") == sent
+
+
+def test_anthropic_pings_and_unknown_events_anywhere_are_ignored_and_kept(recorder: Recorder) -> None:
+    client, events = stream_of("anthropic", recorder)
+    future = {"type": "future_event", "detail": "kept"}
+    noisy = [sse("ping", {"type": "ping"}), sse("future_event", future), *events]
+    noisy.insert(4, sse("future_event", future))  # and between blocks
+    recorder.stream(events)
+    recorder.stream(noisy)
+    plain = fresh()
+    expected = plain.generate(client, stream=True)
+    list(expected)
+    t = fresh()
+    stream = t.generate(client, stream=True)
+    assert [d.type for d in stream]
+    assert stream.commit is not None
+    assert expected.commit is not None
+    assert stream.commit.commit_id == expected.commit.commit_id  # the same reply, the same commit
+    assert stream.ignored_events == [("future_event", json.dumps(future))] * 2
+    assert expected.ignored_events == []
+
+
+def framed(events: list[bytes]) -> list[bytes]:
+    """The same events in the other shapes the ``text/event-stream`` format allows: CRLF line ends, comments,
+    an event line with no data (not an event), a JSON value spread over two data lines."""
+    out = [b": keep-alive\r\n\r\n", b"event: ping\r\n\r\n"]
+    for i, raw in enumerate(events):
+        text = raw.decode()
+        if i == 1 and text.startswith("data: {"):
+            text = text.replace("data: {", "data: {\ndata: ", 1)
+        out.append(text.replace("\n", "\r\n").encode())
+    return out
+
+
+def test_the_event_stream_format_in_its_other_shapes(recorder: Recorder, provider: str) -> None:
+    client, events = stream_of(provider, recorder)
+    recorder.stream(events)
+    recorder.stream(framed(events))
+    plain = fresh()
+    expected = plain.generate(client, stream=True)
+    list(expected)
+    t = fresh()
+    stream = t.generate(client, stream=True)
+    list(stream)
+    assert stream.commit is not None
+    assert expected.commit is not None
+    assert stream.commit.commit_id == expected.commit.commit_id
+
+
+def test_openai_chunks_run_together_without_blank_lines_are_each_read(recorder: Recorder) -> None:
+    client, events = stream_of("openai", recorder)
+    recorder.stream(events)
+    together = b"".join(e.removesuffix(b"\n\n") + b"\n" for e in events) + b"\n"
+    recorder.stream([together])
+    expected = fresh().generate(client, stream=True)
+    list(expected)
+    stream = fresh().generate(client, stream=True)
+    list(stream)
+    assert stream.commit is not None
+    assert expected.commit is not None
+    assert stream.commit.commit_id == expected.commit.commit_id
+
+
+def test_identical_tool_calls_get_their_own_positions(recorder: Recorder) -> None:
+    call = {"id": "call_same", "type": "function", "function": {"name": "get_weather", "arguments": "{}"}}
+    body = openai_completion(None, [call, dict(call)], model="gpt-test")
+    client = OpenAIClient("gpt-test", base_url=f"{recorder.url}/v1", max_retries=0)
+    recorder.stream(openai_events(body))
+    t = fresh()
+    stream = t.generate(client, stream=True)
+    seen: list[StreamDelta] = []
+    with pytest.raises(ContentError, match="duplicate id"):  # a reply reusing an id is refused at commit...
+        seen.extend(stream)
+    assert [d.index for d in seen if d.type == "tool_call"] == [0, 0, 0, 1, 1, 1]  # ...each call in its place
+    assert stream.response is not None
+    assert len(stream.response.tool_calls) == 2
+    assert len(t.log()) == 2
+
+
+def test_leaving_the_with_block_closes_the_response_a_bare_break_does_not() -> None:
+    """What the README says about ``break``: the ``with`` form closes the response (the model stops), a
+    ``break`` out of a stream held in a variable leaves it open until close() or garbage collection."""
+    import asyncio
+    import gc
+
+    import httpx
+
+    from tractkv.aio import AsyncTract
+
+    events = openai_events(openai_reply())
+    closed: list[bool] = []
+
+    class Body(httpx.SyncByteStream, httpx.AsyncByteStream):
+        def __init__(self) -> None:
+            self.index = len(closed)
+            closed.append(False)
+
+        def __iter__(self) -> Any:
+            yield from events
+
+        async def __aiter__(self) -> Any:
+            for event in events:
+                yield event
+
+        def close(self) -> None:
+            closed[self.index] = True
+
+        async def aclose(self) -> None:
+            closed[self.index] = True
+
+    server = httpx.MockTransport(lambda request: httpx.Response(200, stream=Body()))
+    llm = OpenAIClient("gpt-test", base_url="http://127.0.0.1/v1", transport=server)
+    t = fresh()
+    with t.generate(llm, stream=True) as stream:
+        for _ in stream:
+            break
+    assert closed == [True]
+    held = t.generate(llm, stream=True)
+    for _ in held:
+        break
+    assert closed == [True, False]  # still open: the model would keep generating
+    held.close()
+    assert closed == [True, True]
+    held = t.generate(llm, stream=True)
+    next(held)
+    del held
+    gc.collect()
+    assert closed == [True, True, True]  # collected: closed
+    assert len(t.log()) == 2
+
+    async def main() -> None:
+        at = AsyncTract(t)
+        async with await at.generate(llm, stream=True) as astream:
+            async for _ in astream:
+                break
+        assert closed[-1] is True
+        assert astream.commit is None
+        await at.close()
+
+    asyncio.run(main())
+    assert len(closed) == 4

@@ -172,7 +172,9 @@ class JSONSession:
     retrying as :class:`RetryPolicy` says.
 
     Thread-safe (one pooled ``httpx.Client``); the ``a*`` methods use an ``httpx.AsyncClient`` made on first
-    use (one event loop per session). :meth:`close` / :meth:`aclose` release their connections.
+    use (one event loop per session). :meth:`close` / :meth:`aclose` release their connections. A
+    ``transport`` given serves both clients as far as it can (a sync one the sync calls, an async one the
+    ``a*`` calls); a call it cannot serve raises InvalidInput, never reaching the network instead.
     """
 
     def __init__(
@@ -182,7 +184,7 @@ class JSONSession:
         *,
         timeout: float,
         policy: RetryPolicy,
-        transport: httpx.BaseTransport | None = None,
+        transport: httpx.BaseTransport | httpx.AsyncBaseTransport | None = None,
     ) -> None:
         if timeout <= 0:
             raise InvalidInput("timeout must be > 0 seconds")
@@ -196,10 +198,23 @@ class JSONSession:
             base_url=self.base_url,
             headers=self._headers,
             timeout=timeout,
-            transport=transport,
+            transport=transport if isinstance(transport, httpx.BaseTransport) else None,
             verify=self._tls,
         )
+        self._transport = transport
         self._async: httpx.AsyncClient | None = None
+
+    def _served(self, asynchronous: bool) -> None:
+        """Refuse a call the given transport cannot serve (rather than send it to the network)."""
+        transport = self._transport
+        wanted = httpx.AsyncBaseTransport if asynchronous else httpx.BaseTransport
+        if transport is not None and not isinstance(transport, wanted):
+            kind, other = ("async", "sync") if asynchronous else ("sync", "async")
+            raise InvalidInput(
+                f"the client's transport ({type(transport).__name__}) is {other}-only and cannot serve an "
+                f"{kind} call: give a transport that is a {wanted.__module__}.{wanted.__name__} "
+                "(httpx.MockTransport serves both)"
+            )
 
     def close(self) -> None:
         self._client.close()
@@ -212,6 +227,7 @@ class JSONSession:
     async def _async_client(self) -> httpx.AsyncClient:
         """The async client, made on first use in a thread: making it and the first request's imports (httpcore's
         anyio backend) take ~0.1 s, which must not be spent on the event loop."""
+        self._served(asynchronous=True)
         if self._async is None:
             client = await asyncio.to_thread(self._new_async_client)
             if self._async is None:
@@ -223,8 +239,13 @@ class JSONSession:
     def _new_async_client(self) -> httpx.AsyncClient:
         with contextlib.suppress(ImportError):  # a later anyio may lay out its backends differently
             importlib.import_module("anyio._backends._asyncio")  # what httpcore imports on the first request
+        transport = self._transport if isinstance(self._transport, httpx.AsyncBaseTransport) else None
         return httpx.AsyncClient(
-            base_url=self.base_url, headers=self._headers, timeout=self._timeout, verify=self._tls
+            base_url=self.base_url,
+            headers=self._headers,
+            timeout=self._timeout,
+            verify=self._tls,
+            transport=transport,
         )
 
     def post(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
@@ -235,6 +256,7 @@ class JSONSession:
             MalformedResponse: a success status whose body is not a JSON object.
             LLMError: the server could not be reached (after the retries).
         """
+        self._served(asynchronous=False)
         attempts = _Attempts(self.base_url + path, self.policy)
         for attempt in range(attempts.count):
             try:
@@ -269,6 +291,7 @@ class JSONSession:
         Opening the stream is retried as :meth:`post` is; once its body arrives, a failure is an
         :class:`LLMError` (nothing is retried). Closing the generator closes the connection.
         """
+        self._served(asynchronous=False)
         attempts = _Attempts(self.base_url + path, self.policy)
         for attempt in range(attempts.count):
             request = self._client.build_request("POST", path, json=body)

@@ -57,7 +57,7 @@ class AnthropicClient(HTTPChatClient):
         max_delay: float = 30.0,
         jitter: bool = True,
         headers: dict[str, str] | None = None,
-        transport: httpx.BaseTransport | None = None,
+        transport: httpx.BaseTransport | httpx.AsyncBaseTransport | None = None,
     ) -> None:
         if not isinstance(model, str) or not model:
             raise InvalidInput("model must be a non-empty string")

@@ -21,6 +21,7 @@ from tractkv.engine.records import CommitInfo
 from tractkv.engine.session import Session, Tip
 from tractkv.engine.toolsets import tool_schemas
 from tractkv.errors import (
+    ConcurrentUpdate,
     InvalidInput,
     MalformedResponse,
     ModelCallFailed,
@@ -64,16 +65,20 @@ def commit_reply(
 ) -> CommitInfo:
     """Commit ``response`` to ``request`` (streamed or not, the same commit; see the module doc)."""
     config = reply_config(response, {k: v for k, v in params.items() if v is not None})
-    return session.commit_content(
-        content_blob(response.assistant_payload()),
-        operation="append",
-        metadata=reply_metadata(response, None),
-        generation_config=config,
-        tools=request.offered if request.given else None,
-        toolset=None if request.given else session.head_state().tools,
-        action="generate",
-        tip=request.tip,
-    )
+    try:
+        return session.commit_content(
+            content_blob(response.assistant_payload()),
+            operation="append",
+            metadata=reply_metadata(response, None),
+            generation_config=config,
+            tools=request.offered if request.given else None,
+            toolset=None if request.given else session.head_state().tools,
+            action="generate",
+            tip=request.tip,
+        )
+    except ConcurrentUpdate as exc:  # the branch moved while the model answered: keep the paid-for reply
+        exc.response = response
+        raise
 
 
 def generate(
@@ -105,6 +110,12 @@ class _Generation(Generic[S, C]):
         """The whole reply, once the stream has ended."""
         return self._stream.response
 
+    @property
+    def ignored_events(self) -> list[tuple[str, str]]:
+        """Events of kinds the reader does not know, ignored as the provider asks (``(event, data)``; not
+        committed). Pings are not kept: they carry nothing."""
+        return self._stream.ignored_events
+
     @staticmethod
     def _failed(exc: Exception) -> TractError:
         """Anything but a tractkv error from a model's stream (a user's client), wrapped: one root to catch."""
@@ -116,10 +127,12 @@ class GenerationStream(_Generation[ChatStream, CommitInfo]):
     :class:`~tractkv.llm.streaming.StreamDelta` values as they arrive; when the stream ends complete, the
     whole reply is committed once, exactly as :func:`generate` commits it, and is :attr:`commit`.
 
-    An interrupted stream commits nothing: the consumer stops iterating (``break``, an exception, :meth:`close`
-    or leaving the ``with`` block drops the connection), the connection breaks off, or the provider reports
-    an error (:class:`~tractkv.errors.LLMError`). The request is retried as a non-streamed one is, until the
-    reply starts to arrive.
+    An interrupted stream commits nothing: the consumer stops iterating, the connection breaks off, or the
+    provider reports an error (:class:`~tractkv.errors.LLMError`). Use it as a context manager: leaving the
+    ``with`` block (``break``, ``return``, an exception) closes the response, so the model stops generating.
+    A ``break`` out of a stream held in a variable closes nothing by itself (Python does not tell an iterator
+    that the loop was left): the response stays open until :meth:`close` or until the stream is
+    garbage-collected. The request is retried as a non-streamed one is, until the reply starts to arrive.
     """
 
     def __iter__(self) -> GenerationStream:
@@ -151,8 +164,9 @@ class GenerationStream(_Generation[ChatStream, CommitInfo]):
 class AsyncGenerationStream(_Generation[AsyncChatStream, Awaitable[CommitInfo]]):
     """:class:`GenerationStream` for ``async for`` (``await AsyncTract.generate(stream=True)``): the deltas
     as they arrive, then one commit (made by ``commit``, an awaitable: the async handle's worker thread),
-    on :attr:`commit`. Interrupted (``break``, an exception, :meth:`aclose`, cancellation, a broken
-    connection), it commits nothing."""
+    on :attr:`commit`. Interrupted (the consumer stops, an exception, :meth:`aclose`, cancellation, a broken
+    connection), it commits nothing. Use ``async with``: leaving the block closes the response; a ``break``
+    out of a stream held in a variable leaves it open until :meth:`aclose` or garbage collection."""
 
     def __aiter__(self) -> AsyncGenerationStream:
         return self
@@ -162,12 +176,26 @@ class AsyncGenerationStream(_Generation[AsyncChatStream, Awaitable[CommitInfo]])
             return await anext(self._stream)
         except StopAsyncIteration:
             if self.commit is None and self._stream.response is not None:
-                self.commit = await self._commit(self._stream.response)
+                await self._committed(self._stream.response)
             raise
         except TractError:
             raise
         except Exception as exc:
             raise self._failed(exc) from exc
+
+    async def _committed(self, response: LLMResponse) -> None:
+        """Commit the reply. Cancelled meanwhile, the commit (one transaction, on the worker) still lands:
+        :attr:`commit` is set when it does, so it never stays None for a reply that was committed."""
+        import asyncio  # only the async handle makes this stream
+
+        task = asyncio.ensure_future(self._commit(response))
+
+        def landed(done: asyncio.Future[CommitInfo]) -> None:
+            if not done.cancelled() and done.exception() is None:
+                self.commit = done.result()
+
+        task.add_done_callback(landed)
+        await asyncio.shield(task)
 
     async def aclose(self) -> None:
         """Stop here: drop the connection and commit nothing (unless the reply was committed already)."""

@@ -36,7 +36,10 @@ class OpenAIClient(HTTPChatClient):
         max_delay: upper bound in seconds of any one wait, ``Retry-After`` included.
         jitter: wait a random time up to the backoff ("full jitter", the default) rather than all of it.
         headers: extra headers sent with every request.
-        transport: an ``httpx`` transport (tests pass ``httpx.MockTransport``).
+        transport: an ``httpx`` transport, used by every call (tests pass ``httpx.MockTransport``, which
+            serves both). The sync calls need an ``httpx.BaseTransport``, the async ones (``achat``,
+            ``AsyncTract``) an ``httpx.AsyncBaseTransport``: a call the transport cannot serve raises
+            InvalidInput (it never falls back to the network).
 
     Raises (from :meth:`chat`): LLMHTTPError (error status, ``.status``), MalformedResponse (a body that is
     not a chat completion), LLMError (unreachable), InvalidInput (an item that is not a Message, or a
@@ -60,7 +63,7 @@ class OpenAIClient(HTTPChatClient):
         max_delay: float = 30.0,
         jitter: bool = True,
         headers: dict[str, str] | None = None,
-        transport: httpx.BaseTransport | None = None,
+        transport: httpx.BaseTransport | httpx.AsyncBaseTransport | None = None,
     ) -> None:
         if not isinstance(model, str) or not model:
             raise InvalidInput("model must be a non-empty string")

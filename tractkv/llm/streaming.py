@@ -7,6 +7,13 @@ OpenAI ``chat.completion``, an Anthropic ``message``), and that body is read by
 streamed reply commits exactly what the non-streamed one does, and nothing the stream carries is dropped
 (fields a reader does not know are folded in as they come: strings joined, lists extended, objects merged).
 
+Pings, comments and events of kinds not known here are ignored wherever they come (Anthropic: "pings may
+come at any time, and unknown event types should be handled gracefully"); an unknown event's name and data
+are kept on the stream's ``ignored_events`` (not committed: no reader knows what they mean). The
+``text/event-stream`` framing is read as the spec says (``\r\n`` or ``\n`` line ends, multi-line data
+joined, an event with no data line not dispatched), and chunks a server runs together without their blank
+lines are still read one by one.
+
 A stream that ends before the provider said it is complete (no ``[DONE]`` nor a finish reason; no
 ``message_stop`` nor a stop reason), an ``error`` event, or a connection that breaks off raises
 :class:`~tractkv.errors.LLMError`: there is no reply, and nothing is committed from it.
@@ -56,8 +63,10 @@ class StreamReader(Protocol):
 
 
 class SSEDecoder:
-    """Server-sent events from lines (the ``text/event-stream`` format): :meth:`feed` one line at a time;
-    a blank line ends an event, returned as ``(event name, data)``."""
+    """Server-sent events from lines (the ``text/event-stream`` format): :meth:`feed` one line at a time
+    (its ``\n``, ``\r\n`` or ``\r`` ending stripped); a blank line ends an event, returned as ``(event name,
+    data)``, the data lines joined with ``\n``. As the spec says: ``:`` lines are comments, an event with no
+    ``data:`` line is not dispatched, fields other than ``event`` and ``data`` are ignored."""
 
     def __init__(self) -> None:
         self._event = ""
@@ -66,7 +75,8 @@ class SSEDecoder:
     def feed(self, line: str) -> tuple[str, str] | None:
         line = line.rstrip("\r\n")
         if not line:
-            if not self._data and not self._event:
+            if not self._data:  # no data line (an ``event:`` alone too): not dispatched, per the spec
+                self._event = ""
                 return None
             event, data = self._event, "\n".join(self._data)
             self._event, self._data = "", []
@@ -128,7 +138,9 @@ class OpenAIStreamReader:
         self._body: dict[str, Any] = {}
         self._choices: dict[int, dict[str, Any]] = {}
         self._calls: dict[tuple[int, int], dict[str, Any]] = {}
+        self._positions: dict[tuple[int, int], int] = {}  # a call's place in its message's tool_calls
         self._done = False
+        self.ignored: list[tuple[str, str]] = []
 
     def add(self, event: str, data: str) -> list[StreamDelta]:
         if data.strip() == "[DONE]":
@@ -183,7 +195,9 @@ class OpenAIStreamReader:
             first = call is None
             if call is None:
                 call = self._calls[key] = {"function": {"arguments": ""}}
-                message.setdefault("tool_calls", []).append(call)
+                calls_so_far = message.setdefault("tool_calls", [])
+                self._positions[key] = len(calls_so_far)
+                calls_so_far.append(call)
             for field, value in piece.items():
                 if field in ("id", "type") and value and not call.get(field):
                     call[field] = value
@@ -200,7 +214,7 @@ class OpenAIStreamReader:
                     StreamDelta(
                         type="tool_call",
                         text=fragment if isinstance(fragment, str) else "",
-                        index=message["tool_calls"].index(call),
+                        index=self._positions[key],
                         id=call.get("id") if first else None,
                         name=call["function"].get("name") if first else None,
                     )
@@ -224,6 +238,14 @@ class OpenAIStreamReader:
 
 
 TOOL_INPUT_BLOCKS = ("tool_use", "server_tool_use", "mcp_tool_use")  # blocks whose input streams as JSON
+ANTHROPIC_EVENTS = (
+    "message_start",
+    "content_block_start",
+    "content_block_delta",
+    "content_block_stop",
+    "message_delta",
+    "message_stop",
+)  # the events read; ``ping`` and kinds not known here are ignored wherever they come (Anthropic's rule)
 
 
 class AnthropicStreamReader:
@@ -237,12 +259,17 @@ class AnthropicStreamReader:
         self._json: dict[int, str] = {}
         self._calls: dict[int, int] = {}  # block index -> its position among the tool calls
         self._stopped = False
+        self.ignored: list[tuple[str, str]] = []  # events of kinds not known here, as they came
 
     def add(self, event: str, data: str) -> list[StreamDelta]:
         body = _decoded(data)
         kind = body.get("type", event)
         if kind == "error":
             raise _stream_error(body)
+        if kind not in ANTHROPIC_EVENTS:  # at any time, before message_start too, as Anthropic says
+            if kind != "ping":  # a ping carries nothing; another kind is kept, not read
+                self.ignored.append((event, data))
+            return []
         if kind == "message_start":
             if not isinstance(body.get("message"), Mapping):
                 raise MalformedResponse("message_start without a message")
@@ -263,7 +290,7 @@ class AnthropicStreamReader:
                 usage.update({k: v for k, v in body["usage"].items() if v is not None})
         elif kind == "message_stop":
             self._stopped = True
-        return []  # ping and events of kinds not known here carry no content
+        return []
 
     def _started(self, kind: str) -> dict[str, Any]:
         if self._message is None:
@@ -346,6 +373,29 @@ def _block_index(body: Mapping[str, Any]) -> int:
     return index
 
 
+def _pieces(data: str) -> list[str]:
+    """An event's data, or the events a server ran together: several data lines are one event (joined with
+    ``\n``, as one JSON value spread over lines is); only when the whole is not JSON but each line is a JSON
+    value (or ``[DONE]``), they are read as one event each (chunks sent without their blank lines)."""
+    if "\n" not in data:
+        return [data]
+    try:
+        json.loads(data)
+    except ValueError:
+        lines = [line for line in data.split("\n") if line.strip()]
+        if all(line.strip() == "[DONE]" or _is_json(line) for line in lines):
+            return lines
+    return [data]
+
+
+def _is_json(text: str) -> bool:
+    try:
+        json.loads(text)
+    except ValueError:
+        return False
+    return True
+
+
 class _Folding:
     """What the sync and async streams share: decoded events waiting to be handed out, then the reply."""
 
@@ -355,11 +405,19 @@ class _Folding:
         self._pending: deque[StreamDelta] = deque()
         self.response: LLMResponse | None = None
 
+    @property
+    def ignored_events(self) -> list[tuple[str, str]]:
+        """``(event name, data)`` of the events the reader does not know (Anthropic's future event kinds):
+        ignored, as the provider says, and kept here; they are not part of the reply nor committed."""
+        return list(getattr(self._reader, "ignored", ()))
+
     def _feed(self, line: str | None) -> None:
         """One line of the stream (None: it ended)."""
         event = self._decoder.feed(line) if line is not None else self._decoder.end()
         if event is not None:
-            self._pending.extend(self._reader.add(*event))
+            name, data = event
+            for piece in _pieces(data):
+                self._pending.extend(self._reader.add(name, piece))
         if line is None:
             self.response = self._reader.finish()
 
