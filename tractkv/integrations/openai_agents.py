@@ -71,7 +71,7 @@ def json_problem(value: Any, *, read: bool = False) -> str | None:
     """Why ``value`` is not a JSON value an item may hold (None when it is): maps with string keys, lists,
     strings, booleans, null, finite numbers, integers within -2**63 .. 2**64-1, nesting at most
     :data:`MAX_DEPTH`. Written items may hold tuples (stored as lists); items read back may not."""
-    sequences: tuple[type, ...] = (list,) if read else (list, tuple)
+    sequences: tuple[type[list[Any]] | type[tuple[Any, ...]], ...] = (list,) if read else (list, tuple)
     todo: list[tuple[Any, int]] = [(value, 0)]
     while todo:  # ends: each value is visited once, and nesting is bounded
         current, depth = todo.pop()
