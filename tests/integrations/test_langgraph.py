@@ -494,3 +494,33 @@ def test_a_thread_that_moved_on_two_machines_keeps_both_sides_after_a_merge(tmp_
         assert after == before | theirs  # the other machine's checkpoints are read too (first parents: not)
         state = chat_graph(saver).get_state(config("t"))
         assert state.values["messages"][-2].content in ("on a", "on b")  # the newest checkpoint of either
+
+
+def test_delete_thread_uses_the_branch_delete_and_refuses_a_checked_out_thread(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from tractkv.cli import cli
+    from tractkv.engine.budget import stored_budget
+    from tractkv.engine.refs import HEADS
+
+    store = str(tmp_path / "s")
+    with TractkvSaver.from_path(store) as saver:
+        chat_graph(saver).invoke({"messages": [HumanMessage(content="x")]}, config("t"))
+    with Tract.open(store) as t:
+        t.commit({"type": "dialogue", "role": "user", "text": "on main"})
+    with Tract.open(store, branch=thread_branch("t")) as t:
+        t.set_budget(1000)  # a branch setting the branch delete drops with the branch
+    # `tractkv switch` leaves the store's HEAD on the thread: deleting it is refused, nothing changes
+    assert CliRunner().invoke(cli, ["--store", store, "switch", thread_branch("t")]).exit_code == 0
+    with TractkvSaver.from_path(store) as saver:
+        with pytest.raises(InvalidInput, match="checked out"):
+            saver.delete_thread("t")
+        assert saver.get_tuple(config("t")) is not None
+    assert CliRunner().invoke(cli, ["--store", store, "switch", "main"]).exit_code == 0
+    with TractkvSaver.from_path(store) as saver:
+        saver.delete_thread("t")
+        assert saver.get_tuple(config("t")) is None
+        assert stored_budget(saver.tract.store, HEADS + thread_branch("t")) is None
+    result = CliRunner().invoke(cli, ["--store", store, "branch"])
+    assert result.exit_code == 0
+    assert "langgraph/t" not in result.output

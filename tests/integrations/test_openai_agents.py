@@ -248,3 +248,24 @@ def test_items_read_back_must_be_json_values(tmp_path: Path) -> None:
         t.commit({"type": "reasoning", "text": "x"}, metadata={"agents": {"v": 1, "item": {"content": b"x"}}})
         with pytest.raises(DecodeError, match="bytes"):
             asyncio.run(session.get_items())
+
+
+def test_clear_session_uses_the_branch_delete_and_refuses_a_checked_out_session(tmp_path: Path) -> None:
+    from tractkv.engine.budget import stored_budget
+    from tractkv.engine.refs import HEADS
+
+    store = str(tmp_path / "s")
+    with Tract.open(store) as t:
+        t.commit({"type": "dialogue", "role": "user", "text": "on main"})
+        session = TractkvSession("s", t)
+        asyncio.run(session.add_items([{"role": "user", "content": "hi"}]))
+        t.switch(session_branch("s"))  # the user's Tract stands on the session's branch
+        t.set_budget(500)
+        with pytest.raises(InvalidInput, match="checked out"):
+            asyncio.run(session.clear_session())
+        assert len(asyncio.run(session.get_items())) == 1  # nothing deleted
+        t.switch("main")
+        asyncio.run(session.clear_session())
+        assert asyncio.run(session.get_items()) == []
+        assert stored_budget(t.store, HEADS + session_branch("s")) is None  # dropped with the branch
+        assert session_branch("s") not in [b.name for b in t.list_branches()]

@@ -12,9 +12,14 @@ sessions syncs (push, pull, clone) like any other.
 
 from __future__ import annotations
 
-from tractkv.errors import MissingExtra
+from typing import TYPE_CHECKING
 
-__all__ = ["branch_component", "missing_extra", "parse_component"]
+from tractkv.errors import InvalidInput, MissingExtra
+
+if TYPE_CHECKING:
+    from tractkv.tract import Tract
+
+__all__ = ["branch_component", "check_not_checked_out", "missing_extra", "parse_component"]
 
 _KEEP = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-")
 
@@ -57,3 +62,17 @@ def parse_component(component: str) -> str | None:
 def missing_extra(feature: str, extra: str, exc: ImportError) -> MissingExtra:
     """The error an integration raises when its framework (``exc.name``) is not installed."""
     return MissingExtra("", extra, exc.name, feature=feature)
+
+
+def check_not_checked_out(tract: Tract, names: list[str], what: str) -> None:
+    """Refuse (:class:`~tractkv.errors.InvalidInput`) to delete ``what``'s branches ``names`` when one is
+    checked out: the branch of ``tract``, or the one the store's HEAD names (the next ``tractkv`` command or
+    ``Tract.open`` would stand on a deleted branch)."""
+    from tractkv.engine.refs import HEADS, read_head
+
+    stored, _tip = read_head(tract.store)
+    for name in names:
+        if name == tract.current_branch or HEADS + name == stored:
+            raise InvalidInput(
+                f"{what}: its branch {name!r} is checked out; switch to another branch first, then delete it"
+            )

@@ -50,6 +50,7 @@ from __future__ import annotations
 
 import asyncio
 import builtins
+import contextlib
 import copy
 import random
 import threading
@@ -59,9 +60,9 @@ from typing import Any
 
 import attrs
 
-from tractkv.errors import DecodeError, InvalidInput, ObjectNotFound
+from tractkv.errors import BranchNotFound, DecodeError, InvalidInput, ObjectNotFound
 from tractkv.ids import ObjectId, is_object_id
-from tractkv.integrations import branch_component, missing_extra, parse_component
+from tractkv.integrations import branch_component, check_not_checked_out, missing_extra, parse_component
 
 try:
     from langchain_core.messages import BaseMessage
@@ -83,7 +84,6 @@ except ImportError as exc:  # the extra is missing (tests/integrations/test_extr
     raise missing_extra("tractkv.integrations.langgraph", "langgraph", exc) from exc
 
 from tractkv.engine.content import content_objects
-from tractkv.engine.reflog import log_ref_move
 from tractkv.engine.refs import HEADS
 from tractkv.engine.session import Session
 from tractkv.model import Blob, Commit
@@ -701,24 +701,22 @@ class TractkvSaver(BaseCheckpointSaver[str]):
             self._commit(branch, record, f"writes for {checkpoint_id} (task {task_id})", stage)
 
     def delete_thread(self, thread_id: str) -> None:
-        """Delete the thread's branches (root and subgraph namespaces). Their reflog keeps the commits until
-        ``gc``; a remote keeps its copy until it is pushed to or gc'd there."""
+        """Delete the thread's branches (root and subgraph namespaces) through tractkv's own branch delete
+        (:meth:`Tract.delete_branch`, forced: a thread's commits are on no other branch). Their reflog keeps
+        the commits until ``gc``; a remote keeps its copy until it is pushed to or gc'd there. A branch that
+        is checked out (the saver's Tract's branch, or the store's HEAD, which the next ``tractkv`` command
+        opens) is refused with :class:`~tractkv.errors.InvalidInput` and nothing is deleted: switch first."""
         with self._lock:
-            store = self.tract.store
-            batch = store.new_batch()
-            for thread, ns in self._branches_of(str(thread_id)):
-                ref = HEADS + thread_branch(thread, ns)
+            names = [thread_branch(thread, ns) for thread, ns in self._branches_of(str(thread_id))]
+            check_not_checked_out(self.tract, names, f"LangGraph thread {thread_id!r}")
+            for name in names:
+                ref = HEADS + name
                 session = self._sessions.pop(ref, None)
                 if session is not None:
                     session.close()
                 self._branches.pop(ref, None)
-                tip = store.get_ref(ref)
-                if tip is None:
-                    continue
-                batch.set_ref(ref, None, expected=tip)
-                log_ref_move(batch, ref, ObjectId(tip), None, "delete", f"LangGraph delete_thread {thread}")
-            if len(batch):
-                store.apply(batch)
+                with contextlib.suppress(BranchNotFound):  # deleted meanwhile by another handle
+                    self.tract.delete_branch(name, force=True)
 
     def get_next_version(self, current: str | None, channel: None) -> str:
         """Versions unique across forks (a counter plus a random fraction), as LangGraph's own savers make."""

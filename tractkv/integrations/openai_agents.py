@@ -10,7 +10,9 @@ else a ``reasoning`` note naming the item's type (hidden from ``compile``). ``po
 ``annotate`` commit setting the last item's priority to ``skip``: history stays append-only (a popped
 session still pushes and pulls as a fast-forward), and tractkv's own rule applies, so a ``skip`` made any
 other way (``tractkv annotate``) hides an item too and a later ``normal`` shows it again. ``clear_session``
-deletes the branch (its reflog keeps the commits until ``gc``; a remote keeps its copy).
+deletes the branch through tractkv's own branch delete (:meth:`Tract.delete_branch`, forced; its reflog keeps
+the commits until ``gc``; a remote keeps its copy); a session branch that is checked out (the session's
+Tract's branch, or the store's HEAD) is refused with :class:`~tractkv.errors.InvalidInput`: switch first.
 
 **Items.** An item must be a JSON value (:func:`json_problem`: maps with string keys, lists, strings,
 booleans, null, finite numbers, integers within -2**63 .. 2**64-1, nesting at most :data:`MAX_DEPTH`), and
@@ -31,15 +33,16 @@ nothing of the call is written and it is re-made on the new tip, at most :data:`
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import math
 import random
 import threading
 import time
 from typing import TYPE_CHECKING, Any
 
-from tractkv.errors import ConcurrentUpdate, ContentError, DecodeError, InvalidInput
+from tractkv.errors import BranchNotFound, ConcurrentUpdate, ContentError, DecodeError, InvalidInput
 from tractkv.ids import ObjectId
-from tractkv.integrations import branch_component, missing_extra
+from tractkv.integrations import branch_component, check_not_checked_out, missing_extra
 
 try:
     import agents  # noqa: F401  (the extra: the protocol this module implements)
@@ -48,7 +51,6 @@ except ImportError as exc:  # the extra is missing (tests/integrations/test_open
     raise missing_extra("tractkv.integrations.openai_agents", "agents", exc) from exc
 
 from tractkv.engine.content import content_objects
-from tractkv.engine.reflog import log_ref_move
 from tractkv.engine.refs import HEADS
 from tractkv.engine.session import Session
 from tractkv.model import Blob, Commit
@@ -275,16 +277,13 @@ class TractkvSession:
 
     def _clear(self) -> None:
         with self._lock:
-            store = self.tract.store
-            tip = store.get_ref(self.ref)
+            name = session_branch(self.session_id)
+            check_not_checked_out(self.tract, [name], f"Agents SDK session {self.session_id!r}")
             if self._writer is not None:
                 self._writer.close()
                 self._writer = None
-            if tip is not None:
-                batch = store.new_batch()
-                batch.set_ref(self.ref, None, expected=tip)
-                log_ref_move(batch, self.ref, ObjectId(tip), None, "delete", "Agents SDK clear_session")
-                store.apply(batch)
+            with contextlib.suppress(BranchNotFound):  # never written, or deleted by another handle
+                self.tract.delete_branch(name, force=True)
             self._tip, self._items, self._hidden = None, {}, set()
 
     # --- the SDK's protocol -------------------------------------------------------------------------------
