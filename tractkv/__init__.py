@@ -86,6 +86,7 @@ from tractkv.errors import (
     TransferError,
     UnansweredToolCalls,
     UnknownRevision,
+    Unsupported,
     UnsupportedFormat,
     UnsupportedURL,
 )
@@ -165,6 +166,7 @@ __all__ = [
     "TransferError",
     "UnansweredToolCalls",
     "UnknownRevision",
+    "Unsupported",
     "UnsupportedFormat",
     "UnsupportedURL",
     "__version__",

@@ -524,3 +524,25 @@ def test_delete_thread_uses_the_branch_delete_and_refuses_a_checked_out_thread(t
     result = CliRunner().invoke(cli, ["--store", store, "branch"])
     assert result.exit_code == 0
     assert "langgraph/t" not in result.output
+
+
+def test_copy_thread_prune_and_delete_for_runs(tmp_path: Path) -> None:
+    from tractkv.errors import Unsupported
+
+    store = str(tmp_path / "s")
+    with TractkvSaver.from_path(store) as saver:
+        app = chat_graph(saver)
+        app.invoke({"messages": [HumanMessage(content="one")]}, config("src"))
+        saver.copy_thread("src", "dst")
+        out = app.invoke({"messages": [HumanMessage(content="two")]}, config("dst"))  # the copy goes on
+        assert texts(out["messages"]) == ["human: one", "ai: sure #1", "human: two", "ai: sure #3"]
+        assert len(app.get_state(config("src")).values["messages"]) == 2  # the source did not move
+        with pytest.raises(InvalidInput, match="target exists"):
+            saver.copy_thread("src", "dst")
+        with pytest.raises(Unsupported, match="keep_latest"):
+            saver.prune(["src"])
+        with pytest.raises(Unsupported, match="delete_for_runs"):
+            asyncio.run(saver.adelete_for_runs(["run"]))
+        saver.prune(["src"], strategy="delete")
+        assert saver.get_tuple(config("src")) is None
+        assert saver.get_tuple(config("dst")) is not None

@@ -60,7 +60,7 @@ from typing import Any
 
 import attrs
 
-from tractkv.errors import BranchNotFound, DecodeError, InvalidInput, ObjectNotFound
+from tractkv.errors import BranchNotFound, DecodeError, InvalidInput, ObjectNotFound, Unsupported
 from tractkv.ids import ObjectId, is_object_id
 from tractkv.integrations import branch_component, check_not_checked_out, missing_extra, parse_component
 
@@ -718,6 +718,42 @@ class TractkvSaver(BaseCheckpointSaver[str]):
                 with contextlib.suppress(BranchNotFound):  # deleted meanwhile by another handle
                     self.tract.delete_branch(name, force=True)
 
+    def copy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
+        """Copy a thread: each of its branches (root and subgraph namespaces) gets a twin for the target
+        thread at the same tip (:meth:`Tract.branch`; no object is copied: the history is shared). A target
+        thread that has checkpoints already is refused (:class:`~tractkv.errors.InvalidInput`)."""
+        source, target = str(source_thread_id), str(target_thread_id)
+        with self._lock:
+            if self._branches_of(target):
+                raise InvalidInput(
+                    f"cannot copy LangGraph thread {source!r} to {target!r}: the target exists"
+                )
+            store = self.tract.store
+            for thread, ns in self._branches_of(source):
+                tip = store.get_ref(HEADS + thread_branch(thread, ns))
+                if tip is not None:
+                    self.tract.branch(thread_branch(target, ns), tip, switch=False)
+
+    def prune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
+        """``strategy="delete"``: :meth:`delete_thread` for each thread. ``"keep_latest"`` is
+        :class:`~tractkv.errors.Unsupported`: a thread is an append-only history that syncs (dropping its
+        older checkpoints would rewrite it on every machine); delete the thread or ``gc`` instead."""
+        if strategy != "delete":
+            raise Unsupported(
+                f"TractkvSaver.prune(strategy={strategy!r})",
+                "a thread's branch is an append-only history that syncs; only strategy='delete' is provided",
+            )
+        for thread_id in thread_ids:
+            self.delete_thread(thread_id)
+
+    def delete_for_runs(self, run_ids: Sequence[str]) -> None:
+        """:class:`~tractkv.errors.Unsupported`: a run's checkpoints are commits inside a thread's
+        append-only history (removing them would rewrite it); delete the thread instead."""
+        raise Unsupported(
+            "TractkvSaver.delete_for_runs",
+            "a run's checkpoints are commits in a thread's append-only history; delete the thread instead",
+        )
+
     def get_next_version(self, current: str | None, channel: None) -> str:
         """Versions unique across forks (a counter plus a random fraction), as LangGraph's own savers make."""
         if current is None:
@@ -769,3 +805,12 @@ class TractkvSaver(BaseCheckpointSaver[str]):
 
     async def adelete_thread(self, thread_id: str) -> None:
         await asyncio.to_thread(self.delete_thread, thread_id)
+
+    async def acopy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
+        await asyncio.to_thread(self.copy_thread, source_thread_id, target_thread_id)
+
+    async def aprune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
+        await asyncio.to_thread(lambda: self.prune(thread_ids, strategy=strategy))
+
+    async def adelete_for_runs(self, run_ids: Sequence[str]) -> None:
+        await asyncio.to_thread(self.delete_for_runs, run_ids)
