@@ -546,3 +546,14 @@ def test_copy_thread_prune_and_delete_for_runs(tmp_path: Path) -> None:
         saver.prune(["src"], strategy="delete")
         assert saver.get_tuple(config("src")) is None
         assert saver.get_tuple(config("dst")) is not None
+
+
+def test_a_thread_id_too_long_for_a_branch_name_is_refused_before_the_graph_runs(tmp_path: Path) -> None:
+    with TractkvSaver.from_path(str(tmp_path / "s")) as saver:
+        app = chat_graph(saver)
+        with pytest.raises(InvalidInput, match="too long for a branch name"):
+            app.invoke({"messages": [HumanMessage(content="hi")]}, config("é" * 100))
+        assert [b.name for b in saver.tract.list_branches()] in ([], ["main"])  # nothing written
+        long_ascii = "x" * 200  # the longest id kept as is, with room for subgraph namespaces
+        out = subgraph_graph(saver).invoke({"messages": [HumanMessage(content="nested")]}, config(long_ascii))
+        assert "__interrupt__" in out

@@ -269,3 +269,9 @@ def test_clear_session_uses_the_branch_delete_and_refuses_a_checked_out_session(
         assert asyncio.run(session.get_items()) == []
         assert stored_budget(t.store, HEADS + session_branch("s")) is None  # dropped with the branch
         assert session_branch("s") not in [b.name for b in t.list_branches()]
+
+
+def test_a_session_id_too_long_for_a_branch_name_is_refused_at_construction(tmp_path: Path) -> None:
+    with pytest.raises(InvalidInput, match="too long for a branch name"):
+        TractkvSession("é" * 100, str(tmp_path / "s"))
+    assert not (tmp_path / "s").exists()  # refused before the store was opened

@@ -62,7 +62,13 @@ import attrs
 
 from tractkv.errors import BranchNotFound, DecodeError, InvalidInput, ObjectNotFound, Unsupported
 from tractkv.ids import ObjectId, is_object_id
-from tractkv.integrations import branch_component, check_not_checked_out, missing_extra, parse_component
+from tractkv.integrations import (
+    branch_component,
+    check_id,
+    check_not_checked_out,
+    missing_extra,
+    parse_component,
+)
 
 try:
     from langchain_core.messages import BaseMessage
@@ -103,11 +109,13 @@ _CONTENT = {"type": "reasoning", "text": "LangGraph checkpoint"}
 
 
 def thread_branch(thread_id: str, checkpoint_ns: str = "") -> str:
-    """The branch holding ``thread_id``'s checkpoints in namespace ``checkpoint_ns`` (``""``: the root graph)."""
-    thread = branch_component(str(thread_id))
+    """The branch holding ``thread_id``'s checkpoints in namespace ``checkpoint_ns`` (``""``: the root graph).
+    An id or namespace longer than :data:`~tractkv.integrations.MAX_ID_BYTES` encoded is
+    :class:`~tractkv.errors.InvalidInput` (the first read of a thread refuses it, before a graph runs)."""
+    thread = check_id("LangGraph thread id", str(thread_id))
     if not checkpoint_ns:
         return ROOT_PREFIX + thread
-    return f"{SUBGRAPH_PREFIX}{thread}/{branch_component(checkpoint_ns)}"
+    return f"{SUBGRAPH_PREFIX}{thread}/{check_id('LangGraph checkpoint namespace', checkpoint_ns)}"
 
 
 def _parse_branch(name: str) -> tuple[str, str] | None:

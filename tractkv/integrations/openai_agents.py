@@ -42,7 +42,7 @@ from typing import TYPE_CHECKING, Any
 
 from tractkv.errors import BranchNotFound, ConcurrentUpdate, ContentError, DecodeError, InvalidInput
 from tractkv.ids import ObjectId
-from tractkv.integrations import branch_component, check_not_checked_out, missing_extra
+from tractkv.integrations import check_id, check_not_checked_out, missing_extra
 
 try:
     import agents  # noqa: F401  (the extra: the protocol this module implements)
@@ -109,8 +109,9 @@ def _copy(value: Any) -> Any:
 
 
 def session_branch(session_id: str) -> str:
-    """The branch holding the items of ``session_id``."""
-    return PREFIX + branch_component(str(session_id))
+    """The branch holding the items of ``session_id`` (an id longer than
+    :data:`~tractkv.integrations.MAX_ID_BYTES` encoded is :class:`~tractkv.errors.InvalidInput`)."""
+    return PREFIX + check_id("Agents SDK session id", str(session_id))
 
 
 def _text_of(item: dict[str, Any]) -> str | None:
