@@ -266,28 +266,32 @@ def _same(a: Any, b: Any) -> bool:
 
 
 def _fresh(message: Any) -> Any:
-    """A copy of ``message`` sharing nothing mutable with it (what :func:`copy.deepcopy` gives, about five
-    times faster for a message: its fields are strings, numbers and JSON-like lists and maps)."""
+    """A copy of ``message`` sharing nothing mutable with it (what :func:`copy.deepcopy` gives, several
+    times faster for a pydantic message: its fields are strings, numbers and JSON-like lists and maps)."""
+    cls: Any = type(message)
     try:
-        fields = message.__dict__
+        fields, fields_set = message.__dict__, message.__pydantic_fields_set__
+        extra, private = message.__pydantic_extra__, message.__pydantic_private__
     except AttributeError:
         return copy.deepcopy(message)
-    out = copy.copy(message)
-    for name, value in fields.items():
-        if isinstance(value, (list, dict)):
-            out.__dict__[name] = _fresh_value(value)
-    extra = getattr(message, "__pydantic_extra__", None)
-    if extra:
-        object.__setattr__(out, "__pydantic_extra__", _fresh_value(extra))
+    out = cls.__new__(cls)
+    setattr_ = object.__setattr__
+    setattr_(
+        out, "__dict__", {k: _fresh_value(v) if type(v) in (list, dict) else v for k, v in fields.items()}
+    )
+    setattr_(out, "__pydantic_fields_set__", set(fields_set))
+    setattr_(out, "__pydantic_extra__", _fresh_value(extra) if extra is not None else None)
+    setattr_(out, "__pydantic_private__", copy.deepcopy(private) if private else private)
     return out
 
 
 def _fresh_value(value: Any) -> Any:
-    if isinstance(value, dict):
-        return {k: _fresh_value(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_fresh_value(v) for v in value]
-    if value is None or isinstance(value, (str, int, float, bool)):
+    kind = type(value)
+    if kind is dict:
+        return {k: _fresh_value(v) for k, v in value.items()} if value else {}
+    if kind is list:
+        return [_fresh_value(v) for v in value] if value else []
+    if value is None or kind in (str, int, float, bool):
         return value
     return copy.deepcopy(value)
 
