@@ -90,6 +90,7 @@ EXPECTED_ALL = [
     "TransferError",
     "UnansweredToolCalls",
     "UnknownRevision",
+    "Unsupported",
     "UnsupportedFormat",
     "UnsupportedURL",
     "__version__",

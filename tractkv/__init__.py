@@ -87,6 +87,7 @@ from tractkv.errors import (
     TransferError,
     UnansweredToolCalls,
     UnknownRevision,
+    Unsupported,
     UnsupportedFormat,
     UnsupportedURL,
 )
@@ -167,6 +168,7 @@ __all__ = [
     "TransferError",
     "UnansweredToolCalls",
     "UnknownRevision",
+    "Unsupported",
     "UnsupportedFormat",
     "UnsupportedURL",
     "__version__",

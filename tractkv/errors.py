@@ -28,6 +28,7 @@ and build their message in ``__init__``.
     │   └── ConcurrentUpdate                 another handle moved the branch first; nothing was written
     ├── DetachedHead                         the operation needs a branch, HEAD is detached at a commit
     ├── ReadOnlySession                      a write through a read-only session (viewer, CLI reads)
+    ├── Unsupported (NotImplementedError)    an operation this adapter or store does not provide
     ├── MergeConflict                        merge(strategy="auto") found conflicts (.conflicts)
     ├── ToolHookError                        a tool_result hook raised a non-tractkv exception (wrapped)
     ├── NoLLMConfigured                      summarize / compress / generate with no model set
@@ -271,6 +272,14 @@ class ReadOnlySession(TractError):
     def __init__(self, action: str = "write") -> None:
         self.action = action
         super().__init__(f"cannot {action}: this session is read-only")
+
+
+class Unsupported(TractError, NotImplementedError):
+    """An operation an adapter does not provide (a LangGraph saver's ``prune``, ...). Nothing was changed."""
+
+    def __init__(self, operation: str, why: str) -> None:
+        self.operation = operation
+        super().__init__(f"{operation} is not supported: {why}")
 
 
 class BranchExists(InvalidInput):

@@ -354,3 +354,206 @@ def test_a_record_naming_another_checkpoints_bytes_is_a_decode_error(tmp_path: P
             writer.commit({"type": "reasoning", "text": "x"}, metadata={"langgraph": forged})
         with pytest.raises(DecodeError, match="not a LangGraph checkpoint of that id"):
             TractkvSaver(t).get_tuple(config("t"))
+
+
+def _redacting_graph(saver: TractkvSaver) -> Any:
+    from langchain_core.messages import AIMessage
+    from langgraph.graph import START, MessagesState, StateGraph
+
+    def redact(state: MessagesState) -> dict[str, Any]:
+        first = state["messages"][0]
+        first.content = "[redacted]"  # edited in place, returned again: the reducer keeps the same object
+        return {"messages": [first, AIMessage(content="done")]}
+
+    builder = StateGraph(MessagesState)
+    builder.add_node("redact", redact)
+    builder.add_edge(START, "redact")
+    return builder.compile(checkpointer=saver)
+
+
+def test_a_message_edited_in_place_is_stored_and_reads_never_share_the_cache(tmp_path: Path) -> None:
+    store = str(tmp_path / "s")
+    with TractkvSaver.from_path(store) as saver:
+        out = _redacting_graph(saver).invoke({"messages": [HumanMessage(content="secret")]}, config("t"))
+        assert texts(out["messages"]) == ["human: [redacted]", "ai: done"]
+        app = chat_graph(saver)
+        app.invoke({"messages": [HumanMessage(content="hi")]}, config("u"))
+        read = app.get_state(config("u")).values["messages"]
+        read[0].content = "MUTATED"  # the caller edits what it read: the saver's next read is unchanged
+        assert texts(app.get_state(config("u")).values["messages"]) == ["human: hi", "ai: sure #1"]
+    with TractkvSaver.from_path(store) as fresh:  # what is stored, as another process reads it
+        assert texts(chat_graph(fresh).get_state(config("t")).values["messages"]) == [
+            "human: [redacted]",
+            "ai: done",
+        ]
+        assert texts(chat_graph(fresh).get_state(config("u")).values["messages"]) == [
+            "human: hi",
+            "ai: sure #1",
+        ]
+
+
+def _list_items(tract: Tract) -> int:
+    items = 0
+    for _oid, raw in tract.store.iter_raw_objects():
+        obj = decode(raw)
+        if isinstance(obj, Blob) and isinstance(obj.data, dict) and obj.data.get("lg") == "messages":
+            items += len(obj.data["items"])
+    return items
+
+
+def test_storage_stays_linear_with_more_threads_than_the_list_cache(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each list node extends its parent's even when the parent's list is not cached (read from the store)."""
+    from langchain_core.messages import AIMessage
+    from langgraph.graph import START, MessagesState, StateGraph
+
+    import tractkv.integrations.langgraph as lg
+
+    async def model(state: MessagesState) -> dict[str, Any]:
+        await asyncio.sleep(0.005)  # the model call: the other conversations run meanwhile
+        return {"messages": [AIMessage(content=f"echo {state['messages'][-1].content}")]}
+
+    builder = StateGraph(MessagesState)
+    builder.add_node("model", model)
+    builder.add_edge(START, "model")
+    monkeypatch.setattr(lg, "MAX_LISTS", 2)
+    threads, turns = 4, 5
+    with TractkvSaver.from_path(str(tmp_path / "s"), durable=False) as saver:
+        app = builder.compile(checkpointer=saver)
+
+        async def run() -> None:
+            for turn in range(turns):
+                await asyncio.gather(
+                    *(
+                        app.ainvoke({"messages": [HumanMessage(content=f"{t}:{turn}")]}, config(str(t)))
+                        for t in range(threads)
+                    )
+                )
+
+        asyncio.run(run())
+        # each message once (the old code wrote a full node whenever the parent list was not cached)
+        assert _list_items(saver.tract) == threads * turns * 2
+        assert texts(app.get_state(config("2")).values["messages"])[-2:] == ["human: 2:4", "ai: echo 2:4"]
+
+
+def test_listing_the_history_decodes_each_message_once(tmp_path: Path) -> None:
+    store = str(tmp_path / "s")
+    turns = 40
+    with TractkvSaver.from_path(store, durable=False) as saver:
+        app = chat_graph(saver)
+        for turn in range(turns):
+            app.invoke({"messages": [HumanMessage(content=f"m{turn}")]}, config("t"))
+    with TractkvSaver.from_path(store) as saver:
+        loads = 0
+        real = saver._loads
+
+        def counting(*args: Any, **kwargs: Any) -> Any:
+            nonlocal loads
+            loads += 1
+            return real(*args, **kwargs)
+
+        saver._loads = counting  # type: ignore[method-assign]
+        history = list(saver.list(config("t")))
+        assert len(history) == 3 * turns
+        messages = 2 * turns
+        # each message once, plus each checkpoint's few own blobs (checkpoint, metadata, values, writes);
+        # the old code decoded ~N^2/2 = 1,640 messages
+        assert loads <= messages + 4 * len(history), loads
+        assert len(chat_graph(saver).get_state(config("t")).values["messages"]) == messages
+
+        async def first_two() -> list[Any]:
+            out = []
+            async for item in saver.alist(config("t")):
+                out.append(item)
+                if len(out) == 2:
+                    break
+            return out
+
+        loads = 0
+        assert len(asyncio.run(first_two())) == 2
+        assert loads < 30  # streamed: the rest of the history is never read
+
+
+def test_a_thread_that_moved_on_two_machines_keeps_both_sides_after_a_merge(tmp_path: Path) -> None:
+    a, b = str(tmp_path / "a"), str(tmp_path / "b")
+    with TractkvSaver.from_path(a) as saver:
+        chat_graph(saver).invoke({"messages": [HumanMessage(content="base")]}, config("t"))
+    Tract.clone(a, b).close()
+    with TractkvSaver.from_path(a) as saver:
+        chat_graph(saver).invoke({"messages": [HumanMessage(content="on a")]}, config("t"))
+    with TractkvSaver.from_path(b) as saver:
+        chat_graph(saver).invoke({"messages": [HumanMessage(content="on b")]}, config("t"))
+        before = {c.config["configurable"]["checkpoint_id"] for c in saver.list(config("t"))}
+    with TractkvSaver.from_path(a) as saver:
+        theirs = {c.config["configurable"]["checkpoint_id"] for c in saver.list(config("t"))}
+    with Tract.open(b, branch=thread_branch("t")) as t:
+        assert t.pull("origin", thread_branch("t")).kind == "merge"
+    with TractkvSaver.from_path(b) as saver:
+        after = {c.config["configurable"]["checkpoint_id"] for c in saver.list(config("t"))}
+        assert after == before | theirs  # the other machine's checkpoints are read too (first parents: not)
+        state = chat_graph(saver).get_state(config("t"))
+        assert state.values["messages"][-2].content in ("on a", "on b")  # the newest checkpoint of either
+
+
+def test_delete_thread_uses_the_branch_delete_and_refuses_a_checked_out_thread(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from tractkv.cli import cli
+    from tractkv.engine.budget import stored_budget
+    from tractkv.engine.refs import HEADS
+
+    store = str(tmp_path / "s")
+    with TractkvSaver.from_path(store) as saver:
+        chat_graph(saver).invoke({"messages": [HumanMessage(content="x")]}, config("t"))
+    with Tract.open(store) as t:
+        t.commit({"type": "dialogue", "role": "user", "text": "on main"})
+    with Tract.open(store, branch=thread_branch("t")) as t:
+        t.set_budget(1000)  # a branch setting the branch delete drops with the branch
+    # `tractkv switch` leaves the store's HEAD on the thread: deleting it is refused, nothing changes
+    assert CliRunner().invoke(cli, ["--store", store, "switch", thread_branch("t")]).exit_code == 0
+    with TractkvSaver.from_path(store) as saver:
+        with pytest.raises(InvalidInput, match="checked out"):
+            saver.delete_thread("t")
+        assert saver.get_tuple(config("t")) is not None
+    assert CliRunner().invoke(cli, ["--store", store, "switch", "main"]).exit_code == 0
+    with TractkvSaver.from_path(store) as saver:
+        saver.delete_thread("t")
+        assert saver.get_tuple(config("t")) is None
+        assert stored_budget(saver.tract.store, HEADS + thread_branch("t")) is None
+    result = CliRunner().invoke(cli, ["--store", store, "branch"])
+    assert result.exit_code == 0
+    assert "langgraph/t" not in result.output
+
+
+def test_copy_thread_prune_and_delete_for_runs(tmp_path: Path) -> None:
+    from tractkv.errors import Unsupported
+
+    store = str(tmp_path / "s")
+    with TractkvSaver.from_path(store) as saver:
+        app = chat_graph(saver)
+        app.invoke({"messages": [HumanMessage(content="one")]}, config("src"))
+        saver.copy_thread("src", "dst")
+        out = app.invoke({"messages": [HumanMessage(content="two")]}, config("dst"))  # the copy goes on
+        assert texts(out["messages"]) == ["human: one", "ai: sure #1", "human: two", "ai: sure #3"]
+        assert len(app.get_state(config("src")).values["messages"]) == 2  # the source did not move
+        with pytest.raises(InvalidInput, match="target exists"):
+            saver.copy_thread("src", "dst")
+        with pytest.raises(Unsupported, match="keep_latest"):
+            saver.prune(["src"])
+        with pytest.raises(Unsupported, match="delete_for_runs"):
+            asyncio.run(saver.adelete_for_runs(["run"]))
+        saver.prune(["src"], strategy="delete")
+        assert saver.get_tuple(config("src")) is None
+        assert saver.get_tuple(config("dst")) is not None
+
+
+def test_a_thread_id_too_long_for_a_branch_name_is_refused_before_the_graph_runs(tmp_path: Path) -> None:
+    with TractkvSaver.from_path(str(tmp_path / "s")) as saver:
+        app = chat_graph(saver)
+        with pytest.raises(InvalidInput, match="too long for a branch name"):
+            app.invoke({"messages": [HumanMessage(content="hi")]}, config("é" * 100))
+        assert [b.name for b in saver.tract.list_branches()] in ([], ["main"])  # nothing written
+        long_ascii = "x" * 200  # the longest id kept as is, with room for subgraph namespaces
+        out = subgraph_graph(saver).invoke({"messages": [HumanMessage(content="nested")]}, config(long_ascii))
+        assert "__interrupt__" in out

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -162,3 +163,115 @@ def test_without_the_extra_importing_says_which_extra_to_install() -> None:
         "agents | tractkv.integrations.openai_agents needs the agents extra: "
         "pip install 'tractkv[agents]' (no module named 'agents')"
     )
+
+
+def test_get_items_returns_copies_the_caller_may_edit(tmp_path: Path) -> None:
+    with TractkvSession("s", str(tmp_path / "s")) as session:
+        asyncio.run(session.add_items([{"role": "user", "content": "hi", "id": "m1", "x": {"y": [1]}}]))
+        got = asyncio.run(session.get_items())
+        got[0].pop("id")
+        got[0]["x"]["y"].append(2)
+        assert asyncio.run(session.get_items()) == [
+            {"role": "user", "content": "hi", "id": "m1", "x": {"y": [1]}}
+        ]
+
+
+def test_two_session_objects_appending_at_once_land_every_item(tmp_path: Path) -> None:
+    store = str(tmp_path / "s")
+
+    async def both() -> None:
+        a, b = TractkvSession("s", store), TractkvSession("s", store)
+        await a.get_items()
+        await b.get_items()  # both have read the same tip
+
+        async def add(session: TractkvSession, tag: str) -> None:
+            for i in range(20):
+                await session.add_items(
+                    [{"role": "user", "content": f"{tag}{i}"}, {"role": "assistant", "content": "ok"}]
+                )
+
+        await asyncio.gather(add(a, "a"), add(b, "b"))
+        a.close()
+        b.close()
+
+    asyncio.run(both())
+    with TractkvSession("s", store) as session:
+        items = asyncio.run(session.get_items())
+    texts = [item["content"] for item in items]
+    assert len(items) == 80
+    assert [t for t in texts if t.startswith("a")] == [f"a{i}" for i in range(20)]  # each writer's order
+    assert [t for t in texts if t.startswith("b")] == [f"b{i}" for i in range(20)]
+    for i, text in enumerate(texts[::2]):  # one call's items stay together
+        assert texts[2 * i + 1] == "ok", (i, text)
+
+
+@pytest.mark.slow  # fresh interpreters
+def test_two_processes_appending_at_once_land_every_item(tmp_path: Path) -> None:
+    store = str(tmp_path / "s")
+    TractkvSession("s", store).close()  # created before both start
+    code = (
+        "import asyncio, sys, time\n"
+        "from tractkv.integrations.openai_agents import TractkvSession\n"
+        "async def main():\n"
+        "    with TractkvSession('s', sys.argv[1]) as s:\n"
+        "        await s.get_items()\n"
+        "        time.sleep(max(0.0, float(sys.argv[3]) - time.time()))  # both start appending at once\n"
+        "        for i in range(40):\n"
+        "            await s.add_items([{'role': 'user', 'content': sys.argv[2] + str(i)}])\n"
+        "asyncio.run(main())\n"
+    )
+    env = {"PYTHONPATH": str(ROOT)}
+    start = time.time() + 4  # after both interpreters have imported the SDK
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", code, store, tag, str(start)], env=env, stderr=subprocess.PIPE, text=True
+        )
+        for tag in ("p", "q")
+    ]
+    for proc in procs:
+        _out, err = proc.communicate(timeout=120)
+        assert proc.returncode == 0, err
+    with TractkvSession("s", store) as session:
+        texts = [item["content"] for item in asyncio.run(session.get_items())]
+    assert sorted(texts) == sorted([f"p{i}" for i in range(40)] + [f"q{i}" for i in range(40)])
+
+
+def test_items_read_back_must_be_json_values(tmp_path: Path) -> None:
+    with Tract.open(str(tmp_path / "s"), branch=session_branch("s")) as t:
+        session = TractkvSession("s", t)
+        with pytest.raises(InvalidInput, match="bytes"):
+            asyncio.run(session.add_items([{"role": "user", "content": b"raw"}]))  # type: ignore[list-item]
+        with pytest.raises(InvalidInput, match="key"):
+            asyncio.run(session.add_items([{"role": "user", "content": "x", "m": {1: "int key"}}]))  # type: ignore[list-item]
+        assert asyncio.run(session.get_items()) == []
+        # what another machine's store may hold: a payload the canonical encoding takes, JSON does not
+        t.commit({"type": "reasoning", "text": "x"}, metadata={"agents": {"v": 1, "item": {"content": b"x"}}})
+        with pytest.raises(DecodeError, match="bytes"):
+            asyncio.run(session.get_items())
+
+
+def test_clear_session_uses_the_branch_delete_and_refuses_a_checked_out_session(tmp_path: Path) -> None:
+    from tractkv.engine.budget import stored_budget
+    from tractkv.engine.refs import HEADS
+
+    store = str(tmp_path / "s")
+    with Tract.open(store) as t:
+        t.commit({"type": "dialogue", "role": "user", "text": "on main"})
+        session = TractkvSession("s", t)
+        asyncio.run(session.add_items([{"role": "user", "content": "hi"}]))
+        t.switch(session_branch("s"))  # the user's Tract stands on the session's branch
+        t.set_budget(500)
+        with pytest.raises(InvalidInput, match="checked out"):
+            asyncio.run(session.clear_session())
+        assert len(asyncio.run(session.get_items())) == 1  # nothing deleted
+        t.switch("main")
+        asyncio.run(session.clear_session())
+        assert asyncio.run(session.get_items()) == []
+        assert stored_budget(t.store, HEADS + session_branch("s")) is None  # dropped with the branch
+        assert session_branch("s") not in [b.name for b in t.list_branches()]
+
+
+def test_a_session_id_too_long_for_a_branch_name_is_refused_at_construction(tmp_path: Path) -> None:
+    with pytest.raises(InvalidInput, match="too long for a branch name"):
+        TractkvSession("é" * 100, str(tmp_path / "s"))
+    assert not (tmp_path / "s").exists()  # refused before the store was opened

@@ -17,17 +17,22 @@ in the commit's metadata under ``"langgraph"`` plus blobs the commit links as ``
   messages) is a list node (``"m"``): ``{"lg": "messages", "prev": <node>, "items": [<message blob>...], "n":
   <length>}``, where ``prev`` is the parent checkpoint's node when the new list extends it. Each message is
   its own blob, so a message is stored once however many checkpoints hold it, and a conversation of N messages
-  costs O(N) storage, not O(N^2). Whether the list extends the parent's is decided by object identity with the
-  list this saver last wrote or read for that node (LangGraph's reducers build new lists of the same message
-  objects); any other list (a message removed or replaced) starts a new node holding every item, stored blobs
-  reused.
+  costs O(N) storage, not O(N^2). Whether the list extends the parent's is decided by content: the parent
+  node's messages (cached, else read from the store) are compared field by field with the new list's first
+  ones, so a message a node edited in place is stored as edited; any other list (a message removed, replaced
+  or edited) starts a new node holding every item, stored blobs reused. The cached messages are the saver's
+  own copies: what it hands LangGraph is a fresh copy on each read, so editing a read state changes nothing
+  stored or cached.
 * writes: ``{"v": 1, "kind": "writes", "checkpoint", "task", "path", "writes": [[idx, channel, <blob>]...]}``.
 
 Everything a resume reads is therefore an immutable object reachable from the branch: the project's
 invariant, so a store holding threads syncs with the ordinary remotes, and a graph interrupted on one
 machine resumes on another after ``pull`` or ``clone``. An in-memory index per branch (checkpoint id ->
 commit, writes per checkpoint) is rebuilt from the commits by a walk from the tip, incrementally as the
-branch grows; it is never stored.
+branch grows; it is never stored. The walk follows every parent: when a thread moved on two machines and
+``pull`` merged them, the merge commit brings the other side's checkpoints into the index, and the thread
+resumes from the newest checkpoint of either side (checkpoint ids are time-ordered); the other side's are
+in ``list`` / ``get_state_history`` and reachable by their ids.
 
 **Hostile input.** What a store holds may have come from another machine, so it is read as untrusted: the
 metadata and blobs are checked for shape (:class:`~tractkv.errors.DecodeError` otherwise), serialized values
@@ -45,7 +50,8 @@ from __future__ import annotations
 
 import asyncio
 import builtins
-import operator
+import contextlib
+import copy
 import random
 import threading
 from collections import OrderedDict
@@ -54,9 +60,15 @@ from typing import Any
 
 import attrs
 
-from tractkv.errors import DecodeError, InvalidInput, ObjectNotFound
+from tractkv.errors import BranchNotFound, DecodeError, InvalidInput, ObjectNotFound, Unsupported
 from tractkv.ids import ObjectId, is_object_id
-from tractkv.integrations import branch_component, missing_extra, parse_component
+from tractkv.integrations import (
+    branch_component,
+    check_id,
+    check_not_checked_out,
+    missing_extra,
+    parse_component,
+)
 
 try:
     from langchain_core.messages import BaseMessage
@@ -78,7 +90,6 @@ except ImportError as exc:  # the extra is missing (tests/integrations/test_extr
     raise missing_extra("tractkv.integrations.langgraph", "langgraph", exc) from exc
 
 from tractkv.engine.content import content_objects
-from tractkv.engine.reflog import log_ref_move
 from tractkv.engine.refs import HEADS
 from tractkv.engine.session import Session
 from tractkv.model import Blob, Commit
@@ -98,11 +109,13 @@ _CONTENT = {"type": "reasoning", "text": "LangGraph checkpoint"}
 
 
 def thread_branch(thread_id: str, checkpoint_ns: str = "") -> str:
-    """The branch holding ``thread_id``'s checkpoints in namespace ``checkpoint_ns`` (``""``: the root graph)."""
-    thread = branch_component(str(thread_id))
+    """The branch holding ``thread_id``'s checkpoints in namespace ``checkpoint_ns`` (``""``: the root graph).
+    An id or namespace longer than :data:`~tractkv.integrations.MAX_ID_BYTES` encoded is
+    :class:`~tractkv.errors.InvalidInput` (the first read of a thread refuses it, before a graph runs)."""
+    thread = check_id("LangGraph thread id", str(thread_id))
     if not checkpoint_ns:
         return ROOT_PREFIX + thread
-    return f"{SUBGRAPH_PREFIX}{thread}/{branch_component(checkpoint_ns)}"
+    return f"{SUBGRAPH_PREFIX}{thread}/{check_id('LangGraph checkpoint namespace', checkpoint_ns)}"
 
 
 def _parse_branch(name: str) -> tuple[str, str] | None:
@@ -159,14 +172,17 @@ class _Branch:
     checkpoints: dict[str, _Checkpoint] = attrs.Factory(dict)
     writes: dict[str, list[_Write]] = attrs.Factory(dict)
     latest: str | None = None
+    commits: set[ObjectId] = attrs.Factory(set)  # every commit indexed (all parents, not the first only)
 
     def reset(self) -> None:
         self.tip, self.latest = None, None
         self.checkpoints.clear()
         self.writes.clear()
+        self.commits.clear()
 
     def take(self, oid: ObjectId, commit: Commit) -> None:
         """Index one commit of the branch (commits without a ``langgraph`` record are not ours: skipped)."""
+        self.commits.add(oid)
         meta = commit.metadata
         record = meta.get(LINK) if isinstance(meta, dict) else None
         if record is None:
@@ -235,6 +251,51 @@ def _values(raw: object, where: str) -> dict[str, _Ref]:
     return out
 
 
+def _same(a: Any, b: Any) -> bool:
+    """Whether two messages hold the same content (every field, not identity: a node may edit a message in
+    place). Field by field, which is cheaper than pydantic's ``==`` and as strict."""
+    if type(a) is not type(b):
+        return False
+    try:
+        return bool(
+            a.__dict__ == b.__dict__
+            and getattr(a, "__pydantic_extra__", None) == getattr(b, "__pydantic_extra__", None)
+        )
+    except AttributeError:
+        return bool(a == b)
+
+
+def _fresh(message: Any) -> Any:
+    """A copy of ``message`` sharing nothing mutable with it (what :func:`copy.deepcopy` gives, several
+    times faster for a pydantic message: its fields are strings, numbers and JSON-like lists and maps)."""
+    cls: Any = type(message)
+    try:
+        fields, fields_set = message.__dict__, message.__pydantic_fields_set__
+        extra, private = message.__pydantic_extra__, message.__pydantic_private__
+    except AttributeError:
+        return copy.deepcopy(message)
+    out = cls.__new__(cls)
+    setattr_ = object.__setattr__
+    setattr_(
+        out, "__dict__", {k: _fresh_value(v) if type(v) in (list, dict) else v for k, v in fields.items()}
+    )
+    setattr_(out, "__pydantic_fields_set__", set(fields_set))
+    setattr_(out, "__pydantic_extra__", _fresh_value(extra) if extra is not None else None)
+    setattr_(out, "__pydantic_private__", copy.deepcopy(private) if private else private)
+    return out
+
+
+def _fresh_value(value: Any) -> Any:
+    kind = type(value)
+    if kind is dict:
+        return {k: _fresh_value(v) for k, v in value.items()} if value else {}
+    if kind is list:
+        return [_fresh_value(v) for v in value] if value else []
+    if value is None or kind in (str, int, float, bool):
+        return value
+    return copy.deepcopy(value)
+
+
 def _is_messages(value: object) -> bool:
     return isinstance(value, list) and bool(value) and all(isinstance(m, BaseMessage) for m in value)
 
@@ -300,18 +361,35 @@ class TractkvSaver(BaseCheckpointSaver[str]):
         tip = ObjectId(value) if value is not None else None
         if tip == branch.tip:
             return branch
-        chain: list[tuple[ObjectId, Commit]] = []
-        cursor = tip
-        while cursor is not None and cursor != branch.tip:  # ends: ids are hashes, history has no cycle
-            commit = store.get_commit(cursor)
-            chain.append((cursor, commit))
-            cursor = commit.parents[0] if commit.parents else None
-        if cursor is None:  # the old tip is no ancestor (deleted, reset, a fresh index): index from scratch
+        chain, reached = self._walk(branch, tip)
+        if not reached:  # the old tip is no ancestor (deleted, reset, a fresh index): index from scratch
             branch.reset()
+            chain, _reached = self._walk(branch, tip)
         for oid, commit in reversed(chain):
             branch.take(oid, commit)
         branch.tip = tip
         return branch
+
+    def _walk(self, branch: _Branch, tip: ObjectId | None) -> tuple[list[tuple[ObjectId, Commit]], bool]:
+        """The commits reachable from ``tip`` (every parent: a merge made by ``pull`` brings the other
+        machine's checkpoints) not indexed yet, newest first, and whether the indexed tip is among the
+        ancestors. Ends: each commit is visited once, and history has no cycle."""
+        store = self.tract.store
+        chain: list[tuple[ObjectId, Commit]] = []
+        visited: set[ObjectId] = set()
+        reached = branch.tip is None
+        todo = [tip] if tip is not None else []
+        while todo:
+            cursor = todo.pop()
+            if cursor == branch.tip:
+                reached = True
+            if cursor in visited or cursor in branch.commits:
+                continue
+            visited.add(cursor)
+            commit = store.get_commit(cursor)
+            chain.append((cursor, commit))
+            todo.extend(reversed(commit.parents))
+        return chain, reached
 
     def _blob(self, oid: ObjectId, kind: str) -> dict[str, Any]:
         obj = self.tract.store.get(oid)
@@ -349,25 +427,27 @@ class TractkvSaver(BaseCheckpointSaver[str]):
         if cached is not None:
             self._lists.move_to_end(node)
             return cached
-        chain: list[dict[str, Any]] = []
+        chain: list[tuple[ObjectId, dict[str, Any]]] = []
         cursor: ObjectId | None = node
         while cursor is not None and cursor not in self._lists:  # ends: a node names an older node
             data = self._blob(cursor, "messages")
             items, total, prev = data.get("items"), data.get("n"), data.get("prev")
             if not (isinstance(items, list) and type(total) is int and total >= len(items)):
                 raise DecodeError("a LangGraph message list node is malformed", cursor)
-            chain.append(data)
+            chain.append((cursor, data))
             cursor = _oid(prev, f"list node {cursor}", "prev") if prev is not None else None
         out: list[Any] = list(self._lists[cursor]) if cursor is not None else []
-        for data in reversed(chain):
+        for depth, (oid, data) in reversed(list(enumerate(chain))):
             out.extend(self._loads(_oid(i, "a message list", "item")) for i in data["items"])
             if len(out) != data["n"]:
                 raise DecodeError("a LangGraph message list node does not hold the length it states", node)
-        result = tuple(out)
-        self._remember(node, result)
-        return result
+            if depth < MAX_LISTS:  # the nodes walked are the older checkpoints' lists: a history listing
+                self._remember(oid, tuple(out))  # reads them next, so it decodes each message once
+        return self._lists[node]
 
     def _remember(self, node: ObjectId, messages: tuple[Any, ...]) -> None:
+        """Cache a node's messages. They are the saver's own objects: never handed out (:meth:`_tuple`
+        copies them) and never objects LangGraph holds (:meth:`_stage_list` copies those)."""
         self._lists[node] = messages
         self._lists.move_to_end(node)
         while len(self._lists) > MAX_LISTS:
@@ -386,7 +466,10 @@ class TractkvSaver(BaseCheckpointSaver[str]):
             raise DecodeError(f"checkpoint {ckpt.id!r} is not a LangGraph checkpoint of that id", ckpt.commit)
         values: dict[str, Any] = {}
         for channel, ref in ckpt.values.items():
-            values[channel] = list(self._messages(ref.oid)) if ref.kind == "m" else self._loads(ref.oid)
+            if ref.kind == "m":  # copies: the caller may edit what it gets, the cache must not change
+                values[channel] = [_fresh(m) for m in self._messages(ref.oid)]
+            else:
+                values[channel] = self._loads(ref.oid)
         checkpoint["channel_values"] = values
         configurable = {"thread_id": branch.thread, "checkpoint_ns": branch.ns}
         parent = (
@@ -523,7 +606,7 @@ class TractkvSaver(BaseCheckpointSaver[str]):
                 prefix = self._messages(parent.oid)
             except ObjectNotFound:
                 prefix = ()
-            if len(prefix) <= len(messages) and all(map(operator.is_, prefix, messages)):
+            if len(prefix) <= len(messages) and all(map(_same, prefix, messages)):
                 prev = parent.oid
             else:
                 prefix = ()
@@ -539,7 +622,7 @@ class TractkvSaver(BaseCheckpointSaver[str]):
         if prev is not None:
             node["prev"] = str(prev)
         oid = batch.put(Blob(data=node))
-        self._remember(oid, tuple(messages))
+        self._remember(oid, (*prefix, *map(_fresh, new)))  # not LangGraph's objects
         return oid
 
     def put(
@@ -630,24 +713,58 @@ class TractkvSaver(BaseCheckpointSaver[str]):
             self._commit(branch, record, f"writes for {checkpoint_id} (task {task_id})", stage)
 
     def delete_thread(self, thread_id: str) -> None:
-        """Delete the thread's branches (root and subgraph namespaces). Their reflog keeps the commits until
-        ``gc``; a remote keeps its copy until it is pushed to or gc'd there."""
+        """Delete the thread's branches (root and subgraph namespaces) through tractkv's own branch delete
+        (:meth:`Tract.delete_branch`, forced: a thread's commits are on no other branch). Their reflog keeps
+        the commits until ``gc``; a remote keeps its copy until it is pushed to or gc'd there. A branch that
+        is checked out (the saver's Tract's branch, or the store's HEAD, which the next ``tractkv`` command
+        opens) is refused with :class:`~tractkv.errors.InvalidInput` and nothing is deleted: switch first."""
         with self._lock:
-            store = self.tract.store
-            batch = store.new_batch()
-            for thread, ns in self._branches_of(str(thread_id)):
-                ref = HEADS + thread_branch(thread, ns)
+            names = [thread_branch(thread, ns) for thread, ns in self._branches_of(str(thread_id))]
+            check_not_checked_out(self.tract, names, f"LangGraph thread {thread_id!r}")
+            for name in names:
+                ref = HEADS + name
                 session = self._sessions.pop(ref, None)
                 if session is not None:
                     session.close()
                 self._branches.pop(ref, None)
-                tip = store.get_ref(ref)
-                if tip is None:
-                    continue
-                batch.set_ref(ref, None, expected=tip)
-                log_ref_move(batch, ref, ObjectId(tip), None, "delete", f"LangGraph delete_thread {thread}")
-            if len(batch):
-                store.apply(batch)
+                with contextlib.suppress(BranchNotFound):  # deleted meanwhile by another handle
+                    self.tract.delete_branch(name, force=True)
+
+    def copy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
+        """Copy a thread: each of its branches (root and subgraph namespaces) gets a twin for the target
+        thread at the same tip (:meth:`Tract.branch`; no object is copied: the history is shared). A target
+        thread that has checkpoints already is refused (:class:`~tractkv.errors.InvalidInput`)."""
+        source, target = str(source_thread_id), str(target_thread_id)
+        with self._lock:
+            if self._branches_of(target):
+                raise InvalidInput(
+                    f"cannot copy LangGraph thread {source!r} to {target!r}: the target exists"
+                )
+            store = self.tract.store
+            for thread, ns in self._branches_of(source):
+                tip = store.get_ref(HEADS + thread_branch(thread, ns))
+                if tip is not None:
+                    self.tract.branch(thread_branch(target, ns), tip, switch=False)
+
+    def prune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
+        """``strategy="delete"``: :meth:`delete_thread` for each thread. ``"keep_latest"`` is
+        :class:`~tractkv.errors.Unsupported`: a thread is an append-only history that syncs (dropping its
+        older checkpoints would rewrite it on every machine); delete the thread or ``gc`` instead."""
+        if strategy != "delete":
+            raise Unsupported(
+                f"TractkvSaver.prune(strategy={strategy!r})",
+                "a thread's branch is an append-only history that syncs; only strategy='delete' is provided",
+            )
+        for thread_id in thread_ids:
+            self.delete_thread(thread_id)
+
+    def delete_for_runs(self, run_ids: Sequence[str]) -> None:
+        """:class:`~tractkv.errors.Unsupported`: a run's checkpoints are commits inside a thread's
+        append-only history (removing them would rewrite it); delete the thread instead."""
+        raise Unsupported(
+            "TractkvSaver.delete_for_runs",
+            "a run's checkpoints are commits in a thread's append-only history; delete the thread instead",
+        )
 
     def get_next_version(self, current: str | None, channel: None) -> str:
         """Versions unique across forks (a counter plus a random fraction), as LangGraph's own savers make."""
@@ -672,11 +789,13 @@ class TractkvSaver(BaseCheckpointSaver[str]):
         before: RunnableConfig | None = None,
         limit: int | None = None,
     ) -> AsyncIterator[CheckpointTuple]:
-        items = await asyncio.to_thread(
-            lambda: list(self.list(config, filter=filter, before=before, limit=limit))
-        )
-        for item in items:
-            yield item
+        items = self.list(config, filter=filter, before=before, limit=limit)
+        done = object()
+        while True:  # one item at a time in a worker thread: the history is never all in memory at once
+            item = await asyncio.to_thread(next, items, done)
+            if item is done:
+                return
+            yield item  # type: ignore[misc]  # not the sentinel
 
     async def aput(
         self,
@@ -698,3 +817,12 @@ class TractkvSaver(BaseCheckpointSaver[str]):
 
     async def adelete_thread(self, thread_id: str) -> None:
         await asyncio.to_thread(self.delete_thread, thread_id)
+
+    async def acopy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
+        await asyncio.to_thread(self.copy_thread, source_thread_id, target_thread_id)
+
+    async def aprune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
+        await asyncio.to_thread(lambda: self.prune(thread_ids, strategy=strategy))
+
+    async def adelete_for_runs(self, run_ids: Sequence[str]) -> None:
+        await asyncio.to_thread(self.delete_for_runs, run_ids)

@@ -10,23 +10,39 @@ else a ``reasoning`` note naming the item's type (hidden from ``compile``). ``po
 ``annotate`` commit setting the last item's priority to ``skip``: history stays append-only (a popped
 session still pushes and pulls as a fast-forward), and tractkv's own rule applies, so a ``skip`` made any
 other way (``tractkv annotate``) hides an item too and a later ``normal`` shows it again. ``clear_session``
-deletes the branch (its reflog keeps the commits until ``gc``; a remote keeps its copy).
+deletes the branch through tractkv's own branch delete (:meth:`Tract.delete_branch`, forced; its reflog keeps
+the commits until ``gc``; a remote keeps its copy); a session branch that is checked out (the session's
+Tract's branch, or the store's HEAD) is refused with :class:`~tractkv.errors.InvalidInput`: switch first.
+
+**Items.** An item must be a JSON value (:func:`json_problem`: maps with string keys, lists, strings,
+booleans, null, finite numbers, integers within -2**63 .. 2**64-1, nesting at most :data:`MAX_DEPTH`), and
+its commit at most 16 MiB encoded; anything else is :class:`~tractkv.errors.InvalidInput` and nothing is
+written. Items are stored in canonical CBOR, so the **order of a map's keys is not kept** (an item reads back
+equal, ``==``, with its keys sorted), and tuples read back as lists.
 
 ``get_items`` replays the branch from the root (first parents), incrementally from the last tip read; what
-it reads is checked for shape (:class:`~tractkv.errors.DecodeError` otherwise), since a store may come from
-another machine. The SDK's methods are coroutines: each runs the store work in a worker thread, serialized
-by one lock per session object.
+it reads is checked for shape and checked to be JSON values by the same rules as on write
+(:class:`~tractkv.errors.DecodeError` otherwise), since a store may come from another machine. It returns
+fresh copies, which the caller may edit. The SDK's methods are coroutines: each runs the store work in a
+worker thread, serialized by one lock per session object. Two writers of one session (two objects, two
+processes) may append at once: ``add_items`` is a pure append, so when another writer moved the branch first
+nothing of the call is written and it is re-made on the new tip, at most :data:`MAX_APPEND_ATTEMPTS` times
+(each call's items stay together and in order; the calls interleave).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import math
+import random
 import threading
+import time
 from typing import TYPE_CHECKING, Any
 
-from tractkv.errors import ContentError, DecodeError, InvalidInput
+from tractkv.errors import BranchNotFound, ConcurrentUpdate, ContentError, DecodeError, InvalidInput
 from tractkv.ids import ObjectId
-from tractkv.integrations import branch_component, missing_extra
+from tractkv.integrations import check_id, check_not_checked_out, missing_extra
 
 try:
     import agents  # noqa: F401  (the extra: the protocol this module implements)
@@ -35,7 +51,6 @@ except ImportError as exc:  # the extra is missing (tests/integrations/test_open
     raise missing_extra("tractkv.integrations.openai_agents", "agents", exc) from exc
 
 from tractkv.engine.content import content_objects
-from tractkv.engine.reflog import log_ref_move
 from tractkv.engine.refs import HEADS
 from tractkv.engine.session import Session
 from tractkv.model import Blob, Commit
@@ -44,16 +59,59 @@ from tractkv.tract import Tract
 if TYPE_CHECKING:
     from agents.items import TResponseInputItem
 
-__all__ = ["PREFIX", "TractkvSession", "session_branch"]
+__all__ = ["PREFIX", "TractkvSession", "json_problem", "session_branch"]
 
 PREFIX = "agents/"
 KEY = "agents"
 FORMAT = 1
+MAX_APPEND_ATTEMPTS = 16  # add_items re-made on a tip another writer moved, at most this many times
+MAX_DEPTH = 256  # nesting of an item's JSON value
+INT_MIN, INT_MAX = -(2**63), 2**64 - 1  # what the canonical encoding holds
+
+
+def json_problem(value: Any, *, read: bool = False) -> str | None:
+    """Why ``value`` is not a JSON value an item may hold (None when it is): maps with string keys, lists,
+    strings, booleans, null, finite numbers, integers within -2**63 .. 2**64-1, nesting at most
+    :data:`MAX_DEPTH`. Written items may hold tuples (stored as lists); items read back may not."""
+    sequences: tuple[type[list[Any]] | type[tuple[Any, ...]], ...] = (list,) if read else (list, tuple)
+    todo: list[tuple[Any, int]] = [(value, 0)]
+    while todo:  # ends: each value is visited once, and nesting is bounded
+        current, depth = todo.pop()
+        if depth > MAX_DEPTH:
+            return f"nested deeper than {MAX_DEPTH}"
+        if current is None or isinstance(current, (str, bool)):
+            continue
+        if isinstance(current, int):
+            if not INT_MIN <= current <= INT_MAX:
+                return "an integer outside -2**63 .. 2**64-1"
+        elif isinstance(current, float):
+            if not math.isfinite(current):
+                return f"{current} (not a finite number)"
+        elif isinstance(current, dict):
+            for key, inner in current.items():
+                if not isinstance(key, str):
+                    return f"a map key {key!r} that is not a string"
+                todo.append((inner, depth + 1))
+        elif isinstance(current, sequences):
+            todo.extend((inner, depth + 1) for inner in current)
+        else:
+            return f"a {type(current).__name__} (not a JSON value)"
+    return None
+
+
+def _copy(value: Any) -> Any:
+    """A copy of a checked JSON value sharing no list or map with it."""
+    if isinstance(value, dict):
+        return {k: _copy(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_copy(v) for v in value]
+    return value
 
 
 def session_branch(session_id: str) -> str:
-    """The branch holding the items of ``session_id``."""
-    return PREFIX + branch_component(str(session_id))
+    """The branch holding the items of ``session_id`` (an id longer than
+    :data:`~tractkv.integrations.MAX_ID_BYTES` encoded is :class:`~tractkv.errors.InvalidInput`)."""
+    return PREFIX + check_id("Agents SDK session id", str(session_id))
 
 
 def _text_of(item: dict[str, Any]) -> str | None:
@@ -153,12 +211,18 @@ class TractkvSession:
             raise DecodeError(
                 f"commit {oid} on {session_branch(self.session_id)}: not an Agents SDK item", oid
             )
+        problem = json_problem(record["item"], read=True)  # a store may come from another machine
+        if problem is not None:
+            raise DecodeError(
+                f"commit {oid} on {session_branch(self.session_id)}: an Agents SDK item holding {problem}",
+                oid,
+            )
         self._items[oid] = record["item"]
 
     def _get(self, limit: int | None) -> list[Any]:
         limit = resolve_session_limit(limit, self.session_settings)
         with self._lock:
-            items = [item for _oid, item in self._refresh()]
+            items = [_copy(item) for _oid, item in self._refresh()]  # the caller may edit them
         if limit is None or limit < 0:
             return items
         return items[-limit:] if limit else []
@@ -177,14 +241,30 @@ class TractkvSession:
         for item in items:
             if not isinstance(item, dict):
                 raise InvalidInput(f"an Agents SDK item is a dict, not {type(item).__name__}")
+            problem = json_problem(item)
+            if problem is not None:
+                raise InvalidInput(f"an Agents SDK item holding {problem}")
         with self._lock:
-            self._refresh()
-            session = self._session()
-            with session.batch():
-                for item in items:
-                    session.commit_content(
-                        _content(item), operation="append", metadata={KEY: {"v": FORMAT, "item": item}}
-                    )
+            attempts = 0
+            while True:  # ends: at most MAX_APPEND_ATTEMPTS tries
+                self._refresh()
+                session = self._session()
+                try:
+                    with session.batch():
+                        for item in items:
+                            session.commit_content(
+                                _content(item),
+                                operation="append",
+                                metadata={KEY: {"v": FORMAT, "item": item}},
+                            )
+                    return
+                except ConcurrentUpdate:
+                    # another writer (a second session object, another process) appended first: nothing of
+                    # this call was written; the items are pure appends, so they are re-made on the new tip
+                    attempts += 1
+                    if attempts >= MAX_APPEND_ATTEMPTS:
+                        raise
+                    time.sleep(random.uniform(0, 0.002 * attempts))
 
     def _pop(self) -> Any:
         with self._lock:
@@ -198,16 +278,13 @@ class TractkvSession:
 
     def _clear(self) -> None:
         with self._lock:
-            store = self.tract.store
-            tip = store.get_ref(self.ref)
+            name = session_branch(self.session_id)
+            check_not_checked_out(self.tract, [name], f"Agents SDK session {self.session_id!r}")
             if self._writer is not None:
                 self._writer.close()
                 self._writer = None
-            if tip is not None:
-                batch = store.new_batch()
-                batch.set_ref(self.ref, None, expected=tip)
-                log_ref_move(batch, self.ref, ObjectId(tip), None, "delete", "Agents SDK clear_session")
-                store.apply(batch)
+            with contextlib.suppress(BranchNotFound):  # never written, or deleted by another handle
+                self.tract.delete_branch(name, force=True)
             self._tip, self._items, self._hidden = None, {}, set()
 
     # --- the SDK's protocol -------------------------------------------------------------------------------
