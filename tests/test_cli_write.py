@@ -408,14 +408,21 @@ def test_ctrl_c_exits_130_and_writes_nothing(store: str) -> None:
         pytest.skip("needs Linux /proc/PID/syscall to see the process wait on stdin")
     ok(store, "commit", "hello")
     before = snapshot(store)
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "tractkv", "--store", store, "commit", "-"],
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    # A shell starts background jobs with SIGINT ignored, an ignored signal stays ignored across exec, and
+    # Python then never raises KeyboardInterrupt: while starting the command, handle SIGINT here, so the
+    # command starts with the default disposition a terminal gives it.
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "tractkv", "--store", store, "commit", "-"],
+            env={**os.environ, "PYTHONPATH": str(ROOT)},
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+    finally:
+        signal.signal(signal.SIGINT, previous)
     try:
         assert proc.stdin is not None
         proc.stdin.write("half a mess")
