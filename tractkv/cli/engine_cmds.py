@@ -151,7 +151,8 @@ def _role_of(payload: dict[str, Any]) -> str | None:
     "edit_target",
     default=None,
     shell_complete=complete_revisions,
-    help="Replace this message (an edit commit); what is not given (role, type, name, tool calls, images and other non-text parts) is kept.",
+    help="Replace this message (an edit commit); what is not given (role, type, name, tool calls, images and "
+    "other non-text parts) is kept.",
 )
 @click.option("--message", "-m", default=None, help="A note for people; never sent to a model.")
 @click.option("--metadata", default=None, help="A JSON object stored with the commit.")
