@@ -214,6 +214,7 @@ class ToolExecutor:
         name: str | None = None,
         description: str | None = None,
         replace: bool = False,
+        strict: bool | None = None,
     ) -> ToolDefinition: ...
 
     @overload
@@ -225,6 +226,7 @@ class ToolExecutor:
         name: str | None = None,
         description: str | None = None,
         replace: bool = False,
+        strict: bool | None = None,
     ) -> Callable[[Handler], ToolDefinition]: ...
 
     def register(
@@ -235,32 +237,46 @@ class ToolExecutor:
         name: str | None = None,
         description: str | None = None,
         replace: bool = False,
+        strict: bool | None = None,
     ) -> ToolDefinition | Callable[[Handler], ToolDefinition]:
         """Add a tool: a :class:`ToolDefinition`, a function decorated with :func:`tool`, or a plain function
         (its schema then comes from its type hints and Google-style docstring). Usable as a decorator:
-        ``@executor.register`` or ``@executor.register(name=..., description=...)``.
+        ``@executor.register`` or ``@executor.register(name=..., description=..., strict=...)``.
+
+        Parameters typed with dataclasses, TypedDicts, enums, ``Literal``, pydantic models (and containers of
+        those) arrive converted to those types. ``strict=True`` makes the schema follow OpenAI's strict mode
+        (see :mod:`tractkv.toolkit.typed`); for a :class:`ToolDefinition` it marks the tool strict, which its
+        parameters must then already allow.
 
         Raises:
             InvalidInput: a definition without a handler, a handler without a keyword-only ``context``
-                parameter (or otherwise unfit, see :func:`check_handler`), or a name already taken (unless
-                ``replace``).
+                parameter (or otherwise unfit, see :func:`check_handler`), a name already taken (unless
+                ``replace``), or (``strict``) a type strict mode cannot express.
         """
         if tool is None:
 
             def decorate(func: Handler) -> ToolDefinition:
                 return self._add(
-                    ToolDefinition.from_function(func, name=name, description=description), replace
+                    ToolDefinition.from_function(
+                        func, name=name, description=description, strict=bool(strict)
+                    ),
+                    replace,
                 )
 
             return decorate
         if isinstance(tool, ToolDefinition):
             definition = tool
-            if name is not None or description is not None:
-                definition = ToolDefinition(
-                    name or tool.name, description or tool.description, tool.parameters, tool.handler
+            if name is not None or description is not None or strict is not None:
+                definition = attrs.evolve(
+                    tool,
+                    name=name or tool.name,
+                    description=description or tool.description,
+                    strict=tool.strict if strict is None else strict,
                 )
         elif callable(tool):
-            definition = ToolDefinition.from_function(tool, name=name, description=description)
+            definition = ToolDefinition.from_function(
+                tool, name=name, description=description, strict=bool(strict)
+            )
         else:
             raise InvalidInput(f"register() takes a ToolDefinition or a function, not {type(tool).__name__}")
         return self._add(definition, replace)
@@ -405,6 +421,16 @@ class ToolExecutor:
             dict(arguments) if isinstance(arguments, Mapping) else arguments if arguments is not None else {}
         )
         definition, problem = self._check_call(name, args)
+        call_args = args
+        if problem is None and definition is not None and isinstance(args, dict):
+            # into the declared types (a model, a dataclass, an enum); a failure is one more invalid argument
+            try:
+                call_args, conversion_problems = definition.convert_arguments(args)
+            except Exception as exc:  # a converter's own failure: reported, the handler not called
+                _log.debug("converting the arguments of %s raised", name, exc_info=True)
+                conversion_problems = [f"arguments: cannot convert them: {_clean(_describe(exc))}"]
+            if conversion_problems:
+                problem = "invalid arguments: " + "; ".join(conversion_problems)
         problem = problem or parent_problem
         tool_name = _clean(name) if isinstance(name, str) and name else "(unnamed)"
         parent_usage = parent.usage_id if parent is not None else None
@@ -471,7 +497,7 @@ class ToolExecutor:
         token = _CURRENT.set(frame)
         try:
             output, success, error_text = self._call(
-                definition, args, frame, parent_usage, tool_call_id, tool_name
+                definition, call_args, frame, parent_usage, tool_call_id, tool_name
             )
         except BaseException:
             # KeyboardInterrupt, SystemExit...: the process may go on, so do not leave a row that looks like
