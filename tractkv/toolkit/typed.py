@@ -34,7 +34,7 @@ import math
 import sys
 import types
 import typing
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Literal
 
 from tractkv.errors import InvalidInput
@@ -82,15 +82,35 @@ def _is_typeddict(hint: object) -> bool:
     return extensions is not None and bool(extensions.is_typeddict(hint))
 
 
-def _unwrap_required(hint: Any) -> Any:
-    """``Required[X]`` / ``NotRequired[X]`` (typing's or typing_extensions') -> ``X``."""
+def _required_origins() -> list[Any]:
     origins: list[Any] = [typing.Required, typing.NotRequired]
     extensions = sys.modules.get("typing_extensions")
     if extensions is not None:
         origins += [getattr(extensions, "Required", None), getattr(extensions, "NotRequired", None)]
+    return origins
+
+
+def _unwrap_required(hint: Any) -> Any:
+    """``Required[X]`` / ``NotRequired[X]`` (typing's or typing_extensions') -> ``X``."""
+    origins = _required_origins()
     while typing.get_origin(hint) in origins and typing.get_args(hint):
         hint = typing.get_args(hint)[0]
     return hint
+
+
+def _typeddict_required(cls: type, hints: Mapping[str, Any]) -> set[str]:
+    """The keys a TypedDict requires. ``__required_keys__`` misses ``Required`` / ``NotRequired`` written as
+    strings (``from __future__ import annotations`` before Python 3.12), so the resolved hints decide too."""
+    required = set(getattr(cls, "__required_keys__", ()))
+    origins = _required_origins()
+    for key, hint in hints.items():
+        origin = typing.get_origin(hint)
+        if origin in origins:
+            if repr(origin).endswith("NotRequired"):
+                required.discard(key)
+            else:
+                required.add(key)
+    return required
 
 
 def _class_hints(cls: type, where: str) -> dict[str, Any]:
@@ -136,9 +156,10 @@ def _json_default(value: object) -> tuple[bool, Any]:
 class SchemaGenerator:
     """JSON Schemas of stdlib type hints, with dataclasses and TypedDicts collected in :attr:`defs`."""
 
-    def __init__(self) -> None:
+    def __init__(self, taken: Iterable[str] = ()) -> None:
         self.defs: dict[str, dict[str, Any]] = {}
         self._names: dict[Any, str] = {}
+        self._taken = set(taken)  # $defs names used elsewhere in the same schema (pydantic's)
 
     def schema(self, hint: Any, where: str) -> dict[str, Any]:
         if hint is Any or hint is object:
@@ -192,7 +213,7 @@ class SchemaGenerator:
         if cls in self._names:
             return self._names[cls]
         name = cls.__name__
-        taken = set(self._names.values())
+        taken = set(self._names.values()) | self._taken
         if name in taken:
             name = cls.__qualname__.replace(".", "_").replace("<locals>_", "")
             index = 2
@@ -219,7 +240,7 @@ class SchemaGenerator:
                         prop = {**prop, "default": shown}
                 properties[field.name] = prop
         else:
-            required_keys = set(getattr(cls, "__required_keys__", ()))
+            required_keys = _typeddict_required(cls, hints)
             for key, raw in hints.items():
                 properties[key] = self.schema(_unwrap_required(raw), f"{where}.{key}")
                 if key in required_keys:
@@ -290,6 +311,8 @@ def _fits(value: Any, hint: Any) -> bool:
     args = typing.get_args(hint)
     if origin is typing.Annotated:
         return _fits(value, args[0])
+    if hint is float and isinstance(value, float):
+        return math.isfinite(value)
     if hint is type(None):
         return value is None
     if hint is bool:
@@ -328,7 +351,7 @@ def _fits(value: Any, hint: Any) -> bool:
             }
         else:
             names = set(hints)
-            needed = set(getattr(hint, "__required_keys__", ()))
+            needed = _typeddict_required(hint, hints)
         return (
             needed <= value.keys()
             and value.keys() <= names
@@ -337,72 +360,122 @@ def _fits(value: Any, hint: Any) -> bool:
     return True
 
 
+def _hint_name(hint: Any) -> str:
+    if hint in _SCALARS:
+        return "null" if hint is type(None) else str(_SCALARS[hint])
+    return getattr(hint, "__name__", None) or str(hint).replace("typing.", "")
+
+
+def _show(value: Any) -> str:
+    import json
+
+    try:
+        return json.dumps(value, ensure_ascii=False)
+    except (TypeError, ValueError):
+        return repr(value)
+
+
 def convert_value(value: Any, hint: Any, where: str, problems: list[str]) -> Any:
-    """``value`` (JSON, already checked against the type's schema) as ``hint``; problems are appended."""
-    if hint is Any or hint is object or value is None:
+    """``value`` (JSON) as ``hint``; each way it does not fit is appended to ``problems``.
+
+    The schema check comes first, so these checks are a second line (a value that slipped past it never
+    reaches a handler as the wrong type): a scalar of the wrong kind, a missing or unknown field, an enum
+    value the enum lacks, a dataclass whose ``__post_init__`` refuses the value.
+    """
+    if hint is Any or hint is object:
         return value
     origin = typing.get_origin(hint)
     args = typing.get_args(hint)
     if origin is typing.Annotated:
         return convert_value(value, args[0], where, problems)
-    if hint is float and isinstance(value, int) and not isinstance(value, bool):
-        return float(value)
-    if hint in _SCALARS or origin is Literal:
-        return value
-    if isinstance(hint, type) and issubclass(hint, enum.Enum):
-        try:
-            return hint(value)
-        except ValueError as exc:
-            problems.append(f"{where}: {exc}")
-            return value
     if origin in (typing.Union, types.UnionType):
         for member in args:
             if _fits(value, member):
                 return convert_value(value, member, where, problems)
+        shapes = " or ".join(_hint_name(a) for a in args)
+        problems.append(f"{where}: {_show(value)} is none of {shapes}")
         return value
-    if isinstance(value, list):
+    if hint in _SCALARS or origin is Literal or (isinstance(hint, type) and issubclass(hint, enum.Enum)):
+        if not _fits(value, hint):
+            problems.append(f"{where}: {_show(value)} is not a valid {_hint_name(hint)}")
+            return value
+        if hint is float:
+            return float(value)
+        return hint(value) if isinstance(hint, type) and issubclass(hint, enum.Enum) else value
+    if hint in (list, tuple, set, frozenset) or origin in (list, tuple, set, frozenset, Sequence):
+        if not isinstance(value, list):
+            problems.append(f"{where}: expected an array, got {_show(value)}")
+            return value
         if origin is tuple and args and not (len(args) == 2 and args[1] is Ellipsis):
+            if len(value) != len(args):
+                problems.append(f"{where}: expected {len(args)} items, got {len(value)}")
+                return value
             return tuple(
                 convert_value(v, a, f"{where}[{i}]", problems)
-                for i, (v, a) in enumerate(zip(value, args, strict=False))
+                for i, (v, a) in enumerate(zip(value, args, strict=True))
             )
         item = args[0] if args else Any
         items = [convert_value(v, item, f"{where}[{i}]", problems) for i, v in enumerate(value)]
-        if hint in (tuple, set, frozenset) or origin in (tuple, set, frozenset):
-            kind: Any = (
-                tuple
-                if (hint is tuple or origin is tuple)
-                else (frozenset if frozenset in (hint, origin) else set)
-            )
-            try:
-                return kind(items)
-            except TypeError as exc:
-                problems.append(f"{where}: {exc}")
-                return value
-        return items
-    if not isinstance(value, dict):
-        return value
+        kind: Any = list
+        if hint is tuple or origin is tuple:
+            kind = tuple
+        elif hint is frozenset or origin is frozenset:
+            kind = frozenset
+        elif hint is set or origin is set:
+            kind = set
+        try:
+            return kind(items)
+        except TypeError as exc:  # unhashable items for a set
+            problems.append(f"{where}: {exc}")
+            return value
     if hint is dict or origin in (dict, Mapping):
+        if not isinstance(value, dict):
+            problems.append(f"{where}: expected an object, got {_show(value)}")
+            return value
         item = args[1] if len(args) == 2 else Any
         return {k: convert_value(v, item, f"{where}.{k}", problems) for k, v in value.items()}
-    if isinstance(hint, type) and _is_typeddict(hint):
-        hints = _class_hints(hint, where)
-        return {
-            k: convert_value(v, _unwrap_required(hints.get(k, Any)), f"{where}.{k}", problems)
-            for k, v in value.items()
-        }
-    if isinstance(hint, type) and dataclasses.is_dataclass(hint):
-        hints = _class_hints(hint, where)
-        before = len(problems)
-        kwargs = {k: convert_value(v, hints.get(k, Any), f"{where}.{k}", problems) for k, v in value.items()}
-        if len(problems) > before:
-            return value
-        try:
-            return hint(**kwargs)
-        except Exception as exc:  # __post_init__ refusing a value the schema allowed
-            problems.append(f"{where}: {hint.__name__} refused it: {type(exc).__name__}: {exc}")
-            return value
+    if isinstance(hint, type) and (dataclasses.is_dataclass(hint) or _is_typeddict(hint)):
+        return _convert_record(value, hint, where, problems)
     return value
+
+
+def _convert_record(value: Any, cls: type, where: str, problems: list[str]) -> Any:
+    """A JSON object as a dataclass instance or a TypedDict (a dict)."""
+    if not isinstance(value, dict):
+        problems.append(f"{where}: expected an object ({cls.__name__}), got {_show(value)}")
+        return value
+    hints = _class_hints(cls, where)
+    if dataclasses.is_dataclass(cls):
+        init = [f for f in dataclasses.fields(cls) if f.init]
+        names = [f.name for f in init]
+        needed = [
+            f.name
+            for f in init
+            if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
+        ]
+    else:
+        names = list(hints)
+        required = _typeddict_required(cls, hints)
+        needed = [k for k in names if k in required]
+    before = len(problems)
+    for name in needed:
+        if name not in value:
+            problems.append(f"{where}: missing required property {name!r}")
+    for key in value:
+        if key not in names:
+            problems.append(f"{where}: unexpected property {key!r} (allowed: {', '.join(names) or 'none'})")
+    converted = {
+        k: convert_value(v, _unwrap_required(hints.get(k, Any)), f"{where}.{k}", problems)
+        for k, v in value.items()
+        if k in names
+    }
+    if len(problems) > before or not dataclasses.is_dataclass(cls):
+        return converted
+    try:
+        return cls(**converted)
+    except Exception as exc:  # __post_init__ refusing a value the schema allowed
+        problems.append(f"{where}: {cls.__name__} refused it: {type(exc).__name__}: {exc}")
+        return value
 
 
 # --- the function's parameters ---------------------------------------------------------------------------
@@ -488,13 +561,25 @@ def function_parameters(
             raise InvalidInput(f"{where}: parameter {param.name!r} needs a type hint")
         params.append(param)
     param_hints = {p.name: hints[p.name] for p in params}
+    # a parameter whose type involves a pydantic class goes through pydantic; the others through the stdlib
+    # generator (so a stdlib type gives one schema whether or not pydantic is loaded, and a typing.TypedDict,
+    # which pydantic refuses before Python 3.12, still works beside a model)
+    by_pydantic: dict[str, Any] = {}
+    for param in params:
+        try:
+            SchemaGenerator().schema(param_hints[param.name], f"{where}.{param.name}")
+        except _NeedsPydantic:
+            by_pydantic[param.name] = param_hints[param.name]
+    schemas: dict[str, dict[str, Any]] = {}
+    defs: dict[str, Any] = {}
     adapters: dict[str, Any] = {}
-    try:
-        generator = SchemaGenerator()
-        schemas = {p.name: generator.schema(param_hints[p.name], f"{where}.{p.name}") for p in params}
-        defs = generator.defs
-    except _NeedsPydantic:
-        schemas, defs, adapters = _pydantic_schemas(param_hints, where)
+    if by_pydantic:
+        schemas, defs, adapters = _pydantic_schemas(by_pydantic, where)
+    generator = SchemaGenerator(taken=defs)
+    for param in params:
+        if param.name not in by_pydantic:
+            schemas[param.name] = generator.schema(param_hints[param.name], f"{where}.{param.name}")
+    defs = {**defs, **generator.defs}
     properties: dict[str, Any] = {}
     required: list[str] = []
     for param in params:
