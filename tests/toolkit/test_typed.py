@@ -705,3 +705,18 @@ def test_without_pydantic_stdlib_typed_tools_register_and_run() -> None:
 def test_pydantic_is_really_installed_here() -> None:
     # the pydantic tests above are not vacuous: the dev venv has pydantic 2
     assert pydantic.VERSION.startswith("2.")
+
+
+def test_in_strict_mode_a_null_inside_a_model_becomes_the_fields_default(tract: Tract) -> None:
+    got: list[Place] = []
+    ex = ToolExecutor(tract)
+
+    @ex.register(strict=True)
+    def visit(place: Place, *, context: ToolContext) -> str:
+        """Visit a place."""
+        got.append(place)
+        return "ok"
+
+    result = ex.execute("visit", {"place": {"name": "Oslo", "lat": 59.9, "units": None}})
+    assert result.success, result.error
+    assert got == [Place(name="Oslo", lat=59.9, units=Units.C)]
