@@ -321,7 +321,7 @@ GOOD = {
     "options": {"depth": 2},
     "places": [{"name": "Oslo", "lat": 59.9}, {"name": "Lima", "lat": -12, "units": "f"}],
     "pair": [3, "x"],
-    "labels": ["a", "b", "a"],
+    "labels": ["a", "b"],
     "ratio": 2,
     "pet": {"kind": "dog", "good": True},
 }
@@ -720,3 +720,21 @@ def test_in_strict_mode_a_null_inside_a_model_becomes_the_fields_default(tract: 
     result = ex.execute("visit", {"place": {"name": "Oslo", "lat": 59.9, "units": None}})
     assert result.success, result.error
     assert got == [Place(name="Oslo", lat=59.9, units=Units.C)]
+
+
+def test_in_strict_mode_a_set_drops_unique_items_and_collapses_duplicates(tract: Tract) -> None:
+    got: list[set[str]] = []
+    ex = ToolExecutor(tract)
+
+    @ex.register(strict=True)
+    def tag(labels: set[str], *, context: ToolContext) -> str:
+        """Tag."""
+        got.append(labels)
+        return "ok"
+
+    assert ex.schemas()[0]["function"]["parameters"]["properties"]["labels"] == {
+        "type": "array",
+        "items": {"type": "string"},
+    }
+    assert ex.execute("tag", {"labels": ["a", "b", "a"]}).success
+    assert got == [{"a", "b"}]

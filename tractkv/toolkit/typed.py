@@ -744,8 +744,19 @@ STRICT_BOUNDS = frozenset(
     }
 )
 _STRICT_KEEP = frozenset({"type", "enum", "const", "description", "title"}) | STRICT_BOUNDS
+# uniqueItems is dropped too: only a set parameter makes it, and converting to a set collapses duplicates
 _STRICT_DROP = frozenset(
-    {"default", "examples", "discriminator", "$schema", "$comment", "deprecated", "readOnly", "writeOnly"}
+    {
+        "default",
+        "examples",
+        "discriminator",
+        "$schema",
+        "$comment",
+        "deprecated",
+        "readOnly",
+        "writeOnly",
+        "uniqueItems",
+    }
 )
 _STRICT_HANDLED = frozenset(
     {"properties", "required", "additionalProperties", "items", "anyOf", "oneOf", "allOf", "$ref", "$defs"}
