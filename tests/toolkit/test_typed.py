@@ -738,3 +738,25 @@ def test_in_strict_mode_a_set_drops_unique_items_and_collapses_duplicates(tract:
     }
     assert ex.execute("tag", {"labels": ["a", "b", "a"]}).success
     assert got == [{"a", "b"}]
+
+
+def test_a_model_beside_a_typing_typeddict_and_a_dataclass_both_work(tract: Tract) -> None:
+    got: list[tuple[Any, ...]] = []
+    ex = ToolExecutor(tract)
+
+    @ex.register
+    def mixed(
+        place: Place, options: Options, window: Annotated[Window, {"unhashable": []}], *, context: ToolContext
+    ) -> str:
+        """Mixed: pydantic for the model, the stdlib path for the rest (pydantic refuses typing.TypedDict on 3.11)."""
+        got.append((place, options, window))
+        return "ok"
+
+    params = ex.schemas()[0]["function"]["parameters"]
+    assert params["properties"]["options"] == {"$ref": "#/$defs/Options"}
+    assert sorted(params["$defs"]) == ["Options", "Place", "Units", "Window"]
+    result = ex.execute(
+        "mixed", {"place": {"name": "Oslo", "lat": 1}, "options": {"depth": 1}, "window": {"start": 2}}
+    )
+    assert result.success, result.error
+    assert got == [(Place(name="Oslo", lat=1.0), {"depth": 1}, Window(start=2))]

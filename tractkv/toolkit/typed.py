@@ -13,10 +13,12 @@ Two generators, one result shape:
   recursive type is a reference to itself); enums stay inline (``{"type": "string", "enum": [...]}``).
 * **pydantic** is optional and never imported here: when a parameter's type involves a pydantic class (a
   model, a pydantic dataclass, ``Annotated[..., Field(...)]``), detected through
-  ``sys.modules.get("pydantic")``, the whole function goes through pydantic: ``TypeAdapter.json_schemas`` makes
-  the schema (one shared ``$defs``) and ``TypeAdapter.validate_python`` converts each argument. pydantic's
-  ``title`` keywords are stripped: they repeat the property or class name, cost the model tokens, and
-  without them a type gives the same schema whichever generator made it.
+  ``sys.modules.get("pydantic")``, that parameter goes through pydantic: ``TypeAdapter.json_schemas`` makes
+  the schemas of all such parameters (one shared ``$defs``; the stdlib generator's names avoid its names) and
+  ``TypeAdapter.validate_python`` converts each argument. The other parameters keep the stdlib path, so a
+  ``typing.TypedDict`` (which pydantic refuses before Python 3.12) still works beside a model, and a stdlib
+  type gives the same schema whether pydantic is loaded or not. pydantic's ``title`` keywords are stripped:
+  they repeat the property or class name and cost the model tokens.
 
 Strict mode (:func:`to_strict`) rewrites a schema into what OpenAI's strict function calling accepts: every
 property required (the optional ones nullable), ``additionalProperties: false`` on every object, ``$ref``
@@ -48,6 +50,11 @@ _SCALARS: dict[Any, str] = {
     bool: "boolean",
     type(None): "null",
 }
+
+
+def _is_scalar(hint: object) -> bool:
+    return isinstance(hint, type) and hint in _SCALARS  # (a hint may be unhashable: Annotated[X, {...}])
+
 
 # --- detecting pydantic without importing it ---------------------------------------------------------------
 
@@ -164,7 +171,7 @@ class SchemaGenerator:
     def schema(self, hint: Any, where: str) -> dict[str, Any]:
         if hint is Any or hint is object:
             return {}
-        if hint in _SCALARS:
+        if _is_scalar(hint):
             return {"type": _SCALARS[hint]}
         if _is_pydantic_class(hint):
             raise _NeedsPydantic
@@ -361,7 +368,7 @@ def _fits(value: Any, hint: Any) -> bool:
 
 
 def _hint_name(hint: Any) -> str:
-    if hint in _SCALARS:
+    if _is_scalar(hint):
         return "null" if hint is type(None) else str(_SCALARS[hint])
     return getattr(hint, "__name__", None) or str(hint).replace("typing.", "")
 
@@ -395,7 +402,7 @@ def convert_value(value: Any, hint: Any, where: str, problems: list[str]) -> Any
         shapes = " or ".join(_hint_name(a) for a in args)
         problems.append(f"{where}: {_show(value)} is none of {shapes}")
         return value
-    if hint in _SCALARS or origin is Literal or (isinstance(hint, type) and issubclass(hint, enum.Enum)):
+    if _is_scalar(hint) or origin is Literal or (isinstance(hint, type) and issubclass(hint, enum.Enum)):
         if not _fits(value, hint):
             problems.append(f"{where}: {_show(value)} is not a valid {_hint_name(hint)}")
             return value
