@@ -91,7 +91,8 @@ def test_usage_normalized_by_either_provider_gives_its_whole_input() -> None:
 
     openai = openai_usage(OPENAI_USAGE)
     anthropic = anthropic_usage(ANTHROPIC_USAGE)
-    assert openai is not None and anthropic is not None
+    assert openai is not None
+    assert anthropic is not None
     assert (reported_input(openai), reported_output(openai)) == (1200, 18)
     assert (reported_input(anthropic), reported_output(anthropic)) == (925, 40)
     assert reported_input({"input_tokens": 7, "output_tokens": 1}) == 7  # a scripted reply's plain usage
