@@ -247,6 +247,17 @@ def test_another_tool_set_falls_back_and_the_same_one_again_reports(tmp_path: Pa
     assert t.status().count_source == "reported"
 
 
+def test_usage_on_a_message_that_is_not_an_assistant_reply_anchors_nothing(tmp_path: Path) -> None:
+    t = opened(tmp_path)
+    usage = {"input_tokens": 5000, "output_tokens": 10}
+    t.commit({"type": "dialogue", "role": "user", "text": "More?"}, metadata={"usage": usage})
+    assert (t.status().count_source, t.status().token_count) == ("estimated", estimate(t))
+    calibration._memo.clear()  # the walk (no memo) and the no-assistant shortcut agree
+    assert t.status().count_source == "estimated"
+    t.assistant("Yes.")
+    assert t.status().count_source == "estimated"
+
+
 def test_a_reply_too_far_back_falls_back_the_same_with_or_without_the_memo(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -14,7 +14,7 @@ from commits only: a store that receives the branch by sync reports the same cou
   (an edit, annotation or compression of messages that came after *R* is fine);
 * the tool set in force at HEAD is the one *R* linked (what the request offered: ``generate`` links it); an
   empty tool set and none are the same;
-* *R*'s message is still in the compiled context.
+* *R*'s message is still in the compiled context, as an assistant message.
 
 Then the count is *R*'s reported input (:func:`reported_input`) plus its output (:func:`reported_output`)
 plus :data:`~tractkv.engine.tokens.MESSAGE_OVERHEAD` (the reply becomes one more message of the next
@@ -25,9 +25,10 @@ considered: an older reply never takes over from a newer one that no longer hold
 
 **Cost.** The facts per commit (the reply it rests on, how many commits came after it, the commits after it)
 are folded along the first-parent chain and memoized by commit id (a commit id names one history, so the
-memo holds in every store): after an append the walk is one step. Then the messages after *R* are summed
-from the end of the compiled view: at most :data:`LIMIT` commits' worth, none before *R*. Nothing here
-changes what compile returns or the checkpoint format.
+memo holds in every store): after an append the walk is one step. A HEAD not memoized whose last
+:data:`LIMIT` + 1 messages hold no assistant message needs no walk (no reply can hold there). Then the
+messages after *R* are summed from the end of the compiled view: at most :data:`LIMIT` commits' worth, none
+before *R*. Nothing here changes what compile returns or the checkpoint format.
 """
 
 from __future__ import annotations
@@ -42,8 +43,9 @@ import attrs
 from tractkv.errors import TractError
 from tractkv.ids import ObjectId
 from tractkv.model import Commit
-from tractkv.store import Reader
+from tractkv.store import Reader, Store
 
+from .content import MESSAGE_ROLES
 from .pairing import placeholder_tokens
 from .tokens import MESSAGE_OVERHEAD, TokenCounter
 
@@ -188,6 +190,13 @@ def _fold_at(reader: Reader, head: ObjectId) -> _Fold:
         if hit is not None:
             _memo.move_to_end(head)
             return hit
+    if isinstance(reader, Store):  # many reads: one read transaction
+        with reader.snapshot() as snapshot:
+            return _walk(snapshot, head)
+    return _walk(reader, head)
+
+
+def _walk(reader: Reader, head: ObjectId) -> _Fold:
     chain: list[tuple[ObjectId, Commit]] = []
     base = _NONE
     oid: ObjectId | None = head
@@ -217,9 +226,31 @@ def _fold_at(reader: Reader, head: ObjectId) -> _Fold:
     return fold
 
 
+def _role(code: int) -> str:
+    """The role packed in a slot's ``code`` (as :attr:`~tractkv.engine.state.Slot.role` reads it)."""
+    return MESSAGE_ROLES[code >> 2 & 3]
+
+
+def _assistant_in_tail(view: View, most: int) -> bool:
+    """Whether one of the view's last ``most`` messages is an assistant message (a reply that holds is)."""
+    from .state import Slot
+
+    commits, table, rows = view.commits, view.table, view.rows
+    for position in range(len(commits) - 1, max(-1, len(commits) - 1 - most), -1):
+        item = commits[position]
+        if type(item) is Slot:
+            if _role(item.code) == "assistant":
+                return True
+        elif not isinstance(item, str):  # a slot of the checkpoint's table (a str: a placeholder result)
+            assert table is not None
+            if _role(table.codes[rows[position]]) == "assistant":
+                return True
+    return False
+
+
 def _tokens_after(view: View, reply: ObjectId, counter: TokenCounter, most: int) -> int | None:
     """The estimated tokens of the view's messages after ``reply``'s (None when it is not among the last
-    ``most`` positions: not in the context)."""
+    ``most`` positions, or not an assistant message: then it does not anchor the count)."""
     from .state import Slot
 
     total = 0
@@ -229,7 +260,7 @@ def _tokens_after(view: View, reply: ObjectId, counter: TokenCounter, most: int)
         item = commits[position]
         if type(item) is Slot:
             if item.commit == reply:
-                return total
+                return total if _role(item.code) == "assistant" else None
             total += item.tokens
         elif isinstance(item, str):  # a placeholder result: the id of the message that made the call
             if placeholder is None:
@@ -239,7 +270,7 @@ def _tokens_after(view: View, reply: ObjectId, counter: TokenCounter, most: int)
             assert table is not None
             row = rows[position]
             if table.commit(row) == reply:
-                return total
+                return total if _role(table.codes[row]) == "assistant" else None
             total += table.tokens[row]
     return None
 
@@ -260,6 +291,10 @@ def calibrated(
     fallback = TokenCount(tokens=estimated, source=ESTIMATED, estimated=estimated)
     if state.head is None:
         return fallback
+    with _lock:
+        known = state.head in _memo
+    if not known and not _assistant_in_tail(view, LIMIT + 1 + len(view.placeholders)):
+        return fallback  # no reply can hold (it would be an assistant message among these): no walk
     try:
         fold = _fold_at(reader, state.head)
         if fold.reply is None or not _same_tools(session, fold.tools, state.tools):
