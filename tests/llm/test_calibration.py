@@ -422,3 +422,35 @@ def test_cli_status_text_and_json_say_reported_or_estimated(tmp_path: Path) -> N
         reply.commit_id,
     )
     assert data["budget_used"] == pytest.approx(OPENAI_COUNT / 10_000)
+
+
+def test_a_state_being_built_in_a_batch_is_counted_through_the_batch(tmp_path: Path) -> None:
+    """What a budget check on the commit being written calls: the state with the staged commit applied, read
+    through the batch (the staged commit and its new tool set are not in the store yet)."""
+    from tractkv.engine.content import content_blob
+    from tractkv.engine.toolsets import put_toolset, tool_schemas, tool_tokens
+    from tractkv.model import Commit
+
+    weather = {"type": "function", "function": {"name": "weather", "parameters": {"type": "object"}}}
+    t = opened(tmp_path)
+    t.record_response(openai_reply())
+    session, parent = t.session, t.head
+    assert parent is not None
+    for tools in (None, [weather]):
+        batch = session.store.new_batch()
+        blob = content_blob({"type": "dialogue", "role": "user", "text": "And tomorrow?"})
+        toolset = put_toolset(batch, tool_schemas(tools)) if tools else session.head_state().tools
+        commit = Commit(
+            parents=(parent,), content=batch.put(blob), tools=toolset, operation="append", created_at=1
+        )
+        oid = batch.put(commit)
+        state = session.compiler.state_at(batch, parent).copy()
+        state.apply(batch, oid, commit, session.counter)
+        count = calibrated(session, state, reader=batch)
+        view = state.render(batch)
+        if tools is None:
+            assert count.source == "reported"
+            assert count.tokens == OPENAI_COUNT + view.total_tokens(session.counter) - estimate(t)
+        else:  # a new tool set, staged: the estimate, its tools counted from the batch
+            assert count.source == "estimated"
+            assert count.tokens == view.total_tokens(session.counter) + tool_tokens(tools, session.counter)

@@ -40,7 +40,7 @@ from typing import TYPE_CHECKING, Any, TypeGuard
 
 import attrs
 
-from tractkv.errors import TractError
+from tractkv.errors import ObjectNotFound, TractError
 from tractkv.ids import ObjectId
 from tractkv.model import Commit
 from tractkv.store import Reader, Store
@@ -287,7 +287,7 @@ def calibrated(
     if state is None:
         state = session.head_state(reader)
     view = state.render(reader)
-    estimated = view.total_tokens(session.counter) + session.tool_tokens_of(state.tools)
+    estimated = view.total_tokens(session.counter) + _tool_tokens(session, reader, state.tools)
     fallback = TokenCount(tokens=estimated, source=ESTIMATED, estimated=estimated)
     if state.head is None:
         return fallback
@@ -297,7 +297,7 @@ def calibrated(
         return fallback  # no reply can hold (it would be an assistant message among these): no walk
     try:
         fold = _fold_at(reader, state.head)
-        if fold.reply is None or not _same_tools(session, fold.tools, state.tools):
+        if fold.reply is None or not _same_tools(session, reader, fold.tools, state.tools):
             return fallback
     except TractError:  # a commit or tool set not readable here: the estimate (a count is never an error)
         return fallback
@@ -323,7 +323,27 @@ def context_tokens(
     return count.tokens, count.source
 
 
-def _same_tools(session: Session, linked: ObjectId | None, now: ObjectId | None) -> bool:
+def _tools(session: Session, reader: Reader, toolset: ObjectId | None) -> tuple[dict[str, Any], ...]:
+    """A tool set's schemas: the session's cache, else read through ``reader`` (a batch may hold it)."""
+    try:
+        return session.tools_of(toolset)
+    except ObjectNotFound:
+        from .compiler import load_tools
+
+        return load_tools(reader, toolset)
+
+
+def _tool_tokens(session: Session, reader: Reader, toolset: ObjectId | None) -> int:
+    """:meth:`Session.tool_tokens_of`, for a tool set the store may not hold yet (staged in ``reader``)."""
+    try:
+        return session.tool_tokens_of(toolset)
+    except ObjectNotFound:
+        from .toolsets import tool_tokens
+
+        return tool_tokens(_tools(session, reader, toolset), session.counter)
+
+
+def _same_tools(session: Session, reader: Reader, linked: ObjectId | None, now: ObjectId | None) -> bool:
     if linked == now:
         return True
-    return not session.tools_of(linked) and not session.tools_of(now)
+    return not _tools(session, reader, linked) and not _tools(session, reader, now)
