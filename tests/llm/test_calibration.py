@@ -10,6 +10,7 @@ from __future__ import annotations
 import copy
 import json
 import random
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -79,8 +80,10 @@ def later_tokens(t: Tract, n: int) -> int:
 
 
 @pytest.fixture(autouse=True)
-def fresh_memo() -> None:
+def fresh_memo() -> Iterator[None]:
     calibration._memo.clear()
+    yield
+    calibration._memo.clear()  # a test may have folded with another LIMIT
 
 
 # --- the reported count -------------------------------------------------------------------------------------
