@@ -352,7 +352,9 @@ class Tract:
 
     def status(self) -> StatusInfo:
         """Branch, HEAD, commit / message / token counts, budget use, ahead / behind its upstream. The budget
-        is ``Tract.open(token_budget=...)`` when given, else the branch's stored one (:meth:`set_budget`)."""
+        is ``Tract.open(token_budget=...)`` when given, else the branch's stored one (:meth:`set_budget`). The
+        token count is the provider's reported one where a recorded reply's usage holds (``count_source``:
+        ``"reported"`` or ``"estimated"``; :mod:`tractkv.engine.calibration`)."""
         return branches.status(self._session, self.token_budget)
 
     def set_budget(self, max_tokens: int | None) -> int | None:

@@ -553,7 +553,11 @@ def status(st: CliState, as_json: bool) -> None:
     click.echo(f"head      {info.head or '(no commits yet)'}")
     click.echo(f"commits   {info.commit_count}")
     click.echo(f"messages  {info.message_count}")
-    tokens = f"tokens    {info.token_count} ({info.token_source})"
+    if info.count_source == "reported":
+        source = f"reported by {str(info.reported_by)[:12]}; estimated {info.estimated_tokens}, {info.token_source}"
+    else:
+        source = f"estimated, {info.token_source}"
+    tokens = f"tokens    {info.token_count} ({source})"
     if info.token_budget is not None and info.budget_used is not None:
         tokens += f", {info.budget_used:.0%} of a {info.token_budget}-token budget"
     click.echo(tokens)
