@@ -219,12 +219,18 @@ STRINGS = (
 strings = st.text(alphabet="ab1@:.-😀é", max_size=4) | st.sampled_from(STRINGS)
 numbers = st.sampled_from(NUMBERS) | st.integers(-6, 6)
 scalars = st.none() | st.booleans() | numbers | strings
-json_values = st.recursive(
-    scalars,
-    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.sampled_from(KEYS), inner, max_size=3),
-    max_leaves=8,
-)
-small_values = st.recursive(scalars, lambda inner: st.lists(inner, max_size=2), max_leaves=3)
+
+
+def json_of(depth: int) -> st.SearchStrategy[Any]:
+    """JSON values nested at most ``depth`` deep (scalars most of the time)."""
+    if depth == 0:
+        return scalars
+    inner = json_of(depth - 1)
+    return scalars | st.lists(inner, max_size=3) | st.dictionaries(st.sampled_from(KEYS), inner, max_size=3)
+
+
+json_values = json_of(2)
+small_values = scalars | st.lists(scalars, max_size=2)
 
 SCALAR_KEYWORDS = (
     "enum",
