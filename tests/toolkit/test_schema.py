@@ -114,3 +114,17 @@ def test_pattern_and_format_are_enforced() -> None:
 def test_parameter_schemas_that_cannot_be_enforced_are_refused(schema: Any) -> None:
     with pytest.raises(InvalidInput):
         check_parameters_schema(schema, "t")
+
+
+def test_a_value_nested_deeper_than_python_recurses_is_an_error_not_a_crash() -> None:
+    value: Any = []
+    for _ in range(5000):
+        value = [value]
+    errors = validate(value, {"type": "array", "items": {"$ref": "#"}})
+    assert errors == ["$: nested too deeply to validate"]
+
+
+def test_refs_are_followed_recursively() -> None:
+    schema = {"type": "array", "items": {"$ref": "#"}, "maxItems": 1}
+    assert validate([[[]]], schema) == []
+    assert validate([[[], []]], schema) == ["$[0]: more than 1 items"]

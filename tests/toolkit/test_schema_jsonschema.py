@@ -9,12 +9,15 @@ to a few seconds; run it with 50000 to hunt for disagreements).
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from typing import Any
 
 import jsonschema
 import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
+from jsonschema._utils import equal as jsonschema_equal
+from jsonschema.exceptions import ValidationError
 
 from tractkv.toolkit.schema import FORMATS, JSON_TYPES, _resolve, _SchemaCheck, validate
 
@@ -27,8 +30,32 @@ DIFFERENTIAL = settings(
 )
 
 
+def _unique_items(validator: Any, unique: Any, instance: Any, schema: Any) -> Iterator[ValidationError]:
+    """jsonschema's ``uniqueItems`` compared pairwise with jsonschema's own JSON equality. Its own check
+    sorts the items and compares neighbours only, so it misses ``[[1], [true], [1]]`` (``[1]`` and
+    ``[true]`` sort as equal in Python and keep their order): see the last tricky case."""
+    if unique and validator.is_type(instance, "array"):
+        for i, first in enumerate(instance):
+            if any(jsonschema_equal(first, later) for later in instance[i + 1 :]):
+                yield ValidationError(f"{instance!r} has non-unique elements")
+                return
+
+
+Reference = jsonschema.validators.extend(jsonschema.Draft202012Validator, {"uniqueItems": _unique_items})
+
+
 def jsonschema_verdict(value: Any, schema: Any) -> bool:
-    return bool(jsonschema.Draft202012Validator(schema, format_checker=CHECKER).is_valid(value))
+    return bool(Reference(schema, format_checker=CHECKER).is_valid(value))
+
+
+def test_jsonschema_misses_some_repeated_arrays_and_the_reference_does_not() -> None:
+    repeated = [[1], [True], [1]]  # items 0 and 2 are equal
+    assert jsonschema.Draft202012Validator({"uniqueItems": True}).is_valid(
+        repeated
+    )  # jsonschema 4.26's defect
+    assert not jsonschema_verdict(repeated, {"uniqueItems": True})
+    assert validate(repeated, {"uniqueItems": True}) == ["$: items 0 and 2 are equal (items must be unique)"]
+    assert jsonschema_verdict([[1], [True]], {"uniqueItems": True})
 
 
 def test_the_format_checker_checks_every_supported_format_without_extra_packages() -> None:
@@ -91,6 +118,7 @@ TRICKY: list[tuple[str, Any, Any]] = [
     ("uniqueItems objects", {"uniqueItems": True}, [{"a": 1, "b": 2}, {"b": 2, "a": 1.0}]),
     ("uniqueItems nested bools", {"uniqueItems": True}, [[1], [True]]),
     ("uniqueItems false allows repeats", {"uniqueItems": False}, [1, 1]),
+    ("uniqueItems repeated arrays apart", {"uniqueItems": True}, [[1], [True], [1]]),
     # strings count code points
     ("astral string minLength", {"minLength": 2}, "😀"),
     ("astral string maxLength", {"maxLength": 1}, "😀"),
