@@ -452,6 +452,20 @@ _K_TARGET, _K_CONTENT, _K_MESSAGE, _K_PARENTS, _K_REPLY = map(
     _key, ("target", "content", "message", "parents", "reply_to")
 )
 _RAW_ID_HEAD = codec.head(0x40, OID_RAW_LEN)
+# A plain-text message blob's data is {"type": "dialogue", "role": ..., "text": ...}: keys role, text, type
+# (all four bytes long: bytewise order).
+_TEXT_BLOB_HEADS = {
+    role: _BLOB_PREFIX + b"\xa3" + _key("role") + _key(role) + _key("text") for role in ("user", "assistant")
+}
+_TEXT_BLOB_TAIL = _key("type") + _key("dialogue")
+
+
+def text_blob_bytes(role: str, text: str) -> bytes:
+    """:func:`object_bytes` of ``Blob(data={"type": "dialogue", "role": role, "text": text})`` for ``role``
+    user or assistant and a ``text`` without lone surrogates (the plain-text append's blob; a property test
+    checks it against the generic encoding)."""
+    raw = text.encode("utf-8")
+    return _TEXT_BLOB_HEADS[role] + codec.head(0x60, len(raw)) + raw + _TEXT_BLOB_TAIL
 
 
 def _raw_id(oid: ObjectId) -> bytes:
