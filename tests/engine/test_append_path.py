@@ -249,7 +249,7 @@ def test_plain_text_appends_in_a_batch_make_what_the_general_path_makes(
     real_apply_text = CompileState.apply_text
 
     def counting(self: CompileState, *args: Any) -> None:
-        taken[name] += 1  # noqa: B023 (the store being written)
+        taken[name] += 1  # the store being written
         real_apply_text(self, *args)
 
     monkeypatch.setattr(CompileState, "apply_text", counting)
