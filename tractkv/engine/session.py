@@ -41,7 +41,7 @@ from tractkv.errors import (
 )
 from tractkv.ids import ObjectId, hash_bytes
 from tractkv.model import Blob, Commit, ToolSchema
-from tractkv.model.objects import MAX_OBJECT_BYTES, text_blob_bytes, trusted_commit
+from tractkv.model.objects import MAX_OBJECT_BYTES, text_blob_bytes, trusted_blob, trusted_commit
 from tractkv.store import Reader, Store, Table, WriteBatch
 
 from . import graph
@@ -512,22 +512,26 @@ class Session:
         without the steps of the general path that cannot apply to it (targets, media, tool schemas)."""
         tip = self.writable()
         payload = {"type": "dialogue", "role": role, "text": text}
-        blob, media = content_objects(payload, self.stored_media)
-        plain = _plain_text(blob.data) if not media else None
-        if plain is None:  # not plain text after all (content_objects accepted it): the general path
+        plain = _plain_text(payload)  # the plain text content_objects takes without a general check
+        data: bytes | None = None
+        if plain is not None:
+            with suppress(UnicodeEncodeError):  # a lone surrogate: the general path names the problem
+                data = text_blob_bytes(role, text)
+        if data is None:  # not plain text: the general path checks (and refuses) it
+            blob, media = content_objects(payload, self.stored_media)
             return self.commit_content(
                 blob, operation="append", tip=tip, rebase=self.rebase_appends, media=media
             )
-        payload = blob.data
+        blob = trusted_blob(payload)  # checked above, as content_objects checks plain text
         inherited = self.tools_for_next_commit()
         now = self.now
-        data = text_blob_bytes(role, text)
-        blob_id = hash_bytes(data)
+        encoded = data
+        blob_id = hash_bytes(encoded)
 
         def build(batch: WriteBatch, parent: ObjectId | None, parent_commit: Commit | None) -> Commit:
-            if len(data) > MAX_OBJECT_BYTES:
+            if len(encoded) > MAX_OBJECT_BYTES:
                 batch.put(blob)  # refuses it (ContentTooLarge), as for any object
-            batch.put_raw(blob_id, data, blob)  # batch.put(blob) without encoding it again
+            batch.put_raw(blob_id, encoded, blob)  # batch.put(blob) without encoding it again
             return trusted_commit(
                 parents=(parent,) if parent is not None else (),
                 content=blob_id,

@@ -473,6 +473,10 @@ def _raw_id(oid: ObjectId) -> bytes:
 
 
 _OPERATION_BYTES: dict[str, bytes] = {}  # the few operation names, encoded once each
+# A plain append's map head and first fields, by how many of tools and parents it has (5 to 7 keys).
+_APPEND_HEADS = [
+    codec.head(0xA0, 5 + extra) + _COMMIT_HEAD + _K_OP + codec.dumps("append") + _K_TS for extra in range(3)
+]
 
 
 def _commit_bytes(commit: Commit) -> bytes:
@@ -480,13 +484,34 @@ def _commit_bytes(commit: Commit) -> bytes:
     canonical key order (t, v, op, ts, gen, meta, links, tools, target, content, message, parents, reply_to:
     by length, then bytewise) without building the wire map (the write path's hottest encoding; a property
     test checks it against the generic encoding)."""
+    ts = commit.created_at
+    parents = commit.parents
+    if (
+        commit.operation == "append"
+        and len(parents) <= 1
+        and commit.content is not None
+        and not commit.links
+        and commit.edit_target is None
+        and commit.reply_to is None
+        and commit.message is None
+        and not commit.metadata
+        and not commit.generation_config
+        and 0 <= ts <= codec.INT_MAX
+    ):  # a plain append (every t.user / t.assistant): t, v, op, ts, [tools], content, [parents]
+        tools = commit.tools
+        data = _APPEND_HEADS[(tools is not None) + len(parents)] + codec.head(0, ts)
+        if tools is not None:
+            data += _K_TOOLS + _RAW_ID_HEAD + bytes.fromhex(tools)
+        data += _K_CONTENT + _RAW_ID_HEAD + bytes.fromhex(commit.content)
+        if parents:
+            data += _K_PARENTS + b"\x81" + _RAW_ID_HEAD + bytes.fromhex(parents[0])
+        return data
     op = commit.operation
     op_bytes = _OPERATION_BYTES.get(op)
     if op_bytes is None:
         op_bytes = codec.dumps(op)
         if len(_OPERATION_BYTES) < 64:
             _OPERATION_BYTES[op] = op_bytes
-    ts = commit.created_at
     out = [
         b"",
         _COMMIT_HEAD,
