@@ -181,6 +181,11 @@ class Session:
     def head_commit(self, reader: Reader) -> ObjectId | None:
         if self.branch_ref is None:
             return self.detached
+        batch = self._batch
+        if reader is batch and batch is not None:  # the branch a batch moved: its staged value, read directly
+            staged = batch.ref_updates.get(self.branch_ref)
+            if staged is not None:
+                return ObjectId(staged[1]) if staged[1] is not None else None
         value = reader.get_ref(self.branch_ref)
         return ObjectId(value) if value is not None else None
 
