@@ -22,6 +22,7 @@ EXPECTED_ALL = [
     "BranchExists",
     "BranchInfo",
     "BranchNotFound",
+    "BudgetExceeded",
     "CommitInfo",
     "CompiledContext",
     "ConcurrentUpdate",

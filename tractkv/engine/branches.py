@@ -89,12 +89,14 @@ def delete_branch(session: Session, name: str, *, force: bool = False) -> Object
 
 def status(session: Session, token_budget: int | None = None) -> StatusInfo:
     """Branch, HEAD, commit / message / token counts, budget, ahead / behind the upstream. The budget is
-    ``token_budget`` when given, else the branch's stored one (:mod:`tractkv.engine.budget`)."""
-    from .budget import stored_budget
+    ``token_budget`` when given, else the branch's stored one (:mod:`tractkv.engine.budget`); the stored
+    policy's action and threshold, and the last overrun recorded on the branch, come with it."""
+    from .budget import read_budget, read_overrun
 
     reader = session.reader()
-    if token_budget is None:
-        token_budget = stored_budget(reader, session.branch_ref)
+    policy = read_budget(reader, session.branch_ref)
+    if token_budget is None and policy is not None:
+        token_budget = policy.max_tokens
     state = session.head_state(reader)
     view = state.render(reader)
     tracked = upstream(session, reader)
@@ -116,6 +118,9 @@ def status(session: Session, token_budget: int | None = None) -> StatusInfo:
         token_count=view.total_tokens(session.counter) + session.tool_tokens_of(state.tools),
         token_budget=token_budget,
         token_source=session.counter.name,
+        budget_action=None if policy is None else policy.action,
+        budget_threshold=None if policy is None else policy.threshold,
+        budget_overrun=read_overrun(reader, session.branch_ref),
     )
 
 
