@@ -23,7 +23,9 @@ compared with the limit, ``floor(threshold * max_tokens)``. At or under it nothi
   by the configured summarizer's summary (an ordinary ``compress`` commit, in the same transaction); no model
   configured is :class:`~tractkv.errors.NoLLMConfigured` and nothing is written.
 
-``trim`` and ``compress`` never drop the unit holding the newest message (the commit just made, or the tool
+The trim or compress commit lands in the transaction of the commit that went over (whose reflog entry
+then ends at it: the commit that went over was never a tip by itself). ``trim`` and ``compress`` never drop
+the unit holding the newest message (the commit just made, or the tool
 turn it belongs to): when the rest cannot make room, or the summary is still too long, it is
 :class:`~tractkv.errors.BudgetExceeded` and nothing is written. ``trim``, ``compress`` and ``warn`` also
 emit the event, naming the commit that brought the context back.
@@ -56,6 +58,7 @@ from .records import BudgetOverrun, CompiledContext
 if TYPE_CHECKING:
     from .session import Session
     from .state import CompileState
+    from .window import Fit
 
 BUDGET = b"budget:"  # meta key prefix: branch ref -> the branch's budget policy (CBOR; see the module doc)
 OVERRUN = b"budget-overrun:"  # meta key prefix: branch ref -> the last overrun recorded (CBOR)
@@ -284,11 +287,13 @@ def _policy(budget: Budget) -> str:
     return f"budget {budget.max_tokens} x threshold {budget.threshold:g}"
 
 
-def _plan(session: Session, state: CompileState, batch: WriteBatch, limit: int) -> Any:
-    from .window import plan_window
+def _fit(session: Session, state: CompileState, batch: WriteBatch, limit: int) -> Fit:
+    from .window import fit
 
-    ctx = _compiled(session, state, batch)
-    return ctx, plan_window(ctx, state, session.counter, limit, protect_last=True)
+    def compiled(other: CompileState) -> CompiledContext:
+        return _compiled(session, other, batch)
+
+    return fit(state, compiled, session.counter, limit, protect_last=True)
 
 
 def _trim(
@@ -304,13 +309,14 @@ def _trim(
     """Stage the trim commit that skips the oldest messages until the context fits ``limit``."""
     from .content import ANNOTATION
 
-    _, plan = _plan(session, state, batch, limit)
-    if not plan.fits or not plan.dropped:
+    plan = _fit(session, state, batch, limit)
+    dropped = plan.context.dropped
+    if not plan.fits or not dropped:
         raise BudgetExceeded(
             tokens,
             limit,
             f"the context of branch {name!r} would hold {tokens} tokens, over its budget's limit of {limit}, "
-            f"and trimming every older unpinned message leaves {plan.token_count}: nothing was written",
+            f"and trimming every older unpinned message leaves {plan.context.token_count}: nothing was written",
         )
     payload = {"type": ANNOTATION, "priority": "skip", "reason": f"trim to the {limit}-token budget"}
     blob = Blob(data=payload)
@@ -319,8 +325,8 @@ def _trim(
         parents=(head,),
         content=batch.put(blob),
         operation="trim",
-        message=f"trim {len(plan.dropped)} messages to fit the {limit}-token budget",
-        links={"targets": plan.dropped},
+        message=f"trim {len(dropped)} messages to fit the {limit}-token budget",
+        links={"targets": dropped},
         created_at=session.now(parent),
     )
     return _stage(session, batch, ref, state, head, commit, payload)
@@ -346,23 +352,24 @@ def _compress(
             f"to {tokens} tokens, over the limit of {limit})"
         )
     room = max(1, limit // SUMMARY_SHARE)
-    ctx, plan = _plan(session, state, batch, limit - room)
-    if not plan.fits or not plan.dropped:
+    plan = _fit(session, state, batch, limit - room)
+    dropped = plan.context.dropped
+    if not plan.fits or not dropped:
         raise BudgetExceeded(
             tokens,
             limit,
             f"the context of branch {name!r} would hold {tokens} tokens, over its budget's limit of {limit}, "
             f"and compressing every older unpinned message leaves no room for a summary: nothing was written",
         )
+    ctx = _compiled(session, state, batch)
+    gone = set(dropped)
     seen: set[ObjectId] = set()
     lines: list[str] = []
     last_role = "user"
-    for position in plan.drop:
-        commit_id = ctx.commit_ids[position]
-        if commit_id in seen:
-            continue  # a placeholder result: not a message history holds
+    for message, commit_id in zip(ctx.messages, ctx.commit_ids, strict=True):
+        if commit_id not in gone or commit_id in seen:
+            continue  # kept, or a placeholder result (not a message history holds)
         seen.add(commit_id)
-        message = ctx.messages[position]
         lines.append(f"{message.role}: {message.content}")
         last_role = message.role
     summary = summarize("\n".join(lines), room)
@@ -373,8 +380,8 @@ def _compress(
         parents=(head,),
         content=batch.put(blob),
         operation="compress",
-        message=f"compress {len(plan.dropped)} messages to fit the {limit}-token budget",
-        links={"sources": plan.dropped},
+        message=f"compress {len(dropped)} messages to fit the {limit}-token budget",
+        links={"sources": dropped},
         created_at=session.now(parent),
     )
     oid = _stage(session, batch, ref, state, head, commit, blob.data)
@@ -407,5 +414,16 @@ def _stage(
     state.apply(batch, oid, commit, session.counter, payload)
     batch.set_ref(ref, oid, expected=parent)  # a batch keeps its first expectation: the tip it started from
     summary = commit.message or commit.operation
-    log_ref_move(batch, ref, parent, oid, commit.operation, summary, now_us=commit.created_at)
+    logs = batch.encoded_logs()
+    staged = [i for i, (table, key, _) in enumerate(logs) if table is Table.REFLOG and key == ref.encode()]
+    if not staged:
+        log_ref_move(batch, ref, parent, oid, commit.operation, summary, now_us=commit.created_at)
+        return oid
+    # One transaction moves the branch once: the move it stages ends at this commit (the commit that went
+    # over was never a tip by itself), as a batch's commits fold into one entry.
+    entry = dict(codec.loads(logs[staged[-1]][2]))
+    entry["new"] = oid
+    entry["msg"] = f"{entry.get('msg')}; then {summary}"
+    entry["ts"] = commit.created_at
+    batch.replace_log(staged[-1], entry)
     return oid

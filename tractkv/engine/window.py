@@ -19,6 +19,7 @@ over the limit, the plan says so (``fits`` False) and the caller decides what to
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 import attrs
@@ -26,6 +27,7 @@ import attrs
 from tractkv.errors import BudgetExceeded, InvalidInput
 from tractkv.ids import ObjectId
 
+from .compiler import context_of
 from .pairing import placeholder_tokens
 from .records import CompiledContext
 from .state import PRIORITY_CODES, CompileState
@@ -108,24 +110,65 @@ def plan_window(
     return WindowPlan(keep=keep, drop=drop, dropped=tuple(names), token_count=total, limit=limit)
 
 
-def fitted(ctx: CompiledContext, plan: WindowPlan) -> CompiledContext:
-    """``ctx`` without the messages ``plan`` drops: its ``dropped`` field lists their commits, its repairs
-    and open calls those of the messages kept."""
-    keep = plan.keep
-    gone = set(plan.dropped)
-    open_calls = ctx.open_calls
-    if open_calls and len(ctx.commit_ids) - 1 in plan.drop:  # the tool run in progress went with its turn
-        open_calls = ()
-    return attrs.evolve(
-        ctx,
-        messages=tuple(ctx.messages[p] for p in keep),
-        commit_ids=tuple(ctx.commit_ids[p] for p in keep),
-        generation_configs=tuple(ctx.generation_configs[p] for p in keep),
-        token_count=plan.token_count,
-        repairs=tuple(r for r in ctx.repairs if r.commit_id not in gone),
-        open_calls=open_calls,
-        dropped=plan.dropped,
-    )
+@attrs.frozen(kw_only=True)
+class Fit:
+    """A context fitted to a limit: ``context`` is what the ``state`` (the original one with every dropped
+    message skipped) compiles to, its ``dropped`` listing those messages' commits in context order."""
+
+    state: CompileState
+    context: CompiledContext
+    limit: int
+
+    @property
+    def fits(self) -> bool:
+        return self.context.token_count <= self.limit
+
+
+def fit(
+    state: CompileState,
+    compiled: Callable[[CompileState], CompiledContext],
+    counter: TokenCounter,
+    limit: int,
+    *,
+    protect_last: bool = False,
+) -> Fit:
+    """Drop units (see the module doc) until the context ``compiled(state)`` is within ``limit``, or nothing
+    more may go.
+
+    The result is what compile gives with the dropped messages skipped, as a ``trim`` commit skips them: the
+    pairing pass runs again on what is left (a tool result that answered nothing may answer its call once the
+    message between them is gone, a placeholder result may no longer be needed), so the count is taken again
+    after each round of drops and another round planned while it is over. Each round drops at least one
+    unit, so there are at most as many rounds as messages.
+    """
+    full = compiled(state)
+    ctx, current = full, state
+    dropped: list[ObjectId] = []
+    for _ in range(len(full.commit_ids) + 1):  # bounded: each round drops a unit or stops
+        if ctx.token_count <= limit:
+            break
+        plan = plan_window(ctx, current, counter, limit, protect_last=protect_last)
+        if not plan.dropped:
+            break
+        dropped.extend(plan.dropped)
+        current = skipped(state, dropped)
+        ctx = compiled(current)
+    order = {commit: position for position, commit in enumerate(full.commit_ids)}
+    names = tuple(sorted(dict.fromkeys(dropped), key=lambda c: order.get(c, len(order))))
+    return Fit(state=current, context=attrs.evolve(ctx, dropped=names), limit=limit)
+
+
+def skipped(state: CompileState, commits: Sequence[ObjectId]) -> CompileState:
+    """A copy of ``state`` with the messages of ``commits`` skipped (what a ``trim`` naming them makes)."""
+    other = state.copy()
+    skip = PRIORITY_CODES["skip"]
+    slots, index = other.slots, other.index
+    for commit in commits:
+        position = index.get(commit)
+        if position is not None:
+            slots[position] = slots[position].evolve(priority=skip)
+    other.view = None
+    return other
 
 
 def compile_within(
@@ -149,13 +192,19 @@ def compile_within(
     ctx = session.compile(at, include_reasoning=include_reasoning, strict=strict)
     if ctx.token_count <= max_tokens:
         return attrs.evolve(ctx, dropped=())
+    reader = session.reader()
     state = session.state_at(at)
-    plan = plan_window(ctx, state, session.counter, max_tokens)
-    if not plan.fits:
+    tools, tool_cost = session.tools_of(state.tools), session.tool_tokens_of(state.tools)
+
+    def compiled(other: CompileState) -> CompiledContext:
+        return context_of(reader, other, session.counter, tools, include_reasoning, tool_tokens=tool_cost)
+
+    result = fit(state, compiled, session.counter, max_tokens)
+    if not result.fits:
         raise BudgetExceeded(
-            plan.token_count,
+            result.context.token_count,
             max_tokens,
-            f"the system and pinned messages and tool definitions alone take {plan.token_count} tokens, "
-            f"over max_tokens={max_tokens}: unpin messages or raise the limit",
+            f"the system and pinned messages and tool definitions alone take {result.context.token_count} "
+            f"tokens, over max_tokens={max_tokens}: unpin messages or raise the limit",
         )
-    return fitted(ctx, plan)
+    return result.context
