@@ -8,7 +8,7 @@ from __future__ import annotations
 import contextlib
 from typing import Any
 
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from tractkv import BudgetExceeded, InvalidInput, Tract
@@ -23,12 +23,12 @@ from .test_pairing_property import OPERATIONS, History, check_context
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
 @given(
-    st.lists(OPERATIONS, min_size=1, max_size=16),
-    st.integers(min_value=1, max_value=200),
+    st.lists(OPERATIONS, min_size=3, max_size=16),
+    st.floats(min_value=0.0, max_value=1.1),
     st.booleans(),
 )
 def test_compile_to_a_limit_is_within_it_valid_and_keeps_system_and_pinned(
-    operations: list[tuple[Any, ...]], limit: int, reasoning: bool
+    operations: list[tuple[Any, ...]], share: float, reasoning: bool
 ) -> None:
     with Tract.open() as t:
         history = History(t)
@@ -36,6 +36,7 @@ def test_compile_to_a_limit_is_within_it_valid_and_keeps_system_and_pinned(
             with contextlib.suppress(InvalidInput):  # refused (see test_pairing_property): nothing written
                 history.run(op)
         full = t.compile(include_reasoning=reasoning)
+        limit = max(1, int(full.token_count * share))  # a limit near the context's size
         state = t.session.head_state()
         pinned = {s.commit for s in state.slots if s.priority == PRIORITY_CODES["pinned"]}
         try:
@@ -45,6 +46,7 @@ def test_compile_to_a_limit_is_within_it_valid_and_keeps_system_and_pinned(
         else:
             refused = None
         if refused is not None:
+            event("refused: system and pinned over the limit")
             assert refused.limit == limit < refused.token_count
             kept = [
                 c
@@ -61,11 +63,14 @@ def test_compile_to_a_limit_is_within_it_valid_and_keeps_system_and_pinned(
             if message.role == "system" or commit in pinned:
                 assert commit in ctx.commit_ids
         if full.token_count <= limit:
+            event("fits whole")
             assert ctx == full
             assert ctx.dropped == ()
             return
-        if reasoning or not ctx.dropped:
+        event("dropped")
+        if reasoning:
             return
+        event("dropped, checked against skip annotations")
         # the same drops as ordinary skip annotations, on a branch: the very same context
         here = t.current_branch
         t.branch(history.fresh("check"))
