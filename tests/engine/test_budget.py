@@ -20,6 +20,7 @@ from click.testing import CliRunner
 from tractkv import BudgetExceeded, NoLLMConfigured, Tract, codec
 from tractkv.cli import cli
 from tractkv.engine.budget import BUDGET
+from tractkv.engine.describe import describe_commit
 from tractkv.engine.validate import check_commit
 from tractkv.errors import InvalidInput
 from tractkv.llm import ScriptedLLM
@@ -109,6 +110,8 @@ def test_each_action_at_the_threshold(tmp_path: Path, action: str, where: str) -
         assert ctx.messages[0].role == "system"
         top = t.log(limit=2)
         assert [c.operation for c in top] == [action, "append"]
+        if action == "trim":
+            assert describe_commit(top[0]).summary.startswith("trim 1 message")
         if action == "compress":
             assert any(m.content == "Ada asked sums." for m in ctx.messages)
             assert "Question 0" in summarizer.calls[0].messages[-1].content

@@ -281,6 +281,10 @@ def check(session: Session, batch: WriteBatch, ref: str, state: CompileState | N
     )
 
 
+def _messages(count: int) -> str:
+    return f"{count} message{'s' if count != 1 else ''}"
+
+
 def _policy(budget: Budget) -> str:
     if budget.threshold == 1:
         return f"budget {budget.max_tokens}"
@@ -325,7 +329,7 @@ def _trim(
         parents=(head,),
         content=batch.put(blob),
         operation="trim",
-        message=f"trim {len(dropped)} messages to fit the {limit}-token budget",
+        message=f"trim {_messages(len(dropped))} to fit the {limit}-token budget",
         links={"targets": dropped},
         created_at=session.now(parent),
     )
@@ -380,7 +384,7 @@ def _compress(
         parents=(head,),
         content=batch.put(blob),
         operation="compress",
-        message=f"compress {len(dropped)} messages to fit the {limit}-token budget",
+        message=f"compress {_messages(len(dropped))} to fit the {limit}-token budget",
         links={"sources": dropped},
         created_at=session.now(parent),
     )
