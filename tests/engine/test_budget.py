@@ -426,3 +426,22 @@ def test_cli_budget_actions_status_and_compile_to_a_limit(tmp_path: Path) -> Non
     )
     assert too_small.exit_code == 1
     assert too_small.output.startswith("Error: ")
+
+
+def test_a_merge_commit_over_the_budget_is_trimmed_too(tmp_path: Path) -> None:
+    with Tract.open(str(tmp_path / "s"), clock=FakeClock()) as t:
+        history(t, 2)
+        t.branch("side")
+        t.user("A question asked on the side branch, with a few words more.")
+        t.switch("main")
+        t.user("A question asked on main meanwhile, with a few words more too.")
+        merged_tokens = t.compile().token_count + t.compile(at="side").token_count
+        t.set_budget(t.compile().token_count + 5, action="trim")
+        assert merged_tokens > t.compile().token_count + 5
+        result = t.merge("side")
+        assert result.kind == "merge"
+        top = t.log(limit=2)
+        assert [c.operation for c in top] == ["trim", "merge"]
+        ctx = t.compile()
+        assert ctx.token_count <= t.status().token_budget
+        assert ctx.messages[0].role == "system"

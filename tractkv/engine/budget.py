@@ -30,6 +30,9 @@ turn it belongs to): when the rest cannot make room, or the summary is still too
 :class:`~tractkv.errors.BudgetExceeded` and nothing is written. ``trim``, ``compress`` and ``warn`` also
 emit the event, naming the commit that brought the context back.
 
+A budget checks commits this store makes (a merge commit too), not ref moves: a fast-forward, a reset or
+a fetch brings commits made under their writer's budget, and the next commit here is checked as usual.
+
 **Batches.** Inside ``t.batch()`` the check runs once, at the block's end, on the context the block made
 (one read of the setting per batch); ``reject`` then raises and the whole block is written nowhere. Without a
 budget the write path reads one ``meta`` row per transaction and does nothing else.

@@ -372,8 +372,10 @@ class Session:
             if commit.tools is not None:  # written (or lands with the batch): later commits trust its tag
                 (self._stored_toolsets if own else self._batch_toolsets).add(commit.tools)
             self._maybe_checkpoint()
-            if overrun is not None and self.budget_listener is not None:
-                self.budget_listener(overrun)
+            if overrun is not None:
+                state.retarget(batch, self.store)  # the budget's action rendered through the landed batch
+                if self.budget_listener is not None:
+                    self.budget_listener(overrun)
             return oid, commit
 
     def _extend_batch_log(
