@@ -23,6 +23,7 @@ EXPECTED_ALL = [
     "BranchInfo",
     "BranchNotFound",
     "BudgetExceeded",
+    "BudgetOverrun",
     "CommitInfo",
     "CompiledContext",
     "ConcurrentUpdate",

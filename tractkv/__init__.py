@@ -26,6 +26,7 @@ from tractkv.engine.content import (
 from tractkv.engine.hooks import PendingToolResult
 from tractkv.engine.records import (
     BranchInfo,
+    BudgetOverrun,
     CommitInfo,
     CompiledContext,
     ContextDiff,
@@ -102,6 +103,7 @@ __all__ = [
     "BranchInfo",
     "BranchNotFound",
     "BudgetExceeded",
+    "BudgetOverrun",
     "CommitInfo",
     "CompiledContext",
     "ConcurrentUpdate",
