@@ -208,8 +208,13 @@ def test_compile_json_keeps_the_provider_format(store: str) -> None:
 def test_a_stored_token_budget_is_reported_by_status(store: str, tmp_path: Path) -> None:
     commit(store, "hello there, how are you today?")
     assert ok(store, "budget") == "no token budget on main\n"
-    assert ok(store, "budget", "200") == "200 tokens on main\n"
-    assert json.loads(ok(store, "budget", "--json")) == {"branch": "main", "budget": 200}
+    assert ok(store, "budget", "200") == "200 tokens on main (warn)\n"
+    assert json.loads(ok(store, "budget", "--json")) == {
+        "branch": "main",
+        "budget": 200,
+        "action": "warn",
+        "threshold": 1.0,
+    }
     status = json.loads(ok(store, "status", "--json"))
     assert status["token_budget"] == 200
     assert status["budget_used"] == status["token_count"] / 200

@@ -22,6 +22,8 @@ EXPECTED_ALL = [
     "BranchExists",
     "BranchInfo",
     "BranchNotFound",
+    "BudgetExceeded",
+    "BudgetOverrun",
     "CommitInfo",
     "CompiledContext",
     "ConcurrentUpdate",

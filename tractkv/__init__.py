@@ -26,6 +26,7 @@ from tractkv.engine.content import (
 from tractkv.engine.hooks import PendingToolResult
 from tractkv.engine.records import (
     BranchInfo,
+    BudgetOverrun,
     CommitInfo,
     CompiledContext,
     ContextDiff,
@@ -42,6 +43,7 @@ from tractkv.errors import (
     AuthError,
     BranchExists,
     BranchNotFound,
+    BudgetExceeded,
     ConcurrentUpdate,
     ConditionalWritesUnsupported,
     ContentError,
@@ -100,6 +102,8 @@ __all__ = [
     "BranchExists",
     "BranchInfo",
     "BranchNotFound",
+    "BudgetExceeded",
+    "BudgetOverrun",
     "CommitInfo",
     "CompiledContext",
     "ConcurrentUpdate",

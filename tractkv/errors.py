@@ -15,6 +15,7 @@ and build their message in ``__init__``.
     │   │   └── ContentTooLarge              a new object over the size limit (MAX_OBJECT_BYTES): not written
     │   ├── ToolPairingError                 compile(strict=True) met tool calls and results it had to repair
     │   ├── UnansweredToolCalls              a model call on a context ending with calls awaiting results
+    │   ├── BudgetExceeded                   a context over its token budget / limit (.token_count, .limit)
     │   ├── BranchExists                     a branch of that name exists already
     │   ├── UnknownRevision                  an id, prefix, branch or HEAD~N that names no commit
     │   └── InvalidResponse (MalformedResponse)  a provider reply record_response cannot read (shape, choice)
@@ -254,6 +255,18 @@ class UnansweredToolCalls(InvalidInput):
             f"the context ends with tool calls waiting for results ({', '.join(self.call_ids)}): commit their "
             "results (tool_result) before calling the model"
         )
+
+
+class BudgetExceeded(InvalidInput):
+    """A context that does not fit its token limit: a commit a ``reject`` budget refused (nothing of it was
+    written), a ``compress`` or ``trim`` budget that could not bring the context under its limit (nothing
+    written), or ``compile(max_tokens=N)`` whose system and pinned messages (and tool definitions) alone are
+    over N. ``.token_count`` and ``.limit`` say how much (see :mod:`tractkv.engine.budget`)."""
+
+    def __init__(self, token_count: int, limit: int, detail: str) -> None:
+        self.token_count = token_count
+        self.limit = limit
+        super().__init__(detail)
 
 
 class DetachedHead(TractError):

@@ -91,6 +91,8 @@ class Tract:
         self._llm: LLMClient | None = llm
         self._summarizer: LLMClient | None = None
         self._tool_results: ToolResults | None = None
+        self._session.budget_summarizer = self._budget_summary
+        self._session.budget_listener = self._budget_event
 
     @property
     def _results(self) -> ToolResults:
@@ -330,14 +332,30 @@ class Tract:
     # --- reading ------------------------------------------------------------------------------------------
 
     def compile(
-        self, at: str | None = None, *, include_reasoning: bool = False, strict: bool = False
+        self,
+        at: str | None = None,
+        *,
+        include_reasoning: bool = False,
+        strict: bool = False,
+        max_tokens: int | None = None,
     ) -> CompiledContext:
         """The context at HEAD (or at any revision): messages, tools, token count, provenance.
 
         Tool calls and results always pair up as providers require: where history does not, compile repairs
         it (a placeholder result, an orphan result left out) and lists each repair on ``.repairs``
         (:mod:`tractkv.engine.pairing`); ``strict=True`` raises :class:`~tractkv.errors.ToolPairingError`
-        instead."""
+        instead.
+
+        ``max_tokens=N`` returns a view that fits N tokens and writes nothing: system and pinned messages
+        kept, the oldest others dropped first, tool turns dropped whole (:mod:`tractkv.engine.window`); the
+        commits left out are listed on ``.dropped``. :class:`~tractkv.errors.BudgetExceeded` when the system
+        and pinned messages (with the tool definitions) alone are over N."""
+        if max_tokens is not None:
+            from tractkv.engine.window import compile_within
+
+            return compile_within(
+                self._session, at, max_tokens, include_reasoning=include_reasoning, strict=strict
+            )
         return self._session.compile(at, include_reasoning=include_reasoning, strict=strict)
 
     def get_commit(self, rev: str) -> CommitInfo:
@@ -361,12 +379,24 @@ class Tract:
         ``"reported"`` or ``"estimated"``; :mod:`tractkv.engine.calibration`)."""
         return branches.status(self._session, self.token_budget)
 
-    def set_budget(self, max_tokens: int | None) -> int | None:
-        """Store a token budget for the current branch (None clears it); :meth:`status` reports use against
-        it. A local setting, never synced; ``Tract.open(token_budget=...)`` overrides it for one handle."""
+    def set_budget(
+        self, max_tokens: int | None, *, action: str = "warn", threshold: float = 1.0
+    ) -> int | None:
+        """Store a token budget for the current branch (None clears it) and what a commit that takes the
+        compiled context over ``threshold * max_tokens`` does: ``warn`` (written, recorded, the
+        ``budget_exceeded`` event, shown by :meth:`status`), ``reject`` (:class:`~tractkv.errors.BudgetExceeded`,
+        nothing written), ``trim`` (a commit skipping the oldest unpinned messages lands with it) or
+        ``compress`` (the oldest unpinned messages are summarized by the summarizer, :meth:`configure_llm`).
+        A local setting, never synced; what ``trim`` and ``compress`` commit syncs like any commit (see
+        :mod:`tractkv.engine.budget`). ``Tract.open(token_budget=...)`` overrides the reported budget of one
+        handle only.
+
+        Raises:
+            InvalidInput: a budget that is not a positive int, an unknown action, a threshold outside (0, 1].
+            DetachedHead: HEAD is detached."""
         from tractkv.engine.budget import set_budget
 
-        return set_budget(self._session, max_tokens)
+        return set_budget(self._session, max_tokens, action, threshold)
 
     def budget(self) -> int | None:
         """The current branch's stored token budget (None: none stored, or HEAD detached)."""
@@ -566,6 +596,18 @@ class Tract:
         """The model that writes summaries: the one given as ``summarizer``, else :attr:`llm`."""
         return self._summarizer if self._summarizer is not None else self._llm
 
+    def _budget_summary(self, text: str, target_tokens: int) -> str:
+        """The summary a ``compress`` budget commits (:mod:`tractkv.engine.budget`)."""
+        if self.summarizer is None:
+            raise NoLLMConfigured(
+                "a compress budget (nothing was written; configure a model, or use action trim)"
+            )
+        return self._results.summarize(None, text, COMPRESS_INSTRUCTIONS, target_tokens)
+
+    def _budget_event(self, overrun: object) -> None:
+        if self._tool_results is not None:  # no handler registered yet: nobody to tell
+            self._tool_results.hooks.notify("budget_exceeded", overrun)
+
     def _ask_model(self, instructions: str, text: str) -> str:
         model = self.summarizer
         if model is None:
@@ -575,10 +617,12 @@ class Tract:
         return ask(model, instructions, text)
 
     def on(self, event: str, handler: Callable[[Any], object]) -> None:
-        """Register a hook handler for ``event`` (``"tool_result"``), or for every event (``"*"``; handlers of
-        the event itself win over ``"*"`` ones). A ``tool_result`` handler receives a
+        """Register a hook handler for ``event`` (``"tool_result"``, ``"budget_exceeded"``), or for every event
+        (``"*"``; handlers of the event itself win over ``"*"`` ones). A ``tool_result`` handler receives a
         :class:`~tractkv.engine.hooks.PendingToolResult` to approve, edit, summarize or reject (see
-        :mod:`tractkv.engine.hooks`). Handlers are per handle, in registration order.
+        :mod:`tractkv.engine.hooks`); a ``budget_exceeded`` handler a
+        :class:`~tractkv.engine.records.BudgetOverrun` once the commit that went over the branch's budget
+        landed (:meth:`set_budget`). Handlers are per handle, in registration order.
 
         Raises:
             InvalidInput: an unknown event, or a handler that is not callable."""

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from tractkv import Tract
+from tractkv import BudgetExceeded, Tract
 from tractkv.cli import cli
 from tractkv.engine import calibration
 from tractkv.engine.calibration import calibrated, context_tokens, reported_input, reported_output
@@ -141,6 +141,34 @@ def test_the_budget_use_follows_the_reported_count(tmp_path: Path) -> None:
     t.record_response(openai_reply())
     status = t.status()
     assert status.budget_used == pytest.approx(OPENAI_COUNT / 10_000)
+
+
+def test_budgets_act_on_the_reported_count_and_a_trim_leaves_room_for_what_the_estimate_misses(
+    tmp_path: Path,
+) -> None:
+    """The provider said the context holds 1,200+ tokens while the local estimate is far smaller: a budget
+    acts on the provider's number, and a trim plans with the difference left free, so the trimmed context
+    fits by the provider's count too. Before, budgets counted the estimate only and never acted here, and a
+    trim commit did not end the reply's anchoring (the trimmed context still read as over)."""
+    t = opened(tmp_path)
+    for i in range(6):
+        t.user(f"Question {i}: what will the weather be in city number {i} tomorrow morning?")
+    reply = t.record_response(openai_reply())
+    assert t.status().count_source == "reported"
+    slack = t.status().token_count - estimate(t)
+    assert slack > 1000
+    limit = estimate(t) + slack - 50  # over by the provider's count, far under by the estimate
+    t.set_budget(limit, action="reject")
+    with pytest.raises(BudgetExceeded):
+        t.user("And the day after?")
+    assert t.head == reply.commit_id  # nothing written
+    t.set_budget(limit, action="trim")
+    t.user("And the day after?")
+    trim = t.log(limit=1)[0]
+    assert trim.operation == "trim"
+    status = t.status()
+    assert status.count_source == "estimated"  # the trim skipped messages the reply's count included
+    assert status.token_count == estimate(t) <= limit - slack
 
 
 def test_a_newer_reply_takes_over(tmp_path: Path) -> None:

@@ -484,18 +484,36 @@ def show(st: CliState, rev: str, as_json: bool) -> None:
 @click.option(
     "--strict", is_flag=True, help="Fail instead of repairing tool calls and results that do not pair up."
 )
+@click.option(
+    "--max-tokens",
+    type=click.IntRange(min=1),
+    default=None,
+    metavar="N",
+    help="Fit N tokens: keep system and pinned messages, drop the oldest others (tool turns whole); "
+    "the dropped commits are listed (nothing is written).",
+)
 @json_option
 @with_state
 def compile_cmd(
-    st: CliState, fmt: str, at: str | None, include_reasoning: bool, strict: bool, as_json: bool
+    st: CliState,
+    fmt: str,
+    at: str | None,
+    include_reasoning: bool,
+    strict: bool,
+    max_tokens: int | None,
+    as_json: bool,
 ) -> None:
     """The context a model call needs, from HEAD (or --at REV). Each repair compile made so that tool calls
     and results pair up is printed to stderr as 'repaired: ...'; --strict fails instead. Every format but
     text prints JSON, so --json keeps --format openai / anthropic / json as they are (that format's JSON)
     and only changes text to json."""
-    ctx = st.tract(readonly=True).compile(at=at, include_reasoning=include_reasoning, strict=strict)
+    ctx = st.tract(readonly=True).compile(
+        at=at, include_reasoning=include_reasoning, strict=strict, max_tokens=max_tokens
+    )
     for repair in ctx.repairs:
         note(f"repaired: {repair.detail}")
+    if ctx.dropped:
+        note(f"dropped {len(ctx.dropped)} messages to fit {max_tokens} tokens: {' '.join(ctx.dropped)}")
     if as_json and fmt == "text":  # openai, anthropic and json are JSON already: --json keeps them
         fmt = "json"
     if fmt == "openai":
@@ -517,6 +535,7 @@ def compile_cmd(
                     for r in ctx.repairs
                 ],
                 "open_calls": list(ctx.open_calls),
+                "dropped": list(ctx.dropped),
             }
         )
     else:
@@ -560,7 +579,19 @@ def status(st: CliState, as_json: bool) -> None:
     tokens = f"tokens    {info.token_count} ({source})"
     if info.token_budget is not None and info.budget_used is not None:
         tokens += f", {info.budget_used:.0%} of a {info.token_budget}-token budget"
+        if info.budget_action is not None:
+            tokens += f" ({_policy_text(info.budget_action, info.budget_threshold)})"
     click.echo(tokens)
+    overrun = info.budget_overrun
+    if overrun is not None:
+        done = (
+            f": {overrun.action} {overrun.result_id[:12]} -> {overrun.token_count_after}"
+            if overrun.result_id
+            else f" ({overrun.action})"
+        )
+        click.echo(
+            f"over      {overrun.commit_id[:12]} took it to {overrun.token_count} tokens, over {overrun.limit}{done}"
+        )
     if info.upstream is not None:
         click.echo(f"upstream  {info.upstream}: ahead {info.ahead}, behind {info.behind}")
 
@@ -638,28 +669,68 @@ def checkout(st: CliState, rev: str) -> None:
     click.echo(oid)
 
 
+def _policy_text(action: str, threshold: float | None) -> str:
+    at = f" at {threshold:.0%}" if threshold is not None and threshold != 1 else ""
+    return f"{action}{at}"
+
+
 @click.command("budget")
 @click.argument("max_tokens", required=False, type=click.IntRange(min=1), metavar="[N]")
+@click.option(
+    "--action",
+    type=click.Choice(["warn", "reject", "compress", "trim"]),
+    default=None,
+    help="What a commit over the limit does (default warn): warn, reject it, compress or trim the oldest "
+    "messages.",
+)
+@click.option(
+    "--threshold",
+    type=click.FloatRange(min=0, max=1, min_open=True),
+    default=None,
+    help="The limit as a fraction of N (default 1.0): the action runs above threshold x N tokens.",
+)
 @click.option("--clear", is_flag=True, help="Remove the current branch's budget.")
 @json_option
 @with_state
-def budget(st: CliState, max_tokens: int | None, clear: bool, as_json: bool) -> None:
-    """Show the current branch's token budget, set it to N tokens, or --clear it (`status` reports use
-    against it; a local setting, never synced)."""
+def budget(
+    st: CliState,
+    max_tokens: int | None,
+    action: str | None,
+    threshold: float | None,
+    clear: bool,
+    as_json: bool,
+) -> None:
+    """Show the current branch's token budget, set it to N tokens (and what a commit over it does), or
+    --clear it (`status` reports use against it; a local setting, never synced)."""
     if clear and max_tokens is not None:
         raise click.UsageError("give N or --clear, not both")
+    if (action is not None or threshold is not None) and max_tokens is None:
+        raise click.UsageError("--action and --threshold go with N")
     if clear or max_tokens is not None:
         t = st.tract()
-        stored = t.set_budget(None if clear else max_tokens)
+        t.set_budget(
+            None if clear else max_tokens,
+            action=action or "warn",
+            threshold=1.0 if threshold is None else threshold,
+        )
     else:
         t = st.tract(readonly=True)
-        stored = t.budget()
+    info = t.status()
+    stored = None if info.budget_action is None else info.token_budget
     if as_json:
-        echo_json({"branch": t.current_branch, "budget": stored})
+        echo_json(
+            {
+                "branch": t.current_branch,
+                "budget": stored,
+                "action": info.budget_action,
+                "threshold": info.budget_threshold,
+            }
+        )
     elif stored is None:
         click.echo(f"no token budget on {t.current_branch}" if t.current_branch else "no token budget")
     else:
-        click.echo(f"{stored} tokens on {t.current_branch}")
+        policy = _policy_text(str(info.budget_action), info.budget_threshold)
+        click.echo(f"{stored} tokens on {t.current_branch} ({policy})")
 
 
 @click.command("merge")

@@ -90,13 +90,15 @@ def delete_branch(session: Session, name: str, *, force: bool = False) -> Object
 
 def status(session: Session, token_budget: int | None = None) -> StatusInfo:
     """Branch, HEAD, commit / message / token counts, budget, ahead / behind the upstream. The budget is
-    ``token_budget`` when given, else the branch's stored one (:mod:`tractkv.engine.budget`); the token count
-    is calibrated by the provider when it can be (:mod:`tractkv.engine.calibration`)."""
-    from .budget import stored_budget
+    ``token_budget`` when given, else the branch's stored one (:mod:`tractkv.engine.budget`), with the stored
+    policy's action and threshold and the last overrun recorded on the branch; the token count is calibrated
+    by the provider when it can be (:mod:`tractkv.engine.calibration`)."""
+    from .budget import read_budget, read_overrun
 
     reader = session.reader()
-    if token_budget is None:
-        token_budget = stored_budget(reader, session.branch_ref)
+    policy = read_budget(reader, session.branch_ref)
+    if token_budget is None and policy is not None:
+        token_budget = policy.max_tokens
     state = session.head_state(reader)
     view = state.render(reader)
     count = calibrated(session, state, reader=reader)
@@ -122,6 +124,9 @@ def status(session: Session, token_budget: int | None = None) -> StatusInfo:
         count_source=count.source,
         estimated_tokens=count.estimated,
         reported_by=count.reported_by,
+        budget_action=None if policy is None else policy.action,
+        budget_threshold=None if policy is None else policy.threshold,
+        budget_overrun=read_overrun(reader, session.branch_ref),
     )
 
 

@@ -1,58 +1,448 @@
-"""The stored token budget of a branch: a local setting (``meta`` row ``budget:<branch ref>`` -> CBOR int),
-never synced, like the remotes config and ``set_tools``'s setting.
+"""A branch's token budget, and what a commit over it does.
 
-``status`` reports use against it; a ``Tract.open(token_budget=...)`` argument overrides it for that handle.
+**Where it lives.** A local setting: the ``meta`` row ``budget:<branch ref>`` holds CBOR
+``{"max": int, "action": str, "threshold": float}`` (a row written before actions existed holds a bare CBOR
+int and reads as ``action="warn", threshold=1.0``), like the remotes config and ``set_tools``'s setting. It
+never syncs: a budget is a policy of the process that writes, which another machine (a smaller model, a
+larger window) may set differently. What a budget *does* is ordinary history: a ``trim`` or ``compress``
+commit, validated on receive like any other, so a clone or a pull compiles exactly the trimmed or compressed
+context. ``Tract.open(token_budget=...)`` overrides the reported budget of one handle; it is not a policy
+(nothing acts on it). The last overrun is recorded next to the setting (``budget-overrun:<ref>``, local).
+
+**When it acts.** When a commit lands on the branch, the compiled context it makes (messages, placeholder
+results and tool definitions) is counted as ``status`` counts it (:func:`_calibrated`: the provider's
+reported count where :mod:`tractkv.engine.calibration` has one, else the estimate of :func:`_context_tokens`)
+and compared with the limit, ``floor(threshold * max_tokens)``. At or under it nothing happens. Over it:
+
+* ``warn``: the commit is written; the overrun is recorded and the ``budget_exceeded`` event
+  (:meth:`tractkv.Tract.on`) receives a :class:`~tractkv.engine.records.BudgetOverrun` once it landed;
+* ``reject``: :class:`~tractkv.errors.BudgetExceeded`, and nothing of the commit is written;
+* ``trim``: a ``trim`` commit (op ``trim``, ``links["targets"]``: the messages it skips, an annotation blob
+  of priority ``skip``) lands in the same transaction, skipping the oldest unpinned non-system messages (tool
+  turns whole) until the context is within the limit (:mod:`tractkv.engine.window`);
+* ``compress``: those oldest messages, planned to leave a quarter of the limit for the summary, are replaced
+  by the configured summarizer's summary (an ordinary ``compress`` commit, in the same transaction); no model
+  configured is :class:`~tractkv.errors.NoLLMConfigured` and nothing is written.
+
+The trim or compress commit lands in the transaction of the commit that went over (whose reflog entry
+then ends at it: the commit that went over was never a tip by itself). ``trim`` and ``compress`` never drop
+the unit holding the newest message (the commit just made, or the tool
+turn it belongs to): when the rest cannot make room, or the summary is still too long, it is
+:class:`~tractkv.errors.BudgetExceeded` and nothing is written. ``trim``, ``compress`` and ``warn`` also
+emit the event, naming the commit that brought the context back.
+
+A budget checks commits this store makes (a merge commit too), not ref moves: a fast-forward, a reset or
+a fetch brings commits made under their writer's budget, and the next commit here is checked as usual.
+
+**Batches.** Inside ``t.batch()`` the check runs once, at the block's end, on the context the block made
+(one read of the setting per batch); ``reject`` then raises and the whole block is written nowhere. Without a
+budget the write path reads one ``meta`` row per transaction and does nothing else.
+
+**Concurrent writers.** The check runs on the state the commit is actually made on (the tip the
+compare-and-swap extends): a writer that loses the race writes nothing, and a rebased append
+(``rebase_appends``) is checked again on the new tip.
 """
 
 from __future__ import annotations
 
+import math
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+import attrs
+
 from tractkv import codec
-from tractkv.errors import DecodeError, DetachedHead, InvalidInput
+from tractkv.errors import BudgetExceeded, DecodeError, DetachedHead, InvalidInput, NoLLMConfigured
+from tractkv.ids import ObjectId
+from tractkv.model import Blob, Commit
 from tractkv.store import Reader, Table, WriteBatch
 
-from .session import Session
+from .records import BudgetOverrun, CompiledContext
 
-BUDGET = b"budget:"  # meta key prefix: branch ref -> the branch's token budget (CBOR int)
+if TYPE_CHECKING:
+    from .session import Session
+    from .state import CompileState
+    from .window import Fit
+
+BUDGET = b"budget:"  # meta key prefix: branch ref -> the branch's budget policy (CBOR; see the module doc)
+OVERRUN = b"budget-overrun:"  # meta key prefix: branch ref -> the last overrun recorded (CBOR)
+ACTIONS = ("warn", "reject", "compress", "trim")
+EVENT = "budget_exceeded"
+SUMMARY_SHARE = 4  # compress leaves 1/SUMMARY_SHARE of the limit for the summary
 
 
-def stored_budget(reader: Reader, ref: str | None) -> int | None:
+@attrs.frozen(kw_only=True)
+class Budget:
+    """A branch's stored budget policy."""
+
+    max_tokens: int
+    action: str = "warn"
+    threshold: float = 1.0
+
+    @property
+    def limit(self) -> int:
+        """The most tokens a context may hold before the action runs: ``floor(threshold * max_tokens)``."""
+        return max(1, math.floor(self.threshold * self.max_tokens))
+
+
+def read_budget(reader: Reader, ref: str | None) -> Budget | None:
     """The budget stored for branch ref ``ref`` (None: none stored, a detached HEAD, or an unreadable row)."""
     if ref is None:
         return None
     raw = reader.table_get(Table.META, BUDGET + ref.encode())
-    if raw is None:
-        return None
+    return None if raw is None else _decode(raw)
+
+
+def _decode(raw: bytes) -> Budget | None:
     try:
         value = codec.loads(raw)
     except DecodeError:  # a damaged local setting reads as no budget; it changes nothing compile returns
         return None
-    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None
+    if _is_count(value):
+        return Budget(max_tokens=value)  # a row written before budgets had actions
+    if not isinstance(value, dict):
+        return None
+    max_tokens, action, threshold = value.get("max"), value.get("action"), value.get("threshold")
+    if not _is_count(max_tokens) or action not in ACTIONS or not _is_threshold(threshold):
+        return None
+    assert isinstance(max_tokens, int)
+    assert isinstance(threshold, int | float)
+    return Budget(max_tokens=max_tokens, action=str(action), threshold=float(threshold))
 
 
-def set_budget(session: Session, max_tokens: int | None) -> int | None:
-    """Store ``max_tokens`` as the session's branch budget (None clears it); returns what is stored now.
+def _is_count(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value > 0
+
+
+def _is_threshold(value: object) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) and 0 < value <= 1
+
+
+def stored_budget(reader: Reader, ref: str | None) -> int | None:
+    """The ``max_tokens`` of the budget stored for ``ref`` (None: none)."""
+    budget = read_budget(reader, ref)
+    return None if budget is None else budget.max_tokens
+
+
+def set_budget(
+    session: Session, max_tokens: int | None, action: str = "warn", threshold: float = 1.0
+) -> int | None:
+    """Store the session's branch budget (``max_tokens`` None clears it); returns what is stored now.
 
     Raises:
-        InvalidInput: not a positive int. DetachedHead: HEAD is detached (a budget belongs to a branch).
+        InvalidInput: not a positive int, an unknown action, a threshold outside (0, 1].
+        DetachedHead: HEAD is detached (a budget belongs to a branch).
     """
-    if max_tokens is not None and (
-        not isinstance(max_tokens, int) or isinstance(max_tokens, bool) or max_tokens <= 0
-    ):
+    if max_tokens is not None and not _is_count(max_tokens):
         raise InvalidInput(f"a token budget is a positive number of tokens, not {max_tokens!r}")
+    if action not in ACTIONS:
+        raise InvalidInput(f"a budget's action is one of {', '.join(ACTIONS)}, not {action!r}")
+    if not _is_threshold(threshold):
+        raise InvalidInput(
+            f"a budget's threshold is a fraction of it, more than 0 and at most 1, not {threshold!r}"
+        )
     session.check_writes("set_budget", in_batch=False)
     if session.branch_ref is None:
         raise DetachedHead(str(session.detached), "set a budget")
+    key = session.branch_ref.encode()
     batch = session.store.new_batch()
-    batch.table_put(
-        Table.META,
-        BUDGET + session.branch_ref.encode(),
-        None if max_tokens is None else codec.dumps(max_tokens),
-    )
+    if max_tokens is None:
+        batch.table_put(Table.META, BUDGET + key, None)
+        if batch.table_get(Table.META, OVERRUN + key) is not None:
+            batch.table_put(Table.META, OVERRUN + key, None)
+    else:
+        row = {"max": max_tokens, "action": action, "threshold": float(threshold)}
+        batch.table_put(Table.META, BUDGET + key, codec.dumps(row))
     session.store.apply(batch)
     return max_tokens
 
 
 def drop_budget(batch: WriteBatch, ref: str) -> None:
-    """Stage the removal of ``ref``'s budget row (a deleted branch keeps no setting)."""
-    if batch.table_get(Table.META, BUDGET + ref.encode()) is not None:
-        batch.table_put(Table.META, BUDGET + ref.encode(), None)
+    """Stage the removal of ``ref``'s budget rows (a deleted branch keeps no setting)."""
+    for prefix in (BUDGET, OVERRUN):
+        if batch.table_get(Table.META, prefix + ref.encode()) is not None:
+            batch.table_put(Table.META, prefix + ref.encode(), None)
+
+
+def read_overrun(reader: Reader, ref: str | None) -> BudgetOverrun | None:
+    """The last overrun recorded on branch ref ``ref`` (None: none, or an unreadable row)."""
+    if ref is None:
+        return None
+    raw = reader.table_get(Table.META, OVERRUN + ref.encode())
+    if raw is None:
+        return None
+    try:
+        data = codec.loads(raw)
+        return BudgetOverrun(
+            branch=str(data["branch"]),
+            commit_id=ObjectId(data["commit"]),
+            token_count=int(data["tokens"]),
+            limit=int(data["limit"]),
+            max_tokens=int(data["max"]),
+            threshold=float(data["threshold"]),
+            action=str(data["action"]),
+            result_id=ObjectId(data["result"]) if data.get("result") else None,
+            token_count_after=int(data["after"]) if data.get("after") is not None else None,
+            created_at=datetime.fromtimestamp(int(data["ts"]) / 1_000_000, tz=UTC),
+        )
+    except (DecodeError, KeyError, TypeError, ValueError):  # a damaged local record: none to show
+        return None
+
+
+# --- the one token count ------------------------------------------------------------------------------------
+
+
+def _context_tokens(session: Session, state: CompileState, reader: Reader) -> int:
+    """The tokens of the context ``state`` compiles to, as a budget counts them: its messages, placeholder
+    results and tool definitions (what ``CompiledContext.token_count`` and ``status`` say). Every budget
+    decision counts through here."""
+    from .compiler import load_tools
+    from .toolsets import tool_tokens
+
+    tools = 0
+    if state.tools is not None:
+        tools = tool_tokens(load_tools(reader, state.tools), session.counter)
+    return state.render(reader).total_tokens(session.counter) + tools
+
+
+def _calibrated(session: Session, state: CompileState, reader: Reader) -> tuple[int, int]:
+    """``(tokens, slack)`` of the context at ``state``'s head, as ``status`` counts it: calibrated by the
+    provider's reported usage where it can be (:mod:`tractkv.engine.calibration`), else the estimate of
+    :func:`_context_tokens`; ``slack`` is how much the count exceeds the estimate (what a plan that counts
+    estimates must leave free). Only for a state that is the branch's real head: a trial state of the
+    planner has that head too, so it is counted by :func:`_context_tokens` alone."""
+    from .calibration import calibrated
+
+    count = calibrated(session, state, reader=reader)
+    return count.tokens, max(0, count.tokens - count.estimated)
+
+
+def _compiled(session: Session, state: CompileState, reader: Reader) -> CompiledContext:
+    """The context ``state`` compiles to, its ``token_count`` from :func:`_context_tokens`."""
+    from .compiler import context_of, load_tools
+
+    tools = load_tools(reader, state.tools) if state.tools is not None else ()
+    ctx = context_of(reader, state, session.counter, tools)
+    return attrs.evolve(ctx, token_count=_context_tokens(session, state, reader))
+
+
+# --- the check on the write path ------------------------------------------------------------------------------
+
+
+def check(session: Session, batch: WriteBatch, ref: str, state: CompileState | None) -> BudgetOverrun | None:
+    """Run ``ref``'s budget on what ``batch`` (about to be applied) makes of the branch: ``state`` is the
+    compile state at its new tip (None: read it through the batch). Returns the overrun to report once the
+    batch landed, or None; may stage a trim or compress commit in the batch; raises to write nothing.
+
+    Raises:
+        BudgetExceeded: a ``reject`` budget, or a ``trim`` / ``compress`` that cannot make the context fit.
+        NoLLMConfigured: a ``compress`` budget with no summarizer configured.
+    """
+    raw = batch.table_get(Table.META, BUDGET + ref.encode())  # the one read when no budget is set
+    if raw is None:
+        return None
+    budget = _decode(raw)
+    update = batch.ref_updates.get(ref)
+    if budget is None or update is None or update[1] is None:
+        return None
+    head = ObjectId(update[1])
+    if state is None or state.head != head:
+        state = session.head_state(batch)
+    tokens, slack = _calibrated(session, state, batch)
+    limit = budget.limit
+    if tokens <= limit:
+        return None
+    name = ref.removeprefix("refs/heads/")
+    if budget.action == "reject":
+        raise BudgetExceeded(
+            tokens,
+            limit,
+            f"the commit would take the context of branch {name!r} to {tokens} tokens, over its budget's "
+            f"limit of {limit} ({_policy(budget)}, action reject): nothing was written",
+        )
+    result: ObjectId | None = None
+    after: int | None = None
+    if budget.action in ("trim", "compress"):
+        # the plan counts estimates: leave free what the provider counts beyond them
+        act = _trim if budget.action == "trim" else _compress
+        result = act(session, batch, ref, state, head, limit - slack, name, tokens)
+        after = _calibrated(session, state, batch)[0]
+    now = session.clock()
+    record: dict[str, Any] = {
+        "branch": name,
+        "commit": head,
+        "tokens": tokens,
+        "limit": limit,
+        "max": budget.max_tokens,
+        "threshold": budget.threshold,
+        "action": budget.action,
+        "ts": now,
+    }
+    if result is not None:
+        record["result"] = result
+        record["after"] = after
+    batch.table_put(Table.META, OVERRUN + ref.encode(), codec.dumps(record))
+    return BudgetOverrun(
+        branch=name,
+        commit_id=head,
+        token_count=tokens,
+        limit=limit,
+        max_tokens=budget.max_tokens,
+        threshold=budget.threshold,
+        action=budget.action,
+        result_id=result,
+        token_count_after=after,
+        created_at=datetime.fromtimestamp(now / 1_000_000, tz=UTC),
+    )
+
+
+def _messages(count: int) -> str:
+    return f"{count} message{'s' if count != 1 else ''}"
+
+
+def _policy(budget: Budget) -> str:
+    if budget.threshold == 1:
+        return f"budget {budget.max_tokens}"
+    return f"budget {budget.max_tokens} x threshold {budget.threshold:g}"
+
+
+def _fit(session: Session, state: CompileState, batch: WriteBatch, limit: int) -> Fit:
+    from .window import fit
+
+    def compiled(other: CompileState) -> CompiledContext:
+        return _compiled(session, other, batch)
+
+    return fit(state, compiled, session.counter, limit, protect_last=True)
+
+
+def _trim(
+    session: Session,
+    batch: WriteBatch,
+    ref: str,
+    state: CompileState,
+    head: ObjectId,
+    limit: int,
+    name: str,
+    tokens: int,
+) -> ObjectId:
+    """Stage the trim commit that skips the oldest messages until the context fits ``limit``."""
+    from .content import ANNOTATION
+
+    plan = _fit(session, state, batch, limit)
+    dropped = plan.context.dropped
+    if not plan.fits or not dropped:
+        raise BudgetExceeded(
+            tokens,
+            limit,
+            f"the context of branch {name!r} would hold {tokens} tokens, over its budget's limit of {limit}, "
+            f"and trimming every older unpinned message leaves {plan.context.token_count}: nothing was written",
+        )
+    payload = {"type": ANNOTATION, "priority": "skip", "reason": f"trim to the {limit}-token budget"}
+    blob = Blob(data=payload)
+    parent = batch.get_commit(head)
+    commit = Commit(
+        parents=(head,),
+        content=batch.put(blob),
+        operation="trim",
+        message=f"trim {_messages(len(dropped))} to fit the {limit}-token budget",
+        links={"targets": dropped},
+        created_at=session.now(parent),
+    )
+    return _stage(session, batch, ref, state, head, commit, payload)
+
+
+def _compress(
+    session: Session,
+    batch: WriteBatch,
+    ref: str,
+    state: CompileState,
+    head: ObjectId,
+    limit: int,
+    name: str,
+    tokens: int,
+) -> ObjectId:
+    """Stage a compress commit summarizing the oldest messages so that the context fits ``limit``."""
+    from .content import content_blob
+
+    summarize = session.budget_summarizer
+    if summarize is None:
+        raise NoLLMConfigured(
+            f"the compress budget of branch {name!r} (nothing was written: the commit would take the context "
+            f"to {tokens} tokens, over the limit of {limit})"
+        )
+    room = max(1, limit // SUMMARY_SHARE)
+    plan = _fit(session, state, batch, limit - room)
+    dropped = plan.context.dropped
+    if not plan.fits or not dropped:
+        raise BudgetExceeded(
+            tokens,
+            limit,
+            f"the context of branch {name!r} would hold {tokens} tokens, over its budget's limit of {limit}, "
+            f"and compressing every older unpinned message leaves no room for a summary: nothing was written",
+        )
+    ctx = _compiled(session, state, batch)
+    gone = set(dropped)
+    seen: set[ObjectId] = set()
+    lines: list[str] = []
+    last_role = "user"
+    for message, commit_id in zip(ctx.messages, ctx.commit_ids, strict=True):
+        if commit_id not in gone or commit_id in seen:
+            continue  # kept, or a placeholder result (not a message history holds)
+        seen.add(commit_id)
+        lines.append(f"{message.role}: {message.content}")
+        last_role = message.role
+    summary = summarize("\n".join(lines), room)
+    role = "assistant" if last_role == "assistant" else "user"  # as Tract.compress: the last source's side
+    blob = content_blob({"type": "dialogue", "role": role, "text": summary})
+    parent = batch.get_commit(head)
+    commit = Commit(
+        parents=(head,),
+        content=batch.put(blob),
+        operation="compress",
+        message=f"compress {_messages(len(dropped))} to fit the {limit}-token budget",
+        links={"sources": dropped},
+        created_at=session.now(parent),
+    )
+    oid = _stage(session, batch, ref, state, head, commit, blob.data)
+    after = _context_tokens(session, state, batch)
+    if after > limit:
+        raise BudgetExceeded(
+            after,
+            limit,
+            f"the summary left the context of branch {name!r} at {after} tokens, over its budget's limit "
+            f"of {limit}: nothing was written",
+        )
+    return oid
+
+
+def _stage(
+    session: Session,
+    batch: WriteBatch,
+    ref: str,
+    state: CompileState,
+    parent: ObjectId,
+    commit: Commit,
+    payload: dict[str, Any],
+) -> ObjectId:
+    """Check and stage ``commit`` on top of ``parent`` in ``batch`` and apply it to ``state``."""
+    from .reflog import log_ref_move
+    from .validate import check_commit
+
+    check_commit(batch, commit, {parent: "commit"})
+    oid = batch.put(commit)
+    state.apply(batch, oid, commit, session.counter, payload)
+    batch.set_ref(ref, oid, expected=parent)  # a batch keeps its first expectation: the tip it started from
+    summary = commit.message or commit.operation
+    logs = batch.encoded_logs()
+    staged = [i for i, (table, key, _) in enumerate(logs) if table is Table.REFLOG and key == ref.encode()]
+    if not staged:
+        log_ref_move(batch, ref, parent, oid, commit.operation, summary, now_us=commit.created_at)
+        return oid
+    # One transaction moves the branch once: the move it stages ends at this commit (the commit that went
+    # over was never a tip by itself), as a batch's commits fold into one entry.
+    entry = dict(codec.loads(logs[staged[-1]][2]))
+    entry["new"] = oid
+    entry["msg"] = f"{entry.get('msg')}; then {summary}"
+    entry["ts"] = commit.created_at
+    batch.replace_log(staged[-1], entry)
+    return oid

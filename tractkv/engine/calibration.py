@@ -176,6 +176,8 @@ def _step(before: _Fold, oid: ObjectId, commit: Commit) -> _Fold:
         touched = (commit.edit_target,)
     elif commit.operation == "compress":
         touched = tuple(commit.links.get("sources", ()))
+    elif commit.operation == "trim":  # a budget's trim skips several messages at once
+        touched = tuple(commit.links.get("targets", ()))
     after = before.after
     if any(after is None or not after.holds(target) for target in touched):
         return _NONE  # it changes the reply or a message the provider counted

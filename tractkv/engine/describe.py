@@ -13,6 +13,7 @@ tool result                     ``tool_result``  ``[result of a] <text>`` (``[er
 compress                        ``summary``      the summary's text (``targets``: none; the sources
                                                  are in the commit's ``sources`` link)
 annotate                        ``annotation``   ``pinned <target> (<reason>)``
+trim (a budget's)               ``annotation``   its note (``trim 3 messages to fit ...``)
 merge                           ``merge``        ``<source> (<strategy>[, N conflicts settled])``, the
                                                  source as people name it (``origin/main``)
 anything else                   ``other``        the commit's note, else its operation
@@ -98,6 +99,8 @@ def describe_commit(info: CommitInfo) -> CommitDescription:
     common: dict[str, Any] = {"commit_id": info.commit_id, "operation": info.operation}
     if kind == ANNOTATION:
         target = info.edit_target
+        if target is None and info.operation == "trim":  # a budget's trim: its note says what it skips
+            return _bookkeeping(common, "annotation", info.message or "trim", ())
         summary = f"{data.get('priority')} {short_id(target)}"
         if data.get("reason"):
             summary += f" ({data.get('reason')})"

@@ -1,9 +1,9 @@
 """Tool-result hooks: inspect, edit, summarize or reject a tool result before it is committed.
 
 ``t.on("tool_result", handler)`` registers a handler; ``t.on("*", handler)`` one for every hookable event
-(today only ``tool_result``). Handlers of the event itself win: when any is registered, the ``"*"`` handlers
-do not run for that event. :meth:`tractkv.Tract.tool_result` builds a :class:`PendingToolResult` and runs
-the handlers in registration order until one decides:
+(``tool_result``, and the ``budget_exceeded`` notification). Handlers of the event itself win: when any is
+registered, the ``"*"`` handlers do not run for that event. :meth:`tractkv.Tract.tool_result` builds a
+:class:`PendingToolResult` and runs the handlers in registration order until one decides:
 
 * ``approve()`` commits the current content and returns the :class:`~tractkv.engine.records.CommitInfo`;
 * ``reject(reason=None)`` commits nothing (``tool_result`` returns None);
@@ -18,6 +18,11 @@ Provenance: the committed result's metadata names the hook that ran (``triggered
 when ``summarize()`` ran, ``summarized_from``: the id of the raw result's ``tool_original`` blob, which the
 commit links (``links["original"]``) whenever the committed text differs from the raw one. Both are part of
 the commit, so they sync with the branch; ``t.original_of(commit)`` recovers the raw text.
+
+Notifications: ``t.on("budget_exceeded", handler)`` hears of every commit that took the branch's context over
+its budget's limit (:mod:`tractkv.engine.budget`), once that commit (and the trim or compress commit the
+budget added) landed: the handler receives a :class:`~tractkv.engine.records.BudgetOverrun` and decides
+nothing. ``"*"`` handlers receive these too (tell the events apart by the payload's type).
 """
 
 from __future__ import annotations
@@ -30,7 +35,7 @@ from tractkv.errors import InvalidInput, ToolHookError, TractError
 if TYPE_CHECKING:
     from .records import CommitInfo
 
-EVENTS = ("tool_result",)
+EVENTS = ("tool_result", "budget_exceeded")
 ANY_EVENT = "*"  # a handler for every event (one registered for the event itself wins)
 
 Summarizer = Callable[[str, str, "str | None", "int | None"], str]
@@ -221,6 +226,22 @@ class HookRegistry:
             if pending.status != PENDING:
                 break
         return pending
+
+    def notify(self, event: str, payload: object) -> None:
+        """Run the handlers of a notification event with ``payload``, in registration order.
+
+        Raises:
+            ToolHookError: a handler raised a non-tractkv exception (what the event reports stays done).
+        """
+        for handler in self.handlers(event):
+            try:
+                handler(payload)
+            except TractError:
+                raise
+            except Exception as exc:
+                raise ToolHookError(
+                    f"{event} handler {_name(handler)} raised: {exc!r} (what it reports was done already)"
+                ) from exc
 
     @staticmethod
     def _check(event: str) -> None:

@@ -177,7 +177,8 @@ class CompiledContext:
     so that every tool call is answered before the next message and every result answers an open call
     (:mod:`tractkv.engine.pairing`); empty for a well-formed history. ``open_calls`` names the calls of the
     last tool turn still waiting for results (a tool run in progress; such a context is not sent to a model:
-    ``generate`` raises :class:`~tractkv.errors.UnansweredToolCalls`).
+    ``generate`` raises :class:`~tractkv.errors.UnansweredToolCalls`). ``dropped`` lists the message commits
+    ``compile(max_tokens=N)`` left out to fit N tokens (:mod:`tractkv.engine.window`); empty otherwise.
 
     A context compiled from a checkpoint reads each message's blob from the store on first use of
     ``messages``. Its session renders what is left before it closes, gcs, hard-resets or deletes a branch; a
@@ -195,6 +196,7 @@ class CompiledContext:
     tools: tuple[dict[str, Any], ...] = attrs.field(default=(), eq=False, hash=False)
     repairs: tuple[Repair, ...] = ()
     open_calls: tuple[str, ...] = ()
+    dropped: tuple[ObjectId, ...] = ()
 
     def __len__(self) -> int:
         return len(self.messages)
@@ -297,6 +299,11 @@ class StatusInfo:
     count_source: str = "estimated"
     estimated_tokens: int | None = None
     reported_by: ObjectId | None = None
+    # the branch's stored budget policy (engine/budget.py): what a commit over the limit does, the limit's
+    # fraction of the budget, and the last overrun recorded on this branch
+    budget_action: str | None = None
+    budget_threshold: float | None = None
+    budget_overrun: BudgetOverrun | None = None
 
     @property
     def budget_used(self) -> float | None:
@@ -388,3 +395,26 @@ class RunResult:
     @property
     def tool_calls(self) -> int:
         return len(self.usage_ids)
+
+
+@attrs.frozen(kw_only=True)
+class BudgetOverrun:
+    """A commit that took a branch's compiled context over its budget's limit (``threshold * max_tokens``,
+    :mod:`tractkv.engine.budget`): the payload of the ``budget_exceeded`` event and what ``status`` shows as
+    the branch's last overrun.
+
+    ``commit_id`` is the commit that went over, ``token_count`` the context's tokens with it; ``action`` is
+    what the budget did (``warn``: nothing more; ``trim`` / ``compress``: ``result_id`` is the commit that
+    brought the context back to ``token_count_after`` tokens, in the same transaction).
+    """
+
+    branch: str
+    commit_id: ObjectId
+    token_count: int
+    limit: int
+    max_tokens: int
+    threshold: float
+    action: str
+    result_id: ObjectId | None = None
+    token_count_after: int | None = None
+    created_at: datetime | None = None

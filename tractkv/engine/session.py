@@ -45,11 +45,12 @@ from tractkv.model.objects import MAX_OBJECT_BYTES, text_blob_bytes, trusted_blo
 from tractkv.store import Reader, Store, Table, WriteBatch
 
 from . import graph
+from .budget import check as check_budget
 from .commit_info import commit_info, text_commit_info
 from .compiler import CHECKPOINT_EVERY, Compiler, context_of, load_tools, render_all
 from .content import ANNOTATION, MEDIA_LINK, PRIORITIES, content_objects, media_ids
 from .diff import diff_states
-from .records import BranchInfo, CommitInfo, CompiledContext, ContextDiff
+from .records import BranchInfo, BudgetOverrun, CommitInfo, CompiledContext, ContextDiff
 from .reflog import log_ref_move
 from .refs import HEAD, SYMBOLIC, branch_name, branch_ref, read_head
 from .refs import resolve_revision as _resolve
@@ -123,6 +124,10 @@ class Session:
         # Called with the action before anything moves this session's branch or HEAD; raising refuses it
         # (the toolkit sets it while a tool handler runs between a tool call and its result).
         self.write_guard: Callable[[str], None] | None = None
+        # The branch budget's hooks (engine/budget.py), set by the Tract: the summarizer a ``compress`` budget
+        # uses ((text, target tokens) -> summary) and who hears of an overrun once its commit landed.
+        self.budget_summarizer: Callable[[str, int], str] | None = None
+        self.budget_listener: Callable[[BudgetOverrun], None] | None = None
         ref, detached = read_head(store)
         self.branch_ref: str | None = ref
         self.detached: ObjectId | None = detached if ref is None else None
@@ -262,7 +267,10 @@ class Session:
         try:
             yield
             batch, self._batch = self._batch, None
+            overrun = None
             if len(batch):
+                if self.branch_ref is not None:  # the budget checks what the block made, once
+                    overrun = check_budget(self, batch, self.branch_ref, self._state)
                 if self._state is not None and self._since_checkpoint >= CHECKPOINT_EVERY:
                     # the checkpoint lands with the commits; a cache: failing to stage it (an I/O error
                     # re-reading a damaged chunk) must not fail the batch (a partial one is never named)
@@ -290,6 +298,8 @@ class Session:
             self._batch_tools_setting = None
             self._batch_log = None
         self._maybe_checkpoint()
+        if overrun is not None and self.budget_listener is not None:
+            self.budget_listener(overrun)
 
     def commit_with(
         self,
@@ -355,6 +365,7 @@ class Session:
                     )
                     if not own:
                         self._batch_log = (ref, entry, 1, len(batch.log_appends) - 1)
+                overrun = check_budget(self, batch, ref, state) if own else None  # on the tip extended
                 if own:
                     self.store.apply(batch)
             except RefConflict as exc:
@@ -378,6 +389,10 @@ class Session:
             if commit.tools is not None:  # written (or lands with the batch): later commits trust its tag
                 (self._stored_toolsets if own else self._batch_toolsets).add(commit.tools)
             self._maybe_checkpoint()
+            if overrun is not None:
+                state.retarget(batch, self.store)  # the budget's action rendered through the landed batch
+                if self.budget_listener is not None:
+                    self.budget_listener(overrun)
             return oid, commit
 
     def _extend_batch_log(

@@ -7,6 +7,9 @@ How history compiles (the definition the tests check against a simple model):
   the latest edit wins. The original stays in history.
 * ``annotate`` sets a message's priority: ``skip`` leaves it out of compile, ``pinned`` keeps it verbatim
   through compression, ``normal`` restores the default. The latest annotation wins.
+* ``trim`` (a budget's action, :mod:`tractkv.engine.budget`) skips every message its ``targets`` link names,
+  as one ``skip`` annotation of each would (the latest annotation of a message wins, so a later one can
+  restore it).
 * ``compress`` replaces the messages listed in its ``sources`` link with its own content (a summary), placed
   where the first of them stood; pinned sources stay verbatim. The originals stay in history (they are
   ancestors): compression changes the context, never what was written.
@@ -889,6 +892,9 @@ class CompileState:
         if op == "compress":
             self._apply_compress(reader, oid, commit, counter)
             return
+        if op == "trim":
+            self._apply_trim(oid, commit, skip_targets)
+            return
         if op == "annotate" and commit.edit_target is not None:
             position = self.index.get(commit.edit_target)
             if position is None:
@@ -961,6 +967,20 @@ class CompileState:
         if not placed:
             kept.append(summary)
         self._reindex(kept)
+
+    def _apply_trim(self, oid: ObjectId, commit: Commit, skip_targets: set[ObjectId] | None) -> None:
+        """Skip each target message (as a ``skip`` annotation does); a target outside this history is
+        tolerated on replay, as an annotation's is."""
+        skip = PRIORITY_CODES["skip"]
+        for target in commit.links.get("targets", ()):
+            position = self.index.get(target)
+            if position is None:
+                continue
+            slot = self.slots[position]
+            if skip_targets is not None and slot.commit in skip_targets:
+                continue
+            self.slots[position] = slot.evolve(priority=skip, annotation=oid)
+        self.view = None
 
     def _reindex(self, slots: list[Slot]) -> None:
         self.slots = slots

@@ -13,10 +13,12 @@ The rules, by kind (an object's "tag" is its kind, or for a blob the content typ
 
 * **commit**: ``op`` is one of :data:`OPERATIONS`; ``ts`` is an int in ``[TS_MIN, TS_MAX]``; parents are
   distinct commits, two or more exactly for ``merge``, exactly one for ``edit`` / ``annotate`` /
-  ``compress``, at most one for ``append``; ``content`` is a message blob (``append``, ``edit``,
-  ``compress``), an annotation blob (``annotate``, required) or a merge blob (``merge``, optional);
+  ``compress`` / ``trim``, at most one for ``append``; ``content`` is a message blob (``append``, ``edit``,
+  ``compress``), an annotation blob (``annotate`` and ``trim``, required; a trim skips its targets whatever
+  priority its blob says: tractkv writes ``skip``) or a merge blob (``merge``, optional);
   ``target`` is a commit, present exactly for ``edit`` and ``annotate``; ``reply_to`` is a commit; ``tools``
   is a tool set; ``links["sources"]`` are commits (required, non-empty, for ``compress`` only),
+  ``links["targets"]`` are distinct commits (required, non-empty, for ``trim`` only: the messages it skips),
   ``links["original"]`` is one ``tool_original`` blob, ``links["usages"]`` are usage records;
   ``links["media"]`` is exactly the media ids its message content's parts use (sorted, unique; absent
   when they use none, and on commits without message content), each a **media** blob (a blob whose data
@@ -78,11 +80,12 @@ from .toolsets import legacy_name
 TS_MIN = 0
 TS_MAX = 2**53 - 1  # the largest integer a JSON number holds exactly (see the module docstring)
 
-OPERATIONS = frozenset({"append", "edit", "annotate", "merge", "compress"})
+OPERATIONS = frozenset({"append", "edit", "annotate", "merge", "compress", "trim"})
 MESSAGE_OPS = frozenset({"append", "edit", "compress"})  # ops whose content is a message
 TARGET_OPS = frozenset({"edit", "annotate"})  # ops that need an edit_target
 
 SOURCES_LINK = "sources"  # a compress commit's replaced messages
+TARGETS_LINK = "targets"  # a trim commit's skipped messages (engine/budget.py)
 ORIGINAL_LINK = "original"  # the raw tool result behind an edited or summarized one
 USAGES_LINK = "usages"  # a tool result's usage records
 MEDIA = "media"  # the tag of a blob whose data is non-empty bytes (an image's or a document's file)
@@ -278,7 +281,7 @@ def _check_commit(commit: Commit, tag_of: TagOf) -> None:
         raise ObjectRuleError("a merge commit has two or more parents")
     if op != "merge" and len(parents) > 1:
         raise ObjectRuleError(f"an {op} commit has at most one parent (only merges have more)")
-    if op in ("edit", "annotate", "compress") and not parents:
+    if op in ("edit", "annotate", "compress", "trim") and not parents:
         raise ObjectRuleError(f"an {op} commit needs a parent")
     for index, parent in enumerate(parents):
         _want(tag_of, f"parents[{index}]", parent, ("commit",))
@@ -294,6 +297,10 @@ def _check_commit(commit: Commit, tag_of: TagOf) -> None:
     elif op == "annotate":
         if content is None:
             raise ObjectRuleError("an annotate commit needs annotation content")
+        _want(tag_of, "content", content, (ANNOTATION,))
+    elif op == "trim":
+        if content is None:
+            raise ObjectRuleError("a trim commit needs annotation content")
         _want(tag_of, "content", content, (ANNOTATION,))
     elif content is not None:  # merge
         _want(tag_of, "content", content, (MERGE,))
@@ -339,11 +346,19 @@ def _check_links(op: str, links: Mapping[str, tuple[ObjectId, ...]], tag_of: Tag
         raise ObjectRuleError("a compress commit names the messages it replaces (links.sources)")
     if op != "compress" and SOURCES_LINK in links:
         raise ObjectRuleError("only a compress commit has links.sources")
+    targets = links.get(TARGETS_LINK, ())
+    if op == "trim" and not targets:
+        raise ObjectRuleError("a trim commit names the messages it skips (links.targets)")
+    if op != "trim" and TARGETS_LINK in links:
+        raise ObjectRuleError("only a trim commit has links.targets")
+    if len(set(targets)) != len(targets):
+        raise ObjectRuleError("links.targets names a commit twice")
     for name, oids in links.items():
         if name == ORIGINAL_LINK and len(oids) != 1:
             raise ObjectRuleError("links.original names exactly one blob")
         want = {
             SOURCES_LINK: "commit",
+            TARGETS_LINK: "commit",
             ORIGINAL_LINK: TOOL_ORIGINAL,
             USAGES_LINK: "usage",
             MEDIA_LINK: MEDIA,
