@@ -62,7 +62,9 @@ def test_spawn_work_collapse_and_list(store: str) -> None:
     ok(store, "switch", "main")
 
     listed = ok(store, "children")
-    assert "open" in listed and "main.spawn/find-a" in listed and "main.spawn/find-b" in listed
+    assert "open" in listed
+    assert "main.spawn/find-a" in listed
+    assert "main.spawn/find-b" in listed
     out = ok(store, "collapse", "main.spawn/find-b", "--content", "Sub-agent: b is 2.")
     assert out.startswith("collapsed main.spawn/find-b: ")
     collapse_id = out.split(": ")[1].strip()

@@ -32,7 +32,8 @@ def spawn(
     with t.spawn(purpose, inherit=inherit, tools=tools, branch=branch) as child:
         name, head = child.current_branch, child.head
         info = child.parent()
-    assert name is not None and info is not None
+    assert name is not None
+    assert info is not None
     if do_switch:
         t.switch(name)
     if as_json:
