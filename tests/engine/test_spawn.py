@@ -325,5 +325,9 @@ def test_children_lists_open_and_collapsed_children_in_spawn_order(open_tract: F
     second.branch("second-alt", switch=False)
     assert [c.branch for c in parent.children()] == [None, "main.spawn/second"]
     assert second.children() == []
+    # a full child inherits the history that collapsed "first": that child is still main's, not its
+    with parent.spawn("third", inherit="full") as third:
+        assert third.children() == []
+        assert [c.purpose for c in parent.children()] == ["first", "second", "third"]
     first.close()
     second.close()

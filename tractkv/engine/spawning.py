@@ -36,8 +36,9 @@ branches by sync lists the same ones. A branch's spawn commit is the nearest ``s
 parent chain. The children of branch *B* are (a) the children whose heads *B*'s history links, through a
 collapse (``links["child"]``) or through a tool result's usage records (``heads``: a ``run_child`` whose
 answer came back as the tool result), state ``collapsed``; (b) the local branches whose spawn commit names
-*B* as ``parent_branch`` and that were not collapsed, state ``open``. Cost: one walk of *B*'s history plus one
-first-parent walk per branch (memoized, so shared history is read once).
+*B* as ``parent_branch`` and that were not collapsed, state ``open``. A ``full`` child's history up to its
+spawn commit is its parent's: what that part links is the parent's children, not the child's. Cost: one walk
+of *B*'s history plus one first-parent walk per branch (memoized, so shared history is read once).
 """
 
 from __future__ import annotations
@@ -53,7 +54,6 @@ from tractkv.ids import ObjectId
 from tractkv.model import Blob, Commit, UsageRecord
 from tractkv.store import Reader, WriteBatch
 
-from . import graph
 from .content import Message, content_blob
 from .records import ChildInfo, CommitInfo, ParentInfo, timestamp
 from .reflog import log_ref_move
@@ -265,7 +265,11 @@ def spawn_record(commit: Commit) -> dict[str, Any]:
 def parent_of(session: Session) -> ParentInfo | None:
     """The spawn relation of this session's HEAD (None when its history has no spawn commit)."""
     reader = session.reader()
-    head = session.head_commit(reader)
+    return parent_at(reader, session.head_commit(reader))
+
+
+def parent_at(reader: Reader, head: ObjectId | None) -> ParentInfo | None:
+    """The spawn relation of a history: its nearest spawn commit on the first-parent chain, or None."""
     if head is None:
         return None
     found = _SpawnIndex(reader).of(head)
@@ -288,25 +292,41 @@ def _opt_str(value: object) -> str | None:
     return value if isinstance(value, str) else None
 
 
-def children(session: Session, rev: str | None = None) -> list[ChildInfo]:
+def children(session: Session) -> list[ChildInfo]:
     """The children spawned from this session's branch (see the module doc), oldest spawn first."""
     reader = session.reader()
-    tip = session.resolve(rev, reader) if rev is not None else session.head_commit(reader)
-    name = session.current_branch if rev is None else _branch_of(rev)
+    return children_of(reader, session.head_commit(reader), session.current_branch)
+
+
+def children_of(reader: Reader, tip: ObjectId | None, name: str | None) -> list[ChildInfo]:
+    """The children of the history at ``tip``: those it collapsed, and (when ``name`` is a local branch
+    name) the open ones whose spawn commit names ``name`` as their parent branch; oldest spawn first."""
     index = _SpawnIndex(reader)
-    collapsed: dict[ObjectId, tuple[ObjectId, ObjectId, str]] = {}  # spawn -> (head, collapse commit, how)
-    if tip is not None:
-        for oid, commit in graph.iter_log(reader, [tip]):  # newest first: the latest collapse wins
-            for head, how in _linked_heads(reader, commit):
-                found = index.of(head)
-                if found is not None and found[0] not in collapsed and found[0] != _own_spawn(index, tip):
-                    collapsed[found[0]] = (head, oid, how)
+    own = _own_spawn(index, tip)
+    # spawn -> (collapse time, head, collapse commit, how): the latest collapse of each child wins
+    collapsed: dict[ObjectId, tuple[int, ObjectId, ObjectId, str]] = {}
+    stack = [tip] if tip is not None else []
+    seen: set[ObjectId] = set()
+    while stack:  # the history of tip, but not what it inherited before its own spawn (the parent's)
+        oid = stack.pop()
+        if oid in seen:
+            continue
+        seen.add(oid)
+        commit = reader.get_commit(oid)
+        for head, how in _linked_heads(reader, commit):
+            found = index.of(head)
+            if found is None or found[0] == own:
+                continue
+            known = collapsed.get(found[0])
+            if known is None or known[0] < commit.created_at:
+                collapsed[found[0]] = (commit.created_at, head, oid, how)
+        if oid != own:
+            stack.extend(commit.parents)
     out: dict[ObjectId, ChildInfo] = {}
-    for spawn_id, (head, by, how) in collapsed.items():
+    for spawn_id, (_, head, by, how) in collapsed.items():
         commit = reader.get_commit(spawn_id)
         out[spawn_id] = _child(spawn_id, commit, head, None, by, how)
     if name is not None:
-        own = _own_spawn(index, tip) if tip is not None else None
         for ref, value in reader.iter_refs(HEADS):
             child_branch = branch_name(ref)
             if child_branch is None or child_branch == name:
@@ -325,10 +345,6 @@ def children(session: Session, rev: str | None = None) -> list[ChildInfo]:
             else:
                 out[spawn_id] = _child(spawn_id, commit, ObjectId(value), child_branch, None, None)
     return sorted(out.values(), key=lambda c: (c.created_at, c.spawn_commit))
-
-
-def _branch_of(rev: str) -> str | None:
-    return rev if not rev.startswith("HEAD") and "~" not in rev and "^" not in rev else None
 
 
 def _own_spawn(index: _SpawnIndex, tip: ObjectId | None) -> ObjectId | None:
