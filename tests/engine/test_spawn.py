@@ -331,3 +331,16 @@ def test_children_lists_open_and_collapsed_children_in_spawn_order(open_tract: F
         assert [c.purpose for c in parent.children()] == ["first", "second", "third"]
     first.close()
     second.close()
+
+
+def test_a_snapshot_keeps_media_parts_stored_once(open_tract: Factory) -> None:
+    from .media_files import png
+
+    parent = open_tract()
+    parent.user(["look", {"type": "image", "data": png(4, 3), "media_type": "image/png"}])
+    parent.assistant("a tiny image")
+    objects = parent.store.count_objects()
+    with parent.spawn("describe it") as child:
+        assert child.compile().to_openai() == parent.compile().to_openai()
+        # the spawn commit and two appends: the message blobs and the image are the parent's
+        assert parent.store.count_objects() == objects + 3
