@@ -30,7 +30,14 @@ the same figures under the unit-named keys ``bench_store`` uses (``tractkv_per_s
   blocks of ``INTERLEAVE_BLOCK`` commits into two stores open side by side (one run each), so that a
   neighbour's disk bursts hit both alike: on a shared disk the steadier figure of the two.
 * ``batched_append``: the same inside ``with t.batch():`` blocks of ``--batch``; baseline: the same raw
-  pipeline, ``--batch`` commits per durable transaction. Target: ratio >= 0.5.
+  pipeline, ``--batch`` commits per durable transaction. Target: ratio >= 0.5. ``cpu_us_per_commit`` /
+  ``raw_cpu_us_per_commit``: CPU time (``time.process_time``) per commit of each side, the least of the
+  runs (steadier than wall time on a loaded machine); ``cpu_ratio`` raw over tractkv. ``python_floor_per_s``
+  (and ``floor_cpu_us_per_commit``): the least Python work an append needs, with tractkv's own encoders
+  and the rows of ``raw_pipeline_with_refs``: per commit the plain-text check, blob and commit bytes
+  (``object_bytes``) and their blake3 ids, the token count, one compile-state entry and a result; no
+  session, batch overlay, compile-state objects or ``CommitInfo``. ``floor_of_raw``: its rate over the raw
+  pipeline's (how fast a Python append can be at all), ``ratio_to_floor``: tractkv's over it.
 * ``batched_append_flatness``: one ``--flat-commits`` (100k) build in ``t.batch()`` blocks of ``--batch``,
   durable; value: the rate over the last 10% of the commits, baseline: the rate over the first 10%.
   Target: ratio >= 0.9. ``raw_ratio``: the same for the raw pipeline building the same history in the
@@ -112,6 +119,9 @@ import lmdb
 
 from tractkv import Tract
 from tractkv.engine.state import CKPT_PREFIX
+from tractkv.engine.tokens import DEFAULT_COUNTER, MESSAGE_OVERHEAD
+from tractkv.ids import hash_bytes
+from tractkv.model.objects import object_bytes, trusted_blob, trusted_commit
 from tractkv.store import LmdbStore, Table
 
 SEED = 20240612  # fixed: every run builds the same messages and keys
@@ -315,13 +325,16 @@ def _delete_checkpoints(path: Path) -> int:
 # --- appends -------------------------------------------------------------------------------------------
 
 
-def _tract_appends(texts: Sequence[str], batch: int) -> Callable[[Path], float]:
-    """Commits per second of a Tract appending ``texts`` (``batch`` per ``t.batch()`` block; 1 = none)."""
+def _tract_appends(
+    texts: Sequence[str], batch: int, cpu: list[float] | None = None
+) -> Callable[[Path], float]:
+    """Commits per second of a Tract appending ``texts`` (``batch`` per ``t.batch()`` block; 1 = none);
+    ``cpu`` gets each run's CPU µs per commit (``time.process_time``)."""
 
     def run(path: Path) -> float:
         t = Tract.open(str(path))  # durable=True: the default under test
         try:
-            start = time.perf_counter()
+            start, cpu_start = time.perf_counter(), time.process_time()
             if batch <= 1:
                 for index, text in enumerate(texts):
                     _append(t, index, text)
@@ -331,6 +344,8 @@ def _tract_appends(texts: Sequence[str], batch: int) -> Callable[[Path], float]:
                         for index in range(first, min(first + batch, len(texts))):
                             _append(t, index, texts[index])
             elapsed = time.perf_counter() - start
+            if cpu is not None:
+                cpu.append((time.process_time() - cpu_start) * 1e6 / len(texts))
             if t.compile().commit_count != len(texts):
                 raise AssertionError("the benchmark's branch does not hold every commit")
         finally:
@@ -397,7 +412,12 @@ class _RawPipeline:
 
 
 def _raw_pipeline(
-    texts: Sequence[str], batch: int, ends: list[float] | None = None, *, refs: bool = False
+    texts: Sequence[str],
+    batch: int,
+    ends: list[float] | None = None,
+    *,
+    refs: bool = False,
+    cpu: list[float] | None = None,
 ) -> Callable[[Path], float]:
     """Commits per second of the raw pipeline writing the bytes a Tract append writes (see the module doc):
     per commit a blob and a commit, canonical CBOR (cbor2), blake3 ids, both put in the objects table;
@@ -411,15 +431,82 @@ def _raw_pipeline(
     def run(path: Path) -> float:
         raw = _RawPipeline(path, refs=refs)
         try:
-            start = time.perf_counter()
+            start, cpu_start = time.perf_counter(), time.process_time()
             for first in range(0, len(payloads), batch):
                 raw.transaction(payloads[first : first + batch])
                 if ends is not None:
                     ends.append(time.perf_counter() - start)
             elapsed = time.perf_counter() - start
+            if cpu is not None:
+                cpu.append((time.process_time() - cpu_start) * 1e6 / len(payloads))
         finally:
             raw.close()
         return len(payloads) / elapsed
+
+    return run
+
+
+def _python_floor(
+    texts: Sequence[str], batch: int, cpu: list[float] | None = None
+) -> Callable[[Path], float]:
+    """Commits per second of the least Python work a Tract append needs, written with tractkv's own encoders
+    (``python_floor``, see the module doc): per commit the payload checked as ``content_objects`` checks plain
+    text, its blob and commit encoded (``object_bytes``) and hashed, the token count, one compile-state entry
+    and a result; per ``batch`` commits one durable transaction writing the objects and the rows of
+    ``raw_pipeline_with_refs`` (branch read and moved, one reflog entry, the sequence counter)."""
+
+    def run(path: Path) -> float:
+        raw = _RawPipeline(path, refs=True)
+        counter, parent, seq = DEFAULT_COUNTER, None, 0
+        state: list[tuple[str, str, int, str]] = []
+        results = []
+        try:
+            start, cpu_start = time.perf_counter(), time.process_time()
+            for first in range(0, len(texts), batch):
+                staged: dict[str, bytes] = {}
+                for index in range(first, min(first + batch, len(texts))):
+                    text, role = texts[index], "user" if index % 2 == 0 else "assistant"
+                    if type(text) is not str or not text:
+                        raise AssertionError("plain text only")
+                    text.encode("utf-8")  # what content_objects checks (no lone surrogate)
+                    data = object_bytes(trusted_blob({"type": "dialogue", "role": role, "text": text}))
+                    blob_id = hash_bytes(data)
+                    staged[blob_id] = data
+                    commit = trusted_commit(
+                        parents=(parent,) if parent is not None else (),
+                        content=blob_id,
+                        tools=None,
+                        operation="append",
+                        created_at=time.time_ns() // 1000,
+                    )
+                    data = object_bytes(commit)
+                    parent = hash_bytes(data)
+                    staged[parent] = data
+                    tokens = counter.count(text) + MESSAGE_OVERHEAD
+                    state.append((parent, blob_id, tokens, role))
+                    results.append((parent, commit, tokens))
+                with raw.env.begin(write=True, db=raw.objects) as txn:
+                    old = txn.get(_REF, db=raw.ref_db)
+                    for oid, value in staged.items():
+                        txn.put(bytes.fromhex(oid), value, overwrite=False)
+                    assert parent is not None
+                    entry = {
+                        "old": old,
+                        "new": parent,
+                        "op": "append",
+                        "msg": "",
+                        "ts": time.time_ns() // 1000,
+                    }
+                    txn.put(_REF, parent.encode(), db=raw.ref_db)
+                    txn.put(_REF + b"\0" + seq.to_bytes(8, "big"), cbor2.dumps(entry), db=raw.reflog_db)
+                    txn.put(b"seq", seq.to_bytes(8, "big"), db=raw.meta_db)
+                seq += 1
+            elapsed = time.perf_counter() - start
+            if cpu is not None:
+                cpu.append((time.process_time() - cpu_start) * 1e6 / len(texts))
+        finally:
+            raw.close()
+        return len(texts) / elapsed
 
     return run
 
@@ -498,20 +585,25 @@ def _append_case(case: str, count: int, batch: int, args: argparse.Namespace) ->
     rng = random.Random(f"{SEED}:{case}")
     texts = _messages(count, rng)
 
-    def sides(size: int) -> list[Callable[[Path], float]]:
+    cpus: list[list[float]] = [[], [], []]  # CPU µs per commit: tractkv, raw pipeline, python floor
+
+    def sides(size: int, cpu: list[list[float]]) -> list[Callable[[Path], float]]:
         out = [
-            _tract_appends(texts[:size], batch),
-            _raw_pipeline(texts[:size], batch),
+            _tract_appends(texts[:size], batch, cpu[0]),
+            _raw_pipeline(texts[:size], batch, cpu=cpu[1]),
             _raw_pipeline(texts[:size], batch, refs=True),
         ]
         if batch <= 1:
             out.append(_raw_same_shape(size, random.Random(f"{SEED}:{case}:shape")))
+        else:
+            out.append(_python_floor(texts[:size], batch, cpu[2]))
         return out
 
-    runs = sides(count)
+    runs = sides(count, cpus)
     scratch = _Scratch(args.tmp)
     try:
-        for run in sides(min(count, 100)):  # warm-up: code paths, page cache, file-system metadata
+        warm_cpu: list[list[float]] = [[], [], []]
+        for run in sides(min(count, 100), warm_cpu):  # warm-up: code paths, page cache, file-system metadata
             run(scratch.new())
         rates = _side_by_side(runs, args.repeat, scratch)
         interleaved = _interleaved_durable(texts, INTERLEAVE_BLOCK, scratch) if batch <= 1 else None
@@ -526,9 +618,19 @@ def _append_case(case: str, count: int, batch: int, args: argparse.Namespace) ->
         "ratio_to_with_refs": round(ours / with_refs, 4),
         "with_refs_of_raw": round(with_refs / theirs, 4),
     }
-    if len(rates) > 3:
+    if len(rates) > 3 and batch <= 1:
         extra["same_shape_per_s"] = round(max(rates[3]), 1)
         extra["ratio_to_same_shape"] = round(ours / max(rates[3]), 4)
+    elif len(rates) > 3:
+        floor = max(rates[3])
+        extra["python_floor_per_s"] = round(floor, 1)
+        extra["floor_of_raw"] = round(floor / theirs, 4)
+        extra["ratio_to_floor"] = round(ours / floor, 4)
+        cpu_ours, cpu_raw, cpu_floor = (min(c) for c in cpus)  # the least each side needed
+        extra["cpu_us_per_commit"] = round(cpu_ours, 1)
+        extra["raw_cpu_us_per_commit"] = round(cpu_raw, 1)
+        extra["floor_cpu_us_per_commit"] = round(cpu_floor, 1)
+        extra["cpu_ratio"] = round(cpu_raw / cpu_ours, 4)
     if interleaved is not None:
         extra["interleaved_per_s"] = round(interleaved[0], 1)
         extra["interleaved_baseline_per_s"] = round(interleaved[1], 1)

@@ -138,6 +138,26 @@ def test_an_edit_keeps_name_tool_calls_and_artifact_type(store: str) -> None:
     }
 
 
+def test_an_edit_of_a_message_with_parts_changes_its_text_and_keeps_its_image(store: str) -> None:
+    """Before, a CLI edit wrote the new text alone and the target's image was gone from the context."""
+    png = bytes.fromhex(
+        "89504e470d0a1a0a0000000d4948445200000001000000010806000000"
+        "1f15c4890000000d49444154789c63f8cfc0f00f0004850180"
+        "84a98c210000000049454e44ae426082"
+    )
+    with Tract.open(store) as t:
+        target = t.user(
+            [{"type": "text", "text": "look"}, {"type": "image", "data": png, "media_type": "image/png"}]
+        ).commit_id
+        image = t.session.message_content(target)["parts"][1]
+        only_image = t.user([{"type": "image", "data": png, "media_type": "image/png"}]).commit_id
+    edited = ok(store, "commit", "--edit", target, "look closely")
+    assert content(store, edited)["parts"] == [{"type": "text", "text": "look closely"}, image]
+    assert content(store, edited)["text"] == "look closely"
+    captioned = ok(store, "commit", "--edit", only_image, "a pixel")
+    assert content(store, captioned)["parts"] == [{"type": "text", "text": "a pixel"}, image]
+
+
 def test_an_edit_of_a_tool_result_stays_the_result_of_its_call(store: str) -> None:
     ok(store, "commit", "add 2 and 3")
     ok(store, "commit", "--tool-call", '{"id": "c1", "name": "add", "arguments": {"a": 2, "b": 3}}')

@@ -267,6 +267,8 @@ class Tract:
         ``{"type": "image" | "document", "data": bytes, "media_type"}``, ``{"type": "image", "url"}``, or
         OpenAI / Anthropic native parts; see :mod:`tractkv.engine.content`). Media bytes are stored once
         each, however many messages use them."""
+        if type(text) is str and name is None and not kwargs:
+            return self._session.append_text("user", text)  # plain text: the same commit, fewer steps
         payload: dict[str, Any] = _dialogue("user", text)
         if name is not None:
             payload["name"] = name
@@ -279,6 +281,8 @@ class Tract:
         ``redacted_thinking``, ``refusal``), optionally with tool calls: ``{"id", "name", "arguments"}``,
         OpenAI's ``{"id", "type": "function", "function": {"name", "arguments"}}`` (arguments a JSON string),
         or Anthropic ``{"type": "tool_use", "id", "name", "input"}`` blocks; stored in the first form."""
+        if type(text) is str and not tool_calls and not kwargs:
+            return self._session.append_text("assistant", text)  # plain text: the same commit, fewer steps
         payload: dict[str, Any] = _dialogue("assistant", text)
         if tool_calls:
             payload["tool_calls"] = list(tool_calls)
@@ -354,7 +358,9 @@ class Tract:
 
     def status(self) -> StatusInfo:
         """Branch, HEAD, commit / message / token counts, budget use, ahead / behind its upstream. The budget
-        is ``Tract.open(token_budget=...)`` when given, else the branch's stored one (:meth:`set_budget`)."""
+        is ``Tract.open(token_budget=...)`` when given, else the branch's stored one (:meth:`set_budget`). The
+        token count is the provider's reported one where a recorded reply's usage holds (``count_source``:
+        ``"reported"`` or ``"estimated"``; :mod:`tractkv.engine.calibration`)."""
         return branches.status(self._session, self.token_budget)
 
     def set_budget(self, max_tokens: int | None) -> int | None:

@@ -19,9 +19,11 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
+import tractkv.engine.session as session_module
 import tractkv.store.base as store_base
 from tractkv import Tract, codec
 from tractkv.cli import cli
+from tractkv.engine.state import CompileState
 from tractkv.engine.toolsets import ACTIVE_TOOLS
 from tractkv.errors import ContentError, InvalidInput
 from tractkv.ids import oid_to_raw
@@ -232,3 +234,43 @@ def test_a_batch_logs_one_move_per_branch(tmp_path: Path) -> None:
     assert json.loads(_cli(path, "show", "main@{1}", "--json"))["commit_id"] == last
     assert json.loads(_cli(path, "show", "main@{2}", "--json"))["commit_id"] == before
     assert len(json.loads(_cli(path, "log", "--json"))) == 5  # every commit is in history
+
+
+def test_plain_text_appends_in_a_batch_make_what_the_general_path_makes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Inside batch(), with a tool set in force: the plain-text path (no re-check of the commit it built, the
+    compile state updated by ``apply_text``) returns the CommitInfo, writes the objects and builds the compile
+    state (in this process and from the store in a fresh handle) that the general path does (the same calls
+    with the plain-text test made to fail: check_commit, ``CompileState.apply``, ``commit_info``)."""
+    texts = [f"message {i}: " + "words and more words " * (i % 5) for i in range(40)]
+    infos: dict[str, list[Any]] = {"fast": [], "general": []}
+    taken: dict[str, int] = {"fast": 0, "general": 0}
+    real_apply_text = CompileState.apply_text
+
+    def counting(self: CompileState, *args: Any) -> None:
+        taken[name] += 1  # the store being written
+        real_apply_text(self, *args)
+
+    monkeypatch.setattr(CompileState, "apply_text", counting)
+    for name, out in infos.items():
+        if name == "general":
+            monkeypatch.setattr(session_module, "_plain_text", lambda _payload: None)
+        with Tract.open(str(tmp_path / name), clock=_ticks(), durable=False) as t:
+            t.set_tools(TOOLS)
+            with t.batch():
+                for index, text in enumerate(texts):
+                    info = (t.user if index % 2 == 0 else t.assistant)(text)
+                    out.append(info)
+                mid = t.compile().to_dicts()  # reads inside the batch see the staged commits
+            out.append((mid, t.compile().to_dicts(), t.compile().token_count))
+        with Tract.open(str(tmp_path / name)) as fresh:
+            out.append((fresh.compile().to_dicts(), fresh.compile().token_count))
+    assert taken == {"fast": len(texts), "general": 0}
+    for fast, general in zip(infos["fast"], infos["general"], strict=True):
+        if isinstance(fast, tuple):
+            assert fast == general
+        else:
+            assert fast.to_json() == general.to_json()
+            assert (fast.content, fast.usage, fast.metadata) == (general.content, None, None)
+    assert infos["fast"][0].toolset_id is not None

@@ -275,3 +275,32 @@ def test_a_session_id_too_long_for_a_branch_name_is_refused_at_construction(tmp_
     with pytest.raises(InvalidInput, match="too long for a branch name"):
         TractkvSession("é" * 100, str(tmp_path / "s"))
     assert not (tmp_path / "s").exists()  # refused before the store was opened
+
+
+def test_a_session_that_went_on_in_two_places_reads_both_sides_after_a_merge(tmp_path: Path) -> None:
+    """The session continued on a clone and on the original, then the clone pulled (a merge commit): every
+    item of both sides is read, in tractkv's merge order (ours, then theirs' new ones), and a pop on the other
+    side still applies. Before, only the first parents were replayed and the other side's items were lost."""
+    a, b = str(tmp_path / "a"), str(tmp_path / "b")
+    with TractkvSession("s", a) as session:
+        asyncio.run(session.add_items([{"role": "user", "content": "shared"}]))
+    Tract.clone(a, b).close()
+    with TractkvSession("s", a) as session:
+        asyncio.run(
+            session.add_items(
+                [{"role": "user", "content": "on a"}, {"role": "user", "content": "popped on a"}]
+            )
+        )
+        assert asyncio.run(session.pop_item()) == {"role": "user", "content": "popped on a"}
+    with TractkvSession("s", b) as session:
+        asyncio.run(session.add_items([{"role": "user", "content": "on b"}]))
+        assert [i["content"] for i in asyncio.run(session.get_items())] == ["shared", "on b"]  # read before
+        with Tract.open(b, branch=session_branch("s")) as t:
+            result = t.pull("origin")
+            assert result.kind == "merge"  # a real merge commit
+        # the same object reads on from the tip it had: the merge makes it replay every side
+        assert [i["content"] for i in asyncio.run(session.get_items())] == ["shared", "on b", "on a"]
+    with TractkvSession("s", b) as session:  # a fresh handle reads the same
+        assert [i["content"] for i in asyncio.run(session.get_items())] == ["shared", "on b", "on a"]
+        asyncio.run(session.add_items([{"role": "user", "content": "after"}]))  # and appends after the merge
+        assert [i["content"] for i in asyncio.run(session.get_items(limit=2))] == ["on a", "after"]

@@ -251,3 +251,16 @@ def test_a_trusted_commit_still_checks_the_ids_read_from_rows(field: str) -> Non
     fields[field] = ("NOT-AN-ID",) if field == "parents" else "NOT-AN-ID"
     with pytest.raises(EncodeError, match="not an object id"):
         trusted_commit(content="a" * 64, operation="append", created_at=1, **fields)
+
+
+@given(st.sampled_from(["user", "assistant"]), st.text(min_size=1))
+def test_a_text_blob_is_written_as_the_generic_encoding(role: str, text: str) -> None:
+    """The plain-text append's blob bytes, written from constants, are the blob's canonical bytes."""
+    from tractkv.model.objects import generic_object_bytes, text_blob_bytes
+
+    try:
+        blob = Blob(data={"type": "dialogue", "role": role, "text": text})
+    except EncodeError:  # a lone surrogate: content_objects refuses it before any bytes are written
+        return
+    assert text_blob_bytes(role, text) == generic_object_bytes(blob)
+    assert hash_bytes(text_blob_bytes(role, text)) == object_id(blob)

@@ -55,7 +55,7 @@ def test_a_conforming_value_has_no_errors() -> None:
         ({"name": 3}, "$.name: expected string, got integer"),
         ({"name": ""}, "$.name: shorter than 1 characters"),
         ({"name": "n", "count": True}, "$.count: expected integer or null, got boolean"),
-        ({"name": "n", "count": 1.0}, "$.count: expected integer or null, got number"),
+        ({"name": "n", "count": 1.5}, "$.count: expected integer or null, got number"),
         ({"name": "n", "count": 11}, "$.count: 11 is more than the maximum 10"),
         ({"name": "n", "count": -1}, "$.count: -1 is less than the minimum 0"),
         ({"name": "n", "ratio": "1"}, "$.ratio: expected number, got string"),
@@ -95,8 +95,9 @@ def test_additional_properties_as_a_schema() -> None:
     assert validate({"a": "x"}, schema) == ["$.a: expected integer, got string"]
 
 
-def test_unknown_keywords_are_ignored() -> None:
-    assert validate("abc", {"type": "string", "pattern": "^z", "format": "email"}) == []
+def test_pattern_and_format_are_enforced() -> None:
+    errors = validate("abc", {"type": "string", "pattern": "^z", "format": "email"})
+    assert errors == ["$: \"abc\" does not match the pattern '^z'", '$: "abc" is not a valid email']
 
 
 @pytest.mark.parametrize(
@@ -113,3 +114,17 @@ def test_unknown_keywords_are_ignored() -> None:
 def test_parameter_schemas_that_cannot_be_enforced_are_refused(schema: Any) -> None:
     with pytest.raises(InvalidInput):
         check_parameters_schema(schema, "t")
+
+
+def test_a_value_nested_deeper_than_python_recurses_is_an_error_not_a_crash() -> None:
+    value: Any = []
+    for _ in range(5000):
+        value = [value]
+    errors = validate(value, {"type": "array", "items": {"$ref": "#"}})
+    assert errors == ["$: nested too deeply to validate"]
+
+
+def test_refs_are_followed_recursively() -> None:
+    schema = {"type": "array", "items": {"$ref": "#"}, "maxItems": 1}
+    assert validate([[[]]], schema) == []
+    assert validate([[[], []]], schema) == ["$[0]: more than 1 items"]

@@ -427,6 +427,56 @@ def test_head_tips_calls_executions_tool_ranges_and_a_diff(
     shot(browser, "19-diff-two-revisions")
 
 
+def test_the_branches_page_shows_reported_and_estimated_counts_and_budget_use(
+    browser: WebDriver, tmp_path: Path, start_hub: Callable[..., Any]
+) -> None:
+    """A branch whose newest reply carries the provider's usage shows its reported count (green
+    ``reported`` badge) and its budget use; a branch whose context changed before that reply shows the
+    estimate; a branch over its budget is marked."""
+    path = tmp_path / "store"
+    reply = {
+        "id": "chatcmpl-1",
+        "object": "chat.completion",
+        "created": 1_700_000_000,
+        "model": "gpt-x",
+        "choices": [
+            {"index": 0, "message": {"role": "assistant", "content": "Sunny."}, "finish_reason": "stop"}
+        ],
+        "usage": {"prompt_tokens": 2400, "completion_tokens": 6, "total_tokens": 2406},
+    }
+    with Tract.open(str(path)) as t:
+        t.system("You answer weather questions briefly.")
+        question = t.user("What is the weather in Paris today?").commit_id
+        t.record_response(reply)
+        t.user("And tomorrow?")
+        t.set_budget(10_000)
+        t.branch("edited")
+        t.commit(
+            {"type": "dialogue", "role": "user", "text": "In Rome?"}, operation="edit", edit_target=question
+        )
+        t.set_budget(20)
+        edited = t.status()
+        t.switch("main")
+        main = t.status()
+    assert (main.count_source, edited.count_source) == ("reported", "estimated")
+    hub = start_hub(store=path, command="view")
+    browser.get(f"{hub.url}/ui/")
+    rows = {r.get_attribute("data-ref"): r for r in browser.find_elements(By.CSS_SELECTOR, "tr[data-ref]")}
+    shown = {ref: (css(r, "td.tokens").text, css(r, "[class*=count-]").text) for ref, r in rows.items()}
+    assert shown == {
+        MAIN: (f"{main.token_count:,}", "reported"),
+        "refs/heads/edited": (f"{edited.token_count:,}", "estimated"),
+    }
+    budget = css(rows[MAIN], "td.budget span")
+    assert budget.text == f"{main.token_count:,} / 10,000 ({main.token_count / 10_000:.0%})"
+    assert "budget-ok" in budget.get_attribute("class")
+    over = css(rows["refs/heads/edited"], "td.budget span")
+    assert over.text == f"{edited.token_count:,} / 20 ({edited.token_count / 20:.0%})"
+    assert "budget-over" in over.get_attribute("class")
+    assert str(main.estimated_tokens) in css(rows[MAIN], ".count-reported").get_attribute("title")
+    shot(browser, "13-branch-counts-and-budgets")
+
+
 def test_the_spawn_tree_links_parent_children_and_a_collapsed_childs_history(
     browser: WebDriver, tmp_path: Path, start_hub: Callable[..., Any]
 ) -> None:

@@ -151,7 +151,8 @@ def _role_of(payload: dict[str, Any]) -> str | None:
     "edit_target",
     default=None,
     shell_complete=complete_revisions,
-    help="Replace this message (an edit commit); what is not given (role, type, name, tool calls) is kept.",
+    help="Replace this message (an edit commit); what is not given (role, type, name, tool calls, images and "
+    "other non-text parts) is kept.",
 )
 @click.option("--message", "-m", default=None, help="A note for people; never sent to a model.")
 @click.option("--metadata", default=None, help="A JSON object stored with the commit.")
@@ -271,6 +272,9 @@ def _content(
         if role == "system":
             raise InvalidInput("--role system is an instruction: drop --type dialogue")
         content: dict[str, Any] = {"type": "dialogue", "role": role, "text": body}
+        if kept.get("parts"):  # an edit of a message with images, documents, thinking: only its text changes
+            del content["text"]
+            content["parts"] = _with_text(kept["parts"], body)
         if (name or kept.get("name")) is not None:
             content["name"] = name or kept["name"]
         if calls or kept.get("tool_calls"):
@@ -287,6 +291,21 @@ def _content(
     except json.JSONDecodeError as exc:
         raise InvalidInput(f"freeform content must be JSON: {exc.msg} at position {exc.pos}") from exc
     return {"type": "freeform", "payload": payload, "role": speaker}
+
+
+def _with_text(parts: list[Any], text: str) -> list[Any]:
+    """``parts`` (as stored) with their text parts replaced by one holding ``text``, where the first stood
+    (first, when there was none); every other part (image, document, thinking, refusal) kept in place."""
+    out: list[Any] = []
+    placed = not text
+    for part in parts:
+        if isinstance(part, dict) and part.get("type") == "text":
+            if not placed:
+                out.append({"type": "text", "text": text})
+                placed = True
+            continue
+        out.append(part)
+    return out if placed else [{"type": "text", "text": text}, *out]
 
 
 def _tool_result(
@@ -534,7 +553,11 @@ def status(st: CliState, as_json: bool) -> None:
     click.echo(f"head      {info.head or '(no commits yet)'}")
     click.echo(f"commits   {info.commit_count}")
     click.echo(f"messages  {info.message_count}")
-    tokens = f"tokens    {info.token_count} ({info.token_source})"
+    if info.count_source == "reported":
+        source = f"reported by {str(info.reported_by)[:12]}; estimated {info.estimated_tokens}, {info.token_source}"
+    else:
+        source = f"estimated, {info.token_source}"
+    tokens = f"tokens    {info.token_count} ({source})"
     if info.token_budget is not None and info.budget_used is not None:
         tokens += f", {info.budget_used:.0%} of a {info.token_budget}-token budget"
     click.echo(tokens)

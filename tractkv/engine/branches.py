@@ -11,6 +11,7 @@ from tractkv.ids import ObjectId
 from tractkv.store import Reader
 
 from . import graph
+from .calibration import calibrated
 from .records import BranchInfo, ReflogEntry, StatusInfo
 from .reflog import iter_reflog, log_ref_move
 from .refs import HEAD, HEADS, REMOTES, branch_ref, check_branch_name
@@ -89,7 +90,8 @@ def delete_branch(session: Session, name: str, *, force: bool = False) -> Object
 
 def status(session: Session, token_budget: int | None = None) -> StatusInfo:
     """Branch, HEAD, commit / message / token counts, budget, ahead / behind the upstream. The budget is
-    ``token_budget`` when given, else the branch's stored one (:mod:`tractkv.engine.budget`)."""
+    ``token_budget`` when given, else the branch's stored one (:mod:`tractkv.engine.budget`); the token count
+    is calibrated by the provider when it can be (:mod:`tractkv.engine.calibration`)."""
     from .budget import stored_budget
 
     reader = session.reader()
@@ -97,6 +99,7 @@ def status(session: Session, token_budget: int | None = None) -> StatusInfo:
         token_budget = stored_budget(reader, session.branch_ref)
     state = session.head_state(reader)
     view = state.render(reader)
+    count = calibrated(session, state, reader=reader)
     tracked = upstream(session, reader)
     ahead = behind = None
     if tracked is not None:
@@ -113,9 +116,12 @@ def status(session: Session, token_budget: int | None = None) -> StatusInfo:
         detached=session.branch_ref is None,
         commit_count=state.commit_count,
         message_count=len(view.messages),
-        token_count=view.total_tokens(session.counter) + session.tool_tokens_of(state.tools),
+        token_count=count.tokens,
         token_budget=token_budget,
         token_source=session.counter.name,
+        count_source=count.source,
+        estimated_tokens=count.estimated,
+        reported_by=count.reported_by,
     )
 
 

@@ -55,6 +55,27 @@ def commit_info(
     )
 
 
+def text_commit_info(
+    oid: ObjectId, commit: Commit, data: dict[str, Any], role: str, tokens: int
+) -> CommitInfo:
+    """:func:`commit_info` of a plain-text append the write path just made (``data`` its dialogue payload of
+    ``role``, ``tokens`` its count; no message, metadata nor generation config), without looking again."""
+    return CommitInfo(
+        commit_id=oid,
+        parent_ids=commit.parents,
+        operation=commit.operation,
+        content_type="dialogue",
+        role=role,
+        message=None,
+        metadata=None,
+        token_count=tokens,
+        created_at=timestamp(commit.created_at),
+        content_id=commit.content,
+        toolset_id=commit.tools,
+        content=data,
+    )
+
+
 def usage_of(metadata: dict[str, Any] | None) -> dict[str, Any] | None:
     """The token usage a commit records (``metadata["usage"]``, written by record_response and generate), or
     None when its metadata has no usage dict."""

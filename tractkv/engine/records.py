@@ -274,7 +274,14 @@ class BranchInfo:
 
 @attrs.frozen(kw_only=True)
 class StatusInfo:
-    """Where HEAD is and what the context holds."""
+    """Where HEAD is and what the context holds.
+
+    ``token_count`` is calibrated by the provider when it can be (:mod:`tractkv.engine.calibration`):
+    ``count_source`` says ``"reported"`` (the newest recorded reply's reported input tokens, ``reported_by``,
+    plus its output and the estimate of what came after) or ``"estimated"`` (the local estimate).
+    ``estimated_tokens`` is the local estimate either way (what ``compile`` reports); ``token_source`` names
+    the counter behind the estimate.
+    """
 
     branch: str | None
     head: ObjectId | None
@@ -287,6 +294,9 @@ class StatusInfo:
     upstream: str | None = None
     ahead: int | None = None
     behind: int | None = None
+    count_source: str = "estimated"
+    estimated_tokens: int | None = None
+    reported_by: ObjectId | None = None
 
     @property
     def budget_used(self) -> float | None:

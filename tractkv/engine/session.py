@@ -39,13 +39,13 @@ from tractkv.errors import (
     StoreClosed,
     TractError,
 )
-from tractkv.ids import ObjectId
+from tractkv.ids import ObjectId, hash_bytes
 from tractkv.model import Blob, Commit, ToolSchema
-from tractkv.model.objects import trusted_commit
+from tractkv.model.objects import MAX_OBJECT_BYTES, text_blob_bytes, trusted_blob, trusted_commit
 from tractkv.store import Reader, Store, Table, WriteBatch
 
 from . import graph
-from .commit_info import commit_info
+from .commit_info import commit_info, text_commit_info
 from .compiler import CHECKPOINT_EVERY, Compiler, context_of, load_tools, render_all
 from .content import ANNOTATION, MEDIA_LINK, PRIORITIES, content_objects, media_ids
 from .diff import diff_states
@@ -54,10 +54,10 @@ from .reflog import log_ref_move
 from .refs import HEAD, SYMBOLIC, branch_name, branch_ref, read_head
 from .refs import resolve_revision as _resolve
 from .state import CompileState
-from .tokens import DEFAULT_COUNTER, TokenCounter
+from .tokens import DEFAULT_COUNTER, MESSAGE_OVERHEAD, TokenCounter
 from .toolsets import ACTIVE_TOOLS, EMPTY_TOOLSET_ID, put_toolset, tool_schemas, tool_tokens
 from .validate import OPERATIONS as LOGGED_OPERATIONS
-from .validate import check_commit, trusted_tag
+from .validate import TS_MAX, TS_MIN, check_commit, trusted_tag
 
 MAX_REBASE_ATTEMPTS = 16  # bounded retries of an automatic append rebase under contention
 OPERATIONS = ("append", "edit")  # what commit() makes; annotate / merge / compress have their own methods
@@ -181,6 +181,11 @@ class Session:
     def head_commit(self, reader: Reader) -> ObjectId | None:
         if self.branch_ref is None:
             return self.detached
+        batch = self._batch
+        if reader is batch and batch is not None:  # the branch a batch moved: its staged value, read directly
+            staged = batch.ref_updates.get(self.branch_ref)
+            if staged is not None:
+                return ObjectId(staged[1]) if staged[1] is not None else None
         value = reader.get_ref(self.branch_ref)
         return ObjectId(value) if value is not None else None
 
@@ -296,6 +301,7 @@ class Session:
         action: str = "commit",
         rebase: bool = False,
         payload: dict[str, Any] | None = None,
+        text: tuple[str, str] | None = None,
     ) -> tuple[ObjectId, Commit]:
         """Stage what ``build`` puts plus its commit on the branch, compare-and-swap it from ``tip`` (what the
         operation read when it started; default: the tip now), apply it (unless inside :meth:`batch`), and
@@ -316,21 +322,32 @@ class Session:
             if parent is not None and parent_commit is not None:
                 batch.note_commit(parent, parent_commit)  # apply derives the tools index row from it
             commit = build(batch, parent, parent_commit)
-            known: dict[ObjectId, str] = {}
-            if parent is not None:
-                known[parent] = "commit"  # the tip this operation read
-            if payload is not None and commit.content is not None:
-                known[commit.content] = trusted_tag(payload)  # content_blob checked it: validate once
-            if commit.tools is not None and (
-                commit.tools in self._stored_toolsets or (not own and commit.tools in self._batch_toolsets)
+            tools = commit.tools
+            linked = tools is not None and (
+                tools in self._stored_toolsets or (not own and tools in self._batch_toolsets)
+            )  # a tool set an earlier commit of this session linked
+            if (
+                text is None
+                or (tools is not None and not linked)
+                or not TS_MIN <= commit.created_at <= TS_MAX
+                or commit.operation != "append"
             ):
-                known[commit.tools] = "toolset"  # a tool set an earlier commit of this session linked
-            check_commit(batch, commit, known)  # the rules a receiving store applies too
+                known: dict[ObjectId, str] = {}
+                if parent is not None:
+                    known[parent] = "commit"  # the tip this operation read
+                if payload is not None and commit.content is not None:
+                    known[commit.content] = trusted_tag(payload)  # content_blob checked it: validate once
+                if linked:
+                    known[tools] = "toolset"  # type: ignore[index]
+                check_commit(batch, commit, known)  # the rules a receiving store applies too
+            # else: a plain-text append (``text``) built by trusted_commit: one parent at most (the tip this
+            # operation read), a message blob content_objects checked, no tool set or one this session
+            # linked, a clock value in range: it passes every rule check_commit applies, by construction.
             oid = batch.put(commit)
             try:
                 # Everything derived (token counts, the rendered message, the HEAD state) is computed now,
                 # before the write: a failure here writes nothing and leaves the branch as it was.
-                state = self._derive(batch, oid, commit, payload, own)
+                state = self._derive(batch, oid, commit, payload, own, text)
                 batch.set_ref(ref, oid, expected=parent)
                 if own or not self._extend_batch_log(batch, ref, oid, reflog_op, summary, commit.created_at):
                     entry = log_ref_move(
@@ -385,7 +402,13 @@ class Session:
         return True
 
     def _derive(
-        self, batch: WriteBatch, oid: ObjectId, commit: Commit, payload: dict[str, Any] | None, own: bool
+        self,
+        batch: WriteBatch,
+        oid: ObjectId,
+        commit: Commit,
+        payload: dict[str, Any] | None,
+        own: bool,
+        text: tuple[str, str] | None = None,
     ) -> CompileState:
         """The HEAD state with ``commit`` (staged in ``batch``, not yet written) applied.
 
@@ -400,6 +423,9 @@ class Session:
             self._forget_state()
             state = self.compiler.state_at(self.store if own else batch, parent, take=True)
             self._state = state
+        if text is not None:  # a plain-text append: its tokens are those of its text
+            state.apply_text(oid, commit, *text, self.counter.count(text[1]) + MESSAGE_OVERHEAD)
+            return state
         if len(commit.parents) <= 1:
             state.apply(batch, oid, commit, self.counter, payload)
             return state
@@ -485,6 +511,55 @@ class Session:
             media=media,
         )
 
+    def append_text(self, role: str, text: str) -> CommitInfo:
+        """Append ``text`` as a plain ``role`` (user or assistant) message: :meth:`commit` of
+        ``{"type": "dialogue", "role": role, "text": text}`` (the same checks, errors, objects and result),
+        without the steps of the general path that cannot apply to it (targets, media, tool schemas)."""
+        tip = self.writable()
+        payload = {"type": "dialogue", "role": role, "text": text}
+        plain = _plain_text(payload)  # the plain text content_objects takes without a general check
+        data: bytes | None = None
+        if plain is not None:
+            with suppress(UnicodeEncodeError):  # a lone surrogate: the general path names the problem
+                data = text_blob_bytes(role, text)
+        if data is None:  # not plain text: the general path checks (and refuses) it
+            blob, media = content_objects(payload, self.stored_media)
+            return self.commit_content(
+                blob, operation="append", tip=tip, rebase=self.rebase_appends, media=media
+            )
+        blob = trusted_blob(payload)  # checked above, as content_objects checks plain text
+        inherited = self.tools_for_next_commit()
+        now = self.now
+        encoded = data
+        blob_id = hash_bytes(encoded)
+
+        def build(batch: WriteBatch, parent: ObjectId | None, parent_commit: Commit | None) -> Commit:
+            if len(encoded) > MAX_OBJECT_BYTES:
+                batch.put(blob)  # refuses it (ContentTooLarge), as for any object
+            batch.put_raw(blob_id, encoded, blob)  # batch.put(blob) without encoding it again
+            return trusted_commit(
+                parents=(parent,) if parent is not None else (),
+                content=blob_id,
+                tools=inherited,
+                operation="append",
+                created_at=now(parent_commit),
+            )
+
+        oid, commit = self.commit_with(
+            build,
+            "append",
+            _summary(payload),
+            tip=tip,
+            rebase=self.rebase_appends,
+            payload=payload,
+            text=plain,
+        )
+        state = self._state
+        slot = state.appended_slot(oid) if state is not None else None
+        if slot is not None:  # the one apply_text just made
+            return text_commit_info(oid, commit, payload, role, slot.tokens)
+        return self.info(oid, commit, payload)
+
     def commit_content(
         self,
         blob: Blob,
@@ -547,6 +622,11 @@ class Session:
                 links={**(links or {}), **staged},
             )
 
+        text = (
+            _plain_text(payload)
+            if plain and operation == "append" and not media and stage is None and schemas is None
+            else None
+        )
         oid, commit = self.commit_with(
             build,
             operation,
@@ -555,7 +635,13 @@ class Session:
             action=action,
             rebase=rebase,
             payload=payload,
+            text=text,
         )
+        state = self._state
+        if text is not None and state is not None:
+            slot = state.appended_slot(oid)  # the one apply_text just made
+            if slot is not None:
+                return text_commit_info(oid, commit, payload, text[0], slot.tokens)
         return self.info(oid, commit, payload)
 
     def annotate(self, target: str, priority: str, reason: str | None = None) -> CommitInfo:
@@ -830,6 +916,16 @@ class Session:
         self.branch_ref, self.detached = ref, detached
         if not self.readonly:
             self._save_head()
+
+
+def _plain_text(payload: dict[str, Any]) -> tuple[str, str] | None:
+    """(role, text) of a plain-text dialogue payload (what ``content_objects`` makes of ``t.user("hi")``: type,
+    role user or assistant, non-empty text, nothing else), else None."""
+    if len(payload) == 3 and payload.get("type") == "dialogue":
+        role, text = payload.get("role"), payload.get("text")
+        if role in ("user", "assistant") and type(text) is str and text:
+            return role, text
+    return None
 
 
 def _summary(payload: dict[str, Any]) -> str:

@@ -87,6 +87,8 @@ _KIND_CODES = {kind: code for code, kind in enumerate(_KIND_NAMES)}
 _ROLE_CODES = {role: code for code, role in enumerate(MESSAGE_ROLES)}
 _REASONING = _KIND_CODES["reasoning"]
 _TOOL = _ROLE_CODES["tool"]
+# the packed code (Slot) of a plain-text dialogue message by role, priority normal (CompileState.apply_text)
+_TEXT_CODES = {role: _KIND_CODES["dialogue"] << 4 | _ROLE_CODES[role] << 2 for role in ("user", "assistant")}
 
 
 def _kind_code(kind: str) -> int:
@@ -812,6 +814,30 @@ class CompileState:
         commit), which saves reading and decoding the blob again.
         """
         self._apply_change(reader, oid, commit, counter, skip_targets=None, payload=payload)
+        self._advance(oid, commit)
+
+    def apply_text(self, oid: ObjectId, commit: Commit, role: str, text: str, tokens: int) -> None:
+        """:meth:`apply` of a plain-text append the write path just made: ``commit`` an append whose content
+        blob is ``{"type": "dialogue", "role": role, "text": text}`` (``role`` user or assistant, ``text`` a
+        non-empty str; ``content_objects`` checked it), ``tokens`` what :func:`count_tokens` gives for it.
+        The same slot, message and view as :meth:`apply`, without deriving again what the caller knows."""
+        assert commit.content is not None
+        slot = Slot.__new__(Slot)
+        slot.raw_commit = bytes.fromhex(oid)  # both ids were just computed: 64 lowercase hex digits
+        slot.raw_blob = raw_blob = bytes.fromhex(commit.content)
+        slot.tokens = tokens
+        slot.code = _TEXT_CODES[role]
+        slot.calls = None
+        slot.extra = None  # no source, generation config nor annotation
+        messages = self.messages
+        message = messages.get(raw_blob)
+        if message is None:
+            message = messages[raw_blob] = Message(role=role, content=text)
+        if self._index is not None:
+            self._index[oid] = len(self._slots)
+        self._slots.append(slot)
+        if self.view is not None:
+            self.view.add(message, slot)
         self._advance(oid, commit)
 
     def _advance(self, oid: ObjectId, commit: Commit) -> None:

@@ -20,7 +20,10 @@ its commit at most 16 MiB encoded; anything else is :class:`~tractkv.errors.Inva
 written. Items are stored in canonical CBOR, so the **order of a map's keys is not kept** (an item reads back
 equal, ``==``, with its keys sorted), and tuples read back as lists.
 
-``get_items`` replays the branch from the root (first parents), incrementally from the last tip read; what
+``get_items`` replays the branch from the root, incrementally from the last tip read. After a merge (the
+session went on in two places and was merged, e.g. by ``tractkv pull``) every parent is replayed, with
+tractkv's own merge order: the first parent's items, then the other parent's items the first does not have, in
+its order, then what follows the merge (:func:`_linearized`); a ``skip`` from either side applies. What
 it reads is checked for shape and checked to be JSON values by the same rules as on write
 (:class:`~tractkv.errors.DecodeError` otherwise), since a store may come from another machine. It returns
 fresh copies, which the caller may edit. The SDK's methods are coroutines: each runs the store work in a
@@ -97,6 +100,26 @@ def json_problem(value: Any, *, read: bool = False) -> str | None:
         else:
             return f"a {type(current).__name__} (not a JSON value)"
     return None
+
+
+def _linearized(store: Any, tip: ObjectId) -> list[tuple[ObjectId, Commit]]:
+    """Every commit reachable from ``tip``, each once, parents before children, a commit's first parent's
+    history before its other parents' (the order compile gives a merge's messages: ours, then theirs' new
+    ones). Iterative, so a long history does not hit the recursion limit."""
+    out: list[tuple[ObjectId, Commit]] = []
+    done: set[ObjectId] = set()
+    stack: list[tuple[ObjectId, Commit, int]] = [(tip, store.get_commit(tip), 0)]
+    while stack:  # ends: each commit is pushed once (a parent is never its own descendant)
+        oid, commit, index = stack.pop()
+        if index < len(commit.parents):
+            stack.append((oid, commit, index + 1))
+            parent = commit.parents[index]
+            if parent not in done:  # never on the stack: the stack holds its descendants
+                stack.append((parent, store.get_commit(parent), 0))
+            continue
+        done.add(oid)
+        out.append((oid, commit))
+    return out
 
 
 def _copy(value: Any) -> Any:
@@ -177,11 +200,16 @@ class TractkvSession:
             cursor = tip
             while cursor is not None and cursor != self._tip:  # ends: ids are hashes, history has no cycle
                 commit = store.get_commit(cursor)
+                if len(commit.parents) > 1 and tip is not None:  # a merge: replay every side, from scratch
+                    chain, cursor = _linearized(store, tip), None
+                    break
                 chain.append((cursor, commit))
                 cursor = commit.parents[0] if commit.parents else None
-            if cursor is None:  # not a descendant of what we read: from scratch
+            else:
+                chain.reverse()
+            if cursor is None:  # not a descendant of what we read, or a merge: from scratch
                 self._items, self._hidden = {}, set()
-            for oid, commit in reversed(chain):
+            for oid, commit in chain:
                 self._take(oid, commit)
             self._tip = tip
         return [(oid, item) for oid, item in self._items.items() if oid not in self._hidden]

@@ -452,6 +452,20 @@ _K_TARGET, _K_CONTENT, _K_MESSAGE, _K_PARENTS, _K_REPLY = map(
     _key, ("target", "content", "message", "parents", "reply_to")
 )
 _RAW_ID_HEAD = codec.head(0x40, OID_RAW_LEN)
+# A plain-text message blob's data is {"type": "dialogue", "role": ..., "text": ...}: keys role, text, type
+# (all four bytes long: bytewise order).
+_TEXT_BLOB_HEADS = {
+    role: _BLOB_PREFIX + b"\xa3" + _key("role") + _key(role) + _key("text") for role in ("user", "assistant")
+}
+_TEXT_BLOB_TAIL = _key("type") + _key("dialogue")
+
+
+def text_blob_bytes(role: str, text: str) -> bytes:
+    """:func:`object_bytes` of ``Blob(data={"type": "dialogue", "role": role, "text": text})`` for ``role``
+    user or assistant and a ``text`` without lone surrogates (the plain-text append's blob; a property test
+    checks it against the generic encoding)."""
+    raw = text.encode("utf-8")
+    return _TEXT_BLOB_HEADS[role] + codec.head(0x60, len(raw)) + raw + _TEXT_BLOB_TAIL
 
 
 def _raw_id(oid: ObjectId) -> bytes:
@@ -459,6 +473,10 @@ def _raw_id(oid: ObjectId) -> bytes:
 
 
 _OPERATION_BYTES: dict[str, bytes] = {}  # the few operation names, encoded once each
+# A plain append's map head and first fields, by how many of tools and parents it has (5 to 7 keys).
+_APPEND_HEADS = [
+    codec.head(0xA0, 5 + extra) + _COMMIT_HEAD + _K_OP + codec.dumps("append") + _K_TS for extra in range(3)
+]
 
 
 def _commit_bytes(commit: Commit) -> bytes:
@@ -466,13 +484,34 @@ def _commit_bytes(commit: Commit) -> bytes:
     canonical key order (t, v, op, ts, gen, meta, links, tools, target, content, message, parents, reply_to:
     by length, then bytewise) without building the wire map (the write path's hottest encoding; a property
     test checks it against the generic encoding)."""
+    ts = commit.created_at
+    parents = commit.parents
+    if (
+        commit.operation == "append"
+        and len(parents) <= 1
+        and commit.content is not None
+        and not commit.links
+        and commit.edit_target is None
+        and commit.reply_to is None
+        and commit.message is None
+        and not commit.metadata
+        and not commit.generation_config
+        and 0 <= ts <= codec.INT_MAX
+    ):  # a plain append (every t.user / t.assistant): t, v, op, ts, [tools], content, [parents]
+        tools = commit.tools
+        data = _APPEND_HEADS[(tools is not None) + len(parents)] + codec.head(0, ts)
+        if tools is not None:
+            data += _K_TOOLS + _RAW_ID_HEAD + bytes.fromhex(tools)
+        data += _K_CONTENT + _RAW_ID_HEAD + bytes.fromhex(commit.content)
+        if parents:
+            data += _K_PARENTS + b"\x81" + _RAW_ID_HEAD + bytes.fromhex(parents[0])
+        return data
     op = commit.operation
     op_bytes = _OPERATION_BYTES.get(op)
     if op_bytes is None:
         op_bytes = codec.dumps(op)
         if len(_OPERATION_BYTES) < 64:
             _OPERATION_BYTES[op] = op_bytes
-    ts = commit.created_at
     out = [
         b"",
         _COMMIT_HEAD,

@@ -20,14 +20,11 @@ handler that could not accept a declared parameter, or that needs a parameter th
 
 from __future__ import annotations
 
-import enum
 import inspect
-import math
 import re
-import types
 import typing
-from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Literal, TypeVar, overload
+from collections.abc import Callable, Mapping
+from typing import Any, TypeVar, overload
 
 import attrs
 
@@ -35,6 +32,7 @@ from tractkv.errors import InvalidInput
 from tractkv.model import UsageRecord
 
 from .schema import check_parameters_schema
+from .typed import ArgumentConverter, SchemaGenerator, check_strict, function_parameters
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -70,6 +68,12 @@ class ToolDefinition:
     description: str = attrs.field(validator=_check_description)
     parameters: dict[str, Any] = attrs.field(eq=False, hash=False)
     handler: Handler | None = attrs.field(default=None, eq=False, hash=False)
+    # OpenAI strict mode: the parameters are in strict form and the OpenAI shape says "strict": true
+    strict: bool = attrs.field(default=False, kw_only=True)
+    # turns validated JSON arguments into the handler's declared types (from_function makes it)
+    converter: ArgumentConverter | None = attrs.field(
+        default=None, kw_only=True, eq=False, hash=False, repr=False
+    )
 
     @parameters.validator
     def _check_parameters(self, _attribute: attrs.Attribute[Any], value: object) -> None:
@@ -80,6 +84,20 @@ class ToolDefinition:
         if value is not None:
             check_handler(value, self.name, self.parameters)
 
+    @strict.validator
+    def _check_strict(self, _attribute: attrs.Attribute[Any], value: object) -> None:
+        if not isinstance(value, bool):
+            raise InvalidInput(f"tool {self.name!r}: strict must be True or False")
+        if value:
+            check_strict(self.parameters, self.name)
+
+    def convert_arguments(self, arguments: Mapping[str, Any]) -> tuple[dict[str, Any], list[str]]:
+        """(the arguments as the handler's declared types, every problem converting them); arguments must
+        have passed the parameters schema first. Without a converter the arguments are passed as they are."""
+        if self.converter is None:
+            return dict(arguments), []
+        return self.converter.convert(arguments)
+
     def to_openai(self) -> dict[str, Any]:
         """The tool in OpenAI's chat-completions shape."""
         return {
@@ -88,6 +106,7 @@ class ToolDefinition:
                 "name": self.name,
                 "description": self.description,
                 "parameters": _copy(self.parameters),
+                **({"strict": True} if self.strict else {}),
             },
         }
 
@@ -113,19 +132,30 @@ class ToolDefinition:
 
     @classmethod
     def from_function(
-        cls, func: Handler, *, name: str | None = None, description: str | None = None
+        cls,
+        func: Handler,
+        *,
+        name: str | None = None,
+        description: str | None = None,
+        strict: bool = False,
     ) -> ToolDefinition:
         """A definition whose schema comes from ``func``'s type hints and Google-style docstring.
 
         The docstring's text before its first section is the description (unless ``description`` is given);
-        its ``Args:`` section describes each parameter. Parameters with a default are optional.
+        its ``Args:`` section describes each parameter. Parameters with a default are optional. Parameters may
+        be dataclasses, TypedDicts, enums, ``Literal``, pydantic models and containers of those (see
+        :mod:`tractkv.toolkit.typed`): the handler receives its arguments converted to those types. With
+        ``strict`` the schema follows OpenAI's strict mode and the tool is marked strict.
         """
         summary, arg_docs = parse_docstring(inspect.getdoc(func) or "")
         tool_name = str(name or getattr(func, "__name__", ""))
         text = description or summary
         if not text:
             raise InvalidInput(f"tool {tool_name!r}: give the function a docstring or pass description=")
-        return cls(tool_name, text, schema_from_function(func, arg_docs), func)
+        parameters, converter = function_parameters(
+            func, _type_hints(func), arg_docs, _qualname(func), strict=strict
+        )
+        return cls(tool_name, text, parameters, func, strict=strict, converter=converter)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         if self.handler is None:
@@ -177,19 +207,25 @@ def tool(func: Handler, /) -> ToolDefinition: ...
 
 @overload
 def tool(
-    *, name: str | None = None, description: str | None = None
+    *, name: str | None = None, description: str | None = None, strict: bool = False
 ) -> Callable[[Handler], ToolDefinition]: ...
 
 
 def tool(
-    func: Handler | None = None, /, *, name: str | None = None, description: str | None = None
+    func: Handler | None = None,
+    /,
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    strict: bool = False,
 ) -> ToolDefinition | Callable[[Handler], ToolDefinition]:
-    """Make a :class:`ToolDefinition` from a function: ``@tool`` or ``@tool(name=..., description=...)``."""
+    """Make a :class:`ToolDefinition` from a function: ``@tool`` or ``@tool(name=..., description=...,
+    strict=...)``."""
     if func is not None:
-        return ToolDefinition.from_function(func, name=name, description=description)
+        return ToolDefinition.from_function(func, name=name, description=description, strict=strict)
 
     def decorate(inner: Handler) -> ToolDefinition:
-        return ToolDefinition.from_function(inner, name=name, description=description)
+        return ToolDefinition.from_function(inner, name=name, description=description, strict=strict)
 
     return decorate
 
@@ -239,34 +275,7 @@ def schema_from_function(func: Handler, arg_docs: Mapping[str, str] | None = Non
     Raises:
         InvalidInput: a parameter without a type hint, a type with no JSON Schema equivalent, ``*args``.
     """
-    docs = arg_docs or {}
-    try:
-        signature = inspect.signature(func)
-    except (TypeError, ValueError) as exc:
-        raise InvalidInput(f"cannot read the signature of {func!r}: {exc}") from None
-    hints = _type_hints(func)
-    properties: dict[str, Any] = {}
-    required: list[str] = []
-    for param in signature.parameters.values():
-        if param.name == CONTEXT_PARAM or param.kind is inspect.Parameter.VAR_KEYWORD:
-            continue
-        if param.kind is inspect.Parameter.VAR_POSITIONAL:
-            raise InvalidInput(f"{_qualname(func)}: *{param.name} cannot be a tool parameter; name each one")
-        if param.name not in hints:
-            raise InvalidInput(f"{_qualname(func)}: parameter {param.name!r} needs a type hint")
-        schema = json_schema_for(hints[param.name], f"{_qualname(func)}.{param.name}")
-        if docs.get(param.name):
-            schema = {**schema, "description": docs[param.name]}
-        if param.default is inspect.Parameter.empty:
-            required.append(param.name)
-        elif _is_jsonable(param.default):
-            schema = {**schema, "default": param.default}
-        properties[param.name] = schema
-    out: dict[str, Any] = {"type": "object", "properties": properties}
-    if required:
-        out["required"] = required
-    out["additionalProperties"] = False
-    return out
+    return function_parameters(func, _type_hints(func), arg_docs or {}, _qualname(func))[0]
 
 
 def _type_hints(func: Handler) -> dict[str, Any]:
@@ -291,96 +300,25 @@ def _type_hints(func: Handler) -> dict[str, Any]:
     return hints
 
 
-_SCALARS: dict[Any, str] = {
-    str: "string",
-    int: "integer",
-    float: "number",
-    bool: "boolean",
-    type(None): "null",
-}
-
-
 def json_schema_for(hint: Any, where: str = "parameter") -> dict[str, Any]:
     """The JSON Schema of a type hint: ``str``, ``int``, ``float``, ``bool``, ``None``, ``Any``,
     ``list[X]`` / ``tuple[X, ...]`` / ``set[X]``, ``dict[str, X]``, ``Literal[...]``, enums, unions
-    (``int | None`` becomes ``{"type": ["integer", "null"]}``) and ``Annotated[X, "description"]``.
+    (``int | None`` becomes ``{"type": ["integer", "null"]}``), ``Annotated[X, "description"]``, dataclasses
+    and TypedDicts (as ``$ref`` into the ``$defs`` the result then carries).
 
     Raises:
-        InvalidInput: a type with no JSON equivalent.
+        InvalidInput: a type with no JSON equivalent (pydantic types: see :func:`schema_from_function`).
     """
-    if hint is Any or hint is object:
-        return {}
-    if hint in _SCALARS:
-        return {"type": _SCALARS[hint]}
-    origin = typing.get_origin(hint)
-    args = typing.get_args(hint)
-    if origin is typing.Annotated:
-        inner = json_schema_for(args[0], where)
-        notes = [a for a in args[1:] if isinstance(a, str)]
-        return {**inner, "description": " ".join(notes)} if notes else inner
-    if origin is Literal:
-        values = list(args)
-        kinds = []
-        for value in values:
-            kind = _SCALARS.get(type(value))
-            if kind is None:
-                raise InvalidInput(f"{where}: Literal values must be str, int, float, bool or None")
-            if kind not in kinds:
-                kinds.append(kind)
-        return {"type": kinds[0] if len(kinds) == 1 else kinds, "enum": values}
-    if isinstance(hint, type) and issubclass(hint, enum.Enum):
-        return json_schema_for(Literal[tuple(m.value for m in hint)], where)
-    if origin in (typing.Union, types.UnionType):
-        return _union_schema([json_schema_for(a, where) for a in args])
-    if hint in (list, tuple, set, frozenset) or origin in (list, tuple, set, frozenset, Sequence):
-        schema: dict[str, Any] = {"type": "array"}
-        item_args = [a for a in args if a is not Ellipsis]
-        if item_args and len(set(item_args)) == 1:
-            schema["items"] = json_schema_for(item_args[0], where)
-        return schema
-    if hint is dict or origin in (dict, Mapping):
-        schema = {"type": "object"}  # (the array branch above returned: no clash)
-        if len(args) == 2 and args[1] is not Any:
-            schema["additionalProperties"] = json_schema_for(args[1], where)
-        return schema
-    raise InvalidInput(f"{where}: type {hint!r} has no JSON Schema equivalent")
-
-
-def _union_schema(members: list[dict[str, Any]]) -> dict[str, Any]:
-    """Merge member schemas into one ``type`` list when each is a plain typed schema; else ``anyOf``."""
-    merged: dict[str, Any] = {}
-    kinds: list[str] = []
-    for member in members:
-        kind = member.get("type")
-        if not isinstance(kind, str | list):
-            return {"anyOf": members}
-        for name in [kind] if isinstance(kind, str) else kind:
-            if name not in kinds:
-                kinds.append(name)
-        for key, value in member.items():
-            if key == "type":
-                continue
-            if key == "enum" and "enum" in merged:
-                merged["enum"] = [*merged["enum"], *value]
-            elif key in merged and merged[key] != value:
-                return {"anyOf": members}
-            else:
-                merged[key] = value
-    if "enum" in merged and "null" in kinds and None not in merged["enum"]:
-        merged["enum"] = [*merged["enum"], None]  # Literal[...] | None admits null
-    return {"type": kinds[0] if len(kinds) == 1 else kinds, **merged}
-
-
-def _is_jsonable(value: object) -> bool:
-    if value is None or isinstance(value, bool | int | str):
-        return True
-    if isinstance(value, float):
-        return math.isfinite(value)
-    if isinstance(value, list | tuple):
-        return all(_is_jsonable(v) for v in value)
-    if isinstance(value, dict):
-        return all(isinstance(k, str) and _is_jsonable(v) for k, v in value.items())
-    return False
+    generator = SchemaGenerator()
+    try:
+        schema = generator.schema(hint, where)
+    except Exception as exc:
+        if isinstance(exc, InvalidInput):
+            raise
+        raise InvalidInput(
+            f"{where}: a pydantic type needs a whole function (schema_from_function)"
+        ) from None
+    return {**schema, "$defs": generator.defs} if generator.defs else schema
 
 
 def _qualname(func: object) -> str:

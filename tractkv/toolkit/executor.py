@@ -214,6 +214,7 @@ class ToolExecutor:
         name: str | None = None,
         description: str | None = None,
         replace: bool = False,
+        strict: bool | None = None,
     ) -> ToolDefinition: ...
 
     @overload
@@ -225,6 +226,7 @@ class ToolExecutor:
         name: str | None = None,
         description: str | None = None,
         replace: bool = False,
+        strict: bool | None = None,
     ) -> Callable[[Handler], ToolDefinition]: ...
 
     def register(
@@ -235,32 +237,46 @@ class ToolExecutor:
         name: str | None = None,
         description: str | None = None,
         replace: bool = False,
+        strict: bool | None = None,
     ) -> ToolDefinition | Callable[[Handler], ToolDefinition]:
         """Add a tool: a :class:`ToolDefinition`, a function decorated with :func:`tool`, or a plain function
         (its schema then comes from its type hints and Google-style docstring). Usable as a decorator:
-        ``@executor.register`` or ``@executor.register(name=..., description=...)``.
+        ``@executor.register`` or ``@executor.register(name=..., description=..., strict=...)``.
+
+        Parameters typed with dataclasses, TypedDicts, enums, ``Literal``, pydantic models (and containers of
+        those) arrive converted to those types. ``strict=True`` makes the schema follow OpenAI's strict mode
+        (see :mod:`tractkv.toolkit.typed`); for a :class:`ToolDefinition` it marks the tool strict, which its
+        parameters must then already allow.
 
         Raises:
             InvalidInput: a definition without a handler, a handler without a keyword-only ``context``
-                parameter (or otherwise unfit, see :func:`check_handler`), or a name already taken (unless
-                ``replace``).
+                parameter (or otherwise unfit, see :func:`check_handler`), a name already taken (unless
+                ``replace``), or (``strict``) a type strict mode cannot express.
         """
         if tool is None:
 
             def decorate(func: Handler) -> ToolDefinition:
                 return self._add(
-                    ToolDefinition.from_function(func, name=name, description=description), replace
+                    ToolDefinition.from_function(
+                        func, name=name, description=description, strict=bool(strict)
+                    ),
+                    replace,
                 )
 
             return decorate
         if isinstance(tool, ToolDefinition):
             definition = tool
-            if name is not None or description is not None:
-                definition = ToolDefinition(
-                    name or tool.name, description or tool.description, tool.parameters, tool.handler
+            if name is not None or description is not None or strict is not None:
+                definition = attrs.evolve(
+                    tool,
+                    name=name or tool.name,
+                    description=description or tool.description,
+                    strict=tool.strict if strict is None else strict,
                 )
         elif callable(tool):
-            definition = ToolDefinition.from_function(tool, name=name, description=description)
+            definition = ToolDefinition.from_function(
+                tool, name=name, description=description, strict=bool(strict)
+            )
         else:
             raise InvalidInput(f"register() takes a ToolDefinition or a function, not {type(tool).__name__}")
         return self._add(definition, replace)
@@ -310,13 +326,16 @@ class ToolExecutor:
     def _now(self) -> int:
         return int(self._clock())
 
-    def _check_call(self, name: str, arguments: object) -> tuple[ToolDefinition | None, str | None]:
+    def _check_call(
+        self, name: str, arguments: object
+    ) -> tuple[ToolDefinition | None, str | None, dict[str, Any] | None]:
+        """(the tool, what is wrong with the call or None, the arguments in the handler's declared types)."""
         definition = self._tools.get(name) if isinstance(name, str) else None
         if definition is None:
             known = ", ".join(self._tools) or "none"
-            return None, f"unknown tool {name!r}; available tools: {known}"
+            return None, f"unknown tool {name!r}; available tools: {known}", None
         if not isinstance(arguments, dict):
-            return definition, f"arguments must be a JSON object, not {type(arguments).__name__}"
+            return definition, f"arguments must be a JSON object, not {type(arguments).__name__}", None
         declared = definition.parameters.get("properties", {})
         undeclared = sorted(k for k in arguments if k not in declared)
         if undeclared:
@@ -324,15 +343,40 @@ class ToolExecutor:
             return (
                 definition,
                 f"undeclared argument(s) {', '.join(map(repr, undeclared))}; {name} takes: {takes}",
+                None,
             )
         problems = validate(arguments, definition.parameters, "arguments")
+        converted, conversion = self._convert(definition, arguments, bool(problems))
+        problems += conversion
         if problems:
-            return definition, "invalid arguments: " + "; ".join(problems)
+            return definition, "invalid arguments: " + "; ".join(problems), None
         try:
             codec.check_value(arguments, "arguments")
         except EncodeError as exc:
-            return definition, f"arguments hold a value that cannot be recorded: {exc}"
-        return definition, None
+            return definition, f"arguments hold a value that cannot be recorded: {exc}", None
+        return definition, None, converted
+
+    def _convert(
+        self, definition: ToolDefinition, arguments: dict[str, Any], invalid: bool
+    ) -> tuple[dict[str, Any], list[str]]:
+        """(the arguments in the handler's declared types, the problems converting them). When the schema check
+        failed, the parameters it found no fault in are still converted, so a validator's objection is reported
+        with the schema's in the same result."""
+        if invalid:
+            schema = definition.parameters
+            properties, defs = schema.get("properties", {}), schema.get("$defs")
+            arguments = {
+                k: v
+                for k, v in arguments.items()
+                if k in properties
+                and not validate(v, {**properties[k], "$defs": defs} if defs else properties[k], "arguments")
+            }
+        try:
+            converted, problems = definition.convert_arguments(arguments)
+        except Exception as exc:  # a converter's own failure: reported, the handler not called
+            _log.debug("converting the arguments of %s raised", definition.name, exc_info=True)
+            return arguments, [f"arguments: cannot convert them: {_clean(_describe(exc))}"]
+        return converted, problems
 
     def _parent(self, parent_id: str | None, store: Store) -> tuple[_Frame | None, str | None]:
         if parent_id is None:
@@ -404,7 +448,7 @@ class ToolExecutor:
         args = (
             dict(arguments) if isinstance(arguments, Mapping) else arguments if arguments is not None else {}
         )
-        definition, problem = self._check_call(name, args)
+        definition, problem, call_args = self._check_call(name, args)
         problem = problem or parent_problem
         tool_name = _clean(name) if isinstance(name, str) and name else "(unnamed)"
         parent_usage = parent.usage_id if parent is not None else None
@@ -425,7 +469,7 @@ class ToolExecutor:
             rerun_of=rerun_of,
         )
         self.events.publish(started_event)
-        if problem is not None or definition is None or definition.handler is None:
+        if problem is not None or definition is None or definition.handler is None or call_args is None:
             record = UsageRecord(
                 usage_id=usage_id,
                 tool_name=tool_name,
@@ -471,7 +515,7 @@ class ToolExecutor:
         token = _CURRENT.set(frame)
         try:
             output, success, error_text = self._call(
-                definition, args, frame, parent_usage, tool_call_id, tool_name
+                definition, call_args, frame, parent_usage, tool_call_id, tool_name
             )
         except BaseException:
             # KeyboardInterrupt, SystemExit...: the process may go on, so do not leave a row that looks like

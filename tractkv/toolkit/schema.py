@@ -1,39 +1,180 @@
-"""A small JSON-Schema subset: enough to check a model's tool arguments against a tool's parameters.
+"""JSON Schema (Draft 2020-12) for tool arguments: the keywords tool schemas use, validated exactly as
+``jsonschema.Draft202012Validator`` (with a format checker for the formats below) decides, and every other
+keyword refused when a tool is registered, so a schema is never silently under-validated.
 
-Supported keywords (anything else is ignored, as a validator of a subset must):
+Supported keywords:
 
-* ``type``: a name or a list of names (``["integer", "null"]``); ``nullable: true`` (the OpenAPI spelling)
-  also admits ``null``. ``integer`` accepts ints only (never bools, never floats); ``number`` accepts ints
-  and finite floats; ``boolean`` only ``True`` / ``False``.
-* ``anyOf`` (a list of schemas; the value must match one).
-* ``enum`` (compared with JSON equality: ``1`` does not match ``True``), ``const``.
-* objects: ``properties``, ``required``, ``additionalProperties`` (``false`` or a schema).
-* arrays: ``items`` (one schema for every item), ``minItems``, ``maxItems``.
-* ``minimum`` / ``maximum`` for numbers, ``minLength`` / ``maxLength`` for strings.
+* references: ``$ref`` to a place in the same schema (``#``, ``#/$defs/Name``, ``#/definitions/Name`` or any
+  JSON pointer, ``~0`` / ``~1`` and ``%``-escapes decoded), ``$defs`` / ``definitions``; recursion through
+  properties or items is fine, a ``$ref`` loop that never descends into the value is refused.
+* any value: ``type`` (a name or a list of names; ``1.0`` is an ``integer``, ``true`` never a number),
+  ``enum`` / ``const`` (JSON equality: ``1 == 1.0``, ``true != 1``), ``allOf`` / ``anyOf`` / ``oneOf`` /
+  ``not``, boolean schemas ``true`` / ``false``; ``nullable: true`` (the OpenAPI spelling) also admits
+  ``null`` (the one extension; jsonschema ignores it).
+* numbers: ``minimum`` / ``maximum`` / ``exclusiveMinimum`` / ``exclusiveMaximum``, ``multipleOf`` (as
+  jsonschema computes it: a float divisor divides in floating point, so ``0.3`` is not a multiple of ``0.1``).
+* strings: ``minLength`` / ``maxLength`` (in code points), ``pattern`` (Python ``re.search``, unanchored),
+  ``format``: one of :data:`FORMATS` (what jsonschema checks with no extra package installed).
+* objects: ``properties``, ``required``, ``additionalProperties`` (a boolean or a schema).
+* arrays: ``prefixItems``, ``items`` (the items after the prefix), ``minItems`` / ``maxItems``,
+  ``uniqueItems`` (JSON equality).
+* annotations, accepted and ignored: ``title``, ``description``, ``default``, ``examples``, ``deprecated``,
+  ``readOnly``, ``writeOnly``, ``$comment``, ``discriminator`` (as pydantic emits it); ``$schema`` and
+  ``$id`` at the root only.
 
-:func:`validate` returns every problem found as ``"<path>: <what is wrong>"`` (``$`` is the root), so the
-model is told all of its mistakes at once.
+:func:`check_parameters_schema` (run when a tool is registered) refuses any other keyword (``if``,
+``patternProperties``, ``contains``, a remote ``$ref``, ...), a regex Python cannot compile and an unknown
+format, naming the keyword and where it is (a JSON pointer into the schema). :func:`validate` returns every
+problem found as ``"<path>: <what is wrong>"`` (``$`` is the root), so the model is told all of its mistakes
+at once. NaN and infinities (not JSON) are no numbers here.
 """
 
 from __future__ import annotations
 
+import functools
+import ipaddress
+import json
 import math
+import re
+from collections.abc import Callable
+from datetime import date
+from fractions import Fraction
 from typing import Any
+from urllib.parse import unquote
+from uuid import UUID
 
 from tractkv.errors import InvalidInput
 
 JSON_TYPES = ("string", "integer", "number", "boolean", "object", "array", "null")
+
+ANNOTATIONS = frozenset(
+    {
+        "title",
+        "description",
+        "default",
+        "examples",
+        "deprecated",
+        "readOnly",
+        "writeOnly",
+        "$comment",
+        "discriminator",
+    }
+)
+ROOT_ONLY = frozenset({"$schema", "$id"})
+SUPPORTED = frozenset(
+    {
+        "$ref",
+        "$defs",
+        "definitions",
+        "type",
+        "nullable",
+        "enum",
+        "const",
+        "allOf",
+        "anyOf",
+        "oneOf",
+        "not",
+        "minimum",
+        "maximum",
+        "exclusiveMinimum",
+        "exclusiveMaximum",
+        "multipleOf",
+        "minLength",
+        "maxLength",
+        "pattern",
+        "format",
+        "properties",
+        "required",
+        "additionalProperties",
+        "items",
+        "prefixItems",
+        "minItems",
+        "maxItems",
+        "uniqueItems",
+    }
+)
+
+_DATE = re.compile(r"\d{4}-\d{2}-\d{2}", re.ASCII)
+
+
+def _is_date(text: str) -> bool:
+    if not _DATE.fullmatch(text):
+        return False
+    try:
+        date.fromisoformat(text)
+    except ValueError:
+        return False
+    return True
+
+
+def _is_ipv4(text: str) -> bool:
+    try:
+        ipaddress.IPv4Address(text)
+    except ValueError:
+        return False
+    return True
+
+
+def _is_ipv6(text: str) -> bool:
+    try:
+        address = ipaddress.IPv6Address(text)
+    except ValueError:
+        return False
+    return not address.scope_id  # an address with a zone (``%eth0``) is refused, as jsonschema does
+
+
+def _is_regex(text: str) -> bool:
+    try:
+        re.compile(text)
+    except (re.error, OverflowError, RecursionError):
+        return False
+    return True
+
+
+def _is_uuid(text: str) -> bool:
+    try:
+        UUID(text)
+    except ValueError:
+        return False
+    return all(text[i] == "-" for i in (8, 13, 18, 23))  # the hyphenated form only
+
+
+def _is_email(text: str) -> bool:
+    return "@" in text
+
+
+FORMATS: dict[str, Callable[[str], bool]] = {
+    "date": _is_date,
+    "email": _is_email,
+    "idn-email": _is_email,
+    "ipv4": _is_ipv4,
+    "ipv6": _is_ipv6,
+    "regex": _is_regex,
+    "uuid": _is_uuid,
+}
+"""The formats asserted, each checked as jsonschema's ``FormatChecker`` does with no extra package."""
+
+
+@functools.lru_cache(maxsize=1024)
+def _regex(pattern: str) -> re.Pattern[str]:
+    return re.compile(pattern)
+
+
+def _is_number(value: object) -> bool:
+    if isinstance(value, bool):
+        return False
+    return isinstance(value, int) or (isinstance(value, float) and math.isfinite(value))
 
 
 def _is_type(value: object, name: str) -> bool:
     if name == "string":
         return isinstance(value, str)
     if name == "integer":
+        if isinstance(value, float):
+            return math.isfinite(value) and value.is_integer()
         return isinstance(value, int) and not isinstance(value, bool)
     if name == "number":
-        return (isinstance(value, int) and not isinstance(value, bool)) or (
-            isinstance(value, float) and math.isfinite(value)
-        )
+        return _is_number(value)
     if name == "boolean":
         return isinstance(value, bool)
     if name == "object":
@@ -53,14 +194,42 @@ def _type_name(value: object) -> str:
 
 
 def _json_equal(a: object, b: object) -> bool:
-    """Equality as JSON sees it: a bool never equals a number."""
+    """Equality as JSON sees it: a bool never equals a number, ``1`` equals ``1.0``."""
     if isinstance(a, bool) or isinstance(b, bool):
         return isinstance(a, bool) and isinstance(b, bool) and a is b
     if isinstance(a, dict) and isinstance(b, dict):
         return a.keys() == b.keys() and all(_json_equal(a[k], b[k]) for k in a)
     if isinstance(a, list | tuple) and isinstance(b, list | tuple):
         return len(a) == len(b) and all(_json_equal(x, y) for x, y in zip(a, b, strict=True))
+    if isinstance(a, list | tuple | dict) or isinstance(b, list | tuple | dict):
+        return False
     return a == b
+
+
+def _json_key(value: object) -> object:
+    """A hashable key equal for two values exactly when they are JSON-equal (for ``uniqueItems``)."""
+    if isinstance(value, bool) or value is None:
+        return ("b", value)
+    if isinstance(value, int | float):
+        return ("n", value)  # 1 and 1.0 are equal and hash alike
+    if isinstance(value, str):
+        return ("s", value)
+    if isinstance(value, list | tuple):
+        return ("a", tuple(_json_key(item) for item in value))
+    if isinstance(value, dict):
+        return ("o", frozenset((k, _json_key(v)) for k, v in value.items()))
+    return ("?", id(value))
+
+
+def _multiple_of(value: int | float, divisor: int | float) -> bool:
+    """jsonschema's rule: a float divisor divides in floating point (exactly only when that overflows)."""
+    if isinstance(divisor, float):
+        try:
+            quotient = value / divisor
+            return int(quotient) == quotient
+        except OverflowError:
+            return (Fraction(value) / Fraction(divisor)).denominator == 1
+    return value % divisor == 0
 
 
 def _allowed_types(schema: dict[str, Any]) -> list[str] | None:
@@ -73,78 +242,189 @@ def _allowed_types(schema: dict[str, Any]) -> list[str] | None:
     return types
 
 
+class _Unresolvable(Exception):
+    pass
+
+
+def _resolve(root: object, ref: str) -> object:
+    """The part of ``root`` a local ``$ref`` points at."""
+    if not ref.startswith("#"):
+        raise _Unresolvable("only references within the schema ('#...') are supported")
+    pointer = unquote(ref[1:])
+    if pointer == "":
+        return root
+    if not pointer.startswith("/"):
+        raise _Unresolvable("anchors are not supported, only JSON pointers ('#/$defs/Name')")
+    node = root
+    for raw in pointer[1:].split("/"):
+        token = raw.replace("~1", "/").replace("~0", "~")
+        if isinstance(node, dict) and token in node:
+            node = node[token]
+        elif (
+            isinstance(node, list)
+            and token.isdigit()
+            and (token == "0" or not token.startswith("0"))
+            and int(token) < len(node)
+        ):
+            node = node[int(token)]
+        else:
+            raise _Unresolvable(f"nothing at {token!r}")
+    return node
+
+
 def validate(value: Any, schema: dict[str, Any], path: str = "$") -> list[str]:
     """Every way ``value`` breaks ``schema`` (an empty list when it conforms)."""
     errors: list[str] = []
-    _validate(value, schema, path, errors)
+    try:
+        _Validator(schema).check(value, schema, path, errors)
+    except RecursionError:
+        errors.append(f"{path}: nested too deeply to validate")
     return errors
 
 
-def _validate(value: Any, schema: dict[str, Any], path: str, errors: list[str]) -> None:
-    if not isinstance(schema, dict):
-        return  # ``true`` / ``{}``-like schemas admit anything
-    types = _allowed_types(schema)
-    if types is not None and not any(_is_type(value, t) for t in types):
-        errors.append(f"{path}: expected {' or '.join(types)}, got {_type_name(value)}")
-        return
-    if isinstance(schema.get("anyOf"), list):
-        branches = [validate(value, option, path) for option in schema["anyOf"]]
-        if branches and all(branches):
-            errors.append(f"{path}: matches none of the allowed shapes ({'; '.join(branches[0])})")
-    if "enum" in schema and not any(_json_equal(value, option) for option in schema["enum"]):
-        options = ", ".join(_show(o) for o in schema["enum"])
-        errors.append(f"{path}: {_show(value)} is not one of {options}")
-    if "const" in schema and not _json_equal(value, schema["const"]):
-        errors.append(f"{path}: must be {_show(schema['const'])}")
-    if isinstance(value, dict):
-        _validate_object(value, schema, path, errors)
-    elif isinstance(value, list | tuple):
-        _validate_array(value, schema, path, errors)
-    elif isinstance(value, str):
-        if "minLength" in schema and len(value) < schema["minLength"]:
-            errors.append(f"{path}: shorter than {schema['minLength']} characters")
-        if "maxLength" in schema and len(value) > schema["maxLength"]:
-            errors.append(f"{path}: longer than {schema['maxLength']} characters")
-    elif _is_type(value, "number"):
-        if "minimum" in schema and value < schema["minimum"]:
-            errors.append(f"{path}: {value} is less than the minimum {schema['minimum']}")
-        if "maximum" in schema and value > schema["maximum"]:
-            errors.append(f"{path}: {value} is more than the maximum {schema['maximum']}")
+class _Validator:
+    """One validation against one root schema (the root is where ``$ref`` s are resolved)."""
+
+    def __init__(self, root: object) -> None:
+        self.root = root
+        self._refs: dict[str, object] = {}
+
+    def errors(self, value: Any, schema: object, path: str) -> list[str]:
+        found: list[str] = []
+        self.check(value, schema, path, found)
+        return found
+
+    def resolve(self, ref: str) -> object:
+        if ref not in self._refs:
+            self._refs[ref] = _resolve(self.root, ref)
+        return self._refs[ref]
+
+    def check(self, value: Any, schema: object, path: str, errors: list[str]) -> None:
+        if schema is False:
+            errors.append(f"{path}: no value is allowed here")
+            return
+        if not isinstance(schema, dict):
+            return  # ``true`` admits anything
+        ref = schema.get("$ref")
+        if isinstance(ref, str):
+            try:
+                target = self.resolve(ref)
+            except _Unresolvable as exc:
+                errors.append(f"{path}: cannot resolve $ref {ref!r} ({exc})")
+            else:
+                self.check(value, target, path, errors)
+        types = _allowed_types(schema)
+        if types is not None and not any(_is_type(value, t) for t in types):
+            errors.append(f"{path}: expected {' or '.join(types)}, got {_type_name(value)}")
+            return
+        if "enum" in schema and not any(_json_equal(value, option) for option in schema["enum"]):
+            options = ", ".join(_show(o) for o in schema["enum"])
+            errors.append(f"{path}: {_show(value)} is not one of {options}")
+        if "const" in schema and not _json_equal(value, schema["const"]):
+            errors.append(f"{path}: must be {_show(schema['const'])}")
+        self._combinators(value, schema, path, errors)
+        if isinstance(value, dict):
+            self._object(value, schema, path, errors)
+        elif isinstance(value, list | tuple):
+            self._array(value, schema, path, errors)
+        elif isinstance(value, str):
+            _string(value, schema, path, errors)
+        elif _is_number(value):
+            _number(value, schema, path, errors)
+
+    def _combinators(self, value: Any, schema: dict[str, Any], path: str, errors: list[str]) -> None:
+        for option in schema.get("allOf") or ():
+            self.check(value, option, path, errors)
+        if isinstance(schema.get("anyOf"), list) and schema["anyOf"]:
+            first: list[str] | None = None
+            for option in schema["anyOf"]:
+                found = self.errors(value, option, path)
+                if not found:
+                    break
+                first = found if first is None else first
+            else:
+                errors.append(f"{path}: matches none of the allowed shapes ({'; '.join(first or ())})")
+        if isinstance(schema.get("oneOf"), list) and schema["oneOf"]:
+            results = [self.errors(value, option, path) for option in schema["oneOf"]]
+            matching = [i for i, found in enumerate(results) if not found]
+            if not matching:
+                errors.append(f"{path}: matches none of the allowed shapes ({'; '.join(results[0])})")
+            elif len(matching) > 1:
+                which = ", ".join(map(str, matching))
+                errors.append(f"{path}: matches more than one of the exclusive shapes (oneOf {which})")
+        if "not" in schema and not self.errors(value, schema["not"], path):
+            errors.append(f"{path}: matches a shape it must not match")
+
+    def _object(self, value: dict[str, Any], schema: dict[str, Any], path: str, errors: list[str]) -> None:
+        properties = schema.get("properties") or {}
+        for name in schema.get("required") or ():
+            if name not in value:
+                errors.append(f"{path}: missing required property {name!r}")
+        extra = schema.get("additionalProperties", True)
+        for key, item in value.items():
+            child = f"{path}.{key}"
+            if key in properties:
+                self.check(item, properties[key], child, errors)
+            elif extra is False:
+                allowed = ", ".join(sorted(properties)) or "none"
+                errors.append(f"{path}: unexpected property {key!r} (allowed: {allowed})")
+            elif isinstance(extra, dict):
+                self.check(item, extra, child, errors)
+
+    def _array(
+        self, value: list[Any] | tuple[Any, ...], schema: dict[str, Any], path: str, errors: list[str]
+    ) -> None:
+        if "minItems" in schema and len(value) < schema["minItems"]:
+            errors.append(f"{path}: fewer than {schema['minItems']} items")
+        if "maxItems" in schema and len(value) > schema["maxItems"]:
+            errors.append(f"{path}: more than {schema['maxItems']} items")
+        prefix = schema.get("prefixItems") or ()
+        for index, (item, option) in enumerate(zip(value, prefix, strict=False)):
+            self.check(item, option, f"{path}[{index}]", errors)
+        if "items" in schema:
+            items = schema["items"]
+            if items is False and len(value) > len(prefix):
+                errors.append(f"{path}: at most {len(prefix)} items are allowed")
+            elif items is not True:
+                for index in range(len(prefix), len(value)):
+                    self.check(value[index], items, f"{path}[{index}]", errors)
+        if schema.get("uniqueItems") is True:
+            seen: dict[object, int] = {}
+            for index, item in enumerate(value):
+                earlier = seen.setdefault(_json_key(item), index)
+                if earlier != index:
+                    errors.append(f"{path}: items {earlier} and {index} are equal (items must be unique)")
+                    break
 
 
-def _validate_object(value: dict[str, Any], schema: dict[str, Any], path: str, errors: list[str]) -> None:
-    properties = schema.get("properties") or {}
-    for name in schema.get("required") or ():
-        if name not in value:
-            errors.append(f"{path}: missing required property {name!r}")
-    extra = schema.get("additionalProperties", True)
-    for key, item in value.items():
-        child = f"{path}.{key}"
-        if key in properties:
-            _validate(item, properties[key], child, errors)
-        elif extra is False:
-            allowed = ", ".join(sorted(properties)) or "none"
-            errors.append(f"{path}: unexpected property {key!r} (allowed: {allowed})")
-        elif isinstance(extra, dict):
-            _validate(item, extra, child, errors)
+def _string(value: str, schema: dict[str, Any], path: str, errors: list[str]) -> None:
+    if "minLength" in schema and len(value) < schema["minLength"]:
+        errors.append(f"{path}: shorter than {schema['minLength']} characters")
+    if "maxLength" in schema and len(value) > schema["maxLength"]:
+        errors.append(f"{path}: longer than {schema['maxLength']} characters")
+    pattern = schema.get("pattern")
+    if isinstance(pattern, str) and not _regex(pattern).search(value):
+        errors.append(f"{path}: {_show(value)} does not match the pattern {pattern!r}")
+    name = schema.get("format")
+    check = FORMATS.get(name) if isinstance(name, str) else None
+    if check is not None and not check(value):
+        errors.append(f"{path}: {_show(value)} is not a valid {name}")
 
 
-def _validate_array(
-    value: list[Any] | tuple[Any, ...], schema: dict[str, Any], path: str, errors: list[str]
-) -> None:
-    if "minItems" in schema and len(value) < schema["minItems"]:
-        errors.append(f"{path}: fewer than {schema['minItems']} items")
-    if "maxItems" in schema and len(value) > schema["maxItems"]:
-        errors.append(f"{path}: more than {schema['maxItems']} items")
-    items = schema.get("items")
-    if isinstance(items, dict):
-        for index, item in enumerate(value):
-            _validate(item, items, f"{path}[{index}]", errors)
+def _number(value: int | float, schema: dict[str, Any], path: str, errors: list[str]) -> None:
+    if "minimum" in schema and value < schema["minimum"]:
+        errors.append(f"{path}: {value} is less than the minimum {schema['minimum']}")
+    if "maximum" in schema and value > schema["maximum"]:
+        errors.append(f"{path}: {value} is more than the maximum {schema['maximum']}")
+    if "exclusiveMinimum" in schema and value <= schema["exclusiveMinimum"]:
+        errors.append(f"{path}: {value} is not more than {schema['exclusiveMinimum']}")
+    if "exclusiveMaximum" in schema and value >= schema["exclusiveMaximum"]:
+        errors.append(f"{path}: {value} is not less than {schema['exclusiveMaximum']}")
+    if "multipleOf" in schema and not _multiple_of(value, schema["multipleOf"]):
+        errors.append(f"{path}: {value} is not a multiple of {schema['multipleOf']}")
 
 
 def _show(value: object) -> str:
-    import json
-
     try:
         return json.dumps(value, ensure_ascii=False)
     except (TypeError, ValueError):
@@ -156,7 +436,10 @@ def check_parameters_schema(schema: object, tool: str) -> dict[str, Any]:
 
     Raises:
         InvalidInput: not a dict, not ``type: object``, ``properties`` not a map of schemas, ``required``
-            naming an undeclared property, or an unknown type name anywhere.
+            naming an undeclared property, or anywhere in it: a keyword not supported (see the module doc),
+            a keyword's value of the wrong shape, an unknown type name or format, a regex Python cannot
+            compile, a ``$ref`` that is remote or points at nothing, a ``$ref`` loop that never descends
+            into the value. The message names the keyword and where it is (a JSON pointer).
     """
     if not isinstance(schema, dict):
         raise InvalidInput(
@@ -173,22 +456,158 @@ def check_parameters_schema(schema: object, tool: str) -> dict[str, Any]:
     undeclared = [r for r in required if r not in properties]
     if undeclared:
         raise InvalidInput(f"tool {tool!r}: required names undeclared parameters {undeclared}")
-    _check_types(schema, f"tool {tool!r} parameters")
+    _SchemaCheck(schema, f"tool {tool!r} parameters").run()
     return schema
 
 
-def _check_types(schema: object, where: str) -> None:
-    if not isinstance(schema, dict):
-        return
-    raw = schema.get("type")
-    if raw is not None:
-        names = [raw] if isinstance(raw, str) else raw
-        if not isinstance(names, list) or any(n not in JSON_TYPES for n in names):
-            raise InvalidInput(f"{where}: unknown type {raw!r} (known: {', '.join(JSON_TYPES)})")
-    for key in ("properties",):
-        for name, child in (schema.get(key) or {}).items():
-            _check_types(child, f"{where}.{name}")
-    if isinstance(schema.get("items"), dict):
-        _check_types(schema["items"], f"{where}[]")
-    if isinstance(schema.get("additionalProperties"), dict):
-        _check_types(schema["additionalProperties"], f"{where}.*")
+def _pointer(parent: str, *tokens: str | int) -> str:
+    escaped = (str(t).replace("~", "~0").replace("/", "~1") for t in tokens)
+    return "/".join((parent, *escaped))
+
+
+class _SchemaCheck:
+    """Walks a whole schema once: every keyword supported and well-formed, every ``$ref`` resolvable, no
+    ``$ref`` loop that stays on one value."""
+
+    def __init__(self, root: dict[str, Any], where: str) -> None:
+        self.root = root
+        self.where = where
+        self.nodes: dict[int, tuple[str, dict[str, Any]]] = {}  # id -> (pointer, schema)
+
+    def fail(self, pointer: str, problem: str) -> InvalidInput:
+        return InvalidInput(f"{self.where} at {pointer}: {problem}")
+
+    def run(self) -> None:
+        self.schema(self.root, "#")
+        self.loops()
+
+    def schema(self, node: object, pointer: str) -> None:
+        if isinstance(node, bool):
+            return
+        if not isinstance(node, dict):
+            raise self.fail(pointer, f"a schema must be an object or a boolean, not {_show(node)}")
+        if id(node) in self.nodes:
+            return
+        self.nodes[id(node)] = (pointer, node)
+        for key, value in node.items():
+            here = _pointer(pointer, key)
+            if key in ANNOTATIONS:
+                continue
+            if key in ROOT_ONLY:
+                if node is not self.root:
+                    raise self.fail(here, f"{key!r} is supported at the root only")
+                if not isinstance(value, str):
+                    raise self.fail(here, f"{key!r} must be a string")
+                continue
+            if key not in SUPPORTED:
+                raise self.fail(
+                    here,
+                    f"unsupported keyword {key!r} (arguments could not be validated as it says; the "
+                    "supported keywords are listed in the README's toolkit section)",
+                )
+            self.keyword(key, value, here)
+
+    def keyword(self, key: str, value: Any, here: str) -> None:
+        if key == "$ref":
+            if not isinstance(value, str):
+                raise self.fail(here, "'$ref' must be a string")
+            try:
+                target = _resolve(self.root, value)
+            except _Unresolvable as exc:
+                raise self.fail(here, f"unsupported or unresolvable '$ref' {value!r}: {exc}") from None
+            if not isinstance(target, dict | bool):
+                raise self.fail(here, f"'$ref' {value!r} does not point at a schema")
+        elif key in ("$defs", "definitions", "properties"):
+            if not isinstance(value, dict):
+                raise self.fail(here, f"{key!r} must map names to schemas")
+            for name, child in value.items():
+                self.schema(child, _pointer(here, name))
+        elif key == "type":
+            names = [value] if isinstance(value, str) else value
+            if (
+                not isinstance(names, list)
+                or not names
+                or any(n not in JSON_TYPES for n in names)
+                or len(set(names)) != len(names)
+            ):
+                raise self.fail(here, f"unknown type {_show(value)} (known: {', '.join(JSON_TYPES)})")
+        elif key in {"nullable", "uniqueItems"}:
+            if not isinstance(value, bool):
+                raise self.fail(here, f"{key!r} must be true or false")
+        elif key == "enum":
+            if not isinstance(value, list):
+                raise self.fail(here, "'enum' must be a list of values")
+        elif key in ("allOf", "anyOf", "oneOf", "prefixItems"):
+            if not isinstance(value, list) or not value:
+                raise self.fail(here, f"{key!r} must be a non-empty list of schemas")
+            for index, child in enumerate(value):
+                self.schema(child, _pointer(here, index))
+        elif key in ("not", "additionalProperties", "items"):
+            if isinstance(value, list):
+                raise self.fail(here, f"{key!r} must be one schema (a list is 'prefixItems' in 2020-12)")
+            self.schema(value, here)
+        elif key in ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf"):
+            if not _is_number(value):
+                raise self.fail(here, f"{key!r} must be a number")
+            if key == "multipleOf" and value <= 0:
+                raise self.fail(here, "'multipleOf' must be more than 0")
+        elif key in ("minLength", "maxLength", "minItems", "maxItems"):
+            if not _is_type(value, "integer") or value < 0:
+                raise self.fail(here, f"{key!r} must be a non-negative integer")
+        elif key == "pattern":
+            if not isinstance(value, str):
+                raise self.fail(here, "'pattern' must be a string")
+            try:
+                _regex(value)
+            except (re.error, OverflowError, RecursionError) as exc:
+                raise self.fail(here, f"invalid regex {value!r} ({exc})") from None
+        elif key == "format":
+            if value not in FORMATS:
+                raise self.fail(
+                    here, f"unknown format {_show(value)} (supported: {', '.join(sorted(FORMATS))})"
+                )
+        elif key == "required" and (
+            not isinstance(value, list)
+            or not all(isinstance(r, str) for r in value)
+            or len(set(value)) != len(value)
+        ):
+            raise self.fail(here, "'required' must be a list of distinct property names")
+        # "const" takes any value
+
+    def loops(self) -> None:
+        """Refuse a cycle of ``$ref`` / ``allOf`` / ``anyOf`` / ``oneOf`` / ``not`` that never moves into a
+        property or an item: validating with it would never end."""
+        state: dict[int, int] = {}  # id -> 1 on the current path, 2 done
+
+        def edges(node: dict[str, Any]) -> list[object]:
+            out: list[object] = []
+            if isinstance(node.get("$ref"), str):
+                out.append(_resolve(self.root, node["$ref"]))
+            for key in ("allOf", "anyOf", "oneOf"):
+                out.extend(node.get(key) or ())
+            if "not" in node:
+                out.append(node["not"])
+            return [n for n in out if isinstance(n, dict)]
+
+        for start in list(self.nodes):
+            if state.get(start):
+                continue
+            stack: list[tuple[dict[str, Any], list[object]]] = []
+            first = self.nodes[start][1]
+            state[start] = 1
+            stack.append((first, edges(first)))
+            while stack:  # bounded: each node enters the stack once
+                node, pending = stack[-1]
+                if not pending:
+                    state[id(node)] = 2
+                    stack.pop()
+                    continue
+                child = pending.pop()
+                assert isinstance(child, dict)
+                mark = state.get(id(child))
+                if mark == 1:
+                    pointer = self.nodes.get(id(child), ("#", child))[0]
+                    raise self.fail(pointer, "a '$ref' loop that never descends into the value")
+                if mark is None:
+                    state[id(child)] = 1
+                    stack.append((child, edges(child)))

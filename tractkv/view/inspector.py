@@ -17,6 +17,8 @@ from typing import Any
 import attrs
 
 from tractkv.engine import graph
+from tractkv.engine.budget import stored_budget
+from tractkv.engine.calibration import ESTIMATED, TokenCount, calibrated
 from tractkv.engine.commit_info import commit_info
 from tractkv.engine.content import ANNOTATION, ToolCall
 from tractkv.engine.diff import diff_states
@@ -55,6 +57,16 @@ class BranchSummary:
     token_count: int
     last_activity: datetime | None
     is_current: bool = False  # HEAD's branch (what the next `tractkv commit` writes to)
+    count_source: str = (
+        "estimated"  # "reported" when a reply's usage anchors token_count (engine.calibration)
+    )
+    estimated_tokens: int = 0  # the local estimate (what compile reports)
+    token_budget: int | None = None  # the local branch's stored budget (none for remote-tracking branches)
+
+    @property
+    def budget_used(self) -> float | None:
+        """Fraction of the budget ``token_count`` uses, or None without a budget."""
+        return self.token_count / self.token_budget if self.token_budget else None
 
 
 @attrs.frozen(kw_only=True)
@@ -199,7 +211,7 @@ class Inspector:
         )  # can never write, not even a checkpoint
         self.counter = self.session.counter
         self._lock = threading.Lock()  # the session's compile cache is not thread-safe
-        self._summaries: OrderedDict[ObjectId, tuple[int, int, int, int | None]] = OrderedDict()
+        self._summaries: OrderedDict[ObjectId, tuple[int, int, TokenCount, int | None]] = OrderedDict()
         self._runs: OrderedDict[ObjectId, tuple[tuple[_Run, ...], bool]] = OrderedDict()
         self._spawn_trees: OrderedDict[Any, tuple[ParentInfo | None, tuple[ChildInfo, ...]]] = OrderedDict()
 
@@ -234,7 +246,7 @@ class Inspector:
         current = self.current_branch()
         for ref, value in self.refs().items():
             head = ObjectId(value) if is_object_id(value) else None
-            commits, messages, tokens, last = self._head_summary(head)
+            commits, messages, count, last = self._head_summary(head)
             remote = ref.startswith(REMOTES)
             out.append(
                 BranchSummary(
@@ -244,29 +256,35 @@ class Inspector:
                     head=head,
                     commit_count=commits,
                     message_count=messages,
-                    token_count=tokens,
+                    token_count=count.tokens,
                     last_activity=timestamp(last) if last is not None else None,
                     is_current=ref == current,
+                    count_source=count.source,
+                    estimated_tokens=count.estimated,
+                    token_budget=None if remote else stored_budget(self.store, ref),
                 )
             )
         out.sort(key=lambda b: (b.is_remote, b.name))
         return out
 
-    def _head_summary(self, head: ObjectId | None) -> tuple[int, int, int, int | None]:
-        """(commits, messages, tokens, created_at) at a commit. A commit id names immutable history, so
-        the answer is cached for good (bounded): a hub with many branches compiles each head once."""
+    def _head_summary(self, head: ObjectId | None) -> tuple[int, int, TokenCount, int | None]:
+        """(commits, messages, token count, created_at) at a commit. A commit id names immutable history, so
+        the answer is cached for good (bounded): a hub with many branches compiles each head once. The token
+        count is calibrated by the provider where it can be (derived from commits, so cacheable too)."""
         if head is None:
-            return 0, 0, 0, None
+            return 0, 0, TokenCount(tokens=0, source=ESTIMATED, estimated=0), None
         with self._lock:
             cached = self._summaries.get(head)
             if cached is not None:
                 self._summaries.move_to_end(head)
                 return cached
         state, context = self._compiled(head)
+        with self._lock:  # reads the state's view, which is not thread-safe
+            count = calibrated(self.session, state)
         summary = (
             state.commit_count,
             len(context.messages),
-            context.token_count,
+            count,
             self.store.get_commit(head).created_at,
         )
         with self._lock:

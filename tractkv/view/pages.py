@@ -166,7 +166,9 @@ def branches_body(branches: list[BranchSummary], detached: str | None = None) ->
             el("td", commit_link(b.head, b.ref)),
             el("td", f"{b.commit_count:,}", class_="num"),
             el("td", f"{b.message_count:,}", class_="num"),
-            el("td", f"{b.token_count:,}", class_="num"),
+            el("td", f"{b.token_count:,}", class_="num tokens"),
+            el("td", _count_badge(b)),
+            el("td", _budget_cell(b), class_="num budget"),
             el("td", when(b.last_activity)),
             el("td", el("a", "tool usage", href=url("/ui/usage", ref=b.ref))),
             data_ref=b.ref,
@@ -177,10 +179,48 @@ def branches_body(branches: list[BranchSummary], detached: str | None = None) ->
     ]
     head = el(
         "tr",
-        [el("th", h) for h in ("Branch", "", "Head", "Commits", "Messages", "Tokens", "Last activity", "")],
+        [
+            el("th", h)
+            for h in (
+                "Branch",
+                "",
+                "Head",
+                "Commits",
+                "Messages",
+                "Tokens",
+                "Count",
+                "Budget",
+                "Last activity",
+                "",
+            )
+        ],
     )
     return join(
         el("h1", "Branches"), marker, el("table", el("thead", head), el("tbody", rows), class_="branches")
+    )
+
+
+def _count_badge(b: BranchSummary) -> Markup:
+    """``reported`` (a provider's usage anchors the count) or ``estimated``, the other figure in its title."""
+    title = (
+        f"the provider's reported input of the newest reply plus estimates since; local estimate "
+        f"{b.estimated_tokens:,}"
+        if b.count_source == "reported"
+        else "the local estimate (no reply's usage applies)"
+    )
+    return el("span", b.count_source, class_=f"badge count-{_css(b.count_source)}", title=title)
+
+
+def _budget_cell(b: BranchSummary) -> Markup | str:
+    """``used / max (percent)``, marked when over; empty without a budget."""
+    if b.token_budget is None or b.budget_used is None:
+        return ""
+    over = b.budget_used > 1
+    return el(
+        "span",
+        f"{b.token_count:,} / {b.token_budget:,} ({b.budget_used:.0%})",
+        class_="budget-over" if over else "budget-ok",
+        title="over the branch's token budget" if over else "within the branch's token budget",
     )
 
 

@@ -1,0 +1,762 @@
+"""Tools from real Python types: schemas, converted arguments, OpenAI strict mode (toolkit/typed.py)."""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+import json
+import subprocess
+import sys
+import textwrap
+from typing import Annotated, Any, Literal, NotRequired, Required, TypedDict
+
+import pydantic
+import pytest
+from pydantic import BaseModel, Field, field_validator
+
+from tractkv import Tract
+from tractkv.errors import InvalidInput
+from tractkv.llm import ScriptedLLM
+from tractkv.toolkit import ToolContext, ToolDefinition, ToolExecutor, tool
+from tractkv.toolkit.typed import to_strict
+
+from .conftest import call
+
+# --- the types (module level, so their string annotations resolve) ----------------------------------------
+
+
+class Units(enum.Enum):
+    C = "c"
+    F = "f"
+
+
+@dataclasses.dataclass
+class Window:
+    """A time window in hours."""
+
+    start: int
+    end: int = 24
+    label: str = dataclasses.field(default="", metadata={"description": "Shown to the user."})
+    tags: list[str] = dataclasses.field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        if self.end < self.start:
+            raise ValueError("end before start")
+
+
+@dataclasses.dataclass
+class Tree:
+    name: str
+    children: list[Tree] = dataclasses.field(default_factory=list)
+
+
+class Options(TypedDict, total=False):
+    verbose: bool
+    depth: Required[int]
+
+
+class Filter(TypedDict):
+    field: str
+    value: NotRequired[str | int]
+
+
+class Place(BaseModel):
+    """A place on Earth."""
+
+    name: str = Field(description="The city.")
+    lat: float = Field(ge=-90, le=90)
+    units: Units = Units.C
+
+    @field_validator("name")
+    @classmethod
+    def no_atlantis(cls, value: str) -> str:
+        if value == "Atlantis":
+            raise ValueError("Atlantis is not a place")
+        return value
+
+
+class Cat(BaseModel):
+    kind: Literal["cat"]
+    lives: int
+
+
+class Dog(BaseModel):
+    kind: Literal["dog"]
+    good: bool
+
+
+def _params(func: Any, **kwargs: Any) -> dict[str, Any]:
+    return ToolDefinition.from_function(func, **kwargs).parameters
+
+
+# --- schemas: stdlib types --------------------------------------------------------------------------------
+
+WINDOW_DEF = {
+    "type": "object",
+    "description": "A time window in hours.",
+    "properties": {
+        "start": {"type": "integer"},
+        "end": {"type": "integer", "default": 24},
+        "label": {"type": "string", "description": "Shown to the user.", "default": ""},
+        "tags": {"type": "array", "items": {"type": "string"}},
+    },
+    "required": ["start"],
+    "additionalProperties": False,
+}
+
+
+def test_a_dataclass_parameter_becomes_a_def_with_field_metadata_and_defaults() -> None:
+    def plan(window: Window, *, context: ToolContext) -> str:
+        """Plan a window.
+
+        Args:
+            window: When to run.
+        """
+        return ""
+
+    assert _params(plan) == {
+        "type": "object",
+        "properties": {"window": {"$ref": "#/$defs/Window", "description": "When to run."}},
+        "required": ["window"],
+        "additionalProperties": False,
+        "$defs": {"Window": WINDOW_DEF},
+    }
+
+
+def test_a_recursive_dataclass_refers_to_itself() -> None:
+    def walk(tree: Tree, *, context: ToolContext) -> str:
+        """Walk a tree."""
+        return ""
+
+    assert _params(walk)["$defs"] == {
+        "Tree": {
+            "type": "object",
+            "properties": {
+                "name": {"type": "string"},
+                "children": {"type": "array", "items": {"$ref": "#/$defs/Tree"}},
+            },
+            "required": ["name"],
+            "additionalProperties": False,
+        }
+    }
+
+
+def test_typeddicts_with_total_false_required_and_not_required() -> None:
+    def search(options: Options, filters: list[Filter], *, context: ToolContext) -> str:
+        """Search."""
+        return ""
+
+    params = _params(search)
+    assert params["properties"] == {
+        "options": {"$ref": "#/$defs/Options"},
+        "filters": {"type": "array", "items": {"$ref": "#/$defs/Filter"}},
+    }
+    assert params["$defs"] == {
+        "Options": {
+            "type": "object",
+            "properties": {"verbose": {"type": "boolean"}, "depth": {"type": "integer"}},
+            "required": ["depth"],
+            "additionalProperties": False,
+        },
+        "Filter": {
+            "type": "object",
+            "properties": {"field": {"type": "string"}, "value": {"type": ["string", "integer"]}},
+            "required": ["field"],
+            "additionalProperties": False,
+        },
+    }
+
+
+def test_enums_literals_annotated_optional_unions_and_containers() -> None:
+    def many(
+        units: Units,
+        mode: Literal["fast", "slow"],
+        count: Annotated[int, "How many results."],
+        pair: tuple[int, str],
+        labels: set[str],
+        by_name: dict[str, Window],
+        either: Window | Tree,
+        maybe: Units | None = None,
+        nested: list[dict[str, list[Window]]] | None = None,
+        *,
+        context: ToolContext,
+    ) -> str:
+        """Many kinds."""
+        return ""
+
+    params = _params(many)
+    assert params["properties"] == {
+        "units": {"type": "string", "enum": ["c", "f"]},
+        "mode": {"type": "string", "enum": ["fast", "slow"]},
+        "count": {"type": "integer", "description": "How many results."},
+        "pair": {
+            "type": "array",
+            "prefixItems": [{"type": "integer"}, {"type": "string"}],
+            "minItems": 2,
+            "maxItems": 2,
+        },
+        "labels": {"type": "array", "items": {"type": "string"}, "uniqueItems": True},
+        "by_name": {"type": "object", "additionalProperties": {"$ref": "#/$defs/Window"}},
+        "either": {"anyOf": [{"$ref": "#/$defs/Window"}, {"$ref": "#/$defs/Tree"}]},
+        "maybe": {"type": ["string", "null"], "enum": ["c", "f", None], "default": None},
+        "nested": {
+            "type": ["array", "null"],
+            "items": {
+                "type": "object",
+                "additionalProperties": {"type": "array", "items": {"$ref": "#/$defs/Window"}},
+            },
+            "default": None,
+        },
+    }
+    assert params["required"] == ["units", "mode", "count", "pair", "labels", "by_name", "either"]
+    assert sorted(params["$defs"]) == ["Tree", "Window"]
+
+
+def test_types_without_a_json_equivalent_are_refused() -> None:
+    def bad(when: complex, *, context: ToolContext) -> str:
+        """Bad."""
+        return ""
+
+    def bad_keys(table: dict[int, str], *, context: ToolContext) -> str:
+        """Bad keys."""
+        return ""
+
+    with pytest.raises(InvalidInput, match="no JSON Schema equivalent"):
+        tool(bad)
+    with pytest.raises(InvalidInput, match="keys must be strings"):
+        tool(bad_keys)
+
+
+# --- schemas: pydantic -------------------------------------------------------------------------------------
+
+
+def test_pydantic_models_fields_and_discriminated_unions_use_pydantic_without_titles() -> None:
+    def weather(
+        place: Place,
+        stops: list[Place],
+        pet: Annotated[Cat | Dog, Field(discriminator="kind")],
+        days: Annotated[int, Field(ge=1, le=7, description="Days ahead.")] = 3,
+        *,
+        context: ToolContext,
+    ) -> str:
+        """Weather for a place.
+
+        Args:
+            place: Where.
+        """
+        return ""
+
+    params = _params(weather)
+    assert params["properties"] == {
+        "place": {"$ref": "#/$defs/Place", "description": "Where."},
+        "stops": {"type": "array", "items": {"$ref": "#/$defs/Place"}},
+        "pet": {
+            "oneOf": [{"$ref": "#/$defs/Cat"}, {"$ref": "#/$defs/Dog"}],
+            "discriminator": {
+                "propertyName": "kind",
+                "mapping": {"cat": "#/$defs/Cat", "dog": "#/$defs/Dog"},
+            },
+        },
+        "days": {"type": "integer", "minimum": 1, "maximum": 7, "description": "Days ahead.", "default": 3},
+    }
+    assert params["required"] == ["place", "stops", "pet"]
+    assert params["$defs"]["Place"] == {
+        "description": "A place on Earth.",
+        "type": "object",
+        "properties": {
+            "name": {"type": "string", "description": "The city."},
+            "lat": {"type": "number", "minimum": -90, "maximum": 90},
+            "units": {"$ref": "#/$defs/Units", "default": "c"},
+        },
+        "required": ["name", "lat"],
+    }
+    assert params["$defs"]["Units"] == {"type": "string", "enum": ["c", "f"]}
+    assert "title" not in json.dumps(params)
+
+
+# --- conversion --------------------------------------------------------------------------------------------
+
+
+def _recording(tract: Tract, func: Any, **register: Any) -> tuple[ToolExecutor, list[dict[str, Any]]]:
+    calls: list[dict[str, Any]] = []
+    ex = ToolExecutor(tract)
+
+    def handler(*, context: ToolContext, **kwargs: Any) -> str:
+        calls.append(kwargs)
+        return "ok"
+
+    # the real function gives the schema and the types; the recorder stands in as its handler
+    definition = ToolDefinition.from_function(func, **register)
+    ex.register(attrs_evolve(definition, handler=handler))
+    return ex, calls
+
+
+def attrs_evolve(definition: ToolDefinition, **changes: Any) -> ToolDefinition:
+    import attrs
+
+    return attrs.evolve(definition, **changes)
+
+
+def plan(
+    window: Window,
+    units: Units,
+    tree: Tree,
+    options: Options,
+    places: list[Place],
+    pair: tuple[int, str] = (0, ""),
+    labels: frozenset[str] = frozenset(),
+    ratio: float = 1.0,
+    pet: Cat | Dog | None = None,
+    *,
+    context: ToolContext,
+) -> str:
+    """Plan something."""
+    return ""
+
+
+GOOD = {
+    "window": {"start": 1, "tags": ["a"]},
+    "units": "f",
+    "tree": {"name": "root", "children": [{"name": "leaf"}]},
+    "options": {"depth": 2},
+    "places": [{"name": "Oslo", "lat": 59.9}, {"name": "Lima", "lat": -12, "units": "f"}],
+    "pair": [3, "x"],
+    "labels": ["a", "b"],
+    "ratio": 2,
+    "pet": {"kind": "dog", "good": True},
+}
+
+
+def test_the_handler_receives_its_arguments_converted_to_the_declared_types(tract: Tract) -> None:
+    ex, calls = _recording(tract, plan)
+    result = ex.execute("plan", GOOD)
+    assert result.success, result.error
+    (got,) = calls
+    assert got["window"] == Window(start=1, end=24, label="", tags=["a"])
+    assert got["units"] is Units.F
+    assert got["tree"] == Tree("root", [Tree("leaf")])
+    assert got["options"] == {"depth": 2}
+    assert got["places"] == [Place(name="Oslo", lat=59.9), Place(name="Lima", lat=-12.0, units=Units.F)]
+    assert got["pair"] == (3, "x")
+    assert got["labels"] == frozenset({"a", "b"})
+    assert got["ratio"] == 2.0
+    assert isinstance(got["ratio"], float)
+    assert got["pet"] == Dog(kind="dog", good=True)
+    # the usage record keeps the JSON the model sent
+    assert result.usage_objects[-1].arguments == GOOD
+
+
+@pytest.mark.parametrize(
+    ("change", "expected"),
+    [
+        ({"units": "k"}, "arguments.units"),
+        ({"window": {"start": "1"}}, "arguments.window.start"),
+        ({"window": {"start": 5, "end": 1}}, "end before start"),  # __post_init__
+        ({"window": {"end": 3}}, "'start'"),
+        ({"tree": {"name": "r", "children": [{"name": 1}]}}, "arguments.tree.children[0].name"),
+        ({"places": [{"name": "Atlantis", "lat": 0}]}, "Atlantis is not a place"),  # a pydantic validator
+        ({"places": [{"name": "Oslo", "lat": 91}]}, "arguments.places[0].lat"),
+        ({"pet": {"kind": "cow"}}, "arguments.pet"),
+        ({"pair": [1, 2]}, "arguments.pair[1]"),
+    ],
+)
+def test_bad_arguments_never_reach_the_handler(tract: Tract, change: dict[str, Any], expected: str) -> None:
+    ex, calls = _recording(tract, plan)
+    result = ex.execute("plan", {**GOOD, **change})
+    assert not result.success
+    assert expected in result.error
+    assert calls == []
+    assert result.usage_objects[-1].status == "error"
+
+
+def test_every_problem_is_reported_at_once(tract: Tract) -> None:
+    ex, calls = _recording(tract, plan)
+    bad = {**GOOD, "units": "k", "places": [{"name": "Atlantis", "lat": 0}], "window": {"start": 5, "end": 1}}
+    result = ex.execute("plan", bad)
+    assert not result.success
+    assert calls == []
+    for part in ("arguments.units", "Atlantis is not a place", "end before start"):
+        assert part in result.error
+
+
+def test_a_converter_that_raises_is_an_error_result(tract: Tract) -> None:
+    class Boom:
+        def convert(self, arguments: Any) -> Any:
+            raise RuntimeError("converter bug")
+
+    ex, calls = _recording(tract, plan)
+    definition = ex.get("plan")
+    assert definition is not None
+    ex.register(attrs_evolve(definition, converter=Boom()), replace=True)
+    result = ex.execute("plan", GOOD)
+    assert (result.success, calls) == (False, [])
+    assert "converter bug" in result.error
+
+
+def test_the_agent_loop_reports_bad_arguments_and_the_model_retries(tract: Tract) -> None:
+    seen: list[tuple[Place, Units]] = []
+    ex = ToolExecutor(tract)
+
+    @ex.register
+    def forecast(place: Place, units: Units = Units.C, *, context: ToolContext) -> str:
+        """The forecast for a place.
+
+        Args:
+            place: Where.
+            units: Temperature units.
+        """
+        seen.append((place, units))
+        return f"{place.name}: 20 degrees {units.name}"
+
+    tract.user("Weather in Oslo?")
+    llm = ScriptedLLM(
+        [
+            call("c1", "forecast", {"place": {"name": "Oslo", "lat": 600}, "units": "kelvin"}),
+            call("c2", "forecast", {"place": {"name": "Oslo", "lat": 59.9}, "units": "f"}),
+            "Oslo: 20 degrees.",
+        ]
+    )
+    result = tract.run(llm, ex, max_steps=5)
+    assert (result.text, result.steps) == ("Oslo: 20 degrees.", 3)
+    assert seen == [(Place(name="Oslo", lat=59.9), Units.F)]
+    messages = tract.compile().messages
+    first, second = messages[2], messages[4]
+    assert first.is_error
+    assert "arguments.place" in first.content
+    assert "arguments.units" in first.content
+    assert (second.is_error, second.content) == (False, "Oslo: 20 degrees F")
+    assert [u.status for u in tract.tool_usages()] == ["error", "success"]
+    # the model was offered the pydantic-made schema
+    (offered,) = llm.calls[0].tools or []
+    assert offered["function"]["parameters"]["properties"]["place"] == {
+        "$ref": "#/$defs/Place",
+        "description": "Where.",
+    }
+
+
+# --- OpenAI strict mode ------------------------------------------------------------------------------------
+
+
+def lookup(
+    key: str,
+    window: Window | None = None,
+    mode: Literal["a", "b"] = "a",
+    limit: int | None = None,
+    *,
+    context: ToolContext,
+) -> str:
+    """Look a key up."""
+    return ""
+
+
+def test_strict_schema_shape_and_the_strict_flag() -> None:
+    definition = ToolDefinition.from_function(lookup, strict=True)
+    window = {
+        "type": "object",
+        "description": "A time window in hours.",
+        "properties": {
+            "start": {"type": "integer"},
+            "end": {"type": ["integer", "null"]},
+            "label": {"type": ["string", "null"], "description": "Shown to the user."},
+            "tags": {"type": ["array", "null"], "items": {"type": "string"}},
+        },
+        "required": ["start", "end", "label", "tags"],
+        "additionalProperties": False,
+    }
+    assert definition.parameters == {
+        "type": "object",
+        "properties": {
+            "key": {"type": "string"},
+            "window": {"anyOf": [{"$ref": "#/$defs/Window"}, {"type": "null"}]},
+            "mode": {"type": ["string", "null"], "enum": ["a", "b", None]},
+            "limit": {"type": ["integer", "null"]},
+        },
+        "required": ["key", "window", "mode", "limit"],
+        "additionalProperties": False,
+        "$defs": {"Window": window},
+    }
+    openai = definition.to_openai()
+    assert openai["function"]["strict"] is True
+    assert "strict" not in definition.to_anthropic()
+    assert "strict" not in ToolDefinition.from_function(lookup).to_openai()["function"]
+
+
+def test_strict_pydantic_schema_inlines_refs_beside_keywords_and_turns_discriminated_oneof_into_anyof() -> (
+    None
+):
+    def pets(
+        place: Place, pet: Annotated[Cat | Dog, Field(discriminator="kind")], *, context: ToolContext
+    ) -> str:
+        """Pets.
+
+        Args:
+            place: Where.
+        """
+        return ""
+
+    params = _params(pets, strict=True)
+    assert params["properties"]["place"] == {
+        "description": "Where.",
+        "type": "object",
+        "properties": {
+            "name": {"type": "string", "description": "The city."},
+            "lat": {"type": "number", "minimum": -90, "maximum": 90},
+            "units": {"anyOf": [{"$ref": "#/$defs/Units"}, {"type": "null"}]},  # it has a default
+        },
+        "required": ["name", "lat", "units"],
+        "additionalProperties": False,
+    }
+    assert params["properties"]["pet"] == {"anyOf": [{"$ref": "#/$defs/Cat"}, {"$ref": "#/$defs/Dog"}]}
+    assert params["$defs"]["Cat"] == {
+        "type": "object",
+        "properties": {"kind": {"const": "cat", "type": "string"}, "lives": {"type": "integer"}},
+        "required": ["kind", "lives"],
+        "additionalProperties": False,
+    }
+    assert params["$defs"]["Place"]["properties"] == params["properties"]["place"]["properties"]
+
+
+def free_form(table: dict[str, int], *, context: ToolContext) -> str:
+    """Free form."""
+    return ""
+
+
+def fixed_pair(pair: tuple[int, str], *, context: ToolContext) -> str:
+    """A pair."""
+    return ""
+
+
+def anything(value: Any, *, context: ToolContext) -> str:
+    """Anything."""
+    return ""
+
+
+def short(text: Annotated[str, Field(min_length=2)], *, context: ToolContext) -> str:
+    """Short."""
+    return ""
+
+
+@pytest.mark.parametrize(
+    ("func", "message"),
+    [
+        (free_form, "free-form keys"),
+        (fixed_pair, "prefixItems"),
+        (anything, "needs a type"),
+        (short, "minLength"),
+    ],
+)
+def test_types_strict_mode_cannot_express_are_refused(func: Any, message: str) -> None:
+    with pytest.raises(InvalidInput, match=message):
+        ToolDefinition.from_function(func, strict=True)
+    ToolDefinition.from_function(func)  # fine without strict
+
+
+def test_a_hand_written_strict_definition_must_already_be_strict() -> None:
+    def handler(a: str | None = None, *, context: ToolContext) -> str:
+        return ""
+
+    loose = {"type": "object", "properties": {"a": {"type": "string"}}}
+    with pytest.raises(InvalidInput, match="strict form"):
+        ToolDefinition("t", "A tool.", loose, handler, strict=True)
+    strict = to_strict(loose, "t")
+    assert strict == {
+        "type": "object",
+        "properties": {"a": {"type": ["string", "null"]}},
+        "required": ["a"],
+        "additionalProperties": False,
+    }
+    assert (
+        ToolDefinition("t", "A tool.", strict, handler, strict=True).to_openai()["function"]["strict"] is True
+    )
+
+
+def test_in_strict_mode_a_null_for_an_optional_parameter_becomes_its_default(tract: Tract) -> None:
+    got: list[tuple[Any, ...]] = []
+    ex = ToolExecutor(tract)
+
+    @ex.register(strict=True)
+    def find(
+        key: str,
+        window: Window | None = None,
+        mode: Literal["a", "b"] = "a",
+        limit: int | None = 5,
+        *,
+        context: ToolContext,
+    ) -> str:
+        """Find a key."""
+        got.append((key, window, mode, limit))
+        return "ok"
+
+    assert ex.schemas()[0]["function"]["strict"] is True
+    args = {
+        "key": "k",
+        "window": {"start": 1, "end": None, "label": None, "tags": None},
+        "mode": None,
+        "limit": None,
+    }
+    assert ex.execute("find", args).success
+    # mode's null stands for "not given"; limit admits null itself, so its null stays
+    assert got == [("k", Window(start=1), "a", None)]
+    assert ex.execute("find", {"key": "k", "window": None, "mode": "b", "limit": 2}).success
+    assert got[-1] == ("k", None, "b", 2)
+
+
+# --- pydantic stays optional --------------------------------------------------------------------------------
+
+
+def _run_python(code: str) -> str:
+    proc = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout
+
+
+def test_import_tractkv_and_registering_stdlib_types_do_not_import_pydantic() -> None:
+    out = _run_python(
+        """
+        import sys, dataclasses, enum
+        import tractkv
+        from tractkv import Tract
+        from tractkv.toolkit import ToolExecutor
+        assert "pydantic" not in sys.modules, "import tractkv"
+
+        class Units(enum.Enum):
+            C = "c"
+
+        @dataclasses.dataclass
+        class Window:
+            start: int
+
+        t = Tract.open()
+        ex = ToolExecutor(t)
+
+        @ex.register(strict=True)
+        def plan(window: Window, units: Units, *, context) -> str:
+            '''Plan.'''
+            return f"{window.start} {units.name}"
+
+        print(ex.execute("plan", {"window": {"start": 3}, "units": "c"}).output)
+        print("pydantic" in sys.modules)
+        t.close()
+        """
+    )
+    assert out.split() == ["3", "C", "False"]
+
+
+def test_without_pydantic_stdlib_typed_tools_register_and_run() -> None:
+    out = _run_python(
+        """
+        import sys
+        sys.modules["pydantic"] = None  # importing pydantic now fails, as if it were not installed
+        import dataclasses, enum, json
+        from typing import Literal, TypedDict, NotRequired
+        from tractkv import Tract
+        from tractkv.llm import ScriptedLLM
+        from tractkv.toolkit import ToolExecutor
+
+        class Units(enum.Enum):
+            C = "c"
+            F = "f"
+
+        @dataclasses.dataclass
+        class Window:
+            start: int
+            end: int = 24
+
+        class Opts(TypedDict):
+            depth: int
+            note: NotRequired[str]
+
+        t = Tract.open()
+        ex = ToolExecutor(t)
+        seen = []
+
+        @ex.register
+        def plan(window: Window, units: Units, opts: Opts, mode: Literal["a", "b"] = "a", *, context) -> str:
+            '''Plan.'''
+            seen.append((window, units, opts, mode))
+            return "planned"
+
+        def call(i, args):
+            fn = {"name": "plan", "arguments": json.dumps(args)}
+            return {"role": "assistant", "content": None, "tool_calls": [{"id": i, "type": "function", "function": fn}]}
+
+        t.user("plan it")
+        llm = ScriptedLLM([
+            call("c1", {"window": {"start": "x"}, "units": "k", "opts": {"depth": 1}}),
+            call("c2", {"window": {"start": 1}, "units": "f", "opts": {"depth": 1}, "mode": "b"}),
+            "done",
+        ])
+        print(t.run(llm, ex, max_steps=5).text)
+        print(seen == [(Window(1, 24), Units.F, {"depth": 1}, "b")])
+        print(t.compile().messages[2].is_error)
+        print(sorted(ex.schemas()[0]["function"]["parameters"]["$defs"]))
+        t.close()
+        """
+    )
+    assert out.splitlines() == ["done", "True", "True", "['Opts', 'Window']"]
+
+
+def test_pydantic_is_really_installed_here() -> None:
+    # the pydantic tests above are not vacuous: the dev venv has pydantic 2
+    assert pydantic.VERSION.startswith("2.")
+
+
+def test_in_strict_mode_a_null_inside_a_model_becomes_the_fields_default(tract: Tract) -> None:
+    got: list[Place] = []
+    ex = ToolExecutor(tract)
+
+    @ex.register(strict=True)
+    def visit(place: Place, *, context: ToolContext) -> str:
+        """Visit a place."""
+        got.append(place)
+        return "ok"
+
+    result = ex.execute("visit", {"place": {"name": "Oslo", "lat": 59.9, "units": None}})
+    assert result.success, result.error
+    assert got == [Place(name="Oslo", lat=59.9, units=Units.C)]
+
+
+def test_in_strict_mode_a_set_drops_unique_items_and_collapses_duplicates(tract: Tract) -> None:
+    got: list[set[str]] = []
+    ex = ToolExecutor(tract)
+
+    @ex.register(strict=True)
+    def tag(labels: set[str], *, context: ToolContext) -> str:
+        """Tag."""
+        got.append(labels)
+        return "ok"
+
+    assert ex.schemas()[0]["function"]["parameters"]["properties"]["labels"] == {
+        "type": "array",
+        "items": {"type": "string"},
+    }
+    assert ex.execute("tag", {"labels": ["a", "b", "a"]}).success
+    assert got == [{"a", "b"}]
+
+
+def test_a_model_beside_a_typing_typeddict_and_a_dataclass_both_work(tract: Tract) -> None:
+    got: list[tuple[Any, ...]] = []
+    ex = ToolExecutor(tract)
+
+    @ex.register
+    def mixed(
+        place: Place, options: Options, window: Annotated[Window, {"unhashable": []}], *, context: ToolContext
+    ) -> str:
+        """Mixed: pydantic for the model, the stdlib path for the rest (pydantic refuses typing.TypedDict on 3.11)."""
+        got.append((place, options, window))
+        return "ok"
+
+    params = ex.schemas()[0]["function"]["parameters"]
+    assert params["properties"]["options"] == {"$ref": "#/$defs/Options"}
+    assert sorted(params["$defs"]) == ["Options", "Place", "Units", "Window"]
+    result = ex.execute(
+        "mixed", {"place": {"name": "Oslo", "lat": 1}, "options": {"depth": 1}, "window": {"start": 2}}
+    )
+    assert result.success, result.error
+    assert got == [(Place(name="Oslo", lat=1.0), {"depth": 1}, Window(start=2))]

@@ -1,0 +1,883 @@
+"""Tool parameters from real Python types: their JSON Schema, and the conversion of checked arguments.
+
+:func:`function_parameters` turns a function's signature into the ``parameters`` schema of a tool and an
+:class:`ArgumentConverter` that turns the model's (already validated) JSON arguments into the declared types:
+the handler receives a ``Place``, a dataclass ``Window``, ``Units.C``, a list of models.
+
+Two generators, one result shape:
+
+* **stdlib types** (``str``, ``int``, ``float``, ``bool``, ``None``, ``Any``, ``Literal``, enums,
+  dataclasses, TypedDicts with ``Required`` / ``NotRequired`` / ``total=False``, ``Annotated[X, "text"]``,
+  unions, lists / tuples / sets / dicts of those, nested and recursive) go through this module's own
+  generator and converter. Dataclasses and TypedDicts become ``$defs`` entries referenced by ``$ref`` (so a
+  recursive type is a reference to itself); enums stay inline (``{"type": "string", "enum": [...]}``).
+* **pydantic** is optional and never imported here: when a parameter's type involves a pydantic class (a
+  model, a pydantic dataclass, ``Annotated[..., Field(...)]``), detected through
+  ``sys.modules.get("pydantic")``, that parameter goes through pydantic: ``TypeAdapter.json_schemas`` makes
+  the schemas of all such parameters (one shared ``$defs``; the stdlib generator's names avoid its names) and
+  ``TypeAdapter.validate_python`` converts each argument. The other parameters keep the stdlib path, so a
+  ``typing.TypedDict`` (which pydantic refuses before Python 3.12) still works beside a model, and a stdlib
+  type gives the same schema whether pydantic is loaded or not. pydantic's ``title`` keywords are stripped:
+  they repeat the property or class name and cost the model tokens.
+
+Strict mode (:func:`to_strict`) rewrites a schema into what OpenAI's strict function calling accepts: every
+property required (the optional ones nullable), ``additionalProperties: false`` on every object, ``$ref``
+never beside other keywords, only the keywords strict mode supports; a type it cannot express (a free-form
+``dict``, a fixed-length tuple, a string length bound) is refused. A ``null`` the model sends for an optional
+parameter (or an optional field of a nested object) is dropped before conversion, so the default applies.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+import inspect
+import math
+import sys
+import types
+import typing
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any, Literal
+
+from tractkv.errors import InvalidInput
+
+CONTEXT_PARAM = "context"
+
+_SCALARS: dict[Any, str] = {
+    str: "string",
+    int: "integer",
+    float: "number",
+    bool: "boolean",
+    type(None): "null",
+}
+
+
+def _is_scalar(hint: object) -> bool:
+    return isinstance(hint, type) and hint in _SCALARS  # (a hint may be unhashable: Annotated[X, {...}])
+
+
+# --- detecting pydantic without importing it ---------------------------------------------------------------
+
+
+def _pydantic() -> Any:
+    """The pydantic module if something already imported it, else None (never imports it)."""
+    return sys.modules.get("pydantic")
+
+
+class _NeedsPydantic(Exception):
+    """Raised by the stdlib generator on a pydantic type: the function goes through pydantic instead."""
+
+
+def _is_pydantic_class(hint: object) -> bool:
+    pyd = _pydantic()
+    if pyd is None or not isinstance(hint, type):
+        return False
+    if issubclass(hint, pyd.BaseModel):
+        return True
+    return "__pydantic_fields__" in vars(hint) or "__pydantic_validator__" in vars(hint)  # pydantic dataclass
+
+
+def _is_pydantic_metadata(value: object) -> bool:
+    module = type(value).__module__ or ""
+    return module.split(".")[0] in ("pydantic", "annotated_types", "pydantic_core")
+
+
+def _is_typeddict(hint: object) -> bool:
+    if typing.is_typeddict(hint):
+        return True
+    extensions = sys.modules.get("typing_extensions")
+    return extensions is not None and bool(extensions.is_typeddict(hint))
+
+
+def _required_origins() -> list[Any]:
+    origins: list[Any] = [typing.Required, typing.NotRequired]
+    extensions = sys.modules.get("typing_extensions")
+    if extensions is not None:
+        origins += [getattr(extensions, "Required", None), getattr(extensions, "NotRequired", None)]
+    return origins
+
+
+def _unwrap_required(hint: Any) -> Any:
+    """``Required[X]`` / ``NotRequired[X]`` (typing's or typing_extensions') -> ``X``."""
+    origins = _required_origins()
+    while typing.get_origin(hint) in origins and typing.get_args(hint):
+        hint = typing.get_args(hint)[0]
+    return hint
+
+
+def _typeddict_required(cls: type, hints: Mapping[str, Any]) -> set[str]:
+    """The keys a TypedDict requires. ``__required_keys__`` misses ``Required`` / ``NotRequired`` written as
+    strings (``from __future__ import annotations`` before Python 3.12), so the resolved hints decide too."""
+    required = set(getattr(cls, "__required_keys__", ()))
+    origins = _required_origins()
+    for key, hint in hints.items():
+        origin = typing.get_origin(hint)
+        if origin in origins:
+            if repr(origin).endswith("NotRequired"):
+                required.discard(key)
+            else:
+                required.add(key)
+    return required
+
+
+def _class_hints(cls: type, where: str) -> dict[str, Any]:
+    try:
+        return typing.get_type_hints(cls, include_extras=True)
+    except Exception as exc:
+        raise InvalidInput(f"{where}: cannot resolve the type hints of {cls.__qualname__}: {exc}") from None
+
+
+def _class_description(cls: type) -> str:
+    """A class's own docstring, first paragraph (not a dataclass's generated ``Name(a: int, ...)``)."""
+    doc = cls.__dict__.get("__doc__")
+    if not isinstance(doc, str) or not doc.strip():
+        return ""
+    if dataclasses.is_dataclass(cls) and doc.startswith(f"{cls.__name__}("):
+        return ""
+    text = inspect.cleandoc(doc).split("\n\n", 1)[0]
+    return " ".join(line.strip() for line in text.splitlines())
+
+
+def _is_jsonable(value: object) -> bool:
+    if value is None or isinstance(value, bool | int | str):
+        return True
+    if isinstance(value, float):
+        return math.isfinite(value)
+    if isinstance(value, list | tuple):
+        return all(_is_jsonable(v) for v in value)
+    if isinstance(value, dict):
+        return all(isinstance(k, str) and _is_jsonable(v) for k, v in value.items())
+    return False
+
+
+def _json_default(value: object) -> tuple[bool, Any]:
+    """(True, the JSON form) of a default a schema can show (an enum member is not shown, as before)."""
+    return (
+        (True, list(value) if isinstance(value, tuple) else value) if _is_jsonable(value) else (False, None)
+    )
+
+
+# --- the stdlib generator --------------------------------------------------------------------------------
+
+
+class SchemaGenerator:
+    """JSON Schemas of stdlib type hints, with dataclasses and TypedDicts collected in :attr:`defs`."""
+
+    def __init__(self, taken: Iterable[str] = ()) -> None:
+        self.defs: dict[str, dict[str, Any]] = {}
+        self._names: dict[Any, str] = {}
+        self._taken = set(taken)  # $defs names used elsewhere in the same schema (pydantic's)
+
+    def schema(self, hint: Any, where: str) -> dict[str, Any]:
+        if hint is Any or hint is object:
+            return {}
+        if _is_scalar(hint):
+            return {"type": _SCALARS[hint]}
+        if _is_pydantic_class(hint):
+            raise _NeedsPydantic
+        origin = typing.get_origin(hint)
+        args = typing.get_args(hint)
+        if origin is typing.Annotated:
+            if any(_is_pydantic_metadata(a) for a in args[1:]):
+                raise _NeedsPydantic
+            inner = self.schema(args[0], where)
+            notes = [a for a in args[1:] if isinstance(a, str)]
+            return {**inner, "description": " ".join(notes)} if notes else inner
+        if origin is Literal:
+            return _literal_schema(list(args), where)
+        if isinstance(hint, type) and issubclass(hint, enum.Enum):
+            return _literal_schema([m.value for m in hint], where)
+        if origin in (typing.Union, types.UnionType):
+            return union_schema([self.schema(a, where) for a in args])
+        if hint is tuple or origin is tuple:
+            if len(args) == 2 and args[1] is Ellipsis:
+                return {"type": "array", "items": self.schema(args[0], where)}
+            if not args:
+                return {"type": "array"}
+            items = [self.schema(a, where) for a in args]
+            return {"type": "array", "prefixItems": items, "minItems": len(items), "maxItems": len(items)}
+        if hint in (list, set, frozenset) or origin in (list, set, frozenset, Sequence, typing.Sequence):
+            schema: dict[str, Any] = {"type": "array"}
+            if args:
+                schema["items"] = self.schema(args[0], where)
+            if hint in (set, frozenset) or origin in (set, frozenset):
+                schema["uniqueItems"] = True
+            return schema
+        if hint is dict or origin in (dict, Mapping):
+            schema = {"type": "object"}
+            if len(args) == 2:
+                key = self.schema(args[0], where)
+                if key.get("type") != "string":
+                    raise InvalidInput(f"{where}: dictionary keys must be strings (JSON object keys)")
+                if args[1] is not Any:
+                    schema["additionalProperties"] = self.schema(args[1], where)
+            return schema
+        if isinstance(hint, type) and (dataclasses.is_dataclass(hint) or _is_typeddict(hint)):
+            return {"$ref": f"#/$defs/{self._define(hint, where)}"}
+        raise InvalidInput(f"{where}: type {hint!r} has no JSON Schema equivalent")
+
+    def _define(self, cls: type, where: str) -> str:
+        if cls in self._names:
+            return self._names[cls]
+        name = cls.__name__
+        taken = set(self._names.values()) | self._taken
+        if name in taken:
+            name = cls.__qualname__.replace(".", "_").replace("<locals>_", "")
+            index = 2
+            while name in taken:
+                name, index = f"{cls.__name__}_{index}", index + 1
+        self._names[cls] = name
+        self.defs[name] = {}  # reserved: a recursive reference finds the name while the body is made
+        hints = _class_hints(cls, where)
+        properties: dict[str, Any] = {}
+        required: list[str] = []
+        if dataclasses.is_dataclass(cls):
+            for field in dataclasses.fields(cls):
+                if not field.init:
+                    continue
+                prop = self.schema(hints.get(field.name, Any), f"{where}.{field.name}")
+                note = field.metadata.get("description") if field.metadata else None
+                if isinstance(note, str) and note:
+                    prop = _describe(prop, note)
+                if field.default is dataclasses.MISSING and field.default_factory is dataclasses.MISSING:
+                    required.append(field.name)
+                elif field.default is not dataclasses.MISSING:
+                    ok, shown = _json_default(field.default)
+                    if ok:
+                        prop = {**prop, "default": shown}
+                properties[field.name] = prop
+        else:
+            required_keys = _typeddict_required(cls, hints)
+            for key, raw in hints.items():
+                properties[key] = self.schema(_unwrap_required(raw), f"{where}.{key}")
+                if key in required_keys:
+                    required.append(key)
+        body: dict[str, Any] = {"type": "object"}
+        description = _class_description(cls)
+        if description:
+            body["description"] = description
+        body["properties"] = properties
+        if required:
+            body["required"] = required
+        body["additionalProperties"] = False
+        self.defs[name] = body
+        return name
+
+
+def _describe(schema: dict[str, Any], note: str) -> dict[str, Any]:
+    """``schema`` with a description (beside a ``$ref`` too, as JSON Schema 2020-12 and pydantic allow)."""
+    return {**schema, "description": note}
+
+
+def _literal_schema(values: list[Any], where: str) -> dict[str, Any]:
+    kinds: list[str] = []
+    for value in values:
+        kind = _SCALARS.get(type(value))
+        if kind is None:
+            raise InvalidInput(f"{where}: Literal and enum values must be str, int, float, bool or None")
+        if kind not in kinds:
+            kinds.append(kind)
+    return {"type": kinds[0] if len(kinds) == 1 else kinds, "enum": values}
+
+
+def union_schema(members: list[dict[str, Any]]) -> dict[str, Any]:
+    """Merge member schemas into one ``type`` list when each is a plain typed schema; else ``anyOf``."""
+    merged: dict[str, Any] = {}
+    kinds: list[str] = []
+    for member in members:
+        kind = member.get("type")
+        if not isinstance(kind, str | list):
+            return {"anyOf": members}
+        for name in [kind] if isinstance(kind, str) else kind:
+            if name not in kinds:
+                kinds.append(name)
+        for key, value in member.items():
+            if key == "type":
+                continue
+            if key == "enum" and "enum" in merged:
+                merged["enum"] = [*merged["enum"], *value]
+            elif key in merged and merged[key] != value:
+                return {"anyOf": members}
+            else:
+                merged[key] = value
+    if "enum" in merged and "null" in kinds and None not in merged["enum"]:
+        merged["enum"] = [*merged["enum"], None]  # Literal[...] | None admits null
+    if "enum" in merged and any(k not in ("string", "integer", "number", "boolean", "null") for k in kinds):
+        return {"anyOf": members}  # an enum beside an array or object type would refuse those
+    return {"type": kinds[0] if len(kinds) == 1 else kinds, **merged}
+
+
+# --- the stdlib converter --------------------------------------------------------------------------------
+
+
+def _fits(value: Any, hint: Any) -> bool:
+    """Whether a JSON value has the shape of ``hint`` (picks the member of a union to convert with)."""
+    if hint is Any or hint is object:
+        return True
+    origin = typing.get_origin(hint)
+    args = typing.get_args(hint)
+    if origin is typing.Annotated:
+        return _fits(value, args[0])
+    if hint is float and isinstance(value, float):
+        return math.isfinite(value)
+    if hint is type(None):
+        return value is None
+    if hint is bool:
+        return isinstance(value, bool)
+    if hint is int:
+        return isinstance(value, int) and not isinstance(value, bool)
+    if hint is float:
+        return isinstance(value, int | float) and not isinstance(value, bool)
+    if hint is str:
+        return isinstance(value, str)
+    if origin is Literal:
+        return any(type(value) is type(a) and value == a for a in args)
+    if isinstance(hint, type) and issubclass(hint, enum.Enum):
+        return any(type(value) is type(m.value) and value == m.value for m in hint)
+    if origin in (typing.Union, types.UnionType):
+        return any(_fits(value, a) for a in args)
+    if hint in (list, tuple, set, frozenset) or origin in (list, tuple, set, frozenset, Sequence):
+        if not isinstance(value, list):
+            return False
+        if origin is tuple and args and not (len(args) == 2 and args[1] is Ellipsis):
+            return len(value) == len(args) and all(_fits(v, a) for v, a in zip(value, args, strict=True))
+        return not args or all(_fits(v, args[0]) for v in value)
+    if hint is dict or origin in (dict, Mapping):
+        return isinstance(value, dict) and (len(args) < 2 or all(_fits(v, args[1]) for v in value.values()))
+    if isinstance(hint, type) and (dataclasses.is_dataclass(hint) or _is_typeddict(hint)):
+        if not isinstance(value, dict):
+            return False
+        hints = _class_hints(hint, hint.__qualname__)
+        if dataclasses.is_dataclass(hint):
+            init = [f for f in dataclasses.fields(hint) if f.init]
+            names = {f.name for f in init}
+            needed = {
+                f.name
+                for f in init
+                if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
+            }
+        else:
+            names = set(hints)
+            needed = _typeddict_required(hint, hints)
+        return (
+            needed <= value.keys()
+            and value.keys() <= names
+            and all(_fits(v, _unwrap_required(hints.get(k, Any))) for k, v in value.items())
+        )
+    return True
+
+
+def _hint_name(hint: Any) -> str:
+    if _is_scalar(hint):
+        return "null" if hint is type(None) else str(_SCALARS[hint])
+    return getattr(hint, "__name__", None) or str(hint).replace("typing.", "")
+
+
+def _show(value: Any) -> str:
+    import json
+
+    try:
+        return json.dumps(value, ensure_ascii=False)
+    except (TypeError, ValueError):
+        return repr(value)
+
+
+def convert_value(value: Any, hint: Any, where: str, problems: list[str]) -> Any:
+    """``value`` (JSON) as ``hint``; each way it does not fit is appended to ``problems``.
+
+    The schema check comes first, so these checks are a second line (a value that slipped past it never
+    reaches a handler as the wrong type): a scalar of the wrong kind, a missing or unknown field, an enum
+    value the enum lacks, a dataclass whose ``__post_init__`` refuses the value.
+    """
+    if hint is Any or hint is object:
+        return value
+    origin = typing.get_origin(hint)
+    args = typing.get_args(hint)
+    if origin is typing.Annotated:
+        return convert_value(value, args[0], where, problems)
+    if origin in (typing.Union, types.UnionType):
+        for member in args:
+            if _fits(value, member):
+                return convert_value(value, member, where, problems)
+        shapes = " or ".join(_hint_name(a) for a in args)
+        problems.append(f"{where}: {_show(value)} is none of {shapes}")
+        return value
+    if _is_scalar(hint) or origin is Literal or (isinstance(hint, type) and issubclass(hint, enum.Enum)):
+        if not _fits(value, hint):
+            problems.append(f"{where}: {_show(value)} is not a valid {_hint_name(hint)}")
+            return value
+        if hint is float:
+            return float(value)
+        return hint(value) if isinstance(hint, type) and issubclass(hint, enum.Enum) else value
+    if hint in (list, tuple, set, frozenset) or origin in (list, tuple, set, frozenset, Sequence):
+        if not isinstance(value, list):
+            problems.append(f"{where}: expected an array, got {_show(value)}")
+            return value
+        if origin is tuple and args and not (len(args) == 2 and args[1] is Ellipsis):
+            if len(value) != len(args):
+                problems.append(f"{where}: expected {len(args)} items, got {len(value)}")
+                return value
+            return tuple(
+                convert_value(v, a, f"{where}[{i}]", problems)
+                for i, (v, a) in enumerate(zip(value, args, strict=True))
+            )
+        item = args[0] if args else Any
+        items = [convert_value(v, item, f"{where}[{i}]", problems) for i, v in enumerate(value)]
+        kind: Any = list
+        if hint is tuple or origin is tuple:
+            kind = tuple
+        elif hint is frozenset or origin is frozenset:
+            kind = frozenset
+        elif hint is set or origin is set:
+            kind = set
+        try:
+            return kind(items)
+        except TypeError as exc:  # unhashable items for a set
+            problems.append(f"{where}: {exc}")
+            return value
+    if hint is dict or origin in (dict, Mapping):
+        if not isinstance(value, dict):
+            problems.append(f"{where}: expected an object, got {_show(value)}")
+            return value
+        item = args[1] if len(args) == 2 else Any
+        return {k: convert_value(v, item, f"{where}.{k}", problems) for k, v in value.items()}
+    if isinstance(hint, type) and (dataclasses.is_dataclass(hint) or _is_typeddict(hint)):
+        return _convert_record(value, hint, where, problems)
+    return value
+
+
+def _convert_record(value: Any, cls: type, where: str, problems: list[str]) -> Any:
+    """A JSON object as a dataclass instance or a TypedDict (a dict)."""
+    if not isinstance(value, dict):
+        problems.append(f"{where}: expected an object ({cls.__name__}), got {_show(value)}")
+        return value
+    hints = _class_hints(cls, where)
+    if dataclasses.is_dataclass(cls):
+        init = [f for f in dataclasses.fields(cls) if f.init]
+        names = [f.name for f in init]
+        needed = [
+            f.name
+            for f in init
+            if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
+        ]
+    else:
+        names = list(hints)
+        required = _typeddict_required(cls, hints)
+        needed = [k for k in names if k in required]
+    before = len(problems)
+    for name in needed:
+        if name not in value:
+            problems.append(f"{where}: missing required property {name!r}")
+    for key in value:
+        if key not in names:
+            problems.append(f"{where}: unexpected property {key!r} (allowed: {', '.join(names) or 'none'})")
+    converted = {
+        k: convert_value(v, _unwrap_required(hints.get(k, Any)), f"{where}.{k}", problems)
+        for k, v in value.items()
+        if k in names
+    }
+    if len(problems) > before or not dataclasses.is_dataclass(cls):
+        return converted
+    try:
+        return cls(**converted)
+    except Exception as exc:  # __post_init__ refusing a value the schema allowed
+        problems.append(f"{where}: {cls.__name__} refused it: {type(exc).__name__}: {exc}")
+        return value
+
+
+# --- the function's parameters ---------------------------------------------------------------------------
+
+
+class ArgumentConverter:
+    """Turns a tool call's validated JSON arguments into the handler's declared types.
+
+    ``convert(arguments)`` returns ``(converted, problems)``; when ``problems`` is not empty the handler must
+    not run (each problem is ``"<path>: <what is wrong>"``, as :func:`tractkv.toolkit.schema.validate` says it).
+    """
+
+    def __init__(
+        self,
+        hints: Mapping[str, Any],
+        *,
+        adapters: Mapping[str, Any] | None = None,
+        loose: dict[str, Any] | None = None,
+    ) -> None:
+        self.hints = dict(hints)
+        self.adapters = dict(adapters or {})  # parameter -> pydantic TypeAdapter (the pydantic path)
+        self.loose = loose  # the schema before strict mode: says which nulls stand for "not given"
+
+    def convert(
+        self, arguments: Mapping[str, Any], path: str = "arguments"
+    ) -> tuple[dict[str, Any], list[str]]:
+        args = dict(arguments)
+        if self.loose is not None:
+            args = drop_strict_nulls(args, self.loose, self.loose.get("$defs", {}))
+        problems: list[str] = []
+        out: dict[str, Any] = {}
+        for name, value in args.items():
+            where = f"{path}.{name}"
+            adapter = self.adapters.get(name)
+            if adapter is not None:
+                out[name] = _pydantic_convert(adapter, value, where, problems)
+            elif name in self.hints:
+                out[name] = convert_value(value, self.hints[name], where, problems)
+            else:
+                out[name] = value
+        return out, problems
+
+
+def _pydantic_convert(adapter: Any, value: Any, where: str, problems: list[str]) -> Any:
+    pyd = _pydantic()
+    try:
+        return adapter.validate_python(value)
+    except Exception as exc:
+        if pyd is not None and isinstance(exc, pyd.ValidationError):
+            for error in exc.errors(include_url=False):
+                loc = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in error.get("loc", ()))
+                problems.append(f"{where}{loc}: {error.get('msg', 'invalid')}")
+        else:
+            problems.append(f"{where}: {type(exc).__name__}: {exc}")
+        return value
+
+
+def function_parameters(
+    func: Callable[..., Any],
+    hints: Mapping[str, Any],
+    docs: Mapping[str, str],
+    where: str,
+    *,
+    strict: bool = False,
+) -> tuple[dict[str, Any], ArgumentConverter]:
+    """(the ``parameters`` schema, its converter) of ``func`` (every parameter but ``context``).
+
+    Raises:
+        InvalidInput: a parameter without a type hint, ``*args``, a type with no JSON Schema equivalent (or,
+            with ``strict``, none OpenAI's strict mode can express).
+    """
+    try:
+        signature = inspect.signature(func)
+    except (TypeError, ValueError) as exc:
+        raise InvalidInput(f"cannot read the signature of {func!r}: {exc}") from None
+    params: list[inspect.Parameter] = []
+    for param in signature.parameters.values():
+        if param.name == CONTEXT_PARAM or param.kind is inspect.Parameter.VAR_KEYWORD:
+            continue
+        if param.kind is inspect.Parameter.VAR_POSITIONAL:
+            raise InvalidInput(f"{where}: *{param.name} cannot be a tool parameter; name each one")
+        if param.name not in hints:
+            raise InvalidInput(f"{where}: parameter {param.name!r} needs a type hint")
+        params.append(param)
+    param_hints = {p.name: hints[p.name] for p in params}
+    # a parameter whose type involves a pydantic class goes through pydantic; the others through the stdlib
+    # generator (so a stdlib type gives one schema whether or not pydantic is loaded, and a typing.TypedDict,
+    # which pydantic refuses before Python 3.12, still works beside a model)
+    by_pydantic: dict[str, Any] = {}
+    for param in params:
+        try:
+            SchemaGenerator().schema(param_hints[param.name], f"{where}.{param.name}")
+        except _NeedsPydantic:
+            by_pydantic[param.name] = param_hints[param.name]
+    schemas: dict[str, dict[str, Any]] = {}
+    defs: dict[str, Any] = {}
+    adapters: dict[str, Any] = {}
+    if by_pydantic:
+        schemas, defs, adapters = _pydantic_schemas(by_pydantic, where)
+    generator = SchemaGenerator(taken=defs)
+    for param in params:
+        if param.name not in by_pydantic:
+            schemas[param.name] = generator.schema(param_hints[param.name], f"{where}.{param.name}")
+    defs = {**defs, **generator.defs}
+    properties: dict[str, Any] = {}
+    required: list[str] = []
+    for param in params:
+        schema = schemas[param.name]
+        if docs.get(param.name):
+            schema = _describe(schema, docs[param.name])
+        if param.default is inspect.Parameter.empty:
+            required.append(param.name)
+        else:
+            ok, shown = _json_default(param.default)
+            if ok:
+                schema = {**schema, "default": shown}
+        properties[param.name] = schema
+    out: dict[str, Any] = {"type": "object", "properties": properties}
+    if required:
+        out["required"] = required
+    out["additionalProperties"] = False
+    if defs:
+        out["$defs"] = defs
+    converter = ArgumentConverter(param_hints, adapters=adapters)
+    if strict:
+        converter.loose = out
+        out = to_strict(out, where)
+    return out, converter
+
+
+def _pydantic_schemas(
+    hints: Mapping[str, Any], where: str
+) -> tuple[dict[str, dict[str, Any]], dict[str, Any], dict[str, Any]]:
+    """Schemas, shared ``$defs`` and TypeAdapters of every parameter, made by pydantic."""
+    pyd = _pydantic()
+    assert pyd is not None  # only reached after a pydantic class was seen
+    adapters: dict[str, Any] = {}
+    try:
+        for name, hint in hints.items():
+            adapters[name] = pyd.TypeAdapter(hint)
+        keyed, top = pyd.TypeAdapter.json_schemas(
+            [(name, "validation", adapter) for name, adapter in adapters.items()],
+            ref_template="#/$defs/{model}",
+        )
+    except Exception as exc:  # pydantic's own refusal (an unsupported type, a bad Field)
+        raise InvalidInput(
+            f"{where}: pydantic cannot make a JSON Schema: {type(exc).__name__}: {exc}"
+        ) from None
+    schemas = {name: strip_titles(keyed[(name, "validation")]) for name in hints}
+    defs = {k: strip_titles(v) for k, v in (top.get("$defs") or {}).items()}
+    return schemas, defs, adapters
+
+
+# --- walking schemas -------------------------------------------------------------------------------------
+
+_SUBSCHEMA = ("items", "additionalProperties", "not", "contains", "if", "then", "else")
+_SUBSCHEMA_LISTS = ("anyOf", "oneOf", "allOf", "prefixItems")
+_SUBSCHEMA_MAPS = ("properties", "$defs", "definitions", "patternProperties")
+
+
+def strip_titles(schema: Any) -> Any:
+    """``schema`` without its ``title`` keywords (a property named ``title`` stays)."""
+    if not isinstance(schema, dict):
+        return schema
+    out: dict[str, Any] = {}
+    for key, value in schema.items():
+        if key == "title":
+            continue
+        if key in _SUBSCHEMA:
+            out[key] = strip_titles(value)
+        elif key in _SUBSCHEMA_LISTS and isinstance(value, list):
+            out[key] = [strip_titles(v) for v in value]
+        elif key in _SUBSCHEMA_MAPS and isinstance(value, dict):
+            out[key] = {k: strip_titles(v) for k, v in value.items()}
+        else:
+            out[key] = value
+    return out
+
+
+def _resolve(schema: dict[str, Any], defs: Mapping[str, Any]) -> dict[str, Any]:
+    seen = 0
+    while isinstance(schema, dict) and isinstance(schema.get("$ref"), str) and seen < 64:
+        ref = schema["$ref"]
+        target = defs.get(ref.rsplit("/", 1)[-1]) if ref.startswith("#/$defs/") else None
+        if not isinstance(target, dict):
+            return schema
+        schema, seen = target, seen + 1
+    return schema
+
+
+def admits_null(schema: Any, defs: Mapping[str, Any], depth: int = 0) -> bool:
+    """Whether ``null`` can satisfy ``schema`` as far as its type keywords say (``{}`` admits it)."""
+    if not isinstance(schema, dict) or depth > 32:
+        return schema is not False
+    schema = _resolve(schema, defs)
+    kind = schema.get("type")
+    if kind is not None and "null" not in ([kind] if isinstance(kind, str) else kind):
+        return False
+    if "enum" in schema and None not in schema["enum"]:
+        return False
+    if "const" in schema and schema["const"] is not None:
+        return False
+    for key in ("anyOf", "oneOf"):
+        if isinstance(schema.get(key), list) and not any(
+            admits_null(s, defs, depth + 1) for s in schema[key]
+        ):
+            return False
+    return all(admits_null(s, defs, depth + 1) for s in schema.get("allOf") or ())
+
+
+def drop_strict_nulls(value: Any, schema: Any, defs: Mapping[str, Any], depth: int = 0) -> Any:
+    """``value`` without the ``null`` s that strict mode made the model send for optional properties which do
+    not themselves admit null (read from the schema before strict mode), so their defaults apply."""
+    if not isinstance(schema, dict) or depth > 64:
+        return value
+    schema = _resolve(schema, defs)
+    for key in ("allOf",):
+        for part in schema.get(key) or ():
+            value = drop_strict_nulls(value, part, defs, depth + 1)
+    if isinstance(value, dict):
+        branches = [s for k in ("anyOf", "oneOf") for s in schema.get(k) or ()]
+        for branch in branches:
+            target = _resolve(branch, defs) if isinstance(branch, dict) else {}
+            if isinstance(target.get("properties"), dict) and value.keys() <= target["properties"].keys():
+                return drop_strict_nulls(value, target, defs, depth + 1)
+        properties = schema.get("properties") if isinstance(schema.get("properties"), dict) else {}
+        required = set(schema.get("required") or ())
+        extra = schema.get("additionalProperties")
+        out: dict[str, Any] = {}
+        for key, item in value.items():
+            sub = properties.get(key, extra if isinstance(extra, dict) else None)
+            if item is None and key in properties and key not in required and not admits_null(sub, defs):
+                continue
+            out[key] = drop_strict_nulls(item, sub, defs, depth + 1)
+        return out
+    if isinstance(value, list):
+        branches = [s for k in ("anyOf", "oneOf") for s in schema.get(k) or ()]
+        for branch in branches:
+            target = _resolve(branch, defs) if isinstance(branch, dict) else {}
+            if target.get("type") == "array":
+                return drop_strict_nulls(value, target, defs, depth + 1)
+        items = schema.get("items")
+        return [drop_strict_nulls(v, items, defs, depth + 1) for v in value]
+    return value
+
+
+# --- OpenAI strict mode ----------------------------------------------------------------------------------
+
+# What OpenAI's strict mode accepts (its "Supported schemas"): the structural keywords below, and the value
+# keywords of STRICT_BOUNDS; annotations it ignores or refuses (default, examples, discriminator, ...) are
+# dropped; anything else cannot be expressed and is refused.
+STRICT_FORMATS = frozenset(
+    {"date-time", "time", "date", "duration", "email", "hostname", "ipv4", "ipv6", "uuid"}
+)
+STRICT_BOUNDS = frozenset(
+    {
+        "pattern",
+        "format",
+        "minimum",
+        "maximum",
+        "exclusiveMinimum",
+        "exclusiveMaximum",
+        "multipleOf",
+        "minItems",
+        "maxItems",
+    }
+)
+_STRICT_KEEP = frozenset({"type", "enum", "const", "description", "title"}) | STRICT_BOUNDS
+# uniqueItems is dropped too: only a set parameter makes it, and converting to a set collapses duplicates
+_STRICT_DROP = frozenset(
+    {
+        "default",
+        "examples",
+        "discriminator",
+        "$schema",
+        "$comment",
+        "deprecated",
+        "readOnly",
+        "writeOnly",
+        "uniqueItems",
+    }
+)
+_STRICT_HANDLED = frozenset(
+    {"properties", "required", "additionalProperties", "items", "anyOf", "oneOf", "allOf", "$ref", "$defs"}
+)
+
+
+def to_strict(schema: dict[str, Any], where: str) -> dict[str, Any]:
+    """``schema`` (a tool's parameters) rewritten for OpenAI's strict mode (see the module doc).
+
+    Raises:
+        InvalidInput: a part strict mode cannot express, named with its path.
+    """
+    defs = schema.get("$defs") or {}
+    out = _strict(schema, defs, where, root=True)
+    if defs:
+        out["$defs"] = {name: _strict(body, defs, f"{where} ($defs.{name})") for name, body in defs.items()}
+    return out
+
+
+def _strict(node: Any, defs: Mapping[str, Any], where: str, *, root: bool = False) -> dict[str, Any]:
+    if not isinstance(node, dict):
+        raise InvalidInput(f"{where}: strict mode needs a schema object here, not {node!r}")
+    if "$ref" in node and len([k for k in node if k not in _STRICT_DROP]) > 1:
+        # strict mode takes no keyword beside $ref: inline the definition once (its own refs stay refs)
+        target = _resolve({"$ref": node["$ref"]}, defs)
+        if target is node or "$ref" in target:
+            raise InvalidInput(f"{where}: unresolvable $ref {node['$ref']!r}")
+        merged = {**target, **{k: v for k, v in node.items() if k != "$ref"}}
+        return _strict(merged, defs, where)
+    if "allOf" in node:
+        parts = node["allOf"]
+        if isinstance(parts, list) and len(parts) == 1 and isinstance(parts[0], dict):
+            return _strict({**parts[0], **{k: v for k, v in node.items() if k != "allOf"}}, defs, where)
+        raise InvalidInput(f"{where}: strict mode does not support allOf")
+    out: dict[str, Any] = {}
+    for key, value in node.items():
+        if key in _STRICT_DROP or (key == "$defs" and root):
+            continue
+        if key == "oneOf" and "discriminator" not in node:
+            raise InvalidInput(f"{where}: strict mode does not support oneOf (only anyOf)")
+        if key == "format" and value not in STRICT_FORMATS:
+            raise InvalidInput(
+                f"{where}: strict mode does not support format {value!r} "
+                f"(only {', '.join(sorted(STRICT_FORMATS))})"
+            )
+        if key in _STRICT_KEEP or key == "$ref":
+            out[key] = value
+        elif key in ("anyOf", "oneOf"):
+            # a discriminated union's branches exclude each other, so anyOf says the same as its oneOf
+            out["anyOf"] = [_strict(b, defs, f"{where} ({key} {i})") for i, b in enumerate(value)]
+        elif key == "items":
+            out[key] = _strict(value, defs, f"{where}[]")
+        elif key not in _STRICT_HANDLED:
+            raise InvalidInput(f"{where}: strict mode does not support {key!r}")
+    if root and "anyOf" in out:
+        raise InvalidInput(f"{where}: strict mode needs an object at the root, not anyOf")
+    is_object = node.get("type") == "object" or "properties" in node
+    if is_object:
+        extra = node.get("additionalProperties", "properties" not in node)
+        if extra is not False:
+            raise InvalidInput(
+                f"{where}: strict mode cannot express an object with free-form keys (a dict): "
+                "give it named fields (a dataclass, TypedDict or model)"
+            )
+        properties = node.get("properties") or {}
+        required = set(node.get("required") or ())
+        props: dict[str, Any] = {}
+        for name, prop in properties.items():
+            strict_prop = _strict(prop, defs, f"{where}.{name}")
+            if name not in required and not admits_null(prop, defs):
+                strict_prop = _nullable(strict_prop)
+            props[name] = strict_prop
+        out["properties"] = props
+        out["required"] = list(properties)
+        out["additionalProperties"] = False
+    elif (
+        "type" not in out
+        and "anyOf" not in out
+        and "$ref" not in out
+        and "enum" not in out
+        and "const" not in out
+    ):
+        raise InvalidInput(
+            f"{where}: strict mode needs a type here (Any / an untyped value cannot be expressed)"
+        )
+    return out
+
+
+def _nullable(schema: dict[str, Any]) -> dict[str, Any]:
+    """``schema`` that also admits null (how strict mode spells an optional property)."""
+    if "$ref" in schema or "const" in schema:
+        return {"anyOf": [schema, {"type": "null"}]}
+    if "anyOf" in schema:
+        return {**schema, "anyOf": [*schema["anyOf"], {"type": "null"}]}
+    out = dict(schema)
+    kind = out.get("type")
+    if isinstance(kind, str):
+        out["type"] = [kind, "null"]
+    elif isinstance(kind, list):
+        out["type"] = [*kind, "null"]
+    if "enum" in out and None not in out["enum"]:
+        out["enum"] = [*out["enum"], None]
+    return out
+
+
+def check_strict(schema: dict[str, Any], tool: str) -> None:
+    """Refuse a hand-written parameters schema marked strict that is not already in strict form.
+
+    Raises:
+        InvalidInput: the schema would change under :func:`to_strict` (or cannot be made strict at all).
+    """
+    if to_strict(schema, f"tool {tool!r} parameters") != schema:
+        raise InvalidInput(
+            f"tool {tool!r}: a strict tool's parameters must be in OpenAI strict form: every property "
+            "required (optional ones nullable), additionalProperties false on every object, only the keywords "
+            "strict mode supports (ToolDefinition.from_function(..., strict=True) makes such a schema)"
+        )
