@@ -214,6 +214,20 @@ class AsyncTract:
     tool_versions = _on_worker(Tract.tool_versions)
     usage_tree = _on_worker(Tract.usage_tree)
     user = _on_worker(Tract.user)  # type: ignore[arg-type]  # **kwargs: mypy sees a named self
+    children = _on_worker(Tract.children)
+    parent = _on_worker(Tract.parent)
+
+    async def spawn(self, purpose: str, **kwargs: Any) -> AsyncTract:
+        """``await`` :meth:`Tract.spawn <tractkv.Tract.spawn>` (same arguments): the child as an AsyncTract
+        with a worker thread of its own (a second handle on the same store; close it before this one)."""
+        child = await self._run(self._tract.spawn, purpose, **kwargs)
+        return AsyncTract(child)
+
+    async def collapse(self, child: AsyncTract | Tract | str, **kwargs: Any) -> CommitInfo:
+        """``await`` :meth:`Tract.collapse <tractkv.Tract.collapse>` (same arguments; ``child`` may be the
+        AsyncTract :meth:`spawn` returned, once its own operations have finished)."""
+        target = child._tract if isinstance(child, AsyncTract) else child
+        return await self._run(self._tract.collapse, target, **kwargs)
 
     # --- the model, on the event loop -----------------------------------------------------------------------
 

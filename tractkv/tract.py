@@ -22,11 +22,13 @@ from typing import TYPE_CHECKING, Any, Literal, overload
 from tractkv.engine import branches
 from tractkv.engine.records import (
     BranchInfo,
+    ChildInfo,
     CommitInfo,
     CompiledContext,
     ContextDiff,
     GcResult,
     MergeResult,
+    ParentInfo,
     ReflogEntry,
     StatusInfo,
 )
@@ -860,6 +862,110 @@ class Tract:
                 None, plan.text, instructions or COMPRESS_INSTRUCTIONS, target_tokens
             )
         return commit_compress(self._session, plan, content)
+
+    # --- spawn and collapse (tractkv.engine.spawning) --------------------------------------------------------
+
+    def spawn(
+        self,
+        purpose: str,
+        *,
+        inherit: str = "snapshot",
+        select: Callable[[Any], object] | None = None,
+        tools: bool = False,
+        branch: str | None = None,
+    ) -> Tract:
+        """A child context on a new branch of this store, recorded in a ``spawn`` commit (purpose, this branch
+        and HEAD) that syncs with its history; this handle's HEAD and the store's HEAD do not move.
+
+        ``inherit``: ``snapshot`` (the child starts with this context's compiled messages, on a history of its
+        own), ``full`` (it continues this history), ``none`` (it starts empty). ``select(message)`` keeps the
+        snapshot's messages it returns true for (tool results go with their call). ``tools=True`` gives the
+        child this context's tool set. ``branch`` defaults to ``<this branch>.spawn/<purpose slug>``
+        (numbered when taken). The child is a :class:`Tract` on the same store (close it, or use it as a
+        context manager, before this one); its model is this one's. See :mod:`tractkv.engine.spawning`.
+
+        Raises:
+            InvalidInput: a bad argument. BranchExists: ``branch`` exists. ReadOnlySession: read-only.
+        """
+        from tractkv.engine import spawning
+        from tractkv.engine.refs import HEAD, SYMBOLIC
+
+        plan = spawning.plan_spawn(self._session, purpose, inherit, select, tools, branch)
+        store = self._store
+        old_head = store.get_ref(HEAD)
+        child = type(self)(
+            store,
+            owns_store=False,
+            branch=plan.branch,
+            token_counter=self.token_counter,
+            clock=self._session.clock,
+            rebase_appends=self.rebase_appends,
+            llm=self._llm,
+        )
+        child._summarizer = self._summarizer
+        if old_head is not None:  # opening a handle records HEAD: put it back (see ToolContext.run_child)
+            store.set_ref_if_equals(HEAD, SYMBOLIC + branch_ref(plan.branch), old_head)
+        try:
+            spawning.write_spawn(child._session, plan)
+        except BaseException:
+            child.close()
+            raise
+        return child
+
+    def collapse(
+        self, child: Tract | str, *, content: str | None = None, instructions: str | None = None
+    ) -> CommitInfo:
+        """Fold a spawned child (its handle, or its branch name) back into this branch as one user message:
+        ``content``, else the summarizer's summary of the child's context (guided by ``instructions``). The
+        commit links the child's head (``links["child"]``: its history syncs and is kept with this branch) and,
+        in the same transaction, the child's branch is deleted; a child handle given is left detached at that
+        head (it still compiles; writing raises DetachedHead).
+
+        Raises:
+            NoLLMConfigured: no ``content`` and no model (nothing written). InvalidInput: not a child spawned
+                from this branch, both ``content`` and ``instructions``, or this context ends with tool calls
+                awaiting results. ConcurrentUpdate: this branch or the child's moved meanwhile.
+        """
+        from tractkv.engine import spawning
+
+        if isinstance(child, Tract):
+            if child._store is not self._store:
+                raise InvalidInput("collapse takes a child spawned on this store")
+            name = child.current_branch
+            if name is None:
+                raise InvalidInput("that child handle is detached (collapsed already?)")
+        elif isinstance(child, str):
+            name = child
+        else:
+            raise InvalidInput(f"collapse takes a child Tract or its branch name, not {type(child).__name__}")
+        if content is not None and instructions is not None:
+            raise InvalidInput("instructions guide a model's summary: pass content or instructions, not both")
+        if content is not None and (not isinstance(content, str) or not content.strip()):
+            raise InvalidInput("collapse content must be a non-empty string")
+        plan = spawning.plan_collapse(self._session, name)
+        if content is None:
+            if self.summarizer is None:
+                raise NoLLMConfigured("collapse without content")
+            content = self._results.summarize(
+                None, plan.text, instructions or spawning.COLLAPSE_INSTRUCTIONS, None
+            )
+        info = spawning.commit_collapse(self._session, plan, content)
+        if isinstance(child, Tract):
+            spawning.detach(child._session, plan.child_head)
+        return info
+
+    def children(self) -> list[ChildInfo]:
+        """The children spawned from this branch, open and collapsed, oldest first (read from history, so
+        a store that received the branches lists the same; see :mod:`tractkv.engine.spawning`)."""
+        from tractkv.engine import spawning
+
+        return spawning.children(self._session)
+
+    def parent(self) -> ParentInfo | None:
+        """Where this branch was spawned from (parent branch, commit, purpose), or None when it was not."""
+        from tractkv.engine import spawning
+
+        return spawning.parent_of(self._session)
 
     # --- tool usage -----------------------------------------------------------------------------------------
 

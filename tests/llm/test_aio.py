@@ -550,3 +550,23 @@ def test_the_clients_transport_serves_async_calls_or_they_are_refused(recorder: 
         list(stream)
     asyncio.run(main())
     assert len(recorder.requests) == 2  # nothing refused reached a server
+
+
+def test_spawn_and_collapse_as_coroutines(tmp_path: Path) -> None:
+    async def main() -> None:
+        at = await AsyncTract.open(str(tmp_path / "s"), clock=ticking_clock())
+        await at.user("plan the trip")
+        child = await at.spawn("hotels", inherit="none")
+        assert isinstance(child, AsyncTract)
+        assert await child.current_branch() == "main.spawn/hotels"
+        assert (await child.parent()).branch == "main"
+        await child.user("three hotels?")
+        info = await at.collapse(child, content="A, B and C")
+        assert info.content["text"] == "A, B and C"
+        await child.close()
+        (listed,) = await at.children()
+        assert (listed.purpose, listed.state) == ("hotels", "collapsed")
+        assert await at.current_branch() == "main"
+        await at.close()
+
+    asyncio.run(main())

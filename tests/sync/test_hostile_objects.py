@@ -168,7 +168,65 @@ def shapes() -> dict[str, Callable[[Tract, list[Pair]], tuple[list[Pair], str]]]
         blob = message({"type": "dialogue", "role": "user", "text": "", "parts": [part]})
         return [blob, commit(t.head, blob[0])], "canonical form"
 
+    def collapse_link(
+        target: Callable[[Tract, list[Pair]], tuple[list[Pair], list[bytes]]], rule: str
+    ) -> Any:
+        """A collapse (an append with ``links.child``) whose link is hostile (spawn / collapse, issue 21)."""
+
+        def build(t: Tract, pairs: list[Pair]) -> tuple[list[Pair], str]:
+            assert t.head is not None
+            extra, linked = target(t, pairs)
+            blob = message(USER)
+            return [*extra, blob, commit(t.head, blob[0], links={"child": linked})], rule
+
+        return build
+
+    def to_a_blob(t: Tract, pairs: list[Pair]) -> tuple[list[Pair], list[bytes]]:
+        blob = message({"type": "dialogue", "role": "user", "text": "not a commit"})
+        return [blob], [rid(blob[0])]
+
+    def to_a_missing_commit(t: Tract, pairs: list[Pair]) -> tuple[list[Pair], list[bytes]]:
+        return [], [rid(ObjectId(hash_bytes(b"a commit nobody has")))]
+
+    def to_two_commits(t: Tract, pairs: list[Pair]) -> tuple[list[Pair], list[bytes]]:
+        assert t.head is not None
+        parent = t.log()[1].commit_id
+        return [], [rid(t.head), rid(parent)]
+
+    def spawn(**fields: Any) -> Callable[[Tract, list[Pair]], tuple[list[Pair], str]]:
+        rule = fields.pop("rule")
+
+        def build(t: Tract, pairs: list[Pair]) -> tuple[list[Pair], str]:
+            assert t.head is not None
+            wire: dict[str, Any] = {"op": "spawn", "ts": TS + 10**7, **fields}
+            if wire.get("parents"):
+                wire["parents"] = [rid(t.head)]
+            if "content" in wire:
+                blob = message(USER)
+                wire["content"] = rid(blob[0])
+                return [blob, raw("commit", **wire)], rule
+            return [raw("commit", **wire)], rule
+
+        return build
+
+    record = {"purpose": "p", "branch": "main.spawn/p", "inherit": "none"}
+
+    def parent_link_on_an_append(t: Tract, pairs: list[Pair]) -> tuple[list[Pair], str]:
+        assert t.head is not None
+        blob = message(USER)
+        return [blob, commit(t.head, blob[0], links={"parent": [rid(t.head)]})], "only a spawn commit"
+
     return {
+        "collapse-link-to-a-blob": collapse_link(to_a_blob, "links.child[0]"),
+        "collapse-link-to-a-missing-commit": collapse_link(to_a_missing_commit, "neither here nor earlier"),
+        "collapse-link-to-two-commits": collapse_link(to_two_commits, "links.child names exactly one commit"),
+        "spawn-with-content": spawn(content=True, meta={"spawn": record}, rule="no content"),
+        "spawn-without-a-record": spawn(rule="metadata.spawn"),
+        "spawn-with-a-bad-inherit": spawn(meta={"spawn": {**record, "inherit": "all"}}, rule="inherit"),
+        "snapshot-spawn-with-a-parent": spawn(
+            meta={"spawn": record}, parents=True, rule="a full spawn's parent"
+        ),
+        "parent-link-on-an-append": parent_link_on_an_append,
         "media-not-linked": media_not_linked,
         "media-link-to-a-message": media_link_to_a_message,
         "media-link-not-used": media_link_not_used,

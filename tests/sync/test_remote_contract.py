@@ -580,3 +580,50 @@ def test_interrupted_fetch_keeps_a_closed_prefix_and_a_retry_completes(
     assert result.new_objects == len(long_history) - half
     assert local.get_ref("refs/remotes/origin/main") == head
     assert set(local.iter_oids()) == {oid for oid, _ in long_history}
+
+
+def children_seen(t: Tract) -> list[tuple[Any, ...]]:
+    return [(c.purpose, c.state, c.branch, c.head, c.spawn_commit, c.collapsed_by) for c in t.children()]
+
+
+def test_a_collapsed_childs_history_travels_with_its_parent(
+    backend: Backend, open_store_tract: Factory, tmp_path: Path
+) -> None:
+    """Spawn / collapse (issue 21): the collapse commit links the child's head, so every transport sends the
+    child's whole history with the parent's branch (after an earlier publish too: an incremental push), and
+    the receiver compiles the child's history and lists the same children."""
+    source = open_store_tract("source")
+    source.system("coordinate")
+    source.user("what are a and b?")
+    backend.publish(source.store, ["main"])  # the remote has main before the children exist
+    with source.spawn("find a") as child:
+        child.user("a?")
+        child.assistant("a is 1")
+        collapsed = child.head
+        source.collapse(child, content="a is 1")
+    opened = source.spawn("find b", inherit="full")
+    opened.user("b?")
+    opened.close()
+    assert collapsed is not None
+    assert [b.name for b in source.list_branches(remotes=False)] == ["main", "main.spawn/find-b"]
+    if backend.writable:
+        with backend.connect() as remote:
+            for name in ("main", "main.spawn/find-b"):
+                assert transfer.push_to(source.store, remote, "origin", HEADS + name).ok
+    else:
+        backend.publish(source.store, ["main", "main.spawn/find-b"])
+    _, objects = backend.held()
+    assert collapsed in objects  # the child's head, reachable from main only through the link
+    assert_closed(objects)
+    clone = backend.clone(tmp_path / "clone")
+    try:
+        assert compiled(clone, collapsed) == compiled(source, collapsed)
+        assert compiled(clone, "main") == compiled(source, "main")
+        assert children_seen(clone) == children_seen(source)
+        assert [c.state for c in clone.children()] == ["collapsed", "open"]
+        clone.switch("main.spawn/find-b")
+        parent = clone.parent()
+        assert parent is not None
+        assert (parent.branch, parent.purpose, parent.inherit) == ("main", "find b", "full")
+    finally:
+        clone.close()

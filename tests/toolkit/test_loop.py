@@ -89,7 +89,10 @@ def test_delegation_runs_a_child_loop_recorded_as_a_nested_usage_tree(tract: Tra
     (child_head,) = root.heads
     child_log = tract.log(rev=child_head)
     assert {c.usage.commit_id for c in tree.children} <= {c.commit_id for c in child_log}
-    assert [c.role for c in reversed(child_log)] == [
+    # the child is a spawned child of main (inherit="none"): its root is the spawn commit
+    assert [(c.operation, c.role) for c in child_log[-1:]] == [("spawn", None)]
+    assert child_log[-1].metadata["spawn"]["parent_branch"] == "main"
+    assert [c.role for c in reversed(child_log[:-1])] == [
         "system",
         "user",
         "assistant",

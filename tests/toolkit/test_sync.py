@@ -69,7 +69,12 @@ def test_usage_tree_is_identical_after_copying_the_branch(tmp_path: Path) -> Non
                 assert replica.export("markdown") == source.export("markdown")
                 # the delegated conversation came along through the record's heads link
                 (head,) = replica.usage_tree()[0].usage.heads
-                assert replica.log(rev=head)[-1].role == "system"
+                child_log = replica.log(rev=head)
+                assert [c.operation for c in child_log[-1:]] == ["spawn"]  # a spawned child (run_child)
+                assert child_log[-2].role == "system"
+                # and the tool result that carried its answer counts as its collapse on the replica too
+                (child,) = replica.children()
+                assert (child.state, child.collapsed_via, child.head) == ("collapsed", "tool_result", head)
             report = fsck(target)
             assert report.ok, report.problems
             assert report.kinds["usage"] == 4  # delegate + its lookup, explode, lookup

@@ -475,3 +475,63 @@ def test_the_branches_page_shows_reported_and_estimated_counts_and_budget_use(
     assert "budget-over" in over.get_attribute("class")
     assert str(main.estimated_tokens) in css(rows[MAIN], ".count-reported").get_attribute("title")
     shot(browser, "13-branch-counts-and-budgets")
+
+
+def test_the_spawn_tree_links_parent_children_and_a_collapsed_childs_history(
+    browser: WebDriver, tmp_path: Path, start_hub: Callable[..., Any]
+) -> None:
+    """Spawn / collapse (issue 21): a branch's history page shows its children (open ones link to their
+    branch, collapsed ones to their history and the commit that brought them back), a child's page its
+    parent."""
+    path = tmp_path / "spawned.tkv"
+    with Tract.open(str(path), durable=False) as t:
+        t.system("You plan trips.")
+        t.user("Plan a weekend in Lisbon, with a budget.")
+        with t.spawn("price the hotels") as child:
+            child.user("Find three hotels under 150 EUR a night.")
+            child.assistant("Hotel A 120, Hotel B 135, Hotel C 149.")
+            hotels_head = child.head
+            back = t.collapse(child, content="Hotels: A 120, B 135, C 149 EUR a night.")
+        with t.spawn("find restaurants near the river", inherit="full") as child:
+            child.user("Three restaurants by the Tagus?")
+    assert hotels_head is not None
+    hub = start_hub(store=path, command="view")
+
+    browser.get(f"{hub.url}/ui/log?ref={MAIN}")
+    wait_for(browser, lambda d: "History of" in css(d, "h1").text, "the graph page")
+    rows = browser.find_elements(By.CSS_SELECTOR, "section.spawn-tree tr.child-row")
+    assert [(r.get_attribute("data-state"), css(r, "td.purpose").text) for r in rows] == [
+        ("collapsed", "price the hotels"),
+        ("open", "find restaurants near the river"),
+    ]
+    assert css(rows[1], "a.ref").text == "main.spawn/find-restaurants-near-the-river"
+    shot(browser, "20-spawn-tree")
+
+    # a collapsed child: the commit that brought it back links its history...
+    css(rows[0], f'a[href*="{back.commit_id}"]').click()
+    facts = wait_for(browser, lambda d: css(d, "dl.facts"), "the collapse commit")
+    assert "Collapsed child" in facts.text
+    assert "collapse main.spawn/price-the-hotels: price the hotels" in facts.text
+    shot(browser, "21a-collapse-commit")
+    # ...its last commit, with the context it ended with
+    css(facts, f'a[href*="{hotels_head}"]').click()
+    wait_for(browser, lambda d: hotels_head in css(d, "dl.facts").text, "the child's last commit")
+    cards = [c.text for c in browser.find_elements(By.CSS_SELECTOR, ".messages article.message")]
+    assert "Hotel A 120, Hotel B 135, Hotel C 149." in cards[-1]
+    assert len(cards) == 4  # the parent's two messages (a snapshot) and the child's two
+    shot(browser, "21-collapsed-child-history")
+
+    # an open child: its branch's history says where it was spawned from, and links back
+    browser.get(f"{hub.url}/ui/log?ref={MAIN}")
+    rows = wait_for(
+        browser, lambda d: d.find_elements(By.CSS_SELECTOR, "section.spawn-tree tr.child-row"), "the children"
+    )
+    css(rows[1], "a.ref").click()
+    wait_for(browser, lambda d: "find-restaurants" in css(d, "h1").text, "the child's history")
+    parent = css(browser, "section.spawn-tree p.spawn-parent")
+    assert "Spawned from main" in parent.text
+    assert "find restaurants near the river" in parent.text
+    assert browser.find_elements(By.CSS_SELECTOR, "section.spawn-tree tr.child-row") == []
+    shot(browser, "22-spawned-child")
+    css(parent, "a.ref").click()
+    wait_for(browser, lambda d: css(d, "h1").text.endswith(MAIN), "back on the parent's history")

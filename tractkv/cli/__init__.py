@@ -100,6 +100,11 @@ def _register() -> None:
     for command in sync_cmds.COMMANDS:
         cli.add_command(command)
 
+    from tractkv.cli import spawn_cmds
+
+    for command in spawn_cmds.COMMANDS:
+        cli.add_command(command)
+
 
 _register()
 

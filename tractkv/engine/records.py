@@ -418,3 +418,65 @@ class BudgetOverrun:
     result_id: ObjectId | None = None
     token_count_after: int | None = None
     created_at: datetime | None = None
+
+
+@attrs.frozen(kw_only=True)
+class ChildInfo:
+    """A child context spawned from a branch (:meth:`tractkv.Tract.children`; see :mod:`tractkv.engine.spawning`).
+
+    Attributes:
+        purpose: what the child is for, as given to ``spawn``.
+        branch: the child's branch now, or None once collapsed (its branch is deleted; ``head`` stays).
+        spawned_as: the branch name the child was spawned on.
+        inherit: ``snapshot``, ``full`` or ``none`` (a ``select`` snapshot says ``snapshot``).
+        state: ``open`` (its branch is live, not collapsed) or ``collapsed``.
+        head: the child's last commit: its branch tip, or the head a collapse linked (``compile(at=head)``).
+        spawn_commit: the child's spawn commit. parent_commit: the parent's HEAD when it was spawned.
+        collapsed_by: the parent commit that linked the child's head: the collapse message, or the tool
+            result of a ``ToolContext.run_child`` call (None while open).
+        collapsed_via: ``collapse`` or ``tool_result`` (None while open).
+        created_at: when it was spawned (UTC).
+    """
+
+    purpose: str
+    branch: str | None
+    spawned_as: str
+    inherit: str
+    state: str
+    head: ObjectId
+    spawn_commit: ObjectId
+    parent_commit: ObjectId | None
+    collapsed_by: ObjectId | None = None
+    collapsed_via: str | None = None
+    created_at: datetime
+
+    def to_json(self) -> dict[str, Any]:
+        """A JSON-safe dict (the timestamp as ISO 8601)."""
+        out = attrs.asdict(self, recurse=False)
+        out["created_at"] = self.created_at.isoformat()
+        return out
+
+
+@attrs.frozen(kw_only=True)
+class ParentInfo:
+    """Where a spawned child came from (:meth:`tractkv.Tract.parent`).
+
+    Attributes:
+        branch: the parent's branch when the child was spawned (None: spawned from a detached HEAD).
+        commit: the parent's HEAD then (None: the parent had no commit yet).
+        purpose: what the child is for. inherit: ``snapshot``, ``full`` or ``none``.
+        spawn_commit: the child's spawn commit. created_at: when it was spawned (UTC).
+    """
+
+    branch: str | None
+    commit: ObjectId | None
+    purpose: str
+    inherit: str
+    spawn_commit: ObjectId
+    created_at: datetime
+
+    def to_json(self) -> dict[str, Any]:
+        """A JSON-safe dict (the timestamp as ISO 8601)."""
+        out = attrs.asdict(self, recurse=False)
+        out["created_at"] = self.created_at.isoformat()
+        return out

@@ -20,6 +20,9 @@ The rules, by kind (an object's "tag" is its kind, or for a blob the content typ
   is a tool set; ``links["sources"]`` are commits (required, non-empty, for ``compress`` only),
   ``links["targets"]`` are distinct commits (required, non-empty, for ``trim`` only: the messages it skips),
   ``links["original"]`` is one ``tool_original`` blob, ``links["usages"]`` are usage records;
+  ``links["parent"]`` (only on ``spawn``) and ``links["child"]`` (only on ``append``: a collapse) name exactly
+  one commit each; a ``spawn`` commit has no content and a ``metadata["spawn"]`` record
+  (:mod:`tractkv.engine.spawning`);
   ``links["media"]`` is exactly the media ids its message content's parts use (sorted, unique; absent
   when they use none, and on commits without message content), each a **media** blob (a blob whose data
   is non-empty bytes) whose bytes are what every part naming it declares (its ``media_type``: the format
@@ -80,7 +83,7 @@ from .toolsets import legacy_name
 TS_MIN = 0
 TS_MAX = 2**53 - 1  # the largest integer a JSON number holds exactly (see the module docstring)
 
-OPERATIONS = frozenset({"append", "edit", "annotate", "merge", "compress", "trim"})
+OPERATIONS = frozenset({"append", "edit", "annotate", "merge", "compress", "trim", "spawn"})
 MESSAGE_OPS = frozenset({"append", "edit", "compress"})  # ops whose content is a message
 TARGET_OPS = frozenset({"edit", "annotate"})  # ops that need an edit_target
 
@@ -88,6 +91,9 @@ SOURCES_LINK = "sources"  # a compress commit's replaced messages
 TARGETS_LINK = "targets"  # a trim commit's skipped messages (engine/budget.py)
 ORIGINAL_LINK = "original"  # the raw tool result behind an edited or summarized one
 USAGES_LINK = "usages"  # a tool result's usage records
+PARENT_LINK = "parent"  # a spawn commit's parent commit (tractkv.engine.spawning)
+CHILD_LINK = "child"  # a collapse commit's child head (tractkv.engine.spawning)
+SPAWN_INHERIT = frozenset({"snapshot", "full", "none"})
 MEDIA = "media"  # the tag of a blob whose data is non-empty bytes (an image's or a document's file)
 
 INVALID = "invalid:"  # the tag prefix of a malformed typed blob (the reason follows)
@@ -302,6 +308,8 @@ def _check_commit(commit: Commit, tag_of: TagOf) -> None:
         if content is None:
             raise ObjectRuleError("a trim commit needs annotation content")
         _want(tag_of, "content", content, (ANNOTATION,))
+    elif op == "spawn":
+        _check_spawn(commit)
     elif content is not None:  # merge
         _want(tag_of, "content", content, (MERGE,))
     linked = commit.links.get(MEDIA_LINK)
@@ -331,6 +339,29 @@ def _check_commit(commit: Commit, tag_of: TagOf) -> None:
     _check_links(op, commit.links, tag_of)
 
 
+def _check_spawn(commit: Commit) -> None:
+    """A spawn commit: no content, ``metadata["spawn"]`` a record naming a purpose, the branch it started and
+    how it inherited; a ``full`` child's parent is the commit ``links.parent`` names, other children are roots."""
+    if commit.content is not None:
+        raise ObjectRuleError("a spawn commit has no content")
+    record = (commit.metadata or {}).get("spawn")
+    if not isinstance(record, dict):
+        raise ObjectRuleError("a spawn commit records metadata.spawn")
+    purpose, branch, inherit = record.get("purpose"), record.get("branch"), record.get("inherit")
+    if not isinstance(purpose, str) or not purpose.strip() or not isinstance(branch, str) or not branch:
+        raise ObjectRuleError("metadata.spawn names a purpose and a branch (non-empty strings)")
+    if inherit not in SPAWN_INHERIT:
+        raise ObjectRuleError(f"metadata.spawn.inherit must be snapshot, full or none, not {inherit!r}")
+    if not isinstance(record.get("parent_branch", ""), str):
+        raise ObjectRuleError("metadata.spawn.parent_branch must be a string")
+    parent = commit.links.get(PARENT_LINK, ())
+    expected = tuple(parent) if inherit == "full" else ()
+    if commit.parents != expected:
+        raise ObjectRuleError(
+            "a full spawn's parent is its links.parent commit; another spawn commit has no parent"
+        )
+
+
 def _check_declared(declared: Iterable[tuple[ObjectId, str]], tag_of: TagOf) -> None:
     """Each media part's declared media type is one its blob's bytes satisfy (format rules only)."""
     for oid, media_type in declared:
@@ -353,15 +384,23 @@ def _check_links(op: str, links: Mapping[str, tuple[ObjectId, ...]], tag_of: Tag
         raise ObjectRuleError("only a trim commit has links.targets")
     if len(set(targets)) != len(targets):
         raise ObjectRuleError("links.targets names a commit twice")
+    if op != "spawn" and PARENT_LINK in links:
+        raise ObjectRuleError("only a spawn commit has links.parent")
+    if CHILD_LINK in links and op != "append":
+        raise ObjectRuleError("only an append (a collapse) has links.child")
     for name, oids in links.items():
         if name == ORIGINAL_LINK and len(oids) != 1:
             raise ObjectRuleError("links.original names exactly one blob")
+        if name in (PARENT_LINK, CHILD_LINK) and len(oids) != 1:
+            raise ObjectRuleError(f"links.{name} names exactly one commit")
         want = {
             SOURCES_LINK: "commit",
             TARGETS_LINK: "commit",
             ORIGINAL_LINK: TOOL_ORIGINAL,
             USAGES_LINK: "usage",
             MEDIA_LINK: MEDIA,
+            PARENT_LINK: "commit",
+            CHILD_LINK: "commit",
         }.get(name)
         for index, oid in enumerate(oids):
             what = f"links.{name}[{index}]"

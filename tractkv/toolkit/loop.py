@@ -244,6 +244,7 @@ def _answer_open_calls(tract: Tract, executor: ToolExecutor, model: LLMClient, u
 
 
 CHILD_BRANCH_PREFIX = "tractkv-child/"  # temporary branches of child agent loops (deleted when they end)
+PURPOSE_CHARS = 200  # of the prompt, as the spawned child's purpose
 
 
 def run_child(
@@ -258,8 +259,14 @@ def run_child(
     branch: str | None,
     params: dict[str, Any],
 ) -> RunResult:
-    """A child agent loop for :meth:`ToolContext.run_child` (see there)."""
-    from tractkv.engine.refs import HEAD, SYMBOLIC, branch_ref
+    """A child agent loop for :meth:`ToolContext.run_child` (see there).
+
+    The child is a spawned child of the parent's branch (``Tract.spawn(prompt, inherit="none")``: its spawn
+    commit records the parent and the prompt as its purpose). Its answer returns as this call's tool result,
+    whose usage record links the child's head (``heads``): that tool result is the child's collapse, so
+    ``parent.children()`` lists it as collapsed ``via="tool_result"`` and its history syncs and lives with
+    the parent's. No collapse message is added (it would repeat the tool result)."""
+    from tractkv.engine.refs import branch_ref
 
     from .executor import ToolExecutor, record_head
 
@@ -272,13 +279,9 @@ def run_child(
     name = branch or f"{CHILD_BRANCH_PREFIX}{context.usage_id}"
     if store.get_ref(branch_ref(name)) is not None:
         raise InvalidInput(f"branch {name!r} exists already; pick a new branch for the child")
-    old_head = store.get_ref(HEAD)
-    # the same class as the parent's handle (the toolkit never imports the Tract facade above it)
-    child = type(parent)(store, owns_store=False, branch=name, token_counter=parent.token_counter, llm=llm)
-    if old_head is not None:
-        # Opening a handle on a branch records it as the store's HEAD (where the next open resumes); the
-        # parent did not move, so put HEAD back unless someone else moved it meanwhile.
-        store.set_ref_if_equals(HEAD, SYMBOLIC + branch_ref(name), old_head)
+    purpose = prompt.strip()[:PURPOSE_CHARS]
+    child = parent.spawn(purpose, inherit="none", branch=name)  # HEAD and the parent's branch stay
+    child.configure_llm(llm)
     try:
         executor = ToolExecutor(
             child,

@@ -23,7 +23,7 @@ from tractkv.engine.commit_info import commit_info
 from tractkv.engine.content import ANNOTATION, ToolCall
 from tractkv.engine.diff import diff_states
 from tractkv.engine.lanes import LaneLayout
-from tractkv.engine.records import CommitInfo, CompiledContext, ContextDiff, timestamp
+from tractkv.engine.records import ChildInfo, CommitInfo, CompiledContext, ContextDiff, ParentInfo, timestamp
 from tractkv.engine.refs import HEADS, REMOTES, read_head, resolve_revision
 from tractkv.engine.session import Session
 from tractkv.engine.state import CompileState
@@ -43,6 +43,7 @@ MAX_PAGE = 1000  # the largest page a request may ask for
 SUMMARIES = 4096  # branch-head summaries kept (commit, message and token counts at a commit id)
 FORCE_CHAIN = 10_000  # first-parent commits per branch searched for where a tool version was in force
 FORCE_TIPS = 256  # branch tips whose tool-set runs are kept
+SPAWN_TREES = 64  # spawn trees kept (by branch, tip and the refs: a new child or collapse is a new key)
 
 
 @attrs.frozen(kw_only=True)
@@ -94,6 +95,8 @@ class GraphPage:
     start: int
     limit: int
     more: bool
+    parent: ParentInfo | None = None  # where this branch was spawned from (tractkv.engine.spawning)
+    children: tuple[ChildInfo, ...] = ()  # the children spawned from it, open and collapsed
 
 
 @attrs.frozen(kw_only=True)
@@ -210,6 +213,7 @@ class Inspector:
         self._lock = threading.Lock()  # the session's compile cache is not thread-safe
         self._summaries: OrderedDict[ObjectId, tuple[int, int, TokenCount, int | None]] = OrderedDict()
         self._runs: OrderedDict[ObjectId, tuple[tuple[_Run, ...], bool]] = OrderedDict()
+        self._spawn_trees: OrderedDict[Any, tuple[ParentInfo | None, tuple[ChildInfo, ...]]] = OrderedDict()
 
     def _compiled(self, oid: ObjectId | None) -> tuple[CompileState, CompiledContext]:
         """The (shared, read-only) compile state at ``oid`` and its context. Under the lock: the compiler's
@@ -325,9 +329,37 @@ class Inspector:
                             tips=tuple(named),
                         )
                     )
+        parent, children = self.spawn_tree(ref, head)
         return GraphPage(
-            ref=ref, head=head, current=current, rows=tuple(rows), start=start, limit=limit, more=more
+            ref=ref,
+            head=head,
+            current=current,
+            rows=tuple(rows),
+            start=start,
+            limit=limit,
+            more=more,
+            parent=parent,
+            children=children,
         )
+
+    def spawn_tree(self, ref: str, head: ObjectId | None) -> tuple[ParentInfo | None, tuple[ChildInfo, ...]]:
+        """Where a branch was spawned from and its children (open: local branches; collapsed: linked from its
+        history). One walk of the history per (branch, tip, refs), cached (bounded)."""
+        from tractkv.engine.spawning import children_of, parent_at
+
+        key = (ref, head, tuple(sorted(self.store.iter_refs(HEADS))))
+        with self._lock:
+            cached = self._spawn_trees.get(key)
+        if cached is not None:
+            return cached
+        name = ref[len(HEADS) :] if ref.startswith(HEADS) else None  # a tracking branch: collapsed only
+        with self.store.snapshot() as reader:
+            found = (parent_at(reader, head), tuple(children_of(reader, head, name)))
+        with self._lock:
+            self._spawn_trees[key] = found
+            while len(self._spawn_trees) > SPAWN_TREES:
+                self._spawn_trees.popitem(last=False)
+        return found
 
     # --- one commit ----------------------------------------------------------------------------------
 

@@ -305,9 +305,78 @@ def graph_body(page: GraphPage) -> Markup:
     )
     return join(
         title,
+        spawn_tree(page),
         _pager("/ui/log", page.start, page.limit, len(page.rows), page.more, "commits", ref=page.ref),
         table,
     )
+
+
+def spawn_tree(page: GraphPage) -> Markup:
+    """The branch's place in the spawn tree: where it was spawned from, and its children (open ones link to
+    their branch's history, collapsed ones to their last commit and to the commit that brought them back)."""
+    if page.parent is None and not page.children:
+        return Markup("")
+    parts = []
+    parent = page.parent
+    if parent is not None:
+        from_branch = (
+            el("a", parent.branch, href=url("/ui/log", ref=f"refs/heads/{parent.branch}"), class_="ref")
+            if parent.branch
+            else el("span", "a detached HEAD", class_="muted")
+        )
+        at = (
+            el("a", short(parent.commit), href=url(f"/ui/commit/{parent.commit}"), class_="oid")
+            if parent.commit
+            else el("span", "an empty branch", class_="muted")
+        )
+        parts.append(
+            el(
+                "p",
+                "Spawned from ",
+                from_branch,
+                " at ",
+                at,
+                f" ({parent.inherit}) for: ",
+                el("span", parent.purpose, class_="purpose"),
+                class_="spawn-parent",
+            )
+        )
+    rows = []
+    for child in page.children:
+        if child.branch is not None:
+            history = el(
+                "a", child.branch, href=url("/ui/log", ref=f"refs/heads/{child.branch}"), class_="ref"
+            )
+        else:
+            history = el(
+                "a", f"history at {short(child.head)}", href=url(f"/ui/commit/{child.head}"), class_="oid"
+            )
+        back = (
+            el("a", short(child.collapsed_by), href=url(f"/ui/commit/{child.collapsed_by}"), class_="oid")
+            if child.collapsed_by
+            else ""
+        )
+        rows.append(
+            el(
+                "tr",
+                el("td", el("span", child.state, class_=f"badge spawn-{_css(child.state)}")),
+                el("td", child.purpose, class_="purpose"),
+                el("td", history),
+                el("td", child.inherit),
+                el("td", back, f" via {child.collapsed_via}" if child.collapsed_via else ""),
+                el("td", when(child.created_at)),
+                class_="child-row",
+                data_state=child.state,
+            )
+        )
+    if rows:
+        head = el(
+            "tr",
+            [el("th", h) for h in ("State", "Purpose", "History", "Inherit", "Brought back by", "Spawned")],
+        )
+        parts.append(el("h2", f"Children ({len(rows)})"))
+        parts.append(el("table", el("thead", head), el("tbody", rows), class_="children"))
+    return el("section", parts, class_="spawn-tree")
 
 
 def _pager(path: str, start: int, limit: int, shown: int, more: bool, what: str, **params: Any) -> Markup:
@@ -328,6 +397,9 @@ def _pager(path: str, start: int, limit: int, shown: int, more: bool, what: str,
 
 
 # --- one commit ------------------------------------------------------------------------------------------
+
+
+COMMIT_LINKS = {"child": "Collapsed child", "parent": "Spawned from"}  # links naming commits (spawning)
 
 
 def commit_body(view: CommitView, fmt: str, first: int | None = None) -> Markup:
@@ -353,6 +425,9 @@ def commit_body(view: CommitView, fmt: str, first: int | None = None) -> Markup:
     if info.message:
         facts.append(("Note", info.message))
     for name, ids in sorted(view.links.items()):
+        if name in COMMIT_LINKS:  # a collapsed child's head, a spawned child's parent: commits to open
+            facts.append((COMMIT_LINKS[name], join(commit_link(i, None) for i in ids)))
+            continue
         facts.append((f"Links: {name}", join(el("code", short(i), title=i, class_="oid") for i in ids)))
     if view.usage_count and view.ref:
         facts.append(
