@@ -24,7 +24,11 @@ verified: a chunk's key is the hash of its bytes, a record carries a checksum of
 field's type and the counts are checked, and the commit, tools commit and tool set it names must be stored
 (:func:`read_record`, :func:`read_chunk`). One that is missing, damaged or of another format is ignored and
 the state rebuilt from objects; ``tractkv fsck`` reports damaged rows and ``fsck --repair`` drops them
-(``engine/checkpoints.py``).
+(``engine/checkpoints.py``). A record also carries the summary of its default view (:class:`ViewSummary`,
+format 4), from which a lazy load makes the view without reading a chunk; each chunk is then read and
+verified (against the summary too) when one of its messages is first used, and a damaged one makes the view
+answer from the state rebuilt from objects (:class:`_Base`); fsck checks the summary against a replay of
+every slot.
 """
 
 from __future__ import annotations
