@@ -696,30 +696,35 @@ class _Base:
         if self.fallback is not None:
             self.fallback.retarget(old, new)
 
-    def _item(self, position: int) -> Slot | tuple[Message, ObjectId] | None:
-        """The slot at ``position``, or a placeholder result and its commit; None once the base fell back."""
+    def _item(self, position: int) -> tuple[SlotTable, int] | tuple[Message, ObjectId] | None:
+        """The packed chunk and row of the slot at ``position``, or a placeholder result and its commit; None
+        once the base fell back."""
         if self.fallback is not None:
             return None
-        at = bisect_left(self.places, position)
-        if at < len(self.places) and self.places[at] == position:
-            _, commit, call_id = self.summary.placeholders[at]
-            message = Message(role="tool", content=PLACEHOLDER_TEXT, tool_call_id=call_id, is_error=True)
-            return message, commit
+        places = self.places
+        at = 0
+        if places:
+            at = bisect_left(places, position)
+            if at < len(places) and places[at] == position:
+                _, commit, call_id = self.summary.placeholders[at]
+                message = Message(role="tool", content=PLACEHOLDER_TEXT, tool_call_id=call_id, is_error=True)
+                return message, commit
         wanted = position - at  # the wanted message's rank among the kept ones
         dropped = self.summary.dropped
         rank = wanted
-        while True:  # its eligible rank: the least rank r >= wanted with r = wanted + (dropped ranks <= r)
+        while dropped:  # its eligible rank: the least rank r >= wanted with r = wanted + (dropped ranks <= r)
             moved = wanted + bisect_right(dropped, rank)
             if moved == rank:
                 break
             rank = moved
-        number = bisect_right(self.cum, rank) - 1
+        cum = self.cum
+        number = bisect_right(cum, rank) - 1
         try:
             table, rows = self._chunk(number)
         except DecodeError:
             self._fall_back()
             return None
-        return table.slot(rows[rank - self.cum[number]])  # made for this use only: the chunk stays packed
+        return table, rows[rank - cum[number]]
 
     def _chunk(self, number: int) -> tuple[SlotTable, array[int]]:
         got = self.chunks.get(number)
@@ -765,21 +770,26 @@ class _Base:
         if item is None:
             assert self.fallback is not None
             return self.fallback.message(position)
-        return item[0] if type(item) is tuple else load(item)  # type: ignore[arg-type]
+        where, row = item
+        if type(where) is SlotTable:
+            return load(where.slot(row))  # type: ignore[arg-type]  # a Slot for this use only
+        return where  # type: ignore[return-value]  # a placeholder result
 
     def commit(self, position: int) -> ObjectId:
         item = self._item(position)
         if item is None:
             assert self.fallback is not None
             return self.fallback.commit_at(position)
-        return item[1] if type(item) is tuple else item.commit  # type: ignore[union-attr]
+        where, row = item
+        return where.commit(row) if type(where) is SlotTable else row  # type: ignore[return-value,arg-type]
 
     def gen(self, position: int) -> dict[str, Any] | None:
         item = self._item(position)
         if item is None:
             assert self.fallback is not None
             return self.fallback.gen_at(position)
-        return None if type(item) is tuple else item.gen  # type: ignore[union-attr]
+        where, row = item
+        return where.gen(row) if type(where) is SlotTable else None  # type: ignore[arg-type]
 
 
 def _media_loader(cache: dict[str, bytes], reader: Reader, *, strict: bool = True) -> Callable[[str], Any]:
