@@ -566,6 +566,21 @@ class View:
             return self.table.gen(self.rows[position])
         return item.gen if type(item) is Slot else None
 
+    def shape_at(self, position: int) -> tuple[int, ObjectId, int] | None:
+        """The packed code (:attr:`Slot.code`), commit id and tokens of the message at ``position``, rendering
+        nothing; None for a placeholder result."""
+        if position < self.offset:
+            assert self.base is not None
+            return self.base.shape(position)
+        item = self.commits[position - self.offset]
+        if item is UNREAD:
+            assert self.table is not None
+            row = self.rows[position - self.offset]
+            return self.table.codes[row], self.table.commit(row), self.table.tokens[row]
+        if type(item) is Slot:
+            return item.code, item.commit, item.tokens
+        return None
+
     def commit_ids(self) -> list[ObjectId]:
         """Every message's commit id, in order."""
         return [self.commit_at(position) for position in range(len(self))]
@@ -782,6 +797,17 @@ class _Base:
             return self.fallback.commit_at(position)
         where, row = item
         return where.commit(row) if type(where) is SlotTable else row  # type: ignore[return-value,arg-type]
+
+    def shape(self, position: int) -> tuple[int, ObjectId, int] | None:
+        """:meth:`View.shape_at` for a position of the base."""
+        item = self._item(position)
+        if item is None:
+            assert self.fallback is not None
+            return self.fallback.shape_at(position)
+        where, row = item
+        if type(where) is SlotTable:
+            return where.codes[row], where.commit(row), where.tokens[row]  # type: ignore[arg-type,index]
+        return None
 
     def gen(self, position: int) -> dict[str, Any] | None:
         item = self._item(position)
