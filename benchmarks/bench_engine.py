@@ -86,10 +86,18 @@ the same figures under the unit-named keys ``bench_store`` uses (``tractkv_per_s
   100k): the peak RSS of fresh interpreters opening and compiling a branch of that many commits (baseline:
   import tractkv + a raw LMDB open of the same store), and ``peak_rss_growth_per_commit``: how many bytes
   of peak RSS each commit adds from the smallest size to the largest (``anon_bytes_per_commit``: the
-  process's own memory; ``file_bytes_per_commit``: pages of the LMDB map it touched, the checkpoint's
-  chunks). No target: the growth is still linear, ~290-310 bytes a commit on the development machine (~520
-  when a loaded checkpoint made a Slot per message); reading no checkpoint chunk at compile would be the next
-  step (docs/ARCHITECTURE.md, "Packed slots").
+  process's own memory; ``file_bytes_per_commit``: pages of the LMDB map it touched). Target <= 16 bytes a
+  commit, i.e. flat: since checkpoint format 4 open + compile reads the checkpoint's record (its view summary)
+  and the chunk of the one message the child uses, nothing per commit (it was ~300 bytes a commit with format
+  3, which read every chunk; ~520 when a loaded checkpoint made a Slot per message).
+  Compile renders no message the caller does not use, so that figure holds no output. What a caller that
+  uses every message pays is in ``peak_rss_growth_rendered_per_commit``: fresh interpreters that compile and
+  render every message (``list(ctx.messages)``); the output itself (``output_py_*``: the Message objects,
+  measured by walking them; ``output_json_*``: ``json.dumps(ctx.to_dicts())``) is inherent, and so are the
+  pages of every blob read (baseline ``raw_read_*``: import tractkv, then a raw LMDB read + decode of every
+  object). Value: the growth per commit of the rest (peak RSS - raw read - output as objects), the overhead;
+  baseline: the output's growth per commit (as objects). No target: reported so the inherent part and the
+  overhead are apart.
 
 Durable cases must hit a real disk: the default ``--tmp`` is ``/var/tmp`` (disk-backed by convention; ``/tmp``
 is a tmpfs on many systems, where fsync is free). Each line carries the file-system type in ``fs``.
@@ -147,9 +155,11 @@ TARGETS: dict[str, tuple[float | None, str, str]] = {  # case -> (target, checke
     "peak_rss_reopen": (80.0, "value", "max"),  # MB: a fresh process opening and compiling the long history
     "first_commit_after_reopen_long": (20.0, "value", "max"),  # ms: Tract.open + the first append
     "peak_rss_growth": (None, "value", "max"),  # MB at one size (memory_growth)
-    # bytes of peak RSS per commit, smallest to largest: no bound (issue 18 asks for growth that is not linear;
-    # it still is, at ~290-310 bytes a commit, 522 before packed slots)
-    "peak_rss_growth_per_commit": (None, "value", "max"),
+    # bytes of peak RSS per commit, smallest to largest: flat (issue 18: growth that is not linear; ~300 bytes a
+    # commit with checkpoint format 3, 522 before packed slots)
+    "peak_rss_growth_per_commit": (16.0, "value", "max"),
+    # rendering every message: bytes a commit beyond the output and the blobs read; no bound (information)
+    "peak_rss_growth_rendered_per_commit": (None, "value", "max"),
 }
 SMOKE_ARGS = ["--quick"]  # what the benchmark smoke test runs
 CASES = (
@@ -1249,6 +1259,71 @@ _RSS_OPEN_CHILD = _PEAK_RSS_FN + textwrap.dedent(
 )
 
 
+_RENDER_ALL_CHILD = _PEAK_RSS_FN + textwrap.dedent(
+    """
+    import json, sys, time
+    from tractkv import Tract
+
+
+    def deep_size(root):
+        # the bytes of the objects reachable from root, each counted once (what the output holds)
+        seen, stack, total = set(), [root], 0
+        while stack:
+            obj = stack.pop()
+            if id(obj) in seen:
+                continue
+            seen.add(id(obj))
+            total += sys.getsizeof(obj)
+            if isinstance(obj, dict):
+                stack.extend(obj.keys())
+                stack.extend(obj.values())
+            elif isinstance(obj, (list, tuple, set, frozenset)):
+                stack.extend(obj)
+            elif not isinstance(obj, (str, bytes, int, float, bool, type(None))):
+                for cls in type(obj).__mro__:
+                    for name in getattr(cls, "__slots__", ()):
+                        if hasattr(obj, name) and name != "__weakref__":
+                            stack.append(getattr(obj, name))
+                if hasattr(obj, "__dict__"):
+                    stack.append(obj.__dict__)
+        return total
+
+
+    start = time.perf_counter()
+    t = Tract.open(sys.argv[1])
+    ctx = t.compile()
+    messages = list(ctx.messages)  # every message rendered
+    done = time.perf_counter()
+    rss = peak_kib()
+    parts = rss_parts()
+    output_py = deep_size(messages)
+    output_json = len(json.dumps(ctx.to_dicts()))
+    count = len(messages)
+    del ctx, messages
+    t.close()
+    print(json.dumps({"ms": (done - start) * 1000, "messages": count, "rss_kib": rss,
+                      "anon_kib": parts["RssAnon"], "file_kib": parts["RssFile"],
+                      "output_py_bytes": output_py, "output_json_bytes": output_json}))
+    """
+)
+
+_RAW_READ_RSS_CHILD = _PEAK_RSS_FN + textwrap.dedent(
+    """
+    import json, sys
+    import cbor2, lmdb
+    import tractkv
+    env = lmdb.open(sys.argv[1], readonly=True, lock=False, max_dbs=16, readahead=False)
+    objects = env.open_db(b"objects", create=False)
+    with env.begin(db=objects) as txn:
+        for _, value in txn.cursor():
+            cbor2.loads(value)
+    env.close()
+    parts = rss_parts()
+    print(json.dumps({"rss_kib": peak_kib(), "anon_kib": parts["RssAnon"], "file_kib": parts["RssFile"]}))
+    """
+)
+
+
 def _drop_cached(path: Path) -> bool:
     """Write ``path`` back and drop its pages from the page cache (this file's only; False where the OS
     cannot): the next process maps only the pages it reads, not the cached neighbours the kernel maps
@@ -1279,6 +1354,8 @@ def _memory_growth_cases(args: argparse.Namespace) -> list[dict[str, Any]]:
     ours: dict[int, dict[str, Any]] = {}
     base: dict[int, dict[str, Any]] = {}
     cold: dict[int, dict[str, Any]] = {}
+    rendered: dict[int, dict[str, Any]] = {}
+    raw_read: dict[int, dict[str, Any]] = {}
     scratch = _Scratch(args.tmp)
     try:
         for size in sizes:
@@ -1295,6 +1372,13 @@ def _memory_growth_cases(args: argparse.Namespace) -> list[dict[str, Any]]:
                     raise AssertionError(f"compiled {result['messages']} messages, expected {size}")
             ours[size] = min(runs, key=lambda r: r["rss_kib"])
             base[size] = min(raw, key=lambda r: r["rss_kib"])
+            every = [_run_child(_RENDER_ALL_CHILD, str(path)) for _ in range(procs)]
+            if any(r["messages"] != size for r in every):
+                raise AssertionError(f"rendered {every[0]['messages']} messages, expected {size}")
+            rendered[size] = min(every, key=lambda r: r["rss_kib"])
+            raw_read[size] = min(
+                (_run_child(_RAW_READ_RSS_CHILD, str(path)) for _ in range(procs)), key=lambda r: r["rss_kib"]
+            )
             if _drop_cached(path / "data.mdb"):  # once more, the store's pages no longer in the page cache
                 cold[size] = _run_child(_COMPILE_CHILD, str(path))
             shutil.rmtree(path, ignore_errors=True)
@@ -1323,6 +1407,12 @@ def _memory_growth_cases(args: argparse.Namespace) -> list[dict[str, Any]]:
                     if size in cold
                     else {}
                 ),
+                rendered_mb=round(rendered[size]["rss_kib"] * 1024 / 1e6, 1),
+                rendered_ms=round(rendered[size]["ms"], 1),
+                raw_read_mb=round(raw_read[size]["rss_kib"] * 1024 / 1e6, 1),
+                output_py_mb=round(rendered[size]["output_py_bytes"] / 1e6, 1),
+                output_json_mb=round(rendered[size]["output_json_bytes"] / 1e6, 1),
+                rendered_overhead_mb=round(_overhead(rendered[size], raw_read[size]) / 1e6, 1),
                 procs=procs,
             )
         )
@@ -1331,6 +1421,13 @@ def _memory_growth_cases(args: argparse.Namespace) -> list[dict[str, Any]]:
 
     def per_commit(results: dict[int, dict[str, Any]], key: str) -> float:
         return (results[large][key] - results[small][key]) * 1024 / span
+
+    def output_per_commit(key: str) -> float:
+        return (rendered[large][key] - rendered[small][key]) / span
+
+    overhead = (
+        _overhead(rendered[large], raw_read[large]) - _overhead(rendered[small], raw_read[small])
+    ) / span
 
     lines.append(
         _line(
@@ -1352,7 +1449,26 @@ def _memory_growth_cases(args: argparse.Namespace) -> list[dict[str, Any]]:
             ),
         )
     )
+    lines.append(
+        _line(
+            "peak_rss_growth_rendered_per_commit",
+            large,
+            "B",
+            max(overhead, 0.1),
+            max(output_per_commit("output_py_bytes"), 0.1),
+            baseline_n=small,
+            rendered_bytes_per_commit=round(per_commit(rendered, "rss_kib"), 1),
+            rendered_anon_bytes_per_commit=round(per_commit(rendered, "anon_kib"), 1),
+            raw_read_bytes_per_commit=round(per_commit(raw_read, "rss_kib"), 1),
+            output_json_bytes_per_commit=round(output_per_commit("output_json_bytes"), 1),
+        )
+    )
     return lines
+
+
+def _overhead(rendered: dict[str, Any], raw_read: dict[str, Any]) -> float:
+    """Bytes of a render-everything child's peak RSS beyond the raw read of the same store and its output."""
+    return float((rendered["rss_kib"] - raw_read["rss_kib"]) * 1024 - rendered["output_py_bytes"])
 
 
 # --- entry point ---------------------------------------------------------------------------------------

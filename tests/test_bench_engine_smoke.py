@@ -32,6 +32,7 @@ CASES = {
     "first_commit_after_reopen_long",
     "peak_rss_growth",
     "peak_rss_growth_per_commit",
+    "peak_rss_growth_rendered_per_commit",
 }
 
 

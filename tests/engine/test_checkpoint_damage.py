@@ -48,6 +48,8 @@ def build(path: str) -> None:
     t.merge("side")
     t.compress(content="summary of the start", from_commit=ids[4], to_commit=ids[5])
     t.user("after the summary")
+    t.compile()  # the state's view is made again (a compression dropped it): HEAD's record carries its summary
+    t.user("after the compile")
     t.close()  # writes the checkpoint of HEAD
 
 
@@ -387,9 +389,12 @@ def test_an_append_after_reopening_reads_no_chunk(store_path: str, monkeypatch: 
         info = t.user("one more question")
         assert info.token_count > 0
         assert read == []
-        ctx = t.compile()
-        assert len(read) >= 3
+        ctx = t.compile()  # format 4: the record's view summary stands for the chunks until a message is used
+        assert read == []
+        assert ctx.messages[-1].content == "one more question"
+        assert read == []
         assert ctx.to_dicts()[-1] == {"role": "user", "content": "one more question"}
+        assert len(read) >= 3
     got = compiled(store_path)
     assert got == replayed(store_path)
 
@@ -529,3 +534,211 @@ def test_a_rendered_state_is_freed_without_the_cycle_collector(store_path: str) 
             assert gc.collect() == 0  # nothing was left for the collector: no cycle
         finally:
             gc.enable()
+
+
+# --- format 4: the record's view summary (compile reads no chunk until a message is used) ------------------
+
+
+CALL = {"name": "f", "arguments": {}}
+
+
+def orphan(call_id: str, text: str) -> dict[str, Any]:
+    """A tool result committed as content (``tool_result`` refuses one that answers no call)."""
+    return {"type": "dialogue", "role": "tool", "text": text, "tool_call_id": call_id, "name": "f"}
+
+
+def build_tool_turns(path: str) -> None:
+    """A history whose default view has every kind of entry a summary records: skipped and reasoning messages
+    (not in the view), placeholder results, dropped orphan results, and a call still open at the end."""
+    with Tract.open(path, durable=False) as t:
+        t.system("sys")
+        skipped = t.user("to skip")
+        t.annotate(skipped.commit_id, "skip")
+        t.compile()  # the view is made again after the annotation, then kept by the appends below
+        for i in range(3):
+            t.user(f"q{i}")
+            t.commit({"type": "reasoning", "text": f"think {i}"})
+            t.assistant("calling", tool_calls=[{"id": f"c{i}a", **CALL}, {"id": f"c{i}b", **CALL}])
+            t.tool_result(
+                f"c{i}a", "f", "ok"
+            )  # c{i}b stays unanswered: a placeholder before the next message
+            t.commit(orphan("nope", "orphan"))  # answers no call: dropped
+        t.user("last")
+        t.assistant(tool_calls=[{"id": "end", **CALL}])  # open at the end
+
+
+def full_context(path: str) -> tuple[Any, ...]:
+    """:func:`compiled` plus the pairing pass's repairs and open calls."""
+    with Tract.open(path, durable=False, readonly=True) as t:
+        ctx = t.compile()
+        return (*compiled(path), ctx.repairs, ctx.open_calls)
+
+
+@pytest.fixture
+def tools_path(tmp_path: Path) -> str:
+    path = str(tmp_path / "tools")
+    build_tool_turns(path)
+    return path
+
+
+def head_record(path: str) -> dict[str, Any]:
+    record = codec.loads(rows(path, CKPT_PREFIX)[head_key(path)])
+    assert isinstance(record, dict)
+    return record
+
+
+@pytest.mark.parametrize("builder", [build, build_tool_turns])
+def test_a_view_summary_compiles_as_a_replay_and_reads_no_chunk(
+    tmp_path: Path, builder: Callable[[str], None], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = str(tmp_path / "store")
+    builder(path)
+    summary = head_record(path)["view"]
+    assert summary is not None
+    assert len(summary["counts"]) > 2
+    expected = full_context(path)
+    read: list[bytes] = []
+    real = tractkv.engine.state._chunk_rows
+
+    def counting(key: bytes, raw: bytes) -> list[Any]:
+        read.append(key)
+        return real(key, raw)
+
+    monkeypatch.setattr(tractkv.engine.state, "_chunk_rows", counting)
+    with Tract.open(path, durable=False, readonly=True) as t:
+        ctx = t.compile()
+        assert read == []
+        assert len(ctx.messages) == len(expected[0])
+        assert ctx.token_count == expected[1]
+        assert ctx.repairs == expected[-2]
+        assert ctx.open_calls == expected[-1]
+        assert read == []
+        assert ctx.messages[-1].to_dict() == expected[0][-1]
+        assert len(read) == 1  # the last message's chunk only
+    monkeypatch.undo()
+    assert expected == (*replayed(path), expected[-2], expected[-1])  # the same as a replay of the objects
+    assert check_checkpoints_ok(path)
+
+
+def test_appends_after_a_summary_load_compile_as_a_replay(tools_path: str) -> None:
+    """Appends extend the view a summary made (the pass continues from its recorded state: the open call gets
+    its result), and the next checkpoint's summary describes the longer view."""
+    with Tract.open(tools_path, durable=False) as t:
+        t.tool_result("end", "f", "done")
+        t.commit(orphan("end", "twice"))  # dropped: answered already
+        t.user("after")
+        assert [m.content for m in t.compile().messages[-2:]] == ["done", "after"]
+    got = full_context(tools_path)
+    assert head_record(tools_path)["view"] is not None
+    assert check_checkpoints_ok(tools_path)
+    assert got == (*replayed(tools_path), got[-2], got[-1])
+    assert got[0][-2:] == [
+        {"role": "tool", "content": "done", "name": "f", "tool_call_id": "end"},
+        {"role": "user", "content": "after"},
+    ]
+
+
+def hostile_summaries() -> list[tuple[str, Callable[[dict[str, Any]], None], bool]]:
+    """Re-signed records whose summary disagrees with their chunks; True: a compile notices it (the record is
+    refused, or a chunk read against it fails and the state is rebuilt), False: only fsck can tell."""
+
+    def length(view: dict[str, Any]) -> None:
+        view["length"] += 1
+
+    def counts(view: dict[str, Any]) -> None:
+        view["counts"][1] -= 1
+        view["counts"][2] += 1
+
+    def dropped_user_message(view: dict[str, Any]) -> None:
+        view["dropped"][0] += 1  # the next user message's rank instead of the orphan result's
+
+    def not_a_map(view: dict[str, Any]) -> None:
+        view.clear()
+
+    def tokens(view: dict[str, Any]) -> None:
+        view["tokens"] += 1
+
+    def repair_detail(view: dict[str, Any]) -> None:
+        view["repairs"][0][3] = "something else"
+
+    return [
+        ("length", length, True),
+        ("counts", counts, True),
+        ("dropped_user_message", dropped_user_message, True),
+        ("not_a_map", not_a_map, True),
+        ("tokens", tokens, False),
+        ("repair_detail", repair_detail, False),
+    ]
+
+
+@pytest.mark.parametrize(("name", "damage", "noticed"), hostile_summaries())
+def test_a_hostile_view_summary_is_refused_reported_and_dropped(
+    tools_path: str, name: str, damage: Callable[[dict[str, Any]], None], noticed: bool
+) -> None:
+    expected = full_context(tools_path)
+    key = head_key(tools_path)
+    record = head_record(tools_path)
+    damage(record["view"])
+    put_row(tools_path, key, resign(key, record))
+    if noticed:
+        assert full_context(tools_path) == expected
+    runner = CliRunner()
+    result = runner.invoke(cli, ["--store", tools_path, "fsck"])
+    assert result.exit_code == 1, result.output
+    assert f"checkpoint {key[len(CKPT_PREFIX) :].hex()}" in result.output
+    result = runner.invoke(cli, ["--store", tools_path, "fsck", "--repair"])
+    assert result.exit_code == 0, result.output
+    assert runner.invoke(cli, ["--store", tools_path, "fsck"]).exit_code == 0
+    assert full_context(tools_path) == expected
+
+
+def test_cli_compile_on_a_summary_whose_chunk_is_damaged(tools_path: str) -> None:
+    """The summary stands for the chunks until a message is used; a damaged chunk found then rebuilds the
+    state from objects, so `tractkv compile` prints what a replay prints."""
+    runner = CliRunner()
+    before = runner.invoke(cli, ["--store", tools_path, "compile", "--json"])
+    assert before.exit_code == 0, before.output
+    record = head_record(tools_path)
+    put_row(tools_path, record["chunks"][1], b"\x80damaged")
+    result = runner.invoke(cli, ["--store", tools_path, "compile", "--json"])
+    assert result.exit_code == 0, result.output
+    assert result.output == before.output
+
+
+def test_rows_of_checkpoint_format_3_are_ignored_and_rebuilt(tools_path: str) -> None:
+    """A store written by the release before the view summary (format 3): its rows are stale (never read as
+    format 4: even under a format-4 key a format-3 record is refused), compile replays the objects, a writing
+    handle saves a format-4 checkpoint, and gc drops the old rows."""
+    expected = full_context(tools_path)
+    old: dict[bytes, bytes] = {}
+    for key, raw in rows(tools_path, b"").items():
+        if key.startswith(CKPT_PREFIX):
+            value = codec.loads(raw)
+            assert isinstance(value, dict)
+            del value["view"], value["check"]
+            old_key = b"ckpt:3:" + key[len(CKPT_PREFIX) :]
+            old[old_key] = codec.dumps({**value, "check": _record_check(old_key, value)})
+            put_row(tools_path, key, codec.dumps({**value, "check": _record_check(key, value)}))
+        else:
+            old[b"chunk:3:" + key[len(CHUNK_PREFIX) :]] = raw
+    assert load(tools_path) is None  # a format-3 record under a format-4 key: refused
+    assert not check_checkpoints_ok(tools_path)
+    for key in rows(tools_path, b""):
+        put_row(tools_path, key, None)
+    for key, raw in old.items():
+        put_row(tools_path, key, raw)
+    assert load(tools_path) is None
+    with LmdbStore(tools_path, durable=False) as store:
+        report = check_checkpoints(store)
+        assert report.ok
+        assert report.stale == len(old)
+    result = CliRunner().invoke(cli, ["--store", tools_path, "fsck"])
+    assert result.exit_code == 0, result.output  # stale rows are not damage
+    assert full_context(tools_path) == expected
+    with Tract.open(tools_path, durable=False) as t:
+        t.compile()
+        t.user("more")
+        t.gc(min_age_hours=0)
+    assert head_record(tools_path)["view"] is not None
+    assert not [k for k in rows(tools_path, b"") if k.startswith((b"ckpt:3:", b"chunk:3:"))]
+    assert check_checkpoints_ok(tools_path)

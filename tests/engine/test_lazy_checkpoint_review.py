@@ -49,7 +49,7 @@ def test_an_interrupted_checkpoint_load_leaves_the_state_whole(
     t.user("after-1")  # an append reads no chunk: the checkpoint stays pending
     calls = fail_once(monkeypatch, exc)
     with pytest.raises(type(exc)):
-        t.compile()
+        t.compile(include_reasoning=True)  # a view with reasoning is made from the slots: they are read
     assert calls["n"] == 1
     assert len(t.compile().messages) == N + 1
     for i in range(N):  # crosses CHECKPOINT_EVERY: a checkpoint of this state is saved
@@ -57,6 +57,30 @@ def test_an_interrupted_checkpoint_load_leaves_the_state_whole(
     t.close()
     with Tract.open(store_path, durable=False) as t:
         assert len(t.compile().messages) == 2 * N + 1
+
+
+@pytest.mark.parametrize("exc", [KeyboardInterrupt(), MemoryError(), StoreError("EIO")])
+def test_an_interrupted_chunk_read_of_a_compiled_context_can_be_retried(
+    store_path: str, monkeypatch: pytest.MonkeyPatch, exc: BaseException
+) -> None:
+    """A context compiled from a checkpoint's view summary reads a chunk when one of its messages is first used:
+    a failure then leaves nothing half-read (the same message is read again on the next use)."""
+    with Tract.open(store_path, durable=False) as t:
+        ctx = t.compile()
+        real = state_mod._chunk_rows
+        calls = {"n": 0}
+
+        def flaky(key: bytes, raw: bytes) -> Any:
+            calls["n"] += 1
+            if calls["n"] == 1:
+                raise exc
+            return real(key, raw)
+
+        monkeypatch.setattr(state_mod, "_chunk_rows", flaky)
+        with pytest.raises(type(exc)):
+            ctx.messages[0]
+        assert ctx.messages[0].content == "m0"
+        assert [m.content for m in ctx.messages] == [f"m{i}" for i in range(N)]
 
 
 def test_a_failed_periodic_checkpoint_does_not_fail_the_landed_commit(

@@ -235,45 +235,31 @@ def _role(code: int) -> str:
 
 def _assistant_in_tail(view: View, most: int) -> bool:
     """Whether one of the view's last ``most`` messages is an assistant message (a reply that holds is)."""
-    from .state import Slot
-
-    commits, table, rows = view.commits, view.table, view.rows
-    for position in range(len(commits) - 1, max(-1, len(commits) - 1 - most), -1):
-        item = commits[position]
-        if type(item) is Slot:
-            if _role(item.code) == "assistant":
-                return True
-        elif not isinstance(item, str):  # a slot of the checkpoint's table (a str: a placeholder result)
-            assert table is not None
-            if _role(table.codes[rows[position]]) == "assistant":
-                return True
+    last = len(view) - 1
+    for position in range(last, max(-1, last - most), -1):
+        shape = view.shape_at(position)  # None: a placeholder result
+        if shape is not None and _role(shape[0]) == "assistant":
+            return True
     return False
 
 
 def _tokens_after(view: View, reply: ObjectId, counter: TokenCounter, most: int) -> int | None:
     """The estimated tokens of the view's messages after ``reply``'s (None when it is not among the last
     ``most`` positions, or not an assistant message: then it does not anchor the count)."""
-    from .state import Slot
-
     total = 0
-    commits, table, rows = view.commits, view.table, view.rows
     placeholder: int | None = None
-    for position in range(len(commits) - 1, max(-1, len(commits) - 1 - most), -1):
-        item = commits[position]
-        if type(item) is Slot:
-            if item.commit == reply:
-                return total if _role(item.code) == "assistant" else None
-            total += item.tokens
-        elif isinstance(item, str):  # a placeholder result: the id of the message that made the call
+    last = len(view) - 1
+    for position in range(last, max(-1, last - most), -1):
+        shape = view.shape_at(position)  # read off the slot: nothing rendered
+        if shape is None:  # a placeholder result
             if placeholder is None:
                 placeholder = placeholder_tokens(counter)
             total += placeholder
-        else:  # a slot of the checkpoint's table, not rendered yet
-            assert table is not None
-            row = rows[position]
-            if table.commit(row) == reply:
-                return total if _role(table.codes[row]) == "assistant" else None
-            total += table.tokens[row]
+            continue
+        code, commit, tokens = shape
+        if commit == reply:
+            return total if _role(code) == "assistant" else None
+        total += tokens
     return None
 
 

@@ -6,10 +6,12 @@ never changes what compile returns; this module makes it visible and removable:
 
 * :func:`check_checkpoints` verifies every row, more thoroughly than a load: each chunk's bytes hash to its
   key and its rows have the slot shape; each record's checksum, fields, types and counts, that every chunk it
-  names is present, sound and of the right size, that no commit names two slots, and that every id it names
-  (its commit, its tools commit and tool set, each slot's commits, blob and annotation, the removed
-  messages) is stored. Rows outside the two key prefixes are reported too (nothing else writes the table),
-  except rows of an older checkpoint format: stale, not damaged (loads ignore them, gc drops them).
+  names is present, sound and of the right size, that no commit names two slots, that its view summary is
+  what the tool-pairing pass makes of its slots (format 4: a load trusts it without reading the chunks), and
+  that every id it names (its commit, its tools commit and tool set, each slot's commits, blob and
+  annotation, the removed messages, the summary's commits) is stored. Rows outside the two key prefixes are
+  reported too (nothing else writes the table), except rows of an older checkpoint format: stale, not damaged
+  (loads ignore them, gc drops them).
 * :func:`drop_checkpoints` deletes the damaged rows in one transaction (``tractkv fsck --repair``). A record
   whose chunk is damaged is dropped with it. Dropping is always safe: the next compile rebuilds the state
   from objects and a writing handle saves a fresh checkpoint.
@@ -38,6 +40,7 @@ from .state import (
     is_stale_row,
     read_chunk,
     read_record,
+    summary_of_slots,
 )
 
 
@@ -114,6 +117,8 @@ def _check_record(reader: Reader, record: CheckpointRecord, chunks: dict[bytes, 
         check_chunk_size(record, number, part)
         slots.extend(part)
     index_slots(slots)
+    if record.view is not None and summary_of_slots(slots, len(record.chunks)) != record.view:
+        raise DecodeError("the view summary is not what the pairing pass makes of the slots")
     with suppress(CorruptObject):  # the tool set's bytes are damaged: the object check reports that
         check_stored(reader, record)
     for position, slot in enumerate(slots):
@@ -123,6 +128,14 @@ def _check_record(reader: Reader, record: CheckpointRecord, chunks: dict[bytes, 
     for oid in record.removed:
         if not reader.has(oid):
             raise DecodeError(f"removed message {oid} is not stored")
+    if record.view is not None:
+        named = [commit for _, commit, _ in record.view.placeholders]
+        named.extend(repair.commit_id for repair in record.view.repairs)
+        if record.view.call_commit is not None:
+            named.append(record.view.call_commit)
+        for oid in named:
+            if not reader.has(oid):
+                raise DecodeError(f"the view summary names {oid}, which is not stored")
 
 
 def drop_checkpoints(store: Store, keys: Iterable[bytes]) -> int:

@@ -282,7 +282,7 @@ class _LazyMessages(FrozenPrefix[Message]):
     __slots__ = ("__weakref__", "view")
 
     def __init__(self, view: View) -> None:
-        super().__init__(view.messages, resolve=view.message)  # type: ignore[arg-type]
+        super().__init__(view.messages, len(view), resolve=view.message)  # type: ignore[arg-type]
         self.view = view
 
 
@@ -344,14 +344,14 @@ def context_of(
     # O(1): the view's lists are append-only. A view rebuilt from a checkpoint renders each message on first
     # use (a session renders what is left before its store closes: render_all).
     messages: FrozenPrefix[Message] = (
-        _lazy_messages(view) if view.lazy else FrozenPrefix(view.messages)  # type: ignore[arg-type]
+        _lazy_messages(view) if view.lazy or view.base is not None else FrozenPrefix(view.messages)  # type: ignore[arg-type]
     )
     return CompiledContext(
         messages=messages,
         token_count=view.total_tokens(counter) + tool_tokens,
         commit_count=state.commit_count,
-        commit_ids=FrozenPrefix(view.commits, resolve=view.commit_at),  # type: ignore[arg-type]
-        generation_configs=FrozenPrefix(view.commits, resolve=view.gen_at),  # type: ignore[arg-type]
+        commit_ids=FrozenPrefix(view.commits, len(view), resolve=view.commit_at),  # type: ignore[arg-type]
+        generation_configs=FrozenPrefix(view.commits, len(view), resolve=view.gen_at),  # type: ignore[arg-type]
         token_source=counter.name,
         head=state.head,
         tools=tools,

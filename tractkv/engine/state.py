@@ -27,7 +27,11 @@ verified: a chunk's key is the hash of its bytes, a record carries a checksum of
 field's type and the counts are checked, and the commit, tools commit and tool set it names must be stored
 (:func:`read_record`, :func:`read_chunk`). One that is missing, damaged or of another format is ignored and
 the state rebuilt from objects; ``tractkv fsck`` reports damaged rows and ``fsck --repair`` drops them
-(``engine/checkpoints.py``).
+(``engine/checkpoints.py``). A record also carries the summary of its default view (:class:`ViewSummary`,
+format 4), from which a lazy load makes the view without reading a chunk; each chunk is then read and
+verified (against the summary too) when one of its messages is first used, and a damaged one makes the view
+answer from the state rebuilt from objects (:class:`_Base`); fsck checks the summary against a replay of
+every slot.
 """
 
 from __future__ import annotations
@@ -37,6 +41,7 @@ import itertools
 import operator
 import sys
 from array import array
+from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -58,14 +63,17 @@ from .content import (
     message_text,
     to_message,
 )
-from .pairing import Pairing, placeholder_tokens
+from .pairing import DROPPED_RESULT, PLACEHOLDER_RESULT, PLACEHOLDER_TEXT, Pairing, placeholder_tokens
+from .records import Repair
 from .tokens import MESSAGE_OVERHEAD, TokenCounter, part_tokens
 
 DERIVED_FORMAT = (
-    3  # bump when the checkpoint layout changes: old rows are then stale (ignored; gc drops them)
+    4  # bump when the checkpoint layout changes: old rows are then stale (ignored; gc drops them)
 )
 # 2: each record carries a checksum of its key and fields (format-1 rows have none)
 # 3: each slot row carries its message's role and tool-call shape (a view is rebuilt without reading blobs)
+# 4: each record carries the summary of its default view (:class:`ViewSummary`: what the tool-pairing pass
+#    made of it), so open + compile reads no chunk until a message is used
 CHUNK_SLOTS = 1024  # slots per persisted chunk
 CKPT_PREFIX = b"ckpt:%d:" % DERIVED_FORMAT
 CHUNK_PREFIX = b"chunk:%d:" % DERIVED_FORMAT
@@ -365,9 +373,10 @@ class SlotTable:
         check_unique_ids(candidates)
 
 
-def _first_word(data: bytes | bytearray, start: int = 0) -> int:
-    """The native-order 32-bit word at ``start`` (what a memoryview cast to "I" reads there)."""
-    return int.from_bytes(data[start : start + 4], sys.byteorder)
+def _first_word(data: bytes | bytearray, start: int = 0, size: int = 4) -> int:
+    """The native-order word of ``size`` bytes at ``start`` (what a memoryview cast to "I" (4) or "Q" (8) reads
+    there)."""
+    return int.from_bytes(data[start : start + size], sys.byteorder)
 
 
 class View:
@@ -382,15 +391,24 @@ class View:
     message not rendered yet, and :meth:`message` renders it on first use through ``load`` (and keeps it in
     its place, so an item changes from slot to message exactly once; every reader goes through
     :meth:`message` or :meth:`originals`).
+
+    A view made from a checkpoint's :class:`ViewSummary` (:meth:`from_base`) reads no chunk either: its first
+    ``offset`` positions are the checkpoint's view (:class:`_Base`, which reads the chunk of a position on
+    first use), and ``messages`` / ``commits`` hold only what was appended since, so the view holds nothing
+    per message of the checkpoint.
     """
 
     __slots__ = (
         "__weakref__",
+        "base",
         "commits",
         "deferred",
+        "dropped",
+        "fed",
         "lazy",
         "load",
         "messages",
+        "offset",
         "pairing",
         "placeholders",
         "reader",
@@ -414,6 +432,31 @@ class View:
         self.pairing = Pairing()
         self.placeholders: list[int] = []  # positions of placeholder results in ``messages``
         self.deferred: list[tuple[Message | Slot, Slot]] = []  # reasoning recorded inside an open tool turn
+        self.base: _Base | None = None  # the checkpoint's view, positions 0 to ``offset`` (from_base)
+        self.offset = 0  # positions before ``messages[0]``
+        self.fed = 0  # messages fed to the pairing pass (each one's rank, for ``dropped``)
+        self.dropped: list[int] = []  # the ranks of the messages the pass dropped (orphan results)
+
+    @classmethod
+    def from_base(cls, base: _Base, load: Callable[[Slot], Message], reader: Reader) -> View:
+        """The view a checkpoint's summary describes, reading no chunk (see the class doc)."""
+        summary = base.summary
+        view = cls()
+        view.base, view.offset = base, summary.length
+        view.load, view.reader, view.lazy = load, reader, 1
+        view.tokens = summary.tokens
+        view.fed = sum(summary.counts)
+        view.dropped = list(summary.dropped)
+        view.placeholders = [position for position, _, _ in summary.placeholders]
+        pairing = view.pairing
+        pairing.open = dict.fromkeys(summary.open)
+        pairing.answered = set(summary.answered)
+        pairing.call_commit = summary.call_commit
+        pairing.repairs = list(summary.repairs)
+        return view
+
+    def __len__(self) -> int:
+        return self.offset + len(self.messages)
 
     def add(self, message: Message | Slot, slot: Slot) -> None:
         """Add the next visible message. A reasoning message (compiled with ``include_reasoning``) recorded
@@ -442,7 +485,9 @@ class View:
         role = MESSAGE_ROLES[code >> 2 & 3]
         calls = table.calls.get(row)
         before = () if pairing.step_quiet(role, calls) else pairing.step_shape(role, calls, table.commit(row))
+        self.fed += 1
         if before is None:
+            self.dropped.append(self.fed - 1)
             return  # an orphan tool result: a repair, not a message
         self._placeholders(before)
         self.lazy += 1
@@ -453,7 +498,7 @@ class View:
 
     def _placeholders(self, before: tuple[tuple[Message, ObjectId], ...]) -> None:
         for placeholder, commit in before:
-            self.placeholders.append(len(self.messages))
+            self.placeholders.append(self.offset + len(self.messages))
             self.messages.append(placeholder)
             self.commits.append(commit)
             if self.table is not None:
@@ -471,7 +516,9 @@ class View:
         role = MESSAGE_ROLES[slot.code >> 2 & 3]
         calls = slot.calls
         before = () if pairing.step_quiet(role, calls) else pairing.step_shape(role, calls, slot.commit)
+        self.fed += 1
         if before is None:
+            self.dropped.append(self.fed - 1)
             return  # an orphan tool result: a repair, not a message
         if before:
             self._placeholders(before)
@@ -485,6 +532,11 @@ class View:
 
     def message(self, position: int) -> Message:
         """The message at ``position``, rendered now if the view holds its slot (see the class doc)."""
+        if position < self.offset:
+            assert self.base is not None
+            assert self.load is not None
+            return self.base.message(position, self.load)
+        position -= self.offset
         item = self.messages[position]
         if item is UNREAD:
             assert self.load is not None
@@ -497,6 +549,10 @@ class View:
 
     def commit_at(self, position: int) -> ObjectId:
         """The commit id of the message at ``position``."""
+        if position < self.offset:
+            assert self.base is not None
+            return self.base.commit(position)
+        position -= self.offset
         item = self.commits[position]
         if item is UNREAD:
             assert self.table is not None
@@ -505,22 +561,42 @@ class View:
 
     def gen_at(self, position: int) -> dict[str, Any] | None:
         """The generation config of the message at ``position`` (None for a placeholder result)."""
+        if position < self.offset:
+            assert self.base is not None
+            return self.base.gen(position)
+        position -= self.offset
         item = self.commits[position]
         if item is UNREAD:
             assert self.table is not None
             return self.table.gen(self.rows[position])
         return item.gen if type(item) is Slot else None
 
+    def shape_at(self, position: int) -> tuple[int, ObjectId, int] | None:
+        """The packed code (:attr:`Slot.code`), commit id and tokens of the message at ``position``, rendering
+        nothing; None for a placeholder result."""
+        if position < self.offset:
+            assert self.base is not None
+            return self.base.shape(position)
+        item = self.commits[position - self.offset]
+        if item is UNREAD:
+            assert self.table is not None
+            row = self.rows[position - self.offset]
+            return self.table.codes[row], self.table.commit(row), self.table.tokens[row]
+        if type(item) is Slot:
+            return item.code, item.commit, item.tokens
+        return None
+
     def commit_ids(self) -> list[ObjectId]:
         """Every message's commit id, in order."""
-        return [self.commit_at(position) for position in range(len(self.commits))]
+        return [self.commit_at(position) for position in range(len(self))]
 
     def render_all(self) -> None:
         """Render every slot the view still holds (before the store it reads from goes away)."""
         if self.lazy:
-            for position in range(len(self.messages)):
+            for position in range(len(self)):
                 self.message(position)
-            self.lazy = 0
+            if self.base is None:
+                self.lazy = 0
 
     def retarget(self, old: Reader, new: Reader) -> None:
         """Read through ``new`` instead of ``old`` (a batch that landed in the store ``new``), so the view
@@ -529,6 +605,8 @@ class View:
             self.reader = new
         if isinstance(self.load, _Renderer) and self.load.reader is old:
             self.load.reader = new
+        if self.base is not None:
+            self.base.retarget(old, new)
 
     def copy(self) -> View:
         other = View()
@@ -540,6 +618,8 @@ class View:
         other.pairing = self.pairing.copy()
         other.placeholders = list(self.placeholders)
         other.deferred = list(self.deferred)
+        other.base, other.offset, other.fed = self.base, self.offset, self.fed
+        other.dropped = list(self.dropped)
         return other
 
     def total_tokens(self, counter: TokenCounter) -> int:
@@ -553,9 +633,194 @@ class View:
         skip = set(self.placeholders)
         return (
             (self.message(position), self.commit_at(position))
-            for position in range(len(self.commits))
+            for position in range(len(self))
             if position not in skip
         )
+
+
+@attrs.frozen(slots=True)
+class ViewSummary:
+    """What a checkpoint records of its default view (compile without reasoning): enough to make the view
+    (:meth:`View.from_base`) and to find the slot of any position without reading a chunk first.
+
+    A message is *eligible* when it is neither skipped nor reasoning: the view is the eligible slots in
+    order, less the ones the tool-pairing pass dropped, plus the placeholder results it placed. Everything
+    here but ``counts`` is as long as the repairs the pass made, not as the history.
+    """
+
+    counts: tuple[int, ...]  # eligible slots in each chunk
+    length: int  # positions in the view
+    tokens: int  # View.tokens (placeholders not included)
+    dropped: tuple[int, ...]  # the eligible ranks (0 = the first eligible slot) of the dropped results
+    placeholders: tuple[tuple[int, ObjectId, str], ...]  # (position, the call's commit, call id)
+    open: tuple[str, ...]  # the pass's state at the end (Pairing)
+    answered: tuple[str, ...]
+    call_commit: ObjectId | None
+    repairs: tuple[Repair, ...]
+
+
+def _eligible(code: int) -> bool:
+    """A slot (by :attr:`Slot.code`) the default view feeds to the pairing pass: not skipped, not reasoning."""
+    return code & 3 != 2 and code >> 4 != _REASONING
+
+
+class _Base:
+    """The positions of a checkpoint's default view (:class:`ViewSummary`), each slot read on first use.
+
+    A position's chunk is read, verified and kept when one of its positions is first used. Every chunk is
+    checked as a load checks it (its bytes hash to its key, every row has the slot shape, it holds as many
+    slots as the record says), and against the summary (as many eligible slots as it says, each dropped
+    result a tool result), and no commit may name two slots of the chunks read. A damaged chunk makes the
+    base rebuild the state at the checkpoint's commit from objects (``rebuild``) and answer from its view
+    from then on; a view that does not have the summary's length then is an error (a checkpoint consistent
+    in itself that disagrees with history: ``tractkv fsck --repair`` drops it).
+    """
+
+    __slots__ = (
+        "chunks",
+        "cum",
+        "fallback",
+        "head",
+        "keys",
+        "n",
+        "places",
+        "reader",
+        "rebuild",
+        "seen",
+        "summary",
+    )
+
+    def __init__(
+        self, record: CheckpointRecord, reader: Reader, rebuild: Callable[[Reader], CompileState]
+    ) -> None:
+        summary = record.view
+        assert summary is not None
+        self.summary = summary
+        self.head = record.head
+        self.keys, self.n = record.chunks, record.n
+        self.reader, self.rebuild = reader, rebuild
+        cum = array("q", [0])
+        for count in summary.counts:
+            cum.append(cum[-1] + count)
+        self.cum = cum  # eligible slots before each chunk
+        self.places = [position for position, _, _ in summary.placeholders]
+        self.chunks: dict[int, tuple[SlotTable, array[int]]] = {}  # chunk -> its slots, their eligible rows
+        # the first 8 bytes of the commits of the chunks read: two equal ids share them (two different ids
+        # sharing them, a mere 2**-64 chance, would only make the base rebuild the state: never wrong)
+        self.seen: set[int] = set()
+        self.fallback: View | None = None
+
+    def retarget(self, old: Reader, new: Reader) -> None:
+        if self.reader is old:
+            self.reader = new
+        if self.fallback is not None:
+            self.fallback.retarget(old, new)
+
+    def _item(self, position: int) -> tuple[SlotTable, int] | tuple[Message, ObjectId] | None:
+        """The packed chunk and row of the slot at ``position``, or a placeholder result and its commit; None
+        once the base fell back."""
+        if self.fallback is not None:
+            return None
+        places = self.places
+        at = 0
+        if places:
+            at = bisect_left(places, position)
+            if at < len(places) and places[at] == position:
+                _, commit, call_id = self.summary.placeholders[at]
+                message = Message(role="tool", content=PLACEHOLDER_TEXT, tool_call_id=call_id, is_error=True)
+                return message, commit
+        wanted = position - at  # the wanted message's rank among the kept ones
+        dropped = self.summary.dropped
+        rank = wanted
+        while dropped:  # its eligible rank: the least rank r >= wanted with r = wanted + (dropped ranks <= r)
+            moved = wanted + bisect_right(dropped, rank)
+            if moved == rank:
+                break
+            rank = moved
+        cum = self.cum
+        number = bisect_right(cum, rank) - 1
+        try:
+            table, rows = self._chunk(number)
+        except DecodeError:
+            self._fall_back()
+            return None
+        return table, rows[rank - cum[number]]
+
+    def _chunk(self, number: int) -> tuple[SlotTable, array[int]]:
+        got = self.chunks.get(number)
+        if got is not None:
+            return got
+        key = self.keys[number]
+        raw = self.reader.table_get(Table.DERIVED, key)
+        if raw is None:
+            raise DecodeError(f"chunk {number} is missing")
+        table = SlotTable()
+        size = table.add_chunk(key, raw)
+        if size != min(CHUNK_SLOTS, self.n - number * CHUNK_SLOTS):
+            raise DecodeError(f"chunk {number} holds {size} slots")
+        codes = table.codes
+        rows = array("i", [row for row in range(size) if _eligible(codes[row])])
+        first, after = self.cum[number], self.cum[number + 1]
+        if len(rows) != after - first:
+            raise DecodeError(f"chunk {number} does not hold the messages its checkpoint's view shows")
+        dropped = self.summary.dropped
+        for rank in dropped[bisect_left(dropped, first) : bisect_left(dropped, after)]:
+            if codes[rows[rank - first]] >> 2 & 3 != _TOOL:
+                raise DecodeError(f"chunk {number}: a dropped result is not a tool result")
+        with memoryview(table.ids) as view, view.cast("Q") as words:
+            ids = list(words[::8])  # each commit's first 8 bytes (a slot is 64 bytes: commit, blob)
+        ids.extend(_first_word(extra[0], 0, 8) for extra in table.extra.values() if extra[0] is not None)
+        fresh = set(ids)
+        if len(fresh) != len(ids) or not self.seen.isdisjoint(fresh):
+            raise DecodeError(f"chunk {number}: a commit names two slots")
+        self.seen |= fresh
+        self.chunks[number] = got = (table, rows)
+        return got
+
+    def _fall_back(self) -> None:
+        view = self.rebuild(self.reader).render(self.reader)
+        if len(view) != self.summary.length:
+            raise DecodeError(
+                f"the checkpoint of {self.head} disagrees with history (run `tractkv fsck --repair`)"
+            )
+        self.fallback = view
+
+    def message(self, position: int, load: Callable[[Slot], Message]) -> Message:
+        item = self._item(position)
+        if item is None:
+            assert self.fallback is not None
+            return self.fallback.message(position)
+        where, row = item
+        if type(where) is SlotTable:
+            return load(where.slot(row))  # type: ignore[arg-type]  # a Slot for this use only
+        return where  # type: ignore[return-value]  # a placeholder result
+
+    def commit(self, position: int) -> ObjectId:
+        item = self._item(position)
+        if item is None:
+            assert self.fallback is not None
+            return self.fallback.commit_at(position)
+        where, row = item
+        return where.commit(row) if type(where) is SlotTable else row  # type: ignore[return-value,arg-type]
+
+    def shape(self, position: int) -> tuple[int, ObjectId, int] | None:
+        """:meth:`View.shape_at` for a position of the base."""
+        item = self._item(position)
+        if item is None:
+            assert self.fallback is not None
+            return self.fallback.shape_at(position)
+        where, row = item
+        if type(where) is SlotTable:
+            return where.codes[row], where.commit(row), where.tokens[row]  # type: ignore[arg-type,index]
+        return None
+
+    def gen(self, position: int) -> dict[str, Any] | None:
+        item = self._item(position)
+        if item is None:
+            assert self.fallback is not None
+            return self.fallback.gen_at(position)
+        where, row = item
+        return where.gen(row) if type(where) is SlotTable else None  # type: ignore[arg-type]
 
 
 def _media_loader(cache: dict[str, bytes], reader: Reader, *, strict: bool = True) -> Callable[[str], Any]:
@@ -769,6 +1034,7 @@ class CompileState:
                 base.append(slot)
             self._slots, self._index, self._table = base, index, None
             self.chunk_keys = loaded.chunk_keys
+            self.view = None  # one made from the checkpoint's summary is not trusted over objects
         else:
             self._table = loaded._table  # the slots appended since stay in ``_slots``, after it
         self.messages = {**loaded.messages, **self.messages}
@@ -1043,6 +1309,10 @@ class CompileState:
         if self.head is None:
             return
         chunk_keys: list[bytes] = []
+        counts: list[int] | None = []  # eligible slots per chunk (the view summary's; None: unknown)
+        view = self.view
+        if view is not None and view.base is not None and view.base.fallback is not None:
+            self._load_pending()  # its view found a chunk damaged: read (or rebuild) every slot now
         slots, first = self._slots, 0
         pending = self._pending
         if pending is not None:
@@ -1055,19 +1325,26 @@ class CompileState:
                 else:
                     chunk_keys = list(pending.record.chunks[:full])
                     slots, first = rest + self._slots, full * CHUNK_SLOTS
+                    summary = pending.record.view
+                    counts = None if summary is None else list(summary.counts[:full])
             else:
                 self._load_pending()
             if self._pending is None and self._table is None:  # rebuilt: every slot is in ``_slots``
-                slots, first, chunk_keys = self._slots, 0, []
+                slots, first, chunk_keys, counts = self._slots, 0, [], []
         table = self._table
         if self._pending is None and table is not None:
             full = table.n // CHUNK_SLOTS
             if all(batch.table_get(Table.DERIVED, key) is not None for key in table.keys[:full]):
                 chunk_keys = table.keys[:full]
                 slots, first = table.slots(full * CHUNK_SLOTS) + self._slots, full * CHUNK_SLOTS
+                codes = table.codes
+                counts = [
+                    sum(map(_eligible, codes[start : start + CHUNK_SLOTS]))
+                    for start in range(0, full * CHUNK_SLOTS, CHUNK_SLOTS)
+                ]
             else:  # gc dropped one: write every chunk again
                 self._unpack()
-                slots, first, chunk_keys = self._slots, 0, []
+                slots, first, chunk_keys, counts = self._slots, 0, [], []
         for offset in range(0, len(slots), CHUNK_SLOTS):
             start = first + offset
             part = slots[offset : offset + CHUNK_SLOTS]
@@ -1079,7 +1356,11 @@ class CompileState:
                 and batch.table_get(Table.DERIVED, cached[1]) is not None  # gc may have dropped it
             ):
                 chunk_keys.append(cached[1])
+                if counts is not None:
+                    counts.append(sum(_eligible(s.code) for s in part))
                 continue
+            if counts is not None:
+                counts.append(sum(_eligible(s.code) for s in part))
             data = codec.dumps([_slot_row(s) for s in part])
             key = CHUNK_PREFIX + bytes.fromhex(hash_bytes(data))
             if batch.table_get(Table.DERIVED, key) != data:  # absent, or damaged: (re)write it
@@ -1094,6 +1375,7 @@ class CompileState:
             "tools": None if self.tools is None else oid_to_raw(self.tools),
             "tools_commit": None if self.tools_commit is None else oid_to_raw(self.tools_commit),
             "removed": sorted(oid_to_raw(o) for o in self.removed),
+            "view": None if counts is None else view_summary(self.view, counts),
         }
         key = CKPT_PREFIX + oid_to_raw(self.head)
         record["check"] = _record_check(key, record)
@@ -1143,10 +1425,14 @@ class CompileState:
             record = read_record(key, raw)
             if record.counter != counter_name:
                 return None
+            view: View | None = None
             if later is not None:
                 state = cls(counter_name)
                 state._pending = _Pending(later[0], record, later[1])
                 state._index = None
+                if record.view is not None:  # the view too, reading no chunk (_Base reads them on use)
+                    base = _Base(record, later[0], later[1])
+                    view = View.from_base(base, _Renderer(state.messages, state.media, later[0]), later[0])
             else:
                 with bulk():
                     state = cls._load_slots(reader, record, counter_name)
@@ -1159,7 +1445,7 @@ class CompileState:
         state.tools_commit = record.tools_commit
         state.removed = set(record.removed)
         state.ancestors = None
-        state.view = None
+        state.view = view
         return state
 
     @classmethod
@@ -1212,9 +1498,12 @@ class CheckpointRecord:
     tools: ObjectId | None
     tools_commit: ObjectId | None
     removed: frozenset[ObjectId]
+    view: ViewSummary | None = None  # None: the state had no default view when saved
 
 
-_RECORD_FIELDS = frozenset({"counter", "chunks", "n", "commits", "tools", "tools_commit", "removed", "check"})
+_RECORD_FIELDS = frozenset(
+    {"counter", "chunks", "n", "commits", "tools", "tools_commit", "removed", "view", "check"}
+)
 
 
 def _record_check(key: bytes, body: dict[str, Any]) -> bytes:
@@ -1276,7 +1565,140 @@ def read_record(key: bytes, raw: bytes) -> CheckpointRecord:
         tools=tools,
         tools_commit=tools_commit,
         removed=frozenset(_raw_id(o, "removed id") for o in removed),
+        view=None if body["view"] is None else _read_summary(body["view"], n, len(chunks)),
     )
+
+
+_SUMMARY_FIELDS = frozenset(
+    {"counts", "length", "tokens", "dropped", "placeholders", "open", "answered", "call_commit", "repairs"}
+)
+
+
+def _strings(value: object, what: str) -> tuple[str, ...]:
+    if type(value) is not list or any(type(v) is not str for v in value):
+        raise DecodeError(f"{what} is not a list of strings")
+    return tuple(value)
+
+
+def _ascending(value: object, what: str, below: int) -> tuple[int, ...]:
+    """A strictly ascending list of counts, each below ``below``."""
+    if type(value) is not list:
+        raise DecodeError(f"{what} is not a list")
+    previous = -1
+    for item in value:
+        if _count(item, what) <= previous or item >= below:
+            raise DecodeError(f"{what} are not ascending positions in range")
+        previous = item
+    return tuple(value)
+
+
+def _read_summary(value: object, n: int, chunks: int) -> ViewSummary:
+    """Decode and verify a record's view summary: types, and counts consistent with each other and the slots.
+
+    Raises:
+        DecodeError: it is damaged.
+    """
+    if type(value) is not dict or set(value) != _SUMMARY_FIELDS:
+        raise DecodeError("view summary fields are wrong")
+    counts = value["counts"]
+    if type(counts) is not list or len(counts) != chunks:
+        raise DecodeError("view summary counts do not match the chunks")
+    for number, count in enumerate(counts):
+        if _count(count, "eligible count") > min(CHUNK_SLOTS, n - number * CHUNK_SLOTS):
+            raise DecodeError(f"view summary counts more messages than chunk {number} holds")
+    eligible = sum(counts)
+    length = _count(value["length"], "view length")
+    tokens = _count(value["tokens"], "view tokens")
+    dropped = _ascending(value["dropped"], "dropped ranks", eligible)
+    placeholders = value["placeholders"]
+    if type(placeholders) is not list:
+        raise DecodeError("view placeholders are not a list")
+    places: list[tuple[int, ObjectId, str]] = []
+    for item in placeholders:
+        if type(item) is not list or len(item) != 3 or type(item[2]) is not str:
+            raise DecodeError("a view placeholder is not [position, commit, call id]")
+        places.append(
+            (_count(item[0], "placeholder position"), _raw_id(item[1], "placeholder commit"), item[2])
+        )
+    _ascending([p for p, _, _ in places], "placeholder positions", length)
+    if length != eligible - len(dropped) + len(places):
+        raise DecodeError("view length does not match its messages")
+    call_commit = None if value["call_commit"] is None else _raw_id(value["call_commit"], "call commit")
+    open_calls = _strings(value["open"], "open calls")
+    if open_calls and call_commit is None:
+        raise DecodeError("open calls without their commit")
+    repairs = value["repairs"]
+    if type(repairs) is not list or len(repairs) != len(places) + len(dropped):
+        raise DecodeError("view repairs do not match its placeholders and dropped results")
+    made: list[Repair] = []
+    for item in repairs:
+        if (
+            type(item) is not list
+            or len(item) != 4
+            or item[0] not in (PLACEHOLDER_RESULT, DROPPED_RESULT)
+            or type(item[2]) is not str
+            or type(item[3]) is not str
+        ):
+            raise DecodeError("a view repair is not [kind, commit, call id, detail]")
+        made.append(
+            Repair(kind=item[0], commit_id=_raw_id(item[1], "repair commit"), call_id=item[2], detail=item[3])
+        )
+    return ViewSummary(
+        counts=tuple(counts),
+        length=length,
+        tokens=tokens,
+        dropped=dropped,
+        placeholders=tuple(places),
+        open=open_calls,
+        answered=_strings(value["answered"], "answered calls"),
+        call_commit=call_commit,
+        repairs=tuple(made),
+    )
+
+
+def summary_of_slots(slots: list[Slot], chunks: int) -> ViewSummary | None:
+    """The view summary a record of ``slots`` (in ``chunks`` chunks) must carry: the default view made from
+    them, as a compile makes it (fsck's check of a record's summary)."""
+    view = View()
+    for slot in slots:
+        if _eligible(slot.code):
+            view.add(slot, slot)
+    counts = [
+        sum(_eligible(s.code) for s in slots[i : i + CHUNK_SLOTS]) for i in range(0, len(slots), CHUNK_SLOTS)
+    ]
+    value = view_summary(view, counts)
+    return None if value is None else _read_summary(value, len(slots), chunks)
+
+
+def view_summary(view: View | None, counts: list[int]) -> dict[str, Any] | None:
+    """What a record stores of a state's default ``view`` (see :class:`ViewSummary`), given the eligible slots
+    of each chunk; None when there is none (or it cannot be trusted: a base that fell back)."""
+    if view is None or view.deferred or (view.base is not None and view.base.fallback is not None):
+        return None
+    if sum(counts) != view.fed:
+        return None
+    placeholders: list[list[Any]] = []
+    if view.base is not None:
+        placeholders = [[p, oid_to_raw(c), i] for p, c, i in view.base.summary.placeholders]
+    for position in view.placeholders:
+        if position >= view.offset:
+            message = view.messages[position - view.offset]
+            commit = view.commits[position - view.offset]
+            assert isinstance(message, Message)
+            assert isinstance(commit, str)
+            placeholders.append([position, oid_to_raw(ObjectId(commit)), message.tool_call_id or ""])
+    pairing = view.pairing
+    return {
+        "counts": counts,
+        "length": len(view),
+        "tokens": view.tokens,
+        "dropped": list(view.dropped),
+        "placeholders": placeholders,
+        "open": list(pairing.open),
+        "answered": sorted(pairing.answered),
+        "call_commit": None if pairing.call_commit is None else oid_to_raw(pairing.call_commit),
+        "repairs": [[r.kind, oid_to_raw(r.commit_id), r.call_id, r.detail] for r in pairing.repairs],
+    }
 
 
 def read_chunk(key: bytes, raw: bytes) -> list[Slot]:
