@@ -8,9 +8,12 @@ Two generators, one result shape:
 
 * **stdlib types** (``str``, ``int``, ``float``, ``bool``, ``None``, ``Any``, ``Literal``, enums,
   dataclasses, TypedDicts with ``Required`` / ``NotRequired`` / ``total=False``, ``Annotated[X, "text"]``,
-  unions, lists / tuples / sets / dicts of those, nested and recursive) go through this module's own
-  generator and converter. Dataclasses and TypedDicts become ``$defs`` entries referenced by ``$ref`` (so a
-  recursive type is a reference to itself); enums stay inline (``{"type": "string", "enum": [...]}``).
+  ``datetime`` / ``date`` / ``time`` / ``timedelta`` / ``UUID`` (strings with the formats ``date-time`` /
+  ``date`` / ``time`` / ``duration`` / ``uuid``; a date-time or time arrives aware, a duration with years or
+  months is refused at conversion: they have no fixed length), unions, lists / tuples / sets / dicts of
+  those, nested and recursive) go through this module's own generator and converter. Dataclasses and
+  TypedDicts become ``$defs`` entries referenced by ``$ref`` (so a recursive type is a reference to itself);
+  enums stay inline (``{"type": "string", "enum": [...]}``).
 * **pydantic** is optional and never imported here: when a parameter's type involves a pydantic class (a
   model, a pydantic dataclass, ``Annotated[..., Field(...)]``), detected through
   ``sys.modules.get("pydantic")``, that parameter goes through pydantic: ``TypeAdapter.json_schemas`` makes
@@ -23,8 +26,10 @@ Two generators, one result shape:
 Strict mode (:func:`to_strict`) rewrites a schema into what OpenAI's strict function calling accepts: every
 property required (the optional ones nullable), ``additionalProperties: false`` on every object, ``$ref``
 never beside other keywords, only the keywords strict mode supports; a type it cannot express (a free-form
-``dict``, a fixed-length tuple, a string length bound) is refused. A ``null`` the model sends for an optional
-parameter (or an optional field of a nested object) is dropped before conversion, so the default applies.
+``dict``, a fixed-length tuple, a string length bound, a format other than :data:`STRICT_FORMATS`) is refused;
+the annotation formats (``binary``, ``password``, ...: never checked) are dropped. A ``null`` the model sends
+for an optional parameter (or an optional field of a nested object) is dropped before conversion, so the
+default applies.
 """
 
 from __future__ import annotations
