@@ -1063,3 +1063,19 @@ def test_the_agent_loop_tells_the_model_a_date_time_needs_an_offset(tract: Tract
     for part in ("arguments.at", "with an offset", "arguments.every", "no fixed length"):
         assert part in messages[2].content
     assert messages[4].content == "at 2024-05-01T12:00:00+00:00"
+
+
+def open_file(
+    mode: Literal["auto"] | str, size: int | Literal["max"] = "max", *, context: ToolContext
+) -> str:
+    """Open a file."""
+    return ""
+
+
+def test_a_union_never_puts_one_members_enum_on_the_others(tract: Tract) -> None:
+    props = _params(open_file)["properties"]
+    assert props["mode"] == {"anyOf": [{"type": "string", "enum": ["auto"]}, {"type": "string"}]}
+    ex, calls = _recording(tract, open_file)
+    # the merged schema used to put enum ["auto"] on every string
+    assert ex.execute("open_file", {"mode": "custom", "size": 3}).success
+    assert calls == [{"mode": "custom", "size": 3}]
