@@ -19,9 +19,14 @@ from hypothesis import strategies as st
 from jsonschema._utils import equal as jsonschema_equal
 from jsonschema.exceptions import ValidationError
 
-from tractkv.toolkit.schema import FORMATS, JSON_TYPES, _resolve, _SchemaCheck, validate
+from tractkv.toolkit.schema import ANNOTATION_FORMATS, FORMATS, JSON_TYPES, _resolve, _SchemaCheck, validate
 
-CHECKER = jsonschema.FormatChecker(formats=sorted(FORMATS))
+# Draft 2020-12's own checker (FormatChecker()'s class-wide table has draft 3's "time", HH:MM:SS), restricted
+# to the formats schema.py checks: the annotation formats have no checker in jsonschema at all
+DRAFT_CHECKERS = jsonschema.Draft202012Validator.FORMAT_CHECKER.checkers
+CHECKER = jsonschema.FormatChecker(formats=())
+CHECKER.checkers = {name: DRAFT_CHECKERS[name] for name in FORMATS}
+ALL_FORMATS = sorted(FORMATS) + sorted(ANNOTATION_FORMATS)
 
 DIFFERENTIAL = settings(
     max_examples=int(os.environ.get("TRACTKV_SCHEMA_EXAMPLES", "300")),
@@ -58,10 +63,13 @@ def test_jsonschema_misses_some_repeated_arrays_and_the_reference_does_not() -> 
     assert jsonschema_verdict([[1], [True]], {"uniqueItems": True})
 
 
-def test_the_format_checker_checks_every_supported_format_without_extra_packages() -> None:
-    plain = jsonschema.FormatChecker()  # what is installed; the subset needs nothing beyond jsonschema
-    assert set(FORMATS) <= set(plain.checkers)
+def test_the_reference_checks_every_supported_format_and_no_annotation_format() -> None:
+    # date-time / time, duration, uri / uri-reference need the test group's rfc3339-validator, isoduration,
+    # rfc3986-validator (jsonschema[format-nongpl]'s): without them jsonschema would skip those formats
+    assert set(FORMATS) <= set(DRAFT_CHECKERS)
     assert set(CHECKER.checkers) == set(FORMATS)
+    assert not ANNOTATION_FORMATS & set(DRAFT_CHECKERS)  # jsonschema never checks binary, password, ...
+    assert not ANNOTATION_FORMATS & set(jsonschema.FormatChecker().checkers)
 
 
 TREE = {
@@ -145,6 +153,54 @@ TRICKY: list[tuple[str, Any, Any]] = [
     ("regex", {"format": "regex"}, "^a+$"),
     ("no regex", {"format": "regex"}, "[a-"),
     ("format ignores numbers", {"format": "ipv4"}, 12),
+    ("date-time", {"format": "date-time"}, "2024-05-01T12:30:00Z"),
+    ("date-time lowercase t and z", {"format": "date-time"}, "2024-05-01t12:30:00z"),
+    ("date-time offset", {"format": "date-time"}, "2024-05-01T12:30:00+05:30"),
+    ("date-time fraction", {"format": "date-time"}, "2024-05-01T12:30:00.123456789-00:00"),
+    ("date-time without an offset", {"format": "date-time"}, "2024-05-01T12:30:00"),
+    ("date-time leap second", {"format": "date-time"}, "2016-12-31T23:59:60Z"),
+    ("date-time no leap day", {"format": "date-time"}, "2023-02-29T00:00:00Z"),
+    ("date-time year 0", {"format": "date-time"}, "0000-01-01T00:00:00Z"),
+    ("date-time with a space", {"format": "date-time"}, "2024-05-01 12:30:00Z"),
+    ("date-time offset hour 24", {"format": "date-time"}, "2024-05-01T12:30:00+24:00"),
+    ("date-time offset without a colon", {"format": "date-time"}, "2024-05-01T12:30:00+0200"),
+    ("date-time empty fraction", {"format": "date-time"}, "2024-05-01T12:30:00.Z"),
+    ("date-time with a newline", {"format": "date-time"}, "2024-05-01T12:30:00Z\n"),
+    ("time", {"format": "time"}, "12:30:00Z"),
+    ("time offset and fraction", {"format": "time"}, "23:59:59.5+02:00"),
+    ("time lowercase z", {"format": "time"}, "12:30:00z"),
+    ("time without an offset", {"format": "time"}, "12:30:00"),
+    ("time leap second", {"format": "time"}, "23:59:60Z"),
+    ("time hour 24", {"format": "time"}, "24:00:00Z"),
+    ("time without seconds", {"format": "time"}, "12:30Z"),
+    ("duration week", {"format": "duration"}, "P1W"),
+    ("duration zero seconds", {"format": "duration"}, "PT0S"),
+    ("duration years and months", {"format": "duration"}, "P1Y2M"),
+    ("duration all", {"format": "duration"}, "P1Y2M3DT4H5M6.5S"),
+    ("duration negative", {"format": "duration"}, "-P1D"),
+    ("duration empty", {"format": "duration"}, "P"),
+    ("duration empty time", {"format": "duration"}, "PT"),
+    ("duration empty time after days", {"format": "duration"}, "P1DT"),
+    ("duration no designator", {"format": "duration"}, "P1"),
+    ("duration out of order", {"format": "duration"}, "P1D1Y"),
+    ("duration week with days", {"format": "duration"}, "P1D1W"),
+    ("duration minutes without T", {"format": "duration"}, "P5M"),
+    ("duration lowercase", {"format": "duration"}, "p1d"),
+    ("duration comma", {"format": "duration"}, "PT1,5S"),
+    ("duration point in time", {"format": "duration"}, "P2024-01-01T00:00:00"),
+    ("uri", {"format": "uri"}, "https://example.com/a/b?c=d#e"),
+    ("uri ipv6 host and port", {"format": "uri"}, "http://[::1]:8080/"),
+    ("uri urn", {"format": "uri"}, "urn:isbn:0451450523"),
+    ("uri relative", {"format": "uri"}, "/a/b"),
+    ("uri with a space", {"format": "uri"}, "http://a b/"),
+    ("uri non-ascii", {"format": "uri"}, "http://exämple.com/"),
+    ("uri bad escape", {"format": "uri"}, "http://a/%zz"),
+    ("uri bad ipv6", {"format": "uri"}, "http://[::1/"),
+    ("uri-reference relative", {"format": "uri-reference"}, "../a?b#c"),
+    ("uri-reference empty", {"format": "uri-reference"}, ""),
+    ("uri-reference colon first", {"format": "uri-reference"}, ":a"),
+    ("binary is an annotation", {"format": "binary"}, "\x00 anything"),
+    ("password is an annotation", {"format": "password"}, ""),
     # combinators and boolean schemas
     ("oneOf: two match", {"oneOf": [{"type": "integer"}, {"minimum": 0}]}, 3),
     ("oneOf: one matches", {"oneOf": [{"type": "integer"}, {"minimum": 0}]}, -3),
@@ -244,7 +300,85 @@ STRINGS = (
     "",
 )
 
-strings = st.text(alphabet="ab1@:.-😀é", max_size=4) | st.sampled_from(STRINGS)
+
+@st.composite
+def _parts(draw: st.DrawFn, parts: list[tuple[tuple[str, ...], tuple[str, ...]]]) -> str:
+    """One string from ``parts`` (each: well-formed choices, malformed ones): every part well-formed half of
+    the time, else one or two parts malformed, so both verdicts are common."""
+    broken = set(draw(st.lists(st.integers(0, len(parts) - 1), max_size=2))) if draw(st.booleans()) else set()
+    out = []
+    for index, (good, bad) in enumerate(parts):
+        out.append(draw(st.sampled_from(bad if index in broken and bad else good)))
+    return "".join(out)
+
+
+# RFC 3339 times and date-times (leap second, hour 24, lower case, no offset, an offset without colon, an
+# empty fraction, a trailing newline, ...)
+TIME_PARTS = [
+    (("00", "12", "23", "09"), ("24", "9", "1a")),
+    ((":",), ("", ".")),
+    (("00", "30", "59"), ("60", "5")),
+    ((":00", ":59", ":07"), (":60", "", ":5")),
+    (("", ".5", ".123456789", ".000"), (".", ",5")),
+    (("Z", "z", "+02:00", "-23:59", "-00:00", "+00:30"), ("", "+24:00", "+0200", "+02:60", "+2:00", "ZZ")),
+    (("", "", "\n"), (" ", "\n\n", "x")),
+]
+DATE_PARTS = [
+    (("2024", "2023", "1999", "0001", "2000", "1900"), ("0000", "202", "\uff12\uff10\uff12\uff14")),
+    (("-01", "-02", "-12", "-04"), ("-13", "-00", "-1")),
+    (("-28", "-29", "-30", "-31", "-01"), ("-00", "-32", "-1")),
+    (("T", "t"), (" ", "_", "")),
+]
+time_strings = _parts(TIME_PARTS)
+date_time_strings = _parts(DATE_PARTS + TIME_PARTS)
+# ISO 8601 durations: a sign, P, designators in or out of order, a T part, numbers in isoduration's forms
+duration_strings = _parts(
+    [
+        (("P", "P", "-P", "+P"), ("", "p", "PP", "--P")),
+        (("", "1Y", "0Y", "2.5Y", "1,5Y", "1e2Y"), ("Y", "1y", "1X", "1T")),
+        (("", "2M", "0M"), ("M", "2")),
+        (("", "3D", "0D", "-1D"), ("D", "3")),
+        (("", "1W"), ("W",)),
+        (("", "T1H", "T0.5H", "T"), ("TT", "T1")),
+        (("", "30M", "0M"), ("M", "1Y")),
+        (("", "0S", "1.5S", "1e-3S"), ("S", ".S", "1")),
+    ]
+) | st.text(alphabet="PTYMWDHS0129.,e-", max_size=7)
+# URIs and references: a scheme or none, an authority (user info, a host of each kind, a port), a path,
+# a query, a fragment; sometimes a character RFC 3986 does not allow
+uri_strings = _parts(
+    [
+        (("https:", "a+b.c-d:", "urn:", "", "x:"), ("1a:", ":", "a_b:")),
+        (("//", ""), ()),
+        (("", "u:p@", "%41@"), ("a@b@", "ä@", "%4@")),
+        (
+            ("example.com", "[::1]", "[v1.x]", "1.2.3.4", "01.2.3.999", "%41", "", "[2001:db8::8:1]"),
+            (
+                "[::1",
+                "[1::2::3]",
+                "%4",
+                "a b",
+                "ä",
+                "[v1]",
+            ),
+        ),
+        (("", ":80", ":"), (":x", ":-1")),
+        (("/a/b", "a:b", "/", "//", "", "/a@:!$", "/%7E"), ("/%zz", "/ä", "/a b", "/\\")),
+        (("", "?a=b/?", "?", "?%20"), ("?[", "?ä", "? ")),
+        (("", "#f", "#/?"), ("#a#b", "#^")),
+        (("", "", "\n"), ("\n\n", " ")),
+    ]
+) | st.text(alphabet=":/?#[]@%a1 ä", max_size=6)
+FORMAT_STRINGS = {
+    "time": time_strings,
+    "date-time": date_time_strings,
+    "duration": duration_strings,
+    "uri": uri_strings,
+    "uri-reference": uri_strings,
+}
+format_strings = st.one_of(*FORMAT_STRINGS.values())
+
+strings = st.text(alphabet="ab1@:.-😀é", max_size=4) | st.sampled_from(STRINGS) | format_strings
 numbers = st.sampled_from(NUMBERS) | st.integers(-6, 6)
 scalars = st.none() | st.booleans() | numbers | strings
 
@@ -331,7 +465,7 @@ def keyword_values(
         "minItems": st.integers(0, 3),
         "maxItems": st.integers(0, 3),
         "pattern": st.sampled_from(PATTERNS),
-        "format": st.sampled_from(sorted(FORMATS)),
+        "format": st.sampled_from(ALL_FORMATS),
         "required": st.lists(st.sampled_from(KEYS), max_size=3, unique=True),
         "uniqueItems": st.booleans(),
         "description": st.just("annotation"),
@@ -410,4 +544,18 @@ def test_verdicts_equal_jsonschema(data: st.DataObject) -> None:
     errors = validate(value, root)
     verdict = jsonschema_verdict(value, root)
     event("valid" if verdict else "invalid")
+    assert (not errors) == verdict, errors
+
+
+@DIFFERENTIAL
+@given(st.data())
+def test_format_verdicts_equal_jsonschema(data: st.DataObject) -> None:
+    name = data.draw(st.sampled_from(ALL_FORMATS), label="format")
+    own = FORMAT_STRINGS.get(name, strings)
+    mine = data.draw(st.integers(0, 4)) > 0  # the format's own strings most of the time
+    text = data.draw(own if mine else strings | st.text(max_size=8), label="text")
+    schema = {"type": "string", "format": name}
+    errors = validate(text, schema)
+    verdict = jsonschema_verdict(text, schema)
+    event(f"{name} {'valid' if verdict else 'invalid'}")
     assert (not errors) == verdict, errors

@@ -63,10 +63,11 @@ REFUSED = [
     (_params(x={"type": "string", "pattern": "[a-"}), "invalid regex '[a-'"),
     (_params(x={"type": "string", "pattern": "\\p{L}"}), "invalid regex"),
     (
-        _params(x={"type": "string", "format": "date-time"}),
-        'unknown format "date-time" (supported: date, email',
+        _params(x={"type": "string", "format": "hostname"}),  # jsonschema checks it (fqdn); not mirrored here
+        'unknown format "hostname" (checked: date, date-time, duration, email',
     ),
     (_params(x={"type": "string", "format": "zip-code"}), 'unknown format "zip-code"'),
+    (_params(x={"type": "string", "format": "emial"}), "accepted unchecked: binary, byte, double"),  # a typo
     (
         _params(x={"$id": "https://example.com/x", "type": "string"}),
         "'$id' is supported at the root only at #/properties/x/$id",
@@ -216,6 +217,47 @@ def test_bad_arguments_are_all_reported_to_the_model_and_never_reach_the_handler
     failed, ok = json.loads(code.stdout)
     assert (failed["tool_name"], failed["status"], ok["status"]) == ("book", "error", "success")
     assert "is not a multiple of 0.5" in failed["error"]
+
+
+@pytest.mark.parametrize(
+    "name", ["date-time", "time", "duration", "uri", "uri-reference", "binary", "password"]
+)
+def test_the_formats_pydantic_emits_register(name: str) -> None:
+    ToolDefinition("t", "A tool.", _params(x={"type": "string", "format": name}), _handler)
+
+
+def test_annotation_formats_check_nothing_and_checked_formats_report_an_example(tract: Tract) -> None:
+    schema = _params(
+        data={"type": "string", "format": "binary"},
+        secret={"type": "string", "format": "password", "writeOnly": True},
+        when={"type": "string", "format": "date-time"},
+        wait={"type": "string", "format": "duration"},
+        link={"type": "string", "format": "uri"},
+    )
+    seen: list[dict[str, Any]] = []
+
+    def handler(*, context: ToolContext, **kwargs: Any) -> str:
+        seen.append(kwargs)
+        return "ok"
+
+    ex = ToolExecutor(tract)
+    ex.register(ToolDefinition("t", "A tool.", schema, handler))
+    good = {
+        "data": "\x00 any text",
+        "secret": "",
+        "when": "2024-05-01t12:30:00z",
+        "wait": "P1W",
+        "link": "a:b",
+    }
+    assert ex.execute("t", good).success
+    bad = ex.execute("t", {**good, "when": "2024-05-01T12:30:00", "wait": "P1", "link": "/relative"})
+    assert not bad.success
+    assert (
+        'arguments.when: "2024-05-01T12:30:00" is not a valid date-time (RFC 3339 with an offset' in bad.error
+    )
+    assert 'arguments.wait: "P1" is not a valid duration (ISO 8601, e.g. P3D' in bad.error
+    assert 'arguments.link: "/relative" is not a valid uri (an absolute URI' in bad.error
+    assert seen == [good]
 
 
 def test_the_same_schema_agrees_with_jsonschema() -> None:

@@ -3,16 +3,18 @@
 from __future__ import annotations
 
 import dataclasses
+import datetime as dt
 import enum
 import json
 import subprocess
 import sys
 import textwrap
+import uuid
 from typing import Annotated, Any, Literal, NotRequired, Required, TypedDict
 
 import pydantic
 import pytest
-from pydantic import BaseModel, Field, field_validator
+from pydantic import AnyUrl, BaseModel, Field, SecretStr, field_validator
 
 from tractkv import Tract
 from tractkv.errors import InvalidInput
@@ -760,3 +762,320 @@ def test_a_model_beside_a_typing_typeddict_and_a_dataclass_both_work(tract: Trac
     )
     assert result.success, result.error
     assert got == [(Place(name="Oslo", lat=1.0), {"depth": 1}, Window(start=2))]
+
+
+# --- dates, times, durations, UUIDs, URLs ------------------------------------------------------------------
+
+
+@dataclasses.dataclass
+class Meeting:
+    start: dt.datetime
+    length: dt.timedelta
+    room: uuid.UUID | None = None
+
+
+class Booking(TypedDict):
+    on: dt.date
+    at: NotRequired[dt.time]
+
+
+def schedule(
+    when: dt.datetime,
+    day: dt.date,
+    at: dt.time,
+    wait: dt.timedelta,
+    ref: uuid.UUID,
+    meeting: Meeting,
+    bookings: list[Booking],
+    note: str | dt.datetime = "",
+    later: dt.datetime | None = None,
+    *,
+    context: ToolContext,
+) -> str:
+    """Schedule something."""
+    return ""
+
+
+UTC = dt.UTC
+PLUS2 = dt.timezone(dt.timedelta(hours=2))
+REF = "12345678-1234-5678-1234-567812345678"
+WHEN_GOOD = {
+    "when": "2024-05-01t12:30:00.1234567z",
+    "day": "2024-02-29",
+    "at": "23:59:59.5+02:00",
+    "wait": "P9DT3H4M5.5S",
+    "ref": REF,
+    "meeting": {"start": "2024-05-01T09:00:00-00:30", "length": "PT45M", "room": REF},
+    "bookings": [{"on": "2024-05-02"}, {"on": "2024-05-03", "at": "08:00:00Z"}],
+    "note": "2024-05-01T12:30:00Z",
+    "later": None,
+}
+
+
+def test_dates_times_durations_and_uuids_become_formatted_strings() -> None:
+    params = _params(schedule)
+    props = params["properties"]
+    assert props["when"] == {"type": "string", "format": "date-time"}
+    assert props["day"] == {"type": "string", "format": "date"}
+    assert props["at"] == {"type": "string", "format": "time"}
+    assert props["wait"] == {"type": "string", "format": "duration"}
+    assert props["ref"] == {"type": "string", "format": "uuid"}
+    assert props["meeting"] == {"$ref": "#/$defs/Meeting"}
+    assert props["bookings"] == {"type": "array", "items": {"$ref": "#/$defs/Booking"}}
+    # a plain string beside a date-time stays a plain string (a merged "format" would refuse it)
+    assert props["note"] == {
+        "anyOf": [{"type": "string"}, {"type": "string", "format": "date-time"}],
+        "default": "",
+    }
+    assert props["later"] == {"type": ["string", "null"], "format": "date-time", "default": None}
+    assert params["$defs"]["Meeting"]["properties"] == {
+        "start": {"type": "string", "format": "date-time"},
+        "length": {"type": "string", "format": "duration"},
+        "room": {"type": ["string", "null"], "format": "uuid", "default": None},
+    }
+    assert params["$defs"]["Booking"] == {
+        "type": "object",
+        "properties": {
+            "on": {"type": "string", "format": "date"},
+            "at": {"type": "string", "format": "time"},
+        },
+        "required": ["on"],
+        "additionalProperties": False,
+    }
+
+
+def test_dates_times_durations_and_uuids_reach_the_handler_converted(tract: Tract) -> None:
+    ex, calls = _recording(tract, schedule)
+    result = ex.execute("schedule", WHEN_GOOD)
+    assert result.success, result.error
+    (got,) = calls
+    assert got["when"] == dt.datetime(
+        2024, 5, 1, 12, 30, 0, 123456, tzinfo=UTC
+    )  # fraction cut at microseconds
+    assert type(got["day"]) is dt.date
+    assert got["day"] == dt.date(2024, 2, 29)
+    assert got["at"] == dt.time(23, 59, 59, 500000, tzinfo=PLUS2)
+    assert got["wait"] == dt.timedelta(days=9, hours=3, minutes=4, seconds=5.5)
+    assert got["ref"] == uuid.UUID(REF)
+    start = dt.datetime(2024, 5, 1, 9, 0, tzinfo=dt.timezone(-dt.timedelta(minutes=30)))
+    assert got["meeting"] == Meeting(start=start, length=dt.timedelta(minutes=45), room=uuid.UUID(REF))
+    assert got["bookings"] == [
+        {"on": dt.date(2024, 5, 2)},
+        {"on": dt.date(2024, 5, 3), "at": dt.time(8, 0, tzinfo=UTC)},
+    ]
+    assert got["note"] == "2024-05-01T12:30:00Z"  # str comes first in the union
+    assert got["later"] is None
+    assert result.usage_objects[-1].arguments == WHEN_GOOD  # the record keeps the JSON the model sent
+
+
+@pytest.mark.parametrize(
+    ("change", "expected"),
+    [
+        ({"when": "2024-05-01T12:30:00"}, 'arguments.when: "2024-05-01T12:30:00" is not a valid date-time'),
+        ({"when": "2024-05-01 12:30:00Z"}, "arguments.when"),
+        ({"when": "2016-12-31T23:59:60Z"}, "arguments.when"),  # a leap second: jsonschema refuses it too
+        ({"day": "2023-02-29"}, "arguments.day"),
+        ({"at": "12:30:00"}, 'arguments.at: "12:30:00" is not a valid time (RFC 3339 with an offset'),
+        ({"wait": "P1M"}, 'arguments.wait: "P1M" has years or months, which have no fixed length'),
+        ({"wait": "P1Y2DT1H"}, "has years or months"),
+        ({"wait": "PT"}, "arguments.wait"),
+        (
+            {"wait": "P1e2D"},
+            'arguments.wait: "P1e2D" is not a plain ISO 8601 duration',
+        ),  # jsonschema accepts it
+        ({"wait": "P99999999999D"}, "longer than a timedelta can hold"),
+        ({"wait": 3600}, "arguments.wait"),
+        ({"ref": "1234567812345678123456781234567g"}, "arguments.ref"),
+        ({"meeting": {"start": "yesterday", "length": "PT1H"}}, "arguments.meeting.start"),
+        ({"meeting": {"start": "2024-05-01T09:00:00Z", "length": "P2M"}}, "arguments.meeting.length"),
+        ({"bookings": [{"on": "2024-05-02", "at": "8am"}]}, "arguments.bookings[0].at"),
+    ],
+)
+def test_bad_dates_times_durations_and_uuids_never_reach_the_handler(
+    tract: Tract, change: dict[str, Any], expected: str
+) -> None:
+    ex, calls = _recording(tract, schedule)
+    result = ex.execute("schedule", {**WHEN_GOOD, **change})
+    assert not result.success
+    assert expected in result.error
+    assert calls == []
+
+
+def test_zero_years_and_months_and_a_negative_duration_convert(tract: Tract) -> None:
+    ex, calls = _recording(tract, schedule)
+    assert ex.execute("schedule", {**WHEN_GOOD, "wait": "P0Y0M3D"}).success
+    assert ex.execute("schedule", {**WHEN_GOOD, "wait": "-PT1,5H"}).success
+    assert ex.execute("schedule", {**WHEN_GOOD, "wait": "PT0S"}).success
+    assert [c["wait"] for c in calls] == [dt.timedelta(days=3), -dt.timedelta(minutes=90), dt.timedelta(0)]
+
+
+class Event(BaseModel):
+    """An event."""
+
+    starts: dt.datetime
+    doors: dt.time
+    runs: dt.timedelta
+    poster: bytes
+    page: AnyUrl
+    code: SecretStr
+    day: dt.date
+    ref: uuid.UUID
+
+
+EVENT = {
+    "starts": "2024-05-01T19:30:00+02:00",
+    "doors": "19:00:00Z",
+    "runs": "PT2H30M",
+    "poster": "PNG...",
+    "page": "https://example.com/show?id=1",
+    "code": "s3cret",
+    "day": "2024-05-01",
+    "ref": REF,
+}
+
+
+def test_a_pydantic_model_with_dates_bytes_urls_and_secrets_registers_runs_and_converts(tract: Tract) -> None:
+    seen: list[Event] = []
+    ex = ToolExecutor(tract)
+
+    @ex.register
+    def announce(event: Event, *, context: ToolContext) -> str:
+        """Announce an event."""
+        seen.append(event)
+        return "announced"
+
+    (offered,) = ex.schemas()
+    props = offered["function"]["parameters"]["$defs"]["Event"]["properties"]
+    assert props == {
+        "starts": {"type": "string", "format": "date-time"},
+        "doors": {"type": "string", "format": "time"},
+        "runs": {"type": "string", "format": "duration"},
+        "poster": {"type": "string", "format": "binary"},
+        "page": {"type": "string", "format": "uri", "minLength": 1},
+        "code": {"type": "string", "format": "password", "writeOnly": True},
+        "day": {"type": "string", "format": "date"},
+        "ref": {"type": "string", "format": "uuid"},
+    }
+    result = ex.execute("announce", {"event": EVENT})
+    assert result.success, result.error
+    (event,) = seen
+    assert event.starts == dt.datetime(2024, 5, 1, 17, 30, tzinfo=UTC)
+    assert event.doors.hour == 19
+    assert event.runs == dt.timedelta(hours=2, minutes=30)
+    assert event.poster == b"PNG..."
+    assert str(event.page) == "https://example.com/show?id=1"
+    assert event.code.get_secret_value() == "s3cret"
+    assert (event.day, event.ref) == (dt.date(2024, 5, 1), uuid.UUID(REF))
+    bad = ex.execute(
+        "announce",
+        {
+            "event": {
+                **EVENT,
+                "starts": "2024-05-01T19:30:00",
+                "runs": "an hour",
+                "page": "/show",
+                "doors": "7pm",
+            }
+        },
+    )
+    assert not bad.success
+    for path in ("starts", "runs", "page", "doors"):
+        assert f"arguments.event.{path}:" in bad.error
+    assert len(seen) == 1
+
+
+class Upload(BaseModel):
+    data: bytes
+    key: SecretStr
+    on: dt.date
+
+
+class Link(BaseModel):
+    page: AnyUrl
+
+
+def test_strict_mode_keeps_openais_formats_and_drops_annotation_formats() -> None:
+    params = _params(schedule, strict=True)
+    props = params["properties"]
+    assert props["when"] == {"type": "string", "format": "date-time"}
+    assert props["at"] == {"type": "string", "format": "time"}
+    assert props["wait"] == {"type": "string", "format": "duration"}
+    assert props["ref"] == {"type": "string", "format": "uuid"}
+    assert props["later"] == {"type": ["string", "null"], "format": "date-time"}
+    assert params["$defs"]["Booking"]["properties"]["at"] == {"type": ["string", "null"], "format": "time"}
+
+    def upload(item: Upload, *, context: ToolContext) -> str:
+        """Upload."""
+        return ""
+
+    strict = _params(upload, strict=True)["$defs"]["Upload"]["properties"]
+    assert strict == {
+        "data": {"type": "string"},
+        "key": {"type": "string"},
+        "on": {"type": "string", "format": "date"},
+    }
+
+    def follow(link: Link, *, context: ToolContext) -> str:
+        """Follow."""
+        return ""
+
+    with pytest.raises(InvalidInput, match="strict mode does not support format 'uri'"):
+        ToolDefinition.from_function(follow, strict=True)
+    ToolDefinition.from_function(follow)  # fine without strict
+
+
+def test_in_strict_mode_dates_convert_and_a_null_for_an_optional_one_is_its_default(tract: Tract) -> None:
+    ex, calls = _recording(tract, schedule, strict=True)
+    arguments = {
+        **WHEN_GOOD,
+        "meeting": {**WHEN_GOOD["meeting"], "room": None},
+        "bookings": [{"on": "2024-05-02", "at": None}],  # strict: every property sent, null for "not given"
+    }
+    result = ex.execute("schedule", arguments)
+    assert result.success, result.error
+    assert calls[0]["meeting"].room is None
+    assert calls[0]["bookings"] == [{"on": dt.date(2024, 5, 2)}]
+    assert calls[0]["when"].tzinfo == UTC
+
+
+def test_the_agent_loop_tells_the_model_a_date_time_needs_an_offset(tract: Tract) -> None:
+    seen: list[dt.datetime] = []
+    ex = ToolExecutor(tract)
+
+    @ex.register
+    def remind(at: dt.datetime, every: dt.timedelta | None = None, *, context: ToolContext) -> str:
+        """Set a reminder."""
+        seen.append(at)
+        return f"at {at.isoformat()}"
+
+    tract.user("Remind me at noon")
+    llm = ScriptedLLM(
+        [
+            call("c1", "remind", {"at": "2024-05-01T12:00:00", "every": "P1M"}),
+            call("c2", "remind", {"at": "2024-05-01T12:00:00Z", "every": "P30D"}),
+            "Done.",
+        ]
+    )
+    result = tract.run(llm, ex, max_steps=5)
+    assert (result.text, seen) == ("Done.", [dt.datetime(2024, 5, 1, 12, tzinfo=UTC)])
+    messages = tract.compile().messages
+    assert messages[2].is_error
+    for part in ("arguments.at", "with an offset", "arguments.every", "no fixed length"):
+        assert part in messages[2].content
+    assert messages[4].content == "at 2024-05-01T12:00:00+00:00"
+
+
+def open_file(
+    mode: Literal["auto"] | str, size: int | Literal["max"] = "max", *, context: ToolContext
+) -> str:
+    """Open a file."""
+    return ""
+
+
+def test_a_union_never_puts_one_members_enum_on_the_others(tract: Tract) -> None:
+    props = _params(open_file)["properties"]
+    assert props["mode"] == {"anyOf": [{"type": "string", "enum": ["auto"]}, {"type": "string"}]}
+    ex, calls = _recording(tract, open_file)
+    # the merged schema used to put enum ["auto"] on every string
+    assert ex.execute("open_file", {"mode": "custom", "size": 3}).success
+    assert calls == [{"mode": "custom", "size": 3}]

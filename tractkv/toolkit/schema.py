@@ -14,7 +14,9 @@ Supported keywords:
 * numbers: ``minimum`` / ``maximum`` / ``exclusiveMinimum`` / ``exclusiveMaximum``, ``multipleOf`` (as
   jsonschema computes it: a float divisor divides in floating point, so ``0.3`` is not a multiple of ``0.1``).
 * strings: ``minLength`` / ``maxLength`` (in code points), ``pattern`` (Python ``re.search``, unanchored),
-  ``format``: one of :data:`FORMATS` (what jsonschema checks with no extra package installed).
+  ``format``: one of :data:`FORMATS` (checked as jsonschema does with ``jsonschema[format-nongpl]``), or one
+  of :data:`ANNOTATION_FORMATS` (OpenAPI's ``binary``, ``password``, ...: jsonschema never checks them, so
+  neither does this module).
 * objects: ``properties``, ``required``, ``additionalProperties`` (a boolean or a schema).
 * arrays: ``prefixItems``, ``items`` (the items after the prefix), ``minItems`` / ``maxItems``,
   ``uniqueItems`` (JSON equality).
@@ -31,13 +33,16 @@ at once. NaN and infinities (not JSON) are no numbers here.
 
 from __future__ import annotations
 
+import calendar
+import decimal
 import functools
 import ipaddress
 import json
 import math
 import re
 from collections.abc import Callable
-from datetime import date
+from datetime import date, datetime, timedelta, timezone
+from decimal import Decimal
 from fractions import Fraction
 from typing import Any
 from urllib.parse import unquote
@@ -143,16 +148,199 @@ def _is_email(text: str) -> bool:
     return "@" in text
 
 
+_DATE_TIME = re.compile(
+    r"(\d{4})-(0[1-9]|1[0-2])-(\d\d)T([01]\d|2[0-3]):([0-5]\d):([0-5]\d)(?:\.(\d+))?"
+    r"(Z|([+-])([01]\d|2[0-3]):([0-5]\d))\n?",
+    re.ASCII,
+)
+
+
+def parse_date_time(text: str) -> datetime | None:
+    """An RFC 3339 ``date-time`` as an aware datetime (fractions beyond microseconds cut off), or None when
+    jsonschema (with ``rfc3339-validator``) would not accept it as one: an offset is required, ``t`` / ``z``
+    may be lower case, no leap second (``:60``), any number of fraction digits, no year 0."""
+    match = _DATE_TIME.fullmatch(text.upper())
+    if match is None:
+        return None
+    year, month, day, hour, minute, second = (int(match.group(i)) for i in range(1, 7))
+    if year == 0 or not 1 <= day <= calendar.monthrange(year, month)[1]:
+        return None
+    offset = timedelta(0)
+    if match.group(8) != "Z":
+        offset = timedelta(hours=int(match.group(10)), minutes=int(match.group(11)))
+        offset = -offset if match.group(9) == "-" else offset
+    micro = int((match.group(7) or "0")[:6].ljust(6, "0"))
+    return datetime(year, month, day, hour, minute, second, micro, tzinfo=timezone(offset))
+
+
+def _is_date_time(text: str) -> bool:
+    return parse_date_time(text) is not None
+
+
+def _is_time(text: str) -> bool:
+    """RFC 3339 ``full-time`` (``12:30:00Z``, ``12:30:00.5+02:00``; the offset is required)."""
+    return _is_date_time("1970-01-01T" + text)
+
+
+_DATE_UNITS = ("Y", "M", "D", "W")
+_TIME_UNITS = ("H", "M", "S")
+_NUMBER_CHARS = frozenset("+-0123456789.,eE")
+
+
+def parse_duration(text: str) -> tuple[int, dict[str, Decimal]] | None:
+    """An ISO 8601 duration as jsonschema checks the ``duration`` format (with ``isoduration``): ``(sign,
+    {unit: amount})`` with the units ``Y M D W`` and ``TH TM TS``, or None when it is not one.
+
+    The grammar is isoduration's, quirks included: an optional sign before ``P``; designators in order, each
+    after a decimal number (``1.5``, ``1,5``, ``1e2``, ``-1``); ``W`` only after zero amounts; a ``T`` part
+    that is not empty; and the whole string ending in a designator (so ``P``, ``PT``, ``P1`` are not durations).
+    """
+    if len(text) < 2 or not text.endswith(("D", "M", "Y", "W", "H", "S")):
+        return None
+    sign, body = 1, text
+    if body[0] in "+-":
+        sign, body = (-1 if body[0] == "-" else 1), body[1:]
+    if not body.startswith("P"):
+        return None
+    body = body[1:]
+    amounts: dict[str, Decimal] = {}
+    units, number, nonzero = list(_DATE_UNITS), "", False
+    context = decimal.Context()
+    for index, char in enumerate(body):
+        if char == "T":
+            if number and number == body[:index]:
+                return None  # isoduration reads "P<date>T<time>" as a point in time: never a valid duration
+            part = body[index + 1 :]
+            if not part:
+                return None
+            times = _parse_units(part, list(_TIME_UNITS), sign, context, "T")
+            return None if times is None else (sign, {**amounts, **times})
+        if char.isalpha() and char not in "eE":
+            amount = _amount(char, units, number, sign, context)
+            if amount is None or (char == "W" and nonzero):
+                return None
+            nonzero = nonzero or amount != 0
+            amounts[char] = amount
+            number = ""
+        elif char in _NUMBER_CHARS:
+            number += "." if char == "," else char
+        else:
+            return None
+    return sign, amounts
+
+
+def _amount(unit: str, units: list[str], number: str, sign: int, context: decimal.Context) -> Decimal | None:
+    """The amount before designator ``unit`` (None: the unit is unknown or out of order, or no number)."""
+    if unit not in units:
+        return None
+    del units[: units.index(unit) + 1]
+    try:
+        return context.multiply(Decimal(sign), context.create_decimal(number))
+    except (decimal.InvalidOperation, decimal.Overflow):
+        return None
+
+
+def _parse_units(
+    part: str, units: list[str], sign: int, context: decimal.Context, prefix: str
+) -> dict[str, Decimal] | None:
+    amounts: dict[str, Decimal] = {}
+    number = ""
+    for char in part:
+        if char.isalpha() and char not in "eE":
+            amount = _amount(char, units, number, sign, context)
+            if amount is None:
+                return None
+            amounts[prefix + char] = amount
+            number = ""
+        elif char in _NUMBER_CHARS:
+            number += "." if char == "," else char
+        else:
+            return None
+    return amounts
+
+
+def _is_duration(text: str) -> bool:
+    return parse_duration(text) is not None
+
+
+def _uri_patterns() -> tuple[re.Pattern[str], re.Pattern[str]]:
+    """RFC 3986 ``URI`` and ``URI-reference`` (ASCII only; an IRI is no URI), as ``rfc3986-validator``
+    reads them: a ``dec-octet`` may have leading zeros."""
+    hexdig = "[0-9A-Fa-f]"
+    pct = f"%{hexdig}{hexdig}"
+    unreserved_sub = r"a-zA-Z0-9\-._~!$&'()*+,;="
+    pchar = f"(?:[{unreserved_sub}:@]|{pct})"
+    octet = r"(?:25[0-5]|2[0-4]\d|[01]?\d\d?)"
+    ipv4 = rf"{octet}(?:\.{octet}){{3}}"
+    h16 = f"{hexdig}{{1,4}}"
+    ls32 = f"(?:{h16}:{h16}|{ipv4})"
+    ipv6 = "|".join(
+        [
+            f"(?:{h16}:){{6}}{ls32}",
+            f"::(?:{h16}:){{5}}{ls32}",
+            f"(?:{h16})?::(?:{h16}:){{4}}{ls32}",
+            f"(?:(?:{h16}:){{0,1}}{h16})?::(?:{h16}:){{3}}{ls32}",
+            f"(?:(?:{h16}:){{0,2}}{h16})?::(?:{h16}:){{2}}{ls32}",
+            f"(?:(?:{h16}:){{0,3}}{h16})?::{h16}:{ls32}",
+            f"(?:(?:{h16}:){{0,4}}{h16})?::{ls32}",
+            f"(?:(?:{h16}:){{0,5}}{h16})?::{h16}",
+            f"(?:(?:{h16}:){{0,6}}{h16})?::",
+        ]
+    )
+    ip_literal = rf"\[(?:{ipv6}|v{hexdig}+\.[{unreserved_sub}:]+)\]"
+    authority = (
+        f"(?:(?:[{unreserved_sub}:]|{pct})*@)?(?:{ip_literal}|(?:[{unreserved_sub}]|{pct})*)(?::\\d*)?"
+    )
+    tail = f"(?:\\?(?:{pchar}|[/?])*)?(?:#(?:{pchar}|[/?])*)?"
+    absolute = f"/(?:{pchar}+(?:/{pchar}*)*)?"
+    hier = f"(?://{authority}(?:/{pchar}*)*|{absolute}|{pchar}+(?:/{pchar}*)*|)"
+    uri = f"[a-zA-Z][a-zA-Z0-9+.\\-]*:{hier}{tail}"
+    noscheme = f"(?:[{unreserved_sub}@]|{pct})+(?:/{pchar}*)*"
+    relative = f"(?://{authority}(?:/{pchar}*)*|{absolute}|{noscheme}|){tail}"
+    return re.compile(f"{uri}\\n?", re.ASCII), re.compile(f"(?:{uri}|{relative})\\n?", re.ASCII)
+
+
+_URI, _URI_REFERENCE = _uri_patterns()
+
+
+def _is_uri(text: str) -> bool:
+    return _URI.fullmatch(text) is not None
+
+
+def _is_uri_reference(text: str) -> bool:
+    return _URI_REFERENCE.fullmatch(text) is not None
+
+
 FORMATS: dict[str, Callable[[str], bool]] = {
     "date": _is_date,
+    "date-time": _is_date_time,
+    "duration": _is_duration,
     "email": _is_email,
     "idn-email": _is_email,
     "ipv4": _is_ipv4,
     "ipv6": _is_ipv6,
     "regex": _is_regex,
+    "time": _is_time,
+    "uri": _is_uri,
+    "uri-reference": _is_uri_reference,
     "uuid": _is_uuid,
 }
-"""The formats asserted, each checked as jsonschema's ``FormatChecker`` does with no extra package."""
+"""The formats asserted, each checked as jsonschema's ``FormatChecker`` does (``date-time`` / ``time``,
+``duration`` and ``uri`` / ``uri-reference`` as with the packages of ``jsonschema[format-nongpl]``:
+``rfc3339-validator``, ``isoduration``, ``rfc3986-validator``), by this module's own code."""
+
+_FORMAT_HINTS = {
+    "date-time": "RFC 3339 with an offset, e.g. 2024-05-01T12:30:00Z or 2024-05-01T12:30:00+02:00",
+    "time": "RFC 3339 with an offset, e.g. 12:30:00Z or 12:30:00.5+02:00",
+    "duration": "ISO 8601, e.g. P3D, P1W, PT1H30M, PT0.5S",
+    "uri": "an absolute URI with a scheme, e.g. https://example.com/path",
+}
+
+ANNOTATION_FORMATS = frozenset({"binary", "byte", "password", "int32", "int64", "float", "double"})
+"""OpenAPI's formats (pydantic emits ``binary`` for ``bytes``, ``password`` for ``SecretStr``): jsonschema
+checks none of them, so they are accepted as annotations and not checked. Any other format name (a typo such
+as ``emial``, or one jsonschema checks with a package this module does not mirror, such as ``hostname``) is
+refused at registration."""
 
 
 @functools.lru_cache(maxsize=1024)
@@ -408,7 +596,8 @@ def _string(value: str, schema: dict[str, Any], path: str, errors: list[str]) ->
     name = schema.get("format")
     check = FORMATS.get(name) if isinstance(name, str) else None
     if check is not None and not check(value):
-        errors.append(f"{path}: {_show(value)} is not a valid {name}")
+        hint = _FORMAT_HINTS.get(str(name))
+        errors.append(f"{path}: {_show(value)} is not a valid {name}{f' ({hint})' if hint else ''}")
 
 
 def _number(value: int | float, schema: dict[str, Any], path: str, errors: list[str]) -> None:
@@ -562,9 +751,11 @@ class _SchemaCheck:
             except (re.error, OverflowError, RecursionError) as exc:
                 raise self.fail(here, f"invalid regex {value!r} ({exc})") from None
         elif key == "format":
-            if value not in FORMATS:
+            if value not in FORMATS and value not in ANNOTATION_FORMATS:
                 raise self.fail(
-                    here, f"unknown format {_show(value)} (supported: {', '.join(sorted(FORMATS))})"
+                    here,
+                    f"unknown format {_show(value)} (checked: {', '.join(sorted(FORMATS))}; accepted "
+                    f"unchecked: {', '.join(sorted(ANNOTATION_FORMATS))})",
                 )
         elif key == "required" and (
             not isinstance(value, list)

@@ -8,9 +8,12 @@ Two generators, one result shape:
 
 * **stdlib types** (``str``, ``int``, ``float``, ``bool``, ``None``, ``Any``, ``Literal``, enums,
   dataclasses, TypedDicts with ``Required`` / ``NotRequired`` / ``total=False``, ``Annotated[X, "text"]``,
-  unions, lists / tuples / sets / dicts of those, nested and recursive) go through this module's own
-  generator and converter. Dataclasses and TypedDicts become ``$defs`` entries referenced by ``$ref`` (so a
-  recursive type is a reference to itself); enums stay inline (``{"type": "string", "enum": [...]}``).
+  ``datetime`` / ``date`` / ``time`` / ``timedelta`` / ``UUID`` (strings with the formats ``date-time`` /
+  ``date`` / ``time`` / ``duration`` / ``uuid``; a date-time or time arrives aware, a duration with years or
+  months is refused at conversion: they have no fixed length), unions, lists / tuples / sets / dicts of
+  those, nested and recursive) go through this module's own generator and converter. Dataclasses and
+  TypedDicts become ``$defs`` entries referenced by ``$ref`` (so a recursive type is a reference to itself);
+  enums stay inline (``{"type": "string", "enum": [...]}``).
 * **pydantic** is optional and never imported here: when a parameter's type involves a pydantic class (a
   model, a pydantic dataclass, ``Annotated[..., Field(...)]``), detected through
   ``sys.modules.get("pydantic")``, that parameter goes through pydantic: ``TypeAdapter.json_schemas`` makes
@@ -23,23 +26,30 @@ Two generators, one result shape:
 Strict mode (:func:`to_strict`) rewrites a schema into what OpenAI's strict function calling accepts: every
 property required (the optional ones nullable), ``additionalProperties: false`` on every object, ``$ref``
 never beside other keywords, only the keywords strict mode supports; a type it cannot express (a free-form
-``dict``, a fixed-length tuple, a string length bound) is refused. A ``null`` the model sends for an optional
-parameter (or an optional field of a nested object) is dropped before conversion, so the default applies.
+``dict``, a fixed-length tuple, a string length bound, a format other than :data:`STRICT_FORMATS`) is refused;
+the annotation formats (``binary``, ``password``, ...: never checked) are dropped. A ``null`` the model sends
+for an optional parameter (or an optional field of a nested object) is dropped before conversion, so the
+default applies.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import datetime
+import decimal
 import enum
 import inspect
 import math
+import re
 import sys
 import types
 import typing
+import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Literal
 
 from tractkv.errors import InvalidInput
+from tractkv.toolkit.schema import ANNOTATION_FORMATS, FORMATS, parse_date_time, parse_duration
 
 CONTEXT_PARAM = "context"
 
@@ -54,6 +64,76 @@ _SCALARS: dict[Any, str] = {
 
 def _is_scalar(hint: object) -> bool:
     return isinstance(hint, type) and hint in _SCALARS  # (a hint may be unhashable: Annotated[X, {...}])
+
+
+# stdlib types sent as formatted strings (the exact class: a subclass may not parse the same way)
+_FORMATTED: dict[Any, str] = {
+    datetime.datetime: "date-time",
+    datetime.date: "date",
+    datetime.time: "time",
+    datetime.timedelta: "duration",
+    uuid.UUID: "uuid",
+}
+
+
+def _formatted(hint: object) -> str | None:
+    """The ``format`` of a stdlib type sent as a string (``datetime`` -> ``date-time``), else None."""
+    return _FORMATTED.get(hint) if isinstance(hint, type) else None
+
+
+# the ISO 8601 durations a timedelta is made from: isoduration's oddities (``P1e2D``, ``P-1D``, ``P1D2T1H``)
+# pass the format check but are refused here, so no part of what the model wrote is silently ignored
+_PLAIN_DURATION = re.compile(
+    r"[+-]?P(?=\d|T\d)(?:\d+(?:[.,]\d+)?Y)?(?:\d+(?:[.,]\d+)?M)?(?:\d+(?:[.,]\d+)?D)?(?:\d+(?:[.,]\d+)?W)?"
+    r"(?:T(?=\d)(?:\d+(?:[.,]\d+)?H)?(?:\d+(?:[.,]\d+)?M)?(?:\d+(?:[.,]\d+)?S)?)?",
+    re.ASCII,
+)
+_SECONDS = {"W": 7 * 86400, "D": 86400, "TH": 3600, "TM": 60, "TS": 1}
+
+
+def _convert_formatted(value: Any, name: str, where: str, problems: list[str]) -> Any:
+    """A string in format ``name`` as its type (``datetime``, ``date``, ``time``, ``timedelta``, ``UUID``).
+
+    A ``date-time`` / ``time`` becomes an aware value (RFC 3339 requires the offset; ``Z`` is UTC, fractions
+    beyond microseconds are cut off). A ``duration`` may not have years or months (they have no fixed
+    length): the model is told to give days or weeks instead.
+    """
+    if not isinstance(value, str) or not FORMATS[name](value):
+        problems.append(f"{where}: {_show(value)} is not a valid {name}")
+        return value
+    if name == "date-time":
+        return parse_date_time(value)
+    if name == "time":
+        moment = parse_date_time("1970-01-01T" + value)
+        return moment.timetz() if moment is not None else value
+    if name == "date":
+        return datetime.date.fromisoformat(value)
+    if name == "uuid":
+        return uuid.UUID(value)
+    parsed = parse_duration(value)
+    if parsed is None or not _PLAIN_DURATION.fullmatch(value):
+        problems.append(
+            f"{where}: {_show(value)} is not a plain ISO 8601 duration (e.g. P3D, P1W, PT1H30M, PT0.5S)"
+        )
+        return value
+    amounts = parsed[1]
+    if any(amounts.get(unit, 0) != 0 for unit in ("Y", "M")):
+        problems.append(
+            f"{where}: {_show(value)} has years or months, which have no fixed length: give the duration "
+            "in weeks, days, hours, minutes and seconds (e.g. P30D instead of P1M)"
+        )
+        return value
+    try:
+        with decimal.localcontext(decimal.Context(prec=60)):
+            seconds = sum(
+                (amount * _SECONDS[unit] for unit, amount in amounts.items() if unit in _SECONDS),
+                decimal.Decimal(0),
+            )
+            micro = int((seconds * 1_000_000).to_integral_value(decimal.ROUND_HALF_EVEN))
+        return datetime.timedelta(microseconds=micro)
+    except (OverflowError, decimal.InvalidOperation):
+        problems.append(f"{where}: {_show(value)} is longer than a timedelta can hold")
+        return value
 
 
 # --- detecting pydantic without importing it ---------------------------------------------------------------
@@ -173,6 +253,9 @@ class SchemaGenerator:
             return {}
         if _is_scalar(hint):
             return {"type": _SCALARS[hint]}
+        name = _formatted(hint)
+        if name is not None:
+            return {"type": "string", "format": name}
         if _is_pydantic_class(hint):
             raise _NeedsPydantic
         origin = typing.get_origin(hint)
@@ -281,13 +364,26 @@ def _literal_schema(values: list[Any], where: str) -> dict[str, Any]:
 
 
 def union_schema(members: list[dict[str, Any]]) -> dict[str, Any]:
-    """Merge member schemas into one ``type`` list when each is a plain typed schema; else ``anyOf``."""
+    """Merge member schemas into one ``type`` list when each is a plain typed schema and the merge says the
+    same as ``anyOf`` (else ``anyOf``): an ``enum`` only when every member has one (or is ``null``), another
+    keyword only when no other member admits a value of its types (``str | datetime`` keeps ``anyOf``, or
+    ``format`` would refuse plain strings)."""
     merged: dict[str, Any] = {}
     kinds: list[str] = []
+    if any("enum" in m for m in members) and any("enum" not in m and m != {"type": "null"} for m in members):
+        return {"anyOf": members}
+    spans: list[tuple[set[str], bool]] = []  # each member's types (integer within number), constrained?
     for member in members:
         kind = member.get("type")
         if not isinstance(kind, str | list):
             return {"anyOf": members}
+        span = set([kind] if isinstance(kind, str) else kind)
+        if span & {"integer", "number"}:
+            span |= {"integer", "number"}
+        constrained = any(k not in ("type", "enum") for k in member)
+        if any((constrained or other) and span & seen for seen, other in spans):
+            return {"anyOf": members}
+        spans.append((span, constrained))
         for name in [kind] if isinstance(kind, str) else kind:
             if name not in kinds:
                 kinds.append(name)
@@ -330,6 +426,9 @@ def _fits(value: Any, hint: Any) -> bool:
         return isinstance(value, int | float) and not isinstance(value, bool)
     if hint is str:
         return isinstance(value, str)
+    name = _formatted(hint)
+    if name is not None:
+        return isinstance(value, str) and FORMATS[name](value)
     if origin is Literal:
         return any(type(value) is type(a) and value == a for a in args)
     if isinstance(hint, type) and issubclass(hint, enum.Enum):
@@ -402,6 +501,9 @@ def convert_value(value: Any, hint: Any, where: str, problems: list[str]) -> Any
         shapes = " or ".join(_hint_name(a) for a in args)
         problems.append(f"{where}: {_show(value)} is none of {shapes}")
         return value
+    name = _formatted(hint)
+    if name is not None:
+        return _convert_formatted(value, name, where, problems)
     if _is_scalar(hint) or origin is Literal or (isinstance(hint, type) and issubclass(hint, enum.Enum)):
         if not _fits(value, hint):
             problems.append(f"{where}: {_show(value)} is not a valid {_hint_name(hint)}")
@@ -804,6 +906,8 @@ def _strict(node: Any, defs: Mapping[str, Any], where: str, *, root: bool = Fals
             continue
         if key == "oneOf" and "discriminator" not in node:
             raise InvalidInput(f"{where}: strict mode does not support oneOf (only anyOf)")
+        if key == "format" and value in ANNOTATION_FORMATS:
+            continue  # an annotation (binary, password, ...): nothing is checked, so nothing is lost
         if key == "format" and value not in STRICT_FORMATS:
             raise InvalidInput(
                 f"{where}: strict mode does not support format {value!r} "
