@@ -56,6 +56,7 @@ from .content import (
     Message,
     is_message,
     message_text,
+    text_message,
     to_message,
 )
 from .pairing import Pairing, placeholder_tokens
@@ -835,7 +836,7 @@ class CompileState:
         messages = self.messages
         message = messages.get(raw_blob)
         if message is None:
-            message = messages[raw_blob] = Message(role=role, content=text)
+            message = messages[raw_blob] = text_message(role, text)
         if self._index is not None:
             self._index[oid] = len(self._slots)
         self._slots.append(slot)
