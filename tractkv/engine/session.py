@@ -55,7 +55,7 @@ from .records import BranchInfo, BudgetOverrun, CommitInfo, CompiledContext, Con
 from .reflog import log_ref_move
 from .refs import HEAD, SYMBOLIC, branch_name, branch_ref, read_head
 from .refs import resolve_revision as _resolve
-from .state import CompileState
+from .state import CompileState, Slot
 from .tokens import DEFAULT_COUNTER, MESSAGE_OVERHEAD, TokenCounter
 from .toolsets import ACTIVE_TOOLS, EMPTY_TOOLSET_ID, put_toolset, tool_schemas, tool_tokens
 from .validate import OPERATIONS as LOGGED_OPERATIONS
@@ -115,6 +115,7 @@ class Session:
         self._tools_cache: dict[ObjectId, tuple[dict[str, Any], ...]] = {}
         self._tool_tokens_cache: dict[ObjectId, int] = {}
         self._last_commit: tuple[ObjectId, Commit] | None = None  # the next commit's parent, usually
+        self._text_slot: Slot | None = None  # the slot the last plain-text commit got (apply_text)
         self._stored_toolsets: set[ObjectId] = set()  # tool sets this session's written commits linked
         # Inside batch(): tool sets commits of the batch linked (they land with it, so later commits of the
         # batch may trust their tag), and the set_tools setting read once (set_tools is refused in a batch).
@@ -448,7 +449,9 @@ class Session:
             state = self.compiler.state_at(self.store if own else batch, parent, take=True)
             self._state = state
         if text is not None:  # a plain-text append: its tokens are those of its text
-            state.apply_text(oid, commit, *text, self.counter.count(text[1]) + MESSAGE_OVERHEAD)
+            self._text_slot = state.apply_text(
+                oid, commit, *text, self.counter.count(text[1]) + MESSAGE_OVERHEAD
+            )
             return state
         if len(commit.parents) <= 1:
             state.apply(batch, oid, commit, self.counter, payload)
@@ -571,6 +574,7 @@ class Session:
                 made=last[0] if last is not None else None,
             )
 
+        self._text_slot = None
         oid, commit = self.commit_with(
             build,
             "append",
@@ -580,9 +584,9 @@ class Session:
             payload=payload,
             text=plain,
         )
+        slot, self._text_slot = self._text_slot, None
         state = self._state
-        slot = state.appended_slot(oid) if state is not None else None
-        if slot is not None:  # the one apply_text just made
+        if slot is not None and state is not None and state.head is oid:  # the slot apply_text made for it
             return text_commit_info(oid, commit, payload, role, slot.tokens)
         return self.info(oid, commit, payload)
 

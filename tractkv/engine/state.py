@@ -820,11 +820,12 @@ class CompileState:
         self._apply_change(reader, oid, commit, counter, skip_targets=None, payload=payload)
         self._advance(oid, commit)
 
-    def apply_text(self, oid: ObjectId, commit: Commit, role: str, text: str, tokens: int) -> None:
+    def apply_text(self, oid: ObjectId, commit: Commit, role: str, text: str, tokens: int) -> Slot:
         """:meth:`apply` of a plain-text append the write path just made: ``commit`` an append whose content
         blob is ``{"type": "dialogue", "role": role, "text": text}`` (``role`` user or assistant, ``text`` a
         non-empty str; ``content_objects`` checked it), ``tokens`` what :func:`count_tokens` gives for it.
-        The same slot, message and view as :meth:`apply`, without deriving again what the caller knows."""
+        The same slot, message and view as :meth:`apply`, without deriving again what the caller knows; returns
+        the slot (its ``tokens`` are the commit's)."""
         assert commit.content is not None
         slot = Slot.__new__(Slot)
         slot.raw_commit = bytes.fromhex(oid)  # both ids were just computed: 64 lowercase hex digits
@@ -843,6 +844,7 @@ class CompileState:
         if self.view is not None:
             self.view.add(message, slot)
         self._advance(oid, commit)
+        return slot
 
     def _advance(self, oid: ObjectId, commit: Commit) -> None:
         self.head = oid
