@@ -547,8 +547,10 @@ class Session:
         plain = _plain_text(payload)  # the plain text content_objects takes without a general check
         data: bytes | None = None
         if plain is not None:
-            with suppress(UnicodeEncodeError):  # a lone surrogate: the general path names the problem
+            try:  # (not ``with suppress``: a context manager per append costs as much as this call)
                 data = text_blob_bytes(role, text)
+            except UnicodeEncodeError:  # a lone surrogate: the general path names the problem
+                data = None
         if data is None:  # not plain text: the general path checks (and refuses) it
             blob, media = content_objects(payload, self.stored_media)
             return self.commit_content(
