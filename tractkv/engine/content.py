@@ -182,6 +182,28 @@ class Message:
         return out
 
 
+def text_message(role: str, text: str) -> Message:
+    """``Message(role=role, content=text)`` (Message has no validator nor converter), its slots set directly:
+    the compile state makes one per plain-text append."""
+    message = _new(Message)
+    _m_role(message, role)
+    _m_content(message, text)
+    _m_name(message, None)
+    _m_tool_calls(message, ())
+    _m_tool_call_id(message, None)
+    _m_is_error(message, False)
+    _m_parts(message, ())
+    return message
+
+
+_new = object.__new__
+# Message's slot setters in field order (a field added to Message fails this unpacking at import;
+# tests/engine/test_commit_info.py compares text_message with the constructor's message).
+_m_role, _m_content, _m_name, _m_tool_calls, _m_tool_call_id, _m_is_error, _m_parts = (
+    Message.__dict__[field.name].__set__ for field in attrs.fields(Message)
+)
+
+
 def _text(data: dict[str, Any], field: str = "text") -> str:
     value = data.get(field)
     if not isinstance(value, str):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import copy
 import itertools
 from collections.abc import Callable, Iterator, Sequence
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any, TypeVar, overload
 
 import attrs
@@ -92,7 +92,16 @@ class FrozenPrefix(Sequence[T]):
 
 def timestamp(micros: int) -> datetime:
     """A commit timestamp (µs since the epoch) as an aware UTC datetime."""
+    if 0 <= micros < _EXACT_MICROS:  # the same datetime, by exact integer arithmetic (one per append)
+        return _EPOCH + timedelta(0, 0, micros)
     return datetime.fromtimestamp(micros / 1_000_000, tz=UTC)
+
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+# Below 2**32 seconds (the year 2106) ``micros / 1e6`` is within a quarter of a µs of the exact time, so
+# ``fromtimestamp`` (which rounds to the nearest µs) gives exactly ``micros``: the epoch plus a timedelta is the
+# same value (tests/engine/test_commit_info.py checks the two agree at the bounds and in between).
+_EXACT_MICROS = 2**32 * 1_000_000
 
 
 @attrs.frozen(kw_only=True)

@@ -27,6 +27,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
+from functools import partial
 from typing import Any, NamedTuple
 
 from tractkv.errors import (
@@ -54,7 +55,7 @@ from .records import BranchInfo, BudgetOverrun, CommitInfo, CompiledContext, Con
 from .reflog import log_ref_move
 from .refs import HEAD, SYMBOLIC, branch_name, branch_ref, read_head
 from .refs import resolve_revision as _resolve
-from .state import CompileState
+from .state import CompileState, Slot
 from .tokens import DEFAULT_COUNTER, MESSAGE_OVERHEAD, TokenCounter
 from .toolsets import ACTIVE_TOOLS, EMPTY_TOOLSET_ID, put_toolset, tool_schemas, tool_tokens
 from .validate import OPERATIONS as LOGGED_OPERATIONS
@@ -114,12 +115,13 @@ class Session:
         self._tools_cache: dict[ObjectId, tuple[dict[str, Any], ...]] = {}
         self._tool_tokens_cache: dict[ObjectId, int] = {}
         self._last_commit: tuple[ObjectId, Commit] | None = None  # the next commit's parent, usually
+        self._text_slot: Slot | None = None  # the slot the last plain-text commit got (apply_text)
         self._stored_toolsets: set[ObjectId] = set()  # tool sets this session's written commits linked
         # Inside batch(): tool sets commits of the batch linked (they land with it, so later commits of the
         # batch may trust their tag), and the set_tools setting read once (set_tools is refused in a batch).
         self._batch_toolsets: set[ObjectId] = set()
-        # Inside batch(): the reflog entry of the batch's commits so far (ref, entry, commits, its log index).
-        self._batch_log: tuple[str, dict[str, Any], int, int] | None = None
+        # Inside batch(): the reflog entry of the batch's commits so far.
+        self._batch_log: _BatchLog | None = None
         self._batch_tools_setting: tuple[bytes | None] | None = None
         # Called with the action before anything moves this session's branch or HEAD; raising refuses it
         # (the toolkit sets it while a tool handler runs between a tool call and its result).
@@ -305,7 +307,7 @@ class Session:
         self,
         build: Build,
         reflog_op: str,
-        summary: str,
+        summary: str | Callable[[], str],
         *,
         tip: Tip | None = None,
         action: str = "commit",
@@ -316,7 +318,9 @@ class Session:
         """Stage what ``build`` puts plus its commit on the branch, compare-and-swap it from ``tip`` (what the
         operation read when it started; default: the tip now), apply it (unless inside :meth:`batch`), and
         bring the HEAD state up to date. ``payload`` is the commit's content data when the caller has it.
-        With ``rebase`` (pure appends only) a lost swap is retried on the new tip."""
+        With ``rebase`` (pure appends only) a lost swap is retried on the new tip. ``summary`` (the reflog
+        message) may be given as a function, called only when the message is written: inside a batch, only
+        the last commit's summary is."""
         tip = tip or self.writable(action)
         ref, parent = tip.ref, tip.head
         attempts = 0
@@ -360,11 +364,12 @@ class Session:
                 state = self._derive(batch, oid, commit, payload, own, text)
                 batch.set_ref(ref, oid, expected=parent)
                 if own or not self._extend_batch_log(batch, ref, oid, reflog_op, summary, commit.created_at):
+                    message = summary if isinstance(summary, str) else summary()
                     entry = log_ref_move(
-                        batch, ref, parent, oid, reflog_op, summary, now_us=commit.created_at
+                        batch, ref, parent, oid, reflog_op, message, now_us=commit.created_at
                     )
                     if not own:
-                        self._batch_log = (ref, entry, 1, len(batch.log_appends) - 1)
+                        self._batch_log = _BatchLog(ref, entry, message, len(batch.log_appends) - 1)
                 overrun = check_budget(self, batch, ref, state) if own else None  # on the tip extended
                 if own:
                     self.store.apply(batch)
@@ -396,24 +401,29 @@ class Session:
             return oid, commit
 
     def _extend_batch_log(
-        self, batch: WriteBatch, ref: str, new: ObjectId, operation: str, summary: str, now_us: int
+        self,
+        batch: WriteBatch,
+        ref: str,
+        new: ObjectId,
+        operation: str,
+        summary: str | Callable[[], str],
+        now_us: int,
     ) -> bool:
         """Fold this commit's branch move into the reflog entry of the batch's previous commit, when that is
         the batch's last log entry and moved the same branch: a batch moves a branch once (one compare-and-swap
         from the tip it started from), so it logs one move, as git logs one per operation. False when there is
-        no such entry (the caller logs a new one)."""
+        no such entry (the caller logs a new one). The entry is made when the batch encodes it (a read of the
+        reflog, or the write): not once per commit."""
         last = self._batch_log
-        if last is None or last[0] != ref or last[3] != len(batch.log_appends) - 1:
+        if last is None or last.ref != ref or last.index != len(batch.log_appends) - 1:
             return False
-        _, entry, count, index = last
-        count += 1
-        entry["new"] = new
-        entry["ts"] = now_us
-        if entry["op"] != operation:
-            entry["op"] = "batch"
-        entry["msg"] = f"batch of {count} commits, the last: {summary}"
-        batch.replace_log(index, entry)
-        self._batch_log = (ref, entry, count, index)
+        last.count += 1
+        last.new = new
+        last.ts = now_us
+        if last.op != operation:
+            last.op = "batch"
+        last.summary = summary
+        batch.replace_log(last.index, last)
         return True
 
     def _derive(
@@ -439,7 +449,9 @@ class Session:
             state = self.compiler.state_at(self.store if own else batch, parent, take=True)
             self._state = state
         if text is not None:  # a plain-text append: its tokens are those of its text
-            state.apply_text(oid, commit, *text, self.counter.count(text[1]) + MESSAGE_OVERHEAD)
+            self._text_slot = state.apply_text(
+                oid, commit, *text, self.counter.count(text[1]) + MESSAGE_OVERHEAD
+            )
             return state
         if len(commit.parents) <= 1:
             state.apply(batch, oid, commit, self.counter, payload)
@@ -535,8 +547,10 @@ class Session:
         plain = _plain_text(payload)  # the plain text content_objects takes without a general check
         data: bytes | None = None
         if plain is not None:
-            with suppress(UnicodeEncodeError):  # a lone surrogate: the general path names the problem
+            try:  # (not ``with suppress``: a context manager per append costs as much as this call)
                 data = text_blob_bytes(role, text)
+            except UnicodeEncodeError:  # a lone surrogate: the general path names the problem
+                data = None
         if data is None:  # not plain text: the general path checks (and refuses) it
             blob, media = content_objects(payload, self.stored_media)
             return self.commit_content(
@@ -552,26 +566,29 @@ class Session:
             if len(encoded) > MAX_OBJECT_BYTES:
                 batch.put(blob)  # refuses it (ContentTooLarge), as for any object
             batch.put_raw(blob_id, encoded, blob)  # batch.put(blob) without encoding it again
+            last = self._last_commit  # its id is the hash this session computed (a batch's tip is that str)
             return trusted_commit(
                 parents=(parent,) if parent is not None else (),
                 content=blob_id,
                 tools=inherited,
                 operation="append",
                 created_at=now(parent_commit),
+                made=last[0] if last is not None else None,
             )
 
+        self._text_slot = None
         oid, commit = self.commit_with(
             build,
             "append",
-            _summary(payload),
+            partial(_first_line, text),  # a plain text's summary; made only if the reflog shows it
             tip=tip,
             rebase=self.rebase_appends,
             payload=payload,
             text=plain,
         )
+        slot, self._text_slot = self._text_slot, None
         state = self._state
-        slot = state.appended_slot(oid) if state is not None else None
-        if slot is not None:  # the one apply_text just made
+        if slot is not None and state is not None and state.head is oid:  # the slot apply_text made for it
             return text_commit_info(oid, commit, payload, role, slot.tokens)
         return self.info(oid, commit, payload)
 
@@ -944,6 +961,30 @@ def _plain_text(payload: dict[str, Any]) -> tuple[str, str] | None:
 
 
 def _summary(payload: dict[str, Any]) -> str:
-    text = str(payload.get("text") or payload.get("type"))
+    return _first_line(str(payload.get("text") or payload.get("type")))
+
+
+def _first_line(text: str) -> str:
     first = text[:80].splitlines()[0] if text else ""  # the first line's first 72 characters: no more read
     return first[:72]
+
+
+class _BatchLog:
+    """The reflog entry of a batch's moves of one branch: the first commit's entry (old tip, ...) updated by
+    each later commit; called, it gives the entry as it stands (what :meth:`WriteBatch.replace_log` encodes
+    when the batch is read or written: the message is formatted then, once, not at every commit)."""
+
+    __slots__ = ("count", "entry", "index", "new", "op", "ref", "summary", "ts")
+
+    def __init__(self, ref: str, entry: dict[str, Any], summary: str, index: int) -> None:
+        self.ref, self.entry, self.index = ref, entry, index
+        self.count = 1
+        self.new, self.op, self.ts = entry["new"], entry["op"], entry["ts"]
+        self.summary: str | Callable[[], str] = summary
+
+    def __call__(self) -> dict[str, Any]:
+        summary = self.summary if isinstance(self.summary, str) else self.summary()
+        entry = self.entry
+        entry["new"], entry["op"], entry["ts"] = self.new, self.op, self.ts
+        entry["msg"] = f"batch of {self.count} commits, the last: {summary}"
+        return entry

@@ -61,6 +61,7 @@ from .content import (
     Message,
     is_message,
     message_text,
+    text_message,
     to_message,
 )
 from .pairing import DROPPED_RESULT, PLACEHOLDER_RESULT, PLACEHOLDER_TEXT, Pairing, placeholder_tokens
@@ -1085,11 +1086,12 @@ class CompileState:
         self._apply_change(reader, oid, commit, counter, skip_targets=None, payload=payload)
         self._advance(oid, commit)
 
-    def apply_text(self, oid: ObjectId, commit: Commit, role: str, text: str, tokens: int) -> None:
+    def apply_text(self, oid: ObjectId, commit: Commit, role: str, text: str, tokens: int) -> Slot:
         """:meth:`apply` of a plain-text append the write path just made: ``commit`` an append whose content
         blob is ``{"type": "dialogue", "role": role, "text": text}`` (``role`` user or assistant, ``text`` a
         non-empty str; ``content_objects`` checked it), ``tokens`` what :func:`count_tokens` gives for it.
-        The same slot, message and view as :meth:`apply`, without deriving again what the caller knows."""
+        The same slot, message and view as :meth:`apply`, without deriving again what the caller knows; returns
+        the slot (its ``tokens`` are the commit's)."""
         assert commit.content is not None
         slot = Slot.__new__(Slot)
         slot.raw_commit = bytes.fromhex(oid)  # both ids were just computed: 64 lowercase hex digits
@@ -1101,13 +1103,14 @@ class CompileState:
         messages = self.messages
         message = messages.get(raw_blob)
         if message is None:
-            message = messages[raw_blob] = Message(role=role, content=text)
+            message = messages[raw_blob] = text_message(role, text)
         if self._index is not None:
             self._index[oid] = len(self._slots)
         self._slots.append(slot)
         if self.view is not None:
             self.view.add(message, slot)
         self._advance(oid, commit)
+        return slot
 
     def _advance(self, oid: ObjectId, commit: Commit) -> None:
         self.head = oid

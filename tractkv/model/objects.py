@@ -376,31 +376,54 @@ def trusted_commit(
     tools: ObjectId | None,
     operation: str,
     created_at: int,
+    made: ObjectId | None = None,
 ) -> Commit:
     """A plain :class:`Commit` (no target, reply, message, metadata, generation config nor links) made by the
     write path from values it made itself: ``content`` the id it just computed, ``operation`` one of its
     constants, ``created_at`` its clock's int. ``parents`` and ``tools`` come from rows (a ref, the tool
-    setting), so they are checked as the validators would; the rest is not checked again."""
-    for index, parent in enumerate(parents):
-        if not is_object_id(parent):
+    setting), so they are checked as the validators would; the rest is not checked again. ``made`` is an id
+    the caller computed itself (the commit it wrote last, by hashing its bytes): a parent that *is* that very
+    string (identity, not equality) needs no check; any other value is checked."""
+    for parent in parents:
+        if parent is not made and not is_object_id(parent):
+            index = parents.index(parent)
             raise EncodeError(f"parents[{index}]", f"{parent!r} is not an object id")
     if tools is not None and not is_object_id(tools):
         raise EncodeError("tools", f"{tools!r} is not an object id")
     if type(created_at) is not int or type(operation) is not str:
         raise EncodeError("commit", "a trusted commit needs an int time and a str operation")
-    commit = object.__new__(Commit)
-    _set(commit, "parents", parents)
-    _set(commit, "content", content)
-    _set(commit, "tools", tools)
-    _set(commit, "operation", operation)
-    _set(commit, "edit_target", None)
-    _set(commit, "reply_to", None)
-    _set(commit, "message", None)
-    _set(commit, "metadata", None)
-    _set(commit, "generation_config", None)
-    _set(commit, "created_at", created_at)
-    _set(commit, "links", {})
+    commit = _new(Commit)
+    _c_parents(commit, parents)
+    _c_content(commit, content)
+    _c_tools(commit, tools)
+    _c_operation(commit, operation)
+    _c_edit_target(commit, None)
+    _c_reply_to(commit, None)
+    _c_message(commit, None)
+    _c_metadata(commit, None)
+    _c_generation_config(commit, None)
+    _c_created_at(commit, created_at)
+    _c_links(commit, {})
     return commit
+
+
+_new = object.__new__
+# The slot setters of a Commit's fields (what ``_set`` reaches through ``object.__setattr__``, called directly:
+# the write path makes one commit per append), in field order: a field added to Commit fails this unpacking
+# at import; tests/store/test_golden_and_codec.py compares trusted commits with the validating constructor's.
+(
+    _c_parents,
+    _c_content,
+    _c_tools,
+    _c_operation,
+    _c_edit_target,
+    _c_reply_to,
+    _c_message,
+    _c_metadata,
+    _c_generation_config,
+    _c_created_at,
+    _c_links,
+) = _COMMIT_SETTERS = tuple(Commit.__dict__[field.name].__set__ for field in attrs.fields(Commit))
 
 
 StoredObject: TypeAlias = Blob | Commit | ToolSchema | ToolSet | UsageRecord

@@ -198,7 +198,8 @@ class WriteBatch(Reader):
     def replace_log(self, index: int, value: Any) -> None:
         """Replace the value of the ``index``-th entry staged with :meth:`append_log` (same table and key
         prefix; its number is still allocated when the batch is applied). The value is encoded when the batch
-        is read or applied, so a value replaced at every commit of a batch is encoded once."""
+        is read or applied, so a value replaced at every commit of a batch is encoded once. ``value`` may be a
+        function (no log value is callable): what it returns then is encoded, made only then."""
         if not 0 <= index < len(self.log_appends):
             raise IndexError(index)
         self._log_values[index] = value
@@ -208,7 +209,8 @@ class WriteBatch(Reader):
         if self._log_values:
             for index, value in self._log_values.items():
                 table, prefix, _ = self.log_appends[index]
-                self.log_appends[index] = (table, prefix, codec.dumps_local(value))
+                made = value() if callable(value) else value
+                self.log_appends[index] = (table, prefix, codec.dumps_local(made))
             self._log_values.clear()
         return self.log_appends
 
