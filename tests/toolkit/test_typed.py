@@ -1079,3 +1079,263 @@ def test_a_union_never_puts_one_members_enum_on_the_others(tract: Tract) -> None
     # the merged schema used to put enum ["auto"] on every string
     assert ex.execute("open_file", {"mode": "custom", "size": 3}).success
     assert calls == [{"mode": "custom", "size": 3}]
+
+
+# --- dict keys from an enum or a Literal (review 21, must-fix 2) -------------------------------------------
+
+KEYED = {
+    "type": "object",
+    "properties": {"c": {"type": "integer"}, "f": {"type": "integer"}},
+    "additionalProperties": False,
+}
+LITERAL_KEYED = {
+    "type": "object",
+    "properties": {"low": {"type": "number"}, "high": {"type": "number"}},
+    "additionalProperties": False,
+}
+
+
+def paint(
+    counts: dict[Units, int], weights: dict[Literal["low", "high"], float], *, context: ToolContext
+) -> str:
+    """Keyed counts."""
+    return ""
+
+
+class Keyed(BaseModel):
+    counts: dict[Units, int]
+    weights: dict[Literal["low", "high"], float] = {}
+
+
+def paint_model(keyed: Keyed, *, context: ToolContext) -> str:
+    """Keyed counts in a model."""
+    return ""
+
+
+def test_a_dict_keyed_by_an_enum_or_literal_allows_exactly_its_keys_and_converts_them(tract: Tract) -> None:
+    import jsonschema
+
+    params = _params(paint)
+    assert params["properties"] == {"counts": KEYED, "weights": LITERAL_KEYED}
+    assert not jsonschema.Draft202012Validator(params).is_valid({"counts": {"k": 1}, "weights": {}})
+    ex, calls = _recording(tract, paint)
+    assert ex.execute("paint", {"counts": {"f": 2}, "weights": {"low": 1}}).success
+    assert calls == [{"counts": {Units.F: 2}, "weights": {"low": 1.0}}]
+    bad = ex.execute("paint", {"counts": {"k": 1}, "weights": {"zzz": 1.0}})
+    assert not bad.success
+    assert "arguments.counts: unexpected property 'k'" in bad.error
+    assert "arguments.weights: unexpected property 'zzz'" in bad.error
+    assert len(calls) == 1
+
+
+def test_pydantic_dict_keys_become_the_same_properties_as_the_stdlib_path(tract: Tract) -> None:
+    params = _params(paint_model)
+    body = params["$defs"]["Keyed"]
+    assert body["properties"]["counts"] == KEYED
+    assert body["properties"]["weights"] == {**LITERAL_KEYED, "default": {}}
+    assert "Units" not in params["$defs"]  # only used as keys: no dangling definition
+    ex, calls = _recording(tract, paint_model)
+    assert ex.execute("paint_model", {"keyed": {"counts": {"c": 1.0}}}).success
+    assert calls == [{"keyed": Keyed(counts={Units.C: 1})}]
+    bad = ex.execute("paint_model", {"keyed": {"counts": {"k": 1}}})
+    assert (bad.success, len(calls)) == (False, 1)
+    assert "arguments.keyed.counts: unexpected property 'k'" in bad.error
+
+
+class UuidKeyed(BaseModel):
+    table: dict[uuid.UUID, int]
+
+
+def uuid_keys(table: dict[uuid.UUID, int], *, context: ToolContext) -> str:
+    """Bad keys."""
+    return ""
+
+
+def date_keys(table: dict[dt.date, int], *, context: ToolContext) -> str:
+    """Bad keys."""
+    return ""
+
+
+def number_literal_keys(table: dict[Literal[1, 2], int], *, context: ToolContext) -> str:
+    """Bad keys."""
+    return ""
+
+
+def model_uuid_keys(n: int, model: UuidKeyed, *, context: ToolContext) -> str:
+    """Bad keys in a model."""
+    return ""
+
+
+@pytest.mark.parametrize(
+    ("func", "message"),
+    [
+        (uuid_keys, r"uuid_keys\.table: dictionary keys of type UUID cannot be expressed"),
+        (date_keys, r"date_keys\.table: dictionary keys of type date cannot be expressed"),
+        (number_literal_keys, r"number_literal_keys\.table: dictionary keys must be strings"),
+        (model_uuid_keys, r"model_uuid_keys\.model \(\$defs\.UuidKeyed\): dictionary keys limited by"),
+    ],
+)
+def test_a_dict_key_rule_the_schema_cannot_say_is_refused_naming_the_parameter(
+    func: Any, message: str
+) -> None:
+    with pytest.raises(InvalidInput, match=message):
+        tool(func)
+
+
+def test_in_strict_mode_every_key_is_required_and_nullable_and_a_null_drops_it(tract: Tract) -> None:
+    params = _params(paint, strict=True)
+    counts = params["properties"]["counts"]
+    assert counts["required"] == ["c", "f"]
+    assert counts["properties"]["c"] == {"type": ["integer", "null"]}
+    ex, calls = _recording(tract, paint, strict=True)
+    assert ex.execute("paint", {"counts": {"c": None, "f": 3}, "weights": {"low": None, "high": 0.5}}).success
+    assert calls == [{"counts": {Units.F: 3}, "weights": {"high": 0.5}}]
+    model = _params(paint_model, strict=True)["$defs"]["Keyed"]["properties"]["counts"]
+    assert model == counts
+    ex, calls = _recording(tract, paint_model, strict=True)
+    assert ex.execute("paint_model", {"keyed": {"counts": {"c": 1, "f": None}, "weights": None}}).success
+    assert calls == [{"keyed": Keyed(counts={Units.C: 1})}]
+
+
+# --- integral floats are integers (review 21, should-fix 1) ------------------------------------------------
+
+
+def integers(
+    n: int,
+    many: list[int],
+    maybe: int | None,
+    either: int | str | Window,
+    exact: int | float,
+    one: Literal[1, 2],
+    *,
+    context: ToolContext,
+) -> str:
+    """Integers."""
+    return ""
+
+
+INTEGERS = {"n": 3, "many": [1, 2], "maybe": None, "either": "x", "exact": 1, "one": 2}
+
+
+@pytest.mark.parametrize(
+    ("name", "sent", "received"),
+    [
+        ("n", 3.0, 3),
+        ("many", [1.0, 2], [1, 2]),
+        ("maybe", 2.0, 2),
+        ("either", 1.0, 1),
+        ("either", {"start": 2.0}, Window(start=2)),
+        ("exact", 1.0, 1.0),  # a float member takes a float exactly: int | float keeps it a float
+        ("exact", 1, 1),
+        ("one", 1.0, 1),
+    ],
+)
+def test_an_integral_float_arrives_as_an_int(tract: Tract, name: str, sent: Any, received: Any) -> None:
+    ex, calls = _recording(tract, integers)
+    result = ex.execute("integers", {**INTEGERS, name: sent})
+    assert result.success, result.error
+    assert calls[0][name] == received
+    assert type(calls[0][name]) is type(received)
+    if isinstance(received, list):
+        assert [type(v) for v in calls[0][name]] == [int, int]
+
+
+@pytest.mark.parametrize(
+    ("name", "sent"), [("n", 1.5), ("n", True), ("many", [2.5]), ("maybe", False), ("one", 1.5)]
+)
+def test_a_fraction_or_a_bool_is_still_no_int(tract: Tract, name: str, sent: Any) -> None:
+    ex, calls = _recording(tract, integers)
+    result = ex.execute("integers", {**INTEGERS, name: sent})
+    assert (result.success, calls) == (False, [])
+    assert f"arguments.{name}" in result.error
+
+
+# --- dataclass InitVars and init=False fields (review 21, should-fix 2) ------------------------------------
+
+
+@dataclasses.dataclass
+class Scaled:
+    a: int
+    scale: dataclasses.InitVar[int]
+    offset: dataclasses.InitVar[int] = 0
+    total: int = dataclasses.field(init=False)
+
+    def __post_init__(self, scale: int, offset: int) -> None:
+        self.total = self.a * scale + offset
+
+
+@dataclasses.dataclass(init=False)
+class Hand:
+    """A dataclass whose own __init__ takes what no field names."""
+
+    x: int
+
+    def __init__(self, y: int) -> None:
+        self.x = y
+
+
+def scaled(value: Scaled, *, context: ToolContext) -> str:
+    """Scaled."""
+    return str(value.total)
+
+
+def handmade(value: Hand, *, context: ToolContext) -> str:
+    """Hand."""
+    return ""
+
+
+def test_a_dataclass_initvar_is_a_parameter_passed_to_init_and_init_false_is_neither(tract: Tract) -> None:
+    body = _params(scaled)["$defs"]["Scaled"]
+    assert body["properties"] == {
+        "a": {"type": "integer"},
+        "scale": {"type": "integer"},
+        "offset": {"type": "integer", "default": 0},
+    }
+    assert body["required"] == ["a", "scale"]
+    ex = ToolExecutor(tract)
+    ex.register(scaled)
+    assert ex.execute("scaled", {"value": {"a": 2, "scale": 3}}).output == "6"
+    assert ex.execute("scaled", {"value": {"a": 2, "scale": 3, "offset": 1}}).output == "7"
+    missing = ex.execute("scaled", {"value": {"a": 2}})
+    assert not missing.success
+    assert "'scale'" in missing.error
+    total = ex.execute("scaled", {"value": {"a": 2, "scale": 3, "total": 9}})
+    assert not total.success
+    assert "'total'" in total.error
+
+
+def test_a_dataclass_whose_init_takes_other_parameters_is_refused_at_registration() -> None:
+    with pytest.raises(InvalidInput, match=r"handmade\.value: Hand\.__init__ needs 'y'"):
+        tool(handmade)
+
+
+def test_the_agent_loop_refuses_a_key_outside_the_enum_and_converts_keys_and_integral_floats(
+    tract: Tract,
+) -> None:
+    seen: list[dict[Units, int]] = []
+    ex = ToolExecutor(tract)
+
+    @ex.register
+    def tally(counts: dict[Units, int], *, context: ToolContext) -> str:
+        """Tally readings per unit."""
+        seen.append(counts)
+        return ", ".join(f"{unit.name}={n}" for unit, n in counts.items())
+
+    tract.user("Tally them.")
+    llm = ScriptedLLM(
+        [
+            call("c1", "tally", {"counts": {"kelvin": 1}}),
+            call("c2", "tally", {"counts": {"f": 2.0}}),
+            "Done.",
+        ]
+    )
+    result = tract.run(llm, ex, max_steps=5)
+    assert (result.text, result.steps) == ("Done.", 3)
+    assert seen == [{Units.F: 2}]
+    assert type(seen[0][Units.F]) is int
+    messages = tract.compile().messages
+    assert messages[2].is_error
+    assert "arguments.counts: unexpected property 'kelvin'" in messages[2].content
+    assert (messages[4].is_error, messages[4].content) == (False, "F=2")
+    (offered,) = llm.calls[0].tools or []
+    assert offered["function"]["parameters"]["properties"]["counts"] == KEYED

@@ -13,7 +13,12 @@ Two generators, one result shape:
   months is refused at conversion: they have no fixed length), unions, lists / tuples / sets / dicts of
   those, nested and recursive) go through this module's own generator and converter. Dataclasses and
   TypedDicts become ``$defs`` entries referenced by ``$ref`` (so a recursive type is a reference to itself);
-  enums stay inline (``{"type": "string", "enum": [...]}``).
+  enums stay inline (``{"type": "string", "enum": [...]}``). A dataclass's ``InitVar`` s are properties
+  passed to ``__init__``, its ``init=False`` fields are not; one whose ``__init__`` takes other parameters is
+  refused. A ``dict`` keyed by an enum or a ``Literal`` of strings is an object with those keys as optional
+  properties and no other (its keys converted to the members); a key rule the schema cannot say (``UUID``,
+  ``date``, ``int`` keys) is refused. A whole float (``1.0``) is an integer, as in JSON Schema: an ``int``
+  receives ``1``; a union tries each member's exact kind first (``int | float`` keeps ``1.0`` a float).
 * **pydantic** is optional and never imported here: when a parameter's type involves a pydantic class (a
   model, a pydantic dataclass, ``Annotated[..., Field(...)]``), detected through
   ``sys.modules.get("pydantic")``, that parameter goes through pydantic: ``TypeAdapter.json_schemas`` makes
@@ -21,7 +26,8 @@ Two generators, one result shape:
   ``TypeAdapter.validate_python`` converts each argument. The other parameters keep the stdlib path, so a
   ``typing.TypedDict`` (which pydantic refuses before Python 3.12) still works beside a model, and a stdlib
   type gives the same schema whether pydantic is loaded or not. pydantic's ``title`` keywords are stripped:
-  they repeat the property or class name and cost the model tokens.
+  they repeat the property or class name and cost the model tokens. Its ``propertyNames`` (a dict's key
+  rule) becomes the stdlib generator's keyed object, or is refused when it is not a set of strings.
 
 Strict mode (:func:`to_strict`) rewrites a schema into what OpenAI's strict function calling accepts: every
 property required (the optional ones nullable), ``additionalProperties: false`` on every object, ``$ref``
@@ -200,6 +206,56 @@ def _typeddict_required(cls: type, hints: Mapping[str, Any]) -> set[str]:
     return required
 
 
+def _field_hint(hint: Any) -> Any:
+    """A field's type: ``Required[X]`` / ``NotRequired[X]`` / ``InitVar[X]`` -> ``X`` (a bare ``InitVar``: Any)."""
+    if hint is dataclasses.InitVar:
+        return Any
+    if isinstance(hint, dataclasses.InitVar):
+        return hint.type
+    return _unwrap_required(hint)
+
+
+def _init_fields(cls: type, hints: Mapping[str, Any], where: str) -> list[dataclasses.Field[Any]]:
+    """The fields a dataclass's ``__init__`` takes, in its order: the ``init`` fields and the ``InitVar`` s
+    (which :func:`dataclasses.fields` leaves out; a ``field(init=False)`` is neither in the schema nor passed).
+
+    Raises:
+        InvalidInput: ``__init__`` does not take exactly these as keywords (a hand-written ``__init__`` with
+            other parameters could never be called with the arguments the schema describes).
+    """
+    real = {f.name for f in dataclasses.fields(cls)}
+    fields: list[dataclasses.Field[Any]] = []
+    for field in getattr(cls, "__dataclass_fields__", {}).values():
+        if field.name in real:
+            if field.init:
+                fields.append(field)
+        elif field.type is dataclasses.InitVar or isinstance(
+            hints.get(field.name, field.type), dataclasses.InitVar
+        ):
+            fields.append(field)
+    try:
+        params = list(inspect.signature(cls).parameters.values())
+    except (TypeError, ValueError):
+        return fields
+    names = {f.name for f in fields}
+    takes = {p.name for p in params if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}
+    any_keyword = any(p.kind is p.VAR_KEYWORD for p in params)
+    for param in params:
+        if param.kind is param.VAR_POSITIONAL or param.kind is param.VAR_KEYWORD:
+            continue
+        if param.name not in names and param.default is param.empty:
+            raise InvalidInput(
+                f"{where}: {cls.__qualname__}.__init__ needs {param.name!r}, which is not one of its fields: "
+                "a tool argument could never build it"
+            )
+    missing = sorted(n for n in names if n not in takes) if not any_keyword else []
+    if missing:
+        raise InvalidInput(
+            f"{where}: {cls.__qualname__}.__init__ does not take its field(s) {', '.join(map(repr, missing))}"
+        )
+    return fields
+
+
 def _class_hints(cls: type, where: str) -> dict[str, Any]:
     try:
         return typing.get_type_hints(cls, include_extras=True)
@@ -289,11 +345,12 @@ class SchemaGenerator:
         if hint is dict or origin in (dict, Mapping):
             schema = {"type": "object"}
             if len(args) == 2:
-                key = self.schema(args[0], where)
-                if key.get("type") != "string":
-                    raise InvalidInput(f"{where}: dictionary keys must be strings (JSON object keys)")
-                if args[1] is not Any:
-                    schema["additionalProperties"] = self.schema(args[1], where)
+                keys = _dict_keys(self.schema(args[0], where), args[0], where)
+                value = self.schema(args[1], where) if args[1] is not Any else None
+                if keys is not None:
+                    return _keyed_object(keys, value if value is not None else {})
+                if value is not None:
+                    schema["additionalProperties"] = value
             return schema
         if isinstance(hint, type) and (dataclasses.is_dataclass(hint) or _is_typeddict(hint)):
             return {"$ref": f"#/$defs/{self._define(hint, where)}"}
@@ -315,10 +372,8 @@ class SchemaGenerator:
         properties: dict[str, Any] = {}
         required: list[str] = []
         if dataclasses.is_dataclass(cls):
-            for field in dataclasses.fields(cls):
-                if not field.init:
-                    continue
-                prop = self.schema(hints.get(field.name, Any), f"{where}.{field.name}")
+            for field in _init_fields(cls, hints, where):
+                prop = self.schema(_field_hint(hints.get(field.name, Any)), f"{where}.{field.name}")
                 note = field.metadata.get("description") if field.metadata else None
                 if isinstance(note, str) and note:
                     prop = _describe(prop, note)
@@ -345,6 +400,32 @@ class SchemaGenerator:
         body["additionalProperties"] = False
         self.defs[name] = body
         return name
+
+
+def _dict_keys(key: dict[str, Any], hint: Any, where: str) -> list[str] | None:
+    """The allowed keys of a ``dict[K, V]`` whose key schema is ``key``: None for any string (``str``), the
+    strings of an enum / ``Literal`` of strings; any other key type is refused (a JSON object's keys are
+    strings, and a key rule the schema cannot say would be silently dropped)."""
+    rule = {k: v for k, v in key.items() if k != "description"}
+    if rule == {"type": "string"}:
+        return None
+    values = rule.get("enum")
+    if rule.get("type") == "string" and isinstance(values, list) and set(rule) == {"type", "enum"}:
+        return list(dict.fromkeys(values))
+    shown = _hint_name(hint)
+    if key.get("type") != "string":
+        raise InvalidInput(
+            f"{where}: dictionary keys must be strings (JSON object keys): {shown} keys cannot be sent"
+        )
+    raise InvalidInput(
+        f"{where}: dictionary keys of type {shown} cannot be expressed in a tool schema: use str keys, or an "
+        "enum / Literal of strings"
+    )
+
+
+def _keyed_object(keys: list[str], value: dict[str, Any]) -> dict[str, Any]:
+    """The schema of a dict whose keys are a fixed set of strings: each key an optional property."""
+    return {"type": "object", "properties": {k: dict(value) for k in keys}, "additionalProperties": False}
 
 
 def _describe(schema: dict[str, Any], note: str) -> dict[str, Any]:
@@ -406,14 +487,37 @@ def union_schema(members: list[dict[str, Any]]) -> dict[str, Any]:
 # --- the stdlib converter --------------------------------------------------------------------------------
 
 
-def _fits(value: Any, hint: Any) -> bool:
-    """Whether a JSON value has the shape of ``hint`` (picks the member of a union to convert with)."""
+def _is_integral(value: Any) -> bool:
+    """An integer in JSON's sense: an int (never a bool) or a float with no fraction (``1.0``)."""
+    if isinstance(value, bool):
+        return False
+    return isinstance(value, int) or (isinstance(value, float) and value.is_integer())
+
+
+def _match(value: Any, choices: Iterable[Any], exact: bool) -> tuple[bool, Any]:
+    """(True, the choice ``value`` stands for) among Literal / enum values: the same type and value, or (not
+    ``exact``) a number equal to a numeric choice (JSON equality: ``1.0`` is ``1``; a bool is never a number)."""
+    for choice in choices:
+        if type(value) is type(choice) and value == choice:
+            return True, choice
+    if not exact and isinstance(value, int | float) and not isinstance(value, bool):
+        for choice in choices:
+            if isinstance(choice, int | float) and not isinstance(choice, bool) and value == choice:
+                return True, choice
+    return False, None
+
+
+def _fits(value: Any, hint: Any, exact: bool = False) -> bool:
+    """Whether a JSON value has the shape of ``hint`` (picks the member of a union to convert with).
+
+    With ``exact`` a number must have the declared kind (``1.0`` is no ``int``): a union tries every member
+    exactly first, so ``int | float`` keeps ``1.0`` a float and ``1`` an int."""
     if hint is Any or hint is object:
         return True
     origin = typing.get_origin(hint)
     args = typing.get_args(hint)
     if origin is typing.Annotated:
-        return _fits(value, args[0])
+        return _fits(value, args[0], exact)
     if hint is float and isinstance(value, float):
         return math.isfinite(value)
     if hint is type(None):
@@ -421,7 +525,9 @@ def _fits(value: Any, hint: Any) -> bool:
     if hint is bool:
         return isinstance(value, bool)
     if hint is int:
-        return isinstance(value, int) and not isinstance(value, bool)
+        if exact:
+            return isinstance(value, int) and not isinstance(value, bool)
+        return _is_integral(value)
     if hint is float:
         return isinstance(value, int | float) and not isinstance(value, bool)
     if hint is str:
@@ -430,25 +536,30 @@ def _fits(value: Any, hint: Any) -> bool:
     if name is not None:
         return isinstance(value, str) and FORMATS[name](value)
     if origin is Literal:
-        return any(type(value) is type(a) and value == a for a in args)
+        return _match(value, args, exact)[0]
     if isinstance(hint, type) and issubclass(hint, enum.Enum):
-        return any(type(value) is type(m.value) and value == m.value for m in hint)
+        return _match(value, [m.value for m in hint], exact)[0]
     if origin in (typing.Union, types.UnionType):
-        return any(_fits(value, a) for a in args)
+        return any(_fits(value, a, exact) for a in args)
     if hint in (list, tuple, set, frozenset) or origin in (list, tuple, set, frozenset, Sequence):
         if not isinstance(value, list):
             return False
         if origin is tuple and args and not (len(args) == 2 and args[1] is Ellipsis):
-            return len(value) == len(args) and all(_fits(v, a) for v, a in zip(value, args, strict=True))
-        return not args or all(_fits(v, args[0]) for v in value)
+            return len(value) == len(args) and all(
+                _fits(v, a, exact) for v, a in zip(value, args, strict=True)
+            )
+        return not args or all(_fits(v, args[0], exact) for v in value)
     if hint is dict or origin in (dict, Mapping):
-        return isinstance(value, dict) and (len(args) < 2 or all(_fits(v, args[1]) for v in value.values()))
+        return isinstance(value, dict) and (
+            len(args) < 2
+            or all(_fits(k, args[0], exact) and _fits(v, args[1], exact) for k, v in value.items())
+        )
     if isinstance(hint, type) and (dataclasses.is_dataclass(hint) or _is_typeddict(hint)):
         if not isinstance(value, dict):
             return False
         hints = _class_hints(hint, hint.__qualname__)
         if dataclasses.is_dataclass(hint):
-            init = [f for f in dataclasses.fields(hint) if f.init]
+            init = _init_fields(hint, hints, hint.__qualname__)
             names = {f.name for f in init}
             needed = {
                 f.name
@@ -461,7 +572,7 @@ def _fits(value: Any, hint: Any) -> bool:
         return (
             needed <= value.keys()
             and value.keys() <= names
-            and all(_fits(v, _unwrap_required(hints.get(k, Any))) for k, v in value.items())
+            and all(_fits(v, _field_hint(hints.get(k, Any)), exact) for k, v in value.items())
         )
     return True
 
@@ -495,9 +606,10 @@ def convert_value(value: Any, hint: Any, where: str, problems: list[str]) -> Any
     if origin is typing.Annotated:
         return convert_value(value, args[0], where, problems)
     if origin in (typing.Union, types.UnionType):
-        for member in args:
-            if _fits(value, member):
-                return convert_value(value, member, where, problems)
+        for exact in (True, False):  # a member the value has exactly the kind of first: int | float keeps 1.0
+            for member in args:
+                if _fits(value, member, exact):
+                    return convert_value(value, member, where, problems)
         shapes = " or ".join(_hint_name(a) for a in args)
         problems.append(f"{where}: {_show(value)} is none of {shapes}")
         return value
@@ -510,7 +622,13 @@ def convert_value(value: Any, hint: Any, where: str, problems: list[str]) -> Any
             return value
         if hint is float:
             return float(value)
-        return hint(value) if isinstance(hint, type) and issubclass(hint, enum.Enum) else value
+        if hint is int:
+            return int(value)  # 1.0 is an integer in JSON Schema: the handler gets the int 1
+        if origin is Literal:
+            return _match(value, args, False)[1]
+        if isinstance(hint, type) and issubclass(hint, enum.Enum):
+            return hint(_match(value, [m.value for m in hint], False)[1])
+        return value
     if hint in (list, tuple, set, frozenset) or origin in (list, tuple, set, frozenset, Sequence):
         if not isinstance(value, list):
             problems.append(f"{where}: expected an array, got {_show(value)}")
@@ -541,8 +659,15 @@ def convert_value(value: Any, hint: Any, where: str, problems: list[str]) -> Any
         if not isinstance(value, dict):
             problems.append(f"{where}: expected an object, got {_show(value)}")
             return value
+        key = args[0] if len(args) == 2 else Any
         item = args[1] if len(args) == 2 else Any
-        return {k: convert_value(v, item, f"{where}.{k}", problems) for k, v in value.items()}
+        # an enum / Literal key arrives as what it stands for (Color.RED, not "red"); a key outside it is refused
+        out: dict[Any, Any] = {}
+        for k, v in value.items():
+            out[convert_value(k, key, f"{where} (key)", problems)] = convert_value(
+                v, item, f"{where}.{k}", problems
+            )
+        return out
     if isinstance(hint, type) and (dataclasses.is_dataclass(hint) or _is_typeddict(hint)):
         return _convert_record(value, hint, where, problems)
     return value
@@ -555,7 +680,7 @@ def _convert_record(value: Any, cls: type, where: str, problems: list[str]) -> A
         return value
     hints = _class_hints(cls, where)
     if dataclasses.is_dataclass(cls):
-        init = [f for f in dataclasses.fields(cls) if f.init]
+        init = _init_fields(cls, hints, where)
         names = [f.name for f in init]
         needed = [
             f.name
@@ -574,7 +699,7 @@ def _convert_record(value: Any, cls: type, where: str, problems: list[str]) -> A
         if key not in names:
             problems.append(f"{where}: unexpected property {key!r} (allowed: {', '.join(names) or 'none'})")
     converted = {
-        k: convert_value(v, _unwrap_required(hints.get(k, Any)), f"{where}.{k}", problems)
+        k: convert_value(v, _field_hint(hints.get(k, Any)), f"{where}.{k}", problems)
         for k, v in value.items()
         if k in names
     }
@@ -733,9 +858,82 @@ def _pydantic_schemas(
         raise InvalidInput(
             f"{where}: pydantic cannot make a JSON Schema: {type(exc).__name__}: {exc}"
         ) from None
-    schemas = {name: strip_titles(keyed[(name, "validation")]) for name in hints}
-    defs = {k: strip_titles(v) for k, v in (top.get("$defs") or {}).items()}
-    return schemas, defs, adapters
+    raw_defs = top.get("$defs") or {}
+    schemas = {
+        name: _keys_as_properties(strip_titles(keyed[(name, "validation")]), raw_defs, f"{where}.{name}")
+        for name in hints
+    }
+    raw = {name: keyed[(name, "validation")] for name in hints}
+    defs: dict[str, Any] = {}
+    for k, v in raw_defs.items():
+        users = [n for n in hints if k in _used_defs({n: raw[n]}, raw_defs)]  # named in an error
+        defs[k] = _keys_as_properties(
+            strip_titles(v), raw_defs, f"{', '.join(f'{where}.{n}' for n in users) or where} ($defs.{k})"
+        )
+    return schemas, _used_defs(schemas, defs), adapters
+
+
+def _keys_as_properties(schema: Any, defs: Mapping[str, Any], where: str) -> Any:
+    """``schema`` with pydantic's ``propertyNames`` (a ``dict[Color, V]``'s key rule, a keyword the validator
+    does not support) said as the stdlib generator says it: each allowed key an optional property, no other
+    key. A key rule that is not a set of strings (``dict[UUID, V]``: a format) is refused, never dropped."""
+    if not isinstance(schema, dict):
+        return schema
+    out: dict[str, Any] = {}
+    for key, value in schema.items():
+        if key in _SUBSCHEMA:
+            out[key] = _keys_as_properties(value, defs, where)
+        elif key in _SUBSCHEMA_LISTS and isinstance(value, list):
+            out[key] = [_keys_as_properties(v, defs, where) for v in value]
+        elif key in _SUBSCHEMA_MAPS and isinstance(value, dict):
+            out[key] = {k: _keys_as_properties(v, defs, where) for k, v in value.items()}
+        else:
+            out[key] = value
+    if "propertyNames" not in out:
+        return out
+    rule = _resolve(out.pop("propertyNames"), defs)
+    rule = (
+        {k: v for k, v in rule.items() if k not in ("description", "title")}
+        if isinstance(rule, dict)
+        else rule
+    )
+    if isinstance(rule, dict) and set(rule) in ({"const"}, {"const", "type"}):
+        keys: Any = [rule["const"]]
+    else:
+        keys = rule.get("enum") if isinstance(rule, dict) and set(rule) <= {"enum", "type"} else None
+    if (
+        not isinstance(keys, list)
+        or not all(isinstance(k, str) for k in keys)
+        or rule.get("type", "string") != "string"
+        or "properties" in out
+    ):
+        raise InvalidInput(
+            f"{where}: dictionary keys limited by {_show(rule)} cannot be expressed in a tool schema: use str "
+            "keys, or an enum / Literal of strings"
+        )
+    extra = out.pop("additionalProperties", True)
+    value_schema = {} if extra is True else extra
+    keyed = _keyed_object(list(dict.fromkeys(keys)), value_schema) if extra is not False else {}
+    return {**out, **keyed, "type": "object"} if keyed else {**out, "additionalProperties": False}
+
+
+def _used_defs(schemas: Mapping[str, Any], defs: dict[str, Any]) -> dict[str, Any]:
+    """The ``defs`` the schemas still reach through ``$ref`` (an enum used only as dict keys is inlined)."""
+    seen: set[str] = set()
+    todo: list[Any] = list(schemas.values())
+    while todo:  # bounded: each definition is queued once
+        node = todo.pop()
+        if isinstance(node, list):
+            todo.extend(node)
+        elif isinstance(node, dict):
+            ref = node.get("$ref")
+            if isinstance(ref, str) and ref.startswith("#/$defs/"):
+                name = ref.rsplit("/", 1)[-1]
+                if name not in seen and name in defs:
+                    seen.add(name)
+                    todo.append(defs[name])
+            todo.extend(v for k, v in node.items() if k != "$ref")
+    return {k: v for k, v in defs.items() if k in seen}
 
 
 # --- walking schemas -------------------------------------------------------------------------------------
