@@ -38,7 +38,8 @@ collapse (``links["child"]``) or through a tool result's usage records (``heads`
 answer came back as the tool result), state ``collapsed``; (b) the local branches whose spawn commit names
 *B* as ``parent_branch`` and that were not collapsed, state ``open``. A ``full`` child's history up to its
 spawn commit is its parent's: what that part links is the parent's children, not the child's. Cost: one walk
-of *B*'s history plus one first-parent walk per branch (memoized, so shared history is read once).
+of *B*'s history plus one first-parent walk per branch (memoized, so shared history is read once), in one read
+transaction, reading only the fields the walk needs of each commit (:func:`_peek`); no index is kept.
 """
 
 from __future__ import annotations
