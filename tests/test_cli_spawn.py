@@ -93,6 +93,7 @@ def test_errors_are_one_line_and_change_nothing(store: str) -> None:
         (("collapse", "nope", "--content", "x"), "no branch 'nope'"),
         (("collapse", "main", "--content", "x"), "into itself"),
         (("spawn", "again", "--branch", "main.spawn/task"), "exists already"),
+        (("spawn", "self", "--branch", "main"), "onto the current branch 'main'"),
         (("spawn", "  "), "purpose"),
         (("spawn", "x", "--inherit", "copy"), "copy"),
     ]:

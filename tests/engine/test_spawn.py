@@ -8,7 +8,16 @@ from collections.abc import Callable
 
 import pytest
 
-from tractkv import BranchExists, ChildInfo, DetachedHead, InvalidInput, Message, NoLLMConfigured, Tract
+from tractkv import (
+    BranchExists,
+    ChildInfo,
+    ConcurrentUpdate,
+    DetachedHead,
+    InvalidInput,
+    Message,
+    NoLLMConfigured,
+    Tract,
+)
 from tractkv.llm import ScriptedLLM
 
 from .conftest import FakeClock
@@ -344,3 +353,88 @@ def test_a_snapshot_keeps_media_parts_stored_once(open_tract: Factory) -> None:
         assert child.compile().to_openai() == parent.compile().to_openai()
         # the spawn commit and two appends: the message blobs and the image are the parent's
         assert parent.store.count_objects() == objects + 3
+
+
+def test_spawn_onto_the_current_branch_is_refused_even_when_it_is_unborn(open_tract: Factory) -> None:
+    empty = open_tract()  # main has no commit yet
+    with pytest.raises(InvalidInput, match="current branch 'main'"):
+        empty.spawn("self", branch="main")
+    assert empty.parent() is None
+    assert empty.children() == []
+    assert dict(empty.store.iter_refs("refs/")) == {}
+    empty.user("x")
+    empty.branch("other", switch=False)
+    for name in ("main", "other"):  # the current branch, or any existing one
+        with pytest.raises(InvalidInput, match=r"main|exists already"):
+            empty.spawn("p", branch=name)
+    assert [b.name for b in empty.list_branches()] == ["main", "other"]
+    assert empty.children() == []
+
+
+def branch_log(t: Tract, name: str) -> list[str]:
+    head = t.store.get_ref(f"refs/heads/{name}")
+    return [] if head is None else [c.operation for c in t.log(rev=head)]
+
+
+def test_a_child_handle_refuses_to_write_after_its_branch_was_collapsed_by_name(open_tract: Factory) -> None:
+    parent = open_tract()
+    parent.system("s")
+    parent.user("hi")
+    child = parent.spawn("work")
+    child.user("child msg")
+    parent.collapse("main.spawn/work", content="result")  # by name: the child's handle is not detached
+
+    with pytest.raises(ConcurrentUpdate, match=r"'main\.spawn/work' was deleted by another handle"):
+        child.user("late child write")
+    with pytest.raises(ConcurrentUpdate, match="deleted"), child.batch():
+        child.user("late, in a batch")
+    assert [b.name for b in parent.list_branches()] == ["main"]  # not re-created with a parentless commit
+    assert [(c.purpose, c.state, c.branch) for c in parent.children()] == [("work", "collapsed", None)]
+    with pytest.raises(InvalidInput, match="no branch"):
+        parent.collapse("main.spawn/work", content="again")
+    assert [m.content for m in parent.compile().messages] == ["s", "hi", "result"]
+
+
+@pytest.mark.parametrize("rebase", [False, True])
+def test_a_handle_refuses_to_write_on_a_branch_another_handle_deleted(
+    open_tract: Factory, rebase: bool
+) -> None:
+    t = open_tract()
+    t.system("s")
+    t.user("hi")
+    t.branch("b", switch=False)
+    fresh = open_tract(branch="b", rebase_appends=rebase)  # never wrote: it saw the branch's tip at open
+    other = open_tract(branch="b", rebase_appends=rebase)
+    other.user("on b")
+    t.delete_branch("b", force=True)
+    for handle in (other, fresh):
+        with pytest.raises(ConcurrentUpdate, match="'b' was deleted"):
+            handle.user("after delete")
+    assert "b" not in [x.name for x in t.list_branches()]
+    # switching to it again is the explicit way to start the branch anew
+    other.switch("b")
+    other.user("new start")
+    assert branch_log(t, "b") == ["append"]
+    # an unborn branch stays writable
+    unborn = open_tract(branch="c")
+    unborn.user("first")
+    assert branch_log(t, "c") == ["append"]
+
+
+def test_a_rebasing_append_stops_when_the_branch_is_deleted_during_the_write(open_tract: Factory) -> None:
+    t = open_tract()
+    t.user("hi")
+    t.branch("b", switch=False)
+    armed: list[Tract] = []
+
+    def clock() -> int:  # called while the append is built: another handle deletes the branch then
+        if armed:
+            armed.pop().delete_branch("b", force=True)
+        return 1_800_000_000_000_000 + len(armed)
+
+    writer = open_tract(branch="b", rebase_appends=True, clock=clock)
+    writer.user("before")
+    armed.append(t)
+    with pytest.raises(ConcurrentUpdate, match="'b' was deleted"):
+        writer.user("during")
+    assert "b" not in [x.name for x in t.list_branches()]

@@ -135,6 +135,11 @@ class Session:
         self.detached: ObjectId | None = detached if ref is None else None
         if branch is not None:
             self.branch_ref, self.detached = branch_ref(branch), None
+        # The last tip this handle saw its branch at (None: it never saw the branch with a commit, i.e. it is
+        # unborn for this handle). A write that finds the branch gone although this is set refuses: another
+        # handle deleted it (delete_branch, a collapse), and re-creating it would drop that history.
+        self._seen_tip: tuple[str, ObjectId] | None = None  # (branch ref, tip)
+        self._note_tip()
         if not readonly and (store.get_ref(HEAD) is None or branch is not None):
             self._save_head()
 
@@ -194,7 +199,30 @@ class Session:
             if staged is not None:
                 return ObjectId(staged[1]) if staged[1] is not None else None
         value = reader.get_ref(self.branch_ref)
-        return ObjectId(value) if value is not None else None
+        if value is None:
+            return None
+        self._seen_tip = (self.branch_ref, ObjectId(value))
+        return self._seen_tip[1]
+
+    def _note_tip(self) -> None:
+        """Reset what this handle saw of its branch to the branch's tip now (after HEAD moved)."""
+        self._seen_tip = None
+        if self.branch_ref is not None:
+            value = self.store.get_ref(self.branch_ref)
+            self._seen_tip = (self.branch_ref, ObjectId(value)) if value is not None else None
+
+    def _check_not_deleted(self, ref: str, head: ObjectId | None) -> None:
+        """Refuse to write on a branch another handle deleted after this one saw a commit on it."""
+        seen = self._seen_tip
+        if head is None and seen is not None and seen[0] == ref:
+            name = branch_name(ref) or ref
+            raise ConcurrentUpdate(
+                ref,
+                seen[1],
+                None,
+                f"branch {name!r} was deleted by another handle (delete_branch, or a collapse of it) after "
+                "this one wrote or read it; nothing was written (switch to it again to start it anew)",
+            )
 
     def resolve(self, rev: str, reader: Reader | None = None) -> ObjectId:
         """A revision (id, prefix, branch, ``HEAD~N``...) as a commit id; ``HEAD`` is this session's HEAD
@@ -235,7 +263,9 @@ class Session:
             self.write_guard(action)
         if self.branch_ref is None:
             raise DetachedHead(str(self.detached), action)
-        return Tip(self.branch_ref, self.head_commit(self.reader()))
+        head = self.head_commit(self.reader())
+        self._check_not_deleted(self.branch_ref, head)
+        return Tip(self.branch_ref, head)
 
     def check_writes(self, action: str, *, in_batch: bool = True) -> None:
         """Raise unless ``action`` may write now (``in_batch=False``: not inside :meth:`batch` either)."""
@@ -283,6 +313,9 @@ class Session:
                     else:
                         self._since_checkpoint = 0
                 self.store.apply(batch)
+                if self.branch_ref is not None and self.branch_ref in batch.ref_updates:
+                    staged = batch.ref_updates[self.branch_ref][1]
+                    self._seen_tip = (self.branch_ref, ObjectId(staged)) if staged is not None else None
                 self.compiler.retarget(batch, self.store)  # read the store, not the landed batch
                 if self._state is not None:
                     self._state.retarget(batch, self.store)
@@ -290,6 +323,8 @@ class Session:
         except RefConflict as exc:
             self._batch = None
             self._state = None
+            if isinstance(exc, ConcurrentUpdate):  # raised inside the block (a deleted branch): as it is
+                raise
             raise ConcurrentUpdate(exc.ref, exc.expected, exc.actual, "batch not written") from exc
         except BaseException:
             self._batch = None
@@ -373,6 +408,7 @@ class Session:
                 overrun = check_budget(self, batch, ref, state) if own else None  # on the tip extended
                 if own:
                     self.store.apply(batch)
+                    self._seen_tip = (ref, oid)
             except RefConflict as exc:
                 self._state = None
                 attempts += 1
@@ -384,6 +420,7 @@ class Session:
                         "another handle moved the branch; nothing was written",
                     ) from exc
                 parent = self.head_commit(self.store)
+                self._check_not_deleted(ref, parent)
                 continue
             except BaseException:
                 self._state = None  # it may hold the commit that was not written: rebuild from the store
@@ -839,6 +876,7 @@ class Session:
     def _move_head(self, ref: str | None, detached: ObjectId | None) -> None:
         self._forget_state()
         self.branch_ref, self.detached = ref, detached
+        self._note_tip()
         if not self.readonly:
             self._save_head()
 
@@ -946,6 +984,7 @@ class Session:
         """Put HEAD on ``ref`` (or detached) without checks: used right after a clone created the refs."""
         self._state = None
         self.branch_ref, self.detached = ref, detached
+        self._note_tip()
         if not self.readonly:
             self._save_head()
 

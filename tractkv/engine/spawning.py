@@ -38,20 +38,23 @@ collapse (``links["child"]``) or through a tool result's usage records (``heads`
 answer came back as the tool result), state ``collapsed``; (b) the local branches whose spawn commit names
 *B* as ``parent_branch`` and that were not collapsed, state ``open``. A ``full`` child's history up to its
 spawn commit is its parent's: what that part links is the parent's children, not the child's. Cost: one walk
-of *B*'s history plus one first-parent walk per branch (memoized, so shared history is read once).
+of *B*'s history plus one first-parent walk per branch (memoized, so shared history is read once), in one read
+transaction, reading only the fields the walk needs of each commit (:func:`_peek`); no index is kept.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import attrs
 
+from tractkv import codec
 from tractkv.errors import BranchExists, InvalidInput, ObjectNotFound
-from tractkv.ids import ObjectId
-from tractkv.model import Blob, Commit, UsageRecord
+from tractkv.ids import OID_RAW_LEN, ObjectId, raw_to_oid
+from tractkv.model import OBJECT_FORMAT, Blob, Commit, UsageRecord
 from tractkv.store import Reader, WriteBatch
 
 from .content import Message, content_blob
@@ -131,6 +134,10 @@ def plan_spawn(
         branch = _default_name(store, session.current_branch, purpose)
     else:
         check_branch_name(branch)
+        if branch_ref(branch) == session.branch_ref:
+            raise InvalidInput(
+                f"a child cannot be spawned onto the current branch {branch!r}: it needs a new branch"
+            )
         if store.get_ref(branch_ref(branch)) is not None:
             raise BranchExists(branch)
     head = session.head_commit(reader)
@@ -231,12 +238,69 @@ def _clip(text: str, width: int = 60) -> str:
 # --- relations -----------------------------------------------------------------------------------------------
 
 
+class _Peek(NamedTuple):
+    """The fields of a commit the relation walks use."""
+
+    operation: str
+    parents: tuple[ObjectId, ...]
+    links: dict[str, tuple[ObjectId, ...]]
+    created_at: int
+
+
+_WALK_LINKS = (CHILD_LINK, USAGES_LINK)
+
+
+def _ids(raws: object) -> tuple[ObjectId, ...]:
+    if not isinstance(raws, list) or any(type(r) is not bytes or len(r) != OID_RAW_LEN for r in raws):
+        raise ValueError("not an id list")
+    return tuple(raw_to_oid(r) for r in raws)
+
+
+def _peek(reader: Reader, oid: ObjectId) -> _Peek:
+    """What the walks need of a stored commit, read from one CBOR decode of its bytes (as the reachability
+    walks read links, :func:`tractkv.model.objects.links_of`: every stored object was verified on its way in),
+    about 5x cheaper than building the :class:`Commit`. Bytes of another shape, and a missing or non-commit
+    object, go through :meth:`Reader.get_commit`, which raises what a full read raises."""
+    data = reader.get_raw(oid)
+    if data is not None:
+        try:
+            wire = codec.loads(data)
+            kind, version = wire["t"], wire["v"]
+            op, ts = wire["op"], wire["ts"]
+            if (
+                kind == "commit"
+                and type(version) is int
+                and version == OBJECT_FORMAT
+                and type(op) is str
+                and type(ts) is int
+            ):
+                links = wire.get("links", {})
+                return _Peek(
+                    op,
+                    _ids(wire.get("parents", [])),
+                    {k: _ids(links[k]) for k in _WALK_LINKS if k in links},
+                    ts,
+                )
+        except Exception:  # not the shape this library writes: the full read names what is wrong
+            pass
+    commit = reader.get_commit(oid)
+    return _Peek(commit.operation, commit.parents, dict(commit.links), commit.created_at)
+
+
 class _SpawnIndex:
-    """The spawn commit of commits' first-parent chains, memoized (shared history is walked once)."""
+    """The spawn commit of commits' first-parent chains, memoized (shared history is walked once), and the
+    commits the walks read (each is decoded once per index)."""
 
     def __init__(self, reader: Reader) -> None:
         self.reader = reader
         self.found: dict[ObjectId, tuple[ObjectId, Commit] | None] = {}
+        self.peeked: dict[ObjectId, _Peek] = {}
+
+    def peek(self, oid: ObjectId) -> _Peek:
+        got = self.peeked.get(oid)
+        if got is None:
+            got = self.peeked[oid] = _peek(self.reader, oid)
+        return got
 
     def of(self, tip: ObjectId) -> tuple[ObjectId, Commit] | None:
         path: list[ObjectId] = []
@@ -246,12 +310,12 @@ class _SpawnIndex:
             if oid in self.found:
                 result = self.found[oid]
                 break
-            commit = self.reader.get_commit(oid)
+            peek = self.peek(oid)
             path.append(oid)
-            if commit.operation == SPAWN:
-                result = (oid, commit)
+            if peek.operation == SPAWN:
+                result = (oid, self.reader.get_commit(oid))  # the full (verified) read of a spawn commit
                 break
-            oid = commit.parents[0] if commit.parents else None
+            oid = peek.parents[0] if peek.parents else None
         for seen in path:
             self.found[seen] = result
         return result
@@ -264,15 +328,26 @@ def spawn_record(commit: Commit) -> dict[str, Any]:
 
 def parent_of(session: Session) -> ParentInfo | None:
     """The spawn relation of this session's HEAD (None when its history has no spawn commit)."""
+    with _reading(session) as reader:
+        return parent_at(reader, session.head_commit(reader))
+
+
+@contextmanager
+def _reading(session: Session) -> Iterator[Reader]:
+    """What a relation walk reads: the open batch, or one read transaction of the store (many reads)."""
     reader = session.reader()
-    return parent_at(reader, session.head_commit(reader))
+    if reader is not session.store:
+        yield reader
+        return
+    with session.store.snapshot() as snapshot:
+        yield snapshot
 
 
-def parent_at(reader: Reader, head: ObjectId | None) -> ParentInfo | None:
+def parent_at(reader: Reader, head: ObjectId | None, index: _SpawnIndex | None = None) -> ParentInfo | None:
     """The spawn relation of a history: its nearest spawn commit on the first-parent chain, or None."""
     if head is None:
         return None
-    found = _SpawnIndex(reader).of(head)
+    found = (index or _SpawnIndex(reader)).of(head)
     if found is None:
         return None
     oid, commit = found
@@ -294,14 +369,24 @@ def _opt_str(value: object) -> str | None:
 
 def children(session: Session) -> list[ChildInfo]:
     """The children spawned from this session's branch (see the module doc), oldest spawn first."""
-    reader = session.reader()
-    return children_of(reader, session.head_commit(reader), session.current_branch)
+    with _reading(session) as reader:
+        return children_of(reader, session.head_commit(reader), session.current_branch)
 
 
-def children_of(reader: Reader, tip: ObjectId | None, name: str | None) -> list[ChildInfo]:
+def spawn_tree(
+    reader: Reader, tip: ObjectId | None, name: str | None
+) -> tuple[ParentInfo | None, list[ChildInfo]]:
+    """:func:`parent_at` and :func:`children_of` of one history, reading each commit once."""
+    index = _SpawnIndex(reader)
+    return parent_at(reader, tip, index), children_of(reader, tip, name, index)
+
+
+def children_of(
+    reader: Reader, tip: ObjectId | None, name: str | None, index: _SpawnIndex | None = None
+) -> list[ChildInfo]:
     """The children of the history at ``tip``: those it collapsed, and (when ``name`` is a local branch
     name) the open ones whose spawn commit names ``name`` as their parent branch; oldest spawn first."""
-    index = _SpawnIndex(reader)
+    index = index or _SpawnIndex(reader)
     own = _own_spawn(index, tip)
     # spawn -> (collapse time, head, collapse commit, how): the latest collapse of each child wins
     collapsed: dict[ObjectId, tuple[int, ObjectId, ObjectId, str]] = {}
@@ -312,16 +397,16 @@ def children_of(reader: Reader, tip: ObjectId | None, name: str | None) -> list[
         if oid in seen:
             continue
         seen.add(oid)
-        commit = reader.get_commit(oid)
-        for head, how in _linked_heads(reader, commit):
+        peek = index.peek(oid)
+        for head, how in _linked_heads(reader, peek.links):
             found = index.of(head)
             if found is None or found[0] == own:
                 continue
             known = collapsed.get(found[0])
-            if known is None or known[0] < commit.created_at:
-                collapsed[found[0]] = (commit.created_at, head, oid, how)
+            if known is None or known[0] < peek.created_at:
+                collapsed[found[0]] = (peek.created_at, head, oid, how)
         if oid != own:
-            stack.extend(commit.parents)
+            stack.extend(peek.parents)
     out: dict[ObjectId, ChildInfo] = {}
     for spawn_id, (_, head, by, how) in collapsed.items():
         commit = reader.get_commit(spawn_id)
@@ -352,10 +437,10 @@ def _own_spawn(index: _SpawnIndex, tip: ObjectId | None) -> ObjectId | None:
     return found[0] if found is not None else None
 
 
-def _linked_heads(reader: Reader, commit: Commit) -> Iterable[tuple[ObjectId, str]]:
-    for head in commit.links.get(CHILD_LINK, ()):
+def _linked_heads(reader: Reader, links: dict[str, tuple[ObjectId, ...]]) -> Iterable[tuple[ObjectId, str]]:
+    for head in links.get(CHILD_LINK, ()):
         yield head, "collapse"
-    usages = list(commit.links.get(USAGES_LINK, ()))
+    usages = list(links.get(USAGES_LINK, ()))
     seen: set[ObjectId] = set()
     while usages:  # bounded: each usage record is read once
         uid = usages.pop()

@@ -345,7 +345,7 @@ class Inspector:
     def spawn_tree(self, ref: str, head: ObjectId | None) -> tuple[ParentInfo | None, tuple[ChildInfo, ...]]:
         """Where a branch was spawned from and its children (open: local branches; collapsed: linked from its
         history). One walk of the history per (branch, tip, refs), cached (bounded)."""
-        from tractkv.engine.spawning import children_of, parent_at
+        from tractkv.engine.spawning import spawn_tree
 
         key = (ref, head, tuple(sorted(self.store.iter_refs(HEADS))))
         with self._lock:
@@ -354,7 +354,8 @@ class Inspector:
             return cached
         name = ref[len(HEADS) :] if ref.startswith(HEADS) else None  # a tracking branch: collapsed only
         with self.store.snapshot() as reader:
-            found = (parent_at(reader, head), tuple(children_of(reader, head, name)))
+            parent, kids = spawn_tree(reader, head, name)
+            found = (parent, tuple(kids))
         with self._lock:
             self._spawn_trees[key] = found
             while len(self._spawn_trees) > SPAWN_TREES:
