@@ -11,7 +11,6 @@ from tractkv.ids import ObjectId
 from tractkv.store import Reader
 
 from . import graph
-from .calibration import calibrated
 from .records import BranchInfo, ReflogEntry, StatusInfo
 from .reflog import iter_reflog, log_ref_move
 from .refs import HEAD, HEADS, REMOTES, branch_ref, check_branch_name
@@ -101,6 +100,8 @@ def status(session: Session, token_budget: int | None = None) -> StatusInfo:
         token_budget = policy.max_tokens
     state = session.head_state(reader)
     view = state.render(reader)
+    from .calibration import calibrated  # lazy: keeps `import tractkv` light
+
     count = calibrated(session, state, reader=reader)
     tracked = upstream(session, reader)
     ahead = behind = None

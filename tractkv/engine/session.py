@@ -46,7 +46,6 @@ from tractkv.model.objects import MAX_OBJECT_BYTES, text_blob_bytes, trusted_blo
 from tractkv.store import Reader, Store, Table, WriteBatch
 
 from . import graph
-from .budget import check as check_budget
 from .commit_info import commit_info, text_commit_info
 from .compiler import CHECKPOINT_EVERY, Compiler, context_of, load_tools, render_all
 from .content import ANNOTATION, MEDIA_LINK, PRIORITIES, content_objects, media_ids
@@ -302,6 +301,8 @@ class Session:
             overrun = None
             if len(batch):
                 if self.branch_ref is not None:  # the budget checks what the block made, once
+                    from .budget import check as check_budget  # lazy: keeps `import tractkv` light
+
                     overrun = check_budget(self, batch, self.branch_ref, self._state)
                 if self._state is not None and self._since_checkpoint >= CHECKPOINT_EVERY:
                     # the checkpoint lands with the commits; a cache: failing to stage it (an I/O error
@@ -405,6 +406,8 @@ class Session:
                     )
                     if not own:
                         self._batch_log = _BatchLog(ref, entry, message, len(batch.log_appends) - 1)
+                from .budget import check as check_budget  # lazy: keeps `import tractkv` light
+
                 overrun = check_budget(self, batch, ref, state) if own else None  # on the tip extended
                 if own:
                     self.store.apply(batch)
