@@ -9,7 +9,8 @@ commit, validated on receive like any other, so a clone or a pull compiles exact
 context. ``Tract.open(token_budget=...)`` overrides the reported budget of one handle; it is not a policy
 (nothing acts on it). The last overrun is recorded next to the setting (``budget-overrun:<ref>``, local),
 and removed once it no longer holds: by a check that finds the branch within its limit (a write only when
-the row exists) and by :func:`set_budget` changing or clearing the budget.
+the row exists) and by :func:`set_budget` changing or clearing the budget; ``status`` shows it only while it
+holds (:func:`current_overrun`: a ref move is not checked).
 
 **When it acts.** When a commit lands on the branch, the compiled context it makes (messages, placeholder
 results and tool definitions) is counted as ``status`` counts it (:func:`_calibrated`: the provider's
@@ -201,6 +202,21 @@ def read_overrun(reader: Reader, ref: str | None) -> BudgetOverrun | None:
         return None
 
 
+def current_overrun(
+    reader: Reader, ref: str | None, budget: Budget | None, head: ObjectId | None, tokens: int
+) -> BudgetOverrun | None:
+    """The last overrun of ``ref`` while it holds (what ``status`` shows): the branch's head is the commit
+    that went over or what the budget made of it, or the branch (now ``tokens``) is over ``budget``'s limit.
+    A ref move (a reset, a fast-forward, a pull) is not checked: one that brought the branch back within its
+    limit leaves a row that no longer holds, and it is not shown."""
+    overrun = read_overrun(reader, ref)
+    if overrun is None or budget is None:
+        return None
+    if head in (overrun.commit_id, overrun.result_id) or tokens > budget.limit:
+        return overrun
+    return None
+
+
 # --- the one token count ------------------------------------------------------------------------------------
 
 
@@ -365,7 +381,7 @@ def _trim(
 
     plan = _fit(session, state, batch, min(limit, estimated - 1))
     dropped = plan.context.dropped
-    if not plan.fits or not dropped:
+    if plan.context.token_count > limit or not dropped:
         raise BudgetExceeded(
             tokens,
             limit,
@@ -410,7 +426,7 @@ def _compress(
     room = max(1, limit // SUMMARY_SHARE)
     plan = _fit(session, state, batch, min(limit - room, estimated - 1))
     dropped = plan.context.dropped
-    if not plan.fits or not dropped:
+    if plan.context.token_count > limit - room or not dropped:
         raise BudgetExceeded(
             tokens,
             limit,
