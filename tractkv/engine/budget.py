@@ -386,7 +386,8 @@ def _trim(
             tokens,
             limit,
             f"the context of branch {name!r} would hold {tokens} tokens, over its budget's limit of {limit}, "
-            f"and trimming every older unpinned message leaves {plan.context.token_count}: nothing was written",
+            f"and trimming every unpinned message older than the ones it adds leaves {plan.context.token_count}: "
+            "nothing was written",
         )
     payload = {"type": ANNOTATION, "priority": "skip", "reason": f"trim to the {limit}-token budget"}
     blob = Blob(data=payload)
