@@ -198,6 +198,73 @@ def test_inside_a_batch_the_budget_checks_the_blocks_end(tmp_path: Path) -> None
         assert t.compile().token_count <= after - 1
 
 
+def test_a_trim_never_drops_a_message_written_in_the_same_batch(tmp_path: Path) -> None:
+    """The review's b3: a question and its answer in one ``t.batch()`` block over a trim budget. Every message
+    the block added is protected, not only the last: with nothing older to skip, BudgetExceeded and none of
+    the block written; with older messages, they are what the trim skips. Before, the trim skipped the
+    block's question and left an answer to nothing."""
+    question = "What is the capital of France? Please answer in full sentences " * 4
+    with Tract.open(str(tmp_path / "s"), clock=FakeClock()) as t:
+        t.system("sys")
+        t.set_budget(60, action="trim")
+        snapshot, head = rows(t.store), t.head
+
+        def block() -> None:
+            with t.batch():
+                t.user(question)
+                t.assistant("Paris.")
+
+        with pytest.raises(BudgetExceeded, match="nothing was written"):
+            block()
+        assert (rows(t.store), t.head) == (snapshot, head)
+        t.set_budget(None)
+        older = [t.user(f"Earlier remark {i}, a few words long.").commit_id for i in range(3)]
+        t.set_budget(t.compile().token_count + 60, action="trim")
+        with t.batch():
+            asked = t.user(question)
+            answered = t.assistant("Paris.")
+        assert t.log(limit=1)[0].operation == "trim"
+        ctx = t.compile()
+        assert ctx.commit_ids[-2:] == (asked.commit_id, answered.commit_id)
+        skipped = set(older) - set(ctx.commit_ids)
+        assert skipped
+        assert skipped == set(t.store.get_commit(t.head).links["targets"])
+
+
+def test_status_never_shows_an_overrun_that_no_longer_holds(tmp_path: Path) -> None:
+    """The review's w1: the last overrun is shown while it holds; a commit that finds the branch within its
+    limit clears it, and so does changing or clearing the budget. A check within the limit writes no row
+    when there is no overrun to clear."""
+    with Tract.open(str(tmp_path / "s"), clock=FakeClock()) as t:
+        t.system("s")
+        t.set_budget(30, action="warn")
+        long = t.user("long " * 30)
+        assert t.status().budget_overrun is not None
+        t.annotate(long.commit_id, "skip")  # back within the limit
+        assert t.status().budget_overrun is None
+        settings = [row for row in rows(t.store)["meta"] if row[0].startswith(b"budget")]
+        within = t.user("short")  # within, no overrun to clear: no budget row written
+        assert [row for row in rows(t.store)["meta"] if row[0].startswith(b"budget")] == settings
+        t.user("long " * 30)
+        assert t.status().budget_overrun is not None
+        t.set_budget(30, action="warn")  # the same budget again: the overrun still holds
+        assert t.status().budget_overrun is not None
+        t.set_budget(1000, action="warn")  # raised: the overrun was against another limit
+        assert t.status().budget_overrun is None
+        t.set_budget(30, action="warn")
+        t.user("more " * 5)
+        assert t.status().budget_overrun is not None
+        t.reset(within.commit_id)  # a ref move back within the limit: not checked, the overrun not shown
+        assert t.status().budget_overrun is None
+        t.user("long " * 30)
+        assert t.status().budget_overrun is not None
+        t.set_budget(None)
+        assert t.status().budget_overrun is None
+    store = str(tmp_path / "s")  # the CLI's status says the same
+    assert "over" not in cli_run(store, "status").output.replace("overrun", "")
+    assert json.loads(cli_run(store, "status", "--json").output)["budget_overrun"] is None
+
+
 def test_without_a_budget_a_batch_reads_the_setting_once(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -414,6 +481,13 @@ def test_cli_budget_actions_status_and_compile_to_a_limit(tmp_path: Path) -> Non
     assert refused.output.startswith("Error: the commit would take")
     assert json.loads(cli_run(store, "log", "--json").output) == before
     assert cli_run(store, "budget", "--action", "warn").exit_code == 2  # --action goes with N
+    # N alone keeps the stored action and threshold (before, it went back to warn at 100%)
+    assert cli_run(store, "budget", "7", "--threshold", "0.5").output == "7 tokens on main (reject at 50%)\n"
+    assert cli_run(store, "budget", "6").output == "6 tokens on main (reject at 50%)\n"
+    assert cli_run(store, "budget", "5", "--action", "trim").output == "5 tokens on main (trim at 50%)\n"
+    assert cli_run(store, "budget", "5", "--threshold", "1").output == "5 tokens on main (trim)\n"
+    assert cli_run(store, "budget", "--clear").exit_code == 0
+    assert cli_run(store, "budget", "5").output == "5 tokens on main (warn)\n"  # none stored: the defaults
     # compile --max-tokens: a view, the dropped commits listed
     view = cli_run(store, "compile", "--max-tokens", "20")
     assert view.exit_code == 0

@@ -143,13 +143,14 @@ def test_the_budget_use_follows_the_reported_count(tmp_path: Path) -> None:
     assert status.budget_used == pytest.approx(OPENAI_COUNT / 10_000)
 
 
-def test_budgets_act_on_the_reported_count_and_a_trim_leaves_room_for_what_the_estimate_misses(
+def test_budgets_act_on_the_reported_count_and_a_trim_lands_within_the_limit_by_that_count(
     tmp_path: Path,
 ) -> None:
     """The provider said the context holds 1,200+ tokens while the local estimate is far smaller: a budget
-    acts on the provider's number, and a trim plans with the difference left free, so the trimmed context
-    fits by the provider's count too. Before, budgets counted the estimate only and never acted here, and a
-    trim commit did not end the reply's anchoring (the trimmed context still read as over)."""
+    acts on the provider's number. A trim plans on estimates against the limit itself (dropping at least the
+    oldest message, the count being over), and the count it leaves, taken as ``status`` takes it, is within
+    the limit: skipping a message the reply counted ends the reply's anchoring, so it is the estimate. Before,
+    the trim planned against the limit less the provider's extra and dropped far more than needed."""
     t = opened(tmp_path)
     for i in range(6):
         t.user(f"Question {i}: what will the weather be in city number {i} tomorrow morning?")
@@ -163,12 +164,90 @@ def test_budgets_act_on_the_reported_count_and_a_trim_leaves_room_for_what_the_e
         t.user("And the day after?")
     assert t.head == reply.commit_id  # nothing written
     t.set_budget(limit, action="trim")
+    full = t.compile(at=reply.commit_id)
     t.user("And the day after?")
     trim = t.log(limit=1)[0]
     assert trim.operation == "trim"
     status = t.status()
     assert status.count_source == "estimated"  # the trim skipped messages the reply's count included
-    assert status.token_count == estimate(t) <= limit - slack
+    assert status.token_count == estimate(t) <= limit
+    assert len(t.compile().messages) == len(full.messages)  # one message skipped, one added: no more
+
+
+def huge_reply(t: Tract, input_tokens: int) -> None:
+    """A question and a reply whose usage says the request cost ``input_tokens`` (any writer may record it)."""
+    t.user("Hello, what can you do?")
+    t.assistant("Many things.", metadata={"usage": {"input_tokens": input_tokens, "output_tokens": 3}})
+
+
+@pytest.mark.parametrize("action", ["trim", "compress"])
+@pytest.mark.parametrize("reported", [600, 10**12])
+def test_a_reported_count_far_over_the_estimate_never_blocks_a_trim_or_compress_budget(
+    tmp_path: Path, action: str, reported: int
+) -> None:
+    """A reply reporting far more tokens than the estimate (600 for a context estimated near 100, or 10**12
+    from a buggy writer) over a 250-token budget: the next commit is trimmed or compressed and lands, and
+    the branch stays writable. Before, the plan's limit (limit less the reported extra) went negative and
+    every later commit raised BudgetExceeded."""
+    t = opened(tmp_path)
+    t.configure_llm(None, summarizer=ScriptedLLM(["Paris weather asked."] * 4))
+    for i in range(3):
+        t.user(f"Question {i}: what will the weather be in city number {i} tomorrow?")
+        t.assistant(f"Sunny in city {i}.")
+    huge_reply(t, reported)
+    assert t.status().token_count > 250 > estimate(t)
+    t.set_budget(250, action=action)
+    for text, operation in (("And the day after?", action), ("And next week?", "append")):
+        question = t.user(text)  # the branch stays writable: the first is trimmed or compressed, then fits
+        assert t.log(limit=1)[0].operation == operation
+        status = t.status()
+        assert (status.count_source, status.token_count) == ("estimated", estimate(t))
+        assert status.token_count <= 250
+        assert t.compile().commit_ids[-1] == question.commit_id
+
+
+@pytest.mark.parametrize("action", ["trim", "compress"])
+def test_a_received_reply_with_a_huge_count_leaves_the_receivers_budget_working(
+    tmp_path: Path, action: str
+) -> None:
+    """The review's h1: a reply with usage ``input_tokens`` 10**12 reaches another store by a path clone;
+    the receiver's trim or compress budget acts on it and its next commit lands within the limit."""
+    source = opened(tmp_path, "a")
+    huge_reply(source, 10**12)
+    source.close()
+    clone = Tract.clone(str(tmp_path / "a"), str(tmp_path / "b"))
+    try:
+        assert clone.status().token_count > 10**12
+        clone.configure_llm(None, summarizer=ScriptedLLM(["Weather chat."]))
+        clone.set_budget(8000, action=action)
+        question = clone.user("A normal question")
+        assert clone.log(limit=1)[0].operation == action
+        status = clone.status()
+        assert (status.count_source, status.token_count) == ("estimated", estimate(clone))
+        assert clone.compile().commit_ids[-1] == question.commit_id
+    finally:
+        clone.close()
+
+
+def test_a_trim_that_leaves_the_reported_count_over_writes_nothing(tmp_path: Path) -> None:
+    """When every message the reply counted is pinned (the reply is kept whole with its pinned tool result),
+    a trim can only skip messages after it, which leaves the count anchored at the reply and over the limit:
+    BudgetExceeded, nothing written (the count after the action is taken as status takes it)."""
+    t = opened(tmp_path)
+    t.annotate(t.compile().commit_ids[1], "pinned")
+    call = {"id": "c1", "name": "forecast", "arguments": {"city": "Paris"}}
+    usage = {"input_tokens": 5000, "output_tokens": 3}
+    t.assistant(tool_calls=[call], metadata={"usage": usage})
+    result = t.tool_result("c1", "forecast", "Sunny, 24 degrees.")
+    t.annotate(result.commit_id, "pinned")  # a message after the reply: the count stays reported
+    t.user("A later remark, not pinned.")
+    assert t.status().count_source == "reported"
+    t.set_budget(1000, action="trim")
+    head = t.head
+    with pytest.raises(BudgetExceeded, match="the trim left the context") as caught:
+        t.user("A new question.")
+    assert caught.value.token_count > caught.value.limit == 1000
+    assert t.head == head
 
 
 def test_a_newer_reply_takes_over(tmp_path: Path) -> None:

@@ -680,14 +680,15 @@ def _policy_text(action: str, threshold: float | None) -> str:
     "--action",
     type=click.Choice(["warn", "reject", "compress", "trim"]),
     default=None,
-    help="What a commit over the limit does (default warn): warn, reject it, compress or trim the oldest "
-    "messages.",
+    help="What a commit over the limit does (default: the stored action, else warn): warn, reject it, "
+    "compress or trim the oldest messages.",
 )
 @click.option(
     "--threshold",
     type=click.FloatRange(min=0, max=1, min_open=True),
     default=None,
-    help="The limit as a fraction of N (default 1.0): the action runs above threshold x N tokens.",
+    help="The limit as a fraction of N (default: the stored threshold, else 1.0): the action runs above "
+    "threshold x N tokens.",
 )
 @click.option("--clear", is_flag=True, help="Remove the current branch's budget.")
 @json_option
@@ -708,6 +709,10 @@ def budget(
         raise click.UsageError("--action and --threshold go with N")
     if clear or max_tokens is not None:
         t = st.tract()
+        if not clear and (action is None or threshold is None):  # keep what is stored unless given
+            before = t.status()
+            action = action or before.budget_action or "warn"
+            threshold = before.budget_threshold if threshold is None else threshold
         t.set_budget(
             None if clear else max_tokens,
             action=action or "warn",

@@ -92,7 +92,7 @@ def status(session: Session, token_budget: int | None = None) -> StatusInfo:
     ``token_budget`` when given, else the branch's stored one (:mod:`tractkv.engine.budget`), with the stored
     policy's action and threshold and the last overrun recorded on the branch; the token count is calibrated
     by the provider when it can be (:mod:`tractkv.engine.calibration`)."""
-    from .budget import read_budget, read_overrun
+    from .budget import current_overrun, read_budget
 
     reader = session.reader()
     policy = read_budget(reader, session.branch_ref)
@@ -127,7 +127,7 @@ def status(session: Session, token_budget: int | None = None) -> StatusInfo:
         reported_by=count.reported_by,
         budget_action=None if policy is None else policy.action,
         budget_threshold=None if policy is None else policy.threshold,
-        budget_overrun=read_overrun(reader, session.branch_ref),
+        budget_overrun=current_overrun(reader, session.branch_ref, policy, state.head, count.tokens),
     )
 
 

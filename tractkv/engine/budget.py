@@ -7,7 +7,10 @@ never syncs: a budget is a policy of the process that writes, which another mach
 larger window) may set differently. What a budget *does* is ordinary history: a ``trim`` or ``compress``
 commit, validated on receive like any other, so a clone or a pull compiles exactly the trimmed or compressed
 context. ``Tract.open(token_budget=...)`` overrides the reported budget of one handle; it is not a policy
-(nothing acts on it). The last overrun is recorded next to the setting (``budget-overrun:<ref>``, local).
+(nothing acts on it). The last overrun is recorded next to the setting (``budget-overrun:<ref>``, local),
+and removed once it no longer holds: by a check that finds the branch within its limit (a write only when
+the row exists) and by :func:`set_budget` changing or clearing the budget; ``status`` shows it only while it
+holds (:func:`current_overrun`: a ref move is not checked).
 
 **When it acts.** When a commit lands on the branch, the compiled context it makes (messages, placeholder
 results and tool definitions) is counted as ``status`` counts it (:func:`_calibrated`: the provider's
@@ -19,15 +22,22 @@ and compared with the limit, ``floor(threshold * max_tokens)``. At or under it n
 * ``reject``: :class:`~tractkv.errors.BudgetExceeded`, and nothing of the commit is written;
 * ``trim``: a ``trim`` commit (op ``trim``, ``links["targets"]``: the messages it skips, an annotation blob
   of priority ``skip``) lands in the same transaction, skipping the oldest unpinned non-system messages (tool
-  turns whole) until the context is within the limit (:mod:`tractkv.engine.window`);
+  turns whole) until the context's estimate is within the limit (:mod:`tractkv.engine.window`);
 * ``compress``: those oldest messages, planned to leave a quarter of the limit for the summary, are replaced
   by the configured summarizer's summary (an ordinary ``compress`` commit, in the same transaction); no model
   configured is :class:`~tractkv.errors.NoLLMConfigured` and nothing is written.
 
+Both plan on estimates (:func:`_context_tokens`) against the limit itself, and drop at least one unit (the
+count is over even when a reported count is over and the estimate is not). Skipping or compressing a message
+a provider's reply counted ends that reply's anchoring (:mod:`tractkv.engine.calibration`), so the count after
+the action is then the estimate. The count after the action is taken as ``status`` takes it
+(:func:`_calibrated`): still over the limit (only the messages after the reply could go, and the reported count
+still holds; or the summary is too long) is :class:`~tractkv.errors.BudgetExceeded` and nothing is written.
+
 The trim or compress commit lands in the transaction of the commit that went over (whose reflog entry
 then ends at it: the commit that went over was never a tip by itself). ``trim`` and ``compress`` never drop
-the unit holding the newest message (the commit just made, or the tool
-turn it belongs to): when the rest cannot make room, or the summary is still too long, it is
+a unit holding a message the transaction being checked added (every commit of a ``t.batch()`` block, or the
+one commit outside a batch), nor the newest unit: when the rest cannot make room, it is
 :class:`~tractkv.errors.BudgetExceeded` and nothing is written. ``trim``, ``compress`` and ``warn`` also
 emit the event, naming the commit that brought the context back.
 
@@ -146,13 +156,16 @@ def set_budget(
         raise DetachedHead(str(session.detached), "set a budget")
     key = session.branch_ref.encode()
     batch = session.store.new_batch()
-    if max_tokens is None:
+    new = None if max_tokens is None else Budget(max_tokens=max_tokens, action=action, threshold=threshold)
+    if new is None:
         batch.table_put(Table.META, BUDGET + key, None)
-        if batch.table_get(Table.META, OVERRUN + key) is not None:
-            batch.table_put(Table.META, OVERRUN + key, None)
     else:
         row = {"max": max_tokens, "action": action, "threshold": float(threshold)}
         batch.table_put(Table.META, BUDGET + key, codec.dumps(row))
+    if new != read_budget(session.store, session.branch_ref) and (
+        batch.table_get(Table.META, OVERRUN + key) is not None
+    ):  # the last overrun was against another budget (or none now): it no longer says anything
+        batch.table_put(Table.META, OVERRUN + key, None)
     session.store.apply(batch)
     return max_tokens
 
@@ -189,6 +202,21 @@ def read_overrun(reader: Reader, ref: str | None) -> BudgetOverrun | None:
         return None
 
 
+def current_overrun(
+    reader: Reader, ref: str | None, budget: Budget | None, head: ObjectId | None, tokens: int
+) -> BudgetOverrun | None:
+    """The last overrun of ``ref`` while it holds (what ``status`` shows): the branch's head is the commit
+    that went over or what the budget made of it, or the branch (now ``tokens``) is over ``budget``'s limit.
+    A ref move (a reset, a fast-forward, a pull) is not checked: one that brought the branch back within its
+    limit leaves a row that no longer holds, and it is not shown."""
+    overrun = read_overrun(reader, ref)
+    if overrun is None or budget is None:
+        return None
+    if head in (overrun.commit_id, overrun.result_id) or tokens > budget.limit:
+        return overrun
+    return None
+
+
 # --- the one token count ------------------------------------------------------------------------------------
 
 
@@ -206,15 +234,15 @@ def _context_tokens(session: Session, state: CompileState, reader: Reader) -> in
 
 
 def _calibrated(session: Session, state: CompileState, reader: Reader) -> tuple[int, int]:
-    """``(tokens, slack)`` of the context at ``state``'s head, as ``status`` counts it: calibrated by the
-    provider's reported usage where it can be (:mod:`tractkv.engine.calibration`), else the estimate of
-    :func:`_context_tokens`; ``slack`` is how much the count exceeds the estimate (what a plan that counts
-    estimates must leave free). Only for a state that is the branch's real head: a trial state of the
-    planner has that head too, so it is counted by :func:`_context_tokens` alone."""
+    """``(tokens, estimated)`` of the context at ``state``'s head: ``tokens`` as ``status`` counts it,
+    calibrated by the provider's reported usage where it can be (:mod:`tractkv.engine.calibration`), else the
+    estimate; ``estimated`` the estimate of :func:`_context_tokens` (what a plan counts). Only for a state that
+    is the branch's real head: a trial state of the planner has that head too, so it is counted by
+    :func:`_context_tokens` alone."""
     from .calibration import calibrated
 
     count = calibrated(session, state, reader=reader)
-    return count.tokens, max(0, count.tokens - count.estimated)
+    return count.tokens, count.estimated
 
 
 def _compiled(session: Session, state: CompileState, reader: Reader) -> CompiledContext:
@@ -248,9 +276,12 @@ def check(session: Session, batch: WriteBatch, ref: str, state: CompileState | N
     head = ObjectId(update[1])
     if state is None or state.head != head:
         state = session.head_state(batch)
-    tokens, slack = _calibrated(session, state, batch)
+    tokens, estimated = _calibrated(session, state, batch)
     limit = budget.limit
     if tokens <= limit:
+        key = OVERRUN + ref.encode()
+        if batch.table_get(Table.META, key) is not None:  # the overrun no longer holds: stop showing it
+            batch.table_put(Table.META, key, None)
         return None
     name = ref.removeprefix("refs/heads/")
     if budget.action == "reject":
@@ -263,10 +294,20 @@ def check(session: Session, batch: WriteBatch, ref: str, state: CompileState | N
     result: ObjectId | None = None
     after: int | None = None
     if budget.action in ("trim", "compress"):
-        # the plan counts estimates: leave free what the provider counts beyond them
+        # The plan counts estimates, against the limit itself; it drops at least one unit (the count is
+        # over even when the estimate is not). The count after the action is then taken as status takes it.
         act = _trim if budget.action == "trim" else _compress
-        result = act(session, batch, ref, state, head, limit - slack, name, tokens)
+        result = act(session, batch, ref, state, head, limit, estimated, name, tokens)
         after = _calibrated(session, state, batch)[0]
+        if after > limit:
+            raise BudgetExceeded(
+                after,
+                limit,
+                f"the {'summary' if budget.action == 'compress' else 'trim'} left the context of branch "
+                f"{name!r} at {after} tokens "
+                f"({_source(after, _context_tokens(session, state, batch))}), over its budget's limit "
+                f"of {limit}: nothing was written",
+            )
     now = session.clock()
     record: dict[str, Any] = {
         "branch": name,
@@ -300,6 +341,10 @@ def _messages(count: int) -> str:
     return f"{count} message{'s' if count != 1 else ''}"
 
 
+def _source(tokens: int, estimated: int) -> str:
+    return "estimated" if tokens == estimated else f"reported; estimated {estimated}"
+
+
 def _policy(budget: Budget) -> str:
     if budget.threshold == 1:
         return f"budget {budget.max_tokens}"
@@ -307,12 +352,16 @@ def _policy(budget: Budget) -> str:
 
 
 def _fit(session: Session, state: CompileState, batch: WriteBatch, limit: int) -> Fit:
+    """Fit ``state`` to ``limit`` estimated tokens, never dropping a message the transaction being checked
+    added (every commit ``batch`` stages: the whole ``t.batch()`` block, or the one commit) nor the newest
+    unit."""
     from .window import fit
 
     def compiled(other: CompileState) -> CompiledContext:
         return _compiled(session, other, batch)
 
-    return fit(state, compiled, session.counter, limit, protect_last=True)
+    added = batch.objects.keys()  # the commits this transaction makes (with their blobs)
+    return fit(state, compiled, session.counter, limit, protect_last=True, protect=added)
 
 
 def _trim(
@@ -322,20 +371,23 @@ def _trim(
     state: CompileState,
     head: ObjectId,
     limit: int,
+    estimated: int,
     name: str,
     tokens: int,
 ) -> ObjectId:
-    """Stage the trim commit that skips the oldest messages until the context fits ``limit``."""
+    """Stage the trim commit that skips the oldest messages until the context's estimate fits ``limit``
+    (and at least one unit, the count being over)."""
     from .content import ANNOTATION
 
-    plan = _fit(session, state, batch, limit)
+    plan = _fit(session, state, batch, min(limit, estimated - 1))
     dropped = plan.context.dropped
-    if not plan.fits or not dropped:
+    if plan.context.token_count > limit or not dropped:
         raise BudgetExceeded(
             tokens,
             limit,
             f"the context of branch {name!r} would hold {tokens} tokens, over its budget's limit of {limit}, "
-            f"and trimming every older unpinned message leaves {plan.context.token_count}: nothing was written",
+            f"and trimming every unpinned message older than the ones it adds leaves {plan.context.token_count}: "
+            "nothing was written",
         )
     payload = {"type": ANNOTATION, "priority": "skip", "reason": f"trim to the {limit}-token budget"}
     blob = Blob(data=payload)
@@ -358,10 +410,12 @@ def _compress(
     state: CompileState,
     head: ObjectId,
     limit: int,
+    estimated: int,
     name: str,
     tokens: int,
 ) -> ObjectId:
-    """Stage a compress commit summarizing the oldest messages so that the context fits ``limit``."""
+    """Stage a compress commit summarizing the oldest messages so that the context's estimate fits ``limit``
+    (at least one unit summarized, the count being over)."""
     from .content import content_blob
 
     summarize = session.budget_summarizer
@@ -371,9 +425,9 @@ def _compress(
             f"to {tokens} tokens, over the limit of {limit})"
         )
     room = max(1, limit // SUMMARY_SHARE)
-    plan = _fit(session, state, batch, limit - room)
+    plan = _fit(session, state, batch, min(limit - room, estimated - 1))
     dropped = plan.context.dropped
-    if not plan.fits or not dropped:
+    if plan.context.token_count > limit - room or not dropped:
         raise BudgetExceeded(
             tokens,
             limit,
@@ -403,16 +457,7 @@ def _compress(
         links={"sources": dropped},
         created_at=session.now(parent),
     )
-    oid = _stage(session, batch, ref, state, head, commit, blob.data)
-    after = _context_tokens(session, state, batch)
-    if after > limit:
-        raise BudgetExceeded(
-            after,
-            limit,
-            f"the summary left the context of branch {name!r} at {after} tokens, over its budget's limit "
-            f"of {limit}: nothing was written",
-        )
-    return oid
+    return _stage(session, batch, ref, state, head, commit, blob.data)
 
 
 def _stage(

@@ -12,14 +12,15 @@ Units that may go are dropped oldest first until the context's tokens (its messa
 tool definitions, as ``CompiledContext.token_count`` counts them) are within the limit. Dropping whole units
 keeps the tool pairing intact (no result loses its call, no call its results), so the fitted context is as
 valid a request as the full one; the providers' other rules (Anthropic's first turn is a user turn, turns of
-one role merged) stay with the renderers, as for any context. ``protect_last`` keeps the last unit (a
-budget's action never drops the message that was just committed). When what may not be dropped is already
+one role merged) stay with the renderers, as for any context. ``protect_last`` keeps the last unit and
+``protect`` every unit holding one of its commits (a budget's action never drops a message the transaction it
+checks added: the commit just made, or every commit of a ``t.batch()`` block). When what may not be dropped is already
 over the limit, the plan says so (``fits`` False) and the caller decides what to raise.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from typing import TYPE_CHECKING
 
 import attrs
@@ -70,6 +71,7 @@ def plan_window(
     limit: int,
     *,
     protect_last: bool = False,
+    protect: Collection[ObjectId] = (),
 ) -> WindowPlan:
     """Plan the drops that bring ``ctx`` (compiled from ``state``) within ``limit`` tokens (see the module doc)."""
     ids = list(ctx.commit_ids)
@@ -87,11 +89,12 @@ def plan_window(
             units.append(([position], tokens, False))
             in_turn = False
             continue
+        may_go = slot.priority != _PINNED and commit not in protect
         if role == "tool" and in_turn:
             members, total, free = units[-1]
-            units[-1] = ([*members, position], total + tokens, free and slot.priority != _PINNED)
+            units[-1] = ([*members, position], total + tokens, free and may_go)
             continue
-        units.append(([position], tokens, slot.priority != _PINNED))
+        units.append(([position], tokens, may_go))
         in_turn = role == "assistant" and bool(slot.calls)
     total = ctx.token_count
     dropped: set[int] = set()
@@ -131,6 +134,7 @@ def fit(
     limit: int,
     *,
     protect_last: bool = False,
+    protect: Collection[ObjectId] = (),
 ) -> Fit:
     """Drop units (see the module doc) until the context ``compiled(state)`` is within ``limit``, or nothing
     more may go.
@@ -147,7 +151,7 @@ def fit(
     for _ in range(len(full.commit_ids) + 1):  # bounded: each round drops a unit or stops
         if ctx.token_count <= limit:
             break
-        plan = plan_window(ctx, current, counter, limit, protect_last=protect_last)
+        plan = plan_window(ctx, current, counter, limit, protect_last=protect_last, protect=protect)
         if not plan.dropped:
             break
         dropped.extend(plan.dropped)
