@@ -61,6 +61,17 @@ from .validate import OPERATIONS as LOGGED_OPERATIONS
 from .validate import TS_MAX, TS_MIN, check_commit, trusted_tag
 
 MAX_REBASE_ATTEMPTS = 16  # bounded retries of an automatic append rebase under contention
+REBASE_BACKOFF_S = 0.0005  # the first retry's ceiling; doubled per retry, at most REBASE_BACKOFF_MAX_S
+REBASE_BACKOFF_MAX_S = 0.05
+
+
+def _backoff(attempt: int) -> None:
+    """Wait before rebase retry ``attempt`` (1-based): a random time up to a ceiling that doubles per retry
+    (full jitter). Two writers whose appends take long (a budget that trims plans each attempt) otherwise
+    retry in lockstep and the slower one can lose every race."""
+    import random
+
+    time.sleep(random.uniform(0, min(REBASE_BACKOFF_MAX_S, REBASE_BACKOFF_S * 2**attempt)))
 OPERATIONS = ("append", "edit")  # what commit() makes; annotate / merge / compress have their own methods
 
 Build = Callable[[WriteBatch, ObjectId | None, Commit | None], Commit]
@@ -422,6 +433,7 @@ class Session:
                         exc.actual,
                         "another handle moved the branch; nothing was written",
                     ) from exc
+                _backoff(attempts)  # writers that collided do not collide again at once
                 parent = self.head_commit(self.store)
                 self._check_not_deleted(ref, parent)
                 continue
