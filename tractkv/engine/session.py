@@ -72,6 +72,8 @@ def _backoff(attempt: int) -> None:
     import random
 
     time.sleep(random.uniform(0, min(REBASE_BACKOFF_MAX_S, REBASE_BACKOFF_S * 2**attempt)))
+
+
 OPERATIONS = ("append", "edit")  # what commit() makes; annotate / merge / compress have their own methods
 
 Build = Callable[[WriteBatch, ObjectId | None, Commit | None], Commit]
