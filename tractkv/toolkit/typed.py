@@ -215,6 +215,20 @@ def _field_hint(hint: Any) -> Any:
     return _unwrap_required(hint)
 
 
+def _record_fields(cls: type, hints: Mapping[str, Any], where: str) -> tuple[list[str], list[str]]:
+    """A dataclass's ``__init__`` fields or a TypedDict's keys, in order, and the required ones among them."""
+    if dataclasses.is_dataclass(cls):
+        init = _init_fields(cls, hints, where)
+        needed = [
+            f.name
+            for f in init
+            if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
+        ]
+        return [f.name for f in init], needed
+    required = _typeddict_required(cls, hints)
+    return list(hints), [k for k in hints if k in required]
+
+
 def _init_fields(cls: type, hints: Mapping[str, Any], where: str) -> list[dataclasses.Field[Any]]:
     """The fields a dataclass's ``__init__`` takes, in its order: the ``init`` fields and the ``InitVar`` s
     (which :func:`dataclasses.fields` leaves out; a ``field(init=False)`` is neither in the schema nor passed).
@@ -558,20 +572,10 @@ def _fits(value: Any, hint: Any, exact: bool = False) -> bool:
         if not isinstance(value, dict):
             return False
         hints = _class_hints(hint, hint.__qualname__)
-        if dataclasses.is_dataclass(hint):
-            init = _init_fields(hint, hints, hint.__qualname__)
-            names = {f.name for f in init}
-            needed = {
-                f.name
-                for f in init
-                if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
-            }
-        else:
-            names = set(hints)
-            needed = _typeddict_required(hint, hints)
+        names, needed = _record_fields(hint, hints, hint.__qualname__)
         return (
-            needed <= value.keys()
-            and value.keys() <= names
+            value.keys() >= set(needed)
+            and value.keys() <= set(names)
             and all(_fits(v, _field_hint(hints.get(k, Any)), exact) for k, v in value.items())
         )
     return True
@@ -679,18 +683,7 @@ def _convert_record(value: Any, cls: type, where: str, problems: list[str]) -> A
         problems.append(f"{where}: expected an object ({cls.__name__}), got {_show(value)}")
         return value
     hints = _class_hints(cls, where)
-    if dataclasses.is_dataclass(cls):
-        init = _init_fields(cls, hints, where)
-        names = [f.name for f in init]
-        needed = [
-            f.name
-            for f in init
-            if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
-        ]
-    else:
-        names = list(hints)
-        required = _typeddict_required(cls, hints)
-        needed = [k for k in names if k in required]
+    names, needed = _record_fields(cls, hints, where)
     before = len(problems)
     for name in needed:
         if name not in value:
