@@ -543,6 +543,7 @@ class PushRejected(SyncError):
         "stale": "fetch to see where it is now, then push again",
         "missing-objects": "push again to send them",
         "forbidden": "use a token whose scopes may write this branch",
+        "over-budget": "trim or compress the branch's context, then push again",
     }
 
     def __init__(self, results: list[Any]) -> None:

@@ -328,7 +328,9 @@ class Tract:
         )
 
     def annotate(self, target: str, priority: str, reason: str | None = None) -> CommitInfo:
-        """Set a message's priority with a commit: ``pinned`` (kept through compression), ``normal``, ``skip``."""
+        """Set a message's priority with a commit: ``pinned`` (kept through compression), ``normal``, ``skip``.
+        With ``rebase_appends``, re-made on a tip another handle moved, as an append is, while the message is
+        still in the branch's history there (else :class:`InvalidInput`, nothing written)."""
         return self._session.annotate(target, priority, reason)
 
     # --- reading ------------------------------------------------------------------------------------------
@@ -484,13 +486,23 @@ class Tract:
         self._session.check_writes("remote_remove", in_batch=False)
         remotes.remove_remote(self._store, name)
 
-    def fetch(self, remote: str = "origin", *, progress: Callable[[int], None] | None = None) -> FetchResult:
-        """Receive the remote's branches as ``<remote>/<branch>`` tracking branches; local branches stay."""
+    def fetch(
+        self,
+        remote: str = "origin",
+        *,
+        progress: Callable[[int], None] | None = None,
+        max_object: int | None = None,
+    ) -> FetchResult:
+        """Receive the remote's branches as ``<remote>/<branch>`` tracking branches; local branches stay.
+        ``max_object`` raises (or lowers) the largest object taken (default: the one size limit, 16 MiB);
+        one over it is :class:`ObjectTooLarge` and no ref moves."""
         from tractkv.sync import remotes, transfer
 
         self._session.check_writes("fetch", in_batch=False)
+        if max_object is not None:
+            transfer.check_max_object(max_object)
         with remotes.open_named(self._store, remote) as conn:
-            return transfer.fetch_from(self._store, conn, remote, progress=progress)
+            return transfer.fetch_from(self._store, conn, remote, progress=progress, max_object=max_object)
 
     def pull(
         self,
@@ -500,12 +512,15 @@ class Tract:
         *,
         strategy: str = "auto",
         progress: Callable[[int], None] | None = None,
+        max_object: int | None = None,
     ) -> MergeResult:
-        """Fetch, then merge ``<remote>/<branch>`` (default: this branch's name) into this branch (see
-        :func:`tractkv.sync.transfer.merge_tracking`; ``NotFastForward`` with ``ff_only`` on diverged histories)."""
+        """Fetch (``max_object`` as for :meth:`fetch`), then merge ``<remote>/<branch>`` (default: this branch's
+        name) into this branch (see :func:`tractkv.sync.transfer.merge_tracking`; ``NotFastForward`` with
+        ``ff_only`` on diverged histories). The branch's budget checks the fast-forward or merge commit; a
+        refusal keeps what the fetch received (objects, the tracking branch) and moves nothing else."""
         from tractkv.sync import transfer
 
-        self.fetch(remote, progress=progress)
+        self.fetch(remote, progress=progress, max_object=max_object)
         return transfer.merge_tracking(self._session, remote, branch, ff_only=ff_only, strategy=strategy)
 
     def push(
@@ -543,17 +558,29 @@ class Tract:
         token_env: str | None = None,
         durable: bool = True,
         progress: Callable[[int], None] | None = None,
+        max_object: int | None = None,
         **kwargs: Any,
     ) -> Tract:
         """A new store at ``path`` (None: in memory) with every branch of the remote at ``url``; HEAD on
-        ``branch``, else ``main``, else the first (see :func:`tractkv.sync.transfer.clone_into`)."""
+        ``branch``, else ``main``, else the first (see :func:`tractkv.sync.transfer.clone_into`);
+        ``max_object`` as for :meth:`fetch` (an object over it leaves no store behind)."""
         from tractkv.sync import transfer
+
+        if max_object is not None:
+            transfer.check_max_object(max_object)
 
         def open_handle() -> Tract:
             return cls.open(path, durable=durable, **kwargs)
 
         return transfer.clone_into(
-            path, open_handle, url, remote, token_env=token_env, branch=branch, progress=progress
+            path,
+            open_handle,
+            url,
+            remote,
+            token_env=token_env,
+            branch=branch,
+            progress=progress,
+            max_object=max_object,
         )
 
     # --- tools in context ---------------------------------------------------------------------------------

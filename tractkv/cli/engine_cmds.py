@@ -821,7 +821,9 @@ def diff(st: CliState, a: str, b: str | None, as_json: bool) -> None:
 @with_state
 def annotate(st: CliState, rev: str, priority: str, reason: str | None) -> None:
     """Mark a message pinned (survives compression), normal, or skip (left out of compile)."""
-    info = st.tract().annotate(rev, priority, reason=reason)
+    t = st.tract()
+    t.rebase_appends = True  # as an append: re-made on a tip another writer moved (its target still there)
+    info = t.annotate(rev, priority, reason=reason)
     click.echo(info.commit_id)
 
 

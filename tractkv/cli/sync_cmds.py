@@ -63,6 +63,14 @@ def _progress(label: str, quiet: bool) -> Progress:
 quiet_option = click.option("--quiet", "-q", is_flag=True, help="No progress output.")
 
 
+def _max_object_option(what: str) -> Callable[[F], F]:
+    return click.option(
+        "--max-object-bytes",
+        type=click.IntRange(1),
+        help=f"{what} (default 16 MiB: the size limit every store, hub and bundle shares).",
+    )
+
+
 @click.group(invoke_without_command=True)
 @click.pass_context
 def remote(ctx: click.Context) -> None:
@@ -151,13 +159,16 @@ def remote_prune(state: CliState, name: str, repack: bool, min_age_hours: float,
 
 @click.command()
 @click.argument("remote_name", default="origin", metavar="[REMOTE]", shell_complete=complete_remotes)
+@_max_object_option("Take objects of up to N bytes")
 @quiet_option
 @json_option
 @with_state
-def fetch(state: CliState, remote_name: str, quiet: bool, as_json: bool) -> None:
+def fetch(
+    state: CliState, remote_name: str, max_object_bytes: int | None, quiet: bool, as_json: bool
+) -> None:
     """Download a remote's branches as <remote>/<branch> tracking branches."""
     progress = _progress("receiving", quiet)
-    result = state.tract().fetch(remote_name, progress=progress)
+    result = state.tract().fetch(remote_name, progress=progress, max_object=max_object_bytes)
     progress.done()
     if as_json:
         echo_json(
@@ -194,14 +205,28 @@ def fetch(state: CliState, remote_name: str, quiet: bool, as_json: bool) -> None
     show_default=True,
     help="How a merge settles conflicts.",
 )
+@_max_object_option("Take objects of up to N bytes")
 @quiet_option
 @with_state
 def pull(
-    state: CliState, remote_name: str, branch: str | None, ff_only: bool, strategy: str, quiet: bool
+    state: CliState,
+    remote_name: str,
+    branch: str | None,
+    ff_only: bool,
+    strategy: str,
+    max_object_bytes: int | None,
+    quiet: bool,
 ) -> None:
     """Fetch, then fast-forward or merge <remote>/<branch> into the current branch."""
     progress = _progress("receiving", quiet)
-    result = state.tract().pull(remote_name, branch, ff_only=ff_only, strategy=strategy, progress=progress)
+    result = state.tract().pull(
+        remote_name,
+        branch,
+        ff_only=ff_only,
+        strategy=strategy,
+        progress=progress,
+        max_object=max_object_bytes,
+    )
     progress.done()
     head = result.head[:12] if result.head else "-"
     click.echo(f"{result.kind} {head}")
@@ -251,16 +276,30 @@ def push(
 @click.argument("path", required=False)
 @click.option("--branch", "-b", help="Check out this branch (default main, else the first).")
 @click.option("--token-env", help="Environment variable holding the hub's token (default TRACTKV_TOKEN).")
+@_max_object_option("Take objects of up to N bytes")
 @quiet_option
 @with_state
 def clone(
-    state: CliState, url: str, path: str | None, branch: str | None, token_env: str | None, quiet: bool
+    state: CliState,
+    url: str,
+    path: str | None,
+    branch: str | None,
+    token_env: str | None,
+    max_object_bytes: int | None,
+    quiet: bool,
 ) -> None:
     """Make a new store at PATH (default: --store) from the remote at URL."""
     from tractkv.tract import Tract
 
     progress = _progress("receiving", quiet)
-    tract = Tract.clone(url, path or state.store_path, branch=branch, token_env=token_env, progress=progress)
+    tract = Tract.clone(
+        url,
+        path or state.store_path,
+        branch=branch,
+        token_env=token_env,
+        progress=progress,
+        max_object=max_object_bytes,
+    )
     progress.done()
     try:
         branches = [b.name for b in tract.list_branches(remotes=False)]
@@ -398,14 +437,6 @@ def _url(host: str, port: int) -> str:
 @click.group()
 def bundle() -> None:
     """Write or read bundle files (branches and their objects in one file)."""
-
-
-def _max_object_option(what: str) -> Callable[[F], F]:
-    return click.option(
-        "--max-object-bytes",
-        type=click.IntRange(1),
-        help=f"{what} (default 16 MiB: the size limit every store, hub and bundle shares).",
-    )
 
 
 @bundle.command("create")

@@ -65,7 +65,7 @@ from tractkv import codec
 from tractkv.errors import BudgetExceeded, DecodeError, DetachedHead, InvalidInput, NoLLMConfigured
 from tractkv.ids import ObjectId
 from tractkv.model import Blob, Commit
-from tractkv.store import Reader, Table, WriteBatch
+from tractkv.store import Reader, Store, Table, WriteBatch
 
 from .records import BudgetOverrun, CompiledContext
 
@@ -257,10 +257,19 @@ def _compiled(session: Session, state: CompileState, reader: Reader) -> Compiled
 # --- the check on the write path ------------------------------------------------------------------------------
 
 
-def check(session: Session, batch: WriteBatch, ref: str, state: CompileState | None) -> BudgetOverrun | None:
+def check(
+    session: Session,
+    batch: WriteBatch,
+    ref: str,
+    state: CompileState | None,
+    *,
+    moved: str | None = None,
+) -> BudgetOverrun | None:
     """Run ``ref``'s budget on what ``batch`` (about to be applied) makes of the branch: ``state`` is the
     compile state at its new tip (None: read it through the batch). Returns the overrun to report once the
     batch landed, or None; may stage a trim or compress commit in the batch; raises to write nothing.
+    ``moved`` names a ref move the batch stages instead of a commit (``"the fast-forward"``, ``"the reset"``,
+    ``"the push"``): only the messages say so.
 
     Raises:
         BudgetExceeded: a ``reject`` budget, or a ``trim`` / ``compress`` that cannot make the context fit.
@@ -275,7 +284,10 @@ def check(session: Session, batch: WriteBatch, ref: str, state: CompileState | N
         return None
     head = ObjectId(update[1])
     if state is None or state.head != head:
-        state = session.head_state(batch)
+        if ref == session.branch_ref:
+            state = session.head_state(batch)
+        else:  # another branch than the session's (a push received): its state, owned for the action
+            state = session.compiler.state_at(batch, head, take=True)
     tokens, estimated = _calibrated(session, state, batch)
     limit = budget.limit
     if tokens <= limit:
@@ -284,12 +296,13 @@ def check(session: Session, batch: WriteBatch, ref: str, state: CompileState | N
             batch.table_put(Table.META, key, None)
         return None
     name = ref.removeprefix("refs/heads/")
+    nothing = "nothing was written" if moved is None else f"{name!r} did not move"
     if budget.action == "reject":
         raise BudgetExceeded(
             tokens,
             limit,
-            f"the commit would take the context of branch {name!r} to {tokens} tokens, over its budget's "
-            f"limit of {limit} ({_policy(budget)}, action reject): nothing was written",
+            f"{moved or 'the commit'} would take the context of branch {name!r} to {tokens} tokens, over its "
+            f"budget's limit of {limit} ({_policy(budget)}, action reject): {nothing}",
         )
     result: ObjectId | None = None
     after: int | None = None
@@ -297,7 +310,7 @@ def check(session: Session, batch: WriteBatch, ref: str, state: CompileState | N
         # The plan counts estimates, against the limit itself; it drops at least one unit (the count is
         # over even when the estimate is not). The count after the action is then taken as status takes it.
         act = _trim if budget.action == "trim" else _compress
-        result = act(session, batch, ref, state, head, limit, estimated, name, tokens)
+        result = act(session, batch, ref, state, head, limit, estimated, name, tokens, nothing)
         after = _calibrated(session, state, batch)[0]
         if after > limit:
             raise BudgetExceeded(
@@ -306,7 +319,7 @@ def check(session: Session, batch: WriteBatch, ref: str, state: CompileState | N
                 f"the {'summary' if budget.action == 'compress' else 'trim'} left the context of branch "
                 f"{name!r} at {after} tokens "
                 f"({_source(after, _context_tokens(session, state, batch))}), over its budget's limit "
-                f"of {limit}: nothing was written",
+                f"of {limit}: {nothing}",
             )
     now = session.clock()
     record: dict[str, Any] = {
@@ -335,6 +348,33 @@ def check(session: Session, batch: WriteBatch, ref: str, state: CompileState | N
         token_count_after=after,
         created_at=datetime.fromtimestamp(now / 1_000_000, tz=UTC),
     )
+
+
+def check_received(store: Store, batch: WriteBatch, ref: str, moved: str) -> str | None:
+    """Run ``ref``'s budget on the move ``batch`` stages in a store no session writes to (a push received
+    by a path remote or a hub): as :func:`check` with a read-only session on the branch (the default token
+    counter, no summarizer, no listener: ``warn`` records the overrun, ``trim`` stages its commit in
+    ``batch``). Returns why the move is refused (``reject``, a trim that cannot fit, ``compress`` with no
+    model here), or None; one ``meta`` read when the branch has no budget."""
+    if batch.table_get(Table.META, BUDGET + ref.encode()) is None:
+        return None
+    from .refs import HEADS
+    from .session import Session
+
+    session = Session(store, branch=ref.removeprefix(HEADS), readonly=True)
+    try:
+        check(session, batch, ref, None, moved=moved)
+    except BudgetExceeded as exc:
+        return str(exc)
+    except NoLLMConfigured:
+        name = ref.removeprefix(HEADS)
+        return (
+            f"{moved} would take the context of branch {name!r} over its compress budget here, and a store "
+            f"receiving a push has no model to summarize with: {name!r} did not move"
+        )
+    finally:
+        session.close()
+    return None
 
 
 def _messages(count: int) -> str:
@@ -374,6 +414,7 @@ def _trim(
     estimated: int,
     name: str,
     tokens: int,
+    nothing: str,
 ) -> ObjectId:
     """Stage the trim commit that skips the oldest messages until the context's estimate fits ``limit``
     (and at least one unit, the count being over)."""
@@ -387,7 +428,7 @@ def _trim(
             limit,
             f"the context of branch {name!r} would hold {tokens} tokens, over its budget's limit of {limit}, "
             f"and trimming every unpinned message older than the ones it adds leaves {plan.context.token_count}: "
-            "nothing was written",
+            f"{nothing}",
         )
     payload = {"type": ANNOTATION, "priority": "skip", "reason": f"trim to the {limit}-token budget"}
     blob = Blob(data=payload)
@@ -413,6 +454,7 @@ def _compress(
     estimated: int,
     name: str,
     tokens: int,
+    nothing: str,
 ) -> ObjectId:
     """Stage a compress commit summarizing the oldest messages so that the context's estimate fits ``limit``
     (at least one unit summarized, the count being over)."""
@@ -421,7 +463,7 @@ def _compress(
     summarize = session.budget_summarizer
     if summarize is None:
         raise NoLLMConfigured(
-            f"the compress budget of branch {name!r} (nothing was written: the commit would take the context "
+            f"the compress budget of branch {name!r} ({nothing}: it would take the context "
             f"to {tokens} tokens, over the limit of {limit})"
         )
     room = max(1, limit // SUMMARY_SHARE)
@@ -432,7 +474,7 @@ def _compress(
             tokens,
             limit,
             f"the context of branch {name!r} would hold {tokens} tokens, over its budget's limit of {limit}, "
-            f"and compressing every older unpinned message leaves no room for a summary: nothing was written",
+            f"and compressing every older unpinned message leaves no room for a summary: {nothing}",
         )
     ctx = _compiled(session, state, batch)
     gone = set(dropped)

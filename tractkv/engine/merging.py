@@ -54,9 +54,11 @@ def merge(session: Session, source: str, strategy: str = "auto", message: str | 
     if head is not None and graph.is_ancestor(reader, theirs, head):
         return MergeResult(kind="up-to-date", head=head, commit=None, strategy=strategy)
     if head is None or graph.is_ancestor(reader, head, theirs):
-        session.move_branch(tip, theirs, "merge", f"fast-forward to {source}")
+        new_head = session.move_branch(
+            tip, theirs, "merge", f"fast-forward to {source}", moved="the fast-forward"
+        )
         return MergeResult(
-            kind="fast-forward", head=theirs, commit=session.get_commit(theirs), strategy=strategy
+            kind="fast-forward", head=new_head or theirs, commit=session.get_commit(theirs), strategy=strategy
         )
     ours_state = session.head_state(reader)
     _, conflicts = session.compiler.merge_into(reader, ours_state, theirs, strategy)

@@ -744,6 +744,12 @@ class Session:
         blob = Blob(data=payload)
 
         def build(batch: WriteBatch, parent: ObjectId | None, parent_commit: Commit | None) -> Commit:
+            if parent != tip.head and target_id not in self.compiler.state_at(self.store, parent).index:
+                # re-made on a tip another handle moved (rebase): only while its target is still there
+                raise InvalidInput(
+                    f"{target_id[:12]} is no longer a message in the history of {self.where()} (another "
+                    "handle moved the branch): nothing was written"
+                )
             return Commit(
                 parents=(parent,) if parent is not None else (),
                 content=batch.put(blob),
@@ -754,7 +760,13 @@ class Session:
             )
 
         oid, commit = self.commit_with(
-            build, "annotate", f"{priority} {target_id[:12]}", tip=tip, action="annotate", payload=payload
+            build,
+            "annotate",
+            f"{priority} {target_id[:12]}",
+            tip=tip,
+            action="annotate",
+            payload=payload,
+            rebase=self.rebase_appends,  # an annotation adds a commit as an append does: re-made on a raced tip
         )
         return self.info(oid, commit, payload)
 
@@ -898,19 +910,44 @@ class Session:
             self._save_head()
 
     def move_branch(
-        self, tip: Tip, target: ObjectId, reflog_op: str, summary: str, *, hard: bool = False
-    ) -> None:
+        self,
+        tip: Tip,
+        target: ObjectId,
+        reflog_op: str,
+        summary: str,
+        *,
+        hard: bool = False,
+        moved: str = "the move",
+    ) -> ObjectId | None:
         """Move the branch from ``tip`` (read when the operation started) to ``target`` by compare-and-swap
-        (reset, fast-forward merge): if another handle moved it since, nothing moves."""
+        (reset, fast-forward merge): if another handle moved it since, nothing moves. The branch's budget
+        checks the move as it checks a commit (``moved`` names it in messages), in the same transaction: a
+        ``trim`` / ``compress`` commit lands with the move, a refusal moves nothing. Returns the branch's new
+        tip (``target``, or the commit the budget made on it); inside :meth:`batch`, the block's end checks."""
         ref, head = tip.ref, tip.head
         own = self._batch is None
         batch = self.store.new_batch() if own else self._batch
         assert batch is not None
         batch.set_ref(ref, target, expected=head)
         log_ref_move(batch, ref, head, target, reflog_op, summary, hard=hard, now_us=self.clock())
-        if own:
-            self.apply_ref_batch(batch)
         self._forget_state()
+        if not own:
+            return target
+        from .budget import check as check_budget  # lazy: keeps `import tractkv` light
+
+        try:
+            overrun = check_budget(self, batch, ref, None, moved=moved)
+            self.apply_ref_batch(batch)
+        except BaseException:
+            self._state = None  # it may hold the budget's commit, which was not written
+            raise
+        self.compiler.retarget(batch, self.store)
+        if self._state is not None:
+            self._state.retarget(batch, self.store)
+        staged = batch.ref_updates[ref][1]
+        if overrun is not None and self.budget_listener is not None:
+            self.budget_listener(overrun)
+        return ObjectId(staged) if staged is not None else None
 
     def reset(self, target: str, mode: str = "soft") -> ObjectId:
         if mode not in ("soft", "hard"):
@@ -920,7 +957,9 @@ class Session:
         oid = self.resolve(target, self.store)
         if mode == "hard":
             self.render_live()  # the abandoned commits' blobs may go at the next gc
-        self.move_branch(tip, oid, f"reset --{mode}", f"reset to {target}", hard=mode == "hard")
+        self.move_branch(
+            tip, oid, f"reset --{mode}", f"reset to {target}", hard=mode == "hard", moved="the reset"
+        )
         return oid
 
     # --- tools in context ---------------------------------------------------------------------------------

@@ -86,7 +86,7 @@ class BundleRemote(Remote):
 
     def __init__(self, path: str, *, max_object: int = MAX_OBJECT_BYTES) -> None:
         self.url = path
-        self.max_object = max_object
+        self.max_object = self.max_receive = max_object
         try:
             self._fh = open(path, "rb")  # noqa: SIM115 - closed by close()
         except OSError as exc:
@@ -139,7 +139,7 @@ class BundleRemote(Remote):
         def objects() -> Iterator[tuple[ObjectId, bytes]]:
             # A local file the reader chose: its size bounds the read, so only the per-object limit applies.
             try:
-                yield from decode_stream(chunks(), max_object=self.max_object, max_request=UNLIMITED)
+                yield from decode_stream(chunks(), max_object=self.max_receive, max_request=UNLIMITED)
             except ObjectTooLarge as exc:
                 raise ObjectTooLarge(
                     f"{exc.reason}: this bundle was written under a raised limit; read it with "

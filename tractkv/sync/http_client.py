@@ -232,7 +232,9 @@ class HttpRemote(Remote):
             ) as response:
                 self._check(response, "fetch")
                 # What we asked for: only the per-object limit applies (the hub's request limit is for pushes).
-                yield from decode_stream(self._counting(response.iter_bytes()), max_request=UNLIMITED)
+                yield from decode_stream(
+                    self._counting(response.iter_bytes()), max_object=self.max_receive, max_request=UNLIMITED
+                )
         except httpx.HTTPError as exc:
             raise RemoteUnavailable(f"fetch from {self.url} broke off: {exc}") from exc
 

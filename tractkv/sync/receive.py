@@ -289,6 +289,14 @@ def apply_ref_updates(
         batch = store.new_batch()
         for u, _ in checked:
             _stage(batch, u, operation)
+        over = {u.name: why for u, _ in checked if (why := over_budget(store, batch, u, operation))}
+        if over:
+            return [
+                RefResult(u.name, False, "over-budget", over[u.name])
+                if u.name in over
+                else RefResult(u.name, False, "atomic", "another ref was refused")
+                for u, _ in checked
+            ]
         try:
             store.apply(batch)
         except RefConflict as exc:
@@ -306,6 +314,10 @@ def apply_ref_updates(
             continue
         batch = store.new_batch()
         _stage(batch, u, operation)
+        why = over_budget(store, batch, u, operation)
+        if why is not None:
+            results.append(RefResult(u.name, False, "over-budget", why))
+            continue
         try:
             store.apply(batch)
         except RefConflict:
@@ -313,6 +325,17 @@ def apply_ref_updates(
             continue
         results.append(RefResult(u.name, True))
     return results
+
+
+def over_budget(store: Store, batch: WriteBatch, update: RefUpdate, operation: str) -> str | None:
+    """Run the receiving store's budget of the branch ``update`` moves (a local setting: see
+    :mod:`tractkv.engine.budget`) on the move staged in ``batch``: why it is refused, or None (a ``trim``
+    then stages its commit in ``batch``, a ``warn`` its record)."""
+    if update.new is None:
+        return None
+    from tractkv.engine.budget import check_received
+
+    return check_received(store, batch, update.name, f"the {operation}")
 
 
 def _stage(batch: WriteBatch, update: RefUpdate, operation: str) -> None:

@@ -27,6 +27,7 @@ RejectReason = Literal[
     "forbidden",  # the credentials may not write this ref
     "atomic",  # another update of the same atomic push was refused, so this one was not applied
     "invalid",  # malformed ref name or value, or the value is not a commit
+    "over-budget",  # the receiving store's token budget of the branch refuses the new value
 ]
 
 
@@ -71,13 +72,17 @@ class Remote(abc.ABC):
     """One other store, reached through some transport. Use as a context manager (``close`` on exit).
 
     ``max_object`` is the largest object the other side takes (a hub announces its own with its refs;
-    otherwise the one size limit), ``max_request`` the most one push may send in all (None: no limit);
+    otherwise the one size limit), ``max_request`` the most one push may send in all (None: no limit),
+    ``max_receive`` the largest this side takes from it;
     :func:`~tractkv.sync.transfer.push_to` refuses a push over either before sending anything.
     """
 
     url: str
     max_object: int = MAX_OBJECT_BYTES
     max_request: int | None = None
+    #: The largest object a fetch from this remote takes (``fetch / pull / clone --max-object-bytes``, set by
+    #: :func:`~tractkv.sync.transfer.fetch_from`); a transport that decodes a stream decodes up to it.
+    max_receive: int = MAX_OBJECT_BYTES
 
     @abc.abstractmethod
     def list_refs(self, prefix: str = "refs/heads/") -> dict[str, ObjectId]:

@@ -77,10 +77,41 @@ def local_tips(store: Store) -> list[ObjectId]:
     return sorted(tips)
 
 
+def check_max_object(max_object: object) -> int:
+    """``max_object`` (``--max-object-bytes``) as a limit on one object, or :class:`InvalidInput`."""
+    if isinstance(max_object, bool) or not isinstance(max_object, int) or max_object < 1:
+        raise InvalidInput(
+            f"max_object (--max-object-bytes) is a positive number of bytes, not {max_object!r}"
+        )
+    return max_object
+
+
+def _limited(pairs: Iterable[tuple[ObjectId, bytes]], limit: int) -> Iterator[tuple[ObjectId, bytes]]:
+    """``pairs``, refusing an object over ``limit`` bytes (for transports that do not decode a stream)."""
+    for oid, data in pairs:
+        if len(data) > limit:
+            raise ObjectTooLarge(f"object of {len(data)} bytes is over the {limit}-byte limit", oid)
+        yield oid, data
+
+
 def fetch_from(
-    store: Store, remote: Remote, name: str, *, progress: Progress | None = None, prune: bool = True
+    store: Store,
+    remote: Remote,
+    name: str,
+    *,
+    progress: Progress | None = None,
+    prune: bool = True,
+    max_object: int | None = None,
 ) -> FetchResult:
-    """Receive the remote's branches and move ``refs/remotes/<name>/*`` to them."""
+    """Receive the remote's branches and move ``refs/remotes/<name>/*`` to them.
+
+    An object over ``max_object`` bytes (default: the remote's ``max_receive``, the one size limit unless
+    raised) is :class:`ObjectTooLarge` and no ref moves; the objects stored before it stay (each arrived
+    whole, with its history: a retry does not fetch them again, gc collects them if nothing comes to need
+    them), as a fetch that broke off keeps them."""
+    if max_object is not None:
+        remote.max_receive = check_max_object(max_object)
+    limit = remote.max_receive
     advertised = remote.list_refs(HEADS)
     for ref, tip in advertised.items():  # a remote is hostile until checked: only branches, by valid names
         if not ref.startswith(HEADS) or not is_object_id(tip):
@@ -92,7 +123,17 @@ def fetch_from(
     wants = sorted({oid for oid in advertised.values() if not store.has(oid)})
     stats = None
     if wants:
-        stats = receive_objects(store, _counting(remote.fetch(wants, local_tips(store), store.has), progress))
+        pairs = _limited(remote.fetch(wants, local_tips(store), store.has), limit)
+        try:
+            stats = receive_objects(store, _counting(pairs, progress))
+        except ObjectTooLarge as exc:
+            if "--max-object-bytes" in exc.reason:  # the transport said how already (a bundle)
+                raise
+            raise ObjectTooLarge(
+                f"{exc.reason} on one object a fetch takes: no branch moved (if you trust {remote.url}, "
+                "fetch, pull or clone with --max-object-bytes N, max_object=N)",
+                exc.oid,
+            ) from None
     lacking = [tip for tip in wants if not store.has(tip)]
     if lacking:  # the store is closed under links, so having the tip means having its history
         raise TransferError(f"{remote.url} did not send the commit its branch names", lacking[0])
@@ -259,10 +300,12 @@ def clone_into(
     token_env: str | None = None,
     branch: str | None = None,
     progress: Progress | None = None,
+    max_object: int | None = None,
 ) -> HandleT:
     """Open a new store at ``path`` with ``open_handle`` and fill it from ``url``: remember the remote,
-    fetch, make every remote branch a local branch, and put HEAD on ``branch``, else ``main`` when the remote
-    has it, else the first by name.
+    fetch (objects up to ``max_object`` bytes, see :func:`fetch_from`), make every remote branch a local
+    branch, and put HEAD on ``branch``, else ``main`` when the remote has it, else the first by name. A new
+    store has no budgets: no branch the clone makes is checked by one.
 
     Guarantees: a clone that fails closes the handle and leaves no store behind at ``path``.
 
@@ -284,7 +327,7 @@ def clone_into(
         store = session.store
         add_remote(store, remote_name, url, token_env=token_env, probe=False)  # reading needs no probe
         with open_named(store, remote_name) as conn:
-            fetch_from(store, conn, remote_name, progress=progress)
+            fetch_from(store, conn, remote_name, progress=progress, max_object=max_object)
         prefix = f"{REMOTES}{remote_name}/"
         tips = {ref[len(prefix) :]: ObjectId(v) for ref, v in store.iter_refs(prefix)}
         if branch is not None and branch not in tips:
