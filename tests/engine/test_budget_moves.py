@@ -317,3 +317,23 @@ def test_cli_moves_over_a_budget(tmp_path: Path, command: list[str]) -> None:
     assert log[0]["operation"] == "trim"
     assert json.loads(cli_run(store, "status", "--json").stdout)["token_count"] <= limit
     assert side in {entry["commit_id"] for entry in log}
+
+
+def test_a_budget_set_while_a_branch_was_unborn_checks_its_creation(tmp_path: Path) -> None:
+    path = str(tmp_path / "s")
+    with Tract.open(path, clock=FakeClock()) as t:
+        _, side = base_and_side(t)
+        limit = limit_between(t, side)
+    with Tract.open(path, branch="fresh", clock=FakeClock()) as t:
+        t.set_budget(limit, action="reject")  # on the unborn branch the handle is on
+        before = rows(t.store)
+        with pytest.raises(
+            BudgetExceeded, match="creating the branch would take the context of branch 'fresh'"
+        ):
+            t.branch("fresh", "side")
+        assert rows(t.store) == before
+        t.set_budget(limit, action="trim")
+        tip = t.branch("fresh", "side").head
+        trim = t.get_commit(tip or "")
+        assert (trim.operation, trim.parent_ids) == ("trim", (side,))
+        assert t.compile().token_count <= limit

@@ -14,7 +14,7 @@ from . import graph
 from .records import BranchInfo, ReflogEntry, StatusInfo
 from .reflog import iter_reflog, log_ref_move
 from .refs import HEAD, HEADS, REMOTES, branch_ref, check_branch_name
-from .session import Session
+from .session import Session, Tip
 
 
 def list_branches(session: Session, *, remotes: bool = True) -> list[BranchInfo]:
@@ -45,16 +45,13 @@ def create_branch(session: Session, name: str, source: str | None = None) -> Obj
     start = session.resolve(source, reader) if source is not None else session.head_commit(reader)
     if start is None:
         raise InvalidInput(f"cannot branch from {session.where()}: it has no commits yet")
-    batch = session.store.new_batch()
-    batch.set_ref(ref, start, expected=None)
-    log_ref_move(
-        batch, ref, None, start, "branch", f"created from {source or 'HEAD'}", now_us=session.clock()
-    )
-    try:
-        session.store.apply(batch)
+    try:  # a budget set on the branch while it was unborn checks its creation as a move
+        tip = session.move_branch(
+            Tip(ref, None), start, "branch", f"created from {source or 'HEAD'}", moved="creating the branch"
+        )
     except RefConflict as exc:
         raise BranchExists(name) from exc
-    return start
+    return tip or start
 
 
 def delete_branch(session: Session, name: str, *, force: bool = False) -> ObjectId:

@@ -10,7 +10,7 @@ context. ``Tract.open(token_budget=...)`` overrides the reported budget of one h
 (nothing acts on it). The last overrun is recorded next to the setting (``budget-overrun:<ref>``, local),
 and removed once it no longer holds: by a check that finds the branch within its limit (a write only when
 the row exists) and by :func:`set_budget` changing or clearing the budget; ``status`` shows it only while it
-holds (:func:`current_overrun`: a ref move is not checked).
+holds (:func:`current_overrun`).
 
 **When it acts.** When a commit lands on the branch, the compiled context it makes (messages, placeholder
 results and tool definitions) is counted as ``status`` counts it (:func:`_calibrated`: the provider's
@@ -41,8 +41,14 @@ one commit outside a batch), nor the newest unit: when the rest cannot make room
 :class:`~tractkv.errors.BudgetExceeded` and nothing is written. ``trim``, ``compress`` and ``warn`` also
 emit the event, naming the commit that brought the context back.
 
-A budget checks commits this store makes (a merge commit too), not ref moves: a fast-forward, a reset or
-a fetch brings commits made under their writer's budget, and the next commit here is checked as usual.
+**Ref moves.** A move of the branch is checked as a commit is, in the transaction that moves it: a
+fast-forward merge or pull and a reset (:meth:`~tractkv.engine.session.Session.move_branch`), and a push
+this store receives (:func:`check_received`, from :mod:`tractkv.sync.receive`). ``warn`` records and tells;
+``reject`` moves nothing (a pull keeps what its fetch stored: objects and the tracking ref, as git keeps
+fetched objects; a push is refused ``over-budget``); ``trim`` / ``compress`` commit on the new tip in the
+move's transaction, so the branch is never left over its limit and a failing action moves nothing. The move
+adds no commit of its own, so only the newest unit is protected. A fetch moves only tracking refs and a
+clone makes a store with no budget: neither is checked.
 
 **Batches.** Inside ``t.batch()`` the check runs once, at the block's end, on the context the block made
 (one read of the setting per batch); ``reject`` then raises and the whole block is written nowhere. Without a
@@ -207,8 +213,7 @@ def current_overrun(
 ) -> BudgetOverrun | None:
     """The last overrun of ``ref`` while it holds (what ``status`` shows): the branch's head is the commit
     that went over or what the budget made of it, or the branch (now ``tokens``) is over ``budget``'s limit.
-    A ref move (a reset, a fast-forward, a pull) is not checked: one that brought the branch back within its
-    limit leaves a row that no longer holds, and it is not shown."""
+    (A move checked within the limit removes the row; one made before moves were checked may have left it.)"""
     overrun = read_overrun(reader, ref)
     if overrun is None or budget is None:
         return None
