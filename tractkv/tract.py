@@ -442,7 +442,8 @@ class Tract:
 
     def reset(self, target: str, mode: str = "soft") -> ObjectId:
         """Move the current branch to ``target``; ``soft`` keeps the abandoned commits from gc until they age,
-        ``hard`` does not. Until gc runs, ``reset(old_tip)`` (see :meth:`reflog`) undoes it."""
+        ``hard`` does not. Until gc runs, ``reset(old_tip)`` (see :meth:`reflog`) undoes it. The branch's
+        budget checks the move as a commit's (:mod:`tractkv.engine.budget`); returns ``target``'s id."""
         return self._session.reset(target, mode)
 
     def reflog(self, branch: str | None = None, limit: int | None = None) -> list[ReflogEntry]:

@@ -254,7 +254,7 @@ def test_status_never_shows_an_overrun_that_no_longer_holds(tmp_path: Path) -> N
         t.set_budget(30, action="warn")
         t.user("more " * 5)
         assert t.status().budget_overrun is not None
-        t.reset(within.commit_id)  # a ref move back within the limit: not checked, the overrun not shown
+        t.reset(within.commit_id)  # a ref move back within the limit: checked, the overrun cleared
         assert t.status().budget_overrun is None
         t.user("long " * 30)
         assert t.status().budget_overrun is not None
