@@ -229,6 +229,24 @@ def test_types_without_a_json_equivalent_are_refused() -> None:
         tool(bad_keys)
 
 
+class Nothing(enum.Enum):
+    """An enum with no members: no value can be given for it."""
+
+
+def test_an_enum_without_members_is_refused_with_a_plain_message() -> None:
+    def pick(choice: Nothing, *, context: ToolContext) -> str:
+        """Pick."""
+        return ""
+
+    def keyed(table: dict[Nothing, int], *, context: ToolContext) -> str:
+        """Keyed."""
+        return ""
+
+    for func in (pick, keyed):
+        with pytest.raises(InvalidInput, match=r"enum with no members admits no value"):
+            tool(func)
+
+
 # --- schemas: pydantic -------------------------------------------------------------------------------------
 
 

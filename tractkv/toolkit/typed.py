@@ -448,6 +448,8 @@ def _describe(schema: dict[str, Any], note: str) -> dict[str, Any]:
 
 
 def _literal_schema(values: list[Any], where: str) -> dict[str, Any]:
+    if not values:
+        raise InvalidInput(f"{where}: an enum with no members admits no value (give it at least one member)")
     kinds: list[str] = []
     for value in values:
         kind = _SCALARS.get(type(value))
