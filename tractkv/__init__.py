@@ -10,7 +10,8 @@ Everything else is reached from its subpackage: concrete stores, ``open_store`` 
 from :mod:`tractkv.sync`. Those heavier parts (and the CLI) load on first use, not on ``import tractkv``.
 
 So do the values only the less frequent operations return (``StatusInfo``, ``BranchInfo``, ``ContextDiff``,
-``ReflogEntry``, ``GcResult``, ...: :mod:`tractkv.engine.reports`) and ``PendingToolResult``: ``tractkv.X``, ``from
+``ReflogEntry``, ``GcResult``, ...: :mod:`tractkv.engine.reports`), the content classes (``InstructionContent``,
+...: :mod:`tractkv.engine.content_classes`) and ``PendingToolResult``: ``tractkv.X``, ``from
 tractkv import X`` and ``dir(tractkv)`` offer them as any other name, and their module loads on first access
 (PEP 562; ``tests/test_import_time.py`` pins which modules ``import tractkv`` leaves for later).
 """
@@ -20,16 +21,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from tractkv._version import __version__
-from tractkv.engine.content import (
-    ArtifactContent,
-    DialogueContent,
-    FreeformContent,
-    InstructionContent,
-    Message,
-    Part,
-    ReasoningContent,
-    ToolCall,
-)
+from tractkv.engine.content import Message, Part, ToolCall
 from tractkv.engine.records import CommitInfo, CompiledContext, Repair
 from tractkv.engine.state import Conflict
 from tractkv.engine.tokens import HeuristicCounter, TiktokenCounter, TokenCounter
@@ -91,6 +83,11 @@ from tractkv.store import Store
 from tractkv.tract import Tract
 
 if TYPE_CHECKING:  # loaded on first access: see __getattr__ below
+    from tractkv.engine.content_classes import ArtifactContent as ArtifactContent
+    from tractkv.engine.content_classes import DialogueContent as DialogueContent
+    from tractkv.engine.content_classes import FreeformContent as FreeformContent
+    from tractkv.engine.content_classes import InstructionContent as InstructionContent
+    from tractkv.engine.content_classes import ReasoningContent as ReasoningContent
     from tractkv.engine.hooks import PendingToolResult as PendingToolResult
     from tractkv.engine.reports import BranchInfo as BranchInfo
     from tractkv.engine.reports import BudgetOverrun as BudgetOverrun
@@ -105,15 +102,20 @@ if TYPE_CHECKING:  # loaded on first access: see __getattr__ below
 else:
     # public name -> the module that defines it, imported on the first access to one of its names
     _LAZY = {
+        "ArtifactContent": "tractkv.engine.content_classes",
         "BranchInfo": "tractkv.engine.reports",
         "BudgetOverrun": "tractkv.engine.reports",
         "ChildInfo": "tractkv.engine.reports",
         "ContextDiff": "tractkv.engine.reports",
+        "DialogueContent": "tractkv.engine.content_classes",
         "DiffEntry": "tractkv.engine.reports",
+        "FreeformContent": "tractkv.engine.content_classes",
         "GcResult": "tractkv.engine.reports",
+        "InstructionContent": "tractkv.engine.content_classes",
         "MergeResult": "tractkv.engine.reports",
         "ParentInfo": "tractkv.engine.reports",
         "PendingToolResult": "tractkv.engine.hooks",
+        "ReasoningContent": "tractkv.engine.content_classes",
         "ReflogEntry": "tractkv.engine.reports",
         "StatusInfo": "tractkv.engine.reports",
     }

@@ -31,8 +31,6 @@ format rules only, so a store written by another version stays readable.
 
 from __future__ import annotations
 
-import base64
-import binascii
 import re
 import struct
 
@@ -131,6 +129,9 @@ def decode_base64(text: object) -> bytes:
     """
     if not isinstance(text, str):
         raise ValueError(f"base64 data must be a string, not {type(text).__name__}")
+    import base64  # lazy: keeps `import tractkv` light
+    import binascii
+
     try:
         return base64.b64decode(text, validate=True)
     except (binascii.Error, ValueError) as exc:
@@ -154,11 +155,15 @@ def parse_data_url(url: str) -> tuple[str, bytes]:
 
 def data_url(media_type: str, data: bytes) -> str:
     """The base64 data: URL of ``data`` (what OpenAI takes for inline images and files)."""
+    import base64  # lazy: keeps `import tractkv` light
+
     return f"data:{media_type};base64,{base64.b64encode(data).decode('ascii')}"
 
 
 def b64(data: bytes) -> str:
     """Standard base64 text of ``data``."""
+    import base64  # lazy: keeps `import tractkv` light
+
     return base64.b64encode(data).decode("ascii")
 
 
