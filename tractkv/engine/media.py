@@ -138,7 +138,8 @@ def decode_base64(text: object) -> bytes:
         raise ValueError(f"invalid base64 data ({exc})") from None
 
 
-_DATA_URL = re.compile(r"data:([a-zA-Z0-9.+/-]+);base64,(.*)", re.DOTALL)
+# Patterns are compiled on first use (re caches them): ``import tractkv`` compiles none of them.
+_DATA_URL = r"data:([a-zA-Z0-9.+/-]+);base64,(.*)"
 
 
 def parse_data_url(url: str) -> tuple[str, bytes]:
@@ -147,7 +148,7 @@ def parse_data_url(url: str) -> tuple[str, bytes]:
     Raises:
         ValueError: another form (only base64 data: URLs are accepted) or invalid base64.
     """
-    match = _DATA_URL.fullmatch(url)
+    match = re.fullmatch(_DATA_URL, url, re.DOTALL)
     if match is None:
         raise ValueError("a data: URL must be data:<media type>;base64,<data>")
     return match.group(1).lower(), decode_base64(match.group(2))
@@ -230,10 +231,10 @@ def _jpeg_size(data: bytes) -> tuple[int, int] | None:
     return None
 
 
-_PDF_PAGE = re.compile(rb"/Type\s*/Page(?![A-Za-z])")
+_PDF_PAGE = rb"/Type\s*/Page(?![A-Za-z])"
 
 
 def pdf_pages(data: bytes) -> int:
     """The number of page objects (``/Type /Page``, not ``/Pages``) in a PDF; 0 when none is found (e.g. in
     compressed object streams)."""
-    return len(_PDF_PAGE.findall(data))
+    return len(re.findall(_PDF_PAGE, data))
