@@ -52,6 +52,7 @@ LAZY_NAMES = {
     "PendingToolResult": "tractkv.engine.hooks",
     "ReasoningContent": "tractkv.engine.content_classes",
     "ReflogEntry": "tractkv.engine.reports",
+    "Repair": "tractkv.engine.reports",
     "StatusInfo": "tractkv.engine.reports",
 }
 
@@ -145,7 +146,7 @@ def test_the_old_homes_still_offer_the_moved_classes() -> None:
 
     for name in ("BranchInfo", "StatusInfo", "ContextDiff", "DiffEntry", "MergeResult", "ReflogEntry"):
         assert getattr(records, name) is getattr(reports, name)
-    for name in ("GcResult", "RunResult", "BudgetOverrun", "ChildInfo", "ParentInfo"):
+    for name in ("GcResult", "RunResult", "BudgetOverrun", "ChildInfo", "ParentInfo", "Repair"):
         assert getattr(records, name) is getattr(reports, name)
     for name in (
         "InstructionContent",

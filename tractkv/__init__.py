@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from tractkv._version import __version__
 from tractkv.engine.content import Message, Part, ToolCall
-from tractkv.engine.records import CommitInfo, CompiledContext, Repair
+from tractkv.engine.records import CommitInfo, CompiledContext
 from tractkv.engine.state import Conflict
 from tractkv.engine.tokens import HeuristicCounter, TiktokenCounter, TokenCounter
 from tractkv.errors import (
@@ -98,6 +98,7 @@ if TYPE_CHECKING:  # loaded on first access: see __getattr__ below
     from tractkv.engine.reports import MergeResult as MergeResult
     from tractkv.engine.reports import ParentInfo as ParentInfo
     from tractkv.engine.reports import ReflogEntry as ReflogEntry
+    from tractkv.engine.reports import Repair as Repair
     from tractkv.engine.reports import StatusInfo as StatusInfo
 else:
     # public name -> the module that defines it, imported on the first access to one of its names
@@ -117,6 +118,7 @@ else:
         "PendingToolResult": "tractkv.engine.hooks",
         "ReasoningContent": "tractkv.engine.content_classes",
         "ReflogEntry": "tractkv.engine.reports",
+        "Repair": "tractkv.engine.reports",
         "StatusInfo": "tractkv.engine.reports",
     }
 

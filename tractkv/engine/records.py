@@ -32,6 +32,7 @@ if TYPE_CHECKING:  # defined in .reports, loaded on first use (see __getattr__ b
     from .reports import MergeResult as MergeResult
     from .reports import ParentInfo as ParentInfo
     from .reports import ReflogEntry as ReflogEntry
+    from .reports import Repair as Repair
     from .reports import RunResult as RunResult
     from .reports import StatusInfo as StatusInfo
 else:
@@ -46,6 +47,7 @@ else:
             "MergeResult",
             "ParentInfo",
             "ReflogEntry",
+            "Repair",
             "RunResult",
             "StatusInfo",
         }
@@ -198,27 +200,6 @@ class CommitInfo:
         out["parent_ids"] = list(self.parent_ids)
         out["created_at"] = self.created_at.isoformat()
         return dict(to_jsonable(out))
-
-
-@attrs.frozen(kw_only=True)
-class Repair:
-    """One repair compile made so that tool calls and results pair up (:mod:`tractkv.engine.pairing`).
-
-    Attributes:
-        kind: ``placeholder_result`` (an unanswered call got a placeholder error result) or
-            ``dropped_result`` (a result answering no open call was left out).
-        commit_id: the dropped result's commit, or the commit of the message that made the call.
-        call_id: the tool call id concerned.
-        detail: one sentence for people.
-    """
-
-    kind: str
-    commit_id: ObjectId
-    call_id: str
-    detail: str
-
-    def __str__(self) -> str:
-        return self.detail
 
 
 @attrs.frozen(kw_only=True)

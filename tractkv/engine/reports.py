@@ -1,5 +1,5 @@
 """Values the less frequent operations return: branches, status, diffs, merges, reflog, gc, agent runs, budget
-overruns, spawned children.
+overruns, spawned children, and the repairs compile makes to the pairing of tool calls and results.
 
 They live apart from :mod:`tractkv.engine.records` (what every append and compile returns) so that building
 their attrs classes (~0.5-1 ms each) is paid on first use, not by ``import tractkv``. ``records`` still offers
@@ -118,6 +118,27 @@ class ReflogEntry:
     created_at: datetime
     hard: bool = False
     seq: int = 0
+
+
+@attrs.frozen(kw_only=True)
+class Repair:
+    """One repair compile made so that tool calls and results pair up (:mod:`tractkv.engine.pairing`).
+
+    Attributes:
+        kind: ``placeholder_result`` (an unanswered call got a placeholder error result) or
+            ``dropped_result`` (a result answering no open call was left out).
+        commit_id: the dropped result's commit, or the commit of the message that made the call.
+        call_id: the tool call id concerned.
+        detail: one sentence for people.
+    """
+
+    kind: str
+    commit_id: ObjectId
+    call_id: str
+    detail: str
+
+    def __str__(self) -> str:
+        return self.detail
 
 
 @attrs.frozen(kw_only=True)
