@@ -28,6 +28,9 @@ Cases and targets (see ``TARGETS``):
   ``import lmdb, cbor2, blake3, attrs``, with byte code cached as after ``pip install``. Target: tractkv
   <= 60 ms. ``uncached_*_ms`` repeat it with no byte-code cache (``PYTHONDONTWRITEBYTECODE=1``, which
   makes every import compile every module: check your shell before reading import times).
+  ``first_use_ms`` (no target; a guard that lazy loading did not just move the cost) is the same kind of
+  median for ``import tractkv`` plus a first use: open a new store, append one message, compile, close;
+  ``first_use_ratio`` divides it by the same baseline.
 * ``read_objects``: random ``snapshot[oid]`` (read + hash check + decode) of stored objects in one snapshot,
   against raw LMDB gets of the same keys in one read transaction. No target.
 
@@ -462,13 +465,21 @@ def _read_case(args: argparse.Namespace) -> dict[str, Any]:
 _IMPORT_PROBE = (
     "import time\nstart = time.perf_counter()\nimport {modules}\nprint(time.perf_counter() - start)\n"
 )
+# import tractkv, then the common path: open a new store (its path is argv[1]), append, compile
+_FIRST_USE_PROBE = (
+    "import sys, time\nstart = time.perf_counter()\nimport tractkv\n"
+    "with tractkv.Tract.open(sys.argv[1]) as t:\n    t.user('hello')\n    t.compile()\n"
+    "print(time.perf_counter() - start)\n"
+)
+FIRST_USE = "first use"  # the side of _import_medians that runs _FIRST_USE_PROBE
 
 
 _DROPPED_ENV = ("PYTHONPROFILEIMPORTTIME", "PYTHONDEVMODE", "PYTHONDONTWRITEBYTECODE", "PYTHONPYCACHEPREFIX")
 
 
 def _import_seconds(modules: str, cwd: str, pycache: Path, *, write_bytecode: bool) -> float:
-    """Seconds one fresh interpreter spends importing ``modules`` (timed inside it)."""
+    """Seconds one fresh interpreter spends importing ``modules`` (timed inside it); ``FIRST_USE``: importing
+    tractkv and a first append and compile in a new store under ``cwd``."""
     env = {k: v for k, v in os.environ.items() if k not in _DROPPED_ENV}
     # Byte code goes to a scratch prefix (never into the checkout). With write_bytecode the warm-up run
     # compiles every module once, as pip does at install time, and later runs load the cache: what users
@@ -476,29 +487,39 @@ def _import_seconds(modules: str, cwd: str, pycache: Path, *, write_bytecode: bo
     env["PYTHONPYCACHEPREFIX"] = str(pycache)
     if not write_bytecode:
         env["PYTHONDONTWRITEBYTECODE"] = "1"
-    result = subprocess.run(
-        [sys.executable, "-c", _IMPORT_PROBE.format(modules=modules)],
-        cwd=cwd,  # not the checkout: the installed package is what users import
-        env=env,
-        capture_output=True,
-        text=True,
-        check=True,
-    )
+    if modules == FIRST_USE:
+        store = tempfile.mkdtemp(prefix="tractkv-bench-first-use-", dir=cwd)
+        command = [sys.executable, "-c", _FIRST_USE_PROBE, os.path.join(store, "store")]
+    else:
+        store, command = None, [sys.executable, "-c", _IMPORT_PROBE.format(modules=modules)]
+    try:
+        result = subprocess.run(
+            command,
+            cwd=cwd,  # not the checkout: the installed package is what users import
+            env=env,
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+    finally:
+        if store is not None:
+            shutil.rmtree(store, ignore_errors=True)
     return float(result.stdout.strip().splitlines()[-1])
 
 
 def _import_medians(
-    runs: int, cwd: str, pycache: Path, *, write_bytecode: bool
-) -> tuple[list[float], list[float]]:
-    """Import seconds of tractkv and of its dependencies, ``runs`` fresh interpreters each, alternated."""
-    sides = ("tractkv", "lmdb, cbor2, blake3, attrs")
+    runs: int, cwd: str, pycache: Path, *, write_bytecode: bool, first_use: bool = False
+) -> list[list[float]]:
+    """Import seconds of tractkv and of its dependencies (and with ``first_use``, of tractkv's first use),
+    ``runs`` fresh interpreters each, in an order that rotates every run."""
+    sides = ["tractkv", "lmdb, cbor2, blake3, attrs", *([FIRST_USE] if first_use else [])]
     if write_bytecode:
         for modules in sides:  # warm-up: compile into the byte-code cache (and fill the OS file cache)
             _import_seconds(modules, cwd, pycache, write_bytecode=True)
-    times: tuple[list[float], list[float]] = ([], [])
+    times: list[list[float]] = [[] for _ in sides]
     for index in range(runs):
-        order = (0, 1) if index % 2 == 0 else (1, 0)
-        for which in order:
+        for step in range(len(sides)):
+            which = (index + step) % len(sides)
             times[which].append(_import_seconds(sides[which], cwd, pycache, write_bytecode=write_bytecode))
     return times
 
@@ -507,7 +528,9 @@ def _import_case(args: argparse.Namespace) -> dict[str, Any]:
     runs = max(1, args.imports)
     scratch = _Scratch(args.tmp)
     try:
-        ours, theirs = _import_medians(runs, args.tmp, scratch.new(), write_bytecode=True)
+        ours, theirs, first_use = _import_medians(
+            runs, args.tmp, scratch.new(), write_bytecode=True, first_use=True
+        )
         cold_ours, cold_theirs = _import_medians(
             args.uncached_imports, args.tmp, scratch.new(), write_bytecode=False
         )
@@ -527,6 +550,8 @@ def _import_case(args: argparse.Namespace) -> dict[str, Any]:
         "ratio": round(ours_ms / theirs_ms, 3),  # a time ratio: lower is better
         "target": target,
         "ok": ours_ms <= target,
+        "first_use_ms": round(statistics.median(first_use) * 1000, 1),
+        "first_use_ratio": round(statistics.median(first_use) / statistics.median(theirs), 3),
         # No byte-code cache at all (every module compiled from source on each import): for reference.
         "uncached_tractkv_ms": round(statistics.median(cold_ours) * 1000, 1) if cold_ours else None,
         "uncached_baseline_ms": round(statistics.median(cold_theirs) * 1000, 1) if cold_theirs else None,

@@ -8,37 +8,21 @@ Everything else is reached from its subpackage: concrete stores, ``open_store`` 
 :mod:`tractkv.store`; stored objects from :mod:`tractkv.model`; ``ObjectId`` (a ``str`` at run time) from
 :mod:`tractkv.ids`; the agent toolkit from :mod:`tractkv.toolkit`; model clients from :mod:`tractkv.llm`; sync
 from :mod:`tractkv.sync`. Those heavier parts (and the CLI) load on first use, not on ``import tractkv``.
+
+So do the values only the less frequent operations return (``StatusInfo``, ``BranchInfo``, ``ContextDiff``,
+``ReflogEntry``, ``GcResult``, ...: :mod:`tractkv.engine.reports`), the content classes (``InstructionContent``,
+...: :mod:`tractkv.engine.content_classes`) and ``PendingToolResult``: ``tractkv.X``, ``from
+tractkv import X`` and ``dir(tractkv)`` offer them as any other name, and their module loads on first access
+(PEP 562; ``tests/test_import_time.py`` pins which modules ``import tractkv`` leaves for later).
 """
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from tractkv._version import __version__
-from tractkv.engine.content import (
-    ArtifactContent,
-    DialogueContent,
-    FreeformContent,
-    InstructionContent,
-    Message,
-    Part,
-    ReasoningContent,
-    ToolCall,
-)
-from tractkv.engine.hooks import PendingToolResult
-from tractkv.engine.records import (
-    BranchInfo,
-    BudgetOverrun,
-    ChildInfo,
-    CommitInfo,
-    CompiledContext,
-    ContextDiff,
-    DiffEntry,
-    GcResult,
-    MergeResult,
-    ParentInfo,
-    ReflogEntry,
-    Repair,
-    StatusInfo,
-)
+from tractkv.engine.content import Message, Part, ToolCall
+from tractkv.engine.records import CommitInfo, CompiledContext
 from tractkv.engine.state import Conflict
 from tractkv.engine.tokens import HeuristicCounter, TiktokenCounter, TokenCounter
 from tractkv.errors import (
@@ -97,6 +81,61 @@ from tractkv.errors import (
 )
 from tractkv.store import Store
 from tractkv.tract import Tract
+
+if TYPE_CHECKING:  # loaded on first access: see __getattr__ below
+    from tractkv.engine.content_classes import ArtifactContent as ArtifactContent
+    from tractkv.engine.content_classes import DialogueContent as DialogueContent
+    from tractkv.engine.content_classes import FreeformContent as FreeformContent
+    from tractkv.engine.content_classes import InstructionContent as InstructionContent
+    from tractkv.engine.content_classes import ReasoningContent as ReasoningContent
+    from tractkv.engine.hooks import PendingToolResult as PendingToolResult
+    from tractkv.engine.reports import BranchInfo as BranchInfo
+    from tractkv.engine.reports import BudgetOverrun as BudgetOverrun
+    from tractkv.engine.reports import ChildInfo as ChildInfo
+    from tractkv.engine.reports import ContextDiff as ContextDiff
+    from tractkv.engine.reports import DiffEntry as DiffEntry
+    from tractkv.engine.reports import GcResult as GcResult
+    from tractkv.engine.reports import MergeResult as MergeResult
+    from tractkv.engine.reports import ParentInfo as ParentInfo
+    from tractkv.engine.reports import ReflogEntry as ReflogEntry
+    from tractkv.engine.reports import Repair as Repair
+    from tractkv.engine.reports import StatusInfo as StatusInfo
+else:
+    # public name -> the module that defines it, imported on the first access to one of its names
+    _LAZY = {
+        "ArtifactContent": "tractkv.engine.content_classes",
+        "BranchInfo": "tractkv.engine.reports",
+        "BudgetOverrun": "tractkv.engine.reports",
+        "ChildInfo": "tractkv.engine.reports",
+        "ContextDiff": "tractkv.engine.reports",
+        "DialogueContent": "tractkv.engine.content_classes",
+        "DiffEntry": "tractkv.engine.reports",
+        "FreeformContent": "tractkv.engine.content_classes",
+        "GcResult": "tractkv.engine.reports",
+        "InstructionContent": "tractkv.engine.content_classes",
+        "MergeResult": "tractkv.engine.reports",
+        "ParentInfo": "tractkv.engine.reports",
+        "PendingToolResult": "tractkv.engine.hooks",
+        "ReasoningContent": "tractkv.engine.content_classes",
+        "ReflogEntry": "tractkv.engine.reports",
+        "Repair": "tractkv.engine.reports",
+        "StatusInfo": "tractkv.engine.reports",
+    }
+
+    def __getattr__(name: str) -> Any:
+        """A public name whose module loads on first use (PEP 562): import it, keep it as a global."""
+        module = _LAZY.get(name)
+        if module is None:
+            raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+        import importlib
+
+        value = getattr(importlib.import_module(module), name)
+        globals()[name] = value  # later accesses are plain global lookups
+        return value
+
+    def __dir__() -> list[str]:
+        return sorted(set(globals()) | set(__all__))
+
 
 __all__ = [
     "ArtifactContent",

@@ -19,19 +19,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, Literal, overload
 
-from tractkv.engine import branches
-from tractkv.engine.records import (
-    BranchInfo,
-    ChildInfo,
-    CommitInfo,
-    CompiledContext,
-    ContextDiff,
-    GcResult,
-    MergeResult,
-    ParentInfo,
-    ReflogEntry,
-    StatusInfo,
-)
+from tractkv.engine.records import CommitInfo, CompiledContext
 from tractkv.engine.refs import branch_ref
 from tractkv.engine.session import Session
 from tractkv.engine.tokens import TokenCounter
@@ -43,7 +31,17 @@ from tractkv.store import Store, open_store
 if TYPE_CHECKING:  # engine modules a few methods need are imported on first use: `import tractkv` stays light
     from tractkv.engine.hooks import PendingToolResult
     from tractkv.engine.queries import ToolTurn
-    from tractkv.engine.records import RunResult
+    from tractkv.engine.reports import (
+        BranchInfo,
+        ChildInfo,
+        ContextDiff,
+        GcResult,
+        MergeResult,
+        ParentInfo,
+        ReflogEntry,
+        RunResult,
+        StatusInfo,
+    )
     from tractkv.engine.tool_results import ToolResults
     from tractkv.engine.usage_stats import ToolStats
     from tractkv.engine.usage_tree import ToolUsage, UsageNode
@@ -381,6 +379,8 @@ class Tract:
         is ``Tract.open(token_budget=...)`` when given, else the branch's stored one (:meth:`set_budget`). The
         token count is the provider's reported one where a recorded reply's usage holds (``count_source``:
         ``"reported"`` or ``"estimated"``; :mod:`tractkv.engine.calibration`)."""
+        from tractkv.engine import branches  # lazy: keeps `import tractkv` light
+
         return branches.status(self._session, self.token_budget)
 
     def set_budget(
@@ -412,6 +412,9 @@ class Tract:
 
     def branch(self, name: str, source: str | None = None, switch: bool = True) -> BranchInfo:
         """Create a branch at ``source`` (default HEAD) and, by default, switch to it."""
+        from tractkv.engine import branches  # lazy: keeps `import tractkv` light
+        from tractkv.engine.reports import BranchInfo
+
         start = branches.create_branch(self._session, name, source)
         if switch:
             self.switch(name)
@@ -427,10 +430,14 @@ class Tract:
 
     def list_branches(self, *, remotes: bool = True) -> list[BranchInfo]:
         """Local branches (and remote-tracking ones as ``<remote>/<branch>``), sorted by name."""
+        from tractkv.engine import branches  # lazy: keeps `import tractkv` light
+
         return branches.list_branches(self._session, remotes=remotes)
 
     def delete_branch(self, name: str, *, force: bool = False) -> ObjectId:
         """Delete a branch (not the current one; without ``force``, only one another branch contains)."""
+        from tractkv.engine import branches  # lazy: keeps `import tractkv` light
+
         return branches.delete_branch(self._session, name, force=force)
 
     def merge(self, source: str, strategy: str = "auto", message: str | None = None) -> MergeResult:
@@ -449,6 +456,8 @@ class Tract:
     def reflog(self, branch: str | None = None, limit: int | None = None) -> list[ReflogEntry]:
         """Moves of a branch (default: the current one), newest first. :class:`BranchNotFound` for a name
         that never was a branch here (a deleted branch keeps its reflog until gc)."""
+        from tractkv.engine import branches  # lazy: keeps `import tractkv` light
+
         return branches.reflog(self._session, branch, limit)
 
     def gc(

@@ -73,9 +73,10 @@ from tractkv.ids import ObjectId
 from tractkv.model import Blob, Commit
 from tractkv.store import Reader, Store, Table, WriteBatch
 
-from .records import BudgetOverrun, CompiledContext
+from .records import CompiledContext
 
 if TYPE_CHECKING:
+    from .reports import BudgetOverrun
     from .session import Session
     from .state import CompileState
     from .window import Fit
@@ -190,6 +191,8 @@ def read_overrun(reader: Reader, ref: str | None) -> BudgetOverrun | None:
     raw = reader.table_get(Table.META, OVERRUN + ref.encode())
     if raw is None:
         return None
+    from .reports import BudgetOverrun  # lazy: a branch without an overrun never needs the class
+
     try:
         data = codec.loads(raw)
         return BudgetOverrun(
@@ -341,6 +344,8 @@ def check(
         record["result"] = result
         record["after"] = after
     batch.table_put(Table.META, OVERRUN + ref.encode(), codec.dumps(record))
+    from .reports import BudgetOverrun  # lazy: a commit within its budget never needs the class
+
     return BudgetOverrun(
         branch=name,
         commit_id=head,

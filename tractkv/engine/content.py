@@ -60,9 +60,8 @@ and in a commit's metadata, which are never sent to a model.)
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 
@@ -236,6 +235,8 @@ def _parse_tool_calls(raw: object) -> list[dict[str, Any]]:
         if not isinstance(name, str) or not name:
             raise ContentError(f"tool_calls[{index}] needs a non-empty string name")
         if isinstance(arguments, str):  # OpenAI sends arguments as a JSON string
+            import json  # lazy: keeps `import tractkv` light
+
             try:
                 arguments = json.loads(arguments) if arguments.strip() else {}
             except json.JSONDecodeError as exc:
@@ -768,6 +769,8 @@ def part_markers(parts: object, sizes: dict[str, int] | None = None) -> str:
             if size is not None:
                 words.append(byte_size(size))
             if part.get("title"):
+                import json  # lazy: keeps `import tractkv` light
+
                 words.append(json.dumps(part["title"], ensure_ascii=False))
             markers.append("[" + " ".join(words) + "]")
         elif kind == "thinking":
@@ -795,15 +798,21 @@ def message_parts_markers(message: Message) -> str:
 
 def freeform_text(payload: object) -> str:
     """A freeform payload as the model receives it: compact JSON, keys sorted."""
+    import json  # lazy: keeps `import tractkv` light
+
     return json.dumps(payload, ensure_ascii=False, separators=(",", ":"), sort_keys=True)
 
 
 def message_text(data: dict[str, Any]) -> str:
     """The text a token counter sees for a payload."""
     if data["type"] == "freeform":
+        import json  # lazy: keeps `import tractkv` light
+
         return json.dumps(data["payload"], ensure_ascii=False, sort_keys=True)
     text = str(data.get("text", ""))
     for call in data.get("tool_calls", ()):
+        import json  # lazy: keeps `import tractkv` light
+
         text += call["name"] + json.dumps(call["arguments"], sort_keys=True)
     return text
 
@@ -812,63 +821,31 @@ def message_text(data: dict[str, Any]) -> str:
 
 
 class _ContentBase:
+    """What the content classes share: :func:`content_blob` takes any of them for the dict it stands for. They are
+    defined in :mod:`tractkv.engine.content_classes` (loaded on first use: building five attrs classes is not
+    what ``import tractkv`` should pay for) and importable from here all the same."""
+
     def to_payload(self) -> dict[str, Any]:
         raise NotImplementedError
 
 
-@attrs.frozen
-class InstructionContent(_ContentBase):
-    """A system instruction."""
+# ``import X as X`` below: the explicit re-export type checkers read (PEP 484), which ruff would flag
+# ruff: noqa: PLC0414
+if TYPE_CHECKING:
+    from .content_classes import ArtifactContent as ArtifactContent
+    from .content_classes import DialogueContent as DialogueContent
+    from .content_classes import FreeformContent as FreeformContent
+    from .content_classes import InstructionContent as InstructionContent
+    from .content_classes import ReasoningContent as ReasoningContent
+else:
+    _CONTENT_CLASSES = frozenset(
+        {"ArtifactContent", "DialogueContent", "FreeformContent", "InstructionContent", "ReasoningContent"}
+    )
 
-    text: str
+    def __getattr__(name: str) -> Any:
+        """The content classes, from :mod:`tractkv.engine.content_classes` on first use (PEP 562)."""
+        if name in _CONTENT_CLASSES:
+            from . import content_classes
 
-    def to_payload(self) -> dict[str, Any]:
-        return {"type": "instruction", "text": self.text}
-
-
-@attrs.frozen
-class DialogueContent(_ContentBase):
-    """A user, assistant or tool message."""
-
-    role: str
-    text: str
-    name: str | None = None
-
-    def to_payload(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"type": "dialogue", "role": self.role, "text": self.text}
-        if self.name is not None:
-            out["name"] = self.name
-        return out
-
-
-@attrs.frozen
-class ReasoningContent(_ContentBase):
-    """A model's reasoning trace (compiled only with ``include_reasoning=True``)."""
-
-    text: str
-
-    def to_payload(self) -> dict[str, Any]:
-        return {"type": "reasoning", "text": self.text}
-
-
-@attrs.frozen
-class ArtifactContent(_ContentBase):
-    """A document, code or file shown to the model."""
-
-    text: str
-    artifact_type: str = "text"
-    role: str = "user"
-
-    def to_payload(self) -> dict[str, Any]:
-        return {"type": "artifact", "text": self.text, "artifact_type": self.artifact_type, "role": self.role}
-
-
-@attrs.frozen
-class FreeformContent(_ContentBase):
-    """Any JSON-like payload, shown to the model as compact JSON."""
-
-    payload: Any
-    role: str = "user"
-
-    def to_payload(self) -> dict[str, Any]:
-        return {"type": "freeform", "payload": self.payload, "role": self.role}
+            return getattr(content_classes, name)
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

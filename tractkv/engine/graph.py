@@ -6,7 +6,6 @@ Only commits are visited (through ``parents``); object reachability for sync and
 
 from __future__ import annotations
 
-import heapq
 from collections.abc import Callable, Container, Iterable, Iterator, Sequence
 
 from tractkv.ids import ObjectId
@@ -101,6 +100,8 @@ def iter_log(reader: Reader, tips: Iterable[ObjectId]) -> Iterator[tuple[ObjectI
     Children are stamped after their parents by one clock; with clocks of several machines disagreeing, a
     parent may be listed before a child, as in ``git log --date-order``'s worst case.
     """
+    import heapq  # lazy: keeps `import tractkv` light
+
     heap: list[tuple[int, ObjectId]] = []
     queued: set[ObjectId] = set()
     commits: dict[ObjectId, Commit] = {}
@@ -127,6 +128,8 @@ def ahead_behind(reader: Reader, a: ObjectId, b: ObjectId) -> tuple[int, int]:
     with the sides that reach it, and stops once only commits both sides reach are queued: the cost is the
     diverged part of history, not all of it.
     """
+    import heapq  # lazy: keeps `import tractkv` light
+
     if a == b:
         return 0, 0
     flags: dict[ObjectId, int] = {}

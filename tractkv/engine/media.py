@@ -31,8 +31,6 @@ format rules only, so a store written by another version stays readable.
 
 from __future__ import annotations
 
-import base64
-import binascii
 import re
 import struct
 
@@ -131,13 +129,17 @@ def decode_base64(text: object) -> bytes:
     """
     if not isinstance(text, str):
         raise ValueError(f"base64 data must be a string, not {type(text).__name__}")
+    import base64  # lazy: keeps `import tractkv` light
+    import binascii
+
     try:
         return base64.b64decode(text, validate=True)
     except (binascii.Error, ValueError) as exc:
         raise ValueError(f"invalid base64 data ({exc})") from None
 
 
-_DATA_URL = re.compile(r"data:([a-zA-Z0-9.+/-]+);base64,(.*)", re.DOTALL)
+# Patterns are compiled on first use (re caches them): ``import tractkv`` compiles none of them.
+_DATA_URL = r"data:([a-zA-Z0-9.+/-]+);base64,(.*)"
 
 
 def parse_data_url(url: str) -> tuple[str, bytes]:
@@ -146,7 +148,7 @@ def parse_data_url(url: str) -> tuple[str, bytes]:
     Raises:
         ValueError: another form (only base64 data: URLs are accepted) or invalid base64.
     """
-    match = _DATA_URL.fullmatch(url)
+    match = re.fullmatch(_DATA_URL, url, re.DOTALL)
     if match is None:
         raise ValueError("a data: URL must be data:<media type>;base64,<data>")
     return match.group(1).lower(), decode_base64(match.group(2))
@@ -154,11 +156,15 @@ def parse_data_url(url: str) -> tuple[str, bytes]:
 
 def data_url(media_type: str, data: bytes) -> str:
     """The base64 data: URL of ``data`` (what OpenAI takes for inline images and files)."""
+    import base64  # lazy: keeps `import tractkv` light
+
     return f"data:{media_type};base64,{base64.b64encode(data).decode('ascii')}"
 
 
 def b64(data: bytes) -> str:
     """Standard base64 text of ``data``."""
+    import base64  # lazy: keeps `import tractkv` light
+
     return base64.b64encode(data).decode("ascii")
 
 
@@ -225,10 +231,10 @@ def _jpeg_size(data: bytes) -> tuple[int, int] | None:
     return None
 
 
-_PDF_PAGE = re.compile(rb"/Type\s*/Page(?![A-Za-z])")
+_PDF_PAGE = rb"/Type\s*/Page(?![A-Za-z])"
 
 
 def pdf_pages(data: bytes) -> int:
     """The number of page objects (``/Type /Page``, not ``/Pages``) in a PDF; 0 when none is found (e.g. in
     compressed object streams)."""
-    return len(_PDF_PAGE.findall(data))
+    return len(re.findall(_PDF_PAGE, data))

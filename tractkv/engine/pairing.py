@@ -26,11 +26,15 @@ O(1); rebuilding a view runs the same pass from the start, so both give the same
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from tractkv.ids import ObjectId
 
 from .content import Message
-from .records import Repair
 from .tokens import MESSAGE_OVERHEAD, TokenCounter
+
+if TYPE_CHECKING:
+    from .reports import Repair
 
 PLACEHOLDER_RESULT = "placeholder_result"
 DROPPED_RESULT = "dropped_result"
@@ -114,6 +118,8 @@ class Pairing:
                 if call_id in self.answered
                 else "answers no open call (its call is skipped, edited away, or closed by a later message)"
             )
+            from .reports import Repair  # lazy: a well-formed history never needs the class
+
             self.repairs.append(
                 Repair(
                     kind=DROPPED_RESULT,
@@ -133,6 +139,8 @@ class Pairing:
                 )
                 for call_id in self.open
             )
+            from .reports import Repair  # lazy: a well-formed history never needs the class
+
             self.repairs.extend(
                 Repair(
                     kind=PLACEHOLDER_RESULT,

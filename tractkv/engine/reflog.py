@@ -7,12 +7,15 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tractkv.ids import ObjectId, is_object_id
 from tractkv.store import Reader, Table, WriteBatch
 
-from .records import ReflogEntry, timestamp
+from .records import timestamp
+
+if TYPE_CHECKING:
+    from .reports import ReflogEntry
 
 
 def log_ref_move(
@@ -61,6 +64,8 @@ def iter_all_reflogs(reader: Reader) -> Iterator[ReflogEntry]:
 
 
 def _entry(ref: str, seq: int, entry: dict[str, Any]) -> ReflogEntry:
+    from .reports import ReflogEntry  # lazy: appends log moves, only reading the reflog needs the class
+
     old, new = entry.get("old"), entry.get("new")
     return ReflogEntry(
         ref=ref,

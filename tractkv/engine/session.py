@@ -28,7 +28,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from functools import partial
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from tractkv.errors import (
     BranchNotFound,
@@ -49,8 +49,7 @@ from . import graph
 from .commit_info import commit_info, text_commit_info
 from .compiler import CHECKPOINT_EVERY, Compiler, context_of, load_tools, render_all
 from .content import ANNOTATION, MEDIA_LINK, PRIORITIES, content_objects, media_ids
-from .diff import diff_states
-from .records import BranchInfo, BudgetOverrun, CommitInfo, CompiledContext, ContextDiff
+from .records import CommitInfo, CompiledContext
 from .reflog import log_ref_move
 from .refs import HEAD, SYMBOLIC, branch_name, branch_ref, read_head
 from .refs import resolve_revision as _resolve
@@ -59,6 +58,9 @@ from .tokens import DEFAULT_COUNTER, MESSAGE_OVERHEAD, TokenCounter
 from .toolsets import ACTIVE_TOOLS, EMPTY_TOOLSET_ID, put_toolset, tool_schemas, tool_tokens
 from .validate import OPERATIONS as LOGGED_OPERATIONS
 from .validate import TS_MAX, TS_MIN, check_commit, trusted_tag
+
+if TYPE_CHECKING:  # loaded on first use: keeps `import tractkv` light
+    from .reports import BranchInfo, BudgetOverrun, ContextDiff
 
 MAX_REBASE_ATTEMPTS = 16  # bounded retries of an automatic append rebase under contention
 REBASE_BACKOFF_S = 0.0005  # the first retry's ceiling; doubled per retry, at most REBASE_BACKOFF_MAX_S
@@ -873,6 +875,8 @@ class Session:
         return out
 
     def diff(self, a: str, b: str | None = None) -> ContextDiff:
+        from .diff import diff_states  # lazy: keeps `import tractkv` light
+
         reader = self.reader()
         state_a = self.compiler.state_at(reader, self.resolve(a, reader)).copy()
         return diff_states(reader, state_a, self.state_at(b), self.counter)
@@ -890,6 +894,8 @@ class Session:
         if head is None and ref != self.branch_ref:
             raise BranchNotFound(name)
         self._move_head(ref, None)
+        from .reports import BranchInfo  # lazy: keeps `import tractkv` light
+
         return BranchInfo(name=name, head=ObjectId(head) if head else None, is_current=True)
 
     def checkout(self, rev: str) -> ObjectId:

@@ -44,7 +44,7 @@ from array import array
 from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 
@@ -65,8 +65,10 @@ from .content import (
     to_message,
 )
 from .pairing import DROPPED_RESULT, PLACEHOLDER_RESULT, PLACEHOLDER_TEXT, Pairing, placeholder_tokens
-from .records import Repair
 from .tokens import MESSAGE_OVERHEAD, TokenCounter, part_tokens
+
+if TYPE_CHECKING:
+    from .reports import Repair
 
 DERIVED_FORMAT = (
     4  # bump when the checkpoint layout changes: old rows are then stale (ignored; gc drops them)
@@ -1634,6 +1636,8 @@ def _read_summary(value: object, n: int, chunks: int) -> ViewSummary:
     if type(repairs) is not list or len(repairs) != len(places) + len(dropped):
         raise DecodeError("view repairs do not match its placeholders and dropped results")
     made: list[Repair] = []
+    if repairs:
+        from .reports import Repair  # lazy: only a history with repairs needs the class
     for item in repairs:
         if (
             type(item) is not list

@@ -35,7 +35,6 @@ reads any stored definition without raising, as close to what was given as the p
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -247,6 +246,8 @@ def tool_schema(tool: Any) -> ToolSchema:
     """
     if isinstance(tool, ToolSchema):
         return tool
+    import json  # lazy: keeps `import tractkv` light
+
     spec = read_tool(tool)
     try:
         json.dumps(tool, allow_nan=False)
@@ -277,6 +278,8 @@ def tool_tokens(schemas: Iterable[Mapping[str, Any]], counter: TokenCounter) -> 
     per its pricing page) is not included. A stored definition today's rules refuse (a store written before
     them) counts as :func:`read_stored` reads it, so compiling such a store still works.
     """
+    import json  # lazy: keeps `import tractkv` light
+
     total = 0
     for schema in schemas:
         spec = read_stored(schema)

@@ -58,13 +58,12 @@ tractkv and make ``datetime`` conversions platform-dependent.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tractkv.errors import ContentError, DecodeError, InvalidInput
 from tractkv.ids import ObjectId, hash_bytes
 from tractkv.model import Blob, Commit, StoredObject, ToolSchema, ToolSet, UsageRecord, decode
 from tractkv.store import Reader, Store
-from tractkv.store.fsck import Problem
 
 from .content import (
     ANNOTATION,
@@ -79,6 +78,9 @@ from .content import (
 )
 from .media import sniff
 from .toolsets import legacy_name
+
+if TYPE_CHECKING:
+    from tractkv.store.fsck import Problem
 
 TS_MIN = 0
 TS_MAX = 2**53 - 1  # the largest integer a JSON number holds exactly (see the module docstring)
@@ -473,6 +475,8 @@ def fsck_objects(store: Store) -> tuple[Problem, ...]:
     Objects that do not hash to their id or do not decode, and links to absent objects, are left to
     :func:`tractkv.store.fsck` (which reports them); this adds what it cannot see.
     """
+    from tractkv.store.fsck import Problem  # lazy: the write path never needs fsck
+
     problems: list[Problem] = []
     with store.snapshot() as snap:
         decoded: dict[ObjectId, StoredObject] = {}

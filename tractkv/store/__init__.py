@@ -1,10 +1,55 @@
-"""Storage: the store interface, the LMDB and in-memory stores, and fsck."""
+"""Storage: the store interface, the LMDB and in-memory stores, and fsck.
+
+``fsck`` (with ``FsckReport`` and ``Problem``) and ``MemoryStore`` load on first use (PEP 562): an append or a
+compile needs neither, and ``import tractkv`` does not build their classes.
+"""
+
+import sys
+import types
+from typing import TYPE_CHECKING, Any
 
 from tractkv.store.base import ANY, Reader, Store, Table, WriteBatch
 from tractkv.store.format import STORE_FORMAT
-from tractkv.store.fsck import FsckReport, Problem, fsck
 from tractkv.store.lmdb import LmdbStore, open_store
-from tractkv.store.memory import MemoryStore
+
+if TYPE_CHECKING:
+    from tractkv.store.fsck import FsckReport, Problem, fsck
+    from tractkv.store.memory import MemoryStore
+else:
+    _LAZY = {
+        "FsckReport": "tractkv.store.fsck",
+        "Problem": "tractkv.store.fsck",
+        "fsck": "tractkv.store.fsck",
+        "MemoryStore": "tractkv.store.memory",
+    }
+
+    def __getattr__(name: str) -> Any:
+        """A name whose module loads on first use: import it, keep its names here as globals."""
+        module = _LAZY.get(name)
+        if module is None:
+            raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+        import importlib
+
+        loaded = importlib.import_module(module)
+        for each, where in _LAZY.items():
+            if where == module:
+                globals()[each] = getattr(loaded, each)
+        return globals()[name]
+
+    def __dir__() -> list[str]:
+        return sorted(set(globals()) | set(__all__))
+
+    class _StorePackage(types.ModuleType):
+        """``tractkv.store.fsck`` is the function, as when it was imported eagerly. Loading the submodule of
+        the same name (``from tractkv.store.fsck import Problem``, before or after) binds the module as this
+        package's ``fsck``: that binding is dropped, so ``from tractkv.store import fsck`` stays the function."""
+
+        def __setattr__(self, name: str, value: Any) -> None:
+            if name == "fsck" and isinstance(value, types.ModuleType):
+                return
+            super().__setattr__(name, value)
+
+    sys.modules[__name__].__class__ = _StorePackage
 
 __all__ = [
     "ANY",
