@@ -27,9 +27,13 @@ the same figures under the unit-named keys ``bench_store`` uses (``tractkv_per_s
   its compare-and-swap and moved, one reflog entry numbered from the ref's last one: store format 2 keeps no
   counter row); ``ratio_to_with_refs`` is tractkv's rate over it and
   ``with_refs_of_raw`` its rate over the raw pipeline's (the most any layout with a branch and a reflog gets).
-  ``ratio_interleaved`` (durable_append): the same two sides as value and baseline, written in alternating
-  blocks of ``INTERLEAVE_BLOCK`` commits into two stores open side by side (one run each), so that a
-  neighbour's disk bursts hit both alike: on a shared disk the steadier figure of the two.
+  ``ratio_interleaved`` (durable_append): the same two sides as value and baseline, written in rotating
+  blocks of ``INTERLEAVE_BLOCK`` commits into stores open side by side (one run each, with a third,
+  ``raw_pipeline_with_refs``: ``interleaved_with_refs_of_raw``), so that a neighbour's disk bursts hit all
+  alike: on a shared disk the steadier figure. ``median_commit_us``: the median seconds of one commit of
+  each of the three there (tractkv, raw, raw with refs; one fsync'd transaction each), and
+  ``ratio_median_commit`` / ``with_refs_of_raw_median_commit`` the raw pipeline's median over tractkv's and
+  over the raw pipeline with refs' (a median ignores the commits a neighbour's burst stalled).
 * ``batched_append``: the same inside ``with t.batch():`` blocks of ``--batch``; baseline: the same raw
   pipeline, ``--batch`` commits per durable transaction. Target: ratio >= 0.5. ``cpu_us_per_commit`` /
   ``raw_cpu_us_per_commit``: CPU time (``time.process_time``) per commit of each side, the least of the
@@ -518,35 +522,46 @@ def _python_floor(
     return run
 
 
-def _interleaved_durable(texts: Sequence[str], block: int, scratch: _Scratch) -> tuple[float, float]:
-    """Commits per second of durable Tract appends and of the raw pipeline (one commit per transaction),
-    written in alternating blocks of ``block`` commits into two stores open side by side, so a neighbour's
-    burst of disk work slows both sides alike (the whole-run sides of ``_side_by_side`` each see their own
-    seconds of a shared disk)."""
+def _interleaved_durable(texts: Sequence[str], block: int, scratch: _Scratch) -> list[list[float]]:
+    """Seconds of each commit of durable Tract appends, of the raw pipeline and of the raw pipeline with refs
+    (one commit per transaction each), written in rotating blocks of ``block`` commits into three stores open
+    side by side, so a neighbour's burst of disk work slows every side alike (the whole-run sides of
+    ``_side_by_side`` each see their own seconds of a shared disk)."""
     payloads = _payloads(texts)
     t = Tract.open(str(scratch.new()))
     raw = _RawPipeline(scratch.new(), refs=False)
-    spent = [0.0, 0.0]
+    with_refs = _RawPipeline(scratch.new(), refs=True)
+    spent: list[list[float]] = [[], [], []]
+    clock = time.perf_counter
     try:
 
         def ours(first: int) -> None:
             for index in range(first, min(first + block, len(texts))):
+                start = clock()
                 _append(t, index, texts[index])
+                spent[0].append(clock() - start)
 
         def theirs(first: int) -> None:
             for payload in payloads[first : first + block]:
+                start = clock()
                 raw.transaction([payload])
+                spent[1].append(clock() - start)
 
+        def theirs_with_refs(first: int) -> None:
+            for payload in payloads[first : first + block]:
+                start = clock()
+                with_refs.transaction([payload])
+                spent[2].append(clock() - start)
+
+        sides = [ours, theirs, theirs_with_refs]
         for number, first in enumerate(range(0, len(texts), block)):
-            sides = ((0, ours), (1, theirs)) if number % 2 == 0 else ((1, theirs), (0, ours))
-            for which, write in sides:
-                start = time.perf_counter()
-                write(first)
-                spent[which] += time.perf_counter() - start
+            for offset in range(len(sides)):
+                sides[(number + offset) % len(sides)](first)
     finally:
         t.close()
         raw.close()
-    return len(texts) / spent[0], len(texts) / spent[1]
+        with_refs.close()
+    return spent
 
 
 _REF = b"refs/heads/main"
@@ -643,9 +658,15 @@ def _append_case(case: str, count: int, batch: int, args: argparse.Namespace) ->
         extra["floor_cpu_us_per_commit"] = round(cpu_floor, 1)
         extra["cpu_ratio"] = round(cpu_raw / cpu_ours, 4)
     if interleaved is not None:
-        extra["interleaved_per_s"] = round(interleaved[0], 1)
-        extra["interleaved_baseline_per_s"] = round(interleaved[1], 1)
-        extra["ratio_interleaved"] = round(interleaved[0] / interleaved[1], 4)
+        rate = [len(times) / sum(times) for times in interleaved]
+        median = [statistics.median(times) for times in interleaved]
+        extra["interleaved_per_s"] = round(rate[0], 1)
+        extra["interleaved_baseline_per_s"] = round(rate[1], 1)
+        extra["ratio_interleaved"] = round(rate[0] / rate[1], 4)
+        extra["interleaved_with_refs_of_raw"] = round(rate[2] / rate[1], 4)
+        extra["median_commit_us"] = [round(m * 1e6) for m in median]  # tractkv, raw, raw with refs
+        extra["ratio_median_commit"] = round(median[1] / median[0], 4)
+        extra["with_refs_of_raw_median_commit"] = round(median[1] / median[2], 4)
     return _line(
         case,
         count,
