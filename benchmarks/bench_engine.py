@@ -20,15 +20,20 @@ the same figures under the unit-named keys ``bench_store`` uses (``tractkv_per_s
   the same bytes (issue 18): per commit, the blob ``{"t": "blob", "v": 1, "data": <the same payload>}`` and
   the commit ``{"t", "v", "op", "ts", "parents", "content"}`` canonically encoded with cbor2, hashed with
   blake3, and both put in one durable LMDB transaction. Target: ratio >= 0.8. ``same_shape_per_s``: raw
-  LMDB writing the rows a Tract commit writes (ref read, blob and commit puts, ref, reflog entry, sequence
-  counter) per durable transaction, without encoding (the I/O floor of this layout). ``with_refs_per_s``
-  (both append cases): ``raw_pipeline_with_refs``, the raw pipeline plus the rows a transaction of Tract
-  commits must write to keep its documented guarantees (the branch read for its compare-and-swap and moved,
-  one reflog entry, the sequence counter numbering it); ``ratio_to_with_refs`` is tractkv's rate over it and
+  LMDB writing the rows a Tract commit writes (ref read, blob and commit puts, ref, reflog entry numbered
+  from the last one of its ref, read with a cursor) per durable transaction, without encoding (the I/O floor
+  of this layout). ``with_refs_per_s`` (both append cases): ``raw_pipeline_with_refs``, the raw pipeline plus
+  the rows a transaction of Tract commits must write to keep its documented guarantees (the branch read for
+  its compare-and-swap and moved, one reflog entry numbered from the ref's last one: store format 2 keeps no
+  counter row); ``ratio_to_with_refs`` is tractkv's rate over it and
   ``with_refs_of_raw`` its rate over the raw pipeline's (the most any layout with a branch and a reflog gets).
-  ``ratio_interleaved`` (durable_append): the same two sides as value and baseline, written in alternating
-  blocks of ``INTERLEAVE_BLOCK`` commits into two stores open side by side (one run each), so that a
-  neighbour's disk bursts hit both alike: on a shared disk the steadier figure of the two.
+  ``ratio_interleaved`` (durable_append): the same two sides as value and baseline, written in rotating
+  blocks of ``INTERLEAVE_BLOCK`` commits into stores open side by side (one run each, with a third,
+  ``raw_pipeline_with_refs``: ``interleaved_with_refs_of_raw``), so that a neighbour's disk bursts hit all
+  alike: on a shared disk the steadier figure. ``median_commit_us``: the median seconds of one commit of
+  each of the three there (tractkv, raw, raw with refs; one fsync'd transaction each), and
+  ``ratio_median_commit`` / ``with_refs_of_raw_median_commit`` the raw pipeline's median over tractkv's and
+  over the raw pipeline with refs' (a median ignores the commits a neighbour's burst stalled).
 * ``batched_append``: the same inside ``with t.batch():`` blocks of ``--batch``; baseline: the same raw
   pipeline, ``--batch`` commits per durable transaction. Target: ratio >= 0.5. ``cpu_us_per_commit`` /
   ``raw_cpu_us_per_commit``: CPU time (``time.process_time``) per commit of each side, the least of the
@@ -380,13 +385,11 @@ class _RawPipeline:
         self.env = _open_raw(path, sync=True, max_dbs=16)
         with self.env.begin(write=True) as txn:
             self.objects = self.env.open_db(Table.OBJECTS.value.encode(), txn=txn, create=True)
-            self.ref_db, self.reflog_db, self.meta_db = (
-                self.env.open_db(t.value.encode(), txn=txn, create=True)
-                for t in (Table.REFS, Table.REFLOG, Table.META)
+            self.ref_db, self.reflog_db = (
+                self.env.open_db(t.value.encode(), txn=txn, create=True) for t in (Table.REFS, Table.REFLOG)
             )
         self.refs = refs
         self.parent: bytes | None = None
-        self.seq = 0
 
     def transaction(self, payloads: Sequence[dict[str, Any]]) -> None:
         """Write ``payloads`` as a chain of commits in one durable transaction."""
@@ -412,10 +415,9 @@ class _RawPipeline:
             if self.refs and parent is not None:
                 entry = {"old": old, "new": parent.hex(), "op": "append", "msg": "", "ts": wire["ts"]}
                 txn.put(_REF, parent.hex().encode(), db=self.ref_db)
-                txn.put(_REF + b"\0" + self.seq.to_bytes(8, "big"), cbor2.dumps(entry), db=self.reflog_db)
-                txn.put(b"seq", self.seq.to_bytes(8, "big"), db=self.meta_db)
+                seq = _next_seq(txn, self.reflog_db)
+                txn.put(_REF + b"\0" + seq.to_bytes(8, "big"), cbor2.dumps(entry), db=self.reflog_db)
         self.parent = parent
-        self.seq += 1
 
     def close(self) -> None:
         self.env.close()
@@ -435,7 +437,7 @@ def _raw_pipeline(
 
     ``refs``: also the rows a transaction of Tract commits must write to keep its documented guarantees
     (``raw_pipeline_with_refs``): the branch read for its compare-and-swap and moved, one reflog entry (CBOR,
-    as ``log_ref_move`` writes it) and the sequence counter numbering it."""
+    as ``log_ref_move`` writes it) numbered from the ref's last entry (a cursor read, as the store does)."""
     payloads = _payloads(texts)
 
     def run(path: Path) -> float:
@@ -463,11 +465,11 @@ def _python_floor(
     (``python_floor``, see the module doc): per commit the payload checked as ``content_objects`` checks plain
     text, its blob and commit encoded (``object_bytes``) and hashed, the token count, one compile-state entry
     and a result; per ``batch`` commits one durable transaction writing the objects and the rows of
-    ``raw_pipeline_with_refs`` (branch read and moved, one reflog entry, the sequence counter)."""
+    ``raw_pipeline_with_refs`` (branch read and moved, one reflog entry numbered from the ref's last)."""
 
     def run(path: Path) -> float:
         raw = _RawPipeline(path, refs=True)
-        counter, parent, seq = DEFAULT_COUNTER, None, 0
+        counter, parent = DEFAULT_COUNTER, None
         state: list[tuple[str, str, int, str]] = []
         results = []
         try:
@@ -508,9 +510,8 @@ def _python_floor(
                         "ts": time.time_ns() // 1000,
                     }
                     txn.put(_REF, parent.encode(), db=raw.ref_db)
+                    seq = _next_seq(txn, raw.reflog_db)
                     txn.put(_REF + b"\0" + seq.to_bytes(8, "big"), cbor2.dumps(entry), db=raw.reflog_db)
-                    txn.put(b"seq", seq.to_bytes(8, "big"), db=raw.meta_db)
-                seq += 1
             elapsed = time.perf_counter() - start
             if cpu is not None:
                 cpu.append((time.process_time() - cpu_start) * 1e6 / len(texts))
@@ -521,38 +522,58 @@ def _python_floor(
     return run
 
 
-def _interleaved_durable(texts: Sequence[str], block: int, scratch: _Scratch) -> tuple[float, float]:
-    """Commits per second of durable Tract appends and of the raw pipeline (one commit per transaction),
-    written in alternating blocks of ``block`` commits into two stores open side by side, so a neighbour's
-    burst of disk work slows both sides alike (the whole-run sides of ``_side_by_side`` each see their own
-    seconds of a shared disk)."""
+def _interleaved_durable(texts: Sequence[str], block: int, scratch: _Scratch) -> list[list[float]]:
+    """Seconds of each commit of durable Tract appends, of the raw pipeline and of the raw pipeline with refs
+    (one commit per transaction each), written in rotating blocks of ``block`` commits into three stores open
+    side by side, so a neighbour's burst of disk work slows every side alike (the whole-run sides of
+    ``_side_by_side`` each see their own seconds of a shared disk)."""
     payloads = _payloads(texts)
     t = Tract.open(str(scratch.new()))
     raw = _RawPipeline(scratch.new(), refs=False)
-    spent = [0.0, 0.0]
+    with_refs = _RawPipeline(scratch.new(), refs=True)
+    spent: list[list[float]] = [[], [], []]
+    clock = time.perf_counter
     try:
 
         def ours(first: int) -> None:
             for index in range(first, min(first + block, len(texts))):
+                start = clock()
                 _append(t, index, texts[index])
+                spent[0].append(clock() - start)
 
         def theirs(first: int) -> None:
             for payload in payloads[first : first + block]:
+                start = clock()
                 raw.transaction([payload])
+                spent[1].append(clock() - start)
 
+        def theirs_with_refs(first: int) -> None:
+            for payload in payloads[first : first + block]:
+                start = clock()
+                with_refs.transaction([payload])
+                spent[2].append(clock() - start)
+
+        sides = [ours, theirs, theirs_with_refs]
         for number, first in enumerate(range(0, len(texts), block)):
-            sides = ((0, ours), (1, theirs)) if number % 2 == 0 else ((1, theirs), (0, ours))
-            for which, write in sides:
-                start = time.perf_counter()
-                write(first)
-                spent[which] += time.perf_counter() - start
+            for offset in range(len(sides)):
+                sides[(number + offset) % len(sides)](first)
     finally:
         t.close()
         raw.close()
-    return len(texts) / spent[0], len(texts) / spent[1]
+        with_refs.close()
+    return spent
 
 
 _REF = b"refs/heads/main"
+_REF_END = _REF + b"\1"  # the first key after every ``_REF NUL seq``
+
+
+def _next_seq(txn: Any, reflog: Any) -> int:
+    """The number of ``_REF``'s next reflog entry: one more than its last one's (a cursor, as the store)."""
+    with txn.cursor(db=reflog) as cursor:
+        found = cursor.prev() if cursor.set_range(_REF_END) else cursor.last()
+        key = cursor.key() if found else b""
+    return int.from_bytes(key[-8:], "big") + 1 if key.startswith(_REF + b"\0") else 1
 
 
 def _raw_same_shape(count: int, rng: random.Random) -> Callable[[Path], float]:
@@ -568,21 +589,16 @@ def _raw_same_shape(count: int, rng: random.Random) -> Callable[[Path], float]:
         try:
             with env.begin(write=True) as txn:
                 dbs = {t: env.open_db(t.value.encode(), txn=txn, create=True) for t in Table}
-            objects, refs, reflog, meta = (
-                dbs[Table.OBJECTS],
-                dbs[Table.REFS],
-                dbs[Table.REFLOG],
-                dbs[Table.META],
-            )
+            objects, refs, reflog = dbs[Table.OBJECTS], dbs[Table.REFS], dbs[Table.REFLOG]
             start = time.perf_counter()
-            for seq, (blob_key, blob, commit_key, commit) in enumerate(rows):
+            for blob_key, blob, commit_key, commit in rows:
                 with env.begin(write=True) as txn:
                     txn.get(ref, db=refs)  # the compare-and-swap read
                     txn.put(blob_key, blob, db=objects, overwrite=False)
                     txn.put(commit_key, commit[:80], db=objects, overwrite=False)
                     txn.put(ref, commit_key.hex().encode(), db=refs)
+                    seq = _next_seq(txn, reflog)
                     txn.put(ref + b"\0" + seq.to_bytes(8, "big"), commit, db=reflog)
-                    txn.put(b"seq", seq.to_bytes(8, "big"), db=meta)
             elapsed = time.perf_counter() - start
         finally:
             env.close()
@@ -642,9 +658,15 @@ def _append_case(case: str, count: int, batch: int, args: argparse.Namespace) ->
         extra["floor_cpu_us_per_commit"] = round(cpu_floor, 1)
         extra["cpu_ratio"] = round(cpu_raw / cpu_ours, 4)
     if interleaved is not None:
-        extra["interleaved_per_s"] = round(interleaved[0], 1)
-        extra["interleaved_baseline_per_s"] = round(interleaved[1], 1)
-        extra["ratio_interleaved"] = round(interleaved[0] / interleaved[1], 4)
+        rate = [len(times) / sum(times) for times in interleaved]
+        median = [statistics.median(times) for times in interleaved]
+        extra["interleaved_per_s"] = round(rate[0], 1)
+        extra["interleaved_baseline_per_s"] = round(rate[1], 1)
+        extra["ratio_interleaved"] = round(rate[0] / rate[1], 4)
+        extra["interleaved_with_refs_of_raw"] = round(rate[2] / rate[1], 4)
+        extra["median_commit_us"] = [round(m * 1e6) for m in median]  # tractkv, raw, raw with refs
+        extra["ratio_median_commit"] = round(median[1] / median[0], 4)
+        extra["with_refs_of_raw_median_commit"] = round(median[1] / median[2], 4)
     return _line(
         case,
         count,

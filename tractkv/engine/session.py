@@ -424,6 +424,7 @@ class Session:
                 from .budget import check as check_budget  # lazy: keeps `import tractkv` light
 
                 overrun = check_budget(self, batch, ref, state) if own else None  # on the tip extended
+                checkpointed = own and self._stage_checkpoint(batch, state)
                 if own:
                     self.store.apply(batch)
                     self._seen_tip = (ref, oid)
@@ -445,7 +446,7 @@ class Session:
                 self._state = None  # it may hold the commit that was not written: rebuild from the store
                 raise
             self._state = state
-            self._since_checkpoint += 1
+            self._since_checkpoint = 0 if checkpointed else self._since_checkpoint + 1
             self._last_commit = (oid, commit)
             if commit.tools is not None:  # written (or lands with the batch): later commits trust its tag
                 (self._stored_toolsets if own else self._batch_toolsets).add(commit.tools)
@@ -525,6 +526,19 @@ class Session:
             if slot is not None:
                 tokens = slot.tokens  # counted once, when the state took the commit
         return commit_info(self.reader(), oid, commit, self.counter, payload, tokens=tokens)
+
+    def _stage_checkpoint(self, batch: WriteBatch, state: CompileState | None) -> bool:
+        """Stage the periodic checkpoint in the batch of the commit that is due to save it, so it lands in
+        that commit's transaction (a durable commit then pays one fsync, not two); True when staged. A cache:
+        failing to stage it does not fail the commit (:meth:`_maybe_checkpoint` tries after it lands)."""
+        if state is None or self._since_checkpoint + 1 < CHECKPOINT_EVERY:
+            return False
+        try:
+            self.compiler.stage(batch, state)
+        except Exception:
+            self._log_checkpoint_failure()
+            return False
+        return True
 
     def _maybe_checkpoint(self) -> None:
         """Save the periodic checkpoint after a commit landed. A checkpoint is a cache: failing to write it

@@ -10,13 +10,20 @@ A store is a set of ordered byte tables (:class:`Table`) in one transactional un
   cost one row, not 1,000 (each commit object carries its tool-set id anyway).
 * ``tool_versions`` (index): ``name NUL seq`` -> tool-schema id, every version of a tool oldest first.
 * ``reflog``: ``ref NUL seq`` -> CBOR entry. Local history of ref moves (not synced, as in git).
-* ``meta``: store format version, sequence counter, and settings.
+* ``meta``: store format version and settings.
 * ``derived``: caches rebuilt from objects (compile state, token counts). Never trusted over objects.
 * ``usage``: mutable records of tool executions in progress (completed ones become objects).
 
 Writes go through a :class:`WriteBatch`: reads inside it see its own pending writes (and deletes, and the
 index rows and sequence numbers the store will derive from them); nothing reaches the store until the batch
 is applied, and then everything lands in one transaction or nothing does.
+
+Sequenced keys (``prefix NUL seq``, seq 8 bytes big-endian: tool versions, log entries) are numbered per
+prefix: one more than the highest number the prefix holds in the transaction that writes them (read with a
+cursor at the end of the prefix's range), so numbers rise within a prefix and a write touches no row besides
+its own. (Format 1 kept one counter for every prefix in ``meta``: a row, so a B-tree page, every commit
+wrote; format 2 dropped it.) A number freed by deleting the highest entries of a prefix (gc) may be given
+again; entries still present keep their order.
 
 Keys: every key is 1 to :data:`MAX_KEY_BYTES` bytes (LMDB's limit, enforced for both stores when a write is
 staged). A read of a key no table can hold finds nothing.
@@ -49,6 +56,7 @@ from tractkv.store.reader import (
     RawWriter,
     Reader,
     Table,
+    last_seq_of,
 )
 
 __all__ = [
@@ -69,7 +77,7 @@ __all__ = [
 ]
 
 _INDEXES: Final = (Table.COMMIT_TOOLS, Table.TOOL_VERSIONS)  # rows the store derives from objects
-_STORE_META: Final = (META_FORMAT, META_SEQ)  # meta rows the store owns
+_STORE_META: Final = (META_FORMAT, META_SEQ)  # meta rows the store owns (seq: format 1's counter)
 
 
 class _Any:
@@ -183,7 +191,8 @@ class WriteBatch(Reader):
         self.rows[(table, key)] = value
 
     def append_log(self, table: Table, prefix: bytes, value: Any) -> None:
-        """Stage an entry keyed ``prefix NUL seq``, where seq is allocated when the batch is applied."""
+        """Stage an entry keyed ``prefix NUL seq``, where seq is allocated when the batch is applied (one more
+        than the highest number the prefix then holds: see the module doc)."""
         if b"\0" in prefix:
             raise InvalidInput("a log prefix cannot hold a NUL byte")
         if table in _NO_LOGS:
@@ -262,7 +271,7 @@ class WriteBatch(Reader):
 
     def _derives_rows(self, table: Table, key: bytes) -> bool:
         """True when applying the batch derives rows of ``table`` (index rows, numbered log entries)."""
-        return table in _INDEXES or table in self._log_tables or (table is Table.META and key == META_SEQ)
+        return table in _INDEXES or table in self._log_tables
 
     def _pending_rows(self, table: Table) -> dict[bytes, bytes | None]:
         """The rows applying this batch writes (a value) or deletes (None) in ``table``, numbered as
@@ -277,23 +286,35 @@ class WriteBatch(Reader):
         if table is Table.COMMIT_TOOLS:
             rows.update(self._pending_commit_tools())
             return rows
-        if table is not Table.TOOL_VERSIONS and table is not Table.META and table not in self._log_tables:
-            return rows  # no numbered rows here
         if table is Table.TOOL_VERSIONS:
             rows.update(self._deleted_tool_versions())
-        # one counter numbers new tool schemas (in staging order), then log entries, as apply_batch does
-        seq = start = _read_seq(self._base._raw_get)
-        for oid, tool in self._new_tool_schemas():
-            seq += 1
-            if table is Table.TOOL_VERSIONS:
-                rows[tool.name.encode() + b"\0" + SEQ.pack(seq)] = oid_to_raw(oid)
+            # numbered per tool name, from the store's highest (written before the batch's deletes)
+            numbers = _Numbers(self._base._raw_last_seq)
+            for oid, tool in self._new_tool_schemas():
+                key = tool.name.encode() + b"\0"
+                rows[key + SEQ.pack(numbers.next(table, key))] = oid_to_raw(oid)
+            return rows
+        if table not in self._log_tables:
+            return rows  # no numbered rows here
+        numbers = _Numbers(self._last_seq_after_rows)  # log entries land after the batch's rows
         for log_table, prefix, value in self.encoded_logs():
-            seq += 1
             if log_table is table:
-                rows[prefix + b"\0" + SEQ.pack(seq)] = value
-        if table is Table.META and seq != start:
-            rows[META_SEQ] = SEQ.pack(seq)
+                key = prefix + b"\0"
+                rows[key + SEQ.pack(numbers.next(table, key))] = value
         return rows
+
+    def _last_seq_after_rows(self, table: Table, prefix: bytes) -> int:
+        """The highest number of ``prefix`` once the batch's own rows (written before its log entries) are."""
+        if not any(t is table and k.startswith(prefix) for t, k in self.rows):
+            return self._base._raw_last_seq(table, prefix)
+        merged = dict(self._base._raw_iter(table, prefix))
+        for (t, key), value in self.rows.items():
+            if t is table and key.startswith(prefix):
+                if value is None:
+                    merged.pop(key, None)
+                else:
+                    merged[key] = value
+        return last_seq_of(((k, merged[k]) for k in sorted(merged, reverse=True)), prefix)
 
     def _is_new(self, oid: ObjectId) -> bool:
         """True when applying the batch adds this pending object (the store does not hold it yet)."""
@@ -335,6 +356,22 @@ class WriteBatch(Reader):
         return rows
 
 
+class _Numbers:
+    """Numbers for sequenced keys, per (table, prefix): one more than the highest the prefix holds, read once
+    from ``last`` (:meth:`RawReader.last_seq`) and then counted on within the batch."""
+
+    def __init__(self, last: Callable[[Table, bytes], int]) -> None:
+        self._last = last
+        self._top: dict[tuple[Table, bytes], int] = {}
+
+    def next(self, table: Table, prefix: bytes) -> int:
+        slot = (table, prefix)
+        top = self._top.get(slot)
+        top = (self._last(table, prefix) if top is None else top) + 1
+        self._top[slot] = top
+        return top
+
+
 _NO_LOGS = frozenset((Table.OBJECTS, Table.REFS, Table.META, *_INDEXES))  # tables whose keys are not logs
 
 
@@ -370,11 +407,6 @@ def _first_parent_tools(batch: WriteBatch, stored: RawGet, commit: Commit) -> Ob
     return parent.tools if isinstance(parent, Commit) else None
 
 
-def _read_seq(stored: RawGet) -> int:
-    raw = stored(Table.META, META_SEQ)
-    return SEQ.unpack(raw)[0] if raw is not None else 0
-
-
 def apply_batch(writer: RawWriter, batch: WriteBatch) -> None:
     """Write a batch through a raw writer inside one transaction (shared by both stores).
 
@@ -389,7 +421,7 @@ def apply_batch(writer: RawWriter, batch: WriteBatch) -> None:
         if actual != expected:
             raise RefConflict(name, expected, actual)
 
-    seq = seq_start = -1  # the shared counter is read only when this batch allocates a number
+    numbers = _Numbers(writer.last_seq)  # read only when this batch numbers a key of a prefix
     for oid, (data, obj) in batch.objects.items():
         if not writer.add(Table.OBJECTS, oid_to_raw(oid), data):
             continue  # already stored: objects are immutable, index rows exist already
@@ -398,10 +430,9 @@ def apply_batch(writer: RawWriter, batch: WriteBatch) -> None:
             if stored.tools is not None and stored.tools != _first_parent_tools(batch, writer.get, stored):
                 writer.put(Table.COMMIT_TOOLS, oid_to_raw(oid), oid_to_raw(stored.tools))
         elif isinstance(stored, ToolSchema):
-            if seq < 0:
-                seq = seq_start = _read_seq(writer.get)
-            seq += 1
-            writer.put(Table.TOOL_VERSIONS, stored.name.encode() + b"\0" + SEQ.pack(seq), oid_to_raw(oid))
+            key = stored.name.encode() + b"\0"
+            seq = numbers.next(Table.TOOL_VERSIONS, key)
+            writer.put(Table.TOOL_VERSIONS, key + SEQ.pack(seq), oid_to_raw(oid))
     for oid in batch.deletions:
         raw_oid = oid_to_raw(oid)
         existing = writer.get(Table.OBJECTS, raw_oid)
@@ -423,17 +454,13 @@ def apply_batch(writer: RawWriter, batch: WriteBatch) -> None:
         else:
             writer.put(table, key, value)
     for table, prefix, value in batch.encoded_logs():
-        if seq < 0:
-            seq = seq_start = _read_seq(writer.get)
-        seq += 1
-        writer.put(table, prefix + b"\0" + SEQ.pack(seq), value)
+        key = prefix + b"\0"
+        writer.put(table, key + SEQ.pack(numbers.next(table, key)), value)
     for name, (_, new) in batch.ref_updates.items():
         if new is None:
             writer.delete(Table.REFS, name.encode())
         else:
             writer.put(Table.REFS, name.encode(), new.encode())
-    if seq != seq_start:
-        writer.put(Table.META, META_SEQ, SEQ.pack(seq))
 
 
 class Store(Reader, abc.ABC):

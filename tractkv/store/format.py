@@ -6,16 +6,26 @@ from collections.abc import Callable
 from typing import Final
 
 from tractkv.errors import StoreFormatError
-from tractkv.store.reader import META_FORMAT, RawWriter, Table
+from tractkv.store.reader import META_FORMAT, META_SEQ, RawWriter, Table
 
-STORE_FORMAT: Final = 1  # kept in meta["format"]; a store with a higher number is refused on open
+STORE_FORMAT: Final = 2  # kept in meta["format"]; a store with a higher number is refused on open
 
 Migration = Callable[[RawWriter], None]
 """Upgrades a store from format N to N + 1 in place, inside the opening write transaction."""
 
-MIGRATIONS: dict[int, Migration] = {}
-"""``MIGRATIONS[n]`` upgrades a store of format ``n`` to ``n + 1``. Format 1 is the first; a later format
-adds its step here, and :func:`ensure_format` runs every step a store needs in the opening transaction."""
+
+def _drop_counter(writer: RawWriter) -> None:
+    """Format 1 -> 2: sequenced keys are numbered from their own prefix's highest key (each already holds
+    the numbers format 1's shared counter gave it, so the next is still higher); the counter row goes.
+
+    Why a new format and not only new code: a format-1 tractkv writing a format-2 store would number from
+    its stale counter, below keys the store holds, and overwrite entries. It refuses a format-2 store."""
+    writer.delete(Table.META, META_SEQ)
+
+
+MIGRATIONS: dict[int, Migration] = {1: _drop_counter}
+"""``MIGRATIONS[n]`` upgrades a store of format ``n`` to ``n + 1``; :func:`ensure_format` runs every step a
+store needs in the opening transaction. 1 -> 2: the sequence counter row is dropped (:func:`_drop_counter`)."""
 
 
 def ensure_format(writer: RawWriter) -> int:

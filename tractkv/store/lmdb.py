@@ -55,6 +55,7 @@ from tractkv.errors import StoreClosed, StoreCorrupt, StoreError, StoreFormatErr
 from tractkv.store.base import (
     MAX_KEY_BYTES,
     META_FORMAT,
+    SEQ,
     RawWriter,
     Reader,
     Store,
@@ -400,6 +401,27 @@ class _LmdbTxn(RawWriter):
     def count(self, table: Table) -> int:
         return int(self.txn.stat(self.dbs[table])["entries"])
 
+    def last_seq(self, table: Table, prefix: bytes) -> int:
+        # A cursor at the end of the prefix's range: the pages it reads are the ones the key it numbers is
+        # written to (a sequenced write reads no counter row, so dirties no page but its own).
+        size = len(prefix) + SEQ.size
+        upper = _prefix_upper_bound(prefix)
+        with self.txn.cursor(db=self.dbs[table]) as cursor:
+            if upper is None:
+                found = cursor.last()
+            elif cursor.set_range(upper):
+                found = cursor.prev()
+            else:
+                found = cursor.last()
+            while found:
+                key = cursor.key()
+                if not key.startswith(prefix):
+                    return 0
+                if len(key) == size:
+                    return int(SEQ.unpack_from(key, len(prefix))[0])
+                found = cursor.prev()
+        return 0
+
     def put(self, table: Table, key: bytes, value: bytes) -> None:
         self.txn.put(key, value, db=self.dbs[table])
 
@@ -593,6 +615,10 @@ class LmdbStore(Store):
         # Materialized: a generator holding a read transaction open across caller code invites leaks.
         with self._read_txn() as txn:
             return iter(list(txn.iter(table, prefix, reverse=reverse)))
+
+    def _raw_last_seq(self, table: Table, prefix: bytes) -> int:
+        with self._read_txn() as txn:
+            return txn.last_seq(table, prefix)
 
     # Store interface ----------------------------------------------------------------------------------
 

@@ -12,15 +12,22 @@ from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 
 from tractkv.errors import StoreClosed, StoreError
-from tractkv.store.base import RawWriter, Reader, Store, Table, WriteBatch, apply_batch
+from tractkv.store.base import SEQ, RawWriter, Reader, Store, Table, WriteBatch, apply_batch
 from tractkv.store.format import ensure_format
+from tractkv.store.reader import last_seq_of
 
 
 class _DictTables(RawWriter):
-    """Tables as dicts; writes go to a copy-on-write overlay so a failed batch leaves nothing behind."""
+    """Tables as dicts; writes go to a copy-on-write overlay so a failed batch leaves nothing behind.
 
-    def __init__(self, tables: dict[Table, dict[bytes, bytes]]) -> None:
+    ``tops`` caches :meth:`last_seq` of the committed tables per (table, prefix), kept by :meth:`commit`
+    (dicts are unordered: without it each sequenced write would scan its table)."""
+
+    def __init__(
+        self, tables: dict[Table, dict[bytes, bytes]], tops: dict[tuple[Table, bytes], int] | None = None
+    ) -> None:
         self._tables = tables
+        self._tops = {} if tops is None else tops
         self.pending: dict[Table, dict[bytes, bytes | None]] = {}
 
     def get(self, table: Table, key: bytes) -> bytes | None:
@@ -43,6 +50,22 @@ class _DictTables(RawWriter):
 
     def count(self, table: Table) -> int:
         return sum(1 for _ in self.iter(table))
+
+    def last_seq(self, table: Table, prefix: bytes) -> int:
+        pending = self.pending.get(table, {})
+        if any(value is None and key.startswith(prefix) for key, value in pending.items()):
+            return super().last_seq(table, prefix)  # a pending delete in the range: look at every key
+        top = self._tops.get((table, prefix))
+        if top is None:
+            rows = self._tables[table]
+            keys = sorted((k for k in rows if k.startswith(prefix)), reverse=True)
+            top = last_seq_of(((k, rows[k]) for k in keys), prefix)
+            self._tops[(table, prefix)] = top
+        size = len(prefix) + SEQ.size
+        for key in pending:
+            if len(key) == size and key.startswith(prefix):
+                top = max(top, SEQ.unpack_from(key, len(prefix))[0])
+        return int(top)
 
     def put(self, table: Table, key: bytes, value: bytes) -> None:
         self.pending.setdefault(table, {})[key] = value
@@ -67,6 +90,12 @@ class _DictTables(RawWriter):
                     target.pop(key, None)
                 else:
                     target[key] = value
+                if len(key) > SEQ.size and (table, key[: -SEQ.size]) in self._tops:  # a sequenced key
+                    slot = (table, key[: -SEQ.size])
+                    if value is None:
+                        del self._tops[slot]  # its highest may be gone: read again when next asked
+                    else:
+                        self._tops[slot] = max(self._tops[slot], SEQ.unpack_from(key, len(key) - SEQ.size)[0])
         self.pending.clear()
 
 
@@ -128,7 +157,8 @@ class MemoryStore(Store):
         self._lock = threading.RLock()
         self._closed = False
         self._snapshots: set[_MemorySnapshot] = set()
-        writer = _DictTables(self._tables)
+        self._tops: dict[tuple[Table, bytes], int] = {}  # see _DictTables
+        writer = _DictTables(self._tables, self._tops)
         ensure_format(writer)
         writer.commit()
 
@@ -165,7 +195,7 @@ class MemoryStore(Store):
     def apply(self, batch: WriteBatch) -> None:
         self._check()
         with self._lock:
-            writer = _DictTables(self._tables)
+            writer = _DictTables(self._tables, self._tops)
             apply_batch(writer, batch)
             writer.commit(self._snapshots)
 

@@ -31,8 +31,8 @@ class Table(enum.StrEnum):
 
 
 META_FORMAT = b"format"
-META_SEQ = b"seq"  # 8-byte big-endian counter shared by every sequenced append
-SEQ = struct.Struct(">Q")
+META_SEQ = b"seq"  # format 1's counter of sequenced appends (the migration to format 2 drops it)
+SEQ = struct.Struct(">Q")  # the number ending a sequenced key, ``prefix NUL seq``
 MAX_KEY_BYTES: Final = 511  # LMDB's key size limit (a build default), applied to both stores
 
 
@@ -50,6 +50,21 @@ class RawReader(abc.ABC):
 
     @abc.abstractmethod
     def count(self, table: Table) -> int: ...
+
+    def last_seq(self, table: Table, prefix: bytes) -> int:
+        """The highest number ending a key ``prefix seq`` (``prefix`` ends with its NUL; 0: no such key)."""
+        return last_seq_of(self.iter(table, prefix, reverse=True), prefix)
+
+
+def last_seq_of(rows: Iterator[tuple[bytes, bytes]], prefix: bytes) -> int:
+    """The first number ending a key ``prefix seq`` among ``rows`` (keys in descending order), or 0.
+
+    Keys of one length sort as their numbers do, so the first key of that length is the highest."""
+    size = len(prefix) + SEQ.size
+    for key, _ in rows:
+        if len(key) == size:
+            return int(SEQ.unpack_from(key, len(prefix))[0])
+    return 0
 
 
 class RawWriter(RawReader):
@@ -86,6 +101,10 @@ class Reader:
         self, table: Table, prefix: bytes = b"", *, reverse: bool = False
     ) -> Iterator[tuple[bytes, bytes]]:
         raise NotImplementedError
+
+    def _raw_last_seq(self, table: Table, prefix: bytes) -> int:
+        """:meth:`RawReader.last_seq` over this view (a store may answer it without reading the range)."""
+        return last_seq_of(self._raw_iter(table, prefix, reverse=True), prefix)
 
     # objects ------------------------------------------------------------------------------------------
 
