@@ -135,7 +135,10 @@ class Tract:
             readonly: refuse every write (:class:`~tractkv.errors.ReadOnlySession`); HEAD and compile
                 checkpoints are never written, so reading changes nothing in the store.
         """
-        store = open_store(None) if path is None else open_store(path, durable=durable, create=create)
+        if path is None:
+            store = open_store(None)
+        else:  # a read-only open leaves an older store's format as it is (it writes nothing)
+            store = open_store(path, durable=durable, create=create, migrate=not readonly)
         try:
             return cls(
                 store,

@@ -142,3 +142,36 @@ def test_a_durable_commit_is_one_transaction_even_when_it_saves_the_checkpoint(t
         assert t.store.table_count(Table.DERIVED) > derived_before  # the checkpoint was saved, in a commit
         assert list(t.store.table_iter(Table.META)) == meta_before  # no counter (or other meta) row
         assert numbers(t.store, Table.REFLOG, MAIN) == list(range(1, CHECKPOINT_EVERY + 12))
+
+
+def _meta(path: str) -> dict[bytes, bytes]:
+    env = lmdb.open(path, max_dbs=32, subdir=True)
+    with env.begin() as txn:
+        rows = dict(txn.cursor(db=env.open_db(b"meta", txn=txn)))
+    env.close()
+    return rows
+
+
+def test_a_read_only_open_reads_a_format_1_store_as_it_is_and_writes_nothing(tmp_path: Path) -> None:
+    path = str(tmp_path / "s.tkv")
+    ok(path, "init")
+    for text in ("one", "two"):
+        ok(path, "commit", text)
+    _as_format_1(path)
+    before = _meta(path)
+    assert before[b"format"] == b"1"
+    assert b"seq" in before
+
+    with Tract.open(path, readonly=True, create=False) as t:
+        assert [m.content for m in t.compile().messages] == ["one", "two"]
+        assert len(t.log()) == 2
+    assert json.loads(ok(path, "log", "--json"))[0]["content"]["text"] == "two"  # a read command
+    ok(path, "compile")
+    assert _meta(path) == before  # still format 1, counter row and all: nothing was written
+
+    ok(path, "commit", "three")  # the first writing open migrates it
+    after = _meta(path)
+    assert after[b"format"] == b"2"
+    assert b"seq" not in after
+    with Tract.open(path, readonly=True, create=False) as t:
+        assert [m.content for m in t.compile().messages] == ["one", "two", "three"]

@@ -33,15 +33,16 @@ class CliState:
         self._store: Store | None = None
         self._tract: Tract | None = None
 
-    def store(self, *, create: bool = False) -> Store:
+    def store(self, *, create: bool = False, readonly: bool = False) -> Store:
         """The store at --store. Only ``init`` (and ``clone``, through the library) may create one: every
-        other command refuses a path with no store, creating nothing."""
+        other command refuses a path with no store, creating nothing. A read command (``readonly``) that
+        opens it first leaves an older store format as it is."""
         if self._store is None:
             from tractkv.errors import StoreNotFound
             from tractkv.store import LmdbStore
 
             try:
-                self._store = LmdbStore(self.store_path, create=create)
+                self._store = LmdbStore(self.store_path, create=create, migrate=not readonly)
             except StoreNotFound as exc:
                 raise StoreNotFound(exc.path, NO_STORE_HINT) from None
         return self._store
@@ -52,7 +53,7 @@ class CliState:
         if self._tract is None:
             from tractkv.tract import Tract
 
-            self._tract = Tract(self.store(), owns_store=False, readonly=readonly)
+            self._tract = Tract(self.store(readonly=readonly), owns_store=False, readonly=readonly)
         return self._tract
 
     def close(self) -> None:
@@ -140,7 +141,7 @@ def _complete_names(ctx: click.Context, incomplete: str, kinds: tuple[str, ...])
         from tractkv.sync.remotes import list_remotes
 
         names: list[str] = []
-        with LmdbStore(str(path), create=False) as store:
+        with LmdbStore(str(path), create=False, migrate=False) as store:
             if "head" in kinds:
                 names.append("HEAD")
             if "branches" in kinds:

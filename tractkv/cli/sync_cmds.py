@@ -409,7 +409,7 @@ def serve(
 def view(state: CliState, port: int, log_level: str) -> None:
     """Browse this store in a web browser: a read-only viewer on 127.0.0.1 (prints its URL; Ctrl-C stops)."""
     server, create_app = _server_modules("view")
-    store = state.store()
+    store = state.store(readonly=True)
     app, viewer = create_app(store, sync=False)
     sock = server.bind("127.0.0.1", port)
     url = _url("127.0.0.1", sock.getsockname()[1])

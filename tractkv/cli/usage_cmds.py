@@ -140,7 +140,7 @@ def export(st: CliState, fmt: str, output: str | None) -> None:
     """Export the conversation at HEAD with its tool-usage history (JSON or Markdown)."""
     from tractkv.tract import Tract
 
-    with Tract(st.store(), owns_store=False, readonly=True) as t:
+    with Tract(st.store(readonly=True), owns_store=False, readonly=True) as t:
         text = t.export(fmt)
     if output is None:
         click.echo(text, nl=not text.endswith("\n"))

@@ -63,7 +63,7 @@ from tractkv.store.base import (
     WriteBatch,
     apply_batch,
 )
-from tractkv.store.format import STORE_FORMAT, ensure_format
+from tractkv.store.format import READABLE_AS_IS, STORE_FORMAT, ensure_format
 
 DEFAULT_MAP_SIZE = 64 * 1024 * 1024  # bytes; the map doubles on demand, the file grows only as used
 MAX_MAP_SIZE = 1 << 44  # 16 TiB: a ceiling for doubling, far above any sane store
@@ -484,6 +484,10 @@ class LmdbStore(Store):
         durable: fsync every commit (default). False trades power-loss durability for speed (see module).
         map_size: initial memory-map size in bytes; it grows by doubling as needed.
         create: create the store when absent (otherwise a missing store is a :class:`StoreError`).
+        migrate: upgrade a store of an older format in place on open (default). False (read-only opens:
+            the viewer, the CLI's read commands, ``Tract.open(readonly=True)``) reads a format in
+            :data:`~tractkv.store.format.READABLE_AS_IS` as it is and writes nothing; the next writing open
+            migrates it.
 
     Raises:
         StoreError: the path cannot be opened as a store.
@@ -498,6 +502,7 @@ class LmdbStore(Store):
         durable: bool = True,
         map_size: int = DEFAULT_MAP_SIZE,
         create: bool = True,
+        migrate: bool = True,
     ) -> None:
         self.path = os.path.abspath(os.fspath(path))
         self.durable = durable
@@ -529,7 +534,7 @@ class LmdbStore(Store):
         self._key = key
         self._env: _Env | None = shared
         try:
-            self._ensure_format()
+            self._ensure_format(migrate)
         except BaseException:
             self.close()
             raise
@@ -545,11 +550,13 @@ class LmdbStore(Store):
             raise StoreError("this store was opened before fork(); open it again in the child process")
         return env
 
-    def _ensure_format(self) -> None:
+    def _ensure_format(self, migrate: bool) -> None:
         with self.snapshot() as snap:
             raw = snap.table_get(Table.META, META_FORMAT)
         if raw is not None and raw == str(STORE_FORMAT).encode():
             return
+        if not migrate and raw is not None and raw in {str(n).encode() for n in READABLE_AS_IS}:
+            return  # read as it is; a writing open migrates it
         self._write(ensure_format)
 
     @contextmanager
