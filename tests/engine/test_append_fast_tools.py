@@ -199,3 +199,43 @@ def test_a_batch_makes_the_collector_run_less_often_and_restores_it(tmp_path: Pa
             assert gc.get_threshold()[0] == 0
         finally:
             gc.set_threshold(*before)
+
+
+def test_a_batch_takes_the_one_step_path_after_its_first_commit(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every plain-text commit of a batch after its first is made in one step (``_append_text_in_batch``), with
+    a tool set in force too, and after a commit of another kind (an annotation: it moved the branch in the
+    batch's one reflog entry too); the first commit of a batch, or one under a write guard, goes the general
+    way (the guard's commit does not even try). The CLI reads every commit and the context."""
+    taken: list[bool] = []
+    real = session_module.Session._append_text_in_batch
+
+    def counting(self: Any, *args: Any) -> Any:
+        made = real(self, *args)
+        taken.append(made is not None)
+        return made
+
+    monkeypatch.setattr(session_module.Session, "_append_text_in_batch", counting)
+    path = str(tmp_path / "s")
+    with Tract.open(path, durable=False, clock=_ticks()) as t:
+        t.set_tools(TOOLS[:2])
+        with t.batch():
+            first = t.user("first").commit_id
+            for i in range(5):
+                _say(t, "assistant", f"reply {i}")
+            t.annotate(first, "pinned")
+            t.user("after the annotation")
+            t.user("and one more")
+            t.session.write_guard = lambda _action: None
+            t.user("guarded")
+            t.session.write_guard = None
+    assert taken == [False, True, True, True, True, True, True, True]  # "guarded" never tried it
+    runner = CliRunner()
+    log = runner.invoke(cli, ["--store", path, "log", "--json"])
+    assert log.exit_code == 0, log.output
+    assert log.output.count('"commit_id"') == 10
+    shown = runner.invoke(cli, ["--store", path, "compile", "--format", "json"])
+    assert shown.exit_code == 0, shown.output
+    assert "guarded" in shown.output
+    assert "tool_1" in shown.output

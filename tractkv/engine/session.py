@@ -627,6 +627,11 @@ class Session:
         """Append ``text`` as a plain ``role`` (user or assistant) message: :meth:`commit` of
         ``{"type": "dialogue", "role": role, "text": text}`` (the same checks, errors, objects and result),
         without the steps of the general path that cannot apply to it (targets, media, tool schemas)."""
+        batch = self._batch
+        if batch is not None and self.write_guard is None and not self.readonly and not self.closed:
+            info = self._append_text_in_batch(batch, role, text)
+            if info is not None:
+                return info
         tip = self.writable()
         payload = {"type": "dialogue", "role": role, "text": text}
         plain = _plain_text(payload)  # the plain text content_objects takes without a general check
@@ -677,6 +682,75 @@ class Session:
         if slot is not None and state is not None and state.head is oid:  # the slot apply_text made for it
             return text_commit_info(oid, commit, payload, role, slot.tokens)
         return self.info(oid, commit, payload)
+
+    def _append_text_in_batch(self, batch: WriteBatch, role: str, text: str) -> CommitInfo | None:
+        """:meth:`append_text` of a commit after the first of a batch (the usual one of a large batch), in one
+        step: the tip is the commit this session staged last (the batch's value of the branch, that very id),
+        the HEAD state is at it and the batch's reflog entry is this branch's, so what :meth:`writable`,
+        :meth:`commit_with` and :meth:`_derive` would find out is known. None (nothing done, the clock not
+        read) when any of that does not hold, or the text is not plain: the caller takes the general way.
+        The same objects, state, reflog entry and result as that way (tests/engine/test_append_fast_tools.py
+        compares every row)."""
+        ref, log, last, state = self.branch_ref, self._batch_log, self._last_commit, self._state
+        if ref is None or log is None or last is None or state is None:
+            return None
+        staged = batch.ref_updates.get(ref)
+        parent = last[0]
+        if (
+            staged is None
+            or staged[1] is not parent  # the tip is the commit this session made last: that very str
+            or state.head is not parent
+            or log.ref != ref
+            or log.index != len(batch.log_appends) - 1
+        ):
+            return None
+        payload = {"type": "dialogue", "role": role, "text": text}
+        if _plain_text(payload) is None:  # the plain text content_objects takes without a general check
+            return None
+        try:
+            data = text_blob_bytes(role, text)
+        except UnicodeEncodeError:  # a lone surrogate: the general path names the problem
+            return None
+        if len(data) > MAX_OBJECT_BYTES:  # the general path refuses it
+            return None
+        tools = self.tools_for_next_commit()
+        if tools is not None and tools not in self._stored_toolsets and tools not in self._batch_toolsets:
+            return None  # a tool set no commit of this session linked yet: check_commit checks it
+        parent_commit = last[1]
+        blob = trusted_blob(payload)  # plain text, checked above as content_objects checks it
+        blob_id = hash_bytes(data)
+        batch.note_commit(parent, parent_commit)  # apply derives the tools index row from it
+        batch.put_raw(blob_id, data, blob)
+        commit = trusted_commit(
+            parents=(parent,),
+            content=blob_id,
+            tools=tools,
+            operation="append",
+            created_at=self.now(parent_commit),
+            made=parent,
+            made_tools=parent_commit.tools,  # checked when that commit was made
+        )
+        if not TS_MIN <= commit.created_at <= TS_MAX:  # a clock out of range: refused as check_commit does
+            known: dict[ObjectId, str] = {parent: "commit", blob_id: trusted_tag(payload)}
+            if tools is not None:
+                known[tools] = "toolset"
+            check_commit(batch, commit, known)
+        oid = batch.put(commit)
+        try:
+            slot = state.apply_text(oid, commit, role, text, self.counter.count(text) + MESSAGE_OVERHEAD)
+            batch.set_ref(ref, oid, expected=parent)
+            extended = self._extend_batch_log(
+                batch, ref, oid, "append", partial(_first_line, text), commit.created_at
+            )
+            assert extended  # its conditions were checked above
+        except BaseException:
+            self._state = None  # it may hold the commit that was not staged whole: rebuild from the store
+            raise
+        self._since_checkpoint += 1
+        self._last_commit = (oid, commit)
+        if tools is not None:
+            self._batch_toolsets.add(tools)
+        return text_commit_info(oid, commit, payload, role, slot.tokens)
 
     def commit_content(
         self,
