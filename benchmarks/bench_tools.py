@@ -4,7 +4,9 @@ Targets (tools issue): store size <= 1.1x the history without tools; commit rate
 tools (the leading peer: 6x the size, 3x slower), in each mode (issue 18): ``nondurable`` (one commit per
 transaction, no fsync: the CPU cost), ``durable`` (one commit per durable transaction, the default of
 ``Tract.open``) and ``batched`` (durable, ``--batch`` commits per ``t.batch()`` block). Prints one JSON line
-per case (``tools_commit_rate`` once per mode, its ``mode`` key saying which).
+per case (``tools_commit_rate`` once per mode, its ``mode`` key saying which). ``cpu_ratio``: the same ratio
+of CPU time (``time.process_time``, the least of the runs of each side): steadier than wall time on a shared
+machine, where one fsync per 1,000-commit batch moves a batched run's wall time by 10-30%.
 
     python benchmarks/bench_tools.py [--commits 1000] [--tools 20] [--repeat 3] [--modes nondurable,durable,batched]
 """
@@ -50,9 +52,9 @@ MODES = {"nondurable": (False, 1), "durable": (True, 1), "batched": (True, 0)}  
 
 def build(
     path: str, commits: int, tools: list[dict[str, Any]] | None, durable: bool, batch: int = 1
-) -> tuple[float, int, int]:
+) -> tuple[float, int, int, float]:
     """Seconds to make ``commits`` commits (``batch`` per ``t.batch()`` block; 1: none), bytes on disk,
-    commit_tools index rows."""
+    commit_tools index rows, CPU seconds of those commits."""
     t = Tract.open(path, durable=durable)
     if tools is not None:
         t.set_tools(tools)
@@ -64,7 +66,7 @@ def build(
         else:
             t.user(f"question {i}: {text}")
 
-    start = time.perf_counter()
+    start, cpu_start = time.perf_counter(), time.process_time()
     if batch <= 1:
         for i in range(commits):
             one(i)
@@ -73,11 +75,11 @@ def build(
             with t.batch():
                 for i in range(first, min(first + batch, commits)):
                     one(i)
-    elapsed = time.perf_counter() - start
+    elapsed, cpu = time.perf_counter() - start, time.process_time() - cpu_start
     size = t.store.size_bytes()
     rows = t.store.table_count(Table.COMMIT_TOOLS)
     t.close()
-    return elapsed, size, rows
+    return elapsed, size, rows, cpu
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -104,7 +106,7 @@ def main(argv: list[str] | None = None) -> int:
         for mode in modes:
             durable, batch = MODES[mode]
             batch = batch or args.batch
-            best_plain = best_tools = float("inf")
+            best_plain = best_tools = cpu_plain = cpu_tools = float("inf")
             size_plain = size_tools = rows = 0
             for run in range(args.repeat):  # alternate the two so drift on a noisy machine hits both alike
                 sides = [("plain", None), ("tools", tools)]
@@ -114,8 +116,10 @@ def main(argv: list[str] | None = None) -> int:
                     )
                     if given is None:
                         best_plain, size_plain = min(best_plain, result[0]), result[1]
+                        cpu_plain = min(cpu_plain, result[3])
                     else:
                         best_tools, size_tools, rows = min(best_tools, result[0]), result[1], result[2]
+                        cpu_tools = min(cpu_tools, result[3])
             if not size_printed and batch == 1:  # the store-size case: one commit per transaction
                 size_printed = True
                 size_ratio = size_tools / size_plain
@@ -146,6 +150,7 @@ def main(argv: list[str] | None = None) -> int:
                         "tractkv_per_s": round(args.commits / best_tools),
                         "baseline_per_s": round(args.commits / best_plain),
                         "ratio": round(rate_ratio, 3),
+                        "cpu_ratio": round(cpu_plain / cpu_tools, 3),
                         "target": 0.9,
                         "ok": rate_ratio >= 0.9,
                     }

@@ -248,9 +248,9 @@ def test_plain_text_appends_in_a_batch_make_what_the_general_path_makes(
     taken: dict[str, int] = {"fast": 0, "general": 0}
     real_apply_text = CompileState.apply_text
 
-    def counting(self: CompileState, *args: Any) -> None:
+    def counting(self: CompileState, *args: Any) -> Any:
         taken[name] += 1  # the store being written
-        real_apply_text(self, *args)
+        return real_apply_text(self, *args)
 
     monkeypatch.setattr(CompileState, "apply_text", counting)
     for name, out in infos.items():

@@ -38,7 +38,6 @@ from __future__ import annotations
 
 import gc
 import itertools
-import operator
 import sys
 from array import array
 from bisect import bisect_left, bisect_right
@@ -277,7 +276,7 @@ class SlotTable:
     needed (a message rendered, an edit, a merge: those make every slot, :meth:`CompileState.slots`).
     """
 
-    __slots__ = ("calls", "codes", "extra", "ids", "keys", "n", "tokens")
+    __slots__ = ("calls", "codes", "counts", "extra", "ids", "keys", "n", "tokens")
 
     def __init__(self) -> None:
         self.ids = bytearray()  # commit (32 bytes) then blob (32 bytes), per slot
@@ -287,6 +286,7 @@ class SlotTable:
         self.extra: dict[int, tuple[bytes | None, dict[str, Any] | None, ObjectId | None]] = {}
         self.keys: list[bytes] = []  # the chunk keys, in order (chunk i holds slots i * CHUNK_SLOTS on)
         self.n = 0
+        self.counts: list[int] = []  # eligible slots of the first chunks, counted once (eligible_counts)
 
     def __len__(self) -> int:
         return self.n
@@ -318,6 +318,15 @@ class SlotTable:
         self.n = position
         self.keys.append(key)
         return added
+
+    def eligible_counts(self, full: int) -> list[int]:
+        """How many slots of each of the first ``full`` (full) chunks the default view feeds to the pairing
+        pass (:func:`_eligible`): counted once per chunk, not at every save of a state appending to it."""
+        counts, codes = self.counts, self.codes
+        while len(counts) < full:
+            start = len(counts) * CHUNK_SLOTS
+            counts.append(sum(map(_eligible, codes[start : start + CHUNK_SLOTS])))
+        return counts[:full]
 
     def raw_commit(self, position: int) -> bytes:
         start = position * 64
@@ -930,9 +939,10 @@ class CompileState:
             set()
         )  # message commits a compression replaced (merge never revives them)
         self.view: View | None = View()  # what compile returns by default; None = rebuild lazily
-        # save() cache: chunk start -> (the slot objects it encoded, its key). Valid while those exact
-        # (immutable) Slot objects still fill the chunk, so a growing branch re-encodes only its last chunk.
-        self.chunk_keys: dict[int, tuple[list[Slot], bytes]] = {}
+        # save() cache: chunk start -> the slot objects it encoded, its key... (_Chunk). Valid while those
+        # exact (immutable) Slot objects still fill the chunk, so a growing branch encodes only what it
+        # appended since (its last chunk's new rows).
+        self.chunk_keys: dict[int, _Chunk] = {}
 
     @property
     def slots(self) -> list[Slot]:
@@ -957,7 +967,7 @@ class CompileState:
         slots = table.slots()
         for number, key in enumerate(table.keys):  # save() re-encodes none of these chunks
             start = number * CHUNK_SLOTS
-            self.chunk_keys[start] = (slots[start : start + CHUNK_SLOTS], key)
+            self.chunk_keys[start] = _Chunk(slots[start : start + CHUNK_SLOTS], key)
         slots.extend(self._slots)
         self._slots = slots
 
@@ -1342,11 +1352,7 @@ class CompileState:
             if all(batch.table_get(Table.DERIVED, key) is not None for key in table.keys[:full]):
                 chunk_keys = table.keys[:full]
                 slots, first = table.slots(full * CHUNK_SLOTS) + self._slots, full * CHUNK_SLOTS
-                codes = table.codes
-                counts = [
-                    sum(map(_eligible, codes[start : start + CHUNK_SLOTS]))
-                    for start in range(0, full * CHUNK_SLOTS, CHUNK_SLOTS)
-                ]
+                counts = table.eligible_counts(full)
             else:  # gc dropped one: write every chunk again
                 self._unpack()
                 slots, first, chunk_keys, counts = self._slots, 0, [], []
@@ -1354,23 +1360,36 @@ class CompileState:
             start = first + offset
             part = slots[offset : offset + CHUNK_SLOTS]
             cached = self.chunk_keys.get(start)
+            if cached is not None and (
+                len(cached.slots) > len(part)
+                or cached.slots != (part if len(cached.slots) == len(part) else part[: len(cached.slots)])
+            ):  # Slot has no __eq__: lists compare their items by identity (fast, in C)
+                cached = None  # a slot of it changed (an edit, an annotation): encode it anew
             if (
                 cached is not None
-                and len(cached[0]) == len(part)
-                and all(map(operator.is_, cached[0], part))
-                and batch.table_get(Table.DERIVED, cached[1]) is not None  # gc may have dropped it
+                and len(cached.slots) == len(part)
+                and batch.table_get(Table.DERIVED, cached.key) is not None  # gc may have dropped it
             ):
-                chunk_keys.append(cached[1])
+                chunk_keys.append(cached.key)
                 if counts is not None:
-                    counts.append(sum(_eligible(s.code) for s in part))
+                    counts.append(cached.eligible())
                 continue
+            entry = _Chunk(part)
+            if cached is not None and cached.rows is not None and len(cached.slots) < len(part):
+                # a prefix of it encoded (the slots before those appended since): encode the rest
+                entry.rows = cached.rows + _rows_bytes(part[len(cached.slots) :])
+                entry.count = cached.eligible() + sum(_eligible(s.code) for s in part[len(cached.slots) :])
+            else:
+                entry.rows = _rows_bytes(part)
+            data = codec.head(0x80, len(part)) + entry.rows  # codec.dumps of the list of rows
+            key = entry.key = CHUNK_PREFIX + bytes.fromhex(hash_bytes(data))
+            if len(part) == CHUNK_SLOTS:
+                entry.rows = None  # full: never extended, so its bytes need not stay in memory
             if counts is not None:
-                counts.append(sum(_eligible(s.code) for s in part))
-            data = codec.dumps([_slot_row(s) for s in part])
-            key = CHUNK_PREFIX + bytes.fromhex(hash_bytes(data))
+                counts.append(entry.eligible())
             if batch.table_get(Table.DERIVED, key) != data:  # absent, or damaged: (re)write it
                 batch.table_put(Table.DERIVED, key, data)
-            self.chunk_keys[start] = (part, key)
+            self.chunk_keys[start] = entry
             chunk_keys.append(key)
         record = {
             "counter": self.counter_name,
@@ -1794,6 +1813,68 @@ def check_stored(reader: Reader, record: CheckpointRecord) -> None:
         raise DecodeError(f"tools commit {record.tools_commit} is not stored")
     if record.tools is not None and not isinstance(reader.get(record.tools), ToolSet):
         raise DecodeError(f"tools {record.tools} is not a stored tool set")
+
+
+class _Chunk:
+    """What :meth:`CompileState.save` knows of a chunk it saved: the (immutable) Slot objects it encoded, its
+    key, how many of them the default view feeds to the pairing pass (None: not yet counted) and, while the
+    chunk is partial, the encoded rows (a growing branch's next save encodes only the slots appended since:
+    a canonical CBOR list is its head followed by its items' encodings)."""
+
+    __slots__ = ("count", "key", "rows", "slots")
+
+    def __init__(self, slots: list[Slot], key: bytes = b"") -> None:
+        self.slots = slots
+        self.key = key
+        self.count: int | None = None
+        self.rows: bytes | None = None
+
+    def eligible(self) -> int:
+        if self.count is None:
+            self.count = sum(_eligible(s.code) for s in self.slots)
+        return self.count
+
+
+def _rows_bytes(slots: list[Slot]) -> bytes:
+    """The encoded rows of ``slots``, concatenated: ``codec.dumps([_slot_row(s) for s in slots])`` without its
+    list head (a property test compares the two). A slot of seven fields (no calls, no extra: every plain
+    message) is written directly, field by field; any other goes through :func:`_slot_row`."""
+    out: list[bytes] = []
+    append, head, parts_of = out.append, codec.head, _PLAIN_ROW_PARTS
+    for slot in slots:
+        raw_commit, raw_blob = slot.raw_commit, slot.raw_blob
+        if slot.calls is None and slot.extra is None and len(raw_commit) == 32 == len(raw_blob):
+            parts = parts_of.get(slot.code)
+            if parts is None:
+                parts = _plain_row_parts(slot.code)
+            append(_ROW_START)
+            append(raw_commit)
+            append(parts[0])  # kind
+            append(head(0, slot.tokens))
+            append(parts[1])  # priority, then the blob's head
+            append(raw_blob)
+            append(parts[2])  # role, calls None
+        else:
+            append(codec.dumps([_slot_row(slot)])[1:])  # a one-row list: its head is one byte
+    return b"".join(out)
+
+
+# A plain row: [commit, kind, tokens, priority, blob, role, None] (:func:`_slot_row`), ids 32 bytes each.
+_ROW_START = b"\x87" + codec.head(0x40, 32)
+_PLAIN_ROW_PARTS: dict[int, tuple[bytes, bytes, bytes]] = {}  # Slot.code -> the encoded fields around ids
+
+
+def _plain_row_parts(code: int) -> tuple[bytes, bytes, bytes]:
+    """The constant pieces of a plain row of slots of ``code``: (kind, priority + the blob's head, role +
+    calls)."""
+    parts = (
+        codec.dumps(_KIND_NAMES[code >> 4]),
+        codec.dumps(code & 3) + codec.head(0x40, 32),
+        codec.dumps(MESSAGE_ROLES[code >> 2 & 3]) + codec.dumps(None),
+    )
+    if len(_PLAIN_ROW_PARTS) < 1024:  # codes are few (kinds x roles x priorities): bounded all the same
+        _PLAIN_ROW_PARTS[code] = parts
+    return parts
 
 
 def _slot_row(slot: Slot) -> list[Any]:

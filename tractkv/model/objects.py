@@ -377,18 +377,21 @@ def trusted_commit(
     operation: str,
     created_at: int,
     made: ObjectId | None = None,
+    made_tools: ObjectId | None = None,
 ) -> Commit:
     """A plain :class:`Commit` (no target, reply, message, metadata, generation config nor links) made by the
     write path from values it made itself: ``content`` the id it just computed, ``operation`` one of its
     constants, ``created_at`` its clock's int. ``parents`` and ``tools`` come from rows (a ref, the tool
     setting), so they are checked as the validators would; the rest is not checked again. ``made`` is an id
     the caller computed itself (the commit it wrote last, by hashing its bytes): a parent that *is* that very
-    string (identity, not equality) needs no check; any other value is checked."""
+    string (identity, not equality) needs no check; any other value is checked. ``made_tools`` likewise: the
+    tool set id of a commit the caller made (checked then): ``tools`` that *is* that string needs no check
+    (``made`` never covers ``tools``)."""
     for parent in parents:
         if parent is not made and not is_object_id(parent):
             index = parents.index(parent)
             raise EncodeError(f"parents[{index}]", f"{parent!r} is not an object id")
-    if tools is not None and not is_object_id(tools):
+    if tools is not None and tools is not made_tools and not is_object_id(tools):
         raise EncodeError("tools", f"{tools!r} is not an object id")
     if type(created_at) is not int or type(operation) is not str:
         raise EncodeError("commit", "a trusted commit needs an int time and a str operation")
@@ -502,6 +505,20 @@ _APPEND_HEADS = [
 ]
 
 
+_LAST_TOOLS: list[tuple[str, bytes]] = [("", b"")]  # the last tool set id _tools_field encoded, its field
+
+
+def _tools_field(tools: ObjectId) -> bytes:
+    """A plain append's ``tools`` key and value: the commits of a session usually link one tool set, so the
+    last one's encoding is kept (one (id, bytes) pair, replaced whole: safe across threads)."""
+    last = _LAST_TOOLS[0]
+    if last[0] == tools:
+        return last[1]
+    field = _K_TOOLS + _RAW_ID_HEAD + bytes.fromhex(tools)
+    _LAST_TOOLS[0] = (tools, field)
+    return field
+
+
 def _commit_bytes(commit: Commit) -> bytes:
     """The canonical bytes of ``commit.to_wire()`` plus its kind and version, written field by field in
     canonical key order (t, v, op, ts, gen, meta, links, tools, target, content, message, parents, reply_to:
@@ -524,7 +541,7 @@ def _commit_bytes(commit: Commit) -> bytes:
         tools = commit.tools
         data = _APPEND_HEADS[(tools is not None) + len(parents)] + codec.head(0, ts)
         if tools is not None:
-            data += _K_TOOLS + _RAW_ID_HEAD + bytes.fromhex(tools)
+            data += _tools_field(tools)
         data += _K_CONTENT + _RAW_ID_HEAD + bytes.fromhex(commit.content)
         if parents:
             data += _K_PARENTS + b"\x81" + _RAW_ID_HEAD + bytes.fromhex(parents[0])
