@@ -305,28 +305,46 @@ def _time(moment: datetime | None) -> Markup:
     return _TIME(moment.isoformat(), moment.strftime("%Y-%m-%d %H:%M:%S UTC"))
 
 
+ROW_PARTS = 4096  # commits whose description and time a graph row keeps (a live page redraws the same rows)
+_row_parts: dict[tuple[str, int], tuple[str, str, str, Markup]] = {}
+
+
+def _described(info: CommitInfo) -> tuple[str, str, str, Markup]:
+    """(kind, role, one-line description, time) of a graph row's commit: derived from the commit alone, so
+    kept by id (and token count: the counter's); the cache is emptied when full (bounded, thread-safe)."""
+    key = (info.commit_id, info.token_count)
+    got = _row_parts.get(key)
+    if got is None:
+        described = describe_commit(info)
+        got = (described.kind, described.role or "", described.line(PREVIEW), _time(info.created_at))
+        if len(_row_parts) >= ROW_PARTS:
+            _row_parts.clear()
+        _row_parts[key] = got
+    return got
+
+
 def graph_row(row: GraphRow, ref_query: str, current: str | None) -> Markup:
     """One commit of the graph: lanes, id, operation, role, its one-line description with the branches whose
     tip it is, tokens, time. ``ref_query``: the links' query (``url("", ref=...)``, made once a page)."""
     info = row.info
-    described = describe_commit(info)
+    kind, role, line, moment = _described(info)
     oid = info.commit_id
     href = f"/ui/commit/{oid}{ref_query}"  # escaped as an attribute by the template
     return _GRAPH_ROW(
         oid,
-        described.kind,
+        kind,
         lanes_svg(row),
         href,
         oid,
         short(oid),
         _css(info.operation),
         info.operation,
-        described.role or "",
+        role,
         ref_badges(row.tips, current) if row.tips else "",
         href,
-        described.line(PREVIEW),
+        line,
         f"{info.token_count:,}" if info.token_count else "",
-        _time(info.created_at),
+        moment,
     )
 
 
