@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from tractkv import Tract, TractError, codec
-from tractkv.engine import compiler, session
+from tractkv.engine import compiler, relations, session
 from tractkv.engine.checkpoints import check_checkpoints, drop_checkpoints
 from tractkv.engine.relations import REL_PREFIX, SpawnIndex, _row_check, read_row
 from tractkv.engine.spawning import children_of, parent_at
@@ -181,6 +181,32 @@ def test_a_long_branch_reads_only_the_commits_since_its_last_row(tmp_path: Path)
         assert [k.purpose for k in kids] == ["early"]
         assert read < 20, read  # the tip's commit and rows; the full walk reads every commit
         assert answers(store, tip, "main", rows=False)[2] > 3000
+
+
+def test_fsck_of_many_rows_reads_each_commit_about_once(
+    often: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A linear history's rows name no stop (each stands for the whole history below it); fsck still checks
+    each row only down to the row below, so it reads each commit a bounded number of times, not once a row."""
+    path = str(tmp_path / "store")
+    with Tract.open(path, durable=False, clock=FakeClock()) as t:
+        t.system("root")
+        for i in range(600):
+            t.user(f"message {i}")
+    calls = 0
+    real = relations.peek
+
+    def counting(reader: Any, oid: ObjectId) -> Any:
+        nonlocal calls
+        calls += 1
+        return real(reader, oid)
+
+    monkeypatch.setattr(relations, "peek", counting)
+    with LmdbStore(path, durable=False) as store:
+        report = check_checkpoints(store)
+        assert report.ok, report.problems
+        assert report.relations > 150
+    assert calls < 4 * 600, calls
 
 
 def damage_rows(path: str, change: Any) -> list[bytes]:

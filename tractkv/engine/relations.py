@@ -33,7 +33,7 @@ checkpoints (the first one walks its history once).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 import attrs
@@ -464,44 +464,105 @@ def _row_after(
 # --- fsck ----------------------------------------------------------------------------------------------------
 
 
-def _canonical(marks: Iterable[Mark]) -> list[Mark]:
-    return sorted(marks, key=lambda m: m.commit)
+def _checked_walk(
+    objects: SpawnIndex, rows: Callable[[ObjectId], RelationRow | None], row: RelationRow
+) -> tuple[set[Mark], set[ObjectId], set[ObjectId]]:
+    """The walk ``row`` stands for, from objects: from its commit, not expanding its spawn, ending at its
+    stops; a commit below with a row (``rows``: those not found damaged) that stands for the walk counts as
+    that row's marks, spawns and stops (what a row made from the row below it says), so each row's check reads
+    only the commits down to the next row. Returns the marks, spawns and stops met."""
+    marks: set[Mark] = set()
+    spawns: set[ObjectId] = set()
+    met: set[ObjectId] = set()
+    stops = set(row.stops)
+    stack = [row.commit]
+    seen: set[ObjectId] = set()
+    while stack:  # bounded: each commit is taken once
+        oid = stack.pop()
+        if oid in seen:
+            continue
+        seen.add(oid)
+        if oid != row.commit:
+            if oid in stops:
+                met.add(oid)
+                continue
+            below = rows(oid)
+            if below is not None and below.usable(row.spawn):
+                marks.update(below.marks)
+                spawns.update(below.spawns)
+                stack.extend(below.stops)
+                continue
+        mark = objects.mark(oid)
+        if mark is not None:
+            marks.add(mark)
+        got = objects.peek(oid)
+        if got.operation == SPAWN and got.parents:
+            spawns.add(oid)
+        if oid != row.spawn:
+            stack.extend(got.parents)
+    return marks, spawns, met
 
 
 def check_rows(reader: Reader, keys: Iterable[tuple[bytes, bytes]]) -> list[tuple[bytes, Problem]]:
     """Verify relation rows against the commits they summarize: each row's spawn walked from objects, its
-    walk's marks and spawns recomputed, and each stop holding a sound row that stands for the walk (so, all
-    rows checked, every row is right by induction on the stops). The key and a problem per damaged row."""
-    problems: list[tuple[bytes, Problem]] = []
-    objects = SpawnIndex(reader, rows=False)  # spawns from objects alone, memoized across rows
+    walk's marks and spawns recomputed (down to the rows below it), and each stop holding a sound row that
+    stands for the walk. A row found damaged is then left out and the others checked again, until none is
+    (bounded by the rows): every row left is right by induction on the rows below it. The key and a problem
+    per damaged row."""
+    objects = SpawnIndex(reader, rows=False)  # spawns, marks and commits from objects alone, memoized
     with_rows = SpawnIndex(reader)
+    damaged: dict[bytes, Problem] = {}
+    bad: set[ObjectId] = set()
+    decoded: list[tuple[bytes, RelationRow]] = []
     for key, raw in keys:
-        where = (
-            f"relation row {raw_to_oid(key[len(REL_PREFIX) :])}" if len(key) == len(REL_PREFIX) + 32 else ""
-        )
         try:
             row = read_row(key, raw)
-            where = f"relation row {row.commit}"
             if not reader.has(row.commit):
                 raise DecodeError("its commit is not stored")
             if with_rows.row(row.commit) is None:
                 raise DecodeError("it names an object that is not stored, or a spawn that is not one")
-            if row.spawn != objects.spawn_id(row.commit):
-                raise DecodeError("its spawn is not the nearest spawn commit on the first-parent chain")
-            stops = set(row.stops)
-            for stop in stops:
-                below = with_rows.row(stop)
-                if below is None or not below.usable(row.spawn):
-                    raise DecodeError(f"stop {stop} has no sound row standing for this walk")
-            marks, spawns, met = _local_walk(objects, row.commit, row.spawn, stops.__contains__)
-            if set(met) != stops:
-                raise DecodeError("its stops are not where its walk ends")
-            if spawns != row.spawns or row.cut != (row.spawn if row.spawn in spawns else None):
-                raise DecodeError("its spawns are not those of its commits")
-            if _canonical(marks) != _canonical(row.marks):
-                raise DecodeError("its marks are not those of its commits")
+            decoded.append((key, row))
         except (DecodeError, ValueError) as exc:
-            problems.append((key, Problem("relation", where or repr(key), getattr(exc, "reason", str(exc)))))
-        except TractError as exc:  # a missing or damaged commit: the object checks report it too
-            problems.append((key, Problem("relation", where or repr(key), f"cannot be checked: {exc}")))
-    return problems
+            where = (
+                f"relation row {raw_to_oid(key[len(REL_PREFIX) :])}"
+                if len(key) == len(REL_PREFIX) + 32
+                else ""
+            )
+            damaged[key] = Problem("relation", where or repr(key), getattr(exc, "reason", str(exc)))
+            if where:
+                bad.add(raw_to_oid(key[len(REL_PREFIX) :]))
+
+    def sound(oid: ObjectId) -> RelationRow | None:
+        return None if oid in bad else with_rows.row(oid)
+
+    for _ in range(len(decoded) + 1):  # each round finds a damaged row or ends
+        found = False
+        for key, row in decoded:
+            if key in damaged:
+                continue
+            try:
+                if row.spawn != objects.spawn_id(row.commit):
+                    raise DecodeError("its spawn is not the nearest spawn commit on the first-parent chain")
+                for stop in row.stops:
+                    below = sound(stop)
+                    if below is None or not below.usable(row.spawn):
+                        raise DecodeError(f"stop {stop} has no sound row standing for this walk")
+                marks, spawns, met = _checked_walk(objects, sound, row)
+                if met != set(row.stops):
+                    raise DecodeError("its stops are not where its walk ends")
+                if spawns != row.spawns or row.cut != (row.spawn if row.spawn in spawns else None):
+                    raise DecodeError("its spawns are not those of its commits")
+                if marks != set(row.marks) or len(set(row.marks)) != len(row.marks):
+                    raise DecodeError("its marks are not those of its commits")
+            except (DecodeError, ValueError) as exc:
+                detail = getattr(exc, "reason", str(exc))
+            except TractError as exc:  # a missing or damaged commit: the object checks report it too
+                detail = f"cannot be checked: {exc}"
+            else:
+                continue
+            damaged[key] = Problem("relation", f"relation row {row.commit}", detail)
+            bad.add(row.commit)
+            found = True
+        if not found:
+            break
+    return sorted(damaged.items())
