@@ -12,14 +12,21 @@ Cases (``ratio`` = baseline time / page time, so 1.0 means the page costs no mor
 medians over ``--repeat``):
 
 * ``view_branches``: ``/ui/`` from a fresh viewer (compile states loaded from checkpoints) vs a fresh
-  ``Tract.open(...).status()``. Target: ratio >= 0.5 (rendering at most doubles the cost).
+  ``Tract.open(...).status()``. Target: ratio >= 0.5 (rendering at most doubles the cost). ``empty_page_ms``:
+  an empty page (``/favicon.ico``, 204, no store read) fetched the same way (fresh store, app and test client):
+  the fixed cost of the harness and the app; ``ratio_beyond_fixed`` = baseline / (page - empty page).
 * ``view_graph_first`` / ``view_graph_last``: the newest and the oldest page of 100 commits vs
   ``Tract.log(limit=100)`` / the whole ``Tract.log()`` (an old page walks the history before it).
-  Target: ratio >= 0.5.
+  Target: ratio >= 0.5. ``empty_page_ms``: ``/favicon.ico`` through the same client (the in-process HTTP
+  round trip and one worker-thread hop, as a page makes).
 * ``view_commit_tip``: the tip's commit page (the whole context compiled, its last 200 messages rendered)
   from a fresh viewer vs a fresh ``compile(at=tip).to_openai_params()``. Target: ratio >= 0.5.
 * ``view_usage``: ``/ui/usage`` (stats + the newest 50 message groups) vs ``tool_usages()`` +
   ``tool_usage_stats()``. Target: ratio >= 0.5.
+* ``spawn_relations``: ``children()`` + ``parent()`` of the benchmark's branch (a collapsed child near the root,
+  an open one at the tip) from a fresh read-only handle, against the same walks reading every commit
+  (relation rows ignored: what they cost before rows). Target: ratio >= 10 (the rows bound the walk by the
+  commits since the last checkpoint, not by the history).
 * ``live_event``: a real ``tractkv view`` process on 127.0.0.1; a client holds ``/ui/events`` open; the time
   from a commit landing (in this process) to its ``change`` event arriving, ``--samples`` times. Baseline:
   the poll interval. Target: p95 <= 0.5 s.
@@ -49,6 +56,7 @@ import httpx  # noqa: E402
 from starlette.testclient import TestClient  # noqa: E402
 
 from tractkv import Tract  # noqa: E402
+from tractkv.ids import ObjectId  # noqa: E402
 from tractkv.llm import ScriptedLLM  # noqa: E402
 from tractkv.store import LmdbStore  # noqa: E402
 from tractkv.toolkit import ToolContext, ToolExecutor, tool  # noqa: E402
@@ -84,6 +92,9 @@ def survey(n: int, *, context: ToolContext) -> str:
 def build(path: Path, commits: int, tool_turns: int) -> None:
     with Tract.open(str(path), durable=False) as t:
         t.system("A long session for the viewer benchmark.")
+        with t.spawn("an early sub-task", inherit="none") as child:
+            child.user("the sub-task's work")
+        t.collapse("main.spawn/an-early-sub-task", content="the sub-task's answer")
         per_turn = max(1, commits // max(1, tool_turns + 1))
         ex = ToolExecutor(t, profile=None, tools=[survey, probe])
         made = 0
@@ -110,6 +121,8 @@ def build(path: Path, commits: int, tool_turns: int) -> None:
                 }
                 t.run(ScriptedLLM([call, "surveyed"]), ex)
                 turn += 1
+        with t.spawn("a late sub-task", inherit="full") as child:
+            child.user("still open")
 
 
 def timed(func: Callable[[], Any]) -> float:
@@ -147,12 +160,12 @@ def run_pages(path: Path, commits: int, repeat: int) -> None:
         app, _ = create_app(st, sync=False)
         return TestClient(app, base_url="http://127.0.0.1"), st
 
-    def cold_page(url: str) -> Callable[[], None]:
+    def cold_page(url: str, status: int = 200) -> Callable[[], None]:
         def fetch() -> None:
             client, st = fresh_client()
             try:
                 response = client.get(url)
-                assert response.status_code == 200, response.text[:200]
+                assert response.status_code == status, response.text[:200]
             finally:
                 client.close()
                 st.close()
@@ -166,11 +179,16 @@ def run_pages(path: Path, commits: int, repeat: int) -> None:
 
         return call
 
+    branches_ms = median_ms(repeat, cold_page("/ui/"))
+    status_ms = median_ms(repeat, cold_tract(lambda t: t.status()))
+    empty_ms = median_ms(repeat, cold_page("/favicon.ico", 204))
     page_case(
         "view_branches",
         total,
-        median_ms(repeat, cold_page("/ui/")),
-        median_ms(repeat, cold_tract(lambda t: t.status())),
+        branches_ms,
+        status_ms,
+        empty_page_ms=round(empty_ms, 2),
+        ratio_beyond_fixed=round(status_ms / (branches_ms - empty_ms), 3) if branches_ms > empty_ms else None,
     )
     page_case(
         "view_commit_tip",
@@ -187,6 +205,7 @@ def run_pages(path: Path, commits: int, repeat: int) -> None:
             total,
             median_ms(repeat, lambda: client.get("/ui/log")),
             median_ms(repeat, lambda: t.log(limit=100)),
+            empty_page_ms=round(median_ms(repeat, lambda: client.get("/favicon.ico")), 2),
         )
         last = max(0, total - 100)
         page_case(
@@ -205,6 +224,42 @@ def run_pages(path: Path, commits: int, repeat: int) -> None:
         )
     client.close()
     st.close()
+    run_relations(path, total, repeat)
+
+
+def run_relations(path: Path, total: int, repeat: int) -> None:
+    from tractkv.engine.relations import SpawnIndex
+    from tractkv.engine.spawning import children_of, parent_at
+
+    def relations(rows: bool) -> Callable[[], None]:
+        def call() -> None:
+            st = LmdbStore(path)
+            try:
+                with st.snapshot() as reader:
+                    tip = reader.get_ref("refs/heads/main")
+                    assert tip is not None
+                    index = SpawnIndex(reader, rows=rows)
+                    parent_at(reader, ObjectId(tip), index)
+                    kids = children_of(reader, ObjectId(tip), "main", index)
+                    assert [k.state for k in kids] == ["collapsed", "open"], kids
+            finally:
+                st.close()
+
+        return call
+
+    with_rows = median_ms(repeat, relations(True))
+    walked = median_ms(max(1, repeat // 2), relations(False))
+    ratio = walked / with_rows if with_rows else None
+    emit(
+        case="spawn_relations",
+        n=total,
+        unit="ms",
+        tractkv_ms=round(with_rows, 2),
+        baseline_ms=round(walked, 2),
+        ratio=round(ratio, 1) if ratio is not None else None,
+        target="ratio >= 10 (the walk of every commit / the walk with relation rows)",
+        ok=ratio is not None and ratio >= 10,
+    )
 
 
 def run_live(path: Path, samples: int) -> None:

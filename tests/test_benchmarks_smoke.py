@@ -40,6 +40,7 @@ EXPECTED_CASES: dict[str, set[str]] = {
         "view_graph_first",
         "view_graph_last",
         "view_usage",
+        "spawn_relations",
         "live_event",
     },
 }

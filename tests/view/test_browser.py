@@ -449,7 +449,7 @@ def test_the_branches_page_shows_reported_and_estimated_counts_and_budget_use(
         question = t.user("What is the weather in Paris today?").commit_id
         t.record_response(reply)
         t.user("And tomorrow?")
-        t.set_budget(10_000)
+        t.set_budget(10_000, action="trim", threshold=0.8)
         t.branch("edited")
         t.commit(
             {"type": "dialogue", "role": "user", "text": "In Rome?"}, operation="edit", edit_target=question
@@ -473,6 +473,10 @@ def test_the_branches_page_shows_reported_and_estimated_counts_and_budget_use(
     over = css(rows["refs/heads/edited"], "td.budget span")
     assert over.text == f"{edited.token_count:,} / 20 ({edited.token_count / 20:.0%})"
     assert "budget-over" in over.get_attribute("class")
+    # each budget's action, and the threshold it runs at when below the whole budget
+    assert css(rows[MAIN], "td.budget .budget-action").text == "trim at 80%"
+    assert "skips the oldest messages" in css(rows[MAIN], ".budget-action").get_attribute("title")
+    assert css(rows["refs/heads/edited"], "td.budget .budget-action").text == "warn"
     assert str(main.estimated_tokens) in css(rows[MAIN], ".count-reported").get_attribute("title")
     shot(browser, "13-branch-counts-and-budgets")
 
@@ -519,6 +523,12 @@ def test_the_spawn_tree_links_parent_children_and_a_collapsed_childs_history(
     cards = [c.text for c in browser.find_elements(By.CSS_SELECTOR, ".messages article.message")]
     assert "Hotel A 120, Hotel B 135, Hotel C 149." in cards[-1]
     assert len(cards) == 4  # the parent's two messages (a snapshot) and the child's two
+    # its branch is gone: a banner says whose child it is and which commit brought it back
+    banner = css(browser, "p.child-banner")
+    assert banner.get_attribute("data-state") == "collapsed"
+    assert banner.text.startswith("Child of main for: price the hotels (snapshot, spawned in ")
+    assert css(banner, "a.ref").get_attribute("href").endswith("/ui/log?ref=refs%2Fheads%2Fmain")
+    assert banner.text.endswith(f"brought back by {back.commit_id[:12]}")
     shot(browser, "21-collapsed-child-history")
 
     # an open child: its branch's history says where it was spawned from, and links back
@@ -533,5 +543,14 @@ def test_the_spawn_tree_links_parent_children_and_a_collapsed_childs_history(
     assert "find restaurants near the river" in parent.text
     assert browser.find_elements(By.CSS_SELECTOR, "section.spawn-tree tr.child-row") == []
     shot(browser, "22-spawned-child")
+    # an open child's commit: the banner names its parent, and nothing brought it back yet
+    css(browser, "tr.commit-row a.preview").click()
+    banner = wait_for(browser, lambda d: css(d, "p.child-banner"), "the open child's commit")
+    assert banner.get_attribute("data-state") == "spawned"
+    assert banner.text.startswith("Child of main for: find restaurants near the river (full, spawned in ")
+    assert "brought back" not in banner.text
+    shot(browser, "22b-open-child-commit")
+    browser.back()
+    parent = wait_for(browser, lambda d: css(d, "section.spawn-tree p.spawn-parent"), "the child's history")
     css(parent, "a.ref").click()
     wait_for(browser, lambda d: css(d, "h1").text.endswith(MAIN), "back on the parent's history")

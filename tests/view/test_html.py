@@ -7,7 +7,7 @@ from html.parser import HTMLParser
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tractkv.view.html import Markup, el, escape, join, page
+from tractkv.view.html import Markup, Template, el, escape, join, page
 
 
 class _Collect(HTMLParser):
@@ -73,3 +73,18 @@ def test_page_has_no_inline_script_and_escapes_the_title() -> None:
     assert '<script src="/ui/static/app.js" defer></script>' in doc
     assert doc.count("<script") == 1
     assert 'data-live-ref="refs/heads/&lt;x&gt;"' in doc
+
+
+@given(TEXT, TEXT)
+def test_a_template_escapes_every_hole_as_el_does(value: str, text: str) -> None:
+    """html.Template (the graph rows' fast path) fills its holes as el() would: same HTML, one tag, one
+    attribute, the text read back as given; Markup passes, ints are digits, None is nothing."""
+    row = Template('<a href="{}" title="{}">{}{}{}</a>')
+    out = row(value, value, text, Markup("<b>x</b>"), 7)
+    assert out == el("a", text, Markup("<b>x</b>"), 7, href=value, title=value)
+    parsed = parse(out)
+    assert parsed.tags == ["a", "b"]
+    assert [name for name, _ in parsed.attrs] == ["href", "title"]
+    assert parsed.attrs[0][1] == value
+    assert "".join(parsed.text) == text + "x7"
+    assert Template("<p>{}</p>")(None) == "<p></p>"

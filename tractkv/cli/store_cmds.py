@@ -27,9 +27,10 @@ def init(st: CliState) -> None:
 @with_state
 def fsck_cmd(st: CliState, repair: bool, as_json: bool) -> None:
     """Rehash every object, check every reference, every object's semantic rules (link kinds, content a
-    commit compiles, timestamps) and every compile checkpoint; exit 1 when anything is wrong.
+    commit compiles, timestamps), every compile checkpoint and every spawn relation row; exit 1 when anything
+    is wrong.
 
-    With --repair, damaged checkpoint rows are deleted in one transaction (compile rebuilds them from
+    With --repair, damaged checkpoint and relation rows are deleted in one transaction (compile rebuilds them from
     objects); problems with objects, refs or indexes are only reported.
     """
     store = st.store()
@@ -48,6 +49,7 @@ def fsck_cmd(st: CliState, repair: bool, as_json: bool) -> None:
                 "checkpoints": checkpoints.records,
                 "chunks": checkpoints.chunks,
                 "stale_checkpoint_rows": checkpoints.stale,
+                "relation_rows": checkpoints.relations,
                 "problems": [{"kind": p.kind, "where": p.where, "detail": p.detail} for p in problems],
                 "dropped": [describe_key(key) for key in checkpoints.damaged] if dropped else [],
             }
@@ -61,7 +63,7 @@ def fsck_cmd(st: CliState, repair: bool, as_json: bool) -> None:
         kinds = ", ".join(f"{n} {k}" for k, n in report.kinds.items()) or "no objects"
         note(
             f"checked {report.objects} objects ({kinds}), {report.refs} refs and {checkpoints.records} "
-            f"checkpoints ({checkpoints.chunks} chunks): "
+            f"checkpoints ({checkpoints.chunks} chunks, {checkpoints.relations} relation rows): "
             + ("ok" if not problems else f"{len(problems)} problem(s)")
             + (f"; dropped {dropped} damaged checkpoint row(s)" if dropped else "")
             + (

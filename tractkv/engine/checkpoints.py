@@ -12,6 +12,8 @@ never changes what compile returns; this module makes it visible and removable:
   annotation, the removed messages, the summary's commits) is stored. Rows outside the two key prefixes are
   reported too (nothing else writes the table), except rows of an older checkpoint format: stale, not damaged
   (loads ignore them, gc drops them).
+* Relation rows (``rel:`` keys, :mod:`tractkv.engine.relations`, written with the checkpoints) are checked
+  against the commits they summarize (:func:`~tractkv.engine.relations.check_rows`).
 * :func:`drop_checkpoints` deletes the damaged rows in one transaction (``tractkv fsck --repair``). A record
   whose chunk is damaged is dropped with it. Dropping is always safe: the next compile rebuilds the state
   from objects and a writing handle saves a fresh checkpoint.
@@ -29,6 +31,7 @@ from tractkv.ids import raw_to_oid
 from tractkv.store import Reader, Store, Table
 from tractkv.store.fsck import Problem
 
+from .relations import REL_PREFIX, check_rows, is_stale_rel
 from .state import (
     CHUNK_PREFIX,
     CKPT_PREFIX,
@@ -53,6 +56,7 @@ class CheckpointReport:
     problems: tuple[Problem, ...]
     damaged: tuple[bytes, ...]  # the derived keys to drop, in table order
     stale: int = 0  # rows of an older checkpoint format: ignored by loads, not damage (gc drops them)
+    relations: int = 0  # relation rows checked (engine/relations.py)
 
     @property
     def ok(self) -> bool:
@@ -65,6 +69,8 @@ def describe_key(key: bytes) -> str:
         return f"checkpoint {raw_to_oid(key[len(CKPT_PREFIX) :])}"
     if key.startswith(CHUNK_PREFIX) and len(key) == len(CHUNK_PREFIX) + 32:
         return f"chunk {key[len(CHUNK_PREFIX) :].hex()}"
+    if key.startswith(REL_PREFIX) and len(key) == len(REL_PREFIX) + 32:
+        return f"relation row {raw_to_oid(key[len(REL_PREFIX) :])}"
     return f"derived row {key!r}"
 
 
@@ -77,6 +83,7 @@ def check_checkpoints(reader: Reader) -> CheckpointReport:
     damaged: list[bytes] = []
     chunks: dict[bytes, list[Slot]] = {}
     records: list[tuple[bytes, bytes]] = []
+    relations: list[tuple[bytes, bytes]] = []
     chunk_rows = 0
     stale = 0
 
@@ -93,7 +100,9 @@ def check_checkpoints(reader: Reader) -> CheckpointReport:
                 damage(key, exc.reason)
         elif key.startswith(CKPT_PREFIX):
             records.append((key, raw))
-        elif is_stale_row(key):
+        elif key.startswith(REL_PREFIX):
+            relations.append((key, raw))
+        elif is_stale_row(key) or is_stale_rel(key):
             stale += 1
         else:
             damage(key, "not a checkpoint or chunk key")
@@ -102,9 +111,17 @@ def check_checkpoints(reader: Reader) -> CheckpointReport:
             _check_record(reader, read_record(key, raw), chunks)
         except DecodeError as exc:
             damage(key, exc.reason)
+    for key, problem in check_rows(reader, relations):
+        problems.append(problem)
+        damaged.append(key)
     damaged.sort()
     return CheckpointReport(
-        records=len(records), chunks=chunk_rows, problems=tuple(problems), damaged=tuple(damaged), stale=stale
+        records=len(records),
+        chunks=chunk_rows,
+        problems=tuple(problems),
+        damaged=tuple(damaged),
+        stale=stale,
+        relations=len(relations),
     )
 
 

@@ -220,6 +220,7 @@ class Compiler:
             state, found = self.merge_into(reader, state, other, strategy)
             conflicts.extend(found)
         state.head = oid
+        state.rel_since = None  # a merge: its relation row is built from its history (engine/relations.py)
         if state.ancestors is not None:
             state.ancestors.add(oid)
             state.commit_count = len(state.ancestors)
@@ -256,8 +257,11 @@ class Compiler:
         if extra is not None and extra.head is not None:
             states[extra.head] = extra
         self.unsaved.clear()
+        from .relations import stage_row  # lazy: keeps `import tractkv` light
+
         for state in states.values():
             state.save(batch)
+            stage_row(batch, state)  # the spawn / collapse summary of its history (engine/relations.py)
         return bool(states)
 
 

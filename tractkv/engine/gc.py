@@ -28,6 +28,7 @@ from .content import ANNOTATION
 from .records import GcResult
 from .reflog import iter_all_reflogs, log_ref_move
 from .refs import HEAD, HEADS
+from .relations import REL_PREFIX, is_stale_rel
 from .session import Session
 from .state import CHUNK_PREFIX, CKPT_PREFIX, is_stale_row
 
@@ -153,8 +154,11 @@ def _drop_checkpoints(snap: object, batch: object, live: Iterable[ObjectId]) -> 
     for key, _ in snap.table_iter(Table.DERIVED, CHUNK_PREFIX):
         if key not in used_chunks:
             batch.table_put(Table.DERIVED, key, None)
+    for key, _ in snap.table_iter(Table.DERIVED, REL_PREFIX):  # relation rows of removed commits
+        if raw_to_oid(key[len(REL_PREFIX) :]) not in live_set:
+            batch.table_put(Table.DERIVED, key, None)
     for key, _ in snap.table_iter(Table.DERIVED):
-        if is_stale_row(key):  # an older checkpoint format: nothing reads it any more
+        if is_stale_row(key) or is_stale_rel(key):  # an older row format: nothing reads it any more
             batch.table_put(Table.DERIVED, key, None)
     return removed
 

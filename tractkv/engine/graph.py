@@ -94,21 +94,25 @@ def first_parent_chain(reader: Reader, tip: ObjectId) -> Iterator[tuple[ObjectId
         oid = commit.parents[0] if commit.parents else None
 
 
-def iter_log(reader: Reader, tips: Iterable[ObjectId]) -> Iterator[tuple[ObjectId, Commit]]:
+def iter_log(
+    reader: Reader, tips: Iterable[ObjectId], get: Callable[[ObjectId], Commit] | None = None
+) -> Iterator[tuple[ObjectId, Commit]]:
     """Every commit reachable from ``tips``, newest first by timestamp (lazy: ``limit`` reads little).
+    ``get`` reads a commit (default ``reader.get_commit``; the viewer passes one that caches).
 
     Children are stamped after their parents by one clock; with clocks of several machines disagreeing, a
     parent may be listed before a child, as in ``git log --date-order``'s worst case.
     """
     import heapq  # lazy: keeps `import tractkv` light
 
+    get_commit = reader.get_commit if get is None else get
     heap: list[tuple[int, ObjectId]] = []
     queued: set[ObjectId] = set()
     commits: dict[ObjectId, Commit] = {}
     for oid in tips:
         if oid not in queued:
             queued.add(oid)
-            commits[oid] = reader.get_commit(oid)
+            commits[oid] = get_commit(oid)
             heapq.heappush(heap, (-commits[oid].created_at, oid))
     while heap:
         _, oid = heapq.heappop(heap)
@@ -117,7 +121,7 @@ def iter_log(reader: Reader, tips: Iterable[ObjectId]) -> Iterator[tuple[ObjectI
         for parent in commit.parents:
             if parent not in queued:
                 queued.add(parent)
-                commits[parent] = reader.get_commit(parent)
+                commits[parent] = get_commit(parent)
                 heapq.heappush(heap, (-commits[parent].created_at, parent))
 
 

@@ -39,28 +39,30 @@ answer came back as the tool result), state ``collapsed``; (b) the local branche
 *B* as ``parent_branch`` and that were not collapsed, state ``open``. A ``full`` child's history up to its
 spawn commit is its parent's: what that part links is the parent's children, not the child's. Cost: one walk
 of *B*'s history plus one first-parent walk per branch (memoized, so shared history is read once), in one read
-transaction, reading only the fields the walk needs of each commit (:func:`_peek`); no index is kept.
+transaction, reading only the fields the walk needs of each commit (:func:`~tractkv.engine.relations.peek`);
+both walks stop at a commit with a sound relation row (a local cache written with compile checkpoints,
+:mod:`tractkv.engine.relations`), so they read only the commits made since the last checkpoint.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any
 
 import attrs
 
-from tractkv import codec
 from tractkv.errors import BranchExists, InvalidInput, ObjectNotFound
-from tractkv.ids import OID_RAW_LEN, ObjectId, raw_to_oid
-from tractkv.model import OBJECT_FORMAT, Blob, Commit, UsageRecord
+from tractkv.ids import ObjectId
+from tractkv.model import Blob, Commit
 from tractkv.store import Reader, WriteBatch
 
 from .content import Message, content_blob
 from .records import ChildInfo, CommitInfo, ParentInfo, timestamp
 from .reflog import log_ref_move
 from .refs import HEADS, branch_name, branch_ref, check_branch_name
+from .relations import SpawnIndex, history_marks
 from .session import Session, Tip
 from .toolsets import put_toolset
 
@@ -238,89 +240,6 @@ def _clip(text: str, width: int = 60) -> str:
 # --- relations -----------------------------------------------------------------------------------------------
 
 
-class _Peek(NamedTuple):
-    """The fields of a commit the relation walks use."""
-
-    operation: str
-    parents: tuple[ObjectId, ...]
-    links: dict[str, tuple[ObjectId, ...]]
-    created_at: int
-
-
-_WALK_LINKS = (CHILD_LINK, USAGES_LINK)
-
-
-def _ids(raws: object) -> tuple[ObjectId, ...]:
-    if not isinstance(raws, list) or any(type(r) is not bytes or len(r) != OID_RAW_LEN for r in raws):
-        raise ValueError("not an id list")
-    return tuple(raw_to_oid(r) for r in raws)
-
-
-def _peek(reader: Reader, oid: ObjectId) -> _Peek:
-    """What the walks need of a stored commit, read from one CBOR decode of its bytes (as the reachability
-    walks read links, :func:`tractkv.model.objects.links_of`: every stored object was verified on its way in),
-    about 5x cheaper than building the :class:`Commit`. Bytes of another shape, and a missing or non-commit
-    object, go through :meth:`Reader.get_commit`, which raises what a full read raises."""
-    data = reader.get_raw(oid)
-    if data is not None:
-        try:
-            wire = codec.loads(data)
-            kind, version = wire["t"], wire["v"]
-            op, ts = wire["op"], wire["ts"]
-            if (
-                kind == "commit"
-                and type(version) is int
-                and version == OBJECT_FORMAT
-                and type(op) is str
-                and type(ts) is int
-            ):
-                links = wire.get("links", {})
-                return _Peek(
-                    op,
-                    _ids(wire.get("parents", [])),
-                    {k: _ids(links[k]) for k in _WALK_LINKS if k in links},
-                    ts,
-                )
-        except Exception:  # not the shape this library writes: the full read names what is wrong
-            pass
-    commit = reader.get_commit(oid)
-    return _Peek(commit.operation, commit.parents, dict(commit.links), commit.created_at)
-
-
-class _SpawnIndex:
-    """The spawn commit of commits' first-parent chains, memoized (shared history is walked once), and the
-    commits the walks read (each is decoded once per index)."""
-
-    def __init__(self, reader: Reader) -> None:
-        self.reader = reader
-        self.found: dict[ObjectId, tuple[ObjectId, Commit] | None] = {}
-        self.peeked: dict[ObjectId, _Peek] = {}
-
-    def peek(self, oid: ObjectId) -> _Peek:
-        got = self.peeked.get(oid)
-        if got is None:
-            got = self.peeked[oid] = _peek(self.reader, oid)
-        return got
-
-    def of(self, tip: ObjectId) -> tuple[ObjectId, Commit] | None:
-        path: list[ObjectId] = []
-        result: tuple[ObjectId, Commit] | None = None
-        oid: ObjectId | None = tip
-        while oid is not None:  # bounded by the chain's length; each commit is read once per index
-            if oid in self.found:
-                result = self.found[oid]
-                break
-            peek = self.peek(oid)
-            path.append(oid)
-            if peek.operation == SPAWN:
-                result = (oid, self.reader.get_commit(oid))  # the full (verified) read of a spawn commit
-                break
-            oid = peek.parents[0] if peek.parents else None
-        for seen in path:
-            self.found[seen] = result
-        return result
-
-
 def spawn_record(commit: Commit) -> dict[str, Any]:
     data = (commit.metadata or {}).get(SPAWN_META)
     return dict(data) if isinstance(data, dict) else {}
@@ -343,11 +262,11 @@ def _reading(session: Session) -> Iterator[Reader]:
         yield snapshot
 
 
-def parent_at(reader: Reader, head: ObjectId | None, index: _SpawnIndex | None = None) -> ParentInfo | None:
+def parent_at(reader: Reader, head: ObjectId | None, index: SpawnIndex | None = None) -> ParentInfo | None:
     """The spawn relation of a history: its nearest spawn commit on the first-parent chain, or None."""
     if head is None:
         return None
-    found = (index or _SpawnIndex(reader)).of(head)
+    found = (index or SpawnIndex(reader)).of(head)
     if found is None:
         return None
     oid, commit = found
@@ -377,39 +296,30 @@ def spawn_tree(
     reader: Reader, tip: ObjectId | None, name: str | None
 ) -> tuple[ParentInfo | None, list[ChildInfo]]:
     """:func:`parent_at` and :func:`children_of` of one history, reading each commit once."""
-    index = _SpawnIndex(reader)
+    index = SpawnIndex(reader)
     return parent_at(reader, tip, index), children_of(reader, tip, name, index)
 
 
 def children_of(
-    reader: Reader, tip: ObjectId | None, name: str | None, index: _SpawnIndex | None = None
+    reader: Reader, tip: ObjectId | None, name: str | None, index: SpawnIndex | None = None
 ) -> list[ChildInfo]:
     """The children of the history at ``tip``: those it collapsed, and (when ``name`` is a local branch
     name) the open ones whose spawn commit names ``name`` as their parent branch; oldest spawn first."""
-    index = index or _SpawnIndex(reader)
-    own = _own_spawn(index, tip)
-    # spawn -> (collapse time, head, collapse commit, how): the latest collapse of each child wins
+    index = index or SpawnIndex(reader)
+    own = index.spawn_id(tip) if tip is not None else None
+    # spawn -> (collapse time, collapse commit, head, how): the latest collapse of each child wins (by time, then
+    # commit id; within one commit the first head linked), whatever order the history is read in
     collapsed: dict[ObjectId, tuple[int, ObjectId, ObjectId, str]] = {}
-    stack = [tip] if tip is not None else []
-    seen: set[ObjectId] = set()
-    while stack:  # the history of tip, but not what it inherited before its own spawn (the parent's)
-        oid = stack.pop()
-        if oid in seen:
-            continue
-        seen.add(oid)
-        peek = index.peek(oid)
-        for head, how in _linked_heads(reader, peek.links):
-            found = index.of(head)
-            if found is None or found[0] == own:
+    for mark in history_marks(index, tip, own) if tip is not None else ():
+        for head, how, spawn in mark.heads:
+            if spawn is None or spawn == own:
                 continue
-            known = collapsed.get(found[0])
-            if known is None or known[0] < peek.created_at:
-                collapsed[found[0]] = (peek.created_at, head, oid, how)
-        if oid != own:
-            stack.extend(peek.parents)
+            known = collapsed.get(spawn)
+            if known is None or (known[0], known[1]) < (mark.created_at, mark.commit):
+                collapsed[spawn] = (mark.created_at, mark.commit, head, how)
     out: dict[ObjectId, ChildInfo] = {}
-    for spawn_id, (_, head, by, how) in collapsed.items():
-        commit = reader.get_commit(spawn_id)
+    for spawn_id, (_, by, head, how) in collapsed.items():
+        commit = index.commit(spawn_id)
         out[spawn_id] = _child(spawn_id, commit, head, None, by, how)
     if name is not None:
         for ref, value in reader.iter_refs(HEADS):
@@ -430,28 +340,6 @@ def children_of(
             else:
                 out[spawn_id] = _child(spawn_id, commit, ObjectId(value), child_branch, None, None)
     return sorted(out.values(), key=lambda c: (c.created_at, c.spawn_commit))
-
-
-def _own_spawn(index: _SpawnIndex, tip: ObjectId | None) -> ObjectId | None:
-    found = index.of(tip) if tip is not None else None
-    return found[0] if found is not None else None
-
-
-def _linked_heads(reader: Reader, links: dict[str, tuple[ObjectId, ...]]) -> Iterable[tuple[ObjectId, str]]:
-    for head in links.get(CHILD_LINK, ()):
-        yield head, "collapse"
-    usages = list(links.get(USAGES_LINK, ()))
-    seen: set[ObjectId] = set()
-    while usages:  # bounded: each usage record is read once
-        uid = usages.pop()
-        if uid in seen:
-            continue
-        seen.add(uid)
-        record = reader.get(uid)
-        if isinstance(record, UsageRecord):
-            for head in record.heads:
-                yield head, "tool_result"
-            usages.extend(record.children)
 
 
 def _child(
@@ -505,7 +393,7 @@ def plan_collapse(parent: Session, child_branch: str) -> CollapsePlan:
     if value is None:
         raise InvalidInput(f"no branch {child_branch!r}: collapse takes a spawned child's branch")
     head = ObjectId(value)
-    found = _SpawnIndex(reader).of(head)
+    found = SpawnIndex(reader).of(head)
     parent_name = parent.current_branch
     if found is None or spawn_record(found[1]).get("parent_branch") != parent_name:
         raise InvalidInput(f"branch {child_branch!r} is not a child spawned from {parent.where()}")

@@ -910,6 +910,7 @@ class CompileState:
         "head",
         "media",
         "messages",
+        "rel_since",
         "removed",
         "tools",
         "tools_commit",
@@ -943,6 +944,10 @@ class CompileState:
         # exact (immutable) Slot objects still fill the chunk, so a growing branch encodes only what it
         # appended since (its last chunk's new rows).
         self.chunk_keys: dict[int, _Chunk] = {}
+        # (P,): every commit since P (a checkpointed commit; None: the empty history) is a single-parent
+        # commit on the chain that is no spawn and links no child head, so P's relation row stands for the
+        # history's (engine/relations.py). None: unknown (a merge, or a commit that is not such).
+        self.rel_since: tuple[ObjectId | None] | None = (None,)
 
     @property
     def slots(self) -> list[Slot]:
@@ -1078,6 +1083,7 @@ class CompileState:
         if other.view is not None and other.view.reader is not None:  # render into the copy's own cache
             other.view.load = _Renderer(other.messages, other.media, other.view.reader)
         other.chunk_keys = dict(self.chunk_keys)
+        other.rel_since = self.rel_since
         return other
 
     # --- replay ---------------------------------------------------------------------------------------
@@ -1125,6 +1131,13 @@ class CompileState:
         return slot
 
     def _advance(self, oid: ObjectId, commit: Commit) -> None:
+        if self.rel_since is not None and (
+            commit.parents != ((self.head,) if self.head is not None else ())
+            or commit.operation == "spawn"
+            or "child" in commit.links
+            or "usages" in commit.links
+        ):
+            self.rel_since = None  # see __init__
         self.head = oid
         self.commit_count += 1
         if self.ancestors is not None:
@@ -1464,6 +1477,7 @@ class CompileState:
         except DecodeError:
             return None  # a cache: never trusted over objects
         state.head = oid
+        state.rel_since = (oid,)
         state.commit_count = record.commits
         state.tools = record.tools
         state.tools_commit = record.tools_commit

@@ -20,6 +20,7 @@ unexpected exceptions too.
 from __future__ import annotations
 
 import asyncio
+import functools
 import hashlib
 import json
 import logging
@@ -186,10 +187,7 @@ class Viewer:
         self.tokens = tokens
         self.inspector = Inspector(store)
         self.feed = ChangeFeed(self.inspector, poll_interval)
-        self._static = {
-            name: resources.files(__package__).joinpath("static").joinpath(name).read_bytes()
-            for name in STATIC
-        }
+        self._static = _static_files()
 
     def grant(self, request: Request) -> Grant:
         if self.tokens is None:
@@ -231,9 +229,9 @@ class Viewer:
             try:
                 self.grant(request)
                 fragment = request.query_params.get("fragment") == "1"
-                # read before the page's data: a change in between shows on the page and also resyncs it
-                version = None if fragment else await run_in_threadpool(self.feed.version)
-                title, body, ref, live = await run_in_threadpool(handler, request)
+                version, (title, body, ref, live) = await run_in_threadpool(
+                    self._versioned, handler, request, fragment
+                )
             except TractError as exc:
                 return self._error(request, exc)
             except Exception as exc:  # content no check caught: an error page, the traceback in the log
@@ -249,6 +247,14 @@ class Viewer:
             return _html(page(title, body, nav=nav, live=live_url, live_ref=ref, live_version=version))
 
         return endpoint
+
+    def _versioned(
+        self, handler: Callable[[Request], PageResult], request: Request, fragment: bool
+    ) -> tuple[str | None, PageResult]:
+        """The feed's version, then the page's data (in one worker thread: one hop, not two). The version is
+        read first: a change in between shows on the page and also resyncs it."""
+        version = None if fragment else self.feed.version()
+        return version, handler(request)
 
     def _error(self, request: Request, exc: TractError) -> Response:
         status, exc = _classify(exc)
@@ -427,6 +433,15 @@ class Viewer:
         response = RedirectResponse("/ui/login", status_code=303)
         response.delete_cookie(COOKIE, path="/")
         return response
+
+
+@functools.cache
+def _static_files() -> dict[str, bytes]:
+    """The stylesheet and script, read once per process (a fresh viewer per request, as tests make, reads
+    nothing)."""
+    return {
+        name: resources.files(__package__).joinpath("static").joinpath(name).read_bytes() for name in STATIC
+    }
 
 
 def _classify(exc: TractError) -> tuple[int, TractError]:

@@ -11,13 +11,14 @@ import difflib
 import json
 import threading
 from collections import OrderedDict
+from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
 import attrs
 
 from tractkv.engine import graph
-from tractkv.engine.budget import stored_budget
+from tractkv.engine.budget import read_budget
 from tractkv.engine.calibration import ESTIMATED, TokenCount, calibrated
 from tractkv.engine.commit_info import commit_info
 from tractkv.engine.content import ANNOTATION, ToolCall
@@ -44,6 +45,7 @@ SUMMARIES = 4096  # branch-head summaries kept (commit, message and token counts
 FORCE_CHAIN = 10_000  # first-parent commits per branch searched for where a tool version was in force
 FORCE_TIPS = 256  # branch tips whose tool-set runs are kept
 SPAWN_TREES = 64  # spawn trees kept (by branch, tip and the refs: a new child or collapse is a new key)
+ROW_COMMITS = 4096  # commits of graph pages kept with their CommitInfo (a commit id names immutable data)
 
 
 @attrs.frozen(kw_only=True)
@@ -62,6 +64,8 @@ class BranchSummary:
     )
     estimated_tokens: int = 0  # the local estimate (what compile reports)
     token_budget: int | None = None  # the local branch's stored budget (none for remote-tracking branches)
+    budget_action: str | None = None  # what a commit over it does: warn, reject, trim or compress
+    budget_threshold: float = 1.0  # the fraction of the budget at which the action runs
 
     @property
     def budget_used(self) -> float | None:
@@ -128,6 +132,8 @@ class CommitView:
     calls: tuple[CallView, ...] = ()  # the tool calls this commit's message makes, with their executions
     executions: tuple[UsageNode, ...] = ()  # the executions started by or answered in this commit
     usage_ref: str | None = None  # the branch whose history was searched for them (None: the commit's own)
+    spawned: ParentInfo | None = None  # the commit is in a spawned child's history: where it was spawned from
+    brought_back_by: ObjectId | None = None  # the commit of the parent branch that collapsed that child
 
 
 @attrs.frozen(kw_only=True)
@@ -214,6 +220,9 @@ class Inspector:
         self._summaries: OrderedDict[ObjectId, tuple[int, int, TokenCount, int | None]] = OrderedDict()
         self._runs: OrderedDict[ObjectId, tuple[tuple[_Run, ...], bool]] = OrderedDict()
         self._spawn_trees: OrderedDict[Any, tuple[ParentInfo | None, tuple[ChildInfo, ...]]] = OrderedDict()
+        # graph pages: commit id -> (the commit, its CommitInfo once a row showed it); a live page refreshed
+        # after one new commit reads that commit alone
+        self._row_commits: OrderedDict[ObjectId, tuple[Commit, CommitInfo | None]] = OrderedDict()
 
     def _compiled(self, oid: ObjectId | None) -> tuple[CompileState, CompiledContext]:
         """The (shared, read-only) compile state at ``oid`` and its context. Under the lock: the compiler's
@@ -248,6 +257,7 @@ class Inspector:
             head = ObjectId(value) if is_object_id(value) else None
             commits, messages, count, last = self._head_summary(head)
             remote = ref.startswith(REMOTES)
+            budget = None if remote else read_budget(self.store, ref)
             out.append(
                 BranchSummary(
                     ref=ref,
@@ -261,7 +271,9 @@ class Inspector:
                     is_current=ref == current,
                     count_source=count.source,
                     estimated_tokens=count.estimated,
-                    token_budget=None if remote else stored_budget(self.store, ref),
+                    token_budget=None if budget is None else budget.max_tokens,
+                    budget_action=None if budget is None else budget.action,
+                    budget_threshold=1.0 if budget is None else budget.threshold,
                 )
             )
         out.sort(key=lambda b: (b.is_remote, b.name))
@@ -309,7 +321,8 @@ class Inspector:
         if head is not None:
             layout = LaneLayout()
             with self.store.snapshot() as reader:
-                for index, (oid, commit) in enumerate(graph.iter_log(reader, [head])):
+                get = self._cached_commits(reader)
+                for index, (oid, commit) in enumerate(graph.iter_log(reader, [head], get)):
                     if index >= start + limit:
                         more = True
                         break
@@ -317,7 +330,7 @@ class Inspector:
                         layout.skip(oid, commit.parents)  # earlier pages move the lanes; no rows built
                         continue
                     row = layout.place(oid, commit.parents)
-                    info = commit_info(reader, oid, commit, self.counter)
+                    info = self._row_info(reader, oid, commit)
                     named = sorted(tips.get(oid, ()), key=lambda r: (r != current, r.startswith(REMOTES), r))
                     rows.append(
                         GraphRow(
@@ -341,6 +354,37 @@ class Inspector:
             parent=parent,
             children=children,
         )
+
+    def _cached_commits(self, reader: Reader) -> Callable[[ObjectId], Commit]:
+        """A commit reader for a graph walk that keeps what it read (bounded, least recently used first)."""
+        cache, lock = self._row_commits, self._lock
+
+        def get(oid: ObjectId) -> Commit:
+            with lock:
+                hit = cache.get(oid)
+                if hit is not None:
+                    cache.move_to_end(oid)
+                    return hit[0]
+            commit = reader.get_commit(oid)
+            with lock:
+                cache.setdefault(oid, (commit, None))
+                while len(cache) > ROW_COMMITS:
+                    cache.popitem(last=False)
+            return commit
+
+        return get
+
+    def _row_info(self, reader: Reader, oid: ObjectId, commit: Commit) -> CommitInfo:
+        """A graph row's :class:`CommitInfo` (kept with the commit: it derives from immutable objects only)."""
+        with self._lock:
+            hit = self._row_commits.get(oid)
+            if hit is not None and hit[1] is not None:
+                return hit[1]
+        info = commit_info(reader, oid, commit, self.counter)
+        with self._lock:
+            if oid in self._row_commits:
+                self._row_commits[oid] = (commit, info)
+        return info
 
     def spawn_tree(self, ref: str, head: ObjectId | None) -> tuple[ParentInfo | None, tuple[ChildInfo, ...]]:
         """Where a branch was spawned from and its children (open: local branches; collapsed: linked from its
@@ -431,7 +475,24 @@ class Inspector:
             ),
             executions=tuple(trees),
             usage_ref=usage_ref,
+            **self._child_of(oid),
         )
+
+    def _child_of(self, oid: ObjectId) -> dict[str, Any]:
+        """Whether ``oid`` is in a spawned child's history: its spawn relation (the nearest spawn commit on
+        its first-parent chain) and, when the parent branch has collapsed the child, the commit that did."""
+        from tractkv.engine.spawning import parent_at
+
+        with self.store.snapshot() as reader:
+            spawned = parent_at(reader, oid)
+        if spawned is None:
+            return {}
+        back = None
+        parent_ref = HEADS + spawned.branch if spawned.branch else None
+        if parent_ref is not None and self.store.get_ref(parent_ref) is not None:
+            _, kids = self.spawn_tree(parent_ref, self.branch_head(parent_ref))
+            back = next((c.collapsed_by for c in kids if c.spawn_commit == spawned.spawn_commit), None)
+        return {"spawned": spawned, "brought_back_by": back}
 
     def _executions(self, oid: ObjectId, ref: str | None) -> tuple[str | None, list[UsageNode]]:
         """The usage trees started by (an assistant commit's calls) or answered in (a tool result) ``oid``,
