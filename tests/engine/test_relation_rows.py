@@ -7,6 +7,7 @@ fsck finds them; read-only handles write none; gc drops the rows of removed comm
 
 from __future__ import annotations
 
+import json
 import random
 import subprocess
 import sys
@@ -22,9 +23,53 @@ from tractkv.engine.checkpoints import check_checkpoints, drop_checkpoints
 from tractkv.engine.relations import REL_PREFIX, SpawnIndex, _row_check, read_row
 from tractkv.engine.spawning import children_of, parent_at
 from tractkv.ids import ObjectId
+from tractkv.llm import ScriptedLLM
 from tractkv.store import LmdbStore, Store, Table
+from tractkv.toolkit import ToolContext, ToolExecutor, tool
 
 from .conftest import FakeClock
+
+
+@tool
+def lookup(key: str, *, context: ToolContext) -> str:
+    """Look a key up in the table.
+
+    Args:
+        key: The key.
+    """
+    return {"a": "1", "b": "2"}.get(key, "missing")
+
+
+@tool
+def delegate(task: str, *, context: ToolContext) -> str:
+    """Hand a task to a sub-agent that can look keys up.
+
+    Args:
+        task: What the sub-agent should do.
+    """
+    result = context.run_child(task, tools=["lookup"], system="You are a lookup helper.", max_steps=5)
+    return f"sub-agent says: {result.text}"
+
+
+def _call(call_id: str, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
+    function = {"name": name, "arguments": json.dumps(arguments)}
+    tool_call = {"id": call_id, "type": "function", "function": function}
+    return {"role": "assistant", "content": None, "tool_calls": [tool_call]}
+
+
+def _agent_history(t: Tract) -> None:
+    """A tool result whose usage record links the head of a child run by ``run_child``."""
+    t.system("You coordinate.")
+    t.user("What is a?")
+    script = [
+        _call("c1", "delegate", {"task": "find a"}),
+        _call("k1", "lookup", {"key": "a"}),
+        "a=1",
+        "a is 1",
+    ]
+    llm = ScriptedLLM(script)
+    t.run(llm, ToolExecutor(t, profile=None, tools=[delegate, lookup]))
+
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -127,8 +172,6 @@ def test_random_histories_answer_as_the_full_walk(often: None, tmp_path: Path, s
 
 
 def test_run_child_heads_and_a_clone_answer_as_the_full_walk(often: None, tmp_path: Path) -> None:
-    from tests.toolkit.test_sync import _agent_history
-
     clock = FakeClock()
     source = str(tmp_path / "source")
     with Tract.open(source, durable=False, clock=clock) as t:

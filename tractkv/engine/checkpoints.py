@@ -23,13 +23,16 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from contextlib import suppress
+from typing import TYPE_CHECKING
 
 import attrs
 
 from tractkv.errors import CorruptObject, DecodeError
 from tractkv.ids import raw_to_oid
 from tractkv.store import Reader, Store, Table
-from tractkv.store.fsck import Problem
+
+if TYPE_CHECKING:
+    from tractkv.store.fsck import Problem
 
 from .relations import REL_PREFIX, check_rows, is_stale_rel
 from .state import (
@@ -79,6 +82,8 @@ def check_checkpoints(reader: Reader) -> CheckpointReport:
     if isinstance(reader, Store):
         with reader.snapshot() as snapshot:
             return check_checkpoints(snapshot)
+    from tractkv.store.fsck import Problem  # lazy: the write path never needs fsck
+
     problems: list[Problem] = []
     damaged: list[bytes] = []
     chunks: dict[bytes, list[Slot]] = {}

@@ -43,9 +43,10 @@ from tractkv.errors import DecodeError, TractError
 from tractkv.ids import OID_RAW_LEN, ObjectId, hash_bytes, oid_to_raw, raw_to_oid
 from tractkv.model import OBJECT_FORMAT, Commit, UsageRecord
 from tractkv.store import Reader, Table, WriteBatch
-from tractkv.store.fsck import Problem
 
 if TYPE_CHECKING:
+    from tractkv.store.fsck import Problem
+
     from .state import CompileState
 
 SPAWN = "spawn"  # the operation of a spawn commit
@@ -509,6 +510,8 @@ def check_rows(reader: Reader, keys: Iterable[tuple[bytes, bytes]]) -> list[tupl
     stands for the walk. A row found damaged is then left out and the others checked again, until none is
     (bounded by the rows): every row left is right by induction on the rows below it. The key and a problem
     per damaged row."""
+    from tractkv.store.fsck import Problem  # lazy: the write path never needs fsck
+
     objects = SpawnIndex(reader, rows=False)  # spawns, marks and commits from objects alone, memoized
     with_rows = SpawnIndex(reader)
     damaged: dict[bytes, Problem] = {}
