@@ -174,6 +174,16 @@ def _blob_tag(data: object) -> str:
 
 
 def _checked_blob_tag(data: object) -> str:
+    if type(data) is dict and len(data) == 3 and data.get("type") == "dialogue":
+        role, text = data.get("role"), data.get("text")
+        if role in ("user", "assistant") and type(text) is str and text:  # a tuple: role may be unhashable
+            # What the general path below finds for a plain-text message (every t.user / t.assistant): the
+            # payload is its own canonical payload, with no parts (tests/sync/test_receive_shapes.py compares)
+            return _PLAIN_MESSAGE
+    return _general_blob_tag(data)
+
+
+def _general_blob_tag(data: object) -> str:
     if not isinstance(data, dict):
         return MediaTag(sniff(data)) if isinstance(data, bytes) and data else "blob"
     kind = data.get("type")
@@ -189,6 +199,9 @@ def _checked_blob_tag(data: object) -> str:
     except ContentError as exc:
         return f"{INVALID}{kind} payload: {exc}"
     return _BLOB_TAGS[kind]
+
+
+_PLAIN_MESSAGE = MessageTag("dialogue")  # the tag of a message with text and no parts (nothing mutates a tag)
 
 
 def _message_tag(kind: str, data: dict[str, Any]) -> MessageTag:
