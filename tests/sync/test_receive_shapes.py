@@ -372,3 +372,65 @@ def test_fetch_and_clone_refuse_a_near_miss_as_the_general_decoder_does(
             )
         answers.append((str(info.value), info.value.oid, sum(1 for _ in target.iter_oids())))
     assert answers[0] == answers[1]
+
+
+PARENT, CONTENT, TOOLS, OTHER = (hash_bytes(bytes([i])) for i in range(4))
+MEDIA_MESSAGE = validate.MessageTag("dialogue", (OTHER,), ((OTHER, "image/png"),))
+
+
+@settings(max_examples=500, deadline=None)
+@given(
+    op=st.sampled_from(["append"] * 6 + ["edit", "merge", "compress", "bogus"]),
+    parents=st.sampled_from([(), (PARENT,), (PARENT,), (PARENT, OTHER), (PARENT, PARENT)]),
+    content=st.sampled_from([CONTENT, CONTENT, CONTENT, None, OTHER]),
+    tools=st.sampled_from([None, TOOLS, TOOLS, OTHER]),
+    target=st.sampled_from([None, None, None, None, PARENT]),
+    links=st.sampled_from([{}, {}, {}, {"media": (OTHER,)}, {"usages": (OTHER,)}]),
+    ts=st.sampled_from([0, TS, TS, validate.TS_MAX, validate.TS_MAX + 1]),
+    parent_tag=st.sampled_from(["commit", "commit", "toolset", None, "invalid:broken"]),
+    content_tag=st.sampled_from(
+        [
+            "dialogue",
+            validate.MessageTag("dialogue"),
+            "instruction",
+            MEDIA_MESSAGE,
+            "annotation",
+            "blob",
+            None,
+        ]
+    ),
+    tools_tag=st.sampled_from(["toolset", "toolset", "tool", "commit", None]),
+    other_tag=st.sampled_from(["commit", "usage", "media", None]),
+)
+def test_the_plain_append_check_passes_only_what_every_rule_passes(
+    op: str,
+    parents: tuple[ObjectId, ...],
+    content: ObjectId | None,
+    tools: ObjectId | None,
+    target: ObjectId | None,
+    links: dict[str, tuple[ObjectId, ...]],
+    ts: int,
+    parent_tag: Any,
+    content_tag: Any,
+    tools_tag: Any,
+    other_tag: Any,
+) -> None:
+    commit = Commit(
+        operation=op,
+        parents=parents,
+        content=content,
+        tools=tools,
+        edit_target=target,
+        links=links,
+        created_at=ts,
+    )
+    tag_of = {PARENT: parent_tag, CONTENT: content_tag, TOOLS: tools_tag, OTHER: other_tag}.get
+
+    def answer(check: Callable[[Commit, validate.TagOf], None]) -> tuple[Any, ...]:
+        try:
+            check(commit, tag_of)
+        except validate.ObjectRuleError as exc:
+            return (type(exc), str(exc))
+        return ("passes",)
+
+    assert answer(validate._check_commit) == answer(validate._commit_rules)

@@ -288,7 +288,37 @@ _MESSAGE_KINDS = tuple(sorted(MESSAGE_TYPES))
 _ADDS_MESSAGE = {op: f" (an {op} commit adds a message)" for op in MESSAGE_OPS}
 
 
+def _plain_append_passes(commit: Commit, tag_of: TagOf) -> bool:
+    """True when ``commit`` is a plain append (at most one parent, message content, no target, reply nor
+    links) that :func:`_commit_rules` passes: the rules such a commit can break, asked as yes/no questions.
+    False sends it through :func:`_commit_rules`, which names the rule (tests/sync/test_receive_shapes.py
+    compares the two)."""
+    if (
+        commit.operation != "append"
+        or commit.links
+        or commit.edit_target is not None
+        or commit.reply_to is not None
+        or commit.content is None
+        or len(commit.parents) > 1
+    ):
+        return False
+    ts = commit.created_at
+    if type(ts) is not int or not TS_MIN <= ts <= TS_MAX:
+        return False
+    if commit.parents and tag_of(commit.parents[0]) != "commit":
+        return False
+    found = tag_of(commit.content)
+    if found not in MESSAGE_TYPES or getattr(found, "media", ()):  # media: the commit would link them
+        return False
+    return commit.tools is None or tag_of(commit.tools) == "toolset"
+
+
 def _check_commit(commit: Commit, tag_of: TagOf) -> None:
+    if not _plain_append_passes(commit, tag_of):
+        _commit_rules(commit, tag_of)
+
+
+def _commit_rules(commit: Commit, tag_of: TagOf) -> None:
     op = commit.operation
     if op not in OPERATIONS:
         raise ObjectRuleError(f"unknown operation {op!r} (expected one of {sorted(OPERATIONS)})")
