@@ -308,7 +308,7 @@ def _plain_append_passes(commit: Commit, tag_of: TagOf) -> bool:
     if commit.parents and tag_of(commit.parents[0]) != "commit":
         return False
     found = tag_of(commit.content)
-    if found not in MESSAGE_TYPES or getattr(found, "media", ()):  # media: the commit would link them
+    if found not in MESSAGE_TYPES or (isinstance(found, MessageTag) and found.media):  # it must link media
         return False
     return commit.tools is None or tag_of(commit.tools) == "toolset"
 
