@@ -92,7 +92,7 @@ from .wire import (
     result_to_json,
 )
 
-BATCH_OBJECTS = 4096
+BATCH_OBJECTS = 8192  # a push is verified and committed (one transaction) this many objects at a time
 BATCH_BYTES = 8 * 1024 * 1024
 DRAIN_BYTES = 64 * 1024 * 1024  # after refusing a push, discard this much of the rest before answering
 HEADER_TIMEOUT = 10.0  # seconds for a complete request head (from connect, or from the previous response)
@@ -216,7 +216,10 @@ class Hub:
         pending_bytes = 0
         totals = [0, 0, 0]
         scope = None if grant.can_read else _WriterScope(self.store, grant)
-        receiver = Receiver(self.store, admit=scope.admit if scope is not None else None)
+        # One transaction per flush: a flush holds up to BATCH_OBJECTS plus the objects of one more chunk
+        receiver = Receiver(
+            self.store, admit=scope.admit if scope is not None else None, batch_objects=2 * BATCH_OBJECTS
+        )
 
         def receive(batch: list[tuple[ObjectId, bytes]]) -> None:
             stats = receiver.receive(batch)
