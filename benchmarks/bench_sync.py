@@ -65,7 +65,7 @@ from tractkv.sync.transfer import push_to  # noqa: E402
 
 SMOKE_ARGS = ["--commits", "40", "--repeat", "1"]
 TARGETS = {"push_full": 1.0, "clone_full": 1.0, "push_one_requests": 3, "push_one_wire_ratio": 2.0}
-OVER_FLOOR_TARGET = 2.0  # push and clone each within this factor of verify_floor: the reachable goal (issue 18)
+OVER_FLOOR_TARGET = 2.0  # push and clone each within this factor of verify_floor (issue 18)
 MAIN = "refs/heads/main"
 
 
