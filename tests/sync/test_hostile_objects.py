@@ -358,7 +358,8 @@ def test_a_tag_never_raises_on_a_hostile_blob(monkeypatch: pytest.MonkeyPatch) -
         raise TypeError("unhashable type: 'list'")
 
     monkeypatch.setattr(validate, "canonical_payload", boom)
-    found = validate.tag(Blob(data={"type": "dialogue", "role": "user", "text": "x"}))
+    # a name: not the plain-text shape, whose tag needs no canonical_payload (tests/sync/test_receive_shapes.py)
+    found = validate.tag(Blob(data={"type": "dialogue", "role": "user", "text": "x", "name": "n"}))
     assert found.startswith(validate.INVALID)
     assert "TypeError" in found
 

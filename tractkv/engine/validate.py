@@ -176,6 +176,16 @@ def _blob_tag(data: object) -> str:
 
 
 def _checked_blob_tag(data: object) -> str:
+    if type(data) is dict and len(data) == 3 and data.get("type") == "dialogue":
+        role, text = data.get("role"), data.get("text")
+        if role in ("user", "assistant") and type(text) is str and text:  # a tuple: role may be unhashable
+            # What the general path below finds for a plain-text message (every t.user / t.assistant): the
+            # payload is its own canonical payload, with no parts (tests/sync/test_receive_shapes.py compares)
+            return _PLAIN_MESSAGE
+    return _general_blob_tag(data)
+
+
+def _general_blob_tag(data: object) -> str:
     if not isinstance(data, dict):
         return MediaTag(sniff(data)) if isinstance(data, bytes) and data else "blob"
     kind = data.get("type")
@@ -191,6 +201,9 @@ def _checked_blob_tag(data: object) -> str:
     except ContentError as exc:
         return f"{INVALID}{kind} payload: {exc}"
     return _BLOB_TAGS[kind]
+
+
+_PLAIN_MESSAGE = MessageTag("dialogue")  # the tag of a message with text and no parts (nothing mutates a tag)
 
 
 def _message_tag(kind: str, data: dict[str, Any]) -> MessageTag:
@@ -277,7 +290,37 @@ _MESSAGE_KINDS = tuple(sorted(MESSAGE_TYPES))
 _ADDS_MESSAGE = {op: f" (an {op} commit adds a message)" for op in MESSAGE_OPS}
 
 
+def _plain_append_passes(commit: Commit, tag_of: TagOf) -> bool:
+    """True when ``commit`` is a plain append (at most one parent, message content, no target, reply nor
+    links) that :func:`_commit_rules` passes: the rules such a commit can break, asked as yes/no questions.
+    False sends it through :func:`_commit_rules`, which names the rule (tests/sync/test_receive_shapes.py
+    compares the two)."""
+    if (
+        commit.operation != "append"
+        or commit.links
+        or commit.edit_target is not None
+        or commit.reply_to is not None
+        or commit.content is None
+        or len(commit.parents) > 1
+    ):
+        return False
+    ts = commit.created_at
+    if type(ts) is not int or not TS_MIN <= ts <= TS_MAX:
+        return False
+    if commit.parents and tag_of(commit.parents[0]) != "commit":
+        return False
+    found = tag_of(commit.content)
+    if found not in MESSAGE_TYPES or (isinstance(found, MessageTag) and found.media):  # it must link media
+        return False
+    return commit.tools is None or tag_of(commit.tools) == "toolset"
+
+
 def _check_commit(commit: Commit, tag_of: TagOf) -> None:
+    if not _plain_append_passes(commit, tag_of):
+        _commit_rules(commit, tag_of)
+
+
+def _commit_rules(commit: Commit, tag_of: TagOf) -> None:
     op = commit.operation
     if op not in OPERATIONS:
         raise ObjectRuleError(f"unknown operation {op!r} (expected one of {sorted(OPERATIONS)})")

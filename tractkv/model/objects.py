@@ -643,6 +643,14 @@ def links_of(data: bytes) -> list[ObjectId]:
     """
     if data[:8] == _BLOB_HEAD:
         return []  # a blob (its first entry is "t": "blob"), which links nothing: not worth decoding
+    fields = _plain_append_fields(data)
+    if fields is not None:  # a plain append, read from the bytes: [parent], content, [tools]
+        _, tools, content, parent = fields
+        links = [] if parent is None else [raw_to_oid(parent)]
+        links.append(raw_to_oid(content))
+        if tools is not None:
+            links.append(raw_to_oid(tools))
+        return links
     wire = codec.loads(data)
     try:
         kind, version = wire["t"], wire["v"]
@@ -754,3 +762,117 @@ def describe(obj: StoredObject) -> dict[str, Any]:
     if isinstance(obj, Commit):
         fields["links"] = {k: list(v) for k, v in obj.links.items()}
     return {"kind": obj.KIND, **to_jsonable(fields)}
+
+
+# --- the shapes every append writes, read without the generic decoder (sync's receive and walks) ---------
+
+_APPEND_REST = _APPEND_HEADS[0][1:]  # a plain append's first fields after the map head (same for 5 to 7 keys)
+_APPEND_TS = len(_APPEND_HEADS[0])  # where its timestamp's head is
+_TOOLS_FIELD = _K_TOOLS + _RAW_ID_HEAD
+_CONTENT_FIELD = _K_CONTENT + _RAW_ID_HEAD
+_PARENT_FIELD = _K_PARENTS + b"\x81" + _RAW_ID_HEAD  # "parents": an array of one id
+_USER_HEAD, _ASSISTANT_HEAD = _TEXT_BLOB_HEADS["user"], _TEXT_BLOB_HEADS["assistant"]
+_WIDTHS = {24: 1, 25: 2, 26: 4, 27: 8}  # a CBOR head's additional info -> how many bytes its argument takes
+
+
+def _plain_append_fields(data: bytes) -> tuple[int, bytes | None, bytes, bytes | None] | None:
+    """``(ts, tools, content, parent)`` (raw ids; tools and parent may be None) when ``data`` has the layout
+    :func:`_commit_bytes` writes for a plain append (up to the timestamp's width: the caller re-encodes),
+    read from the bytes alone; else None."""
+    if not data.startswith(_APPEND_REST, 1) or not 0xA5 <= data[0] <= 0xA7:
+        return None
+    pos = _APPEND_TS
+    if pos >= len(data):
+        return None
+    info = data[pos]  # major type 0 (an unsigned int): the byte is the additional info
+    if info < 24:
+        ts = info
+        pos += 1
+    else:
+        width = _WIDTHS.get(info)
+        if width is None:
+            return None
+        ts = int.from_bytes(data[pos + 1 : pos + 1 + width], "big")
+        pos += 1 + width
+    tools = parent = None
+    if data.startswith(_TOOLS_FIELD, pos):
+        pos += len(_TOOLS_FIELD) + OID_RAW_LEN
+        tools = data[pos - OID_RAW_LEN : pos]
+    if not data.startswith(_CONTENT_FIELD, pos):
+        return None
+    pos += len(_CONTENT_FIELD) + OID_RAW_LEN
+    content = data[pos - OID_RAW_LEN : pos]
+    if data.startswith(_PARENT_FIELD, pos):
+        pos += len(_PARENT_FIELD) + OID_RAW_LEN
+        parent = data[pos - OID_RAW_LEN : pos]
+    if pos != len(data):
+        return None
+    return ts, tools, content, parent
+
+
+def _text_blob_fields(data: bytes) -> tuple[str, str] | None:
+    """``(role, text)`` when ``data`` has the layout :func:`text_blob_bytes` writes (up to the text length's
+    width: the caller re-encodes), read from the bytes alone, the text valid UTF-8; else None."""
+    if data.startswith(_USER_HEAD):
+        role, pos = "user", len(_USER_HEAD)
+    elif data.startswith(_ASSISTANT_HEAD):
+        role, pos = "assistant", len(_ASSISTANT_HEAD)
+    else:
+        return None
+    if pos >= len(data):
+        return None
+    info = data[pos] - 0x60  # major type 3 (text)
+    if 0 <= info < 24:
+        length = info
+        pos += 1
+    else:
+        width = _WIDTHS.get(info)
+        if width is None:
+            return None
+        length = int.from_bytes(data[pos + 1 : pos + 1 + width], "big")
+        pos += 1 + width
+    end = pos + length
+    if len(data) != end + len(_TEXT_BLOB_TAIL) or not data.endswith(_TEXT_BLOB_TAIL):
+        return None
+    try:
+        return role, data[pos:end].decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+
+
+def decode_received(data: bytes) -> StoredObject:
+    """``decode(data, strict=True)``: the same object, or the same error, for any bytes; faster for the two
+    shapes every append writes (a plain-text message blob, a plain append commit).
+
+    Those are read from the bytes and accepted only when the write path's own encoder
+    (:func:`text_blob_bytes`, :func:`_commit_bytes`, both checked against the generic encoding by property
+    tests) gives back exactly ``data`` for the object read: then ``data`` is the canonical encoding of an
+    object of allowed values, which is all a strict decode proves, and decoding it gives an equal object.
+    Anything else, valid or not, goes to :func:`decode` (tests/sync/test_receive_fast_path.py compares the
+    two over generated and hostile bytes).
+    """
+    first = data[:1]
+    if first == b"\xa3":  # a map of 3: a blob's t, v and data
+        text = _text_blob_fields(data)
+        if text is not None and text_blob_bytes(*text) == data:
+            role, body = text
+            return trusted_blob({"role": role, "text": body, "type": "dialogue"})  # cbor2's key order
+    elif b"\xa5" <= first <= b"\xa7":  # a map of 5 to 7: a plain append's t, v, op, ts, content, ...
+        fields = _plain_append_fields(data)
+        if fields is not None:
+            ts, tools, content, parent = fields
+            commit = _new(Commit)
+            _c_parents(commit, () if parent is None else (raw_to_oid(parent),))
+            _c_content(commit, raw_to_oid(content))
+            _c_tools(commit, None if tools is None else raw_to_oid(tools))
+            _c_operation(commit, "append")
+            _c_edit_target(commit, None)
+            _c_reply_to(commit, None)
+            _c_message(commit, None)
+            _c_metadata(commit, None)
+            _c_generation_config(commit, None)
+            _c_created_at(commit, ts)
+            _c_links(commit, {})
+            if _commit_bytes(commit) == data:
+                return commit
+    return decode(data, strict=True)

@@ -45,13 +45,14 @@ from __future__ import annotations
 import os
 import struct
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager, suppress
 from typing import Any
 
 import lmdb
 
 from tractkv.errors import StoreClosed, StoreCorrupt, StoreError, StoreFormatError, StoreNotFound, TractError
+from tractkv.ids import OID_RAW_LEN, ObjectId, oid_to_raw
 from tractkv.store.base import (
     MAX_KEY_BYTES,
     META_FORMAT,
@@ -474,6 +475,32 @@ class _Snapshot(Reader):
     ) -> Iterator[tuple[bytes, bytes]]:
         self._check()
         return self._txn.iter(table, prefix, reverse=reverse)
+
+    def get_raw(self, oid: ObjectId) -> bytes | None:
+        # Reader.get_raw in one call (the reachability walks of sync and gc read every object through this)
+        self._check()
+        try:
+            value = self._txn.txn.get(oid_to_raw(oid), db=self._txn.dbs[Table.OBJECTS])
+        except lmdb.Error as exc:
+            raise StoreError(f"read failed: {exc}") from exc
+        return None if value is None else bytes(value)
+
+    def stored(self, oids: Iterable[ObjectId]) -> set[ObjectId]:
+        # Reader.stored without a Python call per layer per id (sync asks this of thousands of ids at once)
+        self._check()
+        get, db, fromhex = self._txn.txn.get, self._txn.dbs[Table.OBJECTS], bytes.fromhex
+        out: set[ObjectId] = set()
+        try:
+            for oid in oids:
+                try:
+                    raw = fromhex(oid)
+                except (TypeError, ValueError):
+                    continue  # not hex: not an id
+                if len(raw) == OID_RAW_LEN and raw.hex() == oid and get(raw, db=db) is not None:
+                    out.add(oid)
+        except lmdb.Error as exc:
+            raise StoreError(f"read failed: {exc}") from exc
+        return out
 
 
 class LmdbStore(Store):

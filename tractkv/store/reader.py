@@ -8,7 +8,7 @@ from __future__ import annotations
 import abc
 import enum
 import struct
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import Any, Final
 
 from tractkv import codec
@@ -133,6 +133,11 @@ class Reader:
     def has(self, oid: ObjectId) -> bool:
         """True when the object is stored."""
         return self._raw_get(Table.OBJECTS, oid_to_raw(oid)) is not None
+
+    def stored(self, oids: Iterable[ObjectId]) -> set[ObjectId]:
+        """The ids among ``oids`` whose objects are stored (one lookup each; a store's snapshot does them in
+        one tight loop). Text that is not an object id is never stored, and is left out rather than raising."""
+        return {oid for oid in oids if is_object_id(oid) and self.has(oid)}
 
     def get_commit(self, oid: ObjectId) -> Commit:
         """The commit with this id.

@@ -93,7 +93,16 @@ class StreamDecoder:
                 raise TransferError("not a tractkv object stream (bad magic)")
             self._magic_seen = True
             pos = len(MAGIC)
-        while len(buf) - pos >= HEADER.size:
+        with memoryview(buf) as view:  # released before ``del buf[:pos]`` below (a resize needs no views)
+            pos = self._frames(buf, view, pos, out)
+        del buf[:pos]
+        return out
+
+    def _frames(self, buf: bytearray, view: memoryview, pos: int, out: list[tuple[ObjectId, bytes]]) -> int:
+        """Parse the complete frames of ``buf`` from ``pos`` into ``out``; return where the first incomplete
+        one starts. Each object's id and bytes are copied once, out of ``view``."""
+        size = len(buf)
+        while size - pos >= HEADER.size:
             ftype, length = HEADER.unpack_from(buf, pos)
             if ftype == OBJECT:
                 if length < OID_BYTES:
@@ -111,23 +120,24 @@ class StreamDecoder:
                     raise TransferError("malformed end frame")
             else:
                 raise TransferError(f"unknown frame type {ftype!r}")
-            end = pos + HEADER.size + length
-            if len(buf) < end:
+            start = pos + HEADER.size
+            end = start + length
+            if size < end:
                 break
-            body = bytes(buf[pos + HEADER.size : end])
             pos = end
             if ftype == OBJECT:
-                out.append((raw_to_oid(body[:OID_BYTES]), body[OID_BYTES:]))
+                out.append(
+                    (ObjectId(view[start : start + OID_BYTES].hex()), bytes(view[start + OID_BYTES : end]))
+                )
                 self.objects += 1
             else:
-                (announced,) = COUNT.unpack(body)
+                (announced,) = COUNT.unpack_from(buf, start)
                 if announced != self.objects:
                     raise TransferError(f"end frame counts {announced} objects, {self.objects} arrived")
                 self.finished = True
-                if pos != len(buf):
+                if pos != size:
                     raise TransferError("bytes after the end frame")
-        del buf[:pos]
-        return out
+        return pos
 
     def close(self) -> None:
         """Call when the input ended: raises :class:`TransferError` if the stream was cut short."""

@@ -13,7 +13,7 @@ so for a tip the transfer brought it walks those and checks in one read snapshot
 
 from __future__ import annotations
 
-from collections.abc import Callable, Container, Iterable, Sequence
+from collections.abc import Callable, Container, Iterable, Iterator, Sequence
 from contextlib import ExitStack
 
 import attrs
@@ -24,7 +24,8 @@ from tractkv.engine.refs import HEADS, check_branch_name
 from tractkv.engine.validate import MissingLink, ObjectRuleError, Tags, check
 from tractkv.errors import DecodeError, InvalidRefName, RefConflict, RejectedObject
 from tractkv.ids import ObjectId, hash_bytes, is_object_id
-from tractkv.model import Commit, StoredObject, decode
+from tractkv.model import Commit, StoredObject
+from tractkv.model.objects import decode_received
 from tractkv.store import Store, WriteBatch
 from tractkv.store.walk import closure_missing
 
@@ -46,14 +47,16 @@ def verify(oid: ObjectId, data: bytes) -> StoredObject:
     """The object ``data`` holds; :class:`RejectedObject` unless it hashes to ``oid`` and decodes strictly.
 
     Each object is hashed once and decoded once (canonical bytes, allowed values, a known kind with fields
-    of the right types): the one verification every received object gets.
+    of the right types): the one verification every received object gets. The decode is
+    :func:`~tractkv.model.objects.decode_received`: ``decode(strict=True)``, faster for the shapes appends
+    write. An id equal to a digest is well formed, so the id's form is checked only when the hash differs.
     """
-    if not is_object_id(oid):
-        raise RejectedObject("malformed object id", str(oid))
     if hash_bytes(data) != oid:
+        if not is_object_id(oid):
+            raise RejectedObject("malformed object id", str(oid))
         raise RejectedObject("object bytes do not hash to their id", oid)
     try:
-        return decode(data, strict=True)
+        return decode_received(data)
     except DecodeError as exc:
         raise RejectedObject(f"not a readable tractkv object ({exc})", oid) from exc
 
@@ -108,39 +111,47 @@ class Receiver:
         batch = store.new_batch()
         with ExitStack() as stack:
             # Lookups go through a read snapshot renewed after every batch (one transaction, not one per
-            # lookup). Objects of this transfer are found in ``tags.known`` first, so the snapshot lagging
-            # behind a concurrent writer only means an object is put twice, which is harmless.
+            # lookup), for a chunk of ids at once (``Reader.stored``). Objects of this transfer are found in
+            # ``tags.known`` first, so the snapshot lagging behind a concurrent writer only means an object is
+            # put twice, which is harmless.
             view = tags.reader = stack.enter_context(store.snapshot())
             try:
-                for oid, data in pairs:
-                    obj = verify(oid, data)
-                    if admit is not None:
-                        admit(oid, obj)
-                    seen += 1
-                    size += len(data)
-                    if oid in known or view.has(oid):
-                        continue
-                    try:
-                        check(obj, tags)
-                    except MissingLink as exc:
-                        raise RejectedObject(
-                            f"links to {exc.oid}, which is neither here nor earlier in the stream", oid
-                        ) from None
-                    except ObjectRuleError as exc:
-                        raise RejectedObject(f"invalid {obj.KIND}: {exc}", oid) from None
-                    tags.add(oid, obj)
-                    if arrived is not None:
-                        arrived[oid] = tuple(obj.iter_links())
-                    batch.put_raw(oid, data, obj)
-                    new += 1
-                    if len(batch.objects) >= self.batch_objects:
-                        store.apply(batch)
-                        batch = store.new_batch()
-                        stack.close()
-                        if len(known) > self.remember:  # bound the memory of a huge transfer
-                            known.clear()
-                            arrived = self.arrived = None
-                        view = tags.reader = stack.enter_context(store.snapshot())
+                for chunk, failure in _chunks(pairs, LOOKUP_CHUNK):
+                    present: Container[ObjectId] | None = view.stored(
+                        [oid for oid, _ in chunk if oid not in known]
+                    )
+                    for oid, data in chunk:
+                        obj = verify(oid, data)
+                        if admit is not None:
+                            admit(oid, obj)
+                        seen += 1
+                        size += len(data)
+                        if oid in known or (oid in present if present is not None else view.has(oid)):
+                            continue
+                        try:
+                            check(obj, tags)
+                        except MissingLink as exc:
+                            raise RejectedObject(
+                                f"links to {exc.oid}, which is neither here nor earlier in the stream", oid
+                            ) from None
+                        except ObjectRuleError as exc:
+                            raise RejectedObject(f"invalid {obj.KIND}: {exc}", oid) from None
+                        tags.add(oid, obj)
+                        if arrived is not None:
+                            arrived[oid] = tuple(obj.iter_links())
+                        batch.put_raw(oid, data, obj)
+                        new += 1
+                        if len(batch.objects) >= self.batch_objects:
+                            store.apply(batch)
+                            batch = store.new_batch()
+                            stack.close()
+                            if len(known) > self.remember:  # bound the memory of a huge transfer
+                                known.clear()
+                                arrived = self.arrived = None
+                            view = tags.reader = stack.enter_context(store.snapshot())
+                            present = None  # looked up in the old snapshot: ask the new one, one by one
+                    if failure is not None:  # the pairs before it were whole: verified and kept above
+                        raise failure
             finally:
                 stack.close()
                 tags.reader = store
@@ -173,10 +184,33 @@ class Receiver:
                 if link in arrived:
                     stack.append(link)
         with self.store.snapshot() as snap:
-            for oid in reached:
-                if not snap.has(oid):
-                    return oid
-        return None
+            present = snap.stored(reached)
+        return next((oid for oid in reached if oid not in present), None)
+
+
+#: Pairs taken from the stream at a time, so the ids already stored are looked up together.
+LOOKUP_CHUNK = 512
+
+
+def _chunks(
+    pairs: Iterable[tuple[ObjectId, bytes]], size: int
+) -> Iterator[tuple[list[tuple[ObjectId, bytes]], Exception | None]]:
+    """``pairs`` in lists of ``size``, each with None, except that when taking the next pair raises, the
+    pairs taken before it come with that exception (the receiver stores them, then raises it)."""
+    it = iter(pairs)
+    while True:
+        chunk: list[tuple[ObjectId, bytes]] = []
+        try:
+            for pair in it:
+                chunk.append(pair)
+                if len(chunk) >= size:
+                    break
+        except Exception as exc:  # a truncated stream, a dead connection: keep what came whole first
+            yield chunk, exc
+            return
+        if not chunk:
+            return
+        yield chunk, None
 
 
 def receive_objects(
@@ -190,7 +224,8 @@ def receive_objects(
 def missing_ids(store: Store, oids: Sequence[ObjectId]) -> set[ObjectId]:
     """Which of ``oids`` the store lacks (one read snapshot)."""
     with store.snapshot() as snap:
-        return {oid for oid in oids if not snap.has(oid)}
+        present = snap.stored(oids)
+    return {oid for oid in oids if oid not in present}
 
 
 def check_update(

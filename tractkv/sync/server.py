@@ -92,8 +92,9 @@ from .wire import (
     result_to_json,
 )
 
-BATCH_OBJECTS = 4096
+BATCH_OBJECTS = 8192  # a push is verified and committed (one transaction) this many objects at a time
 BATCH_BYTES = 8 * 1024 * 1024
+FIRST_BATCH_OBJECTS = 1024  # the first batch of a push, smaller: the hub starts verifying sooner
 DRAIN_BYTES = 64 * 1024 * 1024  # after refusing a push, discard this much of the rest before answering
 HEADER_TIMEOUT = 10.0  # seconds for a complete request head (from connect, or from the previous response)
 BODY_TIMEOUT = 30.0  # seconds a request body may deliver nothing while the hub waits for it
@@ -216,7 +217,10 @@ class Hub:
         pending_bytes = 0
         totals = [0, 0, 0]
         scope = None if grant.can_read else _WriterScope(self.store, grant)
-        receiver = Receiver(self.store, admit=scope.admit if scope is not None else None)
+        # One transaction per flush: a flush holds up to BATCH_OBJECTS plus the objects of one more chunk
+        receiver = Receiver(
+            self.store, admit=scope.admit if scope is not None else None, batch_objects=2 * BATCH_OBJECTS
+        )
 
         def receive(batch: list[tuple[ObjectId, bytes]]) -> None:
             stats = receiver.receive(batch)
@@ -224,9 +228,12 @@ class Hub:
             totals[1] += stats.new_objects
             totals[2] += stats.bytes
 
+        # The first flush comes early, so verifying starts while the pusher is still sending the rest
+        threshold = FIRST_BATCH_OBJECTS
+
         async def flush() -> None:
-            nonlocal pending, pending_bytes
-            batch, pending, pending_bytes = pending, [], 0
+            nonlocal pending, pending_bytes, threshold
+            batch, pending, pending_bytes, threshold = pending, [], 0, BATCH_OBJECTS
             await run_in_threadpool(receive, batch)
 
         try:
@@ -235,7 +242,7 @@ class Hub:
                     for pair in decoder.feed(chunk):
                         pending.append(pair)
                         pending_bytes += len(pair[1])
-                    if len(pending) >= BATCH_OBJECTS or pending_bytes >= BATCH_BYTES:
+                    if len(pending) >= threshold or pending_bytes >= BATCH_BYTES:
                         await flush()
                 decoder.close()
             except TransferError:
