@@ -407,3 +407,53 @@ def test_gc_drops_the_rows_of_removed_commits(often: None, tmp_path: Path) -> No
         for key in after:
             assert store.has(ObjectId(key[len(REL_PREFIX) :].hex()))
         assert check_checkpoints(store).ok
+
+
+def test_a_row_made_later_below_a_merge_that_skips_the_merges_stop_is_still_sound(tmp_path: Path) -> None:
+    # side: S (a row with no marks or spawns), then B with no row yet; main merges B (M's row stops at S);
+    # then B's row is made after S's, taking S's stops: fsck walks M from objects and finds it sound.
+    with LmdbStore(tmp_path / "s", durable=False) as store:
+        with Tract(store, owns_store=False) as t:
+            t.user("A0")
+            t.branch("side")
+            t.user("S")
+        side = Tract(store, owns_store=False, branch="side")
+        side.user("B")
+        with Tract(store, owns_store=False, branch="main") as main:
+            main.user("A1")
+            main.merge("side")
+        side.close()
+        assert len(rel_rows(store)) >= 3
+        report = check_checkpoints(store)
+        assert report.ok, report.problems
+        assert_same_as_full_walk(store)
+    out = tkv(str(tmp_path / "s"), "fsck")
+    assert out.returncode == 0, out.stdout + out.stderr
+
+
+def test_a_failed_batch_leaves_no_checkpoint_or_row_for_its_commits(tmp_path: Path) -> None:
+    # A session that replayed its history (the state it took is also pending as a checkpoint) appends in a
+    # batch that raises: its staged commits never land, and no checkpoint or row may name them.
+    with LmdbStore(tmp_path / "s", durable=False) as store:
+        with Tract(store, owns_store=False) as t, t.batch():
+            for i in range(2 * compiler.CHECKPOINT_EVERY):
+                t.user(f"message {i}")
+        drop_checkpoints(store, [key for key, _ in store.table_iter(Table.DERIVED)])
+        t = Tract(store, owns_store=False)
+        t.user("first after reopen")  # replays the history
+        staged: list[ObjectId] = []
+
+        def failing_batch() -> None:
+            with t.batch():
+                staged.append(t.user("never written").commit_id)
+                raise RuntimeError("boom")
+
+        with pytest.raises(RuntimeError):
+            failing_batch()
+        (phantom,) = staged
+        t.user("after the failed batch")
+        t.close()
+        assert not store.has(phantom)
+        report = check_checkpoints(store)
+        assert report.ok, report.problems
+        assert rel_rows(store)

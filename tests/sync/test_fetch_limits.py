@@ -15,6 +15,8 @@ from tractkv import Tract
 from tractkv.errors import InvalidInput, ObjectTooLarge
 from tractkv.model import MAX_OBJECT_BYTES
 from tractkv.store import LmdbStore
+from tractkv.sync.path import PathRemote
+from tractkv.sync.transfer import fetch_from
 
 from .conftest import Hub
 from .test_cli_sync import messages, tkv
@@ -114,3 +116,18 @@ def test_a_hub_under_a_raised_limit_is_fetched_and_cloned_with_the_same_option(
     assert "refs/remotes/origin/main" not in refs(c)
     tkv(c, "pull", "-q", "--max-object-bytes", str(32 * MIB))
     assert refs(c)[MAIN] == refs(a)[MAIN]
+
+
+def test_a_raised_limit_holds_for_its_fetch_only(tmp_path: Path) -> None:
+    # A Remote kept across fetches: max_object raises the limit for the one fetch that passes it.
+    a, b = origin_and_copy(tmp_path)
+    remote = PathRemote(str(a))
+    try:
+        with LmdbStore(str(b), durable=False) as store:
+            with pytest.raises(ObjectTooLarge):
+                fetch_from(store, remote, "origin", max_object=1_000)
+            assert remote.max_receive == MAX_OBJECT_BYTES
+            assert fetch_from(store, remote, "origin", max_object=10_000).updated
+            assert remote.max_receive == MAX_OBJECT_BYTES
+    finally:
+        remote.close()

@@ -24,9 +24,9 @@ from tractkv import Tract
 from tractkv.engine import validate
 from tractkv.errors import RejectedObject, TractError
 from tractkv.ids import ObjectId, hash_bytes
-from tractkv.model import Blob, Commit, StoredObject, decode, encode_with_id
+from tractkv.model import Blob, Commit, StoredObject, decode, encode_with_id, objects
 from tractkv.model.objects import decode_received, links_of
-from tractkv.store import LmdbStore, MemoryStore
+from tractkv.store import LmdbStore, MemoryStore, Table
 from tractkv.sync import receive
 from tractkv.sync.negotiate import objects_for
 from tractkv.sync.receive import Receiver, apply_ref_updates, receive_objects, verify
@@ -149,6 +149,35 @@ def test_links_of_reads_a_plain_append_as_a_full_decode_does() -> None:
         for tools in (None, hash_bytes(b"t")):
             commit = Commit(parents=parents, content=hash_bytes(b"c"), tools=tools, created_at=TS)
             assert links_of(encode_with_id(commit)[1]) == list(commit.iter_links())
+
+
+def test_links_of_refuses_a_plain_looking_commit_whose_map_size_is_wrong() -> None:
+    # links_of is what an S3 fetch walks before anything is decoded: a map head claiming more fields than
+    # follow is refused by decode, and links_of must not read links out of it either.
+    with_parent = Commit(parents=(hash_bytes(b"p"),), content=hash_bytes(b"c"), tools=None, created_at=TS)
+    root = Commit(parents=(), content=hash_bytes(b"c"), tools=None, created_at=TS)
+    for commit, head in ((with_parent, b"\xa7"), (root, b"\xa6"), (root, b"\xa7")):
+        data = head + encode_with_id(commit)[1][1:]
+        with pytest.raises(TractError):
+            decode(data, strict=True)
+        with pytest.raises(TractError):
+            links_of(data)
+
+
+def test_a_timestamp_wider_than_needed_is_not_read_by_the_fast_path() -> None:
+    plain = encode_with_id(Commit(parents=(), content=hash_bytes(b"c"), tools=None, created_at=5))[1]
+    at = plain.index(b"\x05", 1)  # created_at=5 takes one byte: give it a one-byte argument instead
+    wide = plain[:at] + b"\x18\x05" + plain[at + 1 :]
+    assert objects._plain_append_fields(plain) is not None
+    assert objects._plain_append_fields(wide) is None
+    same_as_strict(wide)
+
+
+def test_a_malformed_id_given_to_the_receiver_is_a_rejected_object(tmp_path: Path) -> None:
+    with LmdbStore(str(tmp_path / "s"), durable=False) as store:
+        with pytest.raises(RejectedObject, match="malformed object id"):
+            receive_objects(store, [(["x"], b"\xa0")])  # type: ignore[list-item]
+        assert not list(store.table_iter(Table.OBJECTS))
 
 
 @settings(max_examples=200, deadline=None)

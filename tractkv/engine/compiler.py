@@ -260,6 +260,10 @@ class Compiler:
         from .relations import stage_row  # lazy: keeps `import tractkv` light
 
         for state in states.values():
+            if state.head is not None and not batch.has(state.head):
+                # a replayed state a session took and then moved on in a batch that failed: its commits never
+                # landed, so there is nothing to checkpoint (the session rebuilds from the store)
+                continue
             state.save(batch)
             stage_row(batch, state)  # the spawn / collapse summary of its history (engine/relations.py)
         return bool(states)

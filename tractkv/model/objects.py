@@ -773,12 +773,13 @@ _CONTENT_FIELD = _K_CONTENT + _RAW_ID_HEAD
 _PARENT_FIELD = _K_PARENTS + b"\x81" + _RAW_ID_HEAD  # "parents": an array of one id
 _USER_HEAD, _ASSISTANT_HEAD = _TEXT_BLOB_HEADS["user"], _TEXT_BLOB_HEADS["assistant"]
 _WIDTHS = {24: 1, 25: 2, 26: 4, 27: 8}  # a CBOR head's additional info -> how many bytes its argument takes
+_LEAST = {24: 24, 25: 1 << 8, 26: 1 << 16, 27: 1 << 32}  # the least argument each width encodes canonically
 
 
 def _plain_append_fields(data: bytes) -> tuple[int, bytes | None, bytes, bytes | None] | None:
-    """``(ts, tools, content, parent)`` (raw ids; tools and parent may be None) when ``data`` has the layout
-    :func:`_commit_bytes` writes for a plain append (up to the timestamp's width: the caller re-encodes),
-    read from the bytes alone; else None."""
+    """``(ts, tools, content, parent)`` (raw ids; tools and parent may be None) when ``data`` has exactly the
+    layout :func:`_commit_bytes` writes for a plain append (the map's size, the timestamp in its shortest
+    width), read from the bytes alone; else None."""
     if not data.startswith(_APPEND_REST, 1) or not 0xA5 <= data[0] <= 0xA7:
         return None
     pos = _APPEND_TS
@@ -793,6 +794,8 @@ def _plain_append_fields(data: bytes) -> tuple[int, bytes | None, bytes, bytes |
         if width is None:
             return None
         ts = int.from_bytes(data[pos + 1 : pos + 1 + width], "big")
+        if ts < _LEAST[info]:
+            return None
         pos += 1 + width
     tools = parent = None
     if data.startswith(_TOOLS_FIELD, pos):
@@ -805,7 +808,7 @@ def _plain_append_fields(data: bytes) -> tuple[int, bytes | None, bytes, bytes |
     if data.startswith(_PARENT_FIELD, pos):
         pos += len(_PARENT_FIELD) + OID_RAW_LEN
         parent = data[pos - OID_RAW_LEN : pos]
-    if pos != len(data):
+    if pos != len(data) or data[0] != 0xA5 + (tools is not None) + (parent is not None):
         return None
     return ts, tools, content, parent
 

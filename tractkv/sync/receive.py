@@ -118,7 +118,7 @@ class Receiver:
             try:
                 for chunk, failure in _chunks(pairs, LOOKUP_CHUNK):
                     present: Container[ObjectId] | None = view.stored(
-                        [oid for oid, _ in chunk if oid not in known]
+                        [oid for oid, _ in chunk if type(oid) is str and oid not in known]
                     )
                     for oid, data in chunk:
                         obj = verify(oid, data)

@@ -109,8 +109,12 @@ def fetch_from(
     raised) is :class:`ObjectTooLarge` and no ref moves; the objects stored before it stay (each arrived
     whole, with its history: a retry does not fetch them again, gc collects them if nothing comes to need
     them), as a fetch that broke off keeps them."""
-    if max_object is not None:
-        remote.max_receive = check_max_object(max_object)
+    if max_object is not None:  # for this fetch only: the transports read the remote's limit
+        saved, remote.max_receive = remote.max_receive, check_max_object(max_object)
+        try:
+            return fetch_from(store, remote, name, progress=progress, prune=prune)
+        finally:
+            remote.max_receive = saved
     limit = remote.max_receive
     advertised = remote.list_refs(HEADS)
     for ref, tip in advertised.items():  # a remote is hostile until checked: only branches, by valid names
