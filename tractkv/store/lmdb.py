@@ -384,14 +384,7 @@ class _LmdbTxn(RawWriter):
                         return
                     yield bytes(key), bytes(value)
                 return
-            # reverse: position on the last key with this prefix
-            upper = _prefix_upper_bound(prefix)
-            if upper is None:
-                found = cursor.last()
-            elif cursor.set_range(upper):
-                found = cursor.prev()
-            else:
-                found = cursor.last()
+            found = _last_below(cursor, prefix)  # reverse: from the last key with this prefix
             while found:
                 key = cursor.key()
                 if not key.startswith(prefix):
@@ -406,14 +399,8 @@ class _LmdbTxn(RawWriter):
         # A cursor at the end of the prefix's range: the pages it reads are the ones the key it numbers is
         # written to (a sequenced write reads no counter row, so dirties no page but its own).
         size = len(prefix) + SEQ.size
-        upper = _prefix_upper_bound(prefix)
         with self.txn.cursor(db=self.dbs[table]) as cursor:
-            if upper is None:
-                found = cursor.last()
-            elif cursor.set_range(upper):
-                found = cursor.prev()
-            else:
-                found = cursor.last()
+            found = _last_below(cursor, prefix)
             while found:
                 key = cursor.key()
                 if not key.startswith(prefix):
@@ -447,6 +434,15 @@ def _release_freed_pages(writer: _LmdbTxn) -> None:
     value = writer.get(Table.META, META_FORMAT)
     if value is not None:
         writer.put(Table.META, META_FORMAT, value)
+
+
+def _last_below(cursor: lmdb.Cursor, prefix: bytes) -> bool:
+    """Put ``cursor`` on the last key below every key past ``prefix``'s range (the last key with the prefix,
+    when there is one); False when there is no such key."""
+    upper = _prefix_upper_bound(prefix)
+    if upper is not None and cursor.set_range(upper):
+        return bool(cursor.prev())
+    return bool(cursor.last())
 
 
 def _prefix_upper_bound(prefix: bytes) -> bytes | None:
