@@ -1373,10 +1373,8 @@ class CompileState:
             start = first + offset
             part = slots[offset : offset + CHUNK_SLOTS]
             cached = self.chunk_keys.get(start)
-            if cached is not None and (
-                len(cached.slots) > len(part)
-                or cached.slots != (part if len(cached.slots) == len(part) else part[: len(cached.slots)])
-            ):  # Slot has no __eq__: lists compare their items by identity (fast, in C)
+            if cached is not None and cached.slots != part[: len(cached.slots)]:
+                # Slot has no __eq__: lists compare their items by identity (fast, in C)
                 cached = None  # a slot of it changed (an edit, an annotation): encode it anew
             if (
                 cached is not None

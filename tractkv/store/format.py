@@ -24,11 +24,12 @@ def _drop_counter(writer: RawWriter) -> None:
 
 
 MIGRATIONS: dict[int, Migration] = {1: _drop_counter}
+"""``MIGRATIONS[n]`` upgrades a store of format ``n`` to ``n + 1``; :func:`ensure_format` runs every step a
+store needs in the opening transaction. 1 -> 2: the sequence counter row is dropped (:func:`_drop_counter`)."""
+
 READABLE_AS_IS: Final = frozenset({1})
 """Older formats a read-only open reads without migrating (so it writes nothing): format 1 differs from 2 only
 in the counter row, which no read uses."""
-"""``MIGRATIONS[n]`` upgrades a store of format ``n`` to ``n + 1``; :func:`ensure_format` runs every step a
-store needs in the opening transaction. 1 -> 2: the sequence counter row is dropped (:func:`_drop_counter`)."""
 
 
 def ensure_format(writer: RawWriter) -> int:

@@ -111,8 +111,7 @@ class Template:
 
 
 def _hole(value: object) -> str:
-    if type(value) is str:
-        return _text(value)
+    """A hole's text for a value that is not a plain ``str`` (``Template`` escapes those inline)."""
     if isinstance(value, Markup):
         return value
     if type(value) is int:
