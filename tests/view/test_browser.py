@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import threading
 from collections.abc import Callable, Iterator
@@ -202,6 +203,8 @@ def test_live_updates_arrive_without_a_reload(
     wait_for(browser, lambda d: "written while the page was open" in css(d, "main").text, "the new commit")
     assert browser.execute_script("return window.notReloaded") is True
     assert browser.execute_script("return window.tractkvLive.updates") >= 1
+    # the badge tells the time of the update as the pages tell times: UTC, 24-hour
+    assert re.fullmatch(r"live · updated \d\d:\d\d:\d\d UTC", css(browser, "#live").text)
     shot(browser, "8-live-commit")
 
     # a tool starts and finishes in another thread (an agent): the usage page shows both without a reload

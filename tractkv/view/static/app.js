@@ -86,7 +86,7 @@
         main.innerHTML = html;
         restoreDetails(seen);
         state.updates += 1;
-        badge.textContent = "live · updated " + new Date().toLocaleTimeString();
+        badge.textContent = "live · updated " + new Date().toISOString().slice(11, 19) + " UTC"; // as the pages show times
         main.dispatchEvent(new CustomEvent("tractkv:updated"));
       })
       .catch(function () {
