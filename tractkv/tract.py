@@ -727,7 +727,8 @@ class Tract:
         it. ``edit=<result commit>`` replaces an earlier result (no hooks run: the caller decided);
         ``hooks=False`` commits it as given. ``name`` None means the tool the call names (a given name must
         be that one). The raw text stays recoverable (:meth:`original_of`); ``usages``
-        (the call's usage records) are stored and linked in the same commit.
+        (the call's usage records) are stored and linked in the same commit. The result carries the tools the
+        call was made with (the call commit's tool set, else the context's), not the branch's :meth:`set_tools`.
 
         ``content`` is a string, a JSON value (stored as its JSON text, keys sorted) or a list of content parts
         (text, images, documents, as :meth:`user` takes). A list is parts only when it holds a dict and every
