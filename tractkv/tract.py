@@ -23,7 +23,7 @@ from tractkv.engine.records import CommitInfo, CompiledContext
 from tractkv.engine.refs import branch_ref
 from tractkv.engine.session import Session
 from tractkv.engine.tokens import TokenCounter
-from tractkv.errors import InvalidInput, NoLLMConfigured, UnknownRevision
+from tractkv.errors import InvalidInput, NoLLMConfigured, ReadOnlySession, UnknownRevision
 from tractkv.ids import ObjectId, is_object_id
 from tractkv.model import UsageRecord
 from tractkv.store import Store, open_store
@@ -124,12 +124,15 @@ class Tract:
 
         Args:
             path: the store directory.
-            branch: work on this branch (created when the first commit lands) instead of the one HEAD names.
+            branch: work on this branch (created when the first commit lands) instead of the one HEAD names;
+                the store's HEAD stays as it is (only :meth:`switch` and :meth:`checkout` move it), except that a
+                new store starts with this branch as its HEAD.
             durable: fsync every commit (default); False is faster and survives process crashes, not OS ones.
             token_counter: counts tokens (default: an offline heuristic).
             token_budget: a context budget in tokens, reported by :meth:`status`.
             rebase_appends: re-make a pure append on a branch another handle moved, instead of raising.
-            create: create the store when absent.
+            create: create the store when absent (never with ``readonly``: a missing store then raises
+                :class:`~tractkv.errors.StoreNotFound` and nothing is created).
             clock: returns the time in µs since the epoch (tests pass a fake one).
             llm: the model summarize, compress and generate use (see :meth:`configure_llm`).
             readonly: refuse every write (:class:`~tractkv.errors.ReadOnlySession`); HEAD and compile
@@ -138,7 +141,7 @@ class Tract:
         if path is None:
             store = open_store(None)
         else:  # a read-only open leaves an older store's format as it is (it writes nothing)
-            store = open_store(path, durable=durable, create=create, migrate=not readonly)
+            store = open_store(path, durable=durable, create=create and not readonly, migrate=not readonly)
         try:
             return cls(
                 store,
@@ -584,6 +587,8 @@ class Tract:
 
         if max_object is not None:
             transfer.check_max_object(max_object)
+        if kwargs.get("readonly"):  # before anything is created
+            raise ReadOnlySession("clone")
 
         def open_handle() -> Tract:
             return cls.open(path, durable=durable, **kwargs)
@@ -932,13 +937,10 @@ class Tract:
             InvalidInput: a bad argument. BranchExists: ``branch`` exists. ReadOnlySession: read-only.
         """
         from tractkv.engine import spawning
-        from tractkv.engine.refs import HEAD, SYMBOLIC
 
         plan = spawning.plan_spawn(self._session, purpose, inherit, select, tools, branch)
-        store = self._store
-        old_head = store.get_ref(HEAD)
-        child = type(self)(
-            store,
+        child = type(self)(  # opening a handle on a branch leaves the store's HEAD as it is
+            self._store,
             owns_store=False,
             branch=plan.branch,
             token_counter=self.token_counter,
@@ -947,8 +949,6 @@ class Tract:
             llm=self._llm,
         )
         child._summarizer = self._summarizer
-        if old_head is not None:  # opening a handle records HEAD: put it back (see ToolContext.run_child)
-            store.set_ref_if_equals(HEAD, SYMBOLIC + branch_ref(plan.branch), old_head)
         try:
             spawning.write_spawn(child._session, plan)
         except BaseException:
