@@ -511,17 +511,21 @@ class Tract:
         *,
         progress: Callable[[int], None] | None = None,
         max_object: int | None = None,
+        prune: bool = False,
     ) -> FetchResult:
         """Receive the remote's branches as ``<remote>/<branch>`` tracking branches; local branches stay.
-        ``max_object`` raises (or lowers) the largest object taken (default: the one size limit, 16 MiB);
-        one over it is :class:`ObjectTooLarge` and no ref moves."""
+        A tracking branch the remote no longer shows (deleted, or hidden from a narrower token) stays unless
+        ``prune`` (git's ``fetch --prune``). ``max_object`` raises (or lowers) the largest object taken
+        (default: the one size limit, 16 MiB); one over it is :class:`ObjectTooLarge` and no ref moves."""
         from tractkv.sync import remotes, transfer
 
         self._session.check_writes("fetch", in_batch=False)
         if max_object is not None:
             transfer.check_max_object(max_object)
         with remotes.open_named(self._store, remote) as conn:
-            return transfer.fetch_from(self._store, conn, remote, progress=progress, max_object=max_object)
+            return transfer.fetch_from(
+                self._store, conn, remote, progress=progress, max_object=max_object, prune=prune
+            )
 
     def pull(
         self,
@@ -532,14 +536,15 @@ class Tract:
         strategy: str = "auto",
         progress: Callable[[int], None] | None = None,
         max_object: int | None = None,
+        prune: bool = False,
     ) -> MergeResult:
-        """Fetch (``max_object`` as for :meth:`fetch`), then merge ``<remote>/<branch>`` (default: this branch's
-        name) into this branch (see :func:`tractkv.sync.transfer.merge_tracking`; ``NotFastForward`` with
+        """Fetch (``max_object`` and ``prune`` as for :meth:`fetch`), then merge ``<remote>/<branch>`` (default:
+        this branch's name) into this branch (see :func:`tractkv.sync.transfer.merge_tracking`; ``NotFastForward`` with
         ``ff_only`` on diverged histories). The branch's budget checks the fast-forward or merge commit; a
         refusal keeps what the fetch received (objects, the tracking branch) and moves nothing else."""
         from tractkv.sync import transfer
 
-        self.fetch(remote, progress=progress, max_object=max_object)
+        self.fetch(remote, progress=progress, max_object=max_object, prune=prune)
         return transfer.merge_tracking(self._session, remote, branch, ff_only=ff_only, strategy=strategy)
 
     def push(

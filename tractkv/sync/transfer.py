@@ -1,7 +1,8 @@
 """Sync operations on a store: fetch, push, clone, and bringing a tracking branch into a session's branch.
 
-Remote-tracking refs are ``refs/remotes/<remote>/<branch>``: fetch moves them (and prunes branches the remote no
-longer has), a successful push moves the pushed one. Refs move only after every object they need is stored.
+Remote-tracking refs are ``refs/remotes/<remote>/<branch>``: fetch moves them (and, only when asked to prune
+as git's ``--prune``, deletes those of branches the remote no longer shows), a successful push moves the
+pushed one. Refs move only after every object they need is stored.
 """
 
 from __future__ import annotations
@@ -100,10 +101,12 @@ def fetch_from(
     name: str,
     *,
     progress: Progress | None = None,
-    prune: bool = True,
+    prune: bool = False,
     max_object: int | None = None,
 ) -> FetchResult:
-    """Receive the remote's branches and move ``refs/remotes/<name>/*`` to them.
+    """Receive the remote's branches and move ``refs/remotes/<name>/*`` to them. A tracking branch the remote
+    no longer shows (deleted there, or out of a narrower token's sight) stays, unless ``prune`` (git's
+    ``--prune``) deletes it.
 
     An object over ``max_object`` bytes (default: the remote's ``max_receive``, the one size limit unless
     raised) is :class:`ObjectTooLarge` and no ref moves; the objects stored before it stay (each arrived
