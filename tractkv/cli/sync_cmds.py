@@ -40,6 +40,12 @@ class Progress:
         """How many objects the transfer will carry (called by push before it sends)."""
         self.total = total
 
+    def warn(self, text: str) -> None:
+        """A warning line on stderr (shown with ``--quiet`` too: it is not progress), below the progress."""
+        if self.enabled and self._drawn:
+            sys.stderr.write("\r\x1b[K")
+        note(f"warning: {text}")
+
     def __call__(self, n: int) -> None:
         self.count += n
         now = time.monotonic()
@@ -155,9 +161,12 @@ def remote_prune(state: CliState, name: str, repack: bool, min_age_hours: float,
                 "loose_deleted": result.loose_deleted,
                 "kept_young": result.kept_young,
                 "repacked": list(result.repacked),
+                "unreadable": list(result.unreadable),
             }
         )
         return
+    for item in result.unreadable:
+        note(f"warning: a pack that does not verify: {item}")
     click.echo(
         f"{name}: deleted {len(result.deleted)} of {result.packs} packs"
         + (f" and {result.loose_deleted} loose objects" if result.loose_deleted else "")
@@ -192,6 +201,7 @@ def fetch(
                 "objects": result.objects,
                 "new_objects": result.new_objects,
                 "bytes": result.bytes,
+                "skipped": list(result.skipped),
             }
         )
         return

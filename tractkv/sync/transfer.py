@@ -43,12 +43,14 @@ STREAM_BYTES = 4096  # the stream's magic and end frame, and the push head (one 
 
 @attrs.frozen
 class FetchResult:
-    """What a fetch did: tracking refs moved (name -> (old, new)), objects received and newly stored."""
+    """What a fetch did: tracking refs moved (name -> (old, new)), objects received and newly stored, and
+    what the remote holds that did not verify and was skipped (an S3 remote's packs: "<key>: <reason>")."""
 
     updated: dict[str, tuple[ObjectId | None, ObjectId | None]]
     objects: int
     new_objects: int
     bytes: int
+    skipped: tuple[str, ...] = ()
 
 
 def _counting(
@@ -141,6 +143,12 @@ def fetch_from(
                 "fetch, pull or clone with --max-object-bytes N, max_object=N)",
                 exc.oid,
             ) from None
+    skipped = remote.skipped if wants else ()
+    if skipped and progress is not None:
+        warn = getattr(progress, "warn", None)  # a progress line that shows warnings (the CLI's)
+        if callable(warn):
+            for item in skipped:
+                warn(f"skipped a pack that does not verify: {item}")
     lacking = [tip for tip in wants if not store.has(tip)]
     if lacking:  # the store is closed under links, so having the tip means having its history
         raise TransferError(f"{remote.url} did not send the commit its branch names", lacking[0])
@@ -176,6 +184,7 @@ def fetch_from(
         objects=stats.objects if stats else 0,
         new_objects=stats.new_objects if stats else 0,
         bytes=stats.bytes if stats else 0,
+        skipped=skipped,
     )
 
 
