@@ -483,7 +483,9 @@ class Tract:
     def remote_add(self, name: str, url: str, *, token_env: str | None = None) -> str | None:
         """Remember a remote: a store path or ``file://`` URL, ``http://host:port`` (a ``tractkv serve`` hub),
         ``s3://bucket/prefix`` or a bundle file. ``token_env`` names the environment variable holding the
-        hub's bearer token (default ``TRACTKV_TOKEN``); tokens are never stored. Returns a note for people,
+        hub's bearer token (default ``TRACTKV_TOKEN``); tokens are never stored. A relative path is recorded
+        absolute (resolved against the current directory now); a malformed URL (``http://`` with no host, a
+        bad port) is :class:`~tractkv.errors.UnsupportedURL` now, not at the first fetch. Returns a note for people,
         or None: an S3 endpoint that ignores conditional writes is added (fetch works) with a note saying
         pushes to it will be refused.
         """
