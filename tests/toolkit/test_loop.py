@@ -274,9 +274,12 @@ def test_a_deferred_change_that_fails_is_reported_to_the_model(tract: Tract) -> 
             edit_target=base.commit_id,
         )
     tract.switch("main")
+    tract.set_tools([unrelated.to_openai()])  # the branch's: the loop's model never sees it
     llm = ScriptedLLM([call("c1", "merge", {"source": "other"}), "ok"])
-    tract.run(llm, ToolExecutor(tract, profile="full"))
-    messages = tract.compile().messages
+    ex = ToolExecutor(tract, profile="full")
+    tract.run(llm, ex)
+    compiled = tract.compile()
+    messages = compiled.messages
     assert (
         messages[2].content
         == "other will be merged. It takes effect right after this turn's tool results are committed."
@@ -286,6 +289,9 @@ def test_a_deferred_change_that_fails_is_reported_to_the_model(tract: Tract) -> 
         "[merge could not be applied after the tool results: 1 merge conflict(s)"
     )
     assert messages[-1].content == "ok"
+    seen = _tool_names(ex.schemas("openai"))
+    for oid in compiled.commit_ids[1:]:  # the run's commits, the note included: the tools the model saw
+        assert _tool_names(tract.compile(at=oid).tools) == seen
 
 
 def test_open_calls_at_head_are_answered_before_the_model_is_asked(tract: Tract) -> None:
