@@ -23,7 +23,7 @@ from tractkv.engine.records import CommitInfo, CompiledContext
 from tractkv.engine.refs import branch_ref
 from tractkv.engine.session import Session
 from tractkv.engine.tokens import TokenCounter
-from tractkv.errors import InvalidInput, NoLLMConfigured, UnknownRevision
+from tractkv.errors import InvalidInput, NoLLMConfigured, ReadOnlySession, UnknownRevision
 from tractkv.ids import ObjectId, is_object_id
 from tractkv.model import UsageRecord
 from tractkv.store import Store, open_store
@@ -124,12 +124,15 @@ class Tract:
 
         Args:
             path: the store directory.
-            branch: work on this branch (created when the first commit lands) instead of the one HEAD names.
+            branch: work on this branch (created when the first commit lands) instead of the one HEAD names;
+                the store's HEAD stays as it is (only :meth:`switch` and :meth:`checkout` move it), except that a
+                new store starts with this branch as its HEAD.
             durable: fsync every commit (default); False is faster and survives process crashes, not OS ones.
             token_counter: counts tokens (default: an offline heuristic).
             token_budget: a context budget in tokens, reported by :meth:`status`.
             rebase_appends: re-make a pure append on a branch another handle moved, instead of raising.
-            create: create the store when absent.
+            create: create the store when absent (never with ``readonly``: a missing store then raises
+                :class:`~tractkv.errors.StoreNotFound` and nothing is created).
             clock: returns the time in µs since the epoch (tests pass a fake one).
             llm: the model summarize, compress and generate use (see :meth:`configure_llm`).
             readonly: refuse every write (:class:`~tractkv.errors.ReadOnlySession`); HEAD and compile
@@ -138,7 +141,7 @@ class Tract:
         if path is None:
             store = open_store(None)
         else:  # a read-only open leaves an older store's format as it is (it writes nothing)
-            store = open_store(path, durable=durable, create=create, migrate=not readonly)
+            store = open_store(path, durable=durable, create=create and not readonly, migrate=not readonly)
         try:
             return cls(
                 store,
@@ -480,7 +483,9 @@ class Tract:
     def remote_add(self, name: str, url: str, *, token_env: str | None = None) -> str | None:
         """Remember a remote: a store path or ``file://`` URL, ``http://host:port`` (a ``tractkv serve`` hub),
         ``s3://bucket/prefix`` or a bundle file. ``token_env`` names the environment variable holding the
-        hub's bearer token (default ``TRACTKV_TOKEN``); tokens are never stored. Returns a note for people,
+        hub's bearer token (default ``TRACTKV_TOKEN``); tokens are never stored. A relative path is recorded
+        absolute (resolved against the current directory now); a malformed URL (``http://`` with no host, a
+        bad port) is :class:`~tractkv.errors.UnsupportedURL` now, not at the first fetch. Returns a note for people,
         or None: an S3 endpoint that ignores conditional writes is added (fetch works) with a note saying
         pushes to it will be refused.
         """
@@ -508,17 +513,21 @@ class Tract:
         *,
         progress: Callable[[int], None] | None = None,
         max_object: int | None = None,
+        prune: bool = False,
     ) -> FetchResult:
         """Receive the remote's branches as ``<remote>/<branch>`` tracking branches; local branches stay.
-        ``max_object`` raises (or lowers) the largest object taken (default: the one size limit, 16 MiB);
-        one over it is :class:`ObjectTooLarge` and no ref moves."""
+        A tracking branch the remote no longer shows (deleted, or hidden from a narrower token) stays unless
+        ``prune`` (git's ``fetch --prune``). ``max_object`` raises (or lowers) the largest object taken
+        (default: the one size limit, 16 MiB); one over it is :class:`ObjectTooLarge` and no ref moves."""
         from tractkv.sync import remotes, transfer
 
         self._session.check_writes("fetch", in_batch=False)
         if max_object is not None:
             transfer.check_max_object(max_object)
         with remotes.open_named(self._store, remote) as conn:
-            return transfer.fetch_from(self._store, conn, remote, progress=progress, max_object=max_object)
+            return transfer.fetch_from(
+                self._store, conn, remote, progress=progress, max_object=max_object, prune=prune
+            )
 
     def pull(
         self,
@@ -529,14 +538,15 @@ class Tract:
         strategy: str = "auto",
         progress: Callable[[int], None] | None = None,
         max_object: int | None = None,
+        prune: bool = False,
     ) -> MergeResult:
-        """Fetch (``max_object`` as for :meth:`fetch`), then merge ``<remote>/<branch>`` (default: this branch's
-        name) into this branch (see :func:`tractkv.sync.transfer.merge_tracking`; ``NotFastForward`` with
+        """Fetch (``max_object`` and ``prune`` as for :meth:`fetch`), then merge ``<remote>/<branch>`` (default:
+        this branch's name) into this branch (see :func:`tractkv.sync.transfer.merge_tracking`; ``NotFastForward`` with
         ``ff_only`` on diverged histories). The branch's budget checks the fast-forward or merge commit; a
         refusal keeps what the fetch received (objects, the tracking branch) and moves nothing else."""
         from tractkv.sync import transfer
 
-        self.fetch(remote, progress=progress, max_object=max_object)
+        self.fetch(remote, progress=progress, max_object=max_object, prune=prune)
         return transfer.merge_tracking(self._session, remote, branch, ff_only=ff_only, strategy=strategy)
 
     def push(
@@ -584,6 +594,8 @@ class Tract:
 
         if max_object is not None:
             transfer.check_max_object(max_object)
+        if kwargs.get("readonly"):  # before anything is created
+            raise ReadOnlySession("clone")
 
         def open_handle() -> Tract:
             return cls.open(path, durable=durable, **kwargs)
@@ -727,7 +739,8 @@ class Tract:
         it. ``edit=<result commit>`` replaces an earlier result (no hooks run: the caller decided);
         ``hooks=False`` commits it as given. ``name`` None means the tool the call names (a given name must
         be that one). The raw text stays recoverable (:meth:`original_of`); ``usages``
-        (the call's usage records) are stored and linked in the same commit.
+        (the call's usage records) are stored and linked in the same commit. The result carries the tools the
+        call was made with (the call commit's tool set, else the context's), not the branch's :meth:`set_tools`.
 
         ``content`` is a string, a JSON value (stored as its JSON text, keys sorted) or a list of content parts
         (text, images, documents, as :meth:`user` takes). A list is parts only when it holds a dict and every
@@ -931,13 +944,10 @@ class Tract:
             InvalidInput: a bad argument. BranchExists: ``branch`` exists. ReadOnlySession: read-only.
         """
         from tractkv.engine import spawning
-        from tractkv.engine.refs import HEAD, SYMBOLIC
 
         plan = spawning.plan_spawn(self._session, purpose, inherit, select, tools, branch)
-        store = self._store
-        old_head = store.get_ref(HEAD)
-        child = type(self)(
-            store,
+        child = type(self)(  # opening a handle on a branch leaves the store's HEAD as it is
+            self._store,
             owns_store=False,
             branch=plan.branch,
             token_counter=self.token_counter,
@@ -946,8 +956,6 @@ class Tract:
             llm=self._llm,
         )
         child._summarizer = self._summarizer
-        if old_head is not None:  # opening a handle records HEAD: put it back (see ToolContext.run_child)
-            store.set_ref_if_equals(HEAD, SYMBOLIC + branch_ref(plan.branch), old_head)
         try:
             spawning.write_spawn(child._session, plan)
         except BaseException:

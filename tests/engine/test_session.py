@@ -13,6 +13,7 @@ from tractkv import ConcurrentUpdate, ModelCallFailed, ReadOnlySession, Tract
 from tractkv.cli import cli
 from tractkv.engine.session import Session
 from tractkv.engine.tokens import MESSAGE_OVERHEAD
+from tractkv.errors import StoreNotFound
 from tractkv.llm import LLMResponse
 from tractkv.store import LmdbStore, MemoryStore, Reader, Store, Table
 from tractkv.toolkit import ToolExecutor
@@ -115,6 +116,50 @@ def test_read_only_session_never_writes_head_for_an_explicit_branch(store: Store
     assert session.compile().messages[-1].content == "on the side"
     session.close()
     assert _snapshot(store) == before
+
+
+def test_a_read_only_open_of_a_missing_store_creates_nothing(tmp_path: Any) -> None:
+    """Issue 29 item 6: ``Tract.open(missing, readonly=True)`` created the store files."""
+    before = sorted(p.name for p in tmp_path.iterdir())
+    missing = tmp_path / "missing"
+    with pytest.raises(StoreNotFound, match="missing"):
+        Tract.open(str(missing), readonly=True)
+    with pytest.raises(StoreNotFound):
+        Tract.open(str(tmp_path / "deeper" / "still"), readonly=True)
+    assert sorted(p.name for p in tmp_path.iterdir()) == before
+    assert not missing.exists()
+
+
+def test_opening_on_a_branch_leaves_the_stored_head(tmp_path: Any) -> None:
+    """Issue 29 item 6: ``Tract.open(path, branch=)`` rewrote the store's HEAD, so a later plain open resumed on
+    that branch. The handle works on ``branch``; only switch and checkout move the stored HEAD."""
+    path = str(tmp_path / "s")
+    with Tract.open(path, durable=False) as t:
+        _history(t)
+    with LmdbStore(path) as s:
+        head_before = s.get_ref("HEAD")
+    with Tract.open(path, branch="side", durable=False) as side:
+        assert side.current_branch == "side"
+        side.user("more on the side")
+        assert side.compile().messages[-1].content == "more on the side"
+    with Tract.open(path, branch="brand-new", durable=False) as new:
+        new.user("first on a new branch")
+    with LmdbStore(path) as s:
+        assert s.get_ref("HEAD") == head_before == "ref: refs/heads/main"
+    with Tract.open(path, durable=False) as plain:
+        assert plain.current_branch == "main"
+        plain.switch("side")  # switch is what moves the stored HEAD
+    with Tract.open(path, durable=False) as plain:
+        assert plain.current_branch == "side"
+
+
+def test_a_new_store_opened_on_a_branch_starts_on_it(tmp_path: Any) -> None:
+    """A store created by ``Tract.open(path, branch=)`` gets that branch as its first HEAD (git init -b)."""
+    path = str(tmp_path / "s")
+    with Tract.open(path, branch="work", durable=False) as t:
+        t.user("hi")
+    with Tract.open(path, durable=False) as t:
+        assert t.current_branch == "work"
 
 
 class CountingCounter:

@@ -113,3 +113,51 @@ def test_bundle_create_and_unbundle(tmp_path: Path) -> None:
     assert "no branch named nope" in missing.stderr
     tkv(tmp_path, "clone", str(bundle), str(tmp_path / "c"))
     assert messages(tmp_path / "c") == messages(a)
+
+
+def test_a_narrower_token_fetch_keeps_the_tracking_branches_it_cannot_see(
+    start_hub: Callable[..., Hub], tokens_file: str, tmp_path: Path
+) -> None:
+    """Issue 29 item 10: fetching with a narrower token printed `- [deleted] origin/main` and deleted it; as
+    git, a fetch keeps tracking branches it no longer sees and only `--prune` deletes them. A relative path
+    and a host-less URL are settled at `remote add`."""
+    hub = start_hub("--tokens", tokens_file)
+    a = tmp_path / "a"
+    tkv(a, "init")
+    tkv(a, "commit", "on main")
+    tkv(a, "branch", "agents/edge-7/main")
+    tkv(a, "remote", "add", "origin", hub.url)
+    admin = {"TRACTKV_TOKEN": ADMIN}
+    tkv(a, "push", "origin", "main", env=admin)
+    tkv(a, "push", "origin", "agents/edge-7/main", env=admin)
+    b = tmp_path / "b"
+    tkv(b, "init")
+    tkv(b, "remote", "add", "origin", hub.url, "--token-env", "B_TOKEN")
+    first = tkv(b, "fetch", env={"B_TOKEN": ADMIN})
+    assert "[new] origin/main" in first.stdout
+    assert "[new] origin/agents/edge-7/main" in first.stdout
+    narrow = tkv(b, "fetch", env={"B_TOKEN": EDGE})
+    assert "deleted" not in narrow.stdout
+    assert narrow.stdout == "up to date\n"
+    assert tracking(b) == ["origin/agents/edge-7/main", "origin/main"]
+    tkv(b, "pull", "origin", "agents/edge-7/main", env={"B_TOKEN": EDGE})  # the pull's fetch keeps it too
+    assert tracking(b) == ["origin/agents/edge-7/main", "origin/main"]
+    pruned = tkv(b, "fetch", "--prune", env={"B_TOKEN": EDGE})
+    assert pruned.stdout == "  - [deleted] origin/main\n"
+    assert tracking(b) == ["origin/agents/edge-7/main"]
+    bad = tkv(b, "remote", "add", "x", "http://", ok=False)
+    assert bad.returncode == 1
+    assert bad.stderr.count("\n") == 1
+    assert "no host" in bad.stderr
+    assert "x\t" not in tkv(b, "remote", "list").stdout
+    subprocess.run(  # a relative path, given in tmp_path: recorded absolute
+        [sys.executable, "-m", "tractkv", "--store", "b", "remote", "add", "rel", "a"],
+        cwd=tmp_path,
+        check=True,
+    )
+    assert f"rel\t{tmp_path / 'a'}\n" in tkv(b, "remote", "list").stdout
+    assert "[new] rel/main" in tkv(b, "fetch", "rel").stdout  # from another directory: the same store
+
+
+def tracking(store: Path) -> list[str]:
+    return sorted(b["name"] for b in json.loads(tkv(store, "branch", "--json").stdout) if b["is_remote"])

@@ -159,7 +159,10 @@ def test_fetch_tracks_and_prunes_remote_branches(open_store_tract: Factory, tmp_
         batch = hub.new_batch()
         batch.set_ref("refs/heads/feature", None)
         hub.apply(batch)
-    result = b.fetch()
+    assert b.fetch().updated == {}  # kept without prune, as git keeps them
+    b.pull(branch="main")
+    assert [x.name for x in b.list_branches() if x.is_remote] == ["origin/feature", "origin/main"]
+    result = b.fetch(prune=True)
     assert result.updated == {"refs/remotes/origin/feature": (a.store.get_ref("refs/heads/feature"), None)}
     assert result.objects == 0
     b.remote_remove("origin")
@@ -192,6 +195,13 @@ def test_remote_config_errors(open_store_tract: Factory, tmp_path: Path) -> None
     with pytest.raises(UnsupportedURL) as info:
         a.remote_add("creds", "http://user:s3cret-token@127.0.0.1:9/")
     assert "s3cret" not in str(info.value)
+    # Issue 29 item 10: a URL that names no host (or a bad port) was accepted until the first fetch.
+    for bad in ("http://", "https://", "http:///x", "http://:8080", "https://host:99999", "http://h:port"):
+        with pytest.raises(UnsupportedURL, match=r"host|port"):
+            a.remote_add("nohost", bad)
+    with pytest.raises(UnsupportedURL):
+        a.remote_add("nul", "a\x00b")
+    assert set(a.remotes()) == {"origin"}
     with pytest.raises(RemoteNotFound):
         a.fetch("nope")
     with pytest.raises(RemoteNotFound):
@@ -283,3 +293,23 @@ def test_a_remote_that_omits_objects_moves_no_tracking_ref(open_store_tract: Fac
         transfer.fetch_from(b.store, remote, "origin")
     assert info.value.oid == a.head
     assert list(b.store.iter_refs("refs/remotes/")) == []
+
+
+def test_a_relative_path_remote_is_recorded_absolute(
+    open_store_tract: Factory, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 29 item 10: a relative path remote resolved against whatever directory a later fetch ran in.
+    ``remote add`` records it absolute, resolved against the directory it was given in."""
+    a = open_store_tract("a")
+    a.system("s")
+    a.remote_add("origin", hub_at(tmp_path))
+    a.push()
+    b = open_store_tract("b")
+    monkeypatch.chdir(tmp_path)
+    b.remote_add("origin", "hub")
+    b.remote_add("bundled", "./x.tkvbundle")
+    assert b.remotes() == {"origin": str(tmp_path / "hub"), "bundled": str(tmp_path / "x.tkvbundle")}
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    assert set(b.fetch().updated) == {"refs/remotes/origin/main"}

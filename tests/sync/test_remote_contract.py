@@ -466,7 +466,11 @@ def test_diverged_push_is_refused_and_changes_nothing_on_either_side(
     assert dict(ours.store.iter_refs("refs/")) == local_before
 
 
-def test_fetch_prunes_branches_the_remote_no_longer_has(backend: Backend, open_store_tract: Factory) -> None:
+def test_fetch_keeps_tracking_branches_the_remote_no_longer_shows_unless_prune(
+    backend: Backend, open_store_tract: Factory
+) -> None:
+    """Issue 29 item 10: a plain fetch deleted the tracking branches it could not see; as git's, it keeps them
+    and only ``prune=True`` (``--prune``) deletes them, on every transport."""
     source = open_store_tract("source")
     source.system("s")
     source.branch("feature")
@@ -482,10 +486,10 @@ def test_fetch_prunes_branches_the_remote_no_longer_has(backend: Backend, open_s
     }
     backend.remove_branch(FEATURE)
     with backend.connect() as remote:
-        kept = transfer.fetch_from(local.store, remote, "origin", prune=False)
+        kept = transfer.fetch_from(local.store, remote, "origin")
         assert kept.updated == {}
         assert local.store.get_ref("refs/remotes/origin/feature") == feature_tip
-        result = transfer.fetch_from(local.store, remote, "origin")
+        result = transfer.fetch_from(local.store, remote, "origin", prune=True)
     assert result.updated == {"refs/remotes/origin/feature": (feature_tip, None)}
     assert result.objects == 0
     assert set(dict(local.store.iter_refs("refs/remotes/"))) == {"refs/remotes/origin/main"}

@@ -7,6 +7,7 @@ directly with boto3, to check what a push leaves there and to plant what old or 
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -205,11 +206,18 @@ def test_a_hostile_pack_is_refused_and_nothing_is_stored(
     try:
         with S3Remote(s3_url) as remote, pytest.raises(TransferError) as info:
             fetch_from(local, remote, "origin")
-        if shape in ("bad hash", "non-canonical"):
+        if shape == "non-canonical":  # a pack that verifies, holding an object the receiver refuses
             assert isinstance(info.value, RejectedObject)
-        else:
-            assert {"truncated": "cut short", "index lies": "index does not list"}[shape] in str(info.value)
+        else:  # the pack is skipped; the object the branch needs is nowhere else: named, with the pack
+            reason = {
+                "bad hash": "do not hash",
+                "truncated": "cut short",
+                "index lies": "index does not list",
+            }
+            assert reason[shape] in str(info.value)
+            assert "in no pack that verifies" in str(info.value)
             assert PACK_SUFFIX in str(info.value)  # names the pack
+            assert info.value.oid is not None
         assert list(local.iter_oids()) == []
         assert list(local.iter_refs("refs/")) == []
     finally:
@@ -368,3 +376,106 @@ def test_pushers_of_different_branches_do_not_contend(s3_url: str, tmp_path: Pat
             assert clone.compile(at=f"agent-{i}").to_openai() == t.compile().to_openai()
     finally:
         clone.close()
+
+
+def bad_packs(shape: str, source: Tract) -> bytes:
+    """A pack of ``source``'s history that does not verify, in one of the shapes a hostile or broken writer
+    leaves: garbage bytes, a pack cut short, an object whose bytes do not hash to its id."""
+    pairs = list(objects_for(source.store, [ObjectId(source.head or "")], []))
+    if shape == "garbage bytes":
+        return b"\x00garbage, not a pack\xff" * 40
+    if shape == "truncated":
+        return encode_pack(pairs)[:-20]
+    return encode_pack([(o, d.replace(b"message", b"massage")) for o, d in pairs])
+
+
+@pytest.mark.parametrize("shape", ["garbage bytes", "truncated", "bad hash"])
+def test_a_pack_that_does_not_verify_is_skipped_reported_and_pruned(
+    shape: str, s3_url: str, s3_endpoint: str, tmp_path: Path
+) -> None:
+    """Issue 29 item 5: one garbage ``*.pack`` under ``packs/`` blocked every clone of the remote, and
+    ``remote prune`` refused to run while it was there. Readers skip (and report) a pack they cannot verify
+    and take what verifies; prune deletes it once past the grace period (a younger one may be a push in
+    flight: kept)."""
+    source = history(6)
+    push(source.store, s3_url)
+    bucket = Bucket(s3_url, s3_endpoint)
+    (good,) = bucket.keys("packs/")
+    # named after the very tip a cloner wants (so the reader picks it), and one named after nothing
+    bad = [f"packs/0123456789abcdef-{source.head}{PACK_SUFFIX}", f"packs/junk{PACK_SUFFIX}"]
+    for key in bad:
+        bucket.put(key, bad_packs(shape, source))
+
+    a = tmp_path / "a"
+    cloned = tkv(tmp_path, "clone", s3_url, str(a))
+    assert messages(a) == [m["content"] for m in source.compile().to_openai()]
+    warnings = [line for line in cloned.stderr.splitlines() if line.startswith("warning: ")]
+    assert len(warnings) == 2
+    assert all("skipped a pack that does not verify" in w for w in warnings)
+    assert {k for k in bad if any(k in w for w in warnings)} == set(bad)
+    local = MemoryStore()
+    with S3Remote(s3_url) as remote:
+        result = fetch_from(local, remote, "origin")
+    assert local.get_ref("refs/remotes/origin/main") == source.head
+    assert fsck(local).ok
+    assert len(result.skipped) == 2
+    assert all(any(k in item for k in bad) for item in result.skipped)
+
+    tkv(a, "commit", "pushed beside the bad packs")  # pushing still works too
+    tkv(a, "push", "-q")
+    young = json.loads(tkv(a, "remote", "prune", "origin", "--json").stdout)
+    assert young["deleted"] == []  # younger than the grace period: could be an upload in flight
+    assert len(young["unreadable"]) == 2
+    assert set(bad) <= set(bucket.keys("packs/"))
+    out = tkv(a, "remote", "prune", "origin", "--min-age-hours", "0")
+    assert out.returncode == 0
+    assert out.stderr.count("warning: a pack that does not verify") == 2
+    assert set(bucket.keys("packs/")).isdisjoint(bad)
+    assert good in bucket.keys("packs/")
+    b = tmp_path / "b"
+    clean = tkv(tmp_path, "clone", s3_url, str(b))
+    assert "warning" not in clean.stderr
+    assert messages(b) == messages(a)
+
+
+def test_a_pack_of_a_later_format_is_skipped_by_readers_and_kept_by_prune(
+    s3_url: str, s3_endpoint: str, tmp_path: Path
+) -> None:
+    """A magic that names another pack version is not garbage: a later tractkv wrote it. This one skips it,
+    says to upgrade, and prune never deletes it."""
+    source = history(4)
+    push(source.store, s3_url)
+    bucket = Bucket(s3_url, s3_endpoint)
+    later = f"packs/later{PACK_SUFFIX}"
+    bucket.put(later, b"TKVPACK9\n" + b"\x00" * 64)
+    local = MemoryStore()
+    with S3Remote(s3_url) as remote:
+        result = fetch_from(local, remote, "origin")
+        assert local.get_ref("refs/remotes/origin/main") == source.head
+        assert len(result.skipped) == 1
+        assert "later tractkv format" in result.skipped[0]
+        pruned = remote.prune(min_age=0)
+    assert later not in pruned.deleted
+    assert len(pruned.unreadable) == 1
+    assert later in bucket.keys("packs/")
+
+
+def test_a_needed_object_only_in_a_bad_pack_refuses_prune_and_names_it(s3_url: str, s3_endpoint: str) -> None:
+    """When the branch needs what only a pack that does not verify holds, nothing can be kept safely: prune
+    deletes nothing and says which object and which pack."""
+    source = history(4)
+    push(source.store, s3_url)
+    bucket = Bucket(s3_url, s3_endpoint)
+    (good,) = bucket.keys("packs/")
+    source.user("only in the bad pack")
+    pairs = list(objects_for(source.store, [ObjectId(source.head or "")], []))
+    bucket.put(f"packs/feedfacefeedface-{source.head}{PACK_SUFFIX}", encode_pack(pairs)[:-20])
+    bucket.put("refs/heads/main", f"{source.head}\n".encode())
+    before = sorted(bucket.keys("packs/"))
+    with S3Remote(s3_url) as remote, pytest.raises(TransferError) as info:
+        remote.prune(min_age=0)
+    assert info.value.oid is not None
+    assert "cut short" in str(info.value)
+    assert "feedfacefeedface" in str(info.value)
+    assert sorted(bucket.keys("packs/")) == before
+    assert good in before

@@ -274,9 +274,12 @@ def test_a_deferred_change_that_fails_is_reported_to_the_model(tract: Tract) -> 
             edit_target=base.commit_id,
         )
     tract.switch("main")
+    tract.set_tools([unrelated.to_openai()])  # the branch's: the loop's model never sees it
     llm = ScriptedLLM([call("c1", "merge", {"source": "other"}), "ok"])
-    tract.run(llm, ToolExecutor(tract, profile="full"))
-    messages = tract.compile().messages
+    ex = ToolExecutor(tract, profile="full")
+    tract.run(llm, ex)
+    compiled = tract.compile()
+    messages = compiled.messages
     assert (
         messages[2].content
         == "other will be merged. It takes effect right after this turn's tool results are committed."
@@ -286,6 +289,9 @@ def test_a_deferred_change_that_fails_is_reported_to_the_model(tract: Tract) -> 
         "[merge could not be applied after the tool results: 1 merge conflict(s)"
     )
     assert messages[-1].content == "ok"
+    seen = _tool_names(ex.schemas("openai"))
+    for oid in compiled.commit_ids[1:]:  # the run's commits, the note included: the tools the model saw
+        assert _tool_names(tract.compile(at=oid).tools) == seen
 
 
 def test_open_calls_at_head_are_answered_before_the_model_is_asked(tract: Tract) -> None:
@@ -375,3 +381,35 @@ def test_export_marks_placeholder_results_and_lists_repairs(tract: Tract) -> Non
     assert placeholder["commit"] == call_info.commit_id
     assert [m.get("placeholder", False) for m in data["messages"]] == [False, False, True, False]
     assert [(r["kind"], r["call_id"]) for r in data["repairs"]] == [("placeholder_result", "w1")]
+
+
+@tool
+def unrelated(x: int, *, context: ToolContext) -> str:
+    """A tool set on the branch but never given to the loop's model."""
+    return str(x)
+
+
+def test_every_commit_of_a_run_records_the_tools_the_model_saw(tract: Tract) -> None:
+    """Issue 29 item 8: the assistant commits carried the executor's tools and the tool results the branch's
+    set_tools, so compile(at=<result>) reported tools the model never saw."""
+    tract.set_tools([unrelated.to_openai()])
+    tract.user("What are a and b?")
+    llm = ScriptedLLM([calls(("k1", "lookup", {"key": "a"}), ("k2", "lookup", {"key": "b"})), "a=1, b=2"])
+    ex = ToolExecutor(tract, profile=None, tools=[lookup])
+    start = tract.head
+
+    result = tract.run(llm, ex, max_steps=3)
+
+    assert result.stop_reason == "done"
+    seen = {t["function"]["name"] for t in ex.schemas("openai")}
+    run_commits = [
+        i.commit_id for i in tract.log() if i.commit_id != start and i.role in ("assistant", "tool")
+    ]
+    assert len(run_commits) == 4  # call, two results, answer
+    for oid in run_commits:
+        assert _tool_names(tract.compile(at=oid).tools) == seen, oid
+    assert _tool_names(tract.compile().tools) == seen
+
+
+def _tool_names(tools: Any) -> set[str]:
+    return {t["function"]["name"] if "function" in t else t["name"] for t in tools}

@@ -40,6 +40,12 @@ class Progress:
         """How many objects the transfer will carry (called by push before it sends)."""
         self.total = total
 
+    def warn(self, text: str) -> None:
+        """A warning line on stderr (shown with ``--quiet`` too: it is not progress), below the progress."""
+        if self.enabled and self._drawn:
+            sys.stderr.write("\r\x1b[K")
+        note(f"warning: {text}")
+
     def __call__(self, n: int) -> None:
         self.count += n
         now = time.monotonic()
@@ -61,6 +67,14 @@ def _progress(label: str, quiet: bool) -> Progress:
 
 
 quiet_option = click.option("--quiet", "-q", is_flag=True, help="No progress output.")
+
+
+_prune_option = click.option(
+    "--prune",
+    "-p",
+    is_flag=True,
+    help="Delete tracking branches the remote no longer shows (kept otherwise, as git does).",
+)
 
 
 def _max_object_option(what: str) -> Callable[[F], F]:
@@ -86,8 +100,9 @@ def remote(ctx: click.Context) -> None:
 @with_state
 def remote_add(state: CliState, name: str, url: str, token_env: str | None) -> None:
     """Add a remote: a store path, file://..., http://host:port, s3://bucket/prefix or a bundle file."""
-    warning = state.tract().remote_add(name, url, token_env=token_env)
-    note(f"added remote {name} -> {url}")
+    t = state.tract()
+    warning = t.remote_add(name, url, token_env=token_env)
+    note(f"added remote {name} -> {t.remotes().get(name, url)}")  # a relative path as recorded: absolute
     if warning:
         note(f"warning: {warning}")
 
@@ -146,9 +161,12 @@ def remote_prune(state: CliState, name: str, repack: bool, min_age_hours: float,
                 "loose_deleted": result.loose_deleted,
                 "kept_young": result.kept_young,
                 "repacked": list(result.repacked),
+                "unreadable": list(result.unreadable),
             }
         )
         return
+    for item in result.unreadable:
+        note(f"warning: a pack that does not verify: {item}")
     click.echo(
         f"{name}: deleted {len(result.deleted)} of {result.packs} packs"
         + (f" and {result.loose_deleted} loose objects" if result.loose_deleted else "")
@@ -160,15 +178,21 @@ def remote_prune(state: CliState, name: str, repack: bool, min_age_hours: float,
 @click.command()
 @click.argument("remote_name", default="origin", metavar="[REMOTE]", shell_complete=complete_remotes)
 @_max_object_option("Take objects of up to N bytes")
+@_prune_option
 @quiet_option
 @json_option
 @with_state
 def fetch(
-    state: CliState, remote_name: str, max_object_bytes: int | None, quiet: bool, as_json: bool
+    state: CliState,
+    remote_name: str,
+    max_object_bytes: int | None,
+    prune: bool,
+    quiet: bool,
+    as_json: bool,
 ) -> None:
     """Download a remote's branches as <remote>/<branch> tracking branches."""
     progress = _progress("receiving", quiet)
-    result = state.tract().fetch(remote_name, progress=progress, max_object=max_object_bytes)
+    result = state.tract().fetch(remote_name, progress=progress, max_object=max_object_bytes, prune=prune)
     progress.done()
     if as_json:
         echo_json(
@@ -177,6 +201,7 @@ def fetch(
                 "objects": result.objects,
                 "new_objects": result.new_objects,
                 "bytes": result.bytes,
+                "skipped": list(result.skipped),
             }
         )
         return
@@ -206,6 +231,7 @@ def fetch(
     help="How a merge settles conflicts.",
 )
 @_max_object_option("Take objects of up to N bytes")
+@_prune_option
 @quiet_option
 @with_state
 def pull(
@@ -215,6 +241,7 @@ def pull(
     ff_only: bool,
     strategy: str,
     max_object_bytes: int | None,
+    prune: bool,
     quiet: bool,
 ) -> None:
     """Fetch, then fast-forward or merge <remote>/<branch> into the current branch."""
@@ -226,6 +253,7 @@ def pull(
         strategy=strategy,
         progress=progress,
         max_object=max_object_bytes,
+        prune=prune,
     )
     progress.done()
     head = result.head[:12] if result.head else "-"

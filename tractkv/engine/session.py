@@ -129,7 +129,8 @@ class Session:
         store: the store (the session never closes it).
         counter: counts tokens for compile and commit info.
         clock: the time in µs since the epoch (tests pass a fake one).
-        branch: work on this branch instead of the one the stored HEAD names.
+        branch: work on this branch instead of the one the stored HEAD names (which stays as it is; a store
+            without HEAD yet gets this branch as its HEAD).
         rebase_appends: re-make a pure append on a branch another handle moved, instead of raising.
         readonly: refuse every write, never record HEAD, never write a checkpoint.
     """
@@ -182,7 +183,9 @@ class Session:
         # handle deleted it (delete_branch, a collapse), and re-creating it would drop that history.
         self._seen_tip: tuple[str, ObjectId] | None = None  # (branch ref, tip)
         self._note_tip()
-        if not readonly and (store.get_ref(HEAD) is None or branch is not None):
+        if (
+            not readonly and store.get_ref(HEAD) is None
+        ):  # a new store's first HEAD; else only switch/checkout
             self._save_head()
 
     def close(self) -> None:

@@ -308,6 +308,10 @@ class ToolResults:
             payload["is_error"] = True
         blob = content_objects(payload)[0]  # media by id: their blobs are ``media``
         original = _original_blob(text) if final != text else None
+        # The tools in force are those the model that made the call was given (the call's tool set, else the
+        # context's), never the branch's set_tools: a result is part of the turn its call began.
+        reader = self.session.reader()
+        toolset = reader.get_commit(call_commit).tools or self.session.head_state(reader).tools
         nested = {child for record in usages for child in record.children}
 
         def stage(batch: WriteBatch) -> dict[str, tuple[ObjectId, ...]]:
@@ -327,6 +331,7 @@ class ToolResults:
             message=message,
             metadata=metadata,
             stage=stage,
+            toolset=toolset,
             action="commit a tool result",
             tip=tip,
             media=media,

@@ -562,8 +562,7 @@ class TractkvSaver(BaseCheckpointSaver[str]):
         """A writing session on ``ref`` (the Tract's own HEAD is never moved)."""
         session = self._sessions.get(ref)
         if session is None:
-            session = Session(self.tract.store, counter=self.tract.token_counter)
-            session.branch_ref, session.detached = ref, None
+            session = Session(self.tract.store, counter=self.tract.token_counter, branch=ref[len(HEADS) :])
             self._sessions[ref] = session
             while len(self._sessions) > MAX_SESSIONS:
                 _old, evicted = self._sessions.popitem(last=False)

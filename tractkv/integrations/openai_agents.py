@@ -259,8 +259,8 @@ class TractkvSession:
 
     def _session(self) -> Session:
         if self._writer is None:
-            self._writer = Session(self.tract.store, counter=self.tract.token_counter)
-            self._writer.branch_ref, self._writer.detached = self.ref, None
+            branch = self.ref[len(HEADS) :]  # a session on a branch leaves the store's HEAD as it is
+            self._writer = Session(self.tract.store, counter=self.tract.token_counter, branch=branch)
         return self._writer
 
     def _add(self, items: list[Any]) -> None:

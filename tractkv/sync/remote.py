@@ -83,6 +83,9 @@ class Remote(abc.ABC):
     #: The largest object a fetch from this remote takes (``fetch / pull / clone --max-object-bytes``, set by
     #: :func:`~tractkv.sync.transfer.fetch_from`); a transport that decodes a stream decodes up to it.
     max_receive: int = MAX_OBJECT_BYTES
+    #: What the last :meth:`fetch` skipped as unverifiable (an S3 remote's packs: "<key>: <reason>"), for the
+    #: caller to report; the objects it took all verified.
+    skipped: tuple[str, ...] = ()
 
     @abc.abstractmethod
     def list_refs(self, prefix: str = "refs/heads/") -> dict[str, ObjectId]:

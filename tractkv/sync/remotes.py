@@ -60,16 +60,20 @@ def list_remotes(store: Store) -> dict[str, str]:
 def add_remote(
     store: Store, name: str, url: str, *, token_env: str | None = None, probe: bool = True
 ) -> str | None:
-    """Record a remote. The URL must be of a kind tractkv can reach. With ``probe``, S3 endpoints are probed
-    for conditional writes: one that ignores them (where concurrent pushes could silently lose each other's
-    work) is still recorded, since fetching needs no conditions, and the returned note says why pushes to it
-    will be refused (None: nothing to say)."""
+    """Record a remote. The URL must be of a kind tractkv can reach, well formed (an http(s) URL names a
+    host, an s3 URL a bucket); a relative path (a store or a bundle) is recorded absolute, resolved against
+    the current directory now, so a later fetch from another directory reaches the same place. With
+    ``probe``, S3 endpoints are probed for conditional writes: one that ignores them (where concurrent pushes
+    could silently lose each other's work) is still recorded, since fetching needs no conditions, and the
+    returned note says why pushes to it will be refused (None: nothing to say)."""
     from tractkv.errors import ConditionalWritesUnsupported
 
     key = REMOTE_KEY + check_remote_name(name).encode()
     if store.table_get(Table.META, key) is not None:
         raise RemoteExists(name)
     kind = url_kind(url)
+    if kind in ("path", "bundle") and not url.lower().startswith("file://"):
+        url = os.path.abspath(url)  # as the caller meant it: not against wherever a later fetch runs
     if kind == "http":
         _http_remote()  # refuse now, not at the first fetch, when the server extra is missing
     note = None
@@ -132,11 +136,19 @@ def url_kind(url: str) -> str:
                 f"credentials never go in a URL: put the token in ${TOKEN_ENV}, or in another variable "
                 "named with token_env= (--token-env)",
             )
+        try:
+            parts.port  # noqa: B018 - raises on a port that is not a number in range
+        except ValueError:
+            raise UnsupportedURL(url, "its port is not a number from 1 to 65535") from None
+        if not parts.hostname:
+            raise UnsupportedURL(url, "it names no host (a hub is http(s)://host:port)")
         return "http"
     if lowered.startswith("s3://"):
         return "s3"
     if "://" in url and not lowered.startswith("file://"):
         raise UnsupportedURL(url, "use a path, file://, http(s)://, s3:// or a .tkvbundle file")
+    if "\x00" in url:
+        raise UnsupportedURL(url, "a path cannot hold a NUL character")
     from .bundle import SUFFIX, is_bundle
     from .path import path_of
 

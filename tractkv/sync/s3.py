@@ -27,7 +27,11 @@ downloaded pack holds falls back to reading indexes, then loose objects.
 Readers check everything: a pack's framing, index and the hash of every object before any of it is passed
 on; the receiving store then verifies each object like any other transfer (:func:`.receive.verify` and the
 validator). A pack name's tips are a hint: when they lie, the reader finds the objects anyway (indexes,
-then loose objects) or reports the one it cannot find.
+then loose objects) or reports the one it cannot find. A pack that does not verify (garbage bytes, cut
+short, an index that lies, an object whose bytes do not hash to its id) is hostile input: a reader skips it
+whole, uses none of it, and reports it (:attr:`S3Remote.skipped`, the fetch's ``skipped``); the fetch
+succeeds with what verifies, or, when an object it needs is in no pack that verifies, fails naming that
+object and the packs it skipped. Nothing a bucket holds can block every clone.
 
 Interrupted push: the objects that arrived are uploaded as a pack of their own before the error propagates
 (a prefix of a links-first stream: closed under links); no ref moved, and a retry asks which objects are
@@ -42,7 +46,10 @@ uploads its pack before it moves its ref), and with ``--repack`` first writes ev
 as one new pack and deletes every older pack and loose object, so a clone takes one GET again. It reads the
 refs again just before deleting and deletes nothing if one moved. ``missing`` (what a retried push relies
 on) counts only packs younger than half the grace period, so a push never leans on a pack prune may take.
-What it cannot see: a pusher stalled longer than the grace period between its pack and its ref, or a new
+A pack that does not verify is no branch's (nothing can be read from it), so prune deletes it as any other
+garbage once older than the grace period (an upload in flight is invisible until complete, and younger
+packs stay); a pack of a later format (its magic names another version) is kept, and reported. What it
+cannot see: a pusher stalled longer than the grace period between its pack and its ref, or a new
 branch pushed from a commit that a force push removed from every branch and a prune then collected; run
 prune with writers quiet, or keep the default grace.
 
@@ -104,6 +111,8 @@ WORKERS = 16  # concurrent requests for pack and object downloads
 STALE_STATUSES = (409, 412, 404)
 
 PACK_MAGIC = b"TKVPACK1\n"
+PACK_FAMILY = b"TKVPACK"  # any version's magic starts so: a pack of a later version is not garbage
+NEWER_PACK = "a pack of a later tractkv format"
 PACK_HEAD = struct.Struct(">I")  # the index length, after the magic
 PACK_SUFFIX = ".pack"
 #: A push's objects go into packs of about this many bytes (one pack for most pushes).
@@ -155,6 +164,8 @@ def encode_pack(pairs: Sequence[tuple[ObjectId, bytes]]) -> bytes:
 def _index_length(data: bytes, where: str) -> int:
     """The index length a pack's first bytes announce (checks the magic)."""
     start = len(PACK_MAGIC)
+    if data.startswith(PACK_FAMILY) and not data.startswith(PACK_MAGIC):
+        raise TransferError(f"{where} is {NEWER_PACK} (upgrade tractkv to read it)")
     if len(data) < start + PACK_HEAD.size or data[:start] != PACK_MAGIC:
         raise TransferError(f"{where} is not a tractkv pack (bad magic)")
     (length,) = PACK_HEAD.unpack_from(data, start)
@@ -204,6 +215,8 @@ class PruneResult:
     loose_deleted: int
     kept_young: int
     repacked: tuple[str, ...]
+    #: the packs that did not verify ("<key>: <reason>"): deleted when old enough, unless of a later format
+    unreadable: tuple[str, ...] = ()
 
 
 @attrs.frozen
@@ -619,6 +632,7 @@ class S3Remote(Remote):
                 here = memo[oid] = oid in stop or (known is not None and known(oid))
             return here
 
+        self.skipped = ()
         roots = [w for w in dict.fromkeys(wants) if not have(w)]
         if not roots:
             return
@@ -627,9 +641,14 @@ class S3Remote(Remote):
             chosen = [p.key for p in reading.packs if p.tips is not None and not all(have(t) for t in p.tips)]
             unnamed = [p.key for p in reading.packs if p.tips is None]
             reading.read_indexes(unnamed)
-            chosen += [k for k in unnamed if not all(have(i) for i in reading.indexes[k])]
+            chosen += [
+                k for k in unnamed if k not in reading.bad and not all(have(i) for i in reading.indexes[k])
+            ]
             reading.download(chosen)
-            order = reading.closure(roots, have)
+            try:
+                order = reading.closure(roots, have)
+            finally:
+                self.skipped = tuple(reading.bad.values())
         for oid in order:
             yield oid, reading.objects[oid]
 
@@ -639,7 +658,9 @@ class S3Remote(Remote):
         and loose object older than ``min_age`` (younger ones may belong to a push in flight: kept).
 
         Reads the whole remote (every pack, and loose objects level by level) and checks it as a fetch
-        does: a remote with a hole or a hostile pack is refused before anything is deleted."""
+        does: a pack that does not verify is skipped (and, as no branch can need it, deleted once older than
+        ``min_age``; one of a later format is kept); a branch needing an object no verified pack or loose
+        object holds refuses the prune before anything is deleted."""
         if repack:
             self.check_writable()
         refs = self.list_refs()  # refs before packs: every pack a listed ref needs is listed
@@ -655,8 +676,9 @@ class S3Remote(Remote):
             reading.download([p.key for p in reading.packs])
             reachable = reading.closure(tips, lambda _oid: False)
         needed = set(reachable)
-        old = [p for p in reading.packs if now - p.modified >= min_age]
-        young = len(reading.packs) - len(old)
+        later = {key for key, reason in reading.bad.items() if NEWER_PACK in reason}  # not ours to judge
+        old = [p for p in reading.packs if now - p.modified >= min_age and p.key not in later]
+        young = sum(1 for p in reading.packs if now - p.modified < min_age)
         loose: list[str] = []
         new_pack = None
         if repack and (len(reading.packs) > 1 or reading.loose):
@@ -678,6 +700,7 @@ class S3Remote(Remote):
             loose_deleted=len(loose),
             kept_young=young,
             repacked=tuple(new_pack or ()),
+            unreadable=tuple(reading.bad.values()),
         )
 
     def _upload(self, pairs: Sequence[tuple[ObjectId, bytes]], tips: Sequence[ObjectId]) -> list[str]:
@@ -733,18 +756,33 @@ class _Reading:
         self.objects: dict[ObjectId, bytes] = {}
         self.indexes: dict[str, list[ObjectId]] = {}  # key -> ids, for every pack read or downloaded
         self.downloaded: set[str] = set()
+        self.bad: dict[str, str] = {}  # key -> why: packs that did not verify, skipped whole
         self.loose = 0
         self._relisted = False
 
+    def _checked(self, read: Callable[[str], Any], key: str) -> Any:
+        """``read(key)``, or None (the pack recorded as bad) when the pack does not verify."""
+        try:
+            return read(key)
+        except TransferError as exc:  # garbage, cut short, lying index, bad hash, oversized: hostile input
+            reason = exc.reason
+            self.bad[key] = reason if key in reason else f"{key}: {reason}"
+            return None
+
     def read_indexes(self, keys: list[str]) -> None:
-        keys = [k for k in keys if k not in self.indexes]
-        for key, ids in zip(keys, self.pool.map(self.remote.read_index, keys), strict=True):
-            self.indexes[key] = ids
+        keys = [k for k in keys if k not in self.indexes and k not in self.bad]
+        results = self.pool.map(lambda k: self._checked(self.remote.read_index, k), keys)
+        for key, ids in zip(keys, results, strict=True):
+            self.indexes[key] = ids if ids is not None else []
 
     def download(self, keys: list[str]) -> None:
-        keys = [k for k in keys if k not in self.downloaded]
-        for key, pairs in zip(keys, self.pool.map(self.remote._read_pack, keys), strict=True):
+        keys = [k for k in keys if k not in self.downloaded and k not in self.bad]
+        results = self.pool.map(lambda k: self._checked(self.remote._read_pack, k), keys)
+        for key, pairs in zip(keys, results, strict=True):
             self.downloaded.add(key)
+            if pairs is None:  # none of it is used, not even its index
+                self.indexes[key] = []
+                continue
             self.indexes[key] = [oid for oid, _ in pairs]
             self.objects.update(pairs)
 
@@ -762,7 +800,18 @@ class _Reading:
             self._relisted = True
             self.packs = self.remote.list_packs()
         loose = [oid for oid in absent if oid not in self.objects]
-        for oid, data in zip(loose, self.pool.map(self.remote._get_object, loose), strict=True):
+        try:
+            found = list(zip(loose, self.pool.map(self.remote._get_object, loose), strict=True))
+        except TransferError as exc:
+            if not self.bad or exc.oid is None:
+                raise
+            skipped = "; ".join(self.bad.values())
+            raise TransferError(
+                f"{self.remote.url}: an object its refs need is in no pack that verifies and not stored "
+                f"loose; skipped {len(self.bad)} pack(s) that did not verify: {skipped}",
+                exc.oid,
+            ) from None
+        for oid, data in found:
             if hash_bytes(data) != oid:
                 raise RejectedObject("object bytes do not hash to their id", oid)
             self.objects[oid] = data

@@ -1,7 +1,8 @@
 """Sync operations on a store: fetch, push, clone, and bringing a tracking branch into a session's branch.
 
-Remote-tracking refs are ``refs/remotes/<remote>/<branch>``: fetch moves them (and prunes branches the remote no
-longer has), a successful push moves the pushed one. Refs move only after every object they need is stored.
+Remote-tracking refs are ``refs/remotes/<remote>/<branch>``: fetch moves them (and, only when asked to prune
+as git's ``--prune``, deletes those of branches the remote no longer shows), a successful push moves the
+pushed one. Refs move only after every object they need is stored.
 """
 
 from __future__ import annotations
@@ -42,12 +43,14 @@ STREAM_BYTES = 4096  # the stream's magic and end frame, and the push head (one 
 
 @attrs.frozen
 class FetchResult:
-    """What a fetch did: tracking refs moved (name -> (old, new)), objects received and newly stored."""
+    """What a fetch did: tracking refs moved (name -> (old, new)), objects received and newly stored, and
+    what the remote holds that did not verify and was skipped (an S3 remote's packs: "<key>: <reason>")."""
 
     updated: dict[str, tuple[ObjectId | None, ObjectId | None]]
     objects: int
     new_objects: int
     bytes: int
+    skipped: tuple[str, ...] = ()
 
 
 def _counting(
@@ -100,10 +103,12 @@ def fetch_from(
     name: str,
     *,
     progress: Progress | None = None,
-    prune: bool = True,
+    prune: bool = False,
     max_object: int | None = None,
 ) -> FetchResult:
-    """Receive the remote's branches and move ``refs/remotes/<name>/*`` to them.
+    """Receive the remote's branches and move ``refs/remotes/<name>/*`` to them. A tracking branch the remote
+    no longer shows (deleted there, or out of a narrower token's sight) stays, unless ``prune`` (git's
+    ``--prune``) deletes it.
 
     An object over ``max_object`` bytes (default: the remote's ``max_receive``, the one size limit unless
     raised) is :class:`ObjectTooLarge` and no ref moves; the objects stored before it stay (each arrived
@@ -138,6 +143,12 @@ def fetch_from(
                 "fetch, pull or clone with --max-object-bytes N, max_object=N)",
                 exc.oid,
             ) from None
+    skipped = remote.skipped if wants else ()
+    if skipped and progress is not None:
+        warn = getattr(progress, "warn", None)  # a progress line that shows warnings (the CLI's)
+        if callable(warn):
+            for item in skipped:
+                warn(f"skipped a pack that does not verify: {item}")
     lacking = [tip for tip in wants if not store.has(tip)]
     if lacking:  # the store is closed under links, so having the tip means having its history
         raise TransferError(f"{remote.url} did not send the commit its branch names", lacking[0])
@@ -173,6 +184,7 @@ def fetch_from(
         objects=stats.objects if stats else 0,
         new_objects=stats.new_objects if stats else 0,
         bytes=stats.bytes if stats else 0,
+        skipped=skipped,
     )
 
 

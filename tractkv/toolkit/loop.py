@@ -142,7 +142,7 @@ def _run_calls(
         _commit_result(tract, call["id"], call["name"], result)
         if result.usage_id is not None:
             usage_ids.append(result.usage_id)
-    _run_deferred(tract, step)
+    _run_deferred(tract, step, executor.schemas("openai") or None)
 
 
 def _commit_result(tract: Tract, call_id: str, name: str, result: ToolResult) -> None:
@@ -167,7 +167,9 @@ def _commit_result(tract: Tract, call_id: str, name: str, result: ToolResult) ->
         delete_rows(tract.store, [result.usage_id])
 
 
-def _run_deferred(tract: Tract, step: AgentStep) -> None:
+def _run_deferred(tract: Tract, step: AgentStep, tools: list[dict[str, Any]] | None) -> None:
+    """Apply the step's deferred context changes; one that fails is told to the model in a note carrying
+    ``tools`` (the executor's: the tools in force stay those the model was given)."""
     for tool_name, action in step.take():
         try:
             action()
@@ -175,7 +177,7 @@ def _run_deferred(tract: Tract, step: AgentStep) -> None:
             detail = str(exc) if isinstance(exc, TractError) else f"{type(exc).__name__}: {exc}"
             note = f"[{tool_name} could not be applied after the tool results: {detail}]"
             if not tract.is_detached:
-                tract.user(note, name="tractkv")
+                tract.user(note, name="tractkv", tools=tools)
 
 
 def _answer_open_calls(tract: Tract, executor: ToolExecutor, model: LLMClient, usage_ids: list[str]) -> None:
@@ -240,7 +242,7 @@ def _answer_open_calls(tract: Tract, executor: ToolExecutor, model: LLMClient, u
             _commit_result(tract, call.id, call.name, result)
         if result.usage_id is not None:
             usage_ids.append(result.usage_id)
-    _run_deferred(tract, step)
+    _run_deferred(tract, step, executor.schemas("openai") or None)
 
 
 CHILD_BRANCH_PREFIX = "tractkv-child/"  # temporary branches of child agent loops (deleted when they end)
