@@ -129,7 +129,7 @@ class Receiver:
                         if oid in known or (oid in present if present is not None else view.has(oid)):
                             continue
                         try:
-                            check(obj, tags)
+                            check(obj, tags, tags.claims)
                         except MissingLink as exc:
                             raise RejectedObject(
                                 f"links to {exc.oid}, which is neither here nor earlier in the stream", oid
@@ -146,7 +146,7 @@ class Receiver:
                             batch = store.new_batch()
                             stack.close()
                             if len(known) > self.remember:  # bound the memory of a huge transfer
-                                known.clear()
+                                tags.clear()
                                 arrived = self.arrived = None
                             view = tags.reader = stack.enter_context(store.snapshot())
                             present = None  # looked up in the old snapshot: ask the new one, one by one
