@@ -99,3 +99,63 @@ def test_a_push_to_a_hub_is_checked_by_the_hub_stores_budget(
     log = json.loads(tkv(a, "log", "--json").stdout)
     assert (log[0]["commit_id"], log[0]["operation"]) == (tip, "trim")
     assert tokens(a) <= limit
+
+
+def test_a_pushers_reported_usage_cannot_lower_the_hubs_count(
+    start_hub: Callable[..., Hub], tmp_path: Path
+) -> None:
+    """Issue 29 item 17: the usage a reply's metadata reports is the pusher's claim, not a measurement. A
+    10k-token context whose last reply claims 1 input token is still over a 2,000-token ``reject`` budget
+    on the hub (the receiving side counts at least its own estimate); the same claim still calibrates the
+    pusher's own count (its own status and local budget)."""
+    from tractkv import Tract
+
+    a, hub_store = tmp_path / "a", tmp_path / "hubstore"
+    with Tract.open(str(a), durable=False) as t:
+        t.system("You are terse.")
+        for i in range(25):
+            t.user(f"Question {i}: " + "please explain in detail the following words. " * 40)
+        t.assistant("Done.", metadata={"usage": {"input_tokens": 1, "output_tokens": 1}})
+        count = t.status()
+    assert count.token_count < 100  # the claim calibrates the pusher's own count
+    assert count.estimated_tokens is not None
+    assert count.estimated_tokens > 10_000
+    tkv(hub_store, "init")
+    tkv(hub_store, "budget", "2000", "--action", "reject")
+    hub = start_hub(store=hub_store)
+    tkv(a, "remote", "add", "origin", hub.url)
+
+    out = tkv(a, "push", ok=False)
+    assert out.returncode == 1
+    assert out.stderr.startswith("Error: push rejected: main (over-budget): the push would take the context ")
+    assert MAIN not in refs(hub_store)
+
+    tkv(hub_store, "budget", "20000", "--action", "reject")  # a budget the estimate fits: accepted
+    assert json.loads(tkv(a, "push", "--json").stdout)["results"][0]["ok"] is True
+
+
+def test_a_pulls_fast_forward_counts_at_least_the_local_estimate(
+    start_hub: Callable[..., Hub], tmp_path: Path
+) -> None:
+    """The same rule for a pull: the pulled reply's claimed usage cannot take a fast-forward past the pulling
+    store's budget."""
+    from tractkv import Tract
+
+    hub = start_hub()
+    a, b = tmp_path / "a", tmp_path / "b"
+    tkv(a, "init")
+    tkv(a, "commit", "hello")
+    tkv(a, "remote", "add", "origin", hub.url)
+    tkv(a, "push", "-q")
+    tkv(tmp_path, "clone", hub.url, str(b))
+    with Tract.open(str(a), durable=False) as t:
+        for i in range(25):
+            t.user(f"Question {i}: " + "please explain in detail the following words. " * 40)
+        t.assistant("Done.", metadata={"usage": {"input_tokens": 1, "output_tokens": 1}})
+    tkv(a, "push", "-q")
+    tkv(b, "budget", "2000", "--action", "reject")
+    before = refs(b)[MAIN]
+    out = tkv(b, "pull", "-q", ok=False)
+    assert out.returncode == 1
+    assert out.stderr.startswith("Error: the fast-forward would take the context of branch 'main' to ")
+    assert refs(b)[MAIN] == before

@@ -50,6 +50,14 @@ move's transaction, so the branch is never left over its limit and a failing act
 adds no commit of its own, so only the newest unit is protected. A fetch moves only tracking refs and a
 clone makes a store with no budget: neither is checked.
 
+**Reported usage from a peer is a claim.** A reply's ``metadata["usage"]`` is whatever the process that
+wrote the commit put there. A commit this process writes is counted with it (its own model's answer), but a
+move that brings commits from another store (a push received by :func:`check_received`, a pull's
+fast-forward: ``peer=True``) counts the larger of the calibrated count and the local estimate: a claim may
+raise the count (a provider that counted more than the estimate), never lower it below what this store
+measures (issue 29 item 17: a pushed reply claiming 1 input token took a 10k-token context past a 2,000-token
+``reject`` budget). ``status`` still shows the calibrated count.
+
 **Batches.** Inside ``t.batch()`` the check runs once, at the block's end, on the context the block made
 (one read of the setting per batch); ``reject`` then raises and the whole block is written nowhere. Without a
 budget the write path reads one ``meta`` row per transaction and does nothing else.
@@ -272,12 +280,14 @@ def check(
     state: CompileState | None,
     *,
     moved: str | None = None,
+    peer: bool = False,
 ) -> BudgetOverrun | None:
     """Run ``ref``'s budget on what ``batch`` (about to be applied) makes of the branch: ``state`` is the
     compile state at its new tip (None: read it through the batch). Returns the overrun to report once the
     batch landed, or None; may stage a trim or compress commit in the batch; raises to write nothing.
     ``moved`` names a ref move the batch stages instead of a commit (``"the fast-forward"``, ``"the reset"``,
-    ``"the push"``): only the messages say so.
+    ``"the push"``): only the messages say so. ``peer``: the move brings another store's commits, whose
+    reported usage is a claim: the count is at least the local estimate (see the module doc).
 
     Raises:
         BudgetExceeded: a ``reject`` budget, or a ``trim`` / ``compress`` that cannot make the context fit.
@@ -297,6 +307,8 @@ def check(
         else:  # another branch than the session's (a push received): its state, owned for the action
             state = session.compiler.state_at(batch, head, take=True)
     tokens, estimated = _calibrated(session, state, batch)
+    if peer:
+        tokens = max(tokens, estimated)
     limit = budget.limit
     if tokens <= limit:
         key = OVERRUN + ref.encode()
@@ -319,7 +331,9 @@ def check(
         # over even when the estimate is not). The count after the action is then taken as status takes it.
         act = _trim if budget.action == "trim" else _compress
         result = act(session, batch, ref, state, head, limit, estimated, name, tokens, nothing)
-        after = _calibrated(session, state, batch)[0]
+        after, after_estimated = _calibrated(session, state, batch)
+        if peer:
+            after = max(after, after_estimated)
         if after > limit:
             raise BudgetExceeded(
                 after,
@@ -364,8 +378,9 @@ def check_received(store: Store, batch: WriteBatch, ref: str, moved: str) -> str
     """Run ``ref``'s budget on the move ``batch`` stages in a store no session writes to (a push received
     by a path remote or a hub): as :func:`check` with a read-only session on the branch (the default token
     counter, no summarizer, no listener: ``warn`` records the overrun, ``trim`` stages its commit in
-    ``batch``). Returns why the move is refused (``reject``, a trim that cannot fit, ``compress`` with no
-    model here), or None; one ``meta`` read when the branch has no budget."""
+    ``batch``), counting at least the local estimate (``peer``: the pushed usage is a claim). Returns why
+    the move is refused (``reject``, a trim that cannot fit, ``compress`` with no model here), or None; one
+    ``meta`` read when the branch has no budget."""
     if batch.table_get(Table.META, BUDGET + ref.encode()) is None:
         return None
     from .refs import HEADS
@@ -373,7 +388,7 @@ def check_received(store: Store, batch: WriteBatch, ref: str, moved: str) -> str
 
     session = Session(store, branch=ref.removeprefix(HEADS), readonly=True)
     try:
-        check(session, batch, ref, None, moved=moved)
+        check(session, batch, ref, None, moved=moved, peer=True)
     except BudgetExceeded as exc:
         return str(exc)
     except NoLLMConfigured:

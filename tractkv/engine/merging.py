@@ -43,8 +43,11 @@ STRATEGIES = MERGE_STRATEGIES  # one list: what merge() takes is what a merge bl
 EXCERPT = 40  # characters of each side's text a conflict shows
 
 
-def merge(session: Session, source: str, strategy: str = "auto", message: str | None = None) -> MergeResult:
-    """Merge a branch or commit into the session's branch (see :meth:`tractkv.Tract.merge`)."""
+def merge(
+    session: Session, source: str, strategy: str = "auto", message: str | None = None, *, peer: bool = False
+) -> MergeResult:
+    """Merge a branch or commit into the session's branch (see :meth:`tractkv.Tract.merge`); ``peer``: the
+    source came from another store (a pull), so a fast-forward's budget counts at least the estimate."""
     if strategy not in STRATEGIES:
         raise InvalidInput(f"strategy must be auto, ours or theirs, not {strategy!r}")
     tip = session.writable("merge")
@@ -55,7 +58,7 @@ def merge(session: Session, source: str, strategy: str = "auto", message: str | 
         return MergeResult(kind="up-to-date", head=head, commit=None, strategy=strategy)
     if head is None or graph.is_ancestor(reader, head, theirs):
         new_head = session.move_branch(
-            tip, theirs, "merge", f"fast-forward to {source}", moved="the fast-forward"
+            tip, theirs, "merge", f"fast-forward to {source}", moved="the fast-forward", peer=peer
         )
         return MergeResult(
             kind="fast-forward", head=new_head or theirs, commit=session.get_commit(theirs), strategy=strategy

@@ -1048,12 +1048,14 @@ class Session:
         *,
         hard: bool = False,
         moved: str = "the move",
+        peer: bool = False,
     ) -> ObjectId | None:
         """Move the branch from ``tip`` (read when the operation started) to ``target`` by compare-and-swap
         (reset, fast-forward merge): if another handle moved it since, nothing moves. The branch's budget
         checks the move as it checks a commit (``moved`` names it in messages), in the same transaction: a
         ``trim`` / ``compress`` commit lands with the move, a refusal moves nothing. Returns the branch's new
-        tip (``target``, or the commit the budget made on it); inside :meth:`batch`, the block's end checks."""
+        tip (``target``, or the commit the budget made on it); inside :meth:`batch`, the block's end checks.
+        ``peer``: ``target`` came from another store (a pull), so the budget counts at least the estimate."""
         ref, head = tip.ref, tip.head
         own = self._batch is None
         batch = self.store.new_batch() if own else self._batch
@@ -1066,7 +1068,7 @@ class Session:
         from .budget import check as check_budget  # lazy: keeps `import tractkv` light
 
         try:
-            overrun = check_budget(self, batch, ref, None, moved=moved)
+            overrun = check_budget(self, batch, ref, None, moved=moved, peer=peer)
             self.apply_ref_batch(batch)
         except BaseException:
             self._state = None  # it may hold the budget's commit, which was not written

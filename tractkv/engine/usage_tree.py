@@ -5,6 +5,13 @@ that answered its call (or nested in another record); a running or interrupted o
 ``usage`` table. :func:`usage_forest` reads both into one forest of :class:`UsageNode`; :func:`select_usages`
 and :func:`select_trees` filter it. See :mod:`tractkv.engine.usage_rows` for the lifecycle of a row and
 what a crash leaves, and :mod:`tractkv.engine.usage_stats` for per-tool statistics.
+
+**Linear in the records, whatever the store holds.** Records form trees (the validator refuses a record
+listing a child twice or one another record lists, and trees deeper than ``MAX_USAGE_DEPTH``), but a store
+written before those rules may hold records whose ``children`` repeat or share ids, which expand
+exponentially when walked as trees (issue 29 item 12), or chains deeper than Python's recursion limit. So a
+forest is built without recursion, reading each record once and showing it once (under the first parent met,
+depth first in start order), down to ``MAX_USAGE_DEPTH`` levels below its root.
 """
 
 from __future__ import annotations
@@ -18,7 +25,7 @@ import attrs
 from tractkv.engine import graph
 from tractkv.engine.records import timestamp
 from tractkv.ids import ObjectId
-from tractkv.model import Commit, UsageRecord, to_jsonable
+from tractkv.model import MAX_USAGE_DEPTH, Commit, UsageRecord, to_jsonable
 from tractkv.store import Reader
 
 from .usage_rows import USAGE_LINK, PendingUsage, iter_pending
@@ -28,14 +35,26 @@ RERUNNABLE = ("error", "interrupted")  # the statuses of a failed execution, whi
 
 
 def load_tree(reader: Reader, oid: ObjectId) -> list[UsageRecord]:
-    """A stored record and every record nested in it (nested ones first, the root last)."""
+    """A stored record and every record nested in it, each once (nested ones first, the root last)."""
     out: list[UsageRecord] = []
     record = reader.get(oid)
     if not isinstance(record, UsageRecord):
         return out
-    for child in record.children:
-        out.extend(load_tree(reader, child))
-    out.append(record)
+    seen = {oid}
+    stack: list[tuple[UsageRecord, Iterator[ObjectId]]] = [(record, iter(record.children))]
+    while stack:
+        top, children = stack[-1]
+        for child in children:
+            if child in seen:
+                continue
+            seen.add(child)
+            nested = reader.get(child)
+            if isinstance(nested, UsageRecord):
+                stack.append((nested, iter(nested.children)))
+                break
+        else:
+            stack.pop()
+            out.append(top)
     return out
 
 
@@ -165,30 +184,81 @@ class UsageNode:
 
     def walk(self) -> Iterator[tuple[int, ToolUsage]]:
         """(depth, usage) for this node and every descendant, depth first in start order."""
-        yield 0, self.usage
-        for child in self.children:
-            for depth, usage in child.walk():
-                yield depth + 1, usage
+        stack: list[tuple[int, UsageNode]] = [(0, self)]
+        while stack:
+            depth, node = stack.pop()
+            yield depth, node.usage
+            stack.extend((depth + 1, child) for child in reversed(node.children))
 
     def to_json(self) -> dict[str, Any]:
         """The usage's JSON dict with ``children`` holding the nested nodes' dicts instead of their ids."""
         return {**self.usage.to_json(), "children": [c.to_json() for c in self.children]}
 
 
-def _node(reader: Reader, oid: ObjectId, result_commit: ObjectId | None) -> UsageNode | None:
-    # No cycle guard needed: a record's id is the hash of its bytes, so it cannot list itself below it.
-    record = reader.get(oid)
-    if not isinstance(record, UsageRecord):
-        return None  # missing (not synced, or collected) or not a usage: fsck reports it
-    children = tuple(n for n in (_node(reader, c, None) for c in record.children) if n is not None)
-    usage = ToolUsage.from_record(record, oid, result_commit)
-    usage = attrs.evolve(usage, children=tuple(c.usage.id for c in children))
-    return UsageNode(usage=usage, children=children)
+class _Records:
+    """Usage records read once each, and which ones a forest already shows."""
+
+    def __init__(self, reader: Reader) -> None:
+        self.reader = reader
+        self.read: dict[ObjectId, UsageRecord | None] = {}
+        self.shown: set[ObjectId] = set()
+
+    def get(self, oid: ObjectId) -> UsageRecord | None:
+        if oid in self.read:
+            return self.read[oid]
+        record = self.reader.get(oid)
+        found = self.read[oid] = record if isinstance(record, UsageRecord) else None
+        return found  # None: missing (not synced, or collected) or not a usage: fsck reports it
+
+    def nested(self, roots: Iterable[ObjectId]) -> set[ObjectId]:
+        """Every record listed as a child by a record reachable from ``roots`` (each record read once)."""
+        out: set[ObjectId] = set()
+        seen: set[ObjectId] = set()
+        stack = list(roots)
+        while stack:
+            oid = stack.pop()
+            if oid in seen:
+                continue
+            seen.add(oid)
+            record = self.get(oid)
+            if record is not None:
+                out.update(record.children)
+                stack.extend(record.children)
+        return out
+
+    def node(self, oid: ObjectId, result_commit: ObjectId | None) -> UsageNode | None:
+        """The tree under a record not shown yet: each record once, down to ``MAX_USAGE_DEPTH`` levels."""
+        record = self.get(oid)
+        if record is None or oid in self.shown:
+            return None
+        self.shown.add(oid)
+        order: list[tuple[ObjectId, UsageRecord, list[ObjectId]]] = []  # parents before their children
+        stack: list[tuple[ObjectId, UsageRecord, int]] = [(oid, record, 0)]
+        while stack:
+            top, rec, depth = stack.pop()
+            kept: list[tuple[ObjectId, UsageRecord]] = []
+            if depth < MAX_USAGE_DEPTH:
+                for child in rec.children:
+                    nested = self.get(child)
+                    if nested is not None and child not in self.shown:
+                        self.shown.add(child)
+                        kept.append((child, nested))
+                stack.extend((c, r, depth + 1) for c, r in reversed(kept))
+            order.append((top, rec, [c for c, _ in kept]))
+        nodes: dict[ObjectId, UsageNode] = {}
+        for top, rec, below in reversed(order):
+            children = tuple(nodes.pop(c) for c in below)
+            usage = ToolUsage.from_record(rec, top, result_commit if top == oid else None)
+            usage = attrs.evolve(usage, children=tuple(c.usage.id for c in children))
+            nodes[top] = UsageNode(usage=usage, children=children)
+        return nodes[oid]
 
 
-def _pending_node(reader: Reader, row: PendingUsage, by_parent: dict[str, list[PendingUsage]]) -> UsageNode:
-    finished = [n for n in (_node(reader, c, None) for c in row.children) if n is not None]
-    running = [_pending_node(reader, r, by_parent) for r in by_parent.get(row.usage_id, ())]
+def _pending_node(
+    records: _Records, row: PendingUsage, by_parent: dict[str, list[PendingUsage]]
+) -> UsageNode:
+    finished = [n for n in (records.node(c, None) for c in row.children) if n is not None]
+    running = [_pending_node(records, r, by_parent) for r in by_parent.get(row.usage_id, ())]
     children = tuple(sorted([*finished, *running], key=lambda n: n.usage.started_at))
     usage = attrs.evolve(ToolUsage.from_pending(row), children=tuple(c.usage.id for c in children))
     return UsageNode(usage=usage, children=children)
@@ -198,33 +268,32 @@ def usage_forest(reader: Reader, tip: ObjectId | None, *, include_pending: bool 
     """Every top-level usage in the history of ``tip`` (oldest first), then the pending and interrupted
     executions of that history (and those not tied to any commit), each with its nested usages.
 
-    Cost: one walk of the history (every commit reachable from ``tip``) plus one read per usage record.
+    Cost: one walk of the history (every commit reachable from ``tip``) plus one read per usage record;
+    each record is shown once (see the module doc).
     """
     roots: list[UsageNode] = []
     history: set[ObjectId] = set()
+    records = _Records(reader)
     if tip is not None:
         linked: list[tuple[ObjectId, Commit]] = []
         for oid, commit in graph.iter_log(reader, [tip]):
             history.add(oid)
             if commit.links.get(USAGE_LINK):
                 linked.append((oid, commit))
-        found: set[ObjectId] = set()
-        for commit_id, commit in reversed(linked):
-            for usage_oid in commit.links[USAGE_LINK]:
-                node = _node(reader, usage_oid, commit_id) if usage_oid not in found else None
-                found.add(usage_oid)
-                if node is not None:
-                    roots.append(node)
         # A record linked by a commit and also nested in another (a child agent's branch merged into this
         # one) shows once, under its parent.
-        nested = {u.oid for root in roots for depth, u in root.walk() if depth}
-        roots = [root for root in roots if root.usage.oid not in nested]
+        nested = records.nested(u for _, commit in linked for u in commit.links[USAGE_LINK])
+        for commit_id, commit in reversed(linked):
+            for usage_oid in commit.links[USAGE_LINK]:
+                node = records.node(usage_oid, commit_id) if usage_oid not in nested else None
+                if node is not None:
+                    roots.append(node)
     if include_pending:
         recorded = {usage.id for root in roots for _, usage in root.walk()}
         rows = [r for r in iter_pending(reader) if r.usage_id not in recorded]
         for row in rows:  # completed, awaiting the commit that links them: shown from their records
             if row.record is not None and (row.commit is None or row.commit in history):
-                node = _node(reader, row.record, None)
+                node = records.node(row.record, None)
                 if node is not None:
                     roots.append(node)
         rows = [r for r in rows if r.record is None]
@@ -237,7 +306,7 @@ def usage_forest(reader: Reader, tip: ObjectId | None, *, include_pending: bool 
             if row.parent_id is not None and row.parent_id in ids:
                 continue
             if row.commit is None or row.commit in history:
-                roots.append(_pending_node(reader, row, by_parent))
+                roots.append(_pending_node(records, row, by_parent))
     return roots
 
 

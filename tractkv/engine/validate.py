@@ -47,7 +47,17 @@ The rules, by kind (an object's "tag" is its kind, or for a blob the content typ
   rendering reads any stored definition without failing (:func:`~tractkv.engine.toolsets.read_stored`).
 * **toolset**: every entry is a tool schema.
 * **usage**: ``start`` / ``end`` in ``[TS_MIN, TS_MAX]`` (ints, not booleans), ``rlen`` a non-negative int,
-  ``commit`` and ``heads`` commits, ``children`` usage records.
+  ``commit`` and ``heads`` commits, ``children`` usage records forming a tree: a nested execution ran inside
+  one other, so a record lists a child once, a child is listed by one record (a ``tool_result`` commit's
+  ``links["usages"]`` is not a parent: a child agent's result commit may link a record its parent lists),
+  the tree is at most :data:`~tractkv.model.MAX_USAGE_DEPTH` levels deep and holds at most
+  :data:`~tractkv.model.MAX_USAGE_TREE` records counted along every path (a usage record's tag carries its
+  tree's depth and size, :class:`UsageTag`). Records listing children twice or sharing them expand
+  exponentially in a reader that walks them as trees (issue 29: 2.6 KB made the viewer work 91 s). "Listed
+  by one record" is checked among the records whose tags one check computes: a transfer (the records it
+  brings and every stored record they nest), a local commit's usage trees, and fsck (the whole store);
+  records pushed apart and never nested together are not compared, which the size limit bounds and every
+  reader tolerates (each record is shown once: :mod:`tractkv.engine.usage_tree`).
 
 **Timestamps** are µs since the epoch, UTC, in ``[0, 2**53 - 1]``: 2**53 - 1 is the largest integer a JSON
 number holds exactly (the viewer, ``--json`` output and JavaScript read these values), and as µs it is the
@@ -57,12 +67,22 @@ tractkv and make ``datetime`` conversions platform-dependent.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Iterable, Iterator, Mapping, MutableMapping
+from typing import TYPE_CHECKING, Any, Protocol
 
 from tractkv.errors import ContentError, DecodeError, InvalidInput
 from tractkv.ids import ObjectId, hash_bytes
-from tractkv.model import Blob, Commit, StoredObject, ToolSchema, ToolSet, UsageRecord, decode
+from tractkv.model import (
+    MAX_USAGE_DEPTH,
+    MAX_USAGE_TREE,
+    Blob,
+    Commit,
+    StoredObject,
+    ToolSchema,
+    ToolSet,
+    UsageRecord,
+    decode,
+)
 from tractkv.store import Reader, Store
 
 from .content import (
@@ -128,6 +148,20 @@ class MediaTag(str):
     def __new__(cls, types: frozenset[str]) -> MediaTag:
         self = super().__new__(cls, MEDIA)
         self.types = types
+        return self
+
+
+class UsageTag(str):
+    """The tag of a valid usage record (``usage``) with its tree's ``depth`` (levels; a record with no children
+    is 1) and ``size`` (records counted along every path, capped at ``MAX_USAGE_TREE + 1``)."""
+
+    depth: int
+    size: int
+
+    def __new__(cls, depth: int, size: int) -> UsageTag:
+        self = super().__new__(cls, UsageRecord.KIND)
+        self.depth = depth
+        self.size = size
         return self
 
 
@@ -248,10 +282,12 @@ def _fields(data: dict[str, Any], required: set[str], optional: set[str]) -> Non
         raise ContentError(f"unknown fields {sorted(unknown)}")
 
 
-def check(obj: StoredObject, tag_of: TagOf) -> None:
+def check(obj: StoredObject, tag_of: TagOf, claims: Mapping[ObjectId, ObjectId] | None = None) -> None:
     """Raise :class:`ObjectRuleError` naming the rule ``obj`` breaks (see the module docstring).
 
     ``tag_of`` gives the tag of each linked object; a link it returns None for is reported as missing.
+    ``claims`` maps nested usage records to the record that lists them (:attr:`Tags.claims`): a usage record
+    listing one of them is refused (a nested execution has one parent record).
     """
     if isinstance(obj, Commit):
         _check_commit(obj, tag_of)
@@ -259,7 +295,7 @@ def check(obj: StoredObject, tag_of: TagOf) -> None:
         for index, oid in enumerate(obj.tools):
             _want(tag_of, f"tools[{index}]", oid, ("tool",))
     elif isinstance(obj, UsageRecord):
-        _check_usage(obj, tag_of)
+        _check_usage(obj, tag_of, claims)
     elif isinstance(obj, ToolSchema):
         found = tag(obj)
         if found.startswith(INVALID):
@@ -456,7 +492,9 @@ def _check_links(op: str, links: Mapping[str, tuple[ObjectId, ...]], tag_of: Tag
                 _want(tag_of, what, oid, (want,))
 
 
-def _check_usage(record: UsageRecord, tag_of: TagOf) -> None:
+def _check_usage(
+    record: UsageRecord, tag_of: TagOf, claims: Mapping[ObjectId, ObjectId] | None = None
+) -> None:
     _check_timestamp("start", record.started_at)
     if record.completed_at is not None:
         _check_timestamp("end", record.completed_at)
@@ -464,21 +502,82 @@ def _check_usage(record: UsageRecord, tag_of: TagOf) -> None:
         raise ObjectRuleError("rlen must be a non-negative integer")
     if record.commit is not None:
         _want(tag_of, "commit", record.commit, ("commit",))
-    for index, oid in enumerate(record.children):
-        _want(tag_of, f"children[{index}]", oid, ("usage",))
+    _usage_tag(record, tag_of, claims, None, stored=False)
     for index, oid in enumerate(record.heads):
         _want(tag_of, f"heads[{index}]", oid, ("commit",))
 
 
+def _usage_tag(
+    record: UsageRecord,
+    tag_of: TagOf,
+    claims: Mapping[ObjectId, ObjectId] | None,
+    me: ObjectId | None,
+    *,
+    stored: bool,
+) -> UsageTag:
+    """The tag of ``record`` from its children's tags, or :class:`ObjectRuleError` naming the tree rule it
+    breaks: a child listed twice, a child ``claims`` says another record lists (``me``: this record's id,
+    whose own claims do not count), a child that is not a valid usage record, a tree too deep or too large.
+
+    ``stored``: the record is already in a store (its tag is being computed, not the record checked): a
+    missing child is left to the store-level link check, and a malformed child is named without its
+    reason, so reasons never nest along a deep chain."""
+    depth = size = 0
+    seen: set[ObjectId] = set()
+    for index, oid in enumerate(record.children):
+        if oid in seen:
+            raise ObjectRuleError(f"lists nested record {oid} twice (a nested execution has one parent)")
+        seen.add(oid)
+        found = tag_of(oid)
+        if found is None:
+            if stored:
+                continue
+            raise MissingLink(f"children[{index}]", oid)
+        if found != UsageRecord.KIND:
+            if not found.startswith(INVALID):
+                raise ObjectRuleError(f"children[{index}] -> {oid} is a {found}, not a usage")
+            why = "" if stored else f": {found[len(INVALID) :]}"
+            raise ObjectRuleError(f"children[{index}] -> {oid} is malformed{why}")
+        owner = claims.get(oid) if claims is not None else None
+        if owner is not None and owner != me:
+            raise ObjectRuleError(
+                f"children[{index}] -> {oid} is also listed by record {owner} "
+                "(a nested execution has one parent record)"
+            )
+        depth = max(depth, getattr(found, "depth", 1))
+        size = min(size + getattr(found, "size", 1), MAX_USAGE_TREE + 1)
+    depth, size = depth + 1, size + 1
+    if depth > MAX_USAGE_DEPTH:
+        raise ObjectRuleError(f"its tree of nested records is deeper than {MAX_USAGE_DEPTH} levels")
+    if size > MAX_USAGE_TREE:
+        raise ObjectRuleError(
+            f"its tree holds more than {MAX_USAGE_TREE} nested records (counted along every path)"
+        )
+    return UsageTag(depth, size)
+
+
+class Objects(Protocol):
+    """Where :class:`Tags` reads objects it has no tag for (any :class:`~tractkv.store.Reader`)."""
+
+    def get(self, oid: ObjectId) -> StoredObject | None: ...
+
+
 class Tags:
     """Tags of objects by id: those recorded with :meth:`add` (objects just decoded: nothing is decoded
-    twice), else read from ``reader`` once and remembered."""
+    twice), else read from ``reader`` once and remembered.
 
-    def __init__(self, reader: Reader, known: Mapping[ObjectId, str] | None = None) -> None:
+    A usage record's tag needs its children's: they are computed bottom-up without recursion, each record
+    read once, and :attr:`claims` records which record lists each nested one (a second record listing it
+    makes that record's tag invalid: a nested execution has one parent record)."""
+
+    def __init__(self, reader: Objects, known: Mapping[ObjectId, str] | None = None) -> None:
         self.reader = reader
         self.known: dict[ObjectId, str] = dict(known or {})
+        self.claims: dict[ObjectId, ObjectId] = {}  # nested usage record -> the record listing it
 
     def add(self, oid: ObjectId, obj: StoredObject) -> str:
+        if isinstance(obj, UsageRecord):
+            return self._usage(oid, obj)
         found = self.known[oid] = tag(obj)
         return found
 
@@ -490,6 +589,44 @@ class Tags:
                 return None
             found = self.add(oid, obj)
         return found
+
+    def clear(self) -> None:
+        """Forget every tag and claim (a receiver bounding its memory)."""
+        self.known.clear()
+        self.claims.clear()
+
+    def _usage(self, oid: ObjectId, record: UsageRecord) -> str:
+        known = self.known
+        stack: list[tuple[ObjectId, UsageRecord, Iterator[ObjectId]]] = [(oid, record, iter(record.children))]
+        while stack:
+            top, rec, children = stack[-1]
+            for child in children:
+                if child in known:
+                    continue
+                obj = self.reader.get(child)
+                if obj is None:
+                    continue
+                if isinstance(obj, UsageRecord):
+                    stack.append((child, obj, iter(obj.children)))
+                    break
+                known[child] = tag(obj)
+            else:
+                stack.pop()
+                known[top] = _claimed(rec, known.get, self.claims, top)
+        return known[oid]
+
+
+def _claimed(
+    record: UsageRecord, tag_of: TagOf, claims: MutableMapping[ObjectId, ObjectId], me: ObjectId
+) -> str:
+    """The tag of a stored usage record (invalid when it breaks a tree rule); a valid one claims its children."""
+    try:
+        found = _usage_tag(record, tag_of, claims, me, stored=True)
+    except ObjectRuleError as exc:
+        return f"{INVALID}{exc}"
+    for child in record.children:
+        claims.setdefault(child, me)
+    return found
 
 
 def trusted_tag(payload: dict[str, Any]) -> str:
@@ -530,12 +667,29 @@ def fsck_objects(store: Store) -> tuple[Problem, ...]:
                 decoded[oid] = decode(data, strict=True)
             except DecodeError:
                 continue
-        tags = {oid: tag(obj) for oid, obj in decoded.items()}
+        # One Tags for the whole store: usage trees are computed once each, and a nested record listed by
+        # two records is found wherever they are (the second one computed is invalid).
+        tags = Tags(
+            _Decoded(decoded), {o: tag(x) for o, x in decoded.items() if not isinstance(x, UsageRecord)}
+        )
         for oid, obj in decoded.items():
             try:
-                check(obj, tags.get)
+                check(obj, tags)
+                found = tags(oid) if isinstance(obj, UsageRecord) else None
+                if found is not None and found.startswith(INVALID):
+                    raise ObjectRuleError(found[len(INVALID) :])
             except MissingLink:
                 continue  # store-level fsck reports it
             except ObjectRuleError as exc:
                 problems.append(Problem("invalid", oid, str(exc)))
     return tuple(problems)
+
+
+class _Decoded:
+    """The objects fsck decoded, as :class:`Tags` reads them (one that does not decode is absent)."""
+
+    def __init__(self, decoded: Mapping[ObjectId, StoredObject]) -> None:
+        self.decoded = decoded
+
+    def get(self, oid: ObjectId) -> StoredObject | None:
+        return self.decoded.get(oid)

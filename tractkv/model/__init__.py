@@ -3,6 +3,8 @@
 from tractkv.model.objects import (
     KINDS,
     MAX_OBJECT_BYTES,
+    MAX_USAGE_DEPTH,
+    MAX_USAGE_TREE,
     OBJECT_FORMAT,
     USAGE_STATUSES,
     Blob,
@@ -23,6 +25,8 @@ from tractkv.model.objects import (
 __all__ = [
     "KINDS",
     "MAX_OBJECT_BYTES",
+    "MAX_USAGE_DEPTH",
+    "MAX_USAGE_TREE",
     "OBJECT_FORMAT",
     "USAGE_STATUSES",
     "Blob",

@@ -36,6 +36,14 @@ OBJECT_FORMAT = 1  # the "v" written into every object; changing an encoding rul
 #: write every default path carries and reads (docs/ARCHITECTURE.md, "Size limits").
 MAX_OBJECT_BYTES = 16 * 1024 * 1024
 
+#: Usage records form trees: a record lists the records of the executions it ran (``children``), each
+#: execution ran inside one other, so a record has at most one parent record. A stored or received record
+#: is valid only when its tree is at most this many levels deep (the record itself is level 1) ...
+MAX_USAGE_DEPTH = 64
+#: ... and holds at most this many records, counted along every path (a record listed twice counts twice;
+#: see :mod:`tractkv.engine.validate`). Readers show a tree down to ``MAX_USAGE_DEPTH`` levels, each record once.
+MAX_USAGE_TREE = 1 << 20
+
 
 def _oid_tuple(values: Any) -> tuple[ObjectId, ...]:
     return tuple(values)

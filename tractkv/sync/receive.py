@@ -68,6 +68,9 @@ REMEMBER_OBJECTS = 1 << 20
 Admit = Callable[[ObjectId, StoredObject], None]
 """Called with each verified object before it is stored; raises :class:`RejectedObject` to refuse it."""
 
+Held = Callable[[Sequence[ObjectId]], Container[ObjectId]]
+"""Which of some ids count as already here (default: what the store holds)."""
+
 
 class Receiver:
     """One transfer's receiving side: verifies and stores objects over one or more :meth:`receive` calls (a
@@ -83,10 +86,15 @@ class Receiver:
         admit: Admit | None = None,
         remember: int = REMEMBER_OBJECTS,
         track_links: bool = True,
+        held: Held | None = None,
     ) -> None:
+        """``held``: which ids count as already here (skipped: not checked, stored or counted as new),
+        instead of the store's answer; a hub gives a write-only token's reach, so that an object the store
+        holds outside it is received as if absent (checked, counted new, its put a no-op)."""
         self.store = store
         self.batch_objects = batch_objects
         self.admit = admit
+        self.held = held
         self.remember = remember
         self.tags = Tags(store)
         # id -> links of each object this transfer verified and stored; None without ``track_links`` (a
@@ -106,7 +114,7 @@ class Receiver:
         verified before it are committed first, then the exception propagates.
         """
         seen = new = size = 0
-        store, tags, admit, arrived = self.store, self.tags, self.admit, self.arrived
+        store, tags, admit, arrived, held = self.store, self.tags, self.admit, self.arrived, self.held
         known = tags.known
         batch = store.new_batch()
         with ExitStack() as stack:
@@ -117,19 +125,22 @@ class Receiver:
             view = tags.reader = stack.enter_context(store.snapshot())
             try:
                 for chunk, failure in _chunks(pairs, LOOKUP_CHUNK):
-                    present: Container[ObjectId] | None = view.stored(
-                        [oid for oid, _ in chunk if type(oid) is str and oid not in known]
-                    )
+                    asked = [oid for oid, _ in chunk if type(oid) is str and oid not in known]
+                    present: Container[ObjectId] | None = view.stored(asked) if held is None else held(asked)
                     for oid, data in chunk:
                         obj = verify(oid, data)
                         if admit is not None:
                             admit(oid, obj)
                         seen += 1
                         size += len(data)
-                        if oid in known or (oid in present if present is not None else view.has(oid)):
+                        if oid in known or (
+                            oid in present
+                            if present is not None
+                            else (view.has(oid) if held is None else oid in held([oid]))
+                        ):
                             continue
                         try:
-                            check(obj, tags)
+                            check(obj, tags, tags.claims)
                         except MissingLink as exc:
                             raise RejectedObject(
                                 f"links to {exc.oid}, which is neither here nor earlier in the stream", oid
@@ -146,7 +157,7 @@ class Receiver:
                             batch = store.new_batch()
                             stack.close()
                             if len(known) > self.remember:  # bound the memory of a huge transfer
-                                known.clear()
+                                tags.clear()
                                 arrived = self.arrived = None
                             view = tags.reader = stack.enter_context(store.snapshot())
                             present = None  # looked up in the old snapshot: ask the new one, one by one

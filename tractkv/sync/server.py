@@ -28,10 +28,14 @@ needs (each a ``tractkv serve`` option), and the logging (``--log-level``; :clas
 ``/v1/missing`` never lets a token learn more than it may read: for a token with the ``read`` (or
 ``admin``) scope it answers from the whole store; for a write-only token, an object counts as present only
 when it is reachable from a branch the token may see (its own namespace), so the answer says nothing about
-anyone else's objects (the pusher re-sends such objects; the hub stores them once). A write-only token's
-push is held to the same line: every link of an object it sends, and every ref value it sets, must be an
-object sent in the same push or reachable from its branches; anything else is refused with one answer,
-whether or not the hub holds that object (``422`` for a link, ``missing-objects`` for a ref).
+anyone else's objects (the pusher re-sends such objects; the hub stores them once). That answer is computed
+from the token's reach alone, never from what the store holds: an id outside it costs the same walk of the
+reach whether the hub holds it elsewhere or not (issue 29 item 16: 373 ms against 5.4 ms told them apart). A
+write-only token's push is held to the same line: every link of an object it sends, and every ref value it
+sets, must be an object sent in the same push or reachable from its branches; anything else is refused with
+one answer, whether or not the hub holds that object (``422`` for a link, ``missing-objects`` for a ref); and
+an object it sends that its branches do not reach is received as new (checked, counted in ``new_objects``,
+stored once) whether the hub holds it or not.
 """
 
 from __future__ import annotations
@@ -44,7 +48,7 @@ import socket
 import sys
 import threading
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, MutableMapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, MutableMapping, Sequence
 from typing import Any
 from urllib.parse import unquote_plus
 
@@ -160,16 +164,15 @@ class Hub:
 
     def _missing_for_writer(self, grant: Grant, oids: list[ObjectId]) -> set[ObjectId]:
         """``oids`` not reachable from a branch ``grant`` may see: a write-only token learns nothing about
-        objects outside its namespace. Walks only until every present id is found."""
+        objects outside its namespace. Computed from that reach only (never asking whether the store holds an
+        id), walking until every id is found: an id outside the reach costs the whole walk, held or not."""
+        unseen = set(oids)
         with self.store.snapshot() as snap:
-            lacking = {o for o in oids if not snap.has(o)}
-            unseen = {o for o in oids if o not in lacking}
-            if unseen:
-                for oid in iter_reachable(snap, _visible_tips(snap, grant)):
-                    unseen.discard(oid)
-                    if not unseen:
-                        break
-        return lacking | unseen
+            for oid in iter_reachable(snap, _visible_tips(snap, grant)):
+                unseen.discard(oid)
+                if not unseen:
+                    break
+        return unseen
 
     async def fetch(self, request: Request) -> Response:
         grant = self.grant(request)
@@ -219,7 +222,10 @@ class Hub:
         scope = None if grant.can_read else _WriterScope(self.store, grant)
         # One transaction per flush: a flush holds up to BATCH_OBJECTS plus the objects of one more chunk
         receiver = Receiver(
-            self.store, admit=scope.admit if scope is not None else None, batch_objects=2 * BATCH_OBJECTS
+            self.store,
+            admit=scope.admit if scope is not None else None,
+            held=scope.held if scope is not None else None,
+            batch_objects=2 * BATCH_OBJECTS,
         )
 
         def receive(batch: list[tuple[ObjectId, bytes]]) -> None:
@@ -311,12 +317,19 @@ class _WriterScope:
         self._reached: set[ObjectId] | None = None
 
     def reaches(self, oid: ObjectId) -> bool:
-        if oid in self.sent:
-            return True
+        return oid in self.sent or oid in self._reach()
+
+    def held(self, oids: Sequence[ObjectId]) -> set[ObjectId]:
+        """The ids the token's branches reach: what its push counts as already here (the receiver's
+        ``held``). Asked for the first objects of every push, so the walk never depends on the store."""
+        reach = self._reach()
+        return {oid for oid in oids if oid in reach}
+
+    def _reach(self) -> set[ObjectId]:
         if self._reached is None:
             with self.store.snapshot() as snap:
                 self._reached = set(iter_reachable(snap, _visible_tips(snap, self.grant)))
-        return oid in self._reached
+        return self._reached
 
     def admit(self, oid: ObjectId, obj: StoredObject) -> None:
         """Refuse (:class:`RejectedObject`) a verified object that links outside the scope; the receiver calls

@@ -395,4 +395,4 @@ def merge_tracking(
     )
     if not related:
         raise NotFastForward(ref[len(HEADS) :], tracking)
-    return merge(session, REMOTES + tracking, strategy, message=f"Merge {tracking}")
+    return merge(session, REMOTES + tracking, strategy, message=f"Merge {tracking}", peer=True)
