@@ -398,6 +398,38 @@ class Session:
     ) -> tuple[ObjectId, Commit]:
         """Stage what ``build`` puts plus its commit on the branch, compare-and-swap it from ``tip`` (what the
         operation read when it started; default: the tip now), apply it (unless inside :meth:`batch`), and
+        bring the HEAD state up to date (see :meth:`_commit_with`). Inside :meth:`batch`, a commit refused
+        while it is staged (the validator, the clock, a failed derivation) unstages every object it staged:
+        the batch goes on without it, and nothing of it reaches the store."""
+        batch = self._batch
+        if batch is None:
+            return self._commit_with(
+                build, reflog_op, summary, tip=tip, action=action, rebase=rebase, payload=payload, text=text
+            )
+        mark, refs = len(batch.objects), dict(batch.ref_updates)
+        try:
+            return self._commit_with(
+                build, reflog_op, summary, tip=tip, action=action, rebase=rebase, payload=payload, text=text
+            )
+        except BaseException:
+            if batch.ref_updates == refs:  # refused before its branch move was staged
+                batch.drop_objects_since(mark)
+            raise
+
+    def _commit_with(
+        self,
+        build: Build,
+        reflog_op: str,
+        summary: str | Callable[[], str],
+        *,
+        tip: Tip | None = None,
+        action: str = "commit",
+        rebase: bool = False,
+        payload: dict[str, Any] | None = None,
+        text: tuple[str, str] | None = None,
+    ) -> tuple[ObjectId, Commit]:
+        """Stage what ``build`` puts plus its commit on the branch, compare-and-swap it from ``tip`` (what the
+        operation read when it started; default: the tip now), apply it (unless inside :meth:`batch`), and
         bring the HEAD state up to date. ``payload`` is the commit's content data when the caller has it.
         With ``rebase`` (pure appends only) a lost swap is retried on the new tip. ``summary`` (the reflog
         message) may be given as a function, called only when the message is written: inside a batch, only
@@ -737,22 +769,29 @@ class Session:
         blob = trusted_blob(payload)  # plain text, checked above as content_objects checks it
         blob_id = hash_bytes(data)
         batch.note_commit(parent, parent_commit)  # apply derives the tools index row from it
-        batch.put_raw(blob_id, data, blob)
-        commit = trusted_commit(
-            parents=(parent,),
-            content=blob_id,
-            tools=tools,
-            operation="append",
-            created_at=self.now(parent_commit),
-            made=parent,
-            made_tools=parent_commit.tools,  # checked when that commit was made
-        )
-        if not TS_MIN <= commit.created_at <= TS_MAX:  # a clock out of range: refused as check_commit does
-            known: dict[ObjectId, str] = {parent: "commit", blob_id: trusted_tag(payload)}
-            if tools is not None:
-                known[tools] = "toolset"
-            check_commit(batch, commit, known)
-        oid = batch.put(commit)
+        mark = len(batch.objects)
+        try:
+            batch.put_raw(blob_id, data, blob)
+            commit = trusted_commit(
+                parents=(parent,),
+                content=blob_id,
+                tools=tools,
+                operation="append",
+                created_at=self.now(parent_commit),
+                made=parent,
+                made_tools=parent_commit.tools,  # checked when that commit was made
+            )
+            if (
+                not TS_MIN <= commit.created_at <= TS_MAX
+            ):  # a clock out of range: refused as check_commit does
+                known: dict[ObjectId, str] = {parent: "commit", blob_id: trusted_tag(payload)}
+                if tools is not None:
+                    known[tools] = "toolset"
+                check_commit(batch, commit, known)
+            oid = batch.put(commit)
+        except BaseException:
+            batch.drop_objects_since(mark)  # refused: the batch goes on without any of this commit
+            raise
         try:
             slot = state.apply_text(oid, commit, role, text, self.counter.count(text) + MESSAGE_OVERHEAD)
             batch.set_ref(ref, oid, expected=parent)
