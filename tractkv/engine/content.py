@@ -449,6 +449,48 @@ MEDIA_PARTS = frozenset({"image", "document"})
 DETAILS = ("auto", "high", "low")
 
 
+def kept_by_edit(given: object, new: dict[str, Any], shown: dict[str, Any]) -> dict[str, Any] | None:
+    """The one rule of an edit's parts: an edit keeps the parts of the message it replaces unless it gives its
+    own. ``given`` is the content the edit was given, ``new`` its stored payload (parts of one text are stored
+    as plain text: whether parts were given is read from ``given``), ``shown`` what the target shows now (its
+    latest edit's).
+
+    When the edit gives no parts and ``new`` has the type and role of ``shown``, which has parts, the payload to store
+    instead: ``shown``'s parts (images, documents, thinking, refusals, in place, as stored: media by id) with
+    its text parts replaced by one holding ``new``'s text, where the first stood (first when there was none;
+    none when the text is empty). Otherwise None: ``new`` is stored as it is. ``Session.commit`` applies it
+    (and so ``Tract.commit``, the CLI's ``commit --edit`` and the built-in commit tool)."""
+    parts = shown.get("parts")
+    if (
+        "parts" in new
+        or (isinstance(given, dict) and given.get("parts") is not None)
+        or not isinstance(parts, list)
+        or not parts
+        or new.get("type") != shown.get("type")
+        or new.get("role") != shown.get("role")
+    ):
+        return None
+    out = dict(new)
+    text = out.pop("text", "")
+    out["parts"] = _with_text(parts, text if isinstance(text, str) else "")
+    return out
+
+
+def _with_text(parts: list[Any], text: str) -> list[Any]:
+    """``parts`` (as stored) with their text parts replaced by one holding ``text``, where the first stood
+    (first, when there was none); every other part (image, document, thinking, refusal) kept in place."""
+    out: list[Any] = []
+    placed = not text
+    for part in parts:
+        if isinstance(part, dict) and part.get("type") == "text":
+            if not placed:
+                out.append({"type": "text", "text": text})
+                placed = True
+            continue
+        out.append(part)
+    return out if placed else [{"type": "text", "text": text}, *out]
+
+
 def _set_parts(
     out: dict[str, Any],
     raw: object,

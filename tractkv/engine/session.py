@@ -49,7 +49,7 @@ from tractkv.store import Reader, Store, Table, WriteBatch
 from . import graph
 from .commit_info import commit_info, text_commit_info
 from .compiler import CHECKPOINT_EVERY, Compiler, context_of, load_tools, render_all
-from .content import ANNOTATION, MEDIA_LINK, PRIORITIES, content_objects, media_ids
+from .content import ANNOTATION, MEDIA_LINK, PRIORITIES, content_objects, kept_by_edit, media_ids
 from .records import CommitInfo, CompiledContext
 from .reflog import log_ref_move
 from .refs import HEAD, SYMBOLIC, branch_name, branch_ref, read_head
@@ -655,6 +655,11 @@ class Session:
             if edit_target is None:
                 raise InvalidInput("an edit needs edit_target (the message commit it replaces)")
             target = self.message_target(edit_target)
+            kept = kept_by_edit(
+                content, blob.data, self.message_content(target)
+            )  # an edit keeps the parts...
+            if kept is not None:  # ...unless it gives its own
+                blob, media = content_objects(kept, self.stored_media)
         elif edit_target is not None:
             raise InvalidInput("edit_target is only for operation='edit'")
         reply = self.resolve(reply_to) if reply_to is not None else None
