@@ -49,7 +49,15 @@ from tractkv.store import Reader, Store, Table, WriteBatch
 from . import graph
 from .commit_info import commit_info, text_commit_info
 from .compiler import CHECKPOINT_EVERY, Compiler, context_of, load_tools, render_all
-from .content import ANNOTATION, MEDIA_LINK, PRIORITIES, content_objects, kept_by_edit, media_ids
+from .content import (
+    ANNOTATION,
+    MEDIA_LINK,
+    PRIORITIES,
+    check_json,
+    content_objects,
+    kept_by_edit,
+    media_ids,
+)
 from .records import CommitInfo, CompiledContext
 from .reflog import log_ref_move
 from .refs import HEAD, SYMBOLIC, branch_name, branch_ref, read_head
@@ -840,6 +848,10 @@ class Session:
         ``stage(batch)`` stores further objects with the commit and returns the links naming them. Only a
         caller whose content does not depend on the context (a plain append) may ask to ``rebase`` it onto a
         tip another handle moved: a model's reply or a tool result was made for the context it saw."""
+        if metadata is not None:  # JSON-bound values, walked once, bounded (bytes are allowed here)
+            check_json(metadata, "metadata", binary=True)
+        if generation_config is not None:
+            check_json(generation_config, "generation_config", binary=True)
         payload: dict[str, Any] = blob.data
         used = media_ids(payload)
         schemas = tool_schemas(tools) if tools is not None else None
