@@ -442,12 +442,13 @@ def _canonical(content: object, media: dict[str, Blob], stored: StoredMedia | No
         allowed = {"type", "payload", "role"}
         if "payload" not in content:
             raise ContentError("freeform content needs a payload")
-        check_json(content["payload"], "payload")
         out["payload"] = content["payload"]
         out["role"] = _artifact_role(content)
     unknown = set(content) - allowed
     if unknown:
         raise ContentError(f"{kind} content has unknown fields {sorted(unknown)}")
+    if kind == "freeform":
+        check_json(out["payload"], "payload")  # after the shape: its values come next
     return out
 
 
@@ -724,9 +725,16 @@ def check_json(value: object, where: str, *, binary: bool = False, tuples: bool 
         _json_walk(value, 0, binary, tuples, {}, set())
     except _NotJson as bad:
         path = where
-        for step in reversed(bad.steps):
-            path = f"{path}.{step}" if isinstance(step, str) else f"{path}[{step}]"
-        raise ContentError(f"{path}: {bad.reason}") from None
+        for how, step in reversed(bad.steps):
+            if how == "key":
+                path = f"{path}.{step}" if path else str(step)
+            elif how == "index":
+                path = f"{path}[{step}]"
+            else:  # the key itself is what is wrong
+                path = f"{path}[{step!r}]"
+        if bad.bare:
+            raise ContentError(f"{path}: {bad.reason}") from None
+        raise ContentError(f"cannot encode {path or 'value'}: {bad.reason}") from None  # as the codec says it
     except _TooMany:
         raise ContentError(
             f"{where}: expands to more than {MAX_JSON_VALUES} values (a shared part counts wherever it "
@@ -741,9 +749,10 @@ class _TooMany(Exception):
 class _NotJson(Exception):
     """Internal: a value :func:`check_json` refuses; ``steps`` lead from it back up to the root."""
 
-    def __init__(self, reason: str) -> None:
+    def __init__(self, reason: str, *, bare: bool = False) -> None:
         self.reason = reason
-        self.steps: list[str | int] = []
+        self.bare = bare  # "<path>: <reason>" rather than the codec's "cannot encode <path>: <reason>"
+        self.steps: list[tuple[str, object]] = []
 
 
 def _json_walk(
@@ -755,7 +764,7 @@ def _json_walk(
         return 1
     if isinstance(value, int):
         if not codec.INT_MIN <= value <= codec.INT_MAX:
-            raise _NotJson("an integer outside -2**63 .. 2**64-1")
+            raise _NotJson("integer outside the 64-bit range -2**63 .. 2**64-1")
         return 1
     if isinstance(value, float):
         if not math.isfinite(value):
@@ -766,23 +775,28 @@ def _json_walk(
             return 1
         raise _NotJson(
             "bytes cannot be sent to a model (a message holds JSON values only; "
-            "encode binary data as text, e.g. base64)"
+            "encode binary data as text, e.g. base64)",
+            bare=True,
         )
     if isinstance(value, dict):
         for name in value:
             if not isinstance(name, str):
-                raise _NotJson(f"map keys must be str, not {type(name).__name__}")
+                bad = _NotJson(f"map keys must be str, not {type(name).__name__}")
+                bad.steps.append(("badkey", name))
+                raise bad
         items: Any = value.items()
+        how = "key"
     elif isinstance(value, list) or (tuples and isinstance(value, tuple)):
         items = enumerate(value)
+        how = "index"
     else:
-        raise _NotJson(f"a {type(value).__name__} is not a JSON value")
+        raise _NotJson(f"type {type(value).__name__} is not allowed in a hashed payload")
     key = id(value)
     known = sizes.get(key)
     if known is not None:
         return known  # a container seen before, elsewhere: counted again, not walked again
     if key in active:
-        raise _NotJson("contains itself (a cycle: a JSON value is a tree)")
+        raise _NotJson("contains itself (a cycle: a JSON value is a tree)", bare=True)
     if depth > MAX_JSON_DEPTH:
         raise _NotJson(f"nested deeper than {MAX_JSON_DEPTH} levels")
     active.add(key)
@@ -791,7 +805,7 @@ def _json_walk(
         try:
             total += _json_walk(item, depth + 1, binary, tuples, sizes, active)
         except _NotJson as inner:
-            inner.steps.append(step)
+            inner.steps.append((how, step))
             raise
         if total > MAX_JSON_VALUES:
             raise _TooMany

@@ -65,8 +65,8 @@ from .refs import resolve_revision as _resolve
 from .state import CompileState, Slot
 from .tokens import DEFAULT_COUNTER, MESSAGE_OVERHEAD, TokenCounter
 from .toolsets import ACTIVE_TOOLS, EMPTY_TOOLSET_ID, put_toolset, tool_schemas, tool_tokens
+from .validate import MAX_FUTURE_US, TS_MAX, TS_MIN, check_commit, trusted_tag
 from .validate import OPERATIONS as LOGGED_OPERATIONS
-from .validate import TS_MAX, TS_MIN, check_commit, trusted_tag
 
 if TYPE_CHECKING:  # loaded on first use: keeps `import tractkv` light
     from .reports import BranchInfo, BudgetOverrun, ContextDiff
@@ -155,6 +155,7 @@ class Session:
         self.store = store
         self.counter: TokenCounter = counter or DEFAULT_COUNTER
         self.clock = clock or (lambda: time.time_ns() // 1000)
+        self.clock_read: int | None = None  # the clock's last reading (by now()): what the write path checks
         self.rebase_appends = rebase_appends
         self.readonly = readonly
         self.compiler = Compiler(self.counter)
@@ -326,11 +327,26 @@ class Session:
         if not in_batch and self._batch is not None:
             raise InvalidInput(f"{action} is not allowed inside batch()")
 
-    def now(self, parent: Commit | None) -> int:
-        """A timestamp for a child of ``parent``: never older than it, so log order stays causal."""
+    def now(self, parent: Commit | None, after: int = -1) -> int:
+        """A timestamp for a child of ``parent`` (and of a commit stamped ``after``, a merge's other side):
+        later than them, so log order stays causal, but never more than :data:`MAX_FUTURE_US` past the clock.
+        A parent stamped beyond that (a wrong clock set right since, or a store from before receivers refused
+        such commits) does not drag its children's time along nor wedge the branch: the child takes the
+        clock's time. The clock's own reading is refused when it is outside the valid range.
+
+        Raises:
+            InvalidInput: the clock reads a time outside ``[0, 2**53 - 1]`` µs (it names the clock).
+        """
         now = int(self.clock())
-        if parent is not None and now <= parent.created_at:
-            now = parent.created_at + 1
+        if not TS_MIN <= now <= TS_MAX:
+            raise InvalidInput(
+                f"this clock reads {now} µs since the epoch, outside [0, 2**53 - 1] (1970 to 2255): "
+                "nothing was written; set the clock right"
+            )
+        self.clock_read = now
+        last = after if parent is None or parent.created_at < after else parent.created_at
+        if now <= last < now + MAX_FUTURE_US and last < TS_MAX:
+            now = last + 1
         return now
 
     # --- the write path -----------------------------------------------------------------------------------
@@ -474,7 +490,7 @@ class Session:
                     known[commit.content] = trusted_tag(payload)  # content_blob checked it: validate once
                 if linked:
                     known[tools] = "toolset"  # type: ignore[index]
-                check_commit(batch, commit, known)  # the rules a receiving store applies too
+                check_commit(batch, commit, known, self.clock_read)  # the rules a receiver applies too
             # else: a plain-text append (``text``) built by trusted_commit: one parent at most (the tip this
             # operation read), a message blob content_objects checked, no tool set or one this session
             # linked, a clock value in range: it passes every rule check_commit applies, by construction.
