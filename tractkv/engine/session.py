@@ -679,10 +679,9 @@ class Session:
             if edit_target is None:
                 raise InvalidInput("an edit needs edit_target (the message commit it replaces)")
             target = self.message_target(edit_target)
-            kept = kept_by_edit(
-                content, blob.data, self.message_content(target)
-            )  # an edit keeps the parts...
-            if kept is not None:  # ...unless it gives its own
+            # an edit keeps the parts its target shows unless it gives its own (one rule, for every caller)
+            kept = kept_by_edit(content, blob.data, self.message_content(target))
+            if kept is not None:
                 blob, media = content_objects(kept, self.stored_media)
         elif edit_target is not None:
             raise InvalidInput("edit_target is only for operation='edit'")
