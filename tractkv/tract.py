@@ -221,7 +221,9 @@ class Tract:
     @contextmanager
     def batch(self) -> Iterator[Tract]:
         """Stage every commit made inside the block; write them in one transaction at its end (nothing if it
-        raises). Reads inside see the staged commits; nested blocks join the outer one.
+        raises). Reads inside see the staged commits; nested blocks join the outer one. A commit refused inside
+        the block (an error the block catches) unstages everything it staged: the block goes on with the
+        commits before and after it, and nothing of the refused one is written.
 
         The tool setting (:meth:`set_tools`) is read once, at the block's first commit, and linked to every
         commit of the block: ``set_tools`` is refused inside it, and another handle's ``set_tools`` made while

@@ -523,3 +523,49 @@ def test_forty_commits_of_one_image_store_it_once(tmp_path: Path) -> None:
     assert objects_growth < 3 * len(image), objects_growth
     assert file_growth < 3 * len(image), file_growth
     assert objects_growth > len(image)  # it is stored (once)
+
+
+def test_a_python_edit_keeps_the_parts_unless_it_gives_its_own(tract: Tract) -> None:
+    """Issue 29 item 9: ``t.commit(text, operation="edit")`` dropped the target's images and PDFs (the CLI's
+    ``commit --edit`` kept them). One rule for both: an edit keeps the parts unless it gives its own."""
+    old = tract.user(["look", {"type": "image", "data": PNG, "media_type": "image/png"}])
+    doc = tract.user([{"type": "document", "data": PDF, "media_type": "application/pdf"}, "read"])
+    shown = tract.session.message_content(old.commit_id)["parts"]
+    edit = tract.commit(
+        {"type": "dialogue", "role": "user", "text": "look closely"},
+        operation="edit",
+        edit_target=old.commit_id,
+    )
+    assert tract.session.message_content(old.commit_id)["parts"] == [
+        {"type": "text", "text": "look closely"},
+        shown[1],
+    ]
+    commit = tract.store.get_commit(edit.commit_id)
+    assert commit is not None
+    assert commit.links["media"] == (PNG_ID,)
+    tract.commit(
+        {"type": "dialogue", "role": "user", "text": "now read"}, operation="edit", edit_target=doc.commit_id
+    )
+    messages = tract.compile().messages
+    assert [p.type for p in messages[0].parts] == ["text", "image"]
+    assert messages[0].parts[1].data == PNG
+    assert [p.type for p in messages[1].parts] == ["document", "text"]
+    assert messages[1].parts[0].data == PDF
+    assert messages[1].content == "now read"
+    # an edit again keeps the parts its target shows now (the latest edit's); its own parts replace them
+    tract.commit(
+        {"type": "dialogue", "role": "user", "text": "again"}, operation="edit", edit_target=old.commit_id
+    )
+    assert [p.type for p in tract.compile().messages[0].parts] == ["text", "image"]
+    tract.commit(
+        {"type": "dialogue", "role": "user", "parts": ["text only"]},
+        operation="edit",
+        edit_target=old.commit_id,
+    )
+    assert not tract.compile().messages[0].parts
+    assert tract.compile().messages[0].content == "text only"
+    # another role or type is another message shape: nothing is kept
+    tract.commit(
+        {"type": "dialogue", "role": "assistant", "text": "mine"}, operation="edit", edit_target=doc.commit_id
+    )
+    assert not tract.compile().messages[1].parts

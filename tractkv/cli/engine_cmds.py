@@ -272,9 +272,7 @@ def _content(
         if role == "system":
             raise InvalidInput("--role system is an instruction: drop --type dialogue")
         content: dict[str, Any] = {"type": "dialogue", "role": role, "text": body}
-        if kept.get("parts"):  # an edit of a message with images, documents, thinking: only its text changes
-            del content["text"]
-            content["parts"] = _with_text(kept["parts"], body)
+        # an edit keeps the target's parts (images, documents, thinking): Session.commit applies that rule
         if (name or kept.get("name")) is not None:
             content["name"] = name or kept["name"]
         if calls or kept.get("tool_calls"):
@@ -291,21 +289,6 @@ def _content(
     except json.JSONDecodeError as exc:
         raise InvalidInput(f"freeform content must be JSON: {exc.msg} at position {exc.pos}") from exc
     return {"type": "freeform", "payload": payload, "role": speaker}
-
-
-def _with_text(parts: list[Any], text: str) -> list[Any]:
-    """``parts`` (as stored) with their text parts replaced by one holding ``text``, where the first stood
-    (first, when there was none); every other part (image, document, thinking, refusal) kept in place."""
-    out: list[Any] = []
-    placed = not text
-    for part in parts:
-        if isinstance(part, dict) and part.get("type") == "text":
-            if not placed:
-                out.append({"type": "text", "text": text})
-                placed = True
-            continue
-        out.append(part)
-    return out if placed else [{"type": "text", "text": text}, *out]
 
 
 def _tool_result(

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 import click
 
 from tractkv.cli.common import CliState, echo_json, json_option, note, resolve_oid, with_state
@@ -28,21 +30,27 @@ def init(st: CliState) -> None:
 def fsck_cmd(st: CliState, repair: bool, as_json: bool) -> None:
     """Rehash every object, check every reference, every object's semantic rules (link kinds, content a
     commit compiles, timestamps), every compile checkpoint and every spawn relation row; exit 1 when anything
-    is wrong.
+    is wrong. A commit stamped more than a day past this machine's clock (a receiver would refuse it) is a
+    warning, not an error: it is a valid object, and compile reads it as any other.
 
     With --repair, damaged checkpoint and relation rows are deleted in one transaction (compile rebuilds them from
     objects); problems with objects, refs or indexes are only reported.
     """
     store = st.store()
     report = fsck(store)
-    invalid = fsck_objects(store)
+    found = fsck_objects(store, now_us=time.time_ns() // 1000)
+    future = [
+        p for p in found if p.kind == "future"
+    ]  # warnings: valid objects from a clock ahead of this one
+    invalid = [p for p in found if p.kind != "future"]
     checkpoints = check_checkpoints(store)
     dropped = drop_checkpoints(store, checkpoints.damaged) if repair else 0
-    problems = list(report.problems) + list(invalid) + ([] if dropped else list(checkpoints.problems))
+    problems = list(report.problems) + invalid + ([] if dropped else list(checkpoints.problems))
     if as_json:
         echo_json(
             {
                 "ok": not problems,
+                "future": [{"where": p.where, "detail": p.detail} for p in future],
                 "objects": report.objects,
                 "kinds": report.kinds,
                 "refs": report.refs,
@@ -57,6 +65,8 @@ def fsck_cmd(st: CliState, repair: bool, as_json: bool) -> None:
     else:
         for problem in problems:
             click.echo(str(problem))
+        for problem in future:
+            click.echo(f"warning: {problem}")
         if dropped:
             for problem in checkpoints.problems:
                 click.echo(f"dropped {problem.where}: {problem.detail}")

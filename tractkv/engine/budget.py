@@ -540,7 +540,7 @@ def _stage(
     from .reflog import log_ref_move
     from .validate import check_commit
 
-    check_commit(batch, commit, {parent: "commit"})
+    check_commit(batch, commit, {parent: "commit"}, session.clock_read)
     oid = batch.put(commit)
     state.apply(batch, oid, commit, session.counter, payload)
     batch.set_ref(ref, oid, expected=parent)  # a batch keeps its first expectation: the tip it started from

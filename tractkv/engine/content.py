@@ -56,18 +56,27 @@ value anywhere in a freeform ``payload`` or in a tool call's ``arguments`` is re
 Providers accept only JSON, so bytes could not be counted, compiled or sent; encode binary data as text
 (base64) first, or send it as an image or document part. (Bytes stay allowed in blobs that are not messages
 and in a commit's metadata, which are never sent to a model.)
+
+**One bounded walk of JSON-bound values.** Every JSON-bound value that enters tractkv (a freeform payload,
+tool call arguments, a commit's metadata and generation_config, a usage record's arguments, an Agents SDK
+item, the built-in commit tool's metadata) is walked once by :func:`check_json`, which refuses at once, with
+:class:`ContentError` naming the path, a value that contains itself, nests deeper than the codec allows,
+expands past what one object can hold through shared parts, or holds a non-JSON type; each distinct
+container is walked once, so the walk is linear in the value's distinct parts.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import attrs
 
+from tractkv import codec
 from tractkv.errors import ContentError, EncodeError
 from tractkv.ids import is_object_id
-from tractkv.model import Blob, object_id
+from tractkv.model import MAX_OBJECT_BYTES, Blob, object_id
 from tractkv.model.objects import trusted_blob
 
 from . import media as _media
@@ -245,7 +254,7 @@ def _parse_tool_calls(raw: object) -> list[dict[str, Any]]:
                 raise ContentError(f"tool_calls[{index}].arguments is nested too deeply") from None
         if not isinstance(arguments, dict):
             raise ContentError(f"tool_calls[{index}].arguments must be a JSON object")
-        _refuse_bytes(arguments, f"tool_calls[{index}].arguments")
+        check_json(arguments, f"tool_calls[{index}].arguments")
         calls.append({"id": call_id, "name": name, "arguments": arguments})
     return calls
 
@@ -433,12 +442,13 @@ def _canonical(content: object, media: dict[str, Blob], stored: StoredMedia | No
         allowed = {"type", "payload", "role"}
         if "payload" not in content:
             raise ContentError("freeform content needs a payload")
-        _refuse_bytes(content["payload"], "payload")
         out["payload"] = content["payload"]
         out["role"] = _artifact_role(content)
     unknown = set(content) - allowed
     if unknown:
         raise ContentError(f"{kind} content has unknown fields {sorted(unknown)}")
+    if kind == "freeform":
+        check_json(out["payload"], "payload")  # after the shape: its values come next
     return out
 
 
@@ -447,6 +457,48 @@ def _canonical(content: object, media: dict[str, Blob], stored: StoredMedia | No
 ASSISTANT_PARTS = frozenset({"thinking", "redacted_thinking", "refusal"})
 MEDIA_PARTS = frozenset({"image", "document"})
 DETAILS = ("auto", "high", "low")
+
+
+def kept_by_edit(given: object, new: dict[str, Any], shown: dict[str, Any]) -> dict[str, Any] | None:
+    """The one rule of an edit's parts: an edit keeps the parts of the message it replaces unless it gives its
+    own. ``given`` is the content the edit was given, ``new`` its stored payload (parts of one text are stored
+    as plain text: whether parts were given is read from ``given``), ``shown`` what the target shows now (its
+    latest edit's).
+
+    When the edit gives no parts and ``new`` has the type and role of ``shown``, which has parts, the payload to store
+    instead: ``shown``'s parts (images, documents, thinking, refusals, in place, as stored: media by id) with
+    its text parts replaced by one holding ``new``'s text, where the first stood (first when there was none;
+    none when the text is empty). Otherwise None: ``new`` is stored as it is. ``Session.commit`` applies it
+    (and so ``Tract.commit``, the CLI's ``commit --edit`` and the built-in commit tool)."""
+    parts = shown.get("parts")
+    if (
+        "parts" in new
+        or (isinstance(given, dict) and given.get("parts") is not None)
+        or not isinstance(parts, list)
+        or not parts
+        or new.get("type") != shown.get("type")
+        or new.get("role") != shown.get("role")
+    ):
+        return None
+    out = dict(new)
+    text = out.pop("text", "")
+    out["parts"] = _with_text(parts, text if isinstance(text, str) else "")
+    return out
+
+
+def _with_text(parts: list[Any], text: str) -> list[Any]:
+    """``parts`` (as stored) with their text parts replaced by one holding ``text``, where the first stood
+    (first, when there was none); every other part (image, document, thinking, refusal) kept in place."""
+    out: list[Any] = []
+    placed = not text
+    for part in parts:
+        if isinstance(part, dict) and part.get("type") == "text":
+            if not placed:
+                out.append({"type": "text", "text": text})
+                placed = True
+            continue
+        out.append(part)
+    return out if placed else [{"type": "text", "text": text}, *out]
 
 
 def _set_parts(
@@ -652,20 +704,114 @@ def _keys(item: dict[str, Any], where: str, allowed: set[str]) -> None:
         raise ContentError(f"{where} has unknown keys {sorted(unknown)}")
 
 
-def _refuse_bytes(value: object, where: str) -> None:
-    """Raise when a JSON-bound value holds bytes anywhere (see "No bytes in a message" above)."""
-    stack: list[tuple[object, str]] = [(value, where)]
-    while stack:
-        item, path = stack.pop()
-        if isinstance(item, bytes | bytearray | memoryview):
-            raise ContentError(
-                f"{path}: bytes cannot be sent to a model (a message holds JSON values only; "
-                "encode binary data as text, e.g. base64)"
-            )
-        if isinstance(item, dict):
-            stack.extend((v, f"{path}.{k}") for k, v in item.items())
-        elif isinstance(item, list | tuple):
-            stack.extend((v, f"{path}[{i}]") for i, v in enumerate(item))
+MAX_JSON_DEPTH = codec.MAX_DEPTH  # containers nested deeper than this are refused (as the codec refuses them)
+MAX_JSON_VALUES = MAX_OBJECT_BYTES  # values a JSON-bound value may expand to (each encodes to >= 1 byte)
+
+
+def check_json(value: object, where: str, *, binary: bool = False, tuples: bool = True) -> None:
+    """The one bounded walk of a JSON-bound value (a freeform payload, tool call arguments, a commit's metadata
+    and generation_config, a usage record's arguments, an integration's items): raise :class:`ContentError`
+    at once, naming the path, when it is not a JSON value tractkv can store.
+
+    Refused: a container that contains itself (a cycle, e.g. ``d["self"] = d``), nesting deeper than
+    :data:`MAX_JSON_DEPTH`, more than :data:`MAX_JSON_VALUES` values once shared containers are counted
+    wherever they appear (``x = [x, x]`` forty times over: its encoding could not fit one object), a map key
+    that is not a str, a float that is not finite, an int outside -2**63 .. 2**64-1, bytes (unless
+    ``binary``: metadata may hold bytes, a message may not), tuples (unless ``tuples``) and any other type.
+    Each distinct container is walked once (a shared one is counted, not walked again), so the cost is linear
+    in the value's distinct parts whatever it expands to; what is left to the codec (lone surrogates, exact
+    types) it then checks within that bound."""
+    try:
+        _json_walk(value, 0, binary, tuples, {}, set())
+    except _NotJson as bad:
+        path = where
+        for how, step in reversed(bad.steps):
+            if how == "key":
+                path = f"{path}.{step}" if path else str(step)
+            elif how == "index":
+                path = f"{path}[{step}]"
+            else:  # the key itself is what is wrong
+                path = f"{path}[{step!r}]"
+        if bad.bare:
+            raise ContentError(f"{path}: {bad.reason}") from None
+        raise ContentError(f"cannot encode {path or 'value'}: {bad.reason}") from None  # as the codec says it
+    except _TooMany:
+        raise ContentError(
+            f"{where}: expands to more than {MAX_JSON_VALUES} values (a shared part counts wherever it "
+            "appears): more than one object can hold"
+        ) from None
+
+
+class _TooMany(Exception):
+    """Internal: a value expands to more than :data:`MAX_JSON_VALUES` values."""
+
+
+class _NotJson(Exception):
+    """Internal: a value :func:`check_json` refuses; ``steps`` lead from it back up to the root."""
+
+    def __init__(self, reason: str, *, bare: bool = False) -> None:
+        self.reason = reason
+        self.bare = bare  # "<path>: <reason>" rather than the codec's "cannot encode <path>: <reason>"
+        self.steps: list[tuple[str, object]] = []
+
+
+def _json_walk(
+    value: object, depth: int, binary: bool, tuples: bool, sizes: dict[int, int], active: set[int]
+) -> int:
+    """The number of values ``value`` expands to (see :func:`check_json`); ``sizes`` memoizes containers
+    already walked by id, ``active`` holds the ids of the containers on the path to ``value``."""
+    if value is None or isinstance(value, bool | str):
+        return 1
+    if isinstance(value, int):
+        if not codec.INT_MIN <= value <= codec.INT_MAX:
+            raise _NotJson("integer outside the 64-bit range -2**63 .. 2**64-1")
+        return 1
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise _NotJson(f"{value!r} is not a finite number (JSON has no spelling for it)")
+        return 1
+    if isinstance(value, bytes | bytearray | memoryview):
+        if binary and isinstance(value, bytes):
+            return 1
+        raise _NotJson(
+            "bytes cannot be sent to a model (a message holds JSON values only; "
+            "encode binary data as text, e.g. base64)",
+            bare=True,
+        )
+    if isinstance(value, dict):
+        for name in value:
+            if not isinstance(name, str):
+                bad = _NotJson(f"map keys must be str, not {type(name).__name__}")
+                bad.steps.append(("badkey", name))
+                raise bad
+        items: Any = value.items()
+        how = "key"
+    elif isinstance(value, list) or (tuples and isinstance(value, tuple)):
+        items = enumerate(value)
+        how = "index"
+    else:
+        raise _NotJson(f"type {type(value).__name__} is not allowed in a hashed payload")
+    key = id(value)
+    known = sizes.get(key)
+    if known is not None:
+        return known  # a container seen before, elsewhere: counted again, not walked again
+    if key in active:
+        raise _NotJson("contains itself (a cycle: a JSON value is a tree)", bare=True)
+    if depth > MAX_JSON_DEPTH:
+        raise _NotJson(f"nested deeper than {MAX_JSON_DEPTH} levels")
+    active.add(key)
+    total = 1
+    for step, item in items:
+        try:
+            total += _json_walk(item, depth + 1, binary, tuples, sizes, active)
+        except _NotJson as inner:
+            inner.steps.append((how, step))
+            raise
+        if total > MAX_JSON_VALUES:
+            raise _TooMany
+    active.discard(key)
+    sizes[key] = total
+    return total
 
 
 def _artifact_role(content: dict[str, Any]) -> str:

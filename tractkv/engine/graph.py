@@ -128,7 +128,8 @@ def iter_log(
 def ahead_behind(reader: Reader, a: ObjectId, b: ObjectId) -> tuple[int, int]:
     """(commits reachable from ``a`` but not ``b``, commits reachable from ``b`` but not ``a``).
 
-    Walks newest first (a child is always newer than its parents, see ``Session.now``), painting each commit
+    Walks newest first (a child is newer than its parents as one clock stamps them, see ``Session.now``;
+    commits from clocks that disagree by up to a day can break that, as in git), painting each commit
     with the sides that reach it, and stops once only commits both sides reach are queued: the cost is the
     diverged part of history, not all of it.
     """

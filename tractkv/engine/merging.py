@@ -81,7 +81,9 @@ def merge(
             content=batch.put(blob),
             operation="merge",
             message=message or f"Merge {source}",
-            created_at=max(session.now(parent_commit), theirs_stamp + 1),
+            created_at=session.now(
+                parent_commit, after=theirs_stamp
+            ),  # after both sides, within the clock's bound
         )
 
     oid, commit = session.commit_with(

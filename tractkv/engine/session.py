@@ -49,7 +49,15 @@ from tractkv.store import Reader, Store, Table, WriteBatch
 from . import graph
 from .commit_info import commit_info, text_commit_info
 from .compiler import CHECKPOINT_EVERY, Compiler, context_of, load_tools, render_all
-from .content import ANNOTATION, MEDIA_LINK, PRIORITIES, content_objects, media_ids
+from .content import (
+    ANNOTATION,
+    MEDIA_LINK,
+    PRIORITIES,
+    check_json,
+    content_objects,
+    kept_by_edit,
+    media_ids,
+)
 from .records import CommitInfo, CompiledContext
 from .reflog import log_ref_move
 from .refs import HEAD, SYMBOLIC, branch_name, branch_ref, read_head
@@ -57,8 +65,8 @@ from .refs import resolve_revision as _resolve
 from .state import CompileState, Slot
 from .tokens import DEFAULT_COUNTER, MESSAGE_OVERHEAD, TokenCounter
 from .toolsets import ACTIVE_TOOLS, EMPTY_TOOLSET_ID, put_toolset, tool_schemas, tool_tokens
+from .validate import MAX_FUTURE_US, TS_MAX, TS_MIN, check_commit, trusted_tag
 from .validate import OPERATIONS as LOGGED_OPERATIONS
-from .validate import TS_MAX, TS_MIN, check_commit, trusted_tag
 
 if TYPE_CHECKING:  # loaded on first use: keeps `import tractkv` light
     from .reports import BranchInfo, BudgetOverrun, ContextDiff
@@ -148,6 +156,7 @@ class Session:
         self.store = store
         self.counter: TokenCounter = counter or DEFAULT_COUNTER
         self.clock = clock or (lambda: time.time_ns() // 1000)
+        self.clock_read: int | None = None  # the clock's last reading (by now()): what the write path checks
         self.rebase_appends = rebase_appends
         self.readonly = readonly
         self.compiler = Compiler(self.counter)
@@ -321,11 +330,26 @@ class Session:
         if not in_batch and self._batch is not None:
             raise InvalidInput(f"{action} is not allowed inside batch()")
 
-    def now(self, parent: Commit | None) -> int:
-        """A timestamp for a child of ``parent``: never older than it, so log order stays causal."""
+    def now(self, parent: Commit | None, after: int = -1) -> int:
+        """A timestamp for a child of ``parent`` (and of a commit stamped ``after``, a merge's other side):
+        later than them, so log order stays causal, but never more than :data:`MAX_FUTURE_US` past the clock.
+        A parent stamped beyond that (a wrong clock set right since, or a store from before receivers refused
+        such commits) does not drag its children's time along nor wedge the branch: the child takes the
+        clock's time. The clock's own reading is refused when it is outside the valid range.
+
+        Raises:
+            InvalidInput: the clock reads a time outside ``[0, 2**53 - 1]`` µs (it names the clock).
+        """
         now = int(self.clock())
-        if parent is not None and now <= parent.created_at:
-            now = parent.created_at + 1
+        if not TS_MIN <= now <= TS_MAX:
+            raise InvalidInput(
+                f"this clock reads {now} µs since the epoch, outside [0, 2**53 - 1] (1970 to 2255): "
+                "nothing was written; set the clock right"
+            )
+        self.clock_read = now
+        last = after if parent is None or parent.created_at < after else parent.created_at
+        if now <= last < now + MAX_FUTURE_US and last < TS_MAX:
+            now = last + 1
         return now
 
     # --- the write path -----------------------------------------------------------------------------------
@@ -401,6 +425,38 @@ class Session:
     ) -> tuple[ObjectId, Commit]:
         """Stage what ``build`` puts plus its commit on the branch, compare-and-swap it from ``tip`` (what the
         operation read when it started; default: the tip now), apply it (unless inside :meth:`batch`), and
+        bring the HEAD state up to date (see :meth:`_commit_with`). Inside :meth:`batch`, a commit refused
+        while it is staged (the validator, the clock, a failed derivation) unstages every object it staged:
+        the batch goes on without it, and nothing of it reaches the store."""
+        batch = self._batch
+        if batch is None:
+            return self._commit_with(
+                build, reflog_op, summary, tip=tip, action=action, rebase=rebase, payload=payload, text=text
+            )
+        mark, refs = len(batch.objects), dict(batch.ref_updates)
+        try:
+            return self._commit_with(
+                build, reflog_op, summary, tip=tip, action=action, rebase=rebase, payload=payload, text=text
+            )
+        except BaseException:
+            if batch.ref_updates == refs:  # refused before its branch move was staged
+                batch.drop_objects_since(mark)
+            raise
+
+    def _commit_with(
+        self,
+        build: Build,
+        reflog_op: str,
+        summary: str | Callable[[], str],
+        *,
+        tip: Tip | None = None,
+        action: str = "commit",
+        rebase: bool = False,
+        payload: dict[str, Any] | None = None,
+        text: tuple[str, str] | None = None,
+    ) -> tuple[ObjectId, Commit]:
+        """Stage what ``build`` puts plus its commit on the branch, compare-and-swap it from ``tip`` (what the
+        operation read when it started; default: the tip now), apply it (unless inside :meth:`batch`), and
         bring the HEAD state up to date. ``payload`` is the commit's content data when the caller has it.
         With ``rebase`` (pure appends only) a lost swap is retried on the new tip. ``summary`` (the reflog
         message) may be given as a function, called only when the message is written: inside a batch, only
@@ -437,7 +493,7 @@ class Session:
                     known[commit.content] = trusted_tag(payload)  # content_blob checked it: validate once
                 if linked:
                     known[tools] = "toolset"  # type: ignore[index]
-                check_commit(batch, commit, known)  # the rules a receiving store applies too
+                check_commit(batch, commit, known, self.clock_read)  # the rules a receiver applies too
             # else: a plain-text append (``text``) built by trusted_commit: one parent at most (the tip this
             # operation read), a message blob content_objects checked, no tool set or one this session
             # linked, a clock value in range: it passes every rule check_commit applies, by construction.
@@ -626,6 +682,10 @@ class Session:
             if edit_target is None:
                 raise InvalidInput("an edit needs edit_target (the message commit it replaces)")
             target = self.message_target(edit_target)
+            # an edit keeps the parts its target shows unless it gives its own (one rule, for every caller)
+            kept = kept_by_edit(content, blob.data, self.message_content(target))
+            if kept is not None:
+                blob, media = content_objects(kept, self.stored_media)
         elif edit_target is not None:
             raise InvalidInput("edit_target is only for operation='edit'")
         reply = self.resolve(reply_to) if reply_to is not None else None
@@ -740,22 +800,29 @@ class Session:
         blob = trusted_blob(payload)  # plain text, checked above as content_objects checks it
         blob_id = hash_bytes(data)
         batch.note_commit(parent, parent_commit)  # apply derives the tools index row from it
-        batch.put_raw(blob_id, data, blob)
-        commit = trusted_commit(
-            parents=(parent,),
-            content=blob_id,
-            tools=tools,
-            operation="append",
-            created_at=self.now(parent_commit),
-            made=parent,
-            made_tools=parent_commit.tools,  # checked when that commit was made
-        )
-        if not TS_MIN <= commit.created_at <= TS_MAX:  # a clock out of range: refused as check_commit does
-            known: dict[ObjectId, str] = {parent: "commit", blob_id: trusted_tag(payload)}
-            if tools is not None:
-                known[tools] = "toolset"
-            check_commit(batch, commit, known)
-        oid = batch.put(commit)
+        mark = len(batch.objects)
+        try:
+            batch.put_raw(blob_id, data, blob)
+            commit = trusted_commit(
+                parents=(parent,),
+                content=blob_id,
+                tools=tools,
+                operation="append",
+                created_at=self.now(parent_commit),
+                made=parent,
+                made_tools=parent_commit.tools,  # checked when that commit was made
+            )
+            if (
+                not TS_MIN <= commit.created_at <= TS_MAX
+            ):  # a clock out of range: refused as check_commit does
+                known: dict[ObjectId, str] = {parent: "commit", blob_id: trusted_tag(payload)}
+                if tools is not None:
+                    known[tools] = "toolset"
+                check_commit(batch, commit, known)
+            oid = batch.put(commit)
+        except BaseException:
+            batch.drop_objects_since(mark)  # refused: the batch goes on without any of this commit
+            raise
         try:
             slot = state.apply_text(oid, commit, role, text, self.counter.count(text) + MESSAGE_OVERHEAD)
             batch.set_ref(ref, oid, expected=parent)
@@ -799,6 +866,10 @@ class Session:
         ``stage(batch)`` stores further objects with the commit and returns the links naming them. Only a
         caller whose content does not depend on the context (a plain append) may ask to ``rebase`` it onto a
         tip another handle moved: a model's reply or a tool result was made for the context it saw."""
+        if metadata is not None:  # JSON-bound values, walked once, bounded (bytes are allowed here)
+            check_json(metadata, "metadata", binary=True)
+        if generation_config is not None:
+            check_json(generation_config, "generation_config", binary=True)
         payload: dict[str, Any] = blob.data
         used = media_ids(payload)
         schemas = tool_schemas(tools) if tools is not None else None

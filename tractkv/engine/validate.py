@@ -63,6 +63,12 @@ The rules, by kind (an object's "tag" is its kind, or for a blob the content typ
 number holds exactly (the viewer, ``--json`` output and JavaScript read these values), and as µs it is the
 year 2255, within what ``datetime`` can represent; negative values (before 1970) are never written by
 tractkv and make ``datetime`` conversions platform-dependent.
+
+**Commits from the future.** Given the checking side's clock (``now_us``), a commit stamped more than
+:data:`MAX_FUTURE_US` (one day) after it is refused: a receiver (:mod:`tractkv.sync.receive`) and the write
+path refuse it, so one wrong clock cannot push every later commit's time ahead with it (a child is stamped
+after its parent: :meth:`tractkv.engine.session.Session.now`). Commits already stored are reported by
+:func:`fsck_objects` as ``future`` (a warning: they are valid objects, and compile reads them as any other).
 """
 
 from __future__ import annotations
@@ -104,6 +110,7 @@ if TYPE_CHECKING:
 
 TS_MIN = 0
 TS_MAX = 2**53 - 1  # the largest integer a JSON number holds exactly (see the module docstring)
+MAX_FUTURE_US = 24 * 3600 * 1_000_000  # µs (one day): how far past the checking clock a commit's ts may be
 
 OPERATIONS = frozenset({"append", "edit", "annotate", "merge", "compress", "trim", "spawn"})
 MESSAGE_OPS = frozenset({"append", "edit", "compress"})  # ops whose content is a message
@@ -282,15 +289,25 @@ def _fields(data: dict[str, Any], required: set[str], optional: set[str]) -> Non
         raise ContentError(f"unknown fields {sorted(unknown)}")
 
 
-def check(obj: StoredObject, tag_of: TagOf, claims: Mapping[ObjectId, ObjectId] | None = None) -> None:
+def check(
+    obj: StoredObject,
+    tag_of: TagOf,
+    claims: Mapping[ObjectId, ObjectId] | None = None,
+    *,
+    now_us: int | None = None,
+) -> None:
     """Raise :class:`ObjectRuleError` naming the rule ``obj`` breaks (see the module docstring).
 
     ``tag_of`` gives the tag of each linked object; a link it returns None for is reported as missing.
     ``claims`` maps nested usage records to the record that lists them (:attr:`Tags.claims`): a usage record
     listing one of them is refused (a nested execution has one parent record).
+    ``now_us`` is the checking side's clock: a commit stamped more than :data:`MAX_FUTURE_US` after it is
+    refused (None: not checked).
     """
     if isinstance(obj, Commit):
         _check_commit(obj, tag_of)
+        if now_us is not None:
+            check_not_future(obj.created_at, now_us)
     elif isinstance(obj, ToolSet):
         for index, oid in enumerate(obj.tools):
             _want(tag_of, f"tools[{index}]", oid, ("tool",))
@@ -300,6 +317,33 @@ def check(obj: StoredObject, tag_of: TagOf, claims: Mapping[ObjectId, ObjectId] 
         found = tag(obj)
         if found.startswith(INVALID):
             raise ObjectRuleError(found[len(INVALID) :])
+
+
+def check_not_future(ts: int, now_us: int) -> None:
+    """Raise :class:`ObjectRuleError` when a commit's ``ts`` is more than :data:`MAX_FUTURE_US` after
+    ``now_us`` (the checking side's clock), naming both times."""
+    if ts - now_us > MAX_FUTURE_US:
+        raise ObjectRuleError(
+            f"ts {ts} ({_when(ts)}) is {_span(ts - now_us)} after this clock ({_when(now_us)}), more than the "
+            f"{_span(MAX_FUTURE_US)} a clock may be ahead: a commit from a wrong clock"
+        )
+
+
+def _when(us: int) -> str:
+    """``us`` (µs since the epoch) as UTC time, or the number when ``datetime`` cannot show it."""
+    from datetime import UTC, datetime, timedelta  # lazy: only to name a refused time
+
+    try:
+        return (datetime(1970, 1, 1, tzinfo=UTC) + timedelta(microseconds=us)).strftime(
+            "%Y-%m-%d %H:%M:%S UTC"
+        )
+    except OverflowError:
+        return f"{us} µs since the epoch"
+
+
+def _span(us: int) -> str:
+    days, rest = divmod(us, 86_400_000_000)
+    return f"{days} day(s) {rest / 3_600_000_000:.1f} h" if days else f"{rest / 3_600_000_000:.1f} h"
 
 
 def _check_timestamp(what: str, value: object) -> None:
@@ -636,21 +680,26 @@ def trusted_tag(payload: dict[str, Any]) -> str:
     return _message_tag(kind, payload) if kind in MESSAGE_TYPES else kind
 
 
-def check_commit(reader: Reader, commit: Commit, known: Mapping[ObjectId, str] | None = None) -> None:
+def check_commit(
+    reader: Reader, commit: Commit, known: Mapping[ObjectId, str] | None = None, now_us: int | None = None
+) -> None:
     """Check a commit about to be written locally (its links resolve through ``reader``, usually the batch
-    that stages it; ``known`` gives tags the caller already knows, e.g. its parent's).
+    that stages it; ``known`` gives tags the caller already knows, e.g. its parent's; ``now_us`` the clock
+    that stamped it, which it may not be more than :data:`MAX_FUTURE_US` ahead of).
 
     Raises:
         InvalidInput: the rule it breaks (nothing has been written).
     """
     try:
-        check(commit, Tags(reader, known))
+        check(commit, Tags(reader, known), now_us=now_us)
     except ObjectRuleError as exc:
         raise InvalidInput(f"refusing to write an invalid commit: {exc}") from exc
 
 
-def fsck_objects(store: Store) -> tuple[Problem, ...]:
-    """The semantic problems of every object in a store (kind ``invalid``), in one read view.
+def fsck_objects(store: Store, now_us: int | None = None) -> tuple[Problem, ...]:
+    """The semantic problems of every object in a store (kind ``invalid``), in one read view; with
+    ``now_us`` (the clock), also every commit stamped more than :data:`MAX_FUTURE_US` after it (kind
+    ``future``: a warning, not damage; a receiver would refuse it, compile reads it as any other).
 
     Objects that do not hash to their id or do not decode, and links to absent objects, are left to
     :func:`tractkv.store.fsck` (which reports them); this adds what it cannot see.
@@ -682,6 +731,12 @@ def fsck_objects(store: Store) -> tuple[Problem, ...]:
                 continue  # store-level fsck reports it
             except ObjectRuleError as exc:
                 problems.append(Problem("invalid", oid, str(exc)))
+                continue
+            if now_us is not None and isinstance(obj, Commit):
+                try:
+                    check_not_future(obj.created_at, now_us)
+                except ObjectRuleError as exc:
+                    problems.append(Problem("future", oid, str(exc)))
     return tuple(problems)
 
 

@@ -37,7 +37,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import math
 import random
 import threading
 import time
@@ -53,7 +52,7 @@ try:
 except ImportError as exc:  # the extra is missing (tests/integrations/test_openai_agents.py)
     raise missing_extra("tractkv.integrations.openai_agents", "agents", exc) from exc
 
-from tractkv.engine.content import content_objects
+from tractkv.engine.content import MAX_JSON_DEPTH, check_json, content_objects
 from tractkv.engine.refs import HEADS
 from tractkv.engine.session import Session
 from tractkv.model import Blob, Commit
@@ -68,37 +67,19 @@ PREFIX = "agents/"
 KEY = "agents"
 FORMAT = 1
 MAX_APPEND_ATTEMPTS = 16  # add_items re-made on a tip another writer moved, at most this many times
-MAX_DEPTH = 256  # nesting of an item's JSON value
-INT_MIN, INT_MAX = -(2**63), 2**64 - 1  # what the canonical encoding holds
+MAX_DEPTH = MAX_JSON_DEPTH  # nesting of an item's JSON value (what a commit's metadata may hold)
 
 
 def json_problem(value: Any, *, read: bool = False) -> str | None:
-    """Why ``value`` is not a JSON value an item may hold (None when it is): maps with string keys, lists,
-    strings, booleans, null, finite numbers, integers within -2**63 .. 2**64-1, nesting at most
-    :data:`MAX_DEPTH`. Written items may hold tuples (stored as lists); items read back may not."""
-    sequences: tuple[type[list[Any]] | type[tuple[Any, ...]], ...] = (list,) if read else (list, tuple)
-    todo: list[tuple[Any, int]] = [(value, 0)]
-    while todo:  # ends: each value is visited once, and nesting is bounded
-        current, depth = todo.pop()
-        if depth > MAX_DEPTH:
-            return f"nested deeper than {MAX_DEPTH}"
-        if current is None or isinstance(current, (str, bool)):
-            continue
-        if isinstance(current, int):
-            if not INT_MIN <= current <= INT_MAX:
-                return "an integer outside -2**63 .. 2**64-1"
-        elif isinstance(current, float):
-            if not math.isfinite(current):
-                return f"{current} (not a finite number)"
-        elif isinstance(current, dict):
-            for key, inner in current.items():
-                if not isinstance(key, str):
-                    return f"a map key {key!r} that is not a string"
-                todo.append((inner, depth + 1))
-        elif isinstance(current, sequences):
-            todo.extend((inner, depth + 1) for inner in current)
-        else:
-            return f"a {type(current).__name__} (not a JSON value)"
+    """Why ``value`` is not a JSON value an item may hold (None when it is), as
+    :func:`tractkv.engine.content.check_json` (the one bounded walk of JSON-bound values) finds it: maps with
+    string keys, lists, strings, booleans, null, finite numbers, integers within -2**63 .. 2**64-1, nesting
+    at most :data:`MAX_DEPTH`, no cycle. Written items may hold tuples (stored as lists); items read back may
+    not."""
+    try:
+        check_json(value, "item", tuples=not read)
+    except ContentError as exc:
+        return str(exc)
     return None
 
 
@@ -242,7 +223,8 @@ class TractkvSession:
         problem = json_problem(record["item"], read=True)  # a store may come from another machine
         if problem is not None:
             raise DecodeError(
-                f"commit {oid} on {session_branch(self.session_id)}: an Agents SDK item holding {problem}",
+                f"commit {oid} on {session_branch(self.session_id)}: an Agents SDK item that is not a JSON "
+                f"value: {problem}",
                 oid,
             )
         self._items[oid] = record["item"]
@@ -271,7 +253,7 @@ class TractkvSession:
                 raise InvalidInput(f"an Agents SDK item is a dict, not {type(item).__name__}")
             problem = json_problem(item)
             if problem is not None:
-                raise InvalidInput(f"an Agents SDK item holding {problem}")
+                raise InvalidInput(f"an Agents SDK item that is not a JSON value: {problem}")
         with self._lock:
             attempts = 0
             while True:  # ends: at most MAX_APPEND_ATTEMPTS tries

@@ -144,6 +144,14 @@ class WriteBatch(Reader):
         self.deletions.discard(oid)
         return oid
 
+    def drop_objects_since(self, mark: int) -> None:
+        """Unstage every object staged after the batch held ``mark`` objects (``len(batch.objects)`` read
+        before): what a commit refused while being staged had put, so that nothing it staged is written.
+        Objects staged before the mark stay, even when the refused commit put them again (a no-op)."""
+        objects = self.objects
+        while len(objects) > mark:
+            objects.popitem()  # dicts pop the last inserted item: the objects staged after the mark
+
     def note_commit(self, oid: ObjectId, commit: Commit) -> None:
         """Tell the batch about a stored commit the caller already holds as ``commit`` (read from the store,
         or written by it), so that applying the batch reads it from here instead of decoding it again."""

@@ -2,8 +2,8 @@
 
 Objects are checked one by one as they arrive (rehash, known kind, strict decode, then the semantic rules
 of :mod:`tractkv.engine.validate`: what each link points at, content a commit can compile, timestamp
-ranges) and committed in batches, so an interrupted transfer keeps every object that arrived whole and a
-retry sends only the rest.
+ranges, and no commit stamped more than a day past this side's clock) and committed in batches, so an
+interrupted transfer keeps every object that arrived whole and a retry sends only the rest.
 Refs move only after their objects, each by compare-and-swap on the value the pusher expected, and only
 to a commit whose closure is complete here: a receiving store never has a ref it cannot compile. The
 closure check is bounded by what arrived: a :class:`Receiver` remembers the links of the objects it stored,
@@ -13,6 +13,7 @@ so for a tip the transfer brought it walks those and checks in one read snapshot
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Container, Iterable, Iterator, Sequence
 from contextlib import ExitStack
 
@@ -115,6 +116,7 @@ class Receiver:
         """
         seen = new = size = 0
         store, tags, admit, arrived, held = self.store, self.tags, self.admit, self.arrived, self.held
+        now_us = time.time_ns() // 1000  # a commit stamped over MAX_FUTURE_US past this clock is refused
         known = tags.known
         batch = store.new_batch()
         with ExitStack() as stack:
@@ -140,7 +142,7 @@ class Receiver:
                         ):
                             continue
                         try:
-                            check(obj, tags, tags.claims)
+                            check(obj, tags, tags.claims, now_us=now_us)
                         except MissingLink as exc:
                             raise RejectedObject(
                                 f"links to {exc.oid}, which is neither here nor earlier in the stream", oid

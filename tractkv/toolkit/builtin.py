@@ -15,8 +15,7 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any
 
-from tractkv import codec
-from tractkv.engine.content import content_blob
+from tractkv.engine.content import check_json, content_blob
 from tractkv.engine.describe import clip, describe_commit
 from tractkv.engine.refs import branch_ref, check_branch_name
 from tractkv.errors import BranchExists, BranchNotFound, InvalidInput, NoLLMConfigured
@@ -70,7 +69,7 @@ def _commit(
     else:
         target = None
     if metadata is not None:
-        codec.check_value(metadata, "metadata")
+        check_json(metadata, "metadata", binary=True)
     what = f"{payload.get('role') or payload.get('type')} message"
 
     def act() -> str:

@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any, overload
 
 import attrs
 
-from tractkv import codec
+from tractkv.engine.content import check_json
 from tractkv.engine.records import timestamp
 from tractkv.engine.usage_rows import (
     DEFAULT_RESULT_LIMIT,
@@ -45,7 +45,7 @@ from tractkv.engine.usage_rows import (
     note_head,
     truncate,
 )
-from tractkv.errors import EncodeError, InvalidInput, TractError
+from tractkv.errors import ContentError, InvalidInput, TractError
 from tractkv.ids import ObjectId, is_object_id
 from tractkv.model import UsageRecord
 
@@ -56,6 +56,8 @@ from .profiles import ToolProfile, profile_tools
 from .schema import validate
 
 if TYPE_CHECKING:
+    import reprlib
+
     from tractkv.engine.records import CompiledContext
     from tractkv.llm.protocol import LLMClient
     from tractkv.store import Store
@@ -351,8 +353,8 @@ class ToolExecutor:
         if problems:
             return definition, "invalid arguments: " + "; ".join(problems), None
         try:
-            codec.check_value(arguments, "arguments")
-        except EncodeError as exc:
+            check_json(arguments, "arguments")
+        except ContentError as exc:
             return definition, f"arguments hold a value that cannot be recorded: {exc}", None
         return definition, None, converted
 
@@ -704,7 +706,22 @@ def _recordable(args: object) -> dict[str, Any] | None:
     if not isinstance(args, dict) or not args:
         return None if isinstance(args, dict) or args is None else {"(arguments)": _clean(repr(args))}
     try:
-        codec.check_value(args, "arguments")
+        check_json(args, "arguments")  # bounded: a cycle or a value expanding past any object is refused
         return args
-    except EncodeError:
-        return {str(k): _clean(repr(v)) for k, v in args.items()}
+    except ContentError:
+        shown = _bounded_repr()
+        return {str(k): _clean(shown.repr(v)) for k, v in args.items()}
+
+
+def _bounded_repr() -> reprlib.Repr:
+    """A repr of bounded size and time (3 levels, 50 items each), for arguments that are not JSON: a plain
+    repr of a value sharing one list 40 levels deep would never end."""
+    import reprlib  # lazy: only for arguments that cannot be recorded as they are
+
+    shown = reprlib.Repr()
+    shown.maxlevel = 3
+    shown.maxdict = shown.maxlist = shown.maxtuple = shown.maxset = shown.maxfrozenset = 50
+    shown.maxdeque = shown.maxarray = 50
+    shown.maxstring = shown.maxother = 1000
+    shown.maxlong = 100
+    return shown
