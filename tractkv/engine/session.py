@@ -36,6 +36,7 @@ from tractkv.errors import (
     ConcurrentUpdate,
     DetachedHead,
     InvalidInput,
+    ObjectNotFound,
     ReadOnlySession,
     RefConflict,
     StoreClosed,
@@ -371,9 +372,11 @@ class Session:
             if isinstance(exc, ConcurrentUpdate):  # raised inside the block (a deleted branch): as it is
                 raise
             raise ConcurrentUpdate(exc.ref, exc.expected, exc.actual, "batch not written") from exc
-        except BaseException:
+        except BaseException as exc:
             self._batch = None
             self._state = None  # staged commits never landed: rebuild from the store
+            if isinstance(exc, ObjectNotFound):
+                self._stored_toolsets.clear()  # a tool set it trusted is gone (another handle's gc)
             raise
         finally:
             self._batch_toolsets.clear()
@@ -405,6 +408,7 @@ class Session:
         tip = tip or self.writable(action)
         ref, parent = tip.ref, tip.head
         attempts = 0
+        stale_retried = False
         while True:
             reader = self.reader()
             last = self._last_commit  # an id names one commit forever: no need to read it back
@@ -434,7 +438,11 @@ class Session:
                     known[commit.content] = trusted_tag(payload)  # content_blob checked it: validate once
                 if linked:
                     known[tools] = "toolset"  # type: ignore[index]
-                check_commit(batch, commit, known)  # the rules a receiving store applies too
+                check_commit(batch, commit, known)
+            if (
+                linked
+            ):  # trusted from this handle's cache: checked in the writing transaction (gc may have run)
+                batch.assume(tools)  # type: ignore[arg-type]  # the rules a receiving store applies too
             # else: a plain-text append (``text``) built by trusted_commit: one parent at most (the tip this
             # operation read), a message blob content_objects checked, no tool set or one this session
             # linked, a clock value in range: it passes every rule check_commit applies, by construction.
@@ -460,6 +468,14 @@ class Session:
                     checkpointed = self._stage_checkpoint(batch, state)
                     self.store.apply(batch)
                     self._seen_tip = (ref, oid)
+            except ObjectNotFound as exc:
+                self._state = None
+                if not own or exc.oid not in batch.assumed or stale_retried:
+                    raise
+                # a tool set this handle had linked is gone (another handle's gc): forget it, check again
+                stale_retried = True
+                self._stored_toolsets.clear()
+                continue
             except RefConflict as exc:
                 self._state = None
                 attempts += 1
@@ -731,8 +747,10 @@ class Session:
         if len(data) > MAX_OBJECT_BYTES:  # the general path refuses it
             return None
         tools = self.tools_for_next_commit()
-        if tools is not None and tools not in self._stored_toolsets and tools not in self._batch_toolsets:
-            return None  # a tool set no commit of this session linked yet: check_commit checks it
+        if tools is not None:
+            if tools not in self._stored_toolsets and tools not in self._batch_toolsets:
+                return None  # a tool set no commit of this session linked yet: check_commit checks it
+            batch.assume(tools)  # trusted from a cache: checked in the writing transaction
         parent_commit = last[1]
         blob = trusted_blob(payload)  # plain text, checked above as content_objects checks it
         blob_id = hash_bytes(data)
