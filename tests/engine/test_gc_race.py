@@ -195,3 +195,49 @@ def test_a_tool_set_removed_under_a_handle_is_checked_in_the_writing_transaction
         assert a.log()[0].commit_id == tip
     with open_store(str(path)) as store:
         assert fsck(store).ok
+
+
+def test_a_gc_that_crashed_is_bounded_and_cleared(tmp_path: Path) -> None:
+    """A gc killed between its record and its deletion leaves ``meta/gc-runs``: writers record what they write
+    only while the record is younger than GC_RUN_TTL_US, and the next gc (or ``fsck --repair``) drops a record
+    whose process is gone, with what writers recorded."""
+    from click.testing import CliRunner
+
+    from tractkv.cli import cli
+    from tractkv.store.base import GC_RUN_TTL_US, META_GC_RUNS, META_GC_SEEN, pack_gc_runs
+
+    dead = subprocess.run(
+        [sys.executable, "-c", "import os; print(os.getpid())"], check=True, capture_output=True, text=True
+    )
+    pid = int(dead.stdout)  # a process that has exited
+    path = str(tmp_path / "s")
+
+    def seen(t: Tract) -> int:
+        return len(list(t._store.table_iter(Table.META, META_GC_SEEN)))
+
+    def crashed_gc(t: Tract, age_us: int) -> None:
+        batch = t._store.new_batch()
+        start = int(time.time() * 1e6) - age_us
+        batch.gc_row(META_GC_RUNS, pack_gc_runs([(b"crashed!", start, pid)]))
+        t._store.apply(batch)
+
+    with Tract.open(path) as t:
+        t.user("root")
+        crashed_gc(t, GC_RUN_TTL_US + 1)  # older than the limit: writers ignore it
+        t.user("not recorded")
+        assert seen(t) == 0
+        crashed_gc(t, 0)  # fresh: writers record (for at most GC_RUN_TTL_US)
+        t.user("recorded")
+        assert seen(t) > 0
+        t.gc()  # the next gc drops the dead record and what was recorded for it
+        assert t._store.table_get(Table.META, META_GC_RUNS) is None
+        assert seen(t) == 0
+        crashed_gc(t, 0)
+        t.user("recorded again")
+        assert seen(t) > 0
+    result = CliRunner().invoke(cli, ["--store", path, "fsck", "--repair"])
+    assert result.exit_code == 0, result.output
+    assert "dropped 1 record(s) of a gc that did not finish" in result.output
+    with Tract.open(path) as t:
+        assert t._store.table_get(Table.META, META_GC_RUNS) is None
+        assert seen(t) == 0

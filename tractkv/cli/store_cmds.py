@@ -9,6 +9,7 @@ from tractkv.engine.checkpoints import check_checkpoints, describe_key, drop_che
 from tractkv.engine.validate import fsck_objects
 from tractkv.model import decode, describe, kind_of
 from tractkv.store import Table, fsck
+from tractkv.store.base import clear_stale_gc_runs
 
 
 @click.command()
@@ -21,7 +22,9 @@ def init(st: CliState) -> None:
 
 @click.command("fsck")
 @click.option(
-    "--repair", is_flag=True, help="Drop damaged compile checkpoints (a cache; nothing else is changed)."
+    "--repair",
+    is_flag=True,
+    help="Drop damaged compile checkpoints (a cache) and records of a gc that crashed; nothing else changes.",
 )
 @json_option
 @with_state
@@ -38,6 +41,7 @@ def fsck_cmd(st: CliState, repair: bool, as_json: bool) -> None:
     invalid = fsck_objects(store)
     checkpoints = check_checkpoints(store)
     dropped = drop_checkpoints(store, checkpoints.damaged) if repair else 0
+    stale_gc = clear_stale_gc_runs(store) if repair else 0  # records of gcs that crashed (writers stop)
     problems = list(report.problems) + list(invalid) + ([] if dropped else list(checkpoints.problems))
     if as_json:
         echo_json(
@@ -66,6 +70,7 @@ def fsck_cmd(st: CliState, repair: bool, as_json: bool) -> None:
             f"checkpoints ({checkpoints.chunks} chunks, {checkpoints.relations} relation rows): "
             + ("ok" if not problems else f"{len(problems)} problem(s)")
             + (f"; dropped {dropped} damaged checkpoint row(s)" if dropped else "")
+            + (f"; dropped {stale_gc} record(s) of a gc that did not finish" if stale_gc else "")
             + (
                 f"; {checkpoints.stale} row(s) of an older checkpoint format (gc drops them)"
                 if checkpoints.stale

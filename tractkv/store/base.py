@@ -584,6 +584,29 @@ def _alive(pid: int) -> bool:
     return True
 
 
+def clear_stale_gc_runs(store: Store) -> int:
+    """Drop the records of gcs that crashed (and, with no gc alive, what writers recorded for them): what
+    ``fsck --repair`` does. Returns how many records were dropped."""
+    batch = store.new_batch()
+    batch.gc_token = b"fsck"
+    dropped = [0]
+
+    def prepare(view: Reader, staged: WriteBatch) -> None:
+        staged.rows.clear()
+        value = view.table_get(Table.META, META_GC_RUNS)
+        alive = live_gc_runs(value)
+        dropped[0] = len(gc_runs(value)) - len(alive)
+        if dropped[0]:
+            staged.gc_row(META_GC_RUNS, pack_gc_runs(alive))
+        if not alive:
+            for key, _ in view.table_iter(Table.META, META_GC_SEEN):
+                staged.gc_row(key, None)
+
+    batch.prepare = prepare
+    store.apply(batch)
+    return dropped[0]
+
+
 def _record_for_gc(writer: RawWriter, batch: WriteBatch) -> None:
     """Record for a running gc every id this batch stages, assumes stored or moves a ref to."""
     seen = [*batch.objects, *batch.assumed]
