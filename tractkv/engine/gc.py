@@ -8,9 +8,15 @@ An object survives when it is reachable (through commit parents, content, tools,
       hard reset (``reset(mode="hard")`` makes the abandoned tip reclaimable at once);
     * a commit made less than ``min_age_hours`` ago (work in flight: a concurrent writer or an interrupted
       transfer whose ref has not moved yet);
-    * with ``keep_pinned``, a message annotated ``pinned`` by any stored annotation commit.
-Checkpoints of removed commits and chunks no checkpoint uses are removed with them, in the same transaction.
-fsck is clean afterwards.
+    * with ``keep_pinned``, a message annotated ``pinned`` by any stored annotation commit;
+    * a per-branch ``set_tools`` setting (the tool set later commits will link).
+Checkpoints of removed commits, chunks no checkpoint uses, relation rows and the reflog entries that moved to a
+removed commit go with them, in the same transaction. fsck is clean afterwards.
+
+gc beside writers: the marking reads a snapshot; the deletion is one later write transaction that first keeps
+every candidate a writer made live meanwhile (refs that moved, and the ids writers recorded while this gc's
+record was in ``meta/gc-runs``: see :mod:`tractkv.store.base`), so an object a writer wrote again while
+already stored is never deleted under it. docs/ARCHITECTURE.md ("gc beside writers") gives the design.
 """
 
 from __future__ import annotations
