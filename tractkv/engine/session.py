@@ -438,14 +438,16 @@ class Session:
                     known[commit.content] = trusted_tag(payload)  # content_blob checked it: validate once
                 if linked:
                     known[tools] = "toolset"  # type: ignore[index]
-                check_commit(batch, commit, known)
-            if (
-                linked
-            ):  # trusted from this handle's cache: checked in the writing transaction (gc may have run)
-                batch.assume(tools)  # type: ignore[arg-type]  # the rules a receiving store applies too
+                check_commit(batch, commit, known)  # the rules a receiving store applies too
             # else: a plain-text append (``text``) built by trusted_commit: one parent at most (the tip this
             # operation read), a message blob content_objects checked, no tool set or one this session
             # linked, a clock value in range: it passes every rule check_commit applies, by construction.
+            for link in commit.iter_links():
+                # What the commit links but the batch does not write (a parent, a tool set this handle's
+                # cache trusts, media or a tool set already stored) was read outside the writing transaction:
+                # checked again inside it (gc may have removed it since; ObjectNotFound, nothing written).
+                if link not in batch.objects:
+                    batch.assume(link)
             oid = batch.put(commit)
             try:
                 # Everything derived (token counts, the rendered message, the HEAD state) is computed now,
