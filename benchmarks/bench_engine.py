@@ -165,6 +165,7 @@ TARGETS: dict[str, tuple[float | None, str, str]] = {  # case -> (target, checke
     "peak_rss_growth_per_commit": (16.0, "value", "max"),
     # rendering every message: bytes a commit beyond the output and the blobs read; no bound (information)
     "peak_rss_growth_rendered_per_commit": (None, "value", "max"),
+    "gc": (None, "value", "max"),  # ms of gc on --gc-commits (information: reported before/after a change)
 }
 SMOKE_ARGS = ["--quick"]  # what the benchmark smoke test runs
 CASES = (
@@ -178,6 +179,7 @@ CASES = (
     "first_commit_after_reopen",
     "long_history",
     "memory_growth",
+    "gc",
 )
 UNIT_KEYS = {"per_s": "per_s", "ms": "ms", "MB": "mb", "B": "b"}
 _TEXT = (  # message words; each message is drawn from these with the fixed seed
@@ -1166,6 +1168,54 @@ def _reopen_case(args: argparse.Namespace) -> dict[str, Any]:
     )
 
 
+# --- gc ----------------------------------------------------------------------------------------------------
+
+
+def _gc_case(args: argparse.Namespace) -> dict[str, Any]:
+    """gc on a history of ``--gc-commits`` whose last 10% a hard reset abandoned (so gc removes their commits
+    and blobs): each timed run on a fresh copy of the store, ``Tract.open`` excluded. Value: the best gc ms;
+    baseline: a raw LMDB read of every object row of the same store (the scan gc cannot avoid)."""
+    scratch = _Scratch(args.tmp)
+    try:
+        path = scratch.new()
+        _build_history(path, args.gc_commits, args.batch, durable=False)
+        with Tract.open(str(path)) as t:
+            t.reset(f"HEAD~{max(1, args.gc_commits // 10)}", mode="hard")
+        ours: list[float] = []
+        raw: list[float] = []
+        removed = 0
+        for _ in range(args.repeat):
+            copy = scratch.new()
+            shutil.copytree(path, copy, dirs_exist_ok=True)
+            with Tract.open(str(copy)) as t:
+                gc.collect()
+                start = time.perf_counter()
+                removed = t.gc(min_age_hours=0).removed_objects
+                ours.append((time.perf_counter() - start) * 1000)
+            shutil.rmtree(copy, ignore_errors=True)
+            env = _open_raw(path, sync=False, max_dbs=16)
+            start = time.perf_counter()
+            with env.begin() as txn:
+                rows = sum(1 for _ in txn.cursor(db=env.open_db(b"objects", txn=txn)))
+            raw.append((time.perf_counter() - start) * 1000)
+            env.close()
+        fs = _fs_type(scratch.root)
+    finally:
+        scratch.close()
+    return _line(
+        "gc",
+        args.gc_commits,
+        "ms",
+        min(ours),
+        min(raw),
+        median_ms=round(statistics.median(ours), 3),
+        objects=rows,
+        removed_objects=removed,
+        repeat=args.repeat,
+        fs=fs,
+    )
+
+
 # --- a long history: compile, memory and the first commit after reopening --------------------------------
 
 
@@ -1525,6 +1575,9 @@ def _parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--batch", type=int, default=1000, help="commits per batch (default 1000)")
     parser.add_argument(
+        "--gc-commits", type=int, default=100000, help="commits of the gc case's history (default 100000)"
+    )
+    parser.add_argument(
         "--growth-sizes",
         type=_sizes,
         default=[10000, 50000, 100000],
@@ -1562,6 +1615,7 @@ def main(argv: list[str] | None = None) -> int:
         args.commits, args.batched_commits, args.batch, args.history = 20, 60, 20, 60
         args.flat_commits, args.size_commits = 200, [60]
         args.long_history = 120
+        args.gc_commits = 60
         args.growth_sizes = [30, 90]
         args.sizes, args.appends, args.repeat, args.procs = [20, 60], 5, 1, 1
     args.repeat, args.procs = max(1, args.repeat), max(1, args.procs)
@@ -1583,6 +1637,7 @@ def main(argv: list[str] | None = None) -> int:
         "first_commit_after_reopen": lambda: [_reopen_case(args)],
         "long_history": lambda: _long_history_cases(args),
         "memory_growth": lambda: _memory_growth_cases(args),
+        "gc": lambda: [_gc_case(args)],
     }
     missed = False
     for case in args.case or CASES:

@@ -33,6 +33,7 @@ CASES = {
     "peak_rss_growth",
     "peak_rss_growth_per_commit",
     "peak_rss_growth_rendered_per_commit",
+    "gc",
 }
 
 

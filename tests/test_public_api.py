@@ -54,6 +54,7 @@ EXPECTED_ALL = [
     "MergeResult",
     "Message",
     "MissingExtra",
+    "MissingRefTarget",
     "MissingTransportExtra",
     "ModelCallFailed",
     "NoLLMConfigured",

@@ -20,6 +20,7 @@ and build their message in ``__init__``.
     │   ├── UnknownRevision                  an id, prefix, branch or HEAD~N that names no commit
     │   └── InvalidResponse (MalformedResponse)  a provider reply record_response cannot read (shape, choice)
     ├── ObjectNotFound (KeyError)            no object with that id in the store
+    │   └── MissingRefTarget                 a ref move to a commit (or what it links) no longer stored (gc)
     ├── RefNotFound (KeyError)               no such branch / ref
     │   └── BranchNotFound                   no branch of that name
     ├── CorruptObject                        stored bytes do not hash to their id
@@ -114,6 +115,20 @@ class ObjectNotFound(TractError, KeyError):
 
     def __str__(self) -> str:  # KeyError would quote the message
         return f"object not found: {self.oid}"
+
+
+class MissingRefTarget(ObjectNotFound):
+    """A ref move whose new target, or an object the target links directly, is not stored (a reflog entry or
+    id whose commit gc removed). Checked in the move's own write transaction; nothing was written."""
+
+    def __init__(self, ref: str, target: str, oid: str) -> None:
+        self.ref = ref
+        self.target = target
+        super().__init__(oid)
+
+    def __str__(self) -> str:
+        what = "it is" if self.oid == self.target else f"it links {self.oid}, which is"
+        return f"cannot move {self.ref} to {self.target}: {what} not in the store (removed by gc?); nothing moved"
 
 
 class RefNotFound(TractError, KeyError):

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
+from typing import Any
 
 import pytest
 
-from tractkv import DetachedHead, InvalidInput, Tract
+from tractkv import DetachedHead, InvalidInput, MissingRefTarget, Tract
+from tractkv.engine.session import Session
 from tractkv.engine.state import CHUNK_PREFIX, CKPT_PREFIX
 from tractkv.ids import ObjectId, raw_to_oid
 from tractkv.store import Table, fsck
@@ -233,3 +236,101 @@ def test_gc_refused_inside_batch(tract: Tract) -> None:
         tract.gc()
     with pytest.raises(InvalidInput):
         tract.gc(min_age_hours=-1)
+
+
+# --- ref moves to commits gc removed (issue 29, item 3) ----------------------------------------------------
+
+
+def _after_gc_of_two(t: Tract) -> list[ObjectId]:
+    """init; four commits; ``reset HEAD~2 --hard``; ``gc --min-age-hours 0`` (the issue's sequence)."""
+    ids = _history(t)
+    t.reset("HEAD~2", mode="hard")
+    assert gc_checked(t, min_age_hours=0) == 4
+    return ids
+
+
+def test_the_reflog_offers_no_entry_whose_commit_gc_removed(tract: Tract) -> None:
+    ids = _after_gc_of_two(tract)
+    assert not {e.new for e in tract.reflog()} & set(ids[2:])  # git expires them too
+    tract.reset("main@{1}")  # now an entry that names a stored commit
+    assert tract.store.get(tract.log()[0].commit_id) is not None
+    tract.user("and on")
+    assert fsck(tract.store).ok
+
+
+def _gc_after_resolving(monkeypatch: pytest.MonkeyPatch, path: str) -> None:
+    """Make the next revision a handle resolves be removed, by another handle's gc, before the move lands:
+    the read-then-move window every ref move has (a reflog entry read before gc pruned it, too)."""
+    original = Session.resolve
+
+    def resolve_then_gc(self: Session, *args: Any, **kwargs: Any) -> ObjectId:
+        oid = original(self, *args, **kwargs)
+        monkeypatch.setattr(Session, "resolve", original)
+        with Tract.open(path) as other:
+            other.gc(min_age_hours=0)
+        return oid
+
+    monkeypatch.setattr(Session, "resolve", resolve_then_gc)
+
+
+@pytest.mark.parametrize("how", ["reset", "branch"])
+def test_a_move_to_a_commit_gc_removed_is_refused_and_moves_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, how: str
+) -> None:
+    """Before: ``reset`` / ``branch`` to a commit gc removed succeeded and left a branch every read failed on
+    (log, status, compile, commit; fsck exit 1)."""
+    path = str(tmp_path / "s")
+    with Tract.open(path) as t:
+        ids = _history(t)
+        t.reset("HEAD~2", mode="hard")
+        _gc_after_resolving(monkeypatch, path)
+
+        def move() -> object:
+            return t.reset(ids[3], mode="hard") if how == "reset" else t.branch("newb", ids[3])
+
+        with pytest.raises(MissingRefTarget) as caught:
+            move()
+        assert caught.value.oid == ids[3]
+        assert t.log()[0].commit_id == ids[1]
+        assert "newb" not in [b.name for b in t.list_branches()]
+        assert fsck(t.store).ok
+        t.user("still writable")
+
+
+def test_the_store_refuses_a_ref_move_to_a_missing_target_or_link(tract: Tract) -> None:
+    """The one check, in the move's own transaction (every ref move passes apply): the target and what it links
+    directly must be stored once the batch lands."""
+    ids = _history(tract, 2)
+    commit = tract.store.get_commit(ids[1])
+    batch = tract.store.new_batch()
+    batch.set_ref("refs/heads/x", "0" * 64)
+    with pytest.raises(MissingRefTarget) as caught:
+        tract.store.apply(batch)
+    assert caught.value.oid == "0" * 64
+    batch = tract.store.new_batch()
+    batch.delete_object(commit.content)  # type: ignore[arg-type]
+    batch.set_ref("refs/heads/x", ids[1])
+    with pytest.raises(MissingRefTarget) as caught:
+        tract.store.apply(batch)
+    assert caught.value.oid == commit.content
+    assert "removed by gc" in str(caught.value)
+    assert tract.store.get_ref("refs/heads/x") is None
+    assert tract.store.get(commit.content) is not None  # type: ignore[arg-type]
+
+
+def test_cli_reset_to_a_removed_commit_is_one_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from click.testing import CliRunner
+
+    from tractkv.cli import cli
+
+    path = str(tmp_path / "s")
+    with Tract.open(path) as t:
+        ids = _history(t)
+        t.reset("HEAD~2", mode="hard")
+    _gc_after_resolving(monkeypatch, path)
+    result = CliRunner().invoke(cli, ["--store", path, "reset", ids[3]])
+    assert result.exit_code != 0
+    assert result.output.strip().count("\n") == 0, result.output
+    assert "not in the store (removed by gc?)" in result.output
+    with Tract.open(path) as t:
+        assert t.log()[0].commit_id == ids[1]

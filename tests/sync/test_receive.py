@@ -121,6 +121,27 @@ def test_an_object_linking_to_something_absent_is_rejected_so_the_store_stays_cl
     assert target.get_ref(MAIN) is None
 
 
+@pytest.mark.parametrize("atomic", [False, True])
+def test_a_target_gc_removes_after_the_closure_check_is_refused_per_ref(
+    monkeypatch: pytest.MonkeyPatch, atomic: bool
+) -> None:
+    """The closure check reads before the ref's write transaction; gc may remove the tip in between (issue
+    29): the move's own check refuses it as ``missing-objects``, never as a crash or a broken ref."""
+    from tractkv.sync import receive
+
+    t = session(2)
+    assert t.head is not None
+    target = MemoryStore()
+    receive_objects(target, all_objects(t))
+    batch = target.new_batch()
+    batch.delete_object(t.head)  # what a gc did right after check_update read the closure
+    target.apply(batch)
+    monkeypatch.setattr(receive, "check_update", lambda *args: None)
+    (r,) = apply_ref_updates(target, [RefUpdate(MAIN, None, t.head)], atomic=atomic)
+    assert (r.ok, r.reason) == (False, "missing-objects")
+    assert target.get_ref(MAIN) is None
+
+
 def test_atomic_updates_apply_all_or_nothing() -> None:
     t = session(2)
     head = t.head

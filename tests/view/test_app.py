@@ -186,9 +186,11 @@ def test_feed_reports_a_moved_ref_then_ends_on_close(demo: tuple[Path, dict[str,
     async def scenario(st: LmdbStore) -> None:
         feed = ChangeFeed(Inspector(st), interval=0.01)
         queue = await feed.subscribe()  # returns once the feed has its baseline
-        st.set_ref("refs/heads/spin", "f" * 64)
+        tip = st.get_ref(MAIN)  # a stored commit: a ref move to a missing one is refused (MissingRefTarget)
+        assert tip is not None
+        st.set_ref("refs/heads/spin", tip)
         change = await asyncio.wait_for(queue.get(), timeout=10)
-        assert change == {"refs": {"refs/heads/spin": "f" * 64}}
+        assert change == {"refs": {"refs/heads/spin": tip}}
         feed.close()
         assert await asyncio.wait_for(queue.get(), timeout=10) is None
         late = await feed.subscribe()  # a stream opened after close ends at once
@@ -236,7 +238,9 @@ def test_a_change_before_the_stream_opens_is_not_lost(demo: tuple[Path, dict[str
         rendered = await asyncio.to_thread(feed.version)
         current = await feed.subscribe(since=rendered)
         assert current.empty()  # nothing changed since the page was rendered
-        st.set_ref("refs/heads/spin", "e" * 64)  # lands after rendering, before the next page subscribes
+        st.set_ref(
+            "refs/heads/spin", st.get_ref(MAIN)
+        )  # lands after rendering, before the next page subscribes
         stale = await feed.subscribe(since=rendered)
         assert stale.get_nowait() == {"resync": True}
         feed.close()

@@ -11,6 +11,7 @@ from tractkv.engine.checkpoints import check_checkpoints, describe_key, drop_che
 from tractkv.engine.validate import fsck_objects
 from tractkv.model import decode, describe, kind_of
 from tractkv.store import Table, fsck
+from tractkv.store.base import clear_stale_gc_runs
 
 
 @click.command()
@@ -23,7 +24,9 @@ def init(st: CliState) -> None:
 
 @click.command("fsck")
 @click.option(
-    "--repair", is_flag=True, help="Drop damaged compile checkpoints (a cache; nothing else is changed)."
+    "--repair",
+    is_flag=True,
+    help="Drop damaged compile checkpoints (a cache) and records of a gc that crashed; nothing else changes.",
 )
 @json_option
 @with_state
@@ -39,12 +42,12 @@ def fsck_cmd(st: CliState, repair: bool, as_json: bool) -> None:
     store = st.store()
     report = fsck(store)
     found = fsck_objects(store, now_us=time.time_ns() // 1000)
-    future = [
-        p for p in found if p.kind == "future"
-    ]  # warnings: valid objects from a clock ahead of this one
+    # warnings: valid objects from a clock ahead of this one
+    future = [p for p in found if p.kind == "future"]
     invalid = [p for p in found if p.kind != "future"]
     checkpoints = check_checkpoints(store)
     dropped = drop_checkpoints(store, checkpoints.damaged) if repair else 0
+    stale_gc = clear_stale_gc_runs(store) if repair else 0  # records of gcs that crashed (writers stop)
     problems = list(report.problems) + invalid + ([] if dropped else list(checkpoints.problems))
     if as_json:
         echo_json(
@@ -76,6 +79,7 @@ def fsck_cmd(st: CliState, repair: bool, as_json: bool) -> None:
             f"checkpoints ({checkpoints.chunks} chunks, {checkpoints.relations} relation rows): "
             + ("ok" if not problems else f"{len(problems)} problem(s)")
             + (f"; dropped {dropped} damaged checkpoint row(s)" if dropped else "")
+            + (f"; dropped {stale_gc} record(s) of a gc that did not finish" if stale_gc else "")
             + (
                 f"; {checkpoints.stale} row(s) of an older checkpoint format (gc drops them)"
                 if checkpoints.stale

@@ -8,21 +8,38 @@ An object survives when it is reachable (through commit parents, content, tools,
       hard reset (``reset(mode="hard")`` makes the abandoned tip reclaimable at once);
     * a commit made less than ``min_age_hours`` ago (work in flight: a concurrent writer or an interrupted
       transfer whose ref has not moved yet);
-    * with ``keep_pinned``, a message annotated ``pinned`` by any stored annotation commit.
-Checkpoints of removed commits and chunks no checkpoint uses are removed with them, in the same transaction.
-fsck is clean afterwards.
+    * with ``keep_pinned``, a message annotated ``pinned`` by any stored annotation commit;
+    * a per-branch ``set_tools`` setting (the tool set later commits will link).
+Checkpoints of removed commits, chunks no checkpoint uses, relation rows and the reflog entries that moved to a
+removed commit go with them, in the same transaction. fsck is clean afterwards.
+
+gc beside writers: the marking reads a snapshot; the deletion is one later write transaction that first keeps
+every candidate a writer made live meanwhile (refs that moved, and the ids writers recorded while this gc's
+record was in ``meta/gc-runs``: see :mod:`tractkv.store.base`), so an object a writer wrote again while
+already stored is never deleted under it. docs/ARCHITECTURE.md ("gc beside writers") gives the design.
 """
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Iterable
+from contextlib import suppress
 
 from tractkv import codec
-from tractkv.errors import InvalidInput
+from tractkv.errors import InvalidInput, StoreError
 from tractkv.ids import ObjectId, is_object_id, raw_to_oid
 from tractkv.model import Blob, Commit, decode
-from tractkv.store import Store, Table
+from tractkv.store import Reader, Store, Table, WriteBatch
+from tractkv.store.base import (
+    META_GC_RUNS,
+    META_GC_SEEN,
+    SEQ,
+    gc_running,
+    gc_runs,
+    live_gc_runs,
+    pack_gc_runs,
+)
 
 from .content import ANNOTATION
 from .records import GcResult
@@ -31,6 +48,7 @@ from .refs import HEAD, HEADS
 from .relations import REL_PREFIX, is_stale_rel
 from .session import Session
 from .state import CHUNK_PREFIX, CKPT_PREFIX, is_stale_row
+from .toolsets import ACTIVE_TOOLS
 
 
 def collect_garbage(
@@ -47,11 +65,36 @@ def collect_garbage(
 
     ``extra_roots`` are ids higher layers still need though no ref reaches them yet (the finished nested
     records and conversation tips listed in running tool executions' rows, see tractkv.engine.usage_rows).
+
+    Beside writers: gc marks from a read snapshot, then deletes in one write transaction that keeps every
+    candidate a writer made live again meanwhile (see "gc beside writers" in the module doc).
     """
     now = time.time_ns() // 1000 if now_us is None else now_us
     horizon = now - int(min_age_hours * 3600 * 1_000_000)
+    token = os.urandom(8)
+    _announce(store, token)
+    try:
+        return _collect(
+            store, token, horizon, now, keep_pinned, keep_branches, current_branch, set(extra_roots)
+        )
+    except BaseException:
+        with suppress(Exception):  # best effort: a record left behind goes stale (GC_RUN_TTL_US, dead pid)
+            _withdraw(store, token)
+        raise
+
+
+def _collect(
+    store: Store,
+    token: bytes,
+    horizon: int,
+    now: int,
+    keep_pinned: bool,
+    keep_branches: bool,
+    current_branch: str | None,
+    roots: set[ObjectId],
+) -> GcResult:
     batch = store.new_batch()
-    roots: set[ObjectId] = set(extra_roots)
+    batch.gc_token = token
     with store.snapshot() as snap:
         refs = dict(snap.iter_refs())
         for name, value in refs.items():
@@ -67,7 +110,14 @@ def collect_garbage(
         head = refs.get(HEAD)
         if head is not None and is_object_id(head):
             roots.add(ObjectId(head))
+        for _, raw in snap.table_iter(Table.META, ACTIVE_TOOLS):  # a set_tools setting is a root
+            with suppress(UnicodeDecodeError):
+                if is_object_id(raw.decode()):
+                    roots.add(ObjectId(raw.decode()))
+        logged: list[tuple[bytes, ObjectId]] = []  # reflog entries and the commit each moved to
         for entry in iter_all_reflogs(snap):
+            if entry.new is not None:
+                logged.append((entry.ref.encode() + b"\0" + SEQ.pack(entry.seq), entry.new))
             if entry.created_at.timestamp() * 1_000_000 < horizon:
                 continue
             if entry.new is not None:
@@ -75,12 +125,10 @@ def collect_garbage(
             if entry.old is not None and not entry.hard:
                 roots.add(entry.old)
         pinned: set[ObjectId] = set()
-        commits_seen = 0
         for oid, data in snap.iter_raw_objects():
             obj = decode(data)
             if not isinstance(obj, Commit):
                 continue
-            commits_seen += 1
             if obj.created_at >= horizon:
                 roots.add(oid)
             if keep_pinned and obj.operation == "annotate" and obj.content is not None and obj.edit_target:
@@ -95,23 +143,143 @@ def collect_garbage(
                     pinned.add(oid)
         roots |= {p for p in pinned if snap.has(p)}
         live = _reachable(snap, roots)
-        removed = removed_bytes = kept = 0
+        candidates: dict[ObjectId, int] = {}  # unreachable in the snapshot: id -> size
+        kept = 0
         for oid, data in snap.iter_raw_objects():
             if oid in live:
                 kept += 1
-                continue
-            batch.delete_object(oid)
-            removed += 1
-            removed_bytes += len(data)
-        removed_checkpoints = _drop_checkpoints(snap, batch, live)
-    if len(batch):
-        store.apply(batch)
+            else:
+                candidates[oid] = len(data)
+    outcome = _Outcome(kept)
+
+    def finish(view: Reader, staged: WriteBatch) -> None:
+        _finish(view, staged, token, refs, live, candidates, logged, outcome)
+
+    batch.prepare = finish
+    store.apply(batch)
     return GcResult(
-        removed_objects=removed,
-        removed_bytes=removed_bytes,
-        kept_objects=kept,
-        removed_checkpoints=removed_checkpoints,
+        removed_objects=outcome.removed,
+        removed_bytes=outcome.removed_bytes,
+        kept_objects=outcome.kept,
+        removed_checkpoints=outcome.removed_checkpoints,
     )
+
+
+class _Outcome:
+    """What the deleting transaction removed (written by :func:`_finish`, restaged from scratch if rerun)."""
+
+    def __init__(self, kept: int) -> None:
+        self.base_kept = kept
+        self.kept = kept
+        self.removed = self.removed_bytes = self.removed_checkpoints = 0
+
+
+def _finish(
+    view: Reader,
+    batch: WriteBatch,
+    token: bytes,
+    refs: dict[str, str],
+    live: set[ObjectId],
+    candidates: dict[ObjectId, int],
+    logged: list[tuple[bytes, ObjectId]],
+    outcome: _Outcome,
+) -> None:
+    """Inside the deleting transaction: keep every candidate a writer made live since the snapshot, stage the
+    deletion of the rest (with their reflog entries, checkpoints and relation rows), and end this gc's run."""
+    batch.deletions.clear()
+    batch.rows.clear()
+    runs_value = view.table_get(Table.META, META_GC_RUNS)
+    mine = [run for run in gc_runs(runs_value) if run[0] == token]
+    if not mine or not gc_running(pack_gc_runs(mine)):
+        raise StoreError(
+            "gc ran longer than writers keep recording for it (24 h), or its record was removed: nothing was "
+            "removed; run gc again"
+        )
+    # What writers made live meanwhile: refs that moved, and every id a batch staged, assumed or moved a
+    # ref to while this gc's record was there (tractkv.store.base: apply_batch records them).
+    again: list[ObjectId] = [
+        ObjectId(value) for name, value in view.iter_refs() if is_object_id(value) and refs.get(name) != value
+    ]
+    seen_rows = list(view.table_iter(Table.META, META_GC_SEEN))
+    again.extend(raw_to_oid(key[len(META_GC_SEEN) :]) for key, _ in seen_rows)
+    for _, raw in view.table_iter(Table.META, ACTIVE_TOOLS):
+        with suppress(UnicodeDecodeError):
+            if is_object_id(raw.decode()):
+                again.append(ObjectId(raw.decode()))
+    rescued = _rescued(view, again, live, candidates)
+    deleted = {oid for oid in candidates if oid not in rescued}
+    outcome.kept = outcome.base_kept + len(rescued)
+    outcome.removed = len(deleted)
+    outcome.removed_bytes = sum(candidates[oid] for oid in deleted)
+    for oid in deleted:
+        batch.delete_object(oid)
+    for key, new in logged:  # git expires reflog entries whose commits are gone: none is offered as a target
+        if new in deleted:
+            batch.table_put(Table.REFLOG, key, None)
+    outcome.removed_checkpoints = _drop_checkpoints(view, batch, deleted)
+    others = [run for run in live_gc_runs(runs_value) if run[0] != token]
+    batch.gc_row(META_GC_RUNS, pack_gc_runs(others))
+    if not others:  # the last gc running: nobody needs what writers recorded
+        for key, _ in seen_rows:
+            batch.gc_row(key, None)
+
+
+def _rescued(
+    view: Reader, roots: Iterable[ObjectId], live: set[ObjectId], candidates: dict[ObjectId, int]
+) -> set[ObjectId]:
+    """The candidates reachable from ``roots`` now, walking through objects made since the snapshot and
+    stopping at what the snapshot found live (its closure is live already)."""
+    rescued: set[ObjectId] = set()
+    seen: set[ObjectId] = set()
+    stack = [oid for oid in roots if oid not in live]
+    while stack:
+        oid = stack.pop()
+        if oid in seen or oid in live:
+            continue
+        seen.add(oid)
+        obj = view.get(oid)
+        if obj is None:
+            continue
+        if oid in candidates:
+            rescued.add(oid)
+        stack.extend(link for link in obj.iter_links() if link not in seen and link not in live)
+    return rescued
+
+
+def _announce(store: Store, token: bytes) -> None:
+    """Record this gc in ``meta/gc-runs`` (writers record what they write from now on), dropping the
+    records of gcs that crashed; with no other gc alive, what writers recorded for those goes too."""
+    batch = store.new_batch()
+    batch.gc_token = token
+    start = time.time_ns() // 1000  # the wall clock: writers age the record by it, not by a Tract's clock
+
+    def prepare(view: Reader, staged: WriteBatch) -> None:
+        staged.rows.clear()
+        others = live_gc_runs(view.table_get(Table.META, META_GC_RUNS))
+        if not others:
+            for key, _ in view.table_iter(Table.META, META_GC_SEEN):
+                staged.gc_row(key, None)
+        staged.gc_row(META_GC_RUNS, pack_gc_runs([*others, (token, start, os.getpid())]))
+
+    batch.prepare = prepare
+    store.apply(batch)
+
+
+def _withdraw(store: Store, token: bytes) -> None:
+    """Remove this gc's record after a failure (and the recorded ids, when no other gc is alive)."""
+    batch = store.new_batch()
+    batch.gc_token = token
+
+    def prepare(view: Reader, staged: WriteBatch) -> None:
+        staged.rows.clear()
+        others = [run for run in live_gc_runs(view.table_get(Table.META, META_GC_RUNS)) if run[0] != token]
+        staged.gc_row(META_GC_RUNS, pack_gc_runs(others))
+        if not others:
+            for key, _ in view.table_iter(Table.META, META_GC_SEEN):
+                staged.gc_row(key, None)
+
+    batch.prepare = prepare
+    store.apply(batch)
 
 
 def _reachable(snap: object, roots: set[ObjectId]) -> set[ObjectId]:
@@ -133,16 +301,18 @@ def _reachable(snap: object, roots: set[ObjectId]) -> set[ObjectId]:
     return live
 
 
-def _drop_checkpoints(snap: object, batch: object, live: Iterable[ObjectId]) -> int:
-    from tractkv.store import Reader, WriteBatch
+def _drop_checkpoints(view: Reader, batch: WriteBatch, deleted: set[ObjectId]) -> int:
+    """Stage the removal of the derived rows of commits this gc deletes or the store no longer holds:
+    checkpoints, chunks no kept checkpoint uses, relation rows, and rows of an older format."""
 
-    assert isinstance(snap, Reader)
-    assert isinstance(batch, WriteBatch)
-    live_set = set(live)
+    def gone(key: bytes, prefix: bytes) -> bool:
+        oid = raw_to_oid(key[len(prefix) :])
+        return oid in deleted or not view.has(oid)
+
     removed = 0
     used_chunks: set[bytes] = set()
-    for key, value in snap.table_iter(Table.DERIVED, CKPT_PREFIX):
-        if raw_to_oid(key[len(CKPT_PREFIX) :]) not in live_set:
+    for key, value in view.table_iter(Table.DERIVED, CKPT_PREFIX):
+        if gone(key, CKPT_PREFIX):
             batch.table_put(Table.DERIVED, key, None)
             removed += 1
             continue
@@ -151,13 +321,13 @@ def _drop_checkpoints(snap: object, batch: object, live: Iterable[ObjectId]) -> 
         except Exception:
             batch.table_put(Table.DERIVED, key, None)
             removed += 1
-    for key, _ in snap.table_iter(Table.DERIVED, CHUNK_PREFIX):
+    for key, _ in view.table_iter(Table.DERIVED, CHUNK_PREFIX):
         if key not in used_chunks:
             batch.table_put(Table.DERIVED, key, None)
-    for key, _ in snap.table_iter(Table.DERIVED, REL_PREFIX):  # relation rows of removed commits
-        if raw_to_oid(key[len(REL_PREFIX) :]) not in live_set:
+    for key, _ in view.table_iter(Table.DERIVED, REL_PREFIX):  # relation rows of removed commits
+        if gone(key, REL_PREFIX):
             batch.table_put(Table.DERIVED, key, None)
-    for key, _ in snap.table_iter(Table.DERIVED):
+    for key, _ in view.table_iter(Table.DERIVED):
         if is_stale_row(key) or is_stale_rel(key):  # an older row format: nothing reads it any more
             batch.table_put(Table.DERIVED, key, None)
     return removed

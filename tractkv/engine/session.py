@@ -36,6 +36,7 @@ from tractkv.errors import (
     ConcurrentUpdate,
     DetachedHead,
     InvalidInput,
+    ObjectNotFound,
     ReadOnlySession,
     RefConflict,
     StoreClosed,
@@ -398,9 +399,11 @@ class Session:
             if isinstance(exc, ConcurrentUpdate):  # raised inside the block (a deleted branch): as it is
                 raise
             raise ConcurrentUpdate(exc.ref, exc.expected, exc.actual, "batch not written") from exc
-        except BaseException:
+        except BaseException as exc:
             self._batch = None
             self._state = None  # staged commits never landed: rebuild from the store
+            if isinstance(exc, ObjectNotFound):
+                self._stored_toolsets.clear()  # a tool set it trusted is gone (another handle's gc)
             raise
         finally:
             self._batch_toolsets.clear()
@@ -433,14 +436,14 @@ class Session:
             return self._commit_with(
                 build, reflog_op, summary, tip=tip, action=action, rebase=rebase, payload=payload, text=text
             )
-        mark, refs = len(batch.objects), dict(batch.ref_updates)
+        mark, refs = batch.mark(), dict(batch.ref_updates)
         try:
             return self._commit_with(
                 build, reflog_op, summary, tip=tip, action=action, rebase=rebase, payload=payload, text=text
             )
         except BaseException:
             if batch.ref_updates == refs:  # refused before its branch move was staged
-                batch.drop_objects_since(mark)
+                batch.drop_since(mark)
             raise
 
     def _commit_with(
@@ -464,6 +467,7 @@ class Session:
         tip = tip or self.writable(action)
         ref, parent = tip.ref, tip.head
         attempts = 0
+        stale_retried = False
         while True:
             reader = self.reader()
             last = self._last_commit  # an id names one commit forever: no need to read it back
@@ -497,6 +501,12 @@ class Session:
             # else: a plain-text append (``text``) built by trusted_commit: one parent at most (the tip this
             # operation read), a message blob content_objects checked, no tool set or one this session
             # linked, a clock value in range: it passes every rule check_commit applies, by construction.
+            for link in commit.iter_links():
+                # What the commit links but the batch does not write (a parent, a tool set this handle's
+                # cache trusts, media or a tool set already stored) was read outside the writing transaction:
+                # checked again inside it (gc may have removed it since; ObjectNotFound, nothing written).
+                if link not in batch.objects:
+                    batch.assume(link)
             oid = batch.put(commit)
             try:
                 # Everything derived (token counts, the rendered message, the HEAD state) is computed now,
@@ -519,6 +529,14 @@ class Session:
                     checkpointed = self._stage_checkpoint(batch, state)
                     self.store.apply(batch)
                     self._seen_tip = (ref, oid)
+            except ObjectNotFound as exc:
+                self._state = None
+                if not own or exc.oid not in batch.assumed or stale_retried:
+                    raise
+                # a tool set this handle had linked is gone (another handle's gc): forget it, check again
+                stale_retried = True
+                self._stored_toolsets.clear()
+                continue
             except RefConflict as exc:
                 self._state = None
                 attempts += 1
@@ -800,8 +818,10 @@ class Session:
         blob = trusted_blob(payload)  # plain text, checked above as content_objects checks it
         blob_id = hash_bytes(data)
         batch.note_commit(parent, parent_commit)  # apply derives the tools index row from it
-        mark = len(batch.objects)
+        mark = batch.mark()
         try:
+            if tools is not None:
+                batch.assume(tools)  # trusted from a cache: checked in the writing transaction
             batch.put_raw(blob_id, data, blob)
             commit = trusted_commit(
                 parents=(parent,),
@@ -821,7 +841,7 @@ class Session:
                 check_commit(batch, commit, known)
             oid = batch.put(commit)
         except BaseException:
-            batch.drop_objects_since(mark)  # refused: the batch goes on without any of this commit
+            batch.drop_since(mark)  # refused: the batch goes on without any of this commit
             raise
         try:
             slot = state.apply_text(oid, commit, role, text, self.counter.count(text) + MESSAGE_OVERHEAD)

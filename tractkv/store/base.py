@@ -39,13 +39,16 @@ Guarantees (both stores):
 from __future__ import annotations
 
 import abc
+import os
+import struct
+import time
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import AbstractContextManager, contextmanager
 from typing import Any, Final
 
 from tractkv import codec
-from tractkv.errors import ContentTooLarge, InvalidInput, RefConflict
-from tractkv.ids import ObjectId, hash_bytes, oid_to_raw, raw_to_oid
+from tractkv.errors import ContentTooLarge, InvalidInput, MissingRefTarget, ObjectNotFound, RefConflict
+from tractkv.ids import ObjectId, hash_bytes, is_object_id, oid_to_raw, raw_to_oid
 from tractkv.model import MAX_OBJECT_BYTES, Commit, StoredObject, ToolSchema, decode, encode_with_id, kind_of
 from tractkv.store.reader import (
     MAX_KEY_BYTES,
@@ -61,8 +64,11 @@ from tractkv.store.reader import (
 
 __all__ = [
     "ANY",
+    "GC_RUN_TTL_US",
     "MAX_KEY_BYTES",
     "META_FORMAT",
+    "META_GC_RUNS",
+    "META_GC_SEEN",
     "META_SEQ",
     "SEQ",
     "RawReader",
@@ -78,6 +84,18 @@ __all__ = [
 
 _INDEXES: Final = (Table.COMMIT_TOOLS, Table.TOOL_VERSIONS)  # rows the store derives from objects
 _STORE_META: Final = (META_FORMAT, META_SEQ)  # meta rows the store owns (seq: format 1's counter)
+
+# gc beside writers (see apply_batch and tractkv.engine.gc). While a gc runs, ``meta/gc-runs`` lists it
+# (20-byte records: token 8, start µs 8, pid 4, big-endian); every other batch applied meanwhile records,
+# in the same transaction, each id it staged (new or already stored), assumed stored, or moved a ref to,
+# as a row ``gc-seen NUL <raw id>``. gc's deleting transaction keeps every candidate those ids reach, then
+# removes its record and, when it was the last gc running, the seen rows. A record older than
+# GC_RUN_TTL_US (a gc that crashed) is ignored by writers, so a crash makes them record for a bounded time;
+# the next gc (or ``fsck --repair``) drops stale records and, with no gc left, the seen rows.
+META_GC_RUNS: Final = b"gc-runs"
+META_GC_SEEN: Final = b"gc-seen\0"
+GC_RUN_TTL_US: Final = 24 * 3600 * 1_000_000
+_GC_RUN = struct.Struct(">8sQI")
 
 
 class _Any:
@@ -114,6 +132,14 @@ class WriteBatch(Reader):
         # Stored commits the caller holds decoded (a new commit's parent), so deriving the commit_tools row
         # of a new commit need not read and decode its parent again (see note_commit).
         self.known_commits: dict[ObjectId, Commit] = {}
+        # Ids the batch links without staging them, because the caller believes them stored (a cache):
+        # applying the batch checks each inside its transaction (ObjectNotFound, nothing written).
+        self.assumed: dict[ObjectId, None] = {}  # an ordered set: drop_since pops the latest
+        # Called inside the applying transaction, before anything is written, with a view of the store as
+        # that transaction sees it; it may stage more (gc decides there what it deletes). It may run more
+        # than once (LMDB re-runs a transaction that outgrew the map): it must restage from scratch.
+        self.prepare: Callable[[Reader, WriteBatch], None] | None = None
+        self.gc_token: bytes | None = None  # set on gc's own batches: not recorded as a writer's
 
     def __len__(self) -> int:
         return (
@@ -144,13 +170,30 @@ class WriteBatch(Reader):
         self.deletions.discard(oid)
         return oid
 
-    def drop_objects_since(self, mark: int) -> None:
-        """Unstage every object staged after the batch held ``mark`` objects (``len(batch.objects)`` read
-        before): what a commit refused while being staged had put, so that nothing it staged is written.
-        Objects staged before the mark stay, even when the refused commit put them again (a no-op)."""
-        objects = self.objects
-        while len(objects) > mark:
+    def mark(self) -> tuple[int, int]:
+        """Where the batch stands now (objects staged, ids assumed), for :meth:`drop_since`."""
+        return len(self.objects), len(self.assumed)
+
+    def drop_since(self, mark: tuple[int, int]) -> None:
+        """Unstage every object staged and every id assumed after :meth:`mark` returned ``mark``: what a commit
+        refused while being staged had put, so that nothing it staged is written or checked. Objects staged
+        before the mark stay, even when the refused commit put them again (a no-op)."""
+        objects, assumed = self.objects, self.assumed
+        while len(objects) > mark[0]:
             objects.popitem()  # dicts pop the last inserted item: the objects staged after the mark
+        while len(assumed) > mark[1]:
+            assumed.popitem()
+
+    def assume(self, oid: ObjectId) -> None:
+        """Link ``oid`` without staging it: the caller knows it stored (a cache of its own). Applying the batch
+        checks it is, in the same transaction, and raises :class:`ObjectNotFound` (nothing written) if not."""
+        self.assumed.setdefault(oid, None)
+
+    def gc_row(self, key: bytes, value: bytes | None) -> None:
+        """Stage a ``meta`` row of gc's bookkeeping (``gc-runs``, ``gc-seen`` rows): gc and fsck only."""
+        if key != META_GC_RUNS and not key.startswith(META_GC_SEEN):
+            raise InvalidInput(f"meta row {key!r} is not gc's")
+        self.rows[(Table.META, key)] = value
 
     def note_commit(self, oid: ObjectId, commit: Commit) -> None:
         """Tell the batch about a stored commit the caller already holds as ``commit`` (read from the store,
@@ -193,7 +236,9 @@ class WriteBatch(Reader):
         """
         if table in (Table.OBJECTS, Table.REFS, *_INDEXES):
             raise InvalidInput(f"the {table} table is written through put()/set_ref(), not table_put()")
-        if table is Table.META and key in _STORE_META:
+        if table is Table.META and (
+            key in _STORE_META or key == META_GC_RUNS or key.startswith(META_GC_SEEN)
+        ):
             raise InvalidInput(f"meta row {key.decode()!r} belongs to the store")
         _check_key(key, "a row key")
         self.rows[(table, key)] = value
@@ -418,9 +463,11 @@ def _first_parent_tools(batch: WriteBatch, stored: RawGet, commit: Commit) -> Ob
 def apply_batch(writer: RawWriter, batch: WriteBatch) -> None:
     """Write a batch through a raw writer inside one transaction (shared by both stores).
 
-    Checks every ref expectation before writing anything, so a conflict leaves the store untouched.
-    The caller aborts the transaction if this raises.
+    Checks every ref expectation, every assumed id and every ref target before writing anything, so a
+    refusal leaves the store untouched. The caller aborts the transaction if this raises.
     """
+    if batch.prepare is not None:
+        batch.prepare(_TxnView(writer), batch)
     for name, (expected, _) in batch.ref_updates.items():
         if isinstance(expected, _Any):
             continue
@@ -428,6 +475,14 @@ def apply_batch(writer: RawWriter, batch: WriteBatch) -> None:
         actual = None if raw is None else raw.decode()
         if actual != expected:
             raise RefConflict(name, expected, actual)
+    for oid in batch.assumed:
+        if oid not in batch.objects and (
+            oid in batch.deletions or not writer.get(Table.OBJECTS, oid_to_raw(oid))
+        ):
+            raise ObjectNotFound(oid)
+    _check_ref_targets(writer, batch)
+    if batch.gc_token is None and gc_running(writer.get(Table.META, META_GC_RUNS)):
+        _record_for_gc(writer, batch)
 
     numbers = _Numbers(writer.last_seq)  # read only when this batch numbers a key of a prefix
     for oid, (data, obj) in batch.objects.items():
@@ -469,6 +524,129 @@ def apply_batch(writer: RawWriter, batch: WriteBatch) -> None:
             writer.delete(Table.REFS, name.encode())
         else:
             writer.put(Table.REFS, name.encode(), new.encode())
+
+
+def _stored_after(writer: RawWriter, batch: WriteBatch, oid: ObjectId) -> bool:
+    """True when ``oid`` is stored once the batch is applied."""
+    if oid in batch.objects:
+        return True
+    return oid not in batch.deletions and writer.get(Table.OBJECTS, oid_to_raw(oid)) is not None
+
+
+def _check_ref_targets(writer: RawWriter, batch: WriteBatch) -> None:
+    """Every ref the batch moves names an object stored once it lands, and so is every object that object
+    links directly (deeper ones are, by the invariant that no stored object links a missing one).
+
+    The one check every ref move passes (commit, reset, branch, merge, switch, sync, bundles), inside the
+    move's own transaction: a reflog entry or id whose commit gc removed is refused, not left as a branch
+    that every later read fails on.
+    """
+    for name, (_, new) in batch.ref_updates.items():
+        if new is None or not is_object_id(new):
+            continue  # a deletion, or a symbolic ref (HEAD: ref: <name>)
+        target = ObjectId(new)
+        pending = batch.objects.get(target)
+        if pending is not None:
+            obj = _decoded(*pending)
+        else:
+            raw = None if target in batch.deletions else writer.get(Table.OBJECTS, oid_to_raw(target))
+            if raw is None:
+                raise MissingRefTarget(name, target, target)
+            obj = decode(raw, target)
+        for link in obj.iter_links():
+            if not _stored_after(writer, batch, link):
+                raise MissingRefTarget(name, target, link)
+
+
+def gc_runs(value: bytes | None) -> list[tuple[bytes, int, int]]:
+    """The records of ``meta/gc-runs``: (token, start µs, pid) per gc that announced itself."""
+    if not value:
+        return []
+    return [_GC_RUN.unpack_from(value, at) for at in range(0, len(value) - _GC_RUN.size + 1, _GC_RUN.size)]
+
+
+def pack_gc_runs(runs: Iterable[tuple[bytes, int, int]]) -> bytes | None:
+    """``meta/gc-runs`` holding ``runs`` (None: no row)."""
+    data = b"".join(_GC_RUN.pack(*run) for run in runs)
+    return data or None
+
+
+def gc_running(value: bytes | None, now_us: int | None = None) -> bool:
+    """True when ``meta/gc-runs`` names a gc younger than :data:`GC_RUN_TTL_US` (writers then record)."""
+    if not value:
+        return False
+    now = time.time_ns() // 1000 if now_us is None else now_us
+    return any(now - start < GC_RUN_TTL_US for _, start, _ in gc_runs(value))
+
+
+def live_gc_runs(value: bytes | None, now_us: int | None = None) -> list[tuple[bytes, int, int]]:
+    """The records of gcs that may still run: younger than the limit, and (on this machine: LMDB stores are
+    local) their process alive."""
+    now = time.time_ns() // 1000 if now_us is None else now_us
+    return [run for run in gc_runs(value) if now - run[1] < GC_RUN_TTL_US and _alive(run[2])]
+
+
+def _alive(pid: int) -> bool:
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True  # exists, owned by another user
+    return True
+
+
+def clear_stale_gc_runs(store: Store) -> int:
+    """Drop the records of gcs that crashed (and, with no gc alive, what writers recorded for them): what
+    ``fsck --repair`` does. Returns how many records were dropped."""
+    batch = store.new_batch()
+    batch.gc_token = b"fsck"
+    dropped = [0]
+
+    def prepare(view: Reader, staged: WriteBatch) -> None:
+        staged.rows.clear()
+        value = view.table_get(Table.META, META_GC_RUNS)
+        alive = live_gc_runs(value)
+        dropped[0] = len(gc_runs(value)) - len(alive)
+        if dropped[0]:
+            staged.gc_row(META_GC_RUNS, pack_gc_runs(alive))
+        if not alive:
+            for key, _ in view.table_iter(Table.META, META_GC_SEEN):
+                staged.gc_row(key, None)
+
+    batch.prepare = prepare
+    store.apply(batch)
+    return dropped[0]
+
+
+def _record_for_gc(writer: RawWriter, batch: WriteBatch) -> None:
+    """Record for a running gc every id this batch stages, assumes stored or moves a ref to."""
+    seen = [*batch.objects, *batch.assumed]
+    seen.extend(
+        ObjectId(new) for _, new in batch.ref_updates.values() if new is not None and is_object_id(new)
+    )
+    for oid in seen:
+        writer.put(Table.META, META_GC_SEEN + oid_to_raw(oid), b"")
+
+
+class _TxnView(Reader):
+    """A :class:`Reader` over the applying transaction (what :attr:`WriteBatch.prepare` reads)."""
+
+    def __init__(self, writer: RawWriter) -> None:
+        self._writer = writer
+
+    def _raw_get(self, table: Table, key: bytes) -> bytes | None:
+        return self._writer.get(table, key)
+
+    def _raw_iter(
+        self, table: Table, prefix: bytes = b"", *, reverse: bool = False
+    ) -> Iterator[tuple[bytes, bytes]]:
+        return self._writer.iter(table, prefix, reverse=reverse)
+
+    def _raw_last_seq(self, table: Table, prefix: bytes) -> int:
+        return self._writer.last_seq(table, prefix)
 
 
 class Store(Reader, abc.ABC):

@@ -23,7 +23,7 @@ from tractkv.engine.graph import is_ancestor
 from tractkv.engine.reflog import log_ref_move
 from tractkv.engine.refs import HEADS, check_branch_name
 from tractkv.engine.validate import MissingLink, ObjectRuleError, Tags, check
-from tractkv.errors import DecodeError, InvalidRefName, RefConflict, RejectedObject
+from tractkv.errors import DecodeError, InvalidRefName, MissingRefTarget, RefConflict, RejectedObject
 from tractkv.ids import ObjectId, hash_bytes, is_object_id
 from tractkv.model import Commit, StoredObject
 from tractkv.model.objects import decode_received
@@ -354,6 +354,13 @@ def apply_ref_updates(
                 else RefResult(u.name, False, "atomic", str(exc))
                 for u, _ in checked
             ]
+        except MissingRefTarget as exc:  # gc removed part of the closure after check_update read it
+            return [
+                RefResult(u.name, False, "missing-objects", f"{exc.oid} is not here")
+                if u.name == exc.ref
+                else RefResult(u.name, False, "atomic", str(exc))
+                for u, _ in checked
+            ]
         return [RefResult(u.name, True) for u, _ in checked]
     results: list[RefResult] = []
     for u, refused in checked:
@@ -370,6 +377,9 @@ def apply_ref_updates(
             store.apply(batch)
         except RefConflict:
             results.append(moved(store, u, store.get_ref(u.name)))
+            continue
+        except MissingRefTarget as exc:  # gc removed part of the closure after check_update read it
+            results.append(RefResult(u.name, False, "missing-objects", f"{exc.oid} is not here"))
             continue
         results.append(RefResult(u.name, True))
     return results
