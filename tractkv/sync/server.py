@@ -718,12 +718,12 @@ class BodyTimeout:
                 return {"type": "http.disconnect"}
             if body_done:
                 return await receive()  # waiting for a disconnect while the answer streams: no timer
-            left = deadline.at - anyio.current_time()
-            wait = min(self.timeout, left)
+            wait = min(self.timeout, deadline.at - anyio.current_time())
             message: Message | None = None
-            if wait > 0:
-                with anyio.move_on_after(wait):
-                    message = await receive()
+            # Past the deadline a message already waiting is still taken (a bodiless request whose app first
+            # listens late, for a disconnect); one the client has yet to send is not.
+            with anyio.move_on_after(max(wait, 0.0)):
+                message = await receive()
             if message is None:
                 expired = True
                 if wait < self.timeout:
