@@ -266,10 +266,13 @@ def decoded_size(data: bytes, limit: int) -> int:
     size limit on the bytes alone does not bound what a decode holds: this is the bound a receiver checks
     first (:func:`tractkv.model.objects.decode_received`).
 
+    Bytes that are malformed (cut short, a reserved head, a tag) end the estimate where the problem starts:
+    the decode refuses them there, having built no more than was counted, and says why in its own words.
+
     Raises:
         ObjectTooLarge: the estimate is over ``limit`` (without an ``oid``: the caller knows it).
-        DecodeError: the bytes end before the first item does, or hold a head no canonical encoding has
-            (what else is wrong, the decode itself reports).
+        DecodeError: an indefinite-length item (never canonical), whose items the estimate cannot bound
+            ahead of a decode that would build them.
     """
     size = len(data)
     pos = 0
@@ -277,7 +280,7 @@ def decoded_size(data: bytes, limit: int) -> int:
     cost = size  # the re-encoding, joined
     while todo:
         if pos >= size:
-            raise DecodeError("malformed CBOR: the bytes end inside an item")
+            break  # cut short: the decode says so
         initial = data[pos]
         major = initial >> 5
         info = initial & 0x1F
@@ -292,8 +295,10 @@ def decoded_size(data: bytes, limit: int) -> int:
             width = 1 << (info - 24)
             arg = int.from_bytes(data[pos : pos + width], "big")
             pos += width
+        elif info == 31 and 2 <= major <= 5:
+            raise DecodeError("bytes are not in canonical form")
         else:
-            raise DecodeError(f"malformed or non-canonical CBOR item head 0x{initial:02x}")
+            break  # a reserved head or a stray break: malformed, the decode says so
         if major == 3:
             pos += arg
             cost += _COST_STR + 2 * arg
@@ -309,7 +314,7 @@ def decoded_size(data: bytes, limit: int) -> int:
         elif major == 7:
             cost += _ITEM
         elif major == 6:
-            raise DecodeError(f"CBOR tag {arg} is not allowed")
+            break  # no tag is allowed: the decode refuses it
         else:  # 0, 1: integers
             cost += _ITEM if arg <= 4 or (major == 0 and arg <= 256) else _COST_INT
         if cost > limit:

@@ -24,7 +24,7 @@ from collections.abc import Callable
 import pytest
 
 from tractkv import Tract, codec
-from tractkv.errors import ObjectTooLarge, RemoteUnavailable
+from tractkv.errors import DecodeError, ObjectTooLarge, RemoteUnavailable
 from tractkv.ids import ObjectId, hash_bytes
 from tractkv.store import LmdbStore
 from tractkv.sync.frames import MAGIC
@@ -186,6 +186,9 @@ def test_decoded_size_estimate_refuses_the_dense_object_at_once() -> None:
     with pytest.raises(ObjectTooLarge, match="more than"):
         codec.decoded_size(data, 49 * MIB)
     assert time.monotonic() - started < 1.0
+    # an indefinite-length array (never canonical) would be decoded item by item past any estimate: refused
+    with pytest.raises(DecodeError, match="canonical"):
+        codec.decoded_size(b"\x9f" + b"\xa0" * 100_000 + b"\xff", 1 << 40)
     # text and media, the large objects appends write, are estimated at 2-3x their size: a hub's limit
     # (server.DECODE_FACTOR times its max_object, plus 1 MiB) admits the largest it admits at all
     for value in ("x" * MIB, b"y" * MIB):
