@@ -75,3 +75,47 @@ def test_a_stalled_body_reads_as_a_disconnect() -> None:
     sent = _run(app, [{"type": "http.request", "body": b"{", "more_body": True}])
     assert seen == ["http.request", "http.disconnect"]
     assert (b"connection", b"close") in sent[0]["headers"]
+
+
+def test_the_deadline_is_a_total_not_a_per_read_timer() -> None:
+    """A body dripping a byte every half timeout never pauses a whole timeout, yet is cut once the total
+    passes; a message already waiting when the app first asks late is still delivered."""
+    seen: list[str] = []
+
+    async def receive_drip() -> dict[str, Any]:
+        await anyio.sleep(TIMEOUT / 2)
+        return {"type": "http.request", "body": b"x", "more_body": True}
+
+    async def app(scope: Any, receive: Any, send: Any) -> None:
+        for _ in range(20):  # bounded: 20 drips would take 5x the timeout
+            message = await receive()
+            seen.append(message["type"])
+            if message["type"] == "http.disconnect":
+                break
+        await send({"type": "http.response.start", "status": 400, "headers": []})
+        await send({"type": "http.response.body", "body": b"", "more_body": False})
+
+    sent: list[dict[str, Any]] = []
+
+    async def send(message: dict[str, Any]) -> None:
+        sent.append(message)
+
+    async def main() -> None:
+        with anyio.fail_after(10):
+            await BodyTimeout(app, timeout=TIMEOUT)({"type": "http"}, receive_drip, send)
+
+    anyio.run(main)
+    assert seen[-1] == "http.disconnect"
+    assert 1 <= seen.count("http.request") <= 3  # cut at ~2 drips, not after 20
+    assert (b"connection", b"close") in sent[0]["headers"]
+
+    late: list[str] = []
+
+    async def late_app(scope: Any, receive: Any, send: Any) -> None:
+        await anyio.sleep(TIMEOUT * 2)  # e.g. a slow page, then a stream that listens for a disconnect
+        late.append((await receive())["type"])
+        await send({"type": "http.response.start", "status": 200, "headers": []})
+        await send({"type": "http.response.body", "body": b"", "more_body": False})
+
+    _run(late_app, [{"type": "http.request", "body": b"", "more_body": False}])
+    assert late == ["http.request"]

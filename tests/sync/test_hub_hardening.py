@@ -350,7 +350,11 @@ def test_serve_help_documents_the_limits() -> None:
         assert option in out
         assert f"[default: {default};" in out, option
     assert f"at most {server.PUSH_MEMORY // 2**20} MiB in all" in out
-    assert f"at most {server.BATCH_BYTES // 2**20} MiB plus one object" in out
+    assert f"at most {2 * server.BATCH_BYTES // 2**20} MiB plus one object read" in out
+    assert f"{server.DECODE_FACTOR} times the object size decoded" in out
+    for option, default in [("--push-timeout", server.PUSH_TIMEOUT), ("--push-wait", server.PUSH_WAIT)]:
+        assert f"{option} FLOAT" in out, option
+        assert f"[default: {default};" in out, option
 
 
 # --- bounded memory per push --------------------------------------------------------------------------------

@@ -50,7 +50,7 @@ def outcome(decoder: Callable[[bytes], StoredObject], data: bytes) -> tuple[Any,
     return ("object", type(obj), fields, order)
 
 
-def strict(data: bytes) -> StoredObject:
+def strict(data: bytes, *_limits: object) -> StoredObject:
     return decode(data, strict=True)
 
 

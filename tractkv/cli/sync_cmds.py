@@ -366,7 +366,8 @@ def _log_level_option(default: str) -> Callable[[Callable[..., Any]], Callable[.
     type=click.FloatRange(0.1),
     default=30.0,
     show_default=True,
-    help="Seconds a request body may send nothing; then the request is dropped and the connection closed.",
+    help="Seconds a request body has, in total (a push: to send its head), and may pause; then the request "
+    "is dropped and the connection closed.",
 )
 @click.option(
     "--max-connections",
@@ -374,6 +375,21 @@ def _log_level_option(default: str) -> Callable[[Callable[..., Any]], Callable[.
     default=512,
     show_default=True,
     help="Open connections; one more is answered 503 (JSON) and closed.",
+)
+@click.option(
+    "--push-timeout",
+    type=click.FloatRange(0.1),
+    default=300.0,
+    show_default=True,
+    help="Seconds a push has, in total, to send its objects once the hub reads them; then it is cut (what "
+    "arrived whole is kept).",
+)
+@click.option(
+    "--push-wait",
+    type=click.FloatRange(0.0),
+    default=30.0,
+    show_default=True,
+    help="Seconds a push may wait for the hub to read it (pushes beyond the memory limit wait); then 503.",
 )
 @_log_level_option("info")
 @with_state
@@ -387,12 +403,15 @@ def serve(
     header_timeout: float,
     body_timeout: float,
     max_connections: int,
+    push_timeout: float,
+    push_wait: float,
     log_level: str,
 ) -> None:
     """Serve this store as an HTTP hub that other stores push to and pull from, with the web viewer at /ui/.
 
-    Malformed requests get a JSON 4xx. Pushes buffer at most 256 MiB in all (each push at most 8 MiB plus
-    one object; pushes beyond that wait their turn). A token with only write scopes learns from
+    Malformed requests get a JSON 4xx. Pushes read and decode at most 256 MiB in all (each push at most
+    16 MiB plus one object read, and 3 times the object size decoded; pushes beyond that wait their turn,
+    at most --push-wait seconds). A token with only write scopes learns from
     /v1/missing only about objects its own branches reach. GET /healthz answers 200 without auth for
     process managers; the protocol is described in docs/PROTOCOL.md."""
     from tractkv.model import MAX_OBJECT_BYTES
@@ -410,6 +429,8 @@ def serve(
         tokens=tokens,
         max_object=max_object_bytes or MAX_OBJECT_BYTES,
         max_request=max_request_bytes or MAX_REQUEST_BYTES,
+        push_timeout=push_timeout,
+        push_wait=push_wait,
     )
     sock = server.bind(host, port)
     url = _url(host, sock.getsockname()[1])

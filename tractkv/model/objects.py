@@ -851,9 +851,16 @@ def _text_blob_fields(data: bytes) -> tuple[str, str] | None:
         return None
 
 
-def decode_received(data: bytes) -> StoredObject:
+def decode_received(
+    data: bytes, max_decoded: int | None = None, spent: list[int] | None = None
+) -> StoredObject:
     """``decode(data, strict=True)``: the same object, or the same error, for any bytes; faster for the two
     shapes every append writes (a plain-text message blob, a plain append commit).
+
+    ``max_decoded``: bytes that would take more memory than this to decode (:func:`codec.decoded_size`'s
+    estimate, checked before anything is built) raise :class:`DecodeError` instead. The two fast shapes
+    hold a fixed number of items and decode to about their own size: they are not estimated. ``spent[0]``
+    grows by the estimate (twice the size for the fast shapes), so a receiver can bound what a batch holds.
 
     Those are read from the bytes and accepted only when the write path's own encoder
     (:func:`text_blob_bytes`, :func:`_commit_bytes`, both checked against the generic encoding by property
@@ -862,6 +869,8 @@ def decode_received(data: bytes) -> StoredObject:
     Anything else, valid or not, goes to :func:`decode` (tests/sync/test_receive_fast_path.py compares the
     two over generated and hostile bytes).
     """
+    if spent is not None:
+        spent[0] += 2 * len(data)
     first = data[:1]
     if first == b"\xa3":  # a map of 3: a blob's t, v and data
         text = _text_blob_fields(data)
@@ -886,4 +895,8 @@ def decode_received(data: bytes) -> StoredObject:
             _c_links(commit, {})
             if _commit_bytes(commit) == data:
                 return commit
+    if max_decoded is not None:
+        cost = codec.decoded_size(data, max_decoded)
+        if spent is not None:
+            spent[0] += cost
     return decode(data, strict=True)

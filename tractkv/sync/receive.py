@@ -23,7 +23,14 @@ from tractkv.engine.graph import is_ancestor
 from tractkv.engine.reflog import log_ref_move
 from tractkv.engine.refs import HEADS, check_branch_name
 from tractkv.engine.validate import MissingLink, ObjectRuleError, Tags, check
-from tractkv.errors import DecodeError, InvalidRefName, MissingRefTarget, RefConflict, RejectedObject
+from tractkv.errors import (
+    DecodeError,
+    InvalidRefName,
+    MissingRefTarget,
+    ObjectTooLarge,
+    RefConflict,
+    RejectedObject,
+)
 from tractkv.ids import ObjectId, hash_bytes, is_object_id
 from tractkv.model import Commit, StoredObject
 from tractkv.model.objects import decode_received
@@ -44,20 +51,27 @@ class ReceiveStats:
     bytes: int
 
 
-def verify(oid: ObjectId, data: bytes) -> StoredObject:
+def verify(
+    oid: ObjectId, data: bytes, max_decoded: int | None = None, spent: list[int] | None = None
+) -> StoredObject:
     """The object ``data`` holds; :class:`RejectedObject` unless it hashes to ``oid`` and decodes strictly.
 
     Each object is hashed once and decoded once (canonical bytes, allowed values, a known kind with fields
     of the right types): the one verification every received object gets. The decode is
     :func:`~tractkv.model.objects.decode_received`: ``decode(strict=True)``, faster for the shapes appends
     write. An id equal to a digest is well formed, so the id's form is checked only when the hash differs.
+    ``max_decoded`` bounds the memory the decode may take, estimated before anything is decoded
+    (:func:`~tractkv.codec.decoded_size`): an object over it is an :class:`ObjectTooLarge`; ``spent[0]``
+    grows by the estimate.
     """
     if hash_bytes(data) != oid:
         if not is_object_id(oid):
             raise RejectedObject("malformed object id", str(oid))
         raise RejectedObject("object bytes do not hash to their id", oid)
     try:
-        return decode_received(data)
+        return decode_received(data, max_decoded, spent)
+    except ObjectTooLarge as exc:
+        raise ObjectTooLarge(f"object of {len(data)} bytes: {exc.reason}", oid) from None
     except DecodeError as exc:
         raise RejectedObject(f"not a readable tractkv object ({exc})", oid) from exc
 
@@ -88,11 +102,17 @@ class Receiver:
         remember: int = REMEMBER_OBJECTS,
         track_links: bool = True,
         held: Held | None = None,
+        max_decoded: int | None = None,
+        max_held: int | None = None,
     ) -> None:
         """``held``: which ids count as already here (skipped: not checked, stored or counted as new),
         instead of the store's answer; a hub gives a write-only token's reach, so that an object the store
         holds outside it is received as if absent (checked, counted new, its put a no-op)."""
         self.store = store
+        # Decoded memory: ``max_decoded`` bounds one object's decode (see :func:`verify`); ``max_held`` what
+        # the objects of one uncommitted batch take decoded (estimated): past it the batch is committed.
+        self.max_decoded = max_decoded
+        self.max_held = max_held
         self.batch_objects = batch_objects
         self.admit = admit
         self.held = held
@@ -117,6 +137,9 @@ class Receiver:
         seen = new = size = 0
         store, tags, admit, arrived, held = self.store, self.tags, self.admit, self.arrived, self.held
         now_us = time.time_ns() // 1000  # a commit stamped over MAX_FUTURE_US past this clock is refused
+        max_decoded = self.max_decoded
+        max_held = self.max_held
+        spent = [0] if max_held is not None else None
         known = tags.known
         batch = store.new_batch()
         with ExitStack() as stack:
@@ -130,7 +153,7 @@ class Receiver:
                     asked = [oid for oid, _ in chunk if type(oid) is str and oid not in known]
                     present: Container[ObjectId] | None = view.stored(asked) if held is None else held(asked)
                     for oid, data in chunk:
-                        obj = verify(oid, data)
+                        obj = verify(oid, data, max_decoded, spent)
                         if admit is not None:
                             admit(oid, obj)
                         seen += 1
@@ -154,7 +177,11 @@ class Receiver:
                             arrived[oid] = tuple(obj.iter_links())
                         batch.put_raw(oid, data, obj)
                         new += 1
-                        if len(batch.objects) >= self.batch_objects:
+                        if len(batch.objects) >= self.batch_objects or (
+                            spent is not None and max_held is not None and spent[0] > max_held
+                        ):
+                            if spent is not None:
+                                spent[0] = 0
                             store.apply(batch)
                             batch = store.new_batch()
                             stack.close()

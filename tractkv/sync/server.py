@@ -16,14 +16,26 @@ needs (each a ``tractkv serve`` option), and the logging (``--log-level``; :clas
 
 * ``header_timeout`` (default 10 s): a connection must deliver a complete request head within this many
   seconds of opening (or of the previous response); otherwise it is closed. uvicorn has no such timer.
-* ``body_timeout`` (default 30 s): a request body that delivers no bytes for this long while the hub waits
-  for it counts as a disconnect; the connection is closed after the answer.
+* ``body_timeout`` (default 30 s): a request body must be complete within this many seconds of its head, in
+  total (a client dripping a byte at a time is cut all the same), and may not pause that long either; else
+  it counts as a disconnect (``400 BodyTimeout``) and the connection is closed after the answer. Only an
+  authorized push gets longer (below): every body read before authentication (``/ui/login``) has this
+  deadline, so unauthenticated clients cannot hold the connection cap for longer.
 * ``max_connections`` (default 512): a connection over the cap gets ``503 {"error": "Overloaded"}`` and is
   closed; the listen backlog is :data:`BACKLOG`.
-* ``push_memory`` (default 256 MiB): pushes buffer at most ``BATCH_BYTES + max_object`` bytes each (a batch
-  of objects waiting to be committed, plus the object being received), and at most
-  ``push_memory // (BATCH_BYTES + max_object)`` pushes (at least one) read their objects at once; the others
-  wait, reading nothing (TCP back-pressure), so push buffers stay under ``push_memory``.
+* ``push_memory`` (default 256 MiB): each push reading its objects takes a share of
+  ``2 * BATCH_BYTES + max_object + max_decoded`` bytes (a batch of objects waiting to be verified, the object
+  being received, the decoded objects of a batch not yet committed, and the one object being decoded: each
+  received object's decoded size is estimated before it is decoded, :func:`tractkv.codec.decoded_size`,
+  and one over ``max_decoded`` = ``DECODE_FACTOR * max_object + 1 MiB`` is refused ``413 ObjectTooLarge``),
+  and at most ``push_memory`` // share pushes (at least one) read their objects at once; the others wait,
+  reading nothing (TCP back-pressure), so pushes stay under ``push_memory`` decoded as well as read.
+* ``push_wait`` (default 30 s): a push waits at most this long for its share; then it is answered
+  ``503 {"error": "Overloaded"}`` with ``Retry-After`` and the connection is closed.
+* ``push_timeout`` (default 300 s): a push must deliver its whole body within this many seconds of getting
+  its share, in total; then the objects that arrived whole are kept, its ref updates are not applied, and it
+  is answered ``400 {"error": "BodyTimeout"}`` (pushing again sends only the rest). So slow or dripping
+  pushes hold the shares for at most ``push_timeout`` (plus ``body_timeout`` for the push head).
 
 ``/v1/missing`` never lets a token learn more than it may read: for a token with the ``read`` (or
 ``admin``) scope it answers from the whole store; for a write-only token, an object counts as present only
@@ -106,6 +118,9 @@ MAX_CONNECTIONS = 512  # open connections; one more is answered 503 and closed
 BACKLOG = 1024  # the listen backlog (connections the kernel queues before the hub accepts them)
 PUSH_MEMORY = 256 * 1024 * 1024  # push buffers across all concurrent pushes (see the module docstring)
 SLOT_POLL = 0.02  # seconds between tries of a push waiting for a slot
+PUSH_WAIT = 30.0  # seconds a push may wait for a slot; then 503 Overloaded
+PUSH_TIMEOUT = 300.0  # seconds a push has, from getting its slot, to deliver its whole body
+DECODE_FACTOR = 3  # an object may take this many times max_object (plus 1 MiB) decoded: text takes ~3x
 LOG_LEVELS = ("critical", "error", "warning", "info", "debug")  # `--log-level`; info adds the access log
 
 _log = logging.getLogger(__name__)
@@ -123,13 +138,20 @@ class Hub:
         max_object: int = MAX_OBJECT_BYTES,
         max_request: int = MAX_REQUEST_BYTES,
         push_memory: int = PUSH_MEMORY,
+        push_timeout: float = PUSH_TIMEOUT,
+        push_wait: float = PUSH_WAIT,
     ) -> None:
         self.store = store
         self.tokens = tokens
         self.max_object = max_object
         self.max_request = max_request
         self.push_memory = push_memory
-        self._slots = threading.BoundedSemaphore(max(1, push_memory // (BATCH_BYTES + max_object)))
+        self.push_timeout = push_timeout
+        self.push_wait = push_wait
+        self.max_decoded = DECODE_FACTOR * max_object + 1024 * 1024
+        self.push_share = 2 * BATCH_BYTES + max_object + self.max_decoded
+        self.push_slots = max(1, push_memory // self.push_share)
+        self._slots = threading.BoundedSemaphore(self.push_slots)
 
     def grant(self, request: Request) -> Grant:
         if self.tokens is None:
@@ -203,10 +225,16 @@ class Hub:
         forbidden = [u.name for u in updates if not grant.may_write(u.name)]
         if forbidden:
             raise AuthError(403, f"this token may not write {', '.join(forbidden)}")
+        # An authorized push: its body may take longer than the generic body deadline (BodyTimeout)
+        extend_body_deadline(request.scope, self.push_wait + self.push_timeout + 1.0)
         # A thread-safe semaphore, polled: one Hub may serve several event loops (in-process transports).
+        give_up = time.monotonic() + self.push_wait
         while not self._slots.acquire(blocking=False):
+            if time.monotonic() >= give_up:
+                return _push_busy(self.push_slots, self.push_wait)
             await anyio.sleep(SLOT_POLL)
         try:
+            body.deadline = time.monotonic() + self.push_timeout
             return await self._receive_push(request, grant, body, updates, atomic)
         finally:
             self._slots.release()
@@ -226,6 +254,8 @@ class Hub:
             admit=scope.admit if scope is not None else None,
             held=scope.held if scope is not None else None,
             batch_objects=2 * BATCH_OBJECTS,
+            max_decoded=self.max_decoded,
+            max_held=BATCH_BYTES,
         )
 
         def receive(batch: list[tuple[ObjectId, bytes]]) -> None:
@@ -263,6 +293,14 @@ class Hub:
             await flush()
             # nobody is listening (or the body timed out); the ref updates are not applied
             return Response(status_code=400, headers={"Connection": "close"})
+        except PushTimedOut:
+            await flush()  # keep every object that arrived whole; the ref updates are not applied
+            message = (
+                f"the push did not arrive within {self.push_timeout:g} s (push timeout); the objects that "
+                "arrived whole are kept: push again to send the rest"
+            )
+            body_ = {"error": "BodyTimeout", "message": message, "oid": None}
+            return JSONResponse(body_, status_code=400, headers={"Connection": "close"})
         _body_read(request)
         await flush()
         results = await run_in_threadpool(self._apply_updates, grant, scope, updates, atomic, receiver)
@@ -350,14 +388,31 @@ def _visible_tips(reader: Reader, grant: Grant) -> list[ObjectId]:
     return [ObjectId(v) for n, v in reader.iter_refs("refs/heads/") if grant.may_see(n)]
 
 
+class PushTimedOut(Exception):
+    """Internal: a push body was not complete by its deadline (:attr:`Hub.push_timeout`)."""
+
+
+def _push_busy(slots: int, waited: float) -> Response:
+    message = (
+        f"the hub is receiving {slots} push(es) at once, its limit, and none ended within {waited:g} s; "
+        "retry later"
+    )
+    body = {"error": "Overloaded", "message": message, "oid": None}
+    headers = {"Retry-After": "5", "Connection": "close"}  # the push body is unread
+    return JSONResponse(body, status_code=503, headers=headers)
+
+
 class _Body:
-    """A request body read incrementally, with a byte limit checked as it arrives."""
+    """A request body read incrementally, with a byte limit checked as it arrives and, once ``deadline`` (a
+    ``time.monotonic()`` value) is set, a total deadline: a read after it, or one still waiting at it,
+    raises :class:`PushTimedOut`, however steadily the bytes drip."""
 
     def __init__(self, stream: AsyncIterator[bytes], limit: int) -> None:
         self._stream = stream
         self._buf = b""
         self._limit = limit
         self.consumed = 0
+        self.deadline: float | None = None
 
     async def read_exact(self, n: int) -> bytes:
         while len(self._buf) < n:
@@ -381,18 +436,33 @@ class _Body:
         disconnect. True when the body was read to its end."""
         dropped = 0
         try:
-            async for chunk in self._stream:
+            while (chunk := await self._anext()) is not None:
                 dropped += len(chunk)
                 if dropped > limit:
                     return False
-        except ClientDisconnect:
+        except (ClientDisconnect, PushTimedOut):
             return False
         return True
 
+    async def _anext(self) -> bytes | None:
+        if self.deadline is None:
+            try:
+                return await self._stream.__anext__()
+            except StopAsyncIteration:
+                return None
+        left = self.deadline - time.monotonic()
+        if left <= 0:
+            raise PushTimedOut
+        with anyio.move_on_after(left):
+            try:
+                return await self._stream.__anext__()
+            except StopAsyncIteration:
+                return None
+        raise PushTimedOut
+
     async def _next(self) -> bytes | None:
-        try:
-            chunk = await self._stream.__anext__()
-        except StopAsyncIteration:
+        chunk = await self._anext()
+        if chunk is None:
             return None
         if self.consumed + len(self._buf) + len(chunk) > self._limit:
             raise RequestTooLarge(f"request is over the {self._limit}-byte limit")
@@ -469,10 +539,9 @@ def _http_error_response(request: Request, exc: Exception) -> Response:
 def _disconnected(request: Request, exc: Exception) -> Response:
     """The client went away (nobody is listening) or its body timed out before the request was read: a JSON
     400 that closes the connection."""
-    timeout = request.scope.get("extensions", {}).get(BODY_TIMED_OUT)
-    if timeout is not None:
-        message = f"the request body sent nothing for {timeout:g} s (body timeout)"
-        body = {"error": "BodyTimeout", "message": message, "oid": None}
+    why = request.scope.get("extensions", {}).get(BODY_TIMED_OUT)
+    if why is not None:
+        body = {"error": "BodyTimeout", "message": str(why), "oid": None}
     else:
         body = {
             "error": "ClientDisconnect",
@@ -557,10 +626,20 @@ def create_app(
     max_object: int = MAX_OBJECT_BYTES,
     max_request: int = MAX_REQUEST_BYTES,
     push_memory: int = PUSH_MEMORY,
+    push_timeout: float = PUSH_TIMEOUT,
+    push_wait: float = PUSH_WAIT,
 ) -> Starlette:
     """A Starlette app serving ``store`` (which the caller opens and closes): the sync protocol only. The
     ``tractkv serve`` command adds the web viewer beside it (:func:`tractkv.view.app.create_app`)."""
-    hub = Hub(store, tokens=tokens, max_object=max_object, max_request=max_request, push_memory=push_memory)
+    hub = Hub(
+        store,
+        tokens=tokens,
+        max_object=max_object,
+        max_request=max_request,
+        push_memory=push_memory,
+        push_timeout=push_timeout,
+        push_wait=push_wait,
+    )
     return Starlette(
         routes=health_routes() + hub_routes(hub),
         exception_handlers=ERROR_HANDLERS,
@@ -602,16 +681,33 @@ Send = Callable[[Message], Awaitable[None]]
 ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 
-#: The scope extension BodyTimeout sets (to its timeout) when a request body stalled.
+#: The scope extension BodyTimeout sets (to the answer's message) when a request body timed out.
 BODY_TIMED_OUT = "tractkv.body_timed_out"
+#: The scope extension holding a request's body deadline (a :class:`_Deadline`; see :func:`extend_body_deadline`).
+BODY_DEADLINE = "tractkv.body_deadline"
+
+
+@attrs.define
+class _Deadline:
+    at: float  # anyio.current_time() by which the body must be complete
+
+
+def extend_body_deadline(scope: Scope, seconds: float) -> None:
+    """Give this request's body ``seconds`` from now (never less than it had): for a handler that has
+    authorized a request whose body may rightly take longer (a push). No-op without :class:`BodyTimeout`."""
+    deadline = scope.get("extensions", {}).get(BODY_DEADLINE)
+    if isinstance(deadline, _Deadline):
+        deadline.at = max(deadline.at, anyio.current_time() + seconds)
 
 
 class BodyTimeout:
-    """ASGI middleware: a request body that delivers nothing for ``timeout`` seconds while the app waits for
-    it reads as a disconnect (``http.disconnect``), and the answer closes the connection. Only time spent
-    waiting on the client counts, never the app's own work between reads, and only until the body is complete:
-    afterwards ``receive()`` is how a streaming response listens for a real disconnect (a long fetch, the
-    viewer's event stream), which must not be cut after ``timeout``."""
+    """ASGI middleware: a request body must be complete within ``timeout`` seconds of the request head, in
+    total, and may not deliver nothing for ``timeout`` seconds; otherwise the wait reads as a disconnect
+    (``http.disconnect``) and the answer closes the connection. A total, not a per-read timer: a client
+    dripping one byte at a time is cut at the same time as one that sends nothing. A handler that has
+    authorized a longer body extends the total (:func:`extend_body_deadline`; the pause limit stays). Only
+    the body counts: afterwards ``receive()`` is how a streaming response listens for a real disconnect (a
+    long fetch, the viewer's event stream), which must not be cut after ``timeout``."""
 
     def __init__(self, app: ASGIApp, timeout: float = BODY_TIMEOUT) -> None:
         self.app = app
@@ -623,6 +719,9 @@ class BodyTimeout:
             return
         expired = False
         body_done = False
+        start = anyio.current_time()
+        deadline = _Deadline(start + self.timeout)
+        scope.setdefault("extensions", {})[BODY_DEADLINE] = deadline
 
         async def timed_receive() -> Message:
             nonlocal expired, body_done
@@ -630,11 +729,20 @@ class BodyTimeout:
                 return {"type": "http.disconnect"}
             if body_done:
                 return await receive()  # waiting for a disconnect while the answer streams: no timer
-            with anyio.move_on_after(self.timeout) as scope_:
+            wait = min(self.timeout, deadline.at - anyio.current_time())
+            message: Message | None = None
+            # Past the deadline a message already waiting is still taken (a bodiless request whose app first
+            # listens late, for a disconnect); one the client has yet to send is not.
+            with anyio.move_on_after(max(wait, 0.0)):
                 message = await receive()
-            if scope_.cancelled_caught:
+            if message is None:
                 expired = True
-                scope.setdefault("extensions", {})[BODY_TIMED_OUT] = self.timeout
+                if wait < self.timeout:
+                    total = deadline.at - start
+                    why = f"the request body was not complete within {total:.3g} s (body timeout)"
+                else:
+                    why = f"the request body sent nothing for {self.timeout:g} s (body timeout)"
+                scope.setdefault("extensions", {})[BODY_TIMED_OUT] = why
                 return {"type": "http.disconnect"}
             if message["type"] == "http.request" and not message.get("more_body", False):
                 body_done = True

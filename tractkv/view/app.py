@@ -47,6 +47,8 @@ from tractkv.sync.auth import OPEN, Grant, TokenTable
 from tractkv.sync.frames import MAX_REQUEST_BYTES
 from tractkv.sync.server import (
     ERROR_HANDLERS,
+    PUSH_TIMEOUT,
+    PUSH_WAIT,
     Hub,
     InternalErrors,
     health_routes,
@@ -411,6 +413,13 @@ class Viewer:
         return _html(page("Sign in", pages.login_body()))
 
     async def login(self, request: Request) -> Response:
+        # Read before any authentication: small (MAX_FORM_BYTES) and, under ``serve``, complete within the
+        # body timeout in total (BodyTimeout), so unauthenticated clients cannot hold connections long.
+        declared = request.headers.get("content-length", "").strip()
+        if declared.isdigit() and int(declared) > MAX_FORM_BYTES:
+            too_large = _html(page("413", pages.error_body(413, "form too large")), status=413)
+            too_large.headers["Connection"] = "close"
+            return too_large
         body = b""
         async for chunk in request.stream():
             body += chunk
@@ -502,6 +511,8 @@ def create_app(
     max_object: int = MAX_OBJECT_BYTES,
     max_request: int = MAX_REQUEST_BYTES,
     poll_interval: float = POLL_INTERVAL,
+    push_timeout: float = PUSH_TIMEOUT,
+    push_wait: float = PUSH_WAIT,
 ) -> tuple[Starlette, Viewer]:
     """The app ``tractkv serve`` runs (``sync=True``: the sync protocol under ``/v1/`` and the viewer under
     ``/ui/``) or ``tractkv view`` runs (``sync=False``: the read-only viewer alone). Returns the viewer too:
@@ -509,9 +520,15 @@ def create_app(
     viewer = Viewer(store, tokens=tokens, poll_interval=poll_interval)
     routes = health_routes() + viewer.routes()
     if sync:
-        routes = (
-            hub_routes(Hub(store, tokens=tokens, max_object=max_object, max_request=max_request)) + routes
+        hub = Hub(
+            store,
+            tokens=tokens,
+            max_object=max_object,
+            max_request=max_request,
+            push_timeout=push_timeout,
+            push_wait=push_wait,
         )
+        routes = hub_routes(hub) + routes
     handlers = {**ERROR_HANDLERS, HTTPException: _routing_error}
     middleware = [Middleware(InternalErrors, respond=_internal_error)]
     return Starlette(routes=routes, exception_handlers=handlers, middleware=middleware), viewer
