@@ -20,6 +20,7 @@ import socket
 import threading
 import time
 from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 
@@ -235,6 +236,33 @@ def test_a_dense_object_from_a_write_only_token_is_refused_before_it_is_decoded(
     with HttpRemote(hub.url, token=ADMIN) as admin:
         assert admin.list_refs() == {}
         assert admin.missing([oid]) == {oid}
+
+
+@pytest.mark.parametrize("via", ["fetch", "clone"])
+def test_a_dense_object_in_a_bundle_is_refused_before_it_is_decoded(tmp_path: Path, via: str) -> None:
+    """The same object read by a client: a fetch or clone of a hostile bundle (the receiver every pulling
+    transport uses) estimates before it decodes, within a second, and stores nothing."""
+    from tractkv.sync.bundle import _LEN, BUNDLE_MAGIC
+    from tractkv.sync.frames import encode_stream
+
+    data = _empty_maps_blob(6 * MIB)
+    oid = hash_bytes(data)
+    header = codec.dumps({"refs": {"refs/heads/main": oid}})
+    bundle = tmp_path / "hostile.tkvbundle"
+    bundle.write_bytes(
+        BUNDLE_MAGIC + _LEN.pack(len(header)) + header + b"".join(encode_stream([(oid, data)]))
+    )
+    t = Tract.open(str(tmp_path / "here"))
+    t.remote_add("b", str(bundle))
+    read = (
+        (lambda: t.fetch("b")) if via == "fetch" else (lambda: Tract.clone(str(bundle), str(tmp_path / "c")))
+    )
+    started = time.monotonic()
+    with pytest.raises(ObjectTooLarge, match="decoding it would take more than"):
+        read()
+    assert time.monotonic() - started < 2.0
+    assert oid not in t.store
+    assert not [name for name, _ in t.store.iter_refs("refs/remotes/")]
 
 
 # --- 15: unauthenticated connection exhaustion --------------------------------------------------------------

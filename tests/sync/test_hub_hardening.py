@@ -339,7 +339,7 @@ def test_serve_help_documents_the_limits() -> None:
     from click.testing import CliRunner
 
     from tractkv.cli import cli
-    from tractkv.sync import server
+    from tractkv.sync import receive, server
 
     out = " ".join(CliRunner().invoke(cli, ["serve", "--help"]).output.split())
     for option, default in [
@@ -351,7 +351,7 @@ def test_serve_help_documents_the_limits() -> None:
         assert f"[default: {default};" in out, option
     assert f"at most {server.PUSH_MEMORY // 2**20} MiB in all" in out
     assert f"at most {2 * server.BATCH_BYTES // 2**20} MiB plus one object read" in out
-    assert f"{server.DECODE_FACTOR} times the object size decoded" in out
+    assert f"{receive.DECODE_FACTOR} times the object size decoded" in out
     for option, default in [("--push-timeout", server.PUSH_TIMEOUT), ("--push-wait", server.PUSH_WAIT)]:
         assert f"{option} FLOAT" in out, option
         assert f"[default: {default};" in out, option

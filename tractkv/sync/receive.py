@@ -32,7 +32,7 @@ from tractkv.errors import (
     RejectedObject,
 )
 from tractkv.ids import ObjectId, hash_bytes, is_object_id
-from tractkv.model import Commit, StoredObject
+from tractkv.model import MAX_OBJECT_BYTES, Commit, StoredObject
 from tractkv.model.objects import decode_received
 from tractkv.store import Store, WriteBatch
 from tractkv.store.walk import closure_missing
@@ -40,6 +40,16 @@ from tractkv.store.walk import closure_missing
 from .remote import RefResult, RefUpdate
 
 BATCH_OBJECTS = 4096
+DECODE_FACTOR = 3  # an object may take this many times the byte limit (plus 1 MiB) decoded: text takes ~3x
+DECODED_BATCH_BYTES = (
+    8 * 1024 * 1024
+)  # a batch whose objects take more decoded (estimated) is committed early
+
+
+def decode_limit(max_object: int) -> int:
+    """The most one received object may take decoded (estimated before decoding, see :func:`verify`) when
+    objects of up to ``max_object`` bytes are taken: every receiver's bound, the hub's, fetch's, a bundle's."""
+    return DECODE_FACTOR * max_object + 1024 * 1024
 
 
 @attrs.frozen
@@ -102,8 +112,8 @@ class Receiver:
         remember: int = REMEMBER_OBJECTS,
         track_links: bool = True,
         held: Held | None = None,
-        max_decoded: int | None = None,
-        max_held: int | None = None,
+        max_decoded: int | None = decode_limit(MAX_OBJECT_BYTES),
+        max_held: int | None = DECODED_BATCH_BYTES,
     ) -> None:
         """``held``: which ids count as already here (skipped: not checked, stored or counted as new),
         instead of the store's answer; a hub gives a write-only token's reach, so that an object the store
@@ -254,11 +264,20 @@ def _chunks(
 
 
 def receive_objects(
-    store: Store, pairs: Iterable[tuple[ObjectId, bytes]], *, batch_objects: int = BATCH_OBJECTS
+    store: Store,
+    pairs: Iterable[tuple[ObjectId, bytes]],
+    *,
+    batch_objects: int = BATCH_OBJECTS,
+    max_object: int = MAX_OBJECT_BYTES,
 ) -> ReceiveStats:
     """Verify and store ``pairs`` (see :meth:`Receiver.receive`) in transactions of ``batch_objects``; for
-    transfers whose ref updates are not checked by :func:`check_update` (fetch, clone, unbundle)."""
-    return Receiver(store, batch_objects=batch_objects, track_links=False).receive(pairs)
+    transfers whose ref updates are not checked by :func:`check_update` (fetch, clone, unbundle). Objects of
+    up to ``max_object`` bytes are taken (the caller enforces that limit on the stream); what one takes
+    decoded is bounded by :func:`decode_limit` of it, as on a hub."""
+    receiver = Receiver(
+        store, batch_objects=batch_objects, track_links=False, max_decoded=decode_limit(max_object)
+    )
+    return receiver.receive(pairs)
 
 
 def missing_ids(store: Store, oids: Sequence[ObjectId]) -> set[ObjectId]:

@@ -103,7 +103,7 @@ from tractkv.model import MAX_OBJECT_BYTES, Commit
 from tractkv.model.objects import links_of
 
 from .frames import OID_BYTES, UNLIMITED, decode_stream, encode_stream
-from .receive import verify
+from .receive import decode_limit, verify
 from .remote import PushOutcome, RefResult, RefUpdate, Remote
 
 HEADS = "refs/heads/"
@@ -590,7 +590,7 @@ class S3Remote(Remote):
                         break
                 if oid not in found:
                     found[oid] = self._get_object(oid)  # the old layout
-            obj = verify(oid, found[oid])
+            obj = verify(oid, found[oid], decode_limit(MAX_OBJECT_BYTES))
             if not isinstance(obj, Commit):
                 raise TransferError(f"{oid} is a {obj.KIND}, not a commit", oid)
             return obj

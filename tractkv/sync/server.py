@@ -27,7 +27,8 @@ needs (each a ``tractkv serve`` option), and the logging (``--log-level``; :clas
   ``2 * BATCH_BYTES + max_object + max_decoded`` bytes (a batch of objects waiting to be verified, the object
   being received, the decoded objects of a batch not yet committed, and the one object being decoded: each
   received object's decoded size is estimated before it is decoded, :func:`tractkv.codec.decoded_size`,
-  and one over ``max_decoded`` = ``DECODE_FACTOR * max_object + 1 MiB`` is refused ``413 ObjectTooLarge``),
+  and one over ``max_decoded`` = ``decode_limit(max_object)`` (3 * max_object + 1 MiB) is refused
+  ``413 ObjectTooLarge``),
   and at most ``push_memory`` // share pushes (at least one) read their objects at once; the others wait,
   reading nothing (TCP back-pressure), so pushes stay under ``push_memory`` decoded as well as read.
 * ``push_wait`` (default 30 s): a push waits at most this long for its share; then it is answered
@@ -91,7 +92,7 @@ from tractkv.store.walk import iter_reachable
 from .auth import OPEN, Grant, TokenTable
 from .frames import MAX_REQUEST_BYTES, StreamDecoder, encode_stream
 from .negotiate import iter_candidates
-from .receive import Receiver, apply_ref_updates, missing_ids
+from .receive import DECODED_BATCH_BYTES, Receiver, apply_ref_updates, decode_limit, missing_ids
 from .remote import RefResult, RefUpdate
 from .wire import (
     HEAD_LENGTH,
@@ -109,7 +110,7 @@ from .wire import (
 )
 
 BATCH_OBJECTS = 8192  # a push is verified and committed (one transaction) this many objects at a time
-BATCH_BYTES = 8 * 1024 * 1024
+BATCH_BYTES = DECODED_BATCH_BYTES  # a push's batch: bytes waiting to be verified, and decoded objects held
 FIRST_BATCH_OBJECTS = 1024  # the first batch of a push, smaller: the hub starts verifying sooner
 DRAIN_BYTES = 64 * 1024 * 1024  # after refusing a push, discard this much of the rest before answering
 HEADER_TIMEOUT = 10.0  # seconds for a complete request head (from connect, or from the previous response)
@@ -120,7 +121,6 @@ PUSH_MEMORY = 256 * 1024 * 1024  # push buffers across all concurrent pushes (se
 SLOT_POLL = 0.02  # seconds between tries of a push waiting for a slot
 PUSH_WAIT = 30.0  # seconds a push may wait for a slot; then 503 Overloaded
 PUSH_TIMEOUT = 300.0  # seconds a push has, from getting its slot, to deliver its whole body
-DECODE_FACTOR = 3  # an object may take this many times max_object (plus 1 MiB) decoded: text takes ~3x
 LOG_LEVELS = ("critical", "error", "warning", "info", "debug")  # `--log-level`; info adds the access log
 
 _log = logging.getLogger(__name__)
@@ -148,7 +148,7 @@ class Hub:
         self.push_memory = push_memory
         self.push_timeout = push_timeout
         self.push_wait = push_wait
-        self.max_decoded = DECODE_FACTOR * max_object + 1024 * 1024
+        self.max_decoded = decode_limit(max_object)
         self.push_share = 2 * BATCH_BYTES + max_object + self.max_decoded
         self.push_slots = max(1, push_memory // self.push_share)
         self._slots = threading.BoundedSemaphore(self.push_slots)

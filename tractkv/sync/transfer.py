@@ -134,7 +134,7 @@ def fetch_from(
     if wants:
         pairs = _limited(remote.fetch(wants, local_tips(store), store.has), limit)
         try:
-            stats = receive_objects(store, _counting(pairs, progress))
+            stats = receive_objects(store, _counting(pairs, progress), max_object=limit)
         except ObjectTooLarge as exc:
             if "--max-object-bytes" in exc.reason:  # the transport said how already (a bundle)
                 raise
