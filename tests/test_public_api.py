@@ -54,6 +54,7 @@ EXPECTED_ALL = [
     "MergeResult",
     "Message",
     "MissingExtra",
+    "MissingLinkTarget",
     "MissingRefTarget",
     "MissingTransportExtra",
     "ModelCallFailed",

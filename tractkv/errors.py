@@ -20,7 +20,8 @@ and build their message in ``__init__``.
     │   ├── UnknownRevision                  an id, prefix, branch or HEAD~N that names no commit
     │   └── InvalidResponse (MalformedResponse)  a provider reply record_response cannot read (shape, choice)
     ├── ObjectNotFound (KeyError)            no object with that id in the store
-    │   └── MissingRefTarget                 a ref move to a commit (or what it links) no longer stored (gc)
+    │   ├── MissingRefTarget                 a ref move to a commit (or what it links) no longer stored (gc)
+    │   └── MissingLinkTarget                an object written linking one no longer stored (gc removed it)
     ├── RefNotFound (KeyError)               no such branch / ref
     │   └── BranchNotFound                   no branch of that name
     ├── CorruptObject                        stored bytes do not hash to their id
@@ -129,6 +130,22 @@ class MissingRefTarget(ObjectNotFound):
     def __str__(self) -> str:
         what = "it is" if self.oid == self.target else f"it links {self.oid}, which is"
         return f"cannot move {self.ref} to {self.target}: {what} not in the store (removed by gc?); nothing moved"
+
+
+class MissingLinkTarget(ObjectNotFound):
+    """An object about to be written links one the store no longer holds (gc removed it after the writer
+    checked it, e.g. between a transfer's check and its write). Checked in the writing transaction; nothing
+    was written: write again (a push sends the object again once the receiver reports it missing)."""
+
+    def __init__(self, source: str, oid: str) -> None:
+        self.source = source
+        super().__init__(oid)
+
+    def __str__(self) -> str:
+        return (
+            f"refusing to write {self.source}: it links {self.oid}, which is not in the store (removed by gc "
+            "meanwhile?); nothing was written"
+        )
 
 
 class RefNotFound(TractError, KeyError):

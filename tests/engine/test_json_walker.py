@@ -19,7 +19,7 @@ from tractkv.engine.content import MAX_JSON_DEPTH, check_json
 from tractkv.errors import ContentError
 from tractkv.integrations.openai_agents import json_problem
 from tractkv.store import Table
-from tractkv.toolkit import ToolContext, ToolExecutor, tool
+from tractkv.toolkit import ToolContext, ToolDefinition, ToolExecutor, tool
 
 LIMIT_S = 5  # a refusal is immediate; a hang is stopped here (the bug walked forever)
 
@@ -115,6 +115,16 @@ def test_every_entry_point_refuses(tmp_path: Any, name: str, make: Callable[[], 
         ("metadata", lambda t, v: t.user("hi", metadata={"v": v})),
         ("generation_config", lambda t, v: t.assistant("hi", generation_config={"v": v})),
         ("tool result metadata", lambda t, v: t.tool_result("c0", "f", "done", metadata={"v": v})),
+        (
+            "tool schema",
+            lambda t, v: t.set_tools([{"name": "g", "input_schema": {"type": "object", "default": v}}]),
+        ),
+        (
+            "toolkit parameters",
+            lambda t, v: ToolDefinition(
+                name="g", description="d", parameters={"type": "object", "properties": {"a": {"default": v}}}
+            ),
+        ),
     ]
     with Tract.open(str(tmp_path / "s"), durable=False) as t:
         t.assistant("", tool_calls=[{"id": "c0", "name": "f", "arguments": {}}])

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 
 import cbor2
 import pytest
@@ -187,3 +188,50 @@ def test_a_ref_moved_between_check_and_write_is_reported_stale_not_lost() -> Non
     (r,) = apply_ref_updates(target, [RefUpdate(MAIN, grand, head)])
     assert (r.ok, r.reason) == (False, "stale")
     assert target.get_ref(MAIN) == parent  # the winner's value, untouched
+
+
+@pytest.mark.parametrize("kind", ["memory", "lmdb"])
+def test_an_object_whose_link_gc_removes_before_the_write_is_refused(tmp_path: Path, kind: str) -> None:
+    """A receiver checks links against a snapshot and writes later; gc's deleting transaction may land in
+    between. The write transaction checks every link again: the batch is refused (nothing written, the
+    sender sends again), never stored pointing at a removed object (which would make /v1/missing call the
+    new commit held, so a retried push never resends what it needs)."""
+    from tractkv.store import open_store
+    from tractkv.sync.receive import Receiver
+
+    src = Tract.open(None)
+    c1 = src.user("one").commit_id
+    c2 = src.user("two").commit_id
+    old = list(objects_for(src.store, [c1], []))
+    new = list(objects_for(src.store, [c2], [c1]))
+    store: Store = MemoryStore() if kind == "memory" else open_store(str(tmp_path / "b"))
+    receive_objects(store, old)
+
+    def stream() -> Iterator[tuple[ObjectId, bytes]]:
+        yield from new
+        gone = store.new_batch()  # gc's deleting transaction lands after the check, before the write
+        gone.delete_object(c1)
+        store.apply(gone)
+
+    with pytest.raises(TransferError, match="no longer holds") as info:
+        Receiver(store).receive(stream())
+    assert info.value.oid == c1
+    assert not store.has(c2)
+    assert fsck(store).ok
+
+
+def test_the_store_refuses_an_object_linking_a_missing_one() -> None:
+    """The store's own invariant, checked in the writing transaction whoever writes: nothing is written."""
+    from tractkv.errors import MissingLinkTarget
+    from tractkv.model import Commit
+
+    store = MemoryStore()
+    absent = hash_bytes(b"never stored")
+    batch = store.new_batch()
+    blob = batch.put(Blob(data={"type": "dialogue", "role": "user", "text": "hi"}))
+    commit = batch.put(Commit(parents=(absent,), content=blob, operation="append", created_at=1))
+    with pytest.raises(MissingLinkTarget, match="links") as info:
+        store.apply(batch)
+    assert info.value.oid == absent
+    assert not store.has(blob)
+    assert not store.has(commit)

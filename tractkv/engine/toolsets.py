@@ -46,6 +46,7 @@ from tractkv.ids import ObjectId
 from tractkv.model import ToolSchema, ToolSet, object_id
 from tractkv.store import WriteBatch
 
+from .content import check_json
 from .tokens import TokenCounter
 
 ACTIVE_TOOLS = b"tools:"  # meta key prefix: branch ref -> tool set id set_tools() links to later commits
@@ -246,13 +247,13 @@ def tool_schema(tool: Any) -> ToolSchema:
     """
     if isinstance(tool, ToolSchema):
         return tool
-    import json  # lazy: keeps `import tractkv` light
-
-    spec = read_tool(tool)
+    spec = read_tool(tool)  # reads the few fields that name the shape, never walks the schema
     try:
-        json.dumps(tool, allow_nan=False)
-    except (TypeError, ValueError) as exc:
-        raise InvalidInput(f"tool {spec.name!r}: the definition must be JSON ({exc})") from None
+        check_json(
+            tool, "definition"
+        )  # the one bounded walk: a cycle or a shared part expanding past a limit too
+    except ContentError as exc:
+        raise ContentError(f"tool {spec.name!r}: the definition must be JSON ({exc})") from None
     try:
         return ToolSchema(name=spec.name, schema=tool)
     except InvalidInput as exc:

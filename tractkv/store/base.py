@@ -47,7 +47,14 @@ from contextlib import AbstractContextManager, contextmanager
 from typing import Any, Final
 
 from tractkv import codec
-from tractkv.errors import ContentTooLarge, InvalidInput, MissingRefTarget, ObjectNotFound, RefConflict
+from tractkv.errors import (
+    ContentTooLarge,
+    InvalidInput,
+    MissingLinkTarget,
+    MissingRefTarget,
+    ObjectNotFound,
+    RefConflict,
+)
 from tractkv.ids import ObjectId, hash_bytes, is_object_id, oid_to_raw, raw_to_oid
 from tractkv.model import MAX_OBJECT_BYTES, Commit, StoredObject, ToolSchema, decode, encode_with_id, kind_of
 from tractkv.store.reader import (
@@ -480,6 +487,7 @@ def apply_batch(writer: RawWriter, batch: WriteBatch) -> None:
             oid in batch.deletions or not writer.get(Table.OBJECTS, oid_to_raw(oid))
         ):
             raise ObjectNotFound(oid)
+    _check_links(writer, batch)
     _check_ref_targets(writer, batch)
     if batch.gc_token is None and gc_running(writer.get(Table.META, META_GC_RUNS)):
         _record_for_gc(writer, batch)
@@ -524,6 +532,27 @@ def apply_batch(writer: RawWriter, batch: WriteBatch) -> None:
             writer.delete(Table.REFS, name.encode())
         else:
             writer.put(Table.REFS, name.encode(), new.encode())
+
+
+def _check_links(writer: RawWriter, batch: WriteBatch) -> None:
+    """Every object the batch stages links only objects stored once it lands (:class:`MissingLinkTarget`).
+
+    The store's own invariant, no stored object links a missing one, checked where it can be: inside the
+    writing transaction. Writers check links earlier, against a snapshot (the validator, a transfer's stream),
+    and gc may delete between that check and this transaction; gc's own deleting transaction keeps whatever a
+    writer recorded while it ran (see ``_record_for_gc``), so the two cannot both pass with a dangling link.
+    Each link outside the batch is looked up once per batch.
+    """
+    objects, deletions, get = batch.objects, batch.deletions, writer.get
+    seen: set[ObjectId] = set()
+    for oid, (data, staged) in objects.items():
+        obj = decode(data, oid) if staged is None else staged
+        for link in obj.iter_links():
+            if link in objects or link in seen:
+                continue
+            if link in deletions or get(Table.OBJECTS, oid_to_raw(link)) is None:
+                raise MissingLinkTarget(f"{obj.KIND} {oid}", link)
+            seen.add(link)
 
 
 def _stored_after(writer: RawWriter, batch: WriteBatch, oid: ObjectId) -> bool:

@@ -26,10 +26,12 @@ from tractkv.engine.validate import MissingLink, ObjectRuleError, Tags, check
 from tractkv.errors import (
     DecodeError,
     InvalidRefName,
+    MissingLinkTarget,
     MissingRefTarget,
     ObjectTooLarge,
     RefConflict,
     RejectedObject,
+    TransferError,
 )
 from tractkv.ids import ObjectId, hash_bytes, is_object_id
 from tractkv.model import MAX_OBJECT_BYTES, Commit, StoredObject
@@ -192,7 +194,7 @@ class Receiver:
                         ):
                             if spent is not None:
                                 spent[0] = 0
-                            store.apply(batch)
+                            _apply(store, batch)
                             batch = store.new_batch()
                             stack.close()
                             if len(known) > self.remember:  # bound the memory of a huge transfer
@@ -206,7 +208,7 @@ class Receiver:
                 stack.close()
                 tags.reader = store
                 if batch.objects:
-                    store.apply(batch)
+                    _apply(store, batch)
         return ReceiveStats(objects=seen, new_objects=new, bytes=size)
 
     def closure_hole(self, tip: ObjectId, stop: Container[ObjectId] = frozenset()) -> ObjectId | None:
@@ -261,6 +263,19 @@ def _chunks(
         if not chunk:
             return
         yield chunk, None
+
+
+def _apply(store: Store, batch: WriteBatch) -> None:
+    """Write a batch of received objects; a link gc removed after it was checked is a :class:`TransferError`
+    (the batch is not written; the sender learns the object is missing and sends it again)."""
+    try:
+        store.apply(batch)
+    except MissingLinkTarget as exc:
+        raise TransferError(
+            f"{exc.source} links {exc.oid}, which this store no longer holds (gc removed it while the transfer "
+            "ran): nothing of this batch was written; send again",
+            exc.oid,
+        ) from None
 
 
 def receive_objects(

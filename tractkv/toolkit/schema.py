@@ -48,6 +48,7 @@ from typing import Any
 from urllib.parse import unquote
 from uuid import UUID
 
+from tractkv.engine.content import check_json
 from tractkv.errors import InvalidInput
 
 JSON_TYPES = ("string", "integer", "number", "boolean", "object", "array", "null")
@@ -634,6 +635,7 @@ def check_parameters_schema(schema: object, tool: str) -> dict[str, Any]:
         raise InvalidInput(
             f"tool {tool!r}: parameters must be a JSON Schema object, not {type(schema).__name__}"
         )
+    check_json(schema, f"tool {tool!r} parameters")  # a cycle or a shared part blowing up: refused at once
     if schema.get("type") != "object":
         raise InvalidInput(f"tool {tool!r}: parameters must have type 'object'")
     properties = schema.get("properties", {})
