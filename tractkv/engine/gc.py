@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from contextlib import suppress
 
 from tractkv import codec
@@ -59,12 +59,14 @@ def collect_garbage(
     keep_branches: bool,
     current_branch: str | None,
     now_us: int | None = None,
-    extra_roots: Iterable[ObjectId] = (),
+    extra_roots: Callable[[Reader], Iterable[ObjectId]] | None = None,
 ) -> GcResult:
     """Remove unreachable objects (see the module doc); returns what was removed.
 
-    ``extra_roots`` are ids higher layers still need though no ref reaches them yet (the finished nested
-    records and conversation tips listed in running tool executions' rows, see tractkv.engine.usage_rows).
+    ``extra_roots`` reads ids higher layers still need though no ref reaches them yet (the finished nested
+    records and conversation tips listed in running tool executions' rows, see tractkv.engine.usage_rows):
+    gc calls it on its snapshot, taken after it announced itself, and again inside its deleting transaction,
+    so rows written at any time before that transaction are honoured.
 
     Beside writers: gc marks from a read snapshot, then deletes in one write transaction that keeps every
     candidate a writer made live again meanwhile (see "gc beside writers" in the module doc).
@@ -74,9 +76,7 @@ def collect_garbage(
     token = os.urandom(8)
     _announce(store, token)
     try:
-        return _collect(
-            store, token, horizon, now, keep_pinned, keep_branches, current_branch, set(extra_roots)
-        )
+        return _collect(store, token, horizon, now, keep_pinned, keep_branches, current_branch, extra_roots)
     except BaseException:
         with suppress(Exception):  # best effort: a record left behind goes stale (GC_RUN_TTL_US, dead pid)
             _withdraw(store, token)
@@ -91,11 +91,12 @@ def _collect(
     keep_pinned: bool,
     keep_branches: bool,
     current_branch: str | None,
-    roots: set[ObjectId],
+    extra_roots: Callable[[Reader], Iterable[ObjectId]] | None,
 ) -> GcResult:
     batch = store.new_batch()
     batch.gc_token = token
     with store.snapshot() as snap:
+        roots: set[ObjectId] = set(extra_roots(snap)) if extra_roots is not None else set()
         refs = dict(snap.iter_refs())
         for name, value in refs.items():
             if not is_object_id(value):
@@ -153,7 +154,7 @@ def _collect(
     outcome = _Outcome(kept)
 
     def finish(view: Reader, staged: WriteBatch) -> None:
-        _finish(view, staged, token, refs, live, candidates, logged, outcome)
+        _finish(view, staged, token, refs, live, candidates, logged, outcome, extra_roots)
 
     batch.prepare = finish
     store.apply(batch)
@@ -183,6 +184,7 @@ def _finish(
     candidates: dict[ObjectId, int],
     logged: list[tuple[bytes, ObjectId]],
     outcome: _Outcome,
+    extra_roots: Callable[[Reader], Iterable[ObjectId]] | None,
 ) -> None:
     """Inside the deleting transaction: keep every candidate a writer made live since the snapshot, stage the
     deletion of the rest (with their reflog entries, checkpoints and relation rows), and end this gc's run."""
@@ -206,6 +208,8 @@ def _finish(
         with suppress(UnicodeDecodeError):
             if is_object_id(raw.decode()):
                 again.append(ObjectId(raw.decode()))
+    if extra_roots is not None:  # rows written before gc announced itself, after its caller read them
+        again.extend(extra_roots(view))
     rescued = _rescued(view, again, live, candidates)
     deleted = {oid for oid in candidates if oid not in rescued}
     outcome.kept = outcome.base_kept + len(rescued)
@@ -350,7 +354,7 @@ def collect_for(
         keep_branches=keep_branches,
         current_branch=session.branch_ref,
         now_us=int(session.clock()),
-        extra_roots=held_ids(session.store),
+        extra_roots=held_ids,
     )
     session.after_store_rewrite()
     return result
