@@ -129,7 +129,8 @@ def ahead_behind(reader: Reader, a: ObjectId, b: ObjectId) -> tuple[int, int]:
     """(commits reachable from ``a`` but not ``b``, commits reachable from ``b`` but not ``a``).
 
     Walks newest first (a child is newer than its parents as one clock stamps them, see ``Session.now``;
-    commits from clocks that disagree by up to a day can break that, as in git), painting each commit
+    commits from clocks that disagree can break that, as in git, and so can a child stamped by the clock
+    under a parent more than a day ahead of it: then the counts may be off), painting each commit
     with the sides that reach it, and stops once only commits both sides reach are queued: the cost is the
     diverged part of history, not all of it.
     """

@@ -564,7 +564,8 @@ def _stored_after(writer: RawWriter, batch: WriteBatch, oid: ObjectId) -> bool:
 
 def _check_ref_targets(writer: RawWriter, batch: WriteBatch) -> None:
     """Every ref the batch moves names an object stored once it lands, and so is every object that object
-    links directly (deeper ones are, by the invariant that no stored object links a missing one).
+    links directly (deeper ones are, by the invariant that no stored object links a missing one, which
+    :func:`_check_links` keeps for every object written).
 
     The one check every ref move passes (commit, reset, branch, merge, switch, sync, bundles), inside the
     move's own transaction: a reflog entry or id whose commit gc removed is refused, not left as a branch
