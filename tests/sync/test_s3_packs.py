@@ -479,3 +479,29 @@ def test_a_needed_object_only_in_a_bad_pack_refuses_prune_and_names_it(s3_url: s
     assert "feedfacefeedface" in str(info.value)
     assert sorted(bucket.keys("packs/")) == before
     assert good in before
+
+
+def test_a_pack_holding_an_object_over_the_readers_limit_is_not_taken_for_hostile(
+    s3_url: str, s3_endpoint: str
+) -> None:
+    """An object over the limit a fetch reads with is what a raised limit (--max-object-bytes) takes, not a
+    sign of a hostile pack: the fetch says ObjectTooLarge with that hint (nothing skipped, no ref moved), the
+    same fetch with the limit raised takes it, and prune keeps the pack."""
+    from tractkv.errors import ObjectTooLarge
+
+    source = history(2)
+    source.user("x" * 4096)
+    push(source.store, s3_url)
+    (pack,) = Bucket(s3_url, s3_endpoint).keys("packs/")
+    local = Tract(MemoryStore())
+    local.remote_add("origin", s3_url)
+    with pytest.raises(ObjectTooLarge, match="max-object-bytes"):
+        local.fetch("origin", max_object=1024)
+    assert local.store.get_ref("refs/remotes/origin/main") is None
+    assert local.fetch("origin").skipped == ()
+    assert local.store.get_ref("refs/remotes/origin/main") == source.head
+    with S3Remote(s3_url) as remote:
+        remote.max_receive = 1024
+        with pytest.raises(ObjectTooLarge):
+            remote.prune(min_age=0)
+    assert pack in Bucket(s3_url, s3_endpoint).keys("packs/")

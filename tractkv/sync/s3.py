@@ -92,6 +92,7 @@ from tractkv.errors import (
     ConditionalWritesUnsupported,
     InvalidInput,
     MissingTransportExtra,
+    ObjectTooLarge,
     RejectedObject,
     RemoteUnavailable,
     SyncError,
@@ -178,19 +179,18 @@ def _ids(index: bytes) -> list[ObjectId]:
     return [raw_to_oid(index[i : i + OID_BYTES]) for i in range(0, len(index), OID_BYTES)]
 
 
-def decode_pack(data: bytes, where: str) -> list[tuple[ObjectId, bytes]]:
+def decode_pack(data: bytes, where: str, max_object: int = MAX_OBJECT_BYTES) -> list[tuple[ObjectId, bytes]]:
     """The objects of a pack, after checking its framing, that its index lists exactly its objects, and the
     hash of every object: a pack is refused whole (:class:`TransferError` / :class:`RejectedObject`), before
-    any of it is used."""
+    any of it is used. An object over ``max_object`` is :class:`ObjectTooLarge` (the reader's limit, which
+    a fetch may raise: not a sign of a hostile pack)."""
     length = _index_length(data, where)
     start = len(PACK_MAGIC) + PACK_HEAD.size
     if len(data) < start + length:
         raise TransferError(f"{where}: pack cut short in its index")
     index = data[start : start + length]
     try:
-        pairs = list(
-            decode_stream([data[start + length :]], max_object=MAX_OBJECT_BYTES, max_request=UNLIMITED)
-        )
+        pairs = list(decode_stream([data[start + length :]], max_object=max_object, max_request=UNLIMITED))
     except TransferError as exc:
         if type(exc) is not TransferError:  # an object over the size limit: as raised
             raise
@@ -411,7 +411,7 @@ class S3Remote(Remote):
         got = self._get(key)
         if got is None:  # pruned since it was listed
             return []
-        return decode_pack(got[0], f"{self.url}: {key}")
+        return decode_pack(got[0], f"{self.url}: {key}", self.max_receive)
 
     def read_index(self, key: str) -> list[ObjectId]:
         """The ids a pack holds, from its index (one ranged GET, two for an index over 64 KiB)."""
@@ -764,7 +764,9 @@ class _Reading:
         """``read(key)``, or None (the pack recorded as bad) when the pack does not verify."""
         try:
             return read(key)
-        except TransferError as exc:  # garbage, cut short, lying index, bad hash, oversized: hostile input
+        except ObjectTooLarge:  # over this reader's limit, which the user may raise: said as it is
+            raise
+        except TransferError as exc:  # garbage, cut short, lying index, bad hash: hostile input
             reason = exc.reason
             self.bad[key] = reason if key in reason else f"{key}: {reason}"
             return None
