@@ -66,26 +66,22 @@ def test_refused_clock_inside_batch_stages_nothing(
     assert texts == ["before the batch", "first in the batch", "second in the batch", "after the refusal"]
 
 
-def test_drop_since_unstages_the_objects_and_assumed_ids_after_the_mark(
-    open_tract: Callable[..., Tract],
-) -> None:
-    """``WriteBatch.mark`` / ``drop_since``: what a refused commit staged or assumed after the mark is forgotten
-    (an assumed id left behind would be checked when the batch lands, failing the commits around it)."""
+def test_drop_since_unstages_the_objects_after_the_mark(open_tract: Callable[..., Tract]) -> None:
+    """``WriteBatch.mark`` / ``drop_since``: what a refused commit staged after the mark is forgotten, so its
+    links are not checked when the batch lands (a dangling one would fail the commits around it)."""
     from tractkv.ids import hash_bytes
-    from tractkv.model import encode
+    from tractkv.model import Commit, encode
 
     t = open_tract()
     t.user("kept")
     batch = t.store.new_batch()
     before = batch.put(Blob(data={"type": "dialogue", "role": "user", "text": "staged before"}))
-    batch.assume(t.head)
     mark = batch.mark()
     after = batch.put(Blob(data={"type": "dialogue", "role": "user", "text": "staged after"}))
     missing = hash_bytes(encode(Blob(data={"type": "dialogue", "role": "user", "text": "never stored"})))
-    batch.assume(missing)
+    batch.put(Commit(parents=(t.head,), content=missing, operation="append", created_at=10**15))
     batch.drop_since(mark)
     assert list(batch.objects) == [before]
-    assert list(batch.assumed) == [t.head]
     assert after not in batch.objects
-    t.store.apply(batch)  # lands: the missing id it assumed after the mark is no longer checked
+    t.store.apply(batch)  # lands: the commit linking a missing blob was dropped with the mark
     assert before in t.store

@@ -501,12 +501,9 @@ class Session:
             # else: a plain-text append (``text``) built by trusted_commit: one parent at most (the tip this
             # operation read), a message blob content_objects checked, no tool set or one this session
             # linked, a clock value in range: it passes every rule check_commit applies, by construction.
-            for link in commit.iter_links():
-                # What the commit links but the batch does not write (a parent, a tool set this handle's
-                # cache trusts, media or a tool set already stored) was read outside the writing transaction:
-                # checked again inside it (gc may have removed it since; ObjectNotFound, nothing written).
-                if link not in batch.objects:
-                    batch.assume(link)
+            # What the commit links but the batch does not write (a parent, a tool set this handle's cache
+            # trusts, media) was read outside the writing transaction: the store checks it again inside it
+            # (gc may have removed it since: MissingLinkTarget, nothing written).
             oid = batch.put(commit)
             try:
                 # Everything derived (token counts, the rendered message, the HEAD state) is computed now,
@@ -531,7 +528,7 @@ class Session:
                     self._seen_tip = (ref, oid)
             except ObjectNotFound as exc:
                 self._state = None
-                if not own or exc.oid not in batch.assumed or stale_retried:
+                if not own or exc.oid not in self._stored_toolsets or stale_retried:
                     raise
                 # a tool set this handle had linked is gone (another handle's gc): forget it, check again
                 stale_retried = True
@@ -820,8 +817,6 @@ class Session:
         batch.note_commit(parent, parent_commit)  # apply derives the tools index row from it
         mark = batch.mark()
         try:
-            if tools is not None:
-                batch.assume(tools)  # trusted from a cache: checked in the writing transaction
             batch.put_raw(blob_id, data, blob)
             commit = trusted_commit(
                 parents=(parent,),

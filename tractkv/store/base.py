@@ -52,11 +52,19 @@ from tractkv.errors import (
     InvalidInput,
     MissingLinkTarget,
     MissingRefTarget,
-    ObjectNotFound,
     RefConflict,
 )
 from tractkv.ids import ObjectId, hash_bytes, is_object_id, oid_to_raw, raw_to_oid
-from tractkv.model import MAX_OBJECT_BYTES, Commit, StoredObject, ToolSchema, decode, encode_with_id, kind_of
+from tractkv.model import (
+    MAX_OBJECT_BYTES,
+    Blob,
+    Commit,
+    StoredObject,
+    ToolSchema,
+    decode,
+    encode_with_id,
+    kind_of,
+)
 from tractkv.store.reader import (
     MAX_KEY_BYTES,
     META_FORMAT,
@@ -94,7 +102,7 @@ _STORE_META: Final = (META_FORMAT, META_SEQ)  # meta rows the store owns (seq: f
 
 # gc beside writers (see apply_batch and tractkv.engine.gc). While a gc runs, ``meta/gc-runs`` lists it
 # (20-byte records: token 8, start µs 8, pid 4, big-endian); every other batch applied meanwhile records,
-# in the same transaction, each id it staged (new or already stored), assumed stored, or moved a ref to,
+# in the same transaction, each id it staged (new or already stored) or moved a ref to,
 # as a row ``gc-seen NUL <raw id>``. gc's deleting transaction keeps every candidate those ids reach, then
 # removes its record and, when it was the last gc running, the seen rows. A record older than
 # GC_RUN_TTL_US (a gc that crashed) is ignored by writers, so a crash makes them record for a bounded time;
@@ -139,9 +147,6 @@ class WriteBatch(Reader):
         # Stored commits the caller holds decoded (a new commit's parent), so deriving the commit_tools row
         # of a new commit need not read and decode its parent again (see note_commit).
         self.known_commits: dict[ObjectId, Commit] = {}
-        # Ids the batch links without staging them, because the caller believes them stored (a cache):
-        # applying the batch checks each inside its transaction (ObjectNotFound, nothing written).
-        self.assumed: dict[ObjectId, None] = {}  # an ordered set: drop_since pops the latest
         # Called inside the applying transaction, before anything is written, with a view of the store as
         # that transaction sees it; it may stage more (gc decides there what it deletes). It may run more
         # than once (LMDB re-runs a transaction that outgrew the map): it must restage from scratch.
@@ -177,24 +182,17 @@ class WriteBatch(Reader):
         self.deletions.discard(oid)
         return oid
 
-    def mark(self) -> tuple[int, int]:
-        """Where the batch stands now (objects staged, ids assumed), for :meth:`drop_since`."""
-        return len(self.objects), len(self.assumed)
+    def mark(self) -> int:
+        """Where the batch stands now (objects staged), for :meth:`drop_since`."""
+        return len(self.objects)
 
-    def drop_since(self, mark: tuple[int, int]) -> None:
-        """Unstage every object staged and every id assumed after :meth:`mark` returned ``mark``: what a commit
-        refused while being staged had put, so that nothing it staged is written or checked. Objects staged
-        before the mark stay, even when the refused commit put them again (a no-op)."""
-        objects, assumed = self.objects, self.assumed
-        while len(objects) > mark[0]:
+    def drop_since(self, mark: int) -> None:
+        """Unstage every object staged after :meth:`mark` returned ``mark``: what a commit refused while being
+        staged had put, so that nothing it staged is written (nor its links checked). Objects staged before the
+        mark stay, even when the refused commit put them again (a no-op)."""
+        objects = self.objects
+        while len(objects) > mark:
             objects.popitem()  # dicts pop the last inserted item: the objects staged after the mark
-        while len(assumed) > mark[1]:
-            assumed.popitem()
-
-    def assume(self, oid: ObjectId) -> None:
-        """Link ``oid`` without staging it: the caller knows it stored (a cache of its own). Applying the batch
-        checks it is, in the same transaction, and raises :class:`ObjectNotFound` (nothing written) if not."""
-        self.assumed.setdefault(oid, None)
 
     def gc_row(self, key: bytes, value: bytes | None) -> None:
         """Stage a ``meta`` row of gc's bookkeeping (``gc-runs``, ``gc-seen`` rows): gc and fsck only."""
@@ -470,7 +468,7 @@ def _first_parent_tools(batch: WriteBatch, stored: RawGet, commit: Commit) -> Ob
 def apply_batch(writer: RawWriter, batch: WriteBatch) -> None:
     """Write a batch through a raw writer inside one transaction (shared by both stores).
 
-    Checks every ref expectation, every assumed id and every ref target before writing anything, so a
+    Checks every ref expectation, every staged object's links and every ref target before writing anything, so a
     refusal leaves the store untouched. The caller aborts the transaction if this raises.
     """
     if batch.prepare is not None:
@@ -482,13 +480,7 @@ def apply_batch(writer: RawWriter, batch: WriteBatch) -> None:
         actual = None if raw is None else raw.decode()
         if actual != expected:
             raise RefConflict(name, expected, actual)
-    for oid in batch.assumed:
-        if oid not in batch.objects and (
-            oid in batch.deletions or not writer.get(Table.OBJECTS, oid_to_raw(oid))
-        ):
-            raise ObjectNotFound(oid)
-    _check_links(writer, batch)
-    _check_ref_targets(writer, batch)
+    _check_presence(writer, batch)
     if batch.gc_token is None and gc_running(writer.get(Table.META, META_GC_RUNS)):
         _record_for_gc(writer, batch)
 
@@ -534,57 +526,69 @@ def apply_batch(writer: RawWriter, batch: WriteBatch) -> None:
             writer.put(Table.REFS, name.encode(), new.encode())
 
 
-def _check_links(writer: RawWriter, batch: WriteBatch) -> None:
-    """Every object the batch stages links only objects stored once it lands (:class:`MissingLinkTarget`).
+def _check_presence(writer: RawWriter, batch: WriteBatch) -> None:
+    """What the batch links is stored once it lands, checked inside the writing transaction, each id outside
+    the batch looked up once:
 
-    The store's own invariant, no stored object links a missing one, checked where it can be: inside the
-    writing transaction. Writers check links earlier, against a snapshot (the validator, a transfer's stream),
-    and gc may delete between that check and this transaction; gc's own deleting transaction keeps whatever a
-    writer recorded while it ran (see ``_record_for_gc``), so the two cannot both pass with a dangling link.
-    Each link outside the batch is looked up once per batch.
+    * every link of every object it stages (:class:`MissingLinkTarget`): the store's own invariant, no stored
+      object links a missing one, checked where it can be. Writers check links earlier, against a snapshot
+      (the validator, a transfer's stream), and gc may delete between that check and this transaction; gc's
+      own deleting transaction keeps whatever a writer recorded while it ran (see ``_record_for_gc``), so the
+      two cannot both pass with a dangling link. So a writer may trust a cache of what is stored (a handle's
+      tool sets, a parent it read): a stale entry is caught here, nothing written;
+    * every ref it moves names an object stored once it lands, and so is every object that object links
+      directly (deeper ones are, by the invariant): :class:`MissingRefTarget`. The one check every ref move
+      passes (commit, reset, branch, merge, switch, sync, bundles), inside the move's own transaction: a
+      reflog entry or id whose commit gc removed is refused, not left as a branch every later read fails on.
     """
     objects, deletions, get = batch.objects, batch.deletions, writer.get
-    seen: set[ObjectId] = set()
+    # What a ref this batch compare-and-swaps names now (apply_batch checked the expectations first): a ref
+    # never names a missing object (every move passes this check, gc keeps what refs reach), so a new
+    # commit's parent, the tip it read, needs no lookup.
+    stored: set[ObjectId] = {
+        ObjectId(expected)
+        for expected, _ in batch.ref_updates.values()
+        if type(expected) is str and expected not in deletions
+    }
+
+    def present(oid: ObjectId) -> bool:
+        if oid in objects or oid in stored:
+            return True
+        if oid in deletions or get(Table.OBJECTS, oid_to_raw(oid)) is None:
+            return False
+        stored.add(oid)
+        return True
+
     for oid, (data, staged) in objects.items():
         obj = decode(data, oid) if staged is None else staged
+        kind = type(obj)
+        if kind is Blob:
+            continue  # links nothing: the most common object
+        if kind is Commit:  # the other common one, read field by field (a hot loop: no generator)
+            assert isinstance(obj, Commit)
+            content, parents = obj.content, obj.parents
+            if (
+                (content is None or content in objects)
+                and (not parents or parents[0] in objects or parents[0] in stored)
+                and len(parents) < 2
+                and obj.tools is None
+                and obj.edit_target is None
+                and obj.reply_to is None
+                and not obj.links
+            ):
+                continue  # a plain append whose parent and content are staged here or checked already
         for link in obj.iter_links():
-            if link in objects or link in seen:
-                continue
-            if link in deletions or get(Table.OBJECTS, oid_to_raw(link)) is None:
+            if link not in objects and link not in stored and not present(link):
                 raise MissingLinkTarget(f"{obj.KIND} {oid}", link)
-            seen.add(link)
-
-
-def _stored_after(writer: RawWriter, batch: WriteBatch, oid: ObjectId) -> bool:
-    """True when ``oid`` is stored once the batch is applied."""
-    if oid in batch.objects:
-        return True
-    return oid not in batch.deletions and writer.get(Table.OBJECTS, oid_to_raw(oid)) is not None
-
-
-def _check_ref_targets(writer: RawWriter, batch: WriteBatch) -> None:
-    """Every ref the batch moves names an object stored once it lands, and so is every object that object
-    links directly (deeper ones are, by the invariant that no stored object links a missing one, which
-    :func:`_check_links` keeps for every object written).
-
-    The one check every ref move passes (commit, reset, branch, merge, switch, sync, bundles), inside the
-    move's own transaction: a reflog entry or id whose commit gc removed is refused, not left as a branch
-    that every later read fails on.
-    """
     for name, (_, new) in batch.ref_updates.items():
-        if new is None or not is_object_id(new):
-            continue  # a deletion, or a symbolic ref (HEAD: ref: <name>)
+        if new is None or new in objects or not is_object_id(new):
+            continue  # a deletion, a target staged here (its links were checked above), a symbolic ref
         target = ObjectId(new)
-        pending = batch.objects.get(target)
-        if pending is not None:
-            obj = _decoded(*pending)
-        else:
-            raw = None if target in batch.deletions else writer.get(Table.OBJECTS, oid_to_raw(target))
-            if raw is None:
-                raise MissingRefTarget(name, target, target)
-            obj = decode(raw, target)
-        for link in obj.iter_links():
-            if not _stored_after(writer, batch, link):
+        raw = None if target in deletions else get(Table.OBJECTS, oid_to_raw(target))
+        if raw is None:
+            raise MissingRefTarget(name, target, target)
+        for link in decode(raw, target).iter_links():
+            if not present(link):
                 raise MissingRefTarget(name, target, link)
 
 
@@ -652,8 +656,8 @@ def clear_stale_gc_runs(store: Store) -> int:
 
 
 def _record_for_gc(writer: RawWriter, batch: WriteBatch) -> None:
-    """Record for a running gc every id this batch stages, assumes stored or moves a ref to."""
-    seen = [*batch.objects, *batch.assumed]
+    """Record for a running gc every id this batch stages or moves a ref to (gc walks their links)."""
+    seen = list(batch.objects)
     seen.extend(
         ObjectId(new) for _, new in batch.ref_updates.values() if new is not None and is_object_id(new)
     )
