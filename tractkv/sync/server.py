@@ -31,12 +31,18 @@ needs (each a ``tractkv serve`` option), and the logging (``--log-level``; :clas
   ``413 ObjectTooLarge``),
   and at most ``push_memory`` // share pushes (at least one) read their objects at once; the others wait,
   reading nothing (TCP back-pressure), so pushes stay under ``push_memory`` decoded as well as read.
+* ``push_slots_per_token`` (default half the slots, at least one; ``--push-slots-per-token``): one party
+  (a token; on a hub without tokens, a client address) has at most this many pushes reading at once, so
+  one party's slow or dripping pushes can never hold every slot (with the default 256 MiB: 3 slots, 1 per
+  party). A push over its party's share waits like a push over the memory limit.
 * ``push_wait`` (default 30 s): a push waits at most this long for its share; then it is answered
   ``503 {"error": "Overloaded"}`` with ``Retry-After`` and the connection is closed.
 * ``push_timeout`` (default 300 s): a push must deliver its whole body within this many seconds of getting
   its share, in total; then the objects that arrived whole are kept, its ref updates are not applied, and it
   is answered ``400 {"error": "BodyTimeout"}`` (pushing again sends only the rest). So slow or dripping
-  pushes hold the shares for at most ``push_timeout`` (plus ``body_timeout`` for the push head).
+  pushes hold the shares for at most ``push_timeout`` (plus ``body_timeout`` for the push head). There is
+  no minimum delivery rate: a rate floor would cut honest slow links, and the per-party share already keeps
+  one party's drips from blocking anyone else (many parties, i.e. many tokens, are the operator's to grant).
 
 ``/v1/missing`` never lets a token learn more than it may read: for a token with the ``read`` (or
 ``admin``) scope it answers from the whole store; for a write-only token, an object counts as present only
@@ -140,6 +146,7 @@ class Hub:
         push_memory: int = PUSH_MEMORY,
         push_timeout: float = PUSH_TIMEOUT,
         push_wait: float = PUSH_WAIT,
+        push_slots_per_token: int | None = None,
     ) -> None:
         self.store = store
         self.tokens = tokens
@@ -151,7 +158,36 @@ class Hub:
         self.max_decoded = decode_limit(max_object)
         self.push_share = 2 * BATCH_BYTES + max_object + self.max_decoded
         self.push_slots = max(1, push_memory // self.push_share)
-        self._slots = threading.BoundedSemaphore(self.push_slots)
+        # One party (a token; on an open hub, a client address) holds at most this many slots at once
+        per_party = push_slots_per_token or max(1, self.push_slots // 2)
+        self.push_slots_per_token = min(per_party, self.push_slots)
+        # Slots held, in all and per party. A lock, not an asyncio primitive: one Hub may serve several
+        # event loops (in-process transports). Entries leave the dict at zero: at most push_slots of them.
+        self._slots_lock = threading.Lock()
+        self._slots_held = 0
+        self._slots_by_party: dict[str, int] = {}
+
+    def _take_slot(self, party: str) -> str | None:
+        """Take a push slot for ``party``: None when taken, else why not (``"hub"``: every slot is held;
+        ``"party"``: this party holds its share)."""
+        with self._slots_lock:
+            if self._slots_held >= self.push_slots:
+                return "hub"
+            held = self._slots_by_party.get(party, 0)
+            if held >= self.push_slots_per_token:
+                return "party"
+            self._slots_held += 1
+            self._slots_by_party[party] = held + 1
+            return None
+
+    def _give_slot(self, party: str) -> None:
+        with self._slots_lock:
+            self._slots_held -= 1
+            left = self._slots_by_party[party] - 1
+            if left:
+                self._slots_by_party[party] = left
+            else:
+                del self._slots_by_party[party]
 
     def grant(self, request: Request) -> Grant:
         if self.tokens is None:
@@ -227,17 +263,19 @@ class Hub:
             raise AuthError(403, f"this token may not write {', '.join(forbidden)}")
         # An authorized push: its body may take longer than the generic body deadline (BodyTimeout)
         extend_body_deadline(request.scope, self.push_wait + self.push_timeout + 1.0)
-        # A thread-safe semaphore, polled: one Hub may serve several event loops (in-process transports).
+        # Polled (see _take_slot). A party over its share waits like any push, so one token's pushes in a
+        # burst queue up rather than fail; but it can never hold the slots another party needs.
+        party = grant.who or f"client {request.client.host if request.client else '-'}"
         give_up = time.monotonic() + self.push_wait
-        while not self._slots.acquire(blocking=False):
+        while (busy := self._take_slot(party)) is not None:
             if time.monotonic() >= give_up:
-                return _push_busy(self.push_slots, self.push_wait)
+                return _push_busy(busy, self.push_slots, self.push_slots_per_token, self.push_wait)
             await anyio.sleep(SLOT_POLL)
         try:
             body.deadline = time.monotonic() + self.push_timeout
             return await self._receive_push(request, grant, body, updates, atomic)
         finally:
-            self._slots.release()
+            self._give_slot(party)
 
     async def _receive_push(
         self, request: Request, grant: Grant, body: _Body, updates: list[RefUpdate], atomic: bool
@@ -392,11 +430,12 @@ class PushTimedOut(Exception):
     """Internal: a push body was not complete by its deadline (:attr:`Hub.push_timeout`)."""
 
 
-def _push_busy(slots: int, waited: float) -> Response:
-    message = (
-        f"the hub is receiving {slots} push(es) at once, its limit, and none ended within {waited:g} s; "
-        "retry later"
-    )
+def _push_busy(why: str, slots: int, per_token: int, waited: float) -> Response:
+    if why == "party":
+        held = f"your token (or address) holds its share of the push slots ({per_token} of {slots})"
+    else:
+        held = f"the hub is receiving {slots} push(es) at once, its limit,"
+    message = f"{held} and none ended within {waited:g} s; retry later"
     body = {"error": "Overloaded", "message": message, "oid": None}
     headers = {"Retry-After": "5", "Connection": "close"}  # the push body is unread
     return JSONResponse(body, status_code=503, headers=headers)
@@ -628,6 +667,7 @@ def create_app(
     push_memory: int = PUSH_MEMORY,
     push_timeout: float = PUSH_TIMEOUT,
     push_wait: float = PUSH_WAIT,
+    push_slots_per_token: int | None = None,
 ) -> Starlette:
     """A Starlette app serving ``store`` (which the caller opens and closes): the sync protocol only. The
     ``tractkv serve`` command adds the web viewer beside it (:func:`tractkv.view.app.create_app`)."""
@@ -639,6 +679,7 @@ def create_app(
         push_memory=push_memory,
         push_timeout=push_timeout,
         push_wait=push_wait,
+        push_slots_per_token=push_slots_per_token,
     )
     return Starlette(
         routes=health_routes() + hub_routes(hub),
