@@ -34,7 +34,9 @@ needs (each a ``tractkv serve`` option), and the logging (``--log-level``; :clas
 * ``push_slots_per_token`` (default half the slots, at least one; ``--push-slots-per-token``): one party
   (a token; on a hub without tokens, a client address) has at most this many pushes reading at once, so
   one party's slow or dripping pushes can never hold every slot (with the default 256 MiB: 3 slots, 1 per
-  party). A push over its party's share waits like a push over the memory limit.
+  party). A push over its party's share waits like a push over the memory limit. With a single slot
+  (``push_memory`` under two shares) one party can still hold it; behind a proxy, an open hub sees one
+  address for every client.
 * ``push_wait`` (default 30 s): a push waits at most this long for its share; then it is answered
   ``503 {"error": "Overloaded"}`` with ``Retry-After`` and the connection is closed.
 * ``push_timeout`` (default 300 s): a push must deliver its whole body within this many seconds of getting
