@@ -31,6 +31,7 @@ from tractkv.store import LmdbStore
 from tractkv.sync.frames import MAGIC
 from tractkv.sync.http_client import HttpRemote
 from tractkv.sync.remote import RefUpdate
+from tractkv.sync.transfer import push_to
 from tractkv.sync.wire import STREAM_TYPE, encode_push_head
 
 from .conftest import ADMIN, EDGE, Hub
@@ -160,6 +161,90 @@ def test_dripping_pushes_are_cut_by_the_push_deadline_and_others_push(
         drip.stop()
     with LmdbStore(str(hub.store), create=False, durable=False) as st:
         assert not [n for n, _ in st.iter_refs("refs/heads/drip")]
+
+
+def _dripping_token_push(url: str, token: str, ref: str) -> socket.socket:
+    head = encode_push_head([RefUpdate(ref, None, OID)], False)
+    s = _connect(url)
+    s.sendall(
+        b"POST /v1/push HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+        + f"Authorization: Bearer {token}\r\nContent-Type: {STREAM_TYPE}\r\n".encode()
+        + b"Content-Length: 10000000\r\n\r\n"
+        + head
+        + MAGIC
+        + b"O\x00\x00\x10\x20"
+    )
+    return s
+
+
+def test_one_token_cannot_hold_every_push_slot(
+    start_hub: Callable[..., Hub], tokens_file: str, tmp_path: Path
+) -> None:
+    """Six pushes from one write token drip a byte every 0.3 s under a long (60 s) push deadline, against
+    the default 3 push slots: the token holds at most its share (one of three), its pushes beyond that get
+    503 after the 1 s slot wait, and another token's push gets a slot at once, with no 503. Before, three
+    of the drips held every slot until their push deadline and every other push was answered 503."""
+    hub = start_hub("--tokens", tokens_file, "--push-timeout", "60", "--push-wait", "1")
+    socks = [_dripping_token_push(hub.url, EDGE, f"refs/heads/agents/edge-7/drip{i}") for i in range(6)]
+    drip = Drip(socks, interval=0.3, limit=15)
+    try:
+        time.sleep(0.5)  # every dripping push has its slot, or waits for one
+        with Tract.open(str(tmp_path / "a"), durable=False) as a:
+            a.user("a push that must get through")
+            started = time.monotonic()
+            busy: list[str] = []
+            with HttpRemote(hub.url, token=ADMIN, timeout=10) as admin:
+                for _ in range(15):  # bounded: ~4 s at most
+                    try:
+                        assert push_to(a.store, admin, "hub", "refs/heads/main").ok
+                        break
+                    except RemoteUnavailable as exc:
+                        busy.append(str(exc))
+                        time.sleep(0.2)
+            took = time.monotonic() - started
+        assert not busy, f"another token's push was refused while one token dripped: {busy}"
+        assert took < 1.0, f"another token's push waited {took:.1f} s"
+        deadline = time.monotonic() + 3
+        while len(drip.answers) < 5 and time.monotonic() < deadline:
+            time.sleep(0.1)
+        statuses = drip.statuses()
+        assert statuses == [(503, "Overloaded")] * 5, statuses  # one still drips, in its slot
+        assert b"its share" in b"".join(drip.answers.values())
+    finally:
+        drip.stop()
+
+
+def test_push_slots_are_shared_per_party(tmp_path: Path) -> None:
+    """The accounting itself: a party takes at most its share (half the slots by default, at least one; an
+    option over the slots is clamped), every party together at most the slots, and a slot given back is
+    free again (the per-party table forgets a party at zero)."""
+    from tractkv.sync.auth import TokenTable
+    from tractkv.sync.server import Hub as HubApp
+
+    with LmdbStore(str(tmp_path / "s"), durable=False) as st:
+        hub = HubApp(st)
+        assert (hub.push_slots, hub.push_slots_per_token) == (3, 1)
+        assert hub._take_slot("a") is None
+        assert hub._take_slot("a") == "party"
+        assert hub._take_slot("b") is None
+        assert hub._take_slot("c") is None
+        assert hub._take_slot("d") == "hub"
+        hub._give_slot("a")
+        assert hub._take_slot("a") is None
+        for party in "abc":
+            hub._give_slot(party)
+        assert hub._slots_held == 0
+        assert hub._slots_by_party == {}
+        wide = HubApp(st, push_memory=10 * hub.push_share)
+        assert (wide.push_slots, wide.push_slots_per_token) == (10, 5)
+        assert HubApp(st, push_slots_per_token=9).push_slots_per_token == 3
+    # each token is its own party (a digest, never the token); an open hub counts client addresses
+    table = TokenTable({ADMIN: ["admin"], EDGE: ["admin"]})
+    a, b = table.authenticate(f"Bearer {ADMIN}"), table.authenticate(f"Bearer {EDGE}")
+    assert a == b
+    assert a.who != b.who
+    assert len(a.who) == 16
+    assert ADMIN not in a.who
 
 
 # --- 14: decoded size ---------------------------------------------------------------------------------------

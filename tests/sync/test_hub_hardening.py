@@ -355,6 +355,8 @@ def test_serve_help_documents_the_limits() -> None:
     for option, default in [("--push-timeout", server.PUSH_TIMEOUT), ("--push-wait", server.PUSH_WAIT)]:
         assert f"{option} FLOAT" in out, option
         assert f"[default: {default};" in out, option
+    assert "--push-slots-per-token INTEGER RANGE" in out
+    assert "half the push slots" in out
 
 
 # --- bounded memory per push --------------------------------------------------------------------------------

@@ -391,6 +391,13 @@ def _log_level_option(default: str) -> Callable[[Callable[..., Any]], Callable[.
     show_default=True,
     help="Seconds a push may wait for the hub to read it (pushes beyond the memory limit wait); then 503.",
 )
+@click.option(
+    "--push-slots-per-token",
+    type=click.IntRange(1),
+    default=None,
+    help="Pushes one token (or, without --tokens, one client address) may have read at once; its further "
+    "pushes wait like any other. Default: half the push slots the memory limit allows, at least one.",
+)
 @_log_level_option("info")
 @with_state
 def serve(
@@ -405,6 +412,7 @@ def serve(
     max_connections: int,
     push_timeout: float,
     push_wait: float,
+    push_slots_per_token: int | None,
     log_level: str,
 ) -> None:
     """Serve this store as an HTTP hub that other stores push to and pull from, with the web viewer at /ui/.
@@ -431,6 +439,7 @@ def serve(
         max_request=max_request_bytes or MAX_REQUEST_BYTES,
         push_timeout=push_timeout,
         push_wait=push_wait,
+        push_slots_per_token=push_slots_per_token,
     )
     sock = server.bind(host, port)
     url = _url(host, sock.getsockname()[1])

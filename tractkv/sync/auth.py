@@ -40,9 +40,12 @@ def check_scope(scope: str) -> str:
 
 @attrs.frozen
 class Grant:
-    """What one authenticated request may do."""
+    """What one authenticated request may do. ``who`` names the token it came from (a short digest of it,
+    never the token itself; empty for :data:`OPEN`): the party a hub's per-party limits count against.
+    Grants compare by their scopes alone."""
 
     scopes: tuple[str, ...]
+    who: str = attrs.field(default="", eq=False)
 
     @property
     def can_read(self) -> bool:
@@ -81,8 +84,9 @@ class TokenTable:
                 raise InvalidInput("every token must be a string of at least 16 characters")
             if isinstance(scopes, str) or not all(isinstance(s, str) for s in scopes):
                 raise InvalidInput("a token's scopes must be a list of strings")
-            grant = Grant(scopes=tuple(check_scope(s) for s in scopes))
-            self._entries.append((_digest(token), grant))
+            digest = _digest(token)
+            grant = Grant(scopes=tuple(check_scope(s) for s in scopes), who=digest.hex()[:16])
+            self._entries.append((digest, grant))
 
     @classmethod
     def from_file(cls, path: str) -> TokenTable:

@@ -31,19 +31,29 @@ needs (each a ``tractkv serve`` option), and the logging (``--log-level``; :clas
   ``413 ObjectTooLarge``),
   and at most ``push_memory`` // share pushes (at least one) read their objects at once; the others wait,
   reading nothing (TCP back-pressure), so pushes stay under ``push_memory`` decoded as well as read.
+* ``push_slots_per_token`` (default half the slots, at least one; ``--push-slots-per-token``): one party
+  (a token; on a hub without tokens, a client address) has at most this many pushes reading at once, so
+  one party's slow or dripping pushes can never hold every slot (with the default 256 MiB: 3 slots, 1 per
+  party). A push over its party's share waits like a push over the memory limit. With a single slot
+  (``push_memory`` under two shares) one party can still hold it; behind a proxy, an open hub sees one
+  address for every client.
 * ``push_wait`` (default 30 s): a push waits at most this long for its share; then it is answered
   ``503 {"error": "Overloaded"}`` with ``Retry-After`` and the connection is closed.
 * ``push_timeout`` (default 300 s): a push must deliver its whole body within this many seconds of getting
   its share, in total; then the objects that arrived whole are kept, its ref updates are not applied, and it
   is answered ``400 {"error": "BodyTimeout"}`` (pushing again sends only the rest). So slow or dripping
-  pushes hold the shares for at most ``push_timeout`` (plus ``body_timeout`` for the push head).
+  pushes hold the shares for at most ``push_timeout`` (plus ``body_timeout`` for the push head). There is
+  no minimum delivery rate: a rate floor would cut honest slow links, and the per-party share already keeps
+  one party's drips from blocking anyone else (many parties, i.e. many tokens, are the operator's to grant).
 
 ``/v1/missing`` never lets a token learn more than it may read: for a token with the ``read`` (or
 ``admin``) scope it answers from the whole store; for a write-only token, an object counts as present only
 when it is reachable from a branch the token may see (its own namespace), so the answer says nothing about
 anyone else's objects (the pusher re-sends such objects; the hub stores them once). That answer is computed
-from the token's reach alone, never from what the store holds: an id outside it costs the same walk of the
-reach whether the hub holds it elsewhere or not (issue 29 item 16: 373 ms against 5.4 ms told them apart). A
+from the token's reach alone, never from what the store holds: an id outside it costs the same whether the
+hub holds it elsewhere or not (issue 29 item 16: 373 ms against 5.4 ms told them apart). The reach is kept
+per scope between requests, keyed by its branch tips (:class:`_ReachCache`: walked again only from tips
+that moved, in full when a branch went back or away; bounded in scopes and ids). A
 write-only token's push is held to the same line: every link of an object it sends, and every ref value it
 sets, must be an object sent in the same push or reachable from its branches; anything else is refused with
 one answer, whether or not the hub holds that object (``422`` for a link, ``missing-objects`` for a ref); and
@@ -61,7 +71,9 @@ import socket
 import sys
 import threading
 import time
+from collections import OrderedDict
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, MutableMapping, Sequence
+from collections.abc import Set as AbstractSet
 from typing import Any
 from urllib.parse import unquote_plus
 
@@ -121,6 +133,8 @@ PUSH_MEMORY = 256 * 1024 * 1024  # push buffers across all concurrent pushes (se
 SLOT_POLL = 0.02  # seconds between tries of a push waiting for a slot
 PUSH_WAIT = 30.0  # seconds a push may wait for a slot; then 503 Overloaded
 PUSH_TIMEOUT = 300.0  # seconds a push has, from getting its slot, to deliver its whole body
+REACH_CACHE_ENTRIES = 32  # write-only scopes whose reach the hub keeps between requests (_ReachCache)
+REACH_CACHE_IDS = 1 << 19  # ids kept in all those reaches (524,288: ~85 MB at ~160 bytes an id)
 LOG_LEVELS = ("critical", "error", "warning", "info", "debug")  # `--log-level`; info adds the access log
 
 _log = logging.getLogger(__name__)
@@ -140,6 +154,7 @@ class Hub:
         push_memory: int = PUSH_MEMORY,
         push_timeout: float = PUSH_TIMEOUT,
         push_wait: float = PUSH_WAIT,
+        push_slots_per_token: int | None = None,
     ) -> None:
         self.store = store
         self.tokens = tokens
@@ -151,7 +166,37 @@ class Hub:
         self.max_decoded = decode_limit(max_object)
         self.push_share = 2 * BATCH_BYTES + max_object + self.max_decoded
         self.push_slots = max(1, push_memory // self.push_share)
-        self._slots = threading.BoundedSemaphore(self.push_slots)
+        # One party (a token; on an open hub, a client address) holds at most this many slots at once
+        per_party = push_slots_per_token or max(1, self.push_slots // 2)
+        self.push_slots_per_token = min(per_party, self.push_slots)
+        # Slots held, in all and per party. A lock, not an asyncio primitive: one Hub may serve several
+        # event loops (in-process transports). Entries leave the dict at zero: at most push_slots of them.
+        self._slots_lock = threading.Lock()
+        self._slots_held = 0
+        self._slots_by_party: dict[str, int] = {}
+        self._reaches = _ReachCache()
+
+    def _take_slot(self, party: str) -> str | None:
+        """Take a push slot for ``party``: None when taken, else why not (``"hub"``: every slot is held;
+        ``"party"``: this party holds its share)."""
+        with self._slots_lock:
+            if self._slots_held >= self.push_slots:
+                return "hub"
+            held = self._slots_by_party.get(party, 0)
+            if held >= self.push_slots_per_token:
+                return "party"
+            self._slots_held += 1
+            self._slots_by_party[party] = held + 1
+            return None
+
+    def _give_slot(self, party: str) -> None:
+        with self._slots_lock:
+            self._slots_held -= 1
+            left = self._slots_by_party[party] - 1
+            if left:
+                self._slots_by_party[party] = left
+            else:
+                del self._slots_by_party[party]
 
     def grant(self, request: Request) -> Grant:
         if self.tokens is None:
@@ -187,14 +232,9 @@ class Hub:
     def _missing_for_writer(self, grant: Grant, oids: list[ObjectId]) -> set[ObjectId]:
         """``oids`` not reachable from a branch ``grant`` may see: a write-only token learns nothing about
         objects outside its namespace. Computed from that reach only (never asking whether the store holds an
-        id), walking until every id is found: an id outside the reach costs the whole walk, held or not."""
-        unseen = set(oids)
-        with self.store.snapshot() as snap:
-            for oid in iter_reachable(snap, _visible_tips(snap, grant)):
-                unseen.discard(oid)
-                if not unseen:
-                    break
-        return unseen
+        id): the reach is found (:class:`_ReachCache`) the same way whatever ids are asked about."""
+        reach = self._reaches.reach(self.store, grant)
+        return {oid for oid in oids if oid not in reach}
 
     async def fetch(self, request: Request) -> Response:
         grant = self.grant(request)
@@ -227,17 +267,19 @@ class Hub:
             raise AuthError(403, f"this token may not write {', '.join(forbidden)}")
         # An authorized push: its body may take longer than the generic body deadline (BodyTimeout)
         extend_body_deadline(request.scope, self.push_wait + self.push_timeout + 1.0)
-        # A thread-safe semaphore, polled: one Hub may serve several event loops (in-process transports).
+        # Polled (see _take_slot). A party over its share waits like any push, so one token's pushes in a
+        # burst queue up rather than fail; but it can never hold the slots another party needs.
+        party = grant.who or f"client {request.client.host if request.client else '-'}"
         give_up = time.monotonic() + self.push_wait
-        while not self._slots.acquire(blocking=False):
+        while (busy := self._take_slot(party)) is not None:
             if time.monotonic() >= give_up:
-                return _push_busy(self.push_slots, self.push_wait)
+                return _push_busy(busy, self.push_slots, self.push_slots_per_token, self.push_wait)
             await anyio.sleep(SLOT_POLL)
         try:
             body.deadline = time.monotonic() + self.push_timeout
             return await self._receive_push(request, grant, body, updates, atomic)
         finally:
-            self._slots.release()
+            self._give_slot(party)
 
     async def _receive_push(
         self, request: Request, grant: Grant, body: _Body, updates: list[RefUpdate], atomic: bool
@@ -247,7 +289,7 @@ class Hub:
         pending: list[tuple[ObjectId, bytes]] = []
         pending_bytes = 0
         totals = [0, 0, 0]
-        scope = None if grant.can_read else _WriterScope(self.store, grant)
+        scope = None if grant.can_read else _WriterScope(lambda: self._reaches.reach(self.store, grant))
         # One transaction per flush: a flush holds up to BATCH_OBJECTS plus the objects of one more chunk
         receiver = Receiver(
             self.store,
@@ -345,14 +387,13 @@ class Hub:
 
 class _WriterScope:
     """What a write-only token's push may refer to: the objects it sent in this push and the objects the
-    branches it may see reach (computed once, on first need). Nothing else, whether the hub holds it or not,
-    so a push cannot be used to learn what exists outside the token's namespace."""
+    branches it may see reach (``find_reach``, asked once, on first need). Nothing else, whether the hub holds
+    it or not, so a push cannot be used to learn what exists outside the token's namespace."""
 
-    def __init__(self, store: Store, grant: Grant) -> None:
-        self.store = store
-        self.grant = grant
+    def __init__(self, find_reach: Callable[[], AbstractSet[ObjectId]]) -> None:
+        self.find_reach = find_reach
         self.sent: set[ObjectId] = set()
-        self._reached: set[ObjectId] | None = None
+        self._reached: AbstractSet[ObjectId] | None = None
 
     def reaches(self, oid: ObjectId) -> bool:
         return oid in self.sent or oid in self._reach()
@@ -363,10 +404,9 @@ class _WriterScope:
         reach = self._reach()
         return {oid for oid in oids if oid in reach}
 
-    def _reach(self) -> set[ObjectId]:
+    def _reach(self) -> AbstractSet[ObjectId]:
         if self._reached is None:
-            with self.store.snapshot() as snap:
-                self._reached = set(iter_reachable(snap, _visible_tips(snap, self.grant)))
+            self._reached = self.find_reach()
         return self._reached
 
     def admit(self, oid: ObjectId, obj: StoredObject) -> None:
@@ -377,6 +417,96 @@ class _WriterScope:
                 reason = f"links to {link}, which this push did not send and your branches do not reach"
                 raise RejectedObject(reason, oid)
         self.sent.add(oid)
+
+
+class _ReachCache:
+    """What the branches of each write-only scope reach, kept between requests, so a confined token's
+    ``/v1/missing`` and pushes do not walk its whole namespace every time (issue 29: ~0.4 s a request at 20k
+    commits). An entry is keyed by the grant's scopes and remembers the branch tips it was computed from; every
+    use reads the scope's current tips in a snapshot (so a ref another process or request moved is never
+    missed) and then:
+
+    * tips unchanged: the cached reach, no walk;
+    * tips moved: walk from the new tips, stopping at the cached reach. When every old tip is still reached
+      (it is a new tip, or the walk ran into it), the old reach lies inside the new one, and the new reach is
+      the old one plus what the walk found: exactly what the new tips reach. A branch moved forward or a new
+      branch costs only the objects it added;
+    * otherwise (a branch deleted, or reset back to an older commit): the old reach may hold objects no branch
+      reaches any more, so it is dropped and the reach walked again in full. A reach only ever equals what the
+      scope's current branches reach, never a union with what they used to.
+
+    Every answer depends on the scope's own branches only (which tips, which objects they reach), never on
+    what else the store holds. Bounded: at most :data:`REACH_CACHE_ENTRIES` scopes and
+    :data:`REACH_CACHE_IDS` ids in all (least recently used dropped first; a reach larger than the whole
+    bound is not kept, and is walked on each use as before). Sets once published are never changed (an
+    extension builds a new one), so threads share them without a lock."""
+
+    def __init__(self, entries: int = REACH_CACHE_ENTRIES, ids: int = REACH_CACHE_IDS) -> None:
+        self.max_entries = entries
+        self.max_ids = ids
+        self._lock = threading.Lock()
+        self._entries: OrderedDict[tuple[str, ...], tuple[frozenset[ObjectId], frozenset[ObjectId]]] = (
+            OrderedDict()
+        )
+        self._ids = 0
+
+    def reach(self, store: Store, grant: Grant) -> AbstractSet[ObjectId]:
+        key = grant.scopes
+        with store.snapshot() as snap:
+            tips = frozenset(_visible_tips(snap, grant))
+            with self._lock:
+                cached = self._entries.get(key)
+                if cached is not None:
+                    self._entries.move_to_end(key)
+            if cached is not None and cached[0] == tips:
+                return cached[1]
+            reach = _extend_reach(snap, cached, tips) if cached is not None else None
+            if reach is None:
+                reach = frozenset(iter_reachable(snap, tips))
+                _log.debug("confined reach: walked %d objects from %d tips (all)", len(reach), len(tips))
+        self._keep(key, tips, reach)
+        return reach
+
+    def _keep(self, key: tuple[str, ...], tips: frozenset[ObjectId], reach: frozenset[ObjectId]) -> None:
+        with self._lock:
+            old = self._entries.pop(key, None)
+            if old is not None:
+                self._ids -= len(old[1])
+            if len(reach) > self.max_ids:
+                return
+            self._entries[key] = (tips, reach)
+            self._ids += len(reach)
+            while self._ids > self.max_ids or len(self._entries) > self.max_entries:
+                _, (_, dropped) = self._entries.popitem(last=False)
+                self._ids -= len(dropped)
+
+
+class _Hits:
+    """A walk's ``stop`` set that notes which of its ids the walk ran into."""
+
+    def __init__(self, known: AbstractSet[ObjectId]) -> None:
+        self.known = known
+        self.hit: set[ObjectId] = set()
+
+    def __contains__(self, oid: object) -> bool:
+        if oid in self.known:
+            self.hit.add(oid)  # type: ignore[arg-type]  # an ObjectId: known holds nothing else
+            return True
+        return False
+
+
+def _extend_reach(
+    reader: Reader, cached: tuple[frozenset[ObjectId], frozenset[ObjectId]], tips: frozenset[ObjectId]
+) -> frozenset[ObjectId] | None:
+    """What ``tips`` reach, from the reach of the old tips, walking only what lies outside it; None when an
+    old tip is not reached from ``tips`` (the reach may have shrunk: the caller walks it all again)."""
+    old_tips, old_reach = cached
+    stop = _Hits(old_reach)
+    added = list(iter_reachable(reader, tips, stop=stop))
+    if not old_tips - tips <= stop.hit:
+        return None
+    _log.debug("confined reach: walked %d objects from %d tips (extended)", len(added), len(tips))
+    return old_reach.union(added) if added else old_reach
 
 
 def _prepend(first: bytes, rest: Iterator[bytes]) -> Iterator[bytes]:
@@ -392,11 +522,12 @@ class PushTimedOut(Exception):
     """Internal: a push body was not complete by its deadline (:attr:`Hub.push_timeout`)."""
 
 
-def _push_busy(slots: int, waited: float) -> Response:
-    message = (
-        f"the hub is receiving {slots} push(es) at once, its limit, and none ended within {waited:g} s; "
-        "retry later"
-    )
+def _push_busy(why: str, slots: int, per_token: int, waited: float) -> Response:
+    if why == "party":
+        held = f"your token (or address) holds its share of the push slots ({per_token} of {slots})"
+    else:
+        held = f"the hub is receiving {slots} push(es) at once, its limit,"
+    message = f"{held} and none ended within {waited:g} s; retry later"
     body = {"error": "Overloaded", "message": message, "oid": None}
     headers = {"Retry-After": "5", "Connection": "close"}  # the push body is unread
     return JSONResponse(body, status_code=503, headers=headers)
@@ -628,6 +759,7 @@ def create_app(
     push_memory: int = PUSH_MEMORY,
     push_timeout: float = PUSH_TIMEOUT,
     push_wait: float = PUSH_WAIT,
+    push_slots_per_token: int | None = None,
 ) -> Starlette:
     """A Starlette app serving ``store`` (which the caller opens and closes): the sync protocol only. The
     ``tractkv serve`` command adds the web viewer beside it (:func:`tractkv.view.app.create_app`)."""
@@ -639,6 +771,7 @@ def create_app(
         push_memory=push_memory,
         push_timeout=push_timeout,
         push_wait=push_wait,
+        push_slots_per_token=push_slots_per_token,
     )
     return Starlette(
         routes=health_routes() + hub_routes(hub),

@@ -513,6 +513,7 @@ def create_app(
     poll_interval: float = POLL_INTERVAL,
     push_timeout: float = PUSH_TIMEOUT,
     push_wait: float = PUSH_WAIT,
+    push_slots_per_token: int | None = None,
 ) -> tuple[Starlette, Viewer]:
     """The app ``tractkv serve`` runs (``sync=True``: the sync protocol under ``/v1/`` and the viewer under
     ``/ui/``) or ``tractkv view`` runs (``sync=False``: the read-only viewer alone). Returns the viewer too:
@@ -527,6 +528,7 @@ def create_app(
             max_request=max_request,
             push_timeout=push_timeout,
             push_wait=push_wait,
+            push_slots_per_token=push_slots_per_token,
         )
         routes = hub_routes(hub) + routes
     handlers = {**ERROR_HANDLERS, HTTPException: _routing_error}
