@@ -11,7 +11,7 @@ from datetime import UTC, datetime, timedelta
 import attrs
 import pytest
 
-from tractkv import codec
+from tractkv import Tract, codec
 from tractkv.engine.usage_rows import (
     PendingUsage,
     abandon,
@@ -26,7 +26,7 @@ from tractkv.engine.usage_rows import (
 )
 from tractkv.engine.usage_stats import percentile, usage_stats
 from tractkv.engine.usage_tree import ToolUsage
-from tractkv.errors import DecodeError
+from tractkv.errors import DecodeError, MissingLinkTarget
 from tractkv.ids import ObjectId
 from tractkv.model import UsageRecord
 from tractkv.store import MemoryStore, Table
@@ -49,7 +49,7 @@ def _row(
     )
 
 
-def _record(usage_id: str, *, parent_id: str | None = None) -> UsageRecord:
+def _record(usage_id: str, *, parent_id: str | None = None, commit: ObjectId = COMMIT) -> UsageRecord:
     return UsageRecord(
         usage_id=usage_id,
         tool_name="search",
@@ -57,7 +57,7 @@ def _record(usage_id: str, *, parent_id: str | None = None) -> UsageRecord:
         started_at=5,
         completed_at=9,
         result="ok",
-        commit=COMMIT,
+        commit=commit,
         tool_call_id="c1" if parent_id is None else None,
         parent_id=parent_id,
     )
@@ -99,20 +99,25 @@ def test_status_follows_the_owner_process() -> None:
 
 
 def test_completion_retires_rows_and_rows_hold_what_gc_must_keep() -> None:
-    store = MemoryStore()
-    begin(store, _row("parent"))
-    begin(store, _row("child", parent_id="parent"))
+    t = Tract(MemoryStore())
+    store = t.store
+    commit = t.user("the call's turn").commit_id  # what a record links is stored (the store checks it)
+    begin(store, _row("parent", commit=commit))
+    begin(store, _row("child", parent_id="parent", commit=commit))
     note_head(store, "parent", HEAD)
-    child_id = finish(store, _record("child", parent_id="parent"), had_row=True)
+    child_id = finish(store, _record("child", parent_id="parent", commit=commit), had_row=True)
     assert [r.usage_id for r in iter_pending(store)] == ["parent"]  # the child's row is gone...
     (parent,) = iter_pending(store)
     assert (parent.children, parent.heads) == ((child_id,), (HEAD,))  # ...and its record noted in the parent
-    assert held_ids(store) == {child_id, HEAD, COMMIT}
+    assert held_ids(store) == {child_id, HEAD, commit}
 
-    record_id = finish(store, _record("parent"), had_row=True, output="the full output")
+    record_id = finish(store, _record("parent", commit=commit), had_row=True, output="the full output")
     (marker,) = iter_pending(store)  # a top-level answer to a call awaits its link
     assert (marker.status, marker.record, marker.output) == ("completed", record_id, "the full output")
-    assert held_ids(store) == {child_id, HEAD, COMMIT, record_id}
+    assert held_ids(store) == {child_id, HEAD, commit, record_id}
+
+    with pytest.raises(MissingLinkTarget):  # a record linking a commit the store does not hold: refused
+        finish(store, _record("orphan"), had_row=False)
 
     delete_rows(store, ["parent", "never-written"])
     assert list(iter_pending(store)) == []
