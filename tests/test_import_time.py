@@ -1,9 +1,10 @@
 """``import tractkv`` stays light: what it leaves for first use, and that every public name still resolves.
 
-The lazy names (PEP 562 ``__getattr__`` in ``tractkv``, ``tractkv.store``, ``tractkv.engine.records`` and
-``tractkv.engine.content``) must behave as eager ones: ``tractkv.X``, ``from tractkv import X``, ``dir()``,
-``from tractkv import *`` and a strict type checker. ``benchmarks/bench_store.py``'s ``import_time`` case
-measures the time; this pins the module sets, which do not depend on the machine.
+The lazy names (PEP 562 ``__getattr__`` from ``tractkv._lazy.lazy_exports`` in ``tractkv``, ``tractkv.store``,
+``tractkv.engine.records`` and ``tractkv.engine.content``) must behave as eager ones: ``tractkv.X``, ``from
+tractkv import X``, ``dir()``, ``from tractkv import *`` and a strict type checker.
+``benchmarks/bench_store.py``'s ``import_time`` case measures the time; this pins the module sets, which do not
+depend on the machine.
 """
 
 from __future__ import annotations

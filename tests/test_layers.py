@@ -1,6 +1,7 @@
 """Imports only go downward through the layers docs/ARCHITECTURE.md draws, and tractkv's import graph has no cycle.
 
-Every import counts: module level, lazy imports inside functions, and imports under ``if TYPE_CHECKING:`` (an
+Every import counts: module level, lazy imports inside functions, the modules a ``lazy_exports`` table names
+(loaded on first access, so counted as lazy imports), and imports under ``if TYPE_CHECKING:`` (an
 annotation that needs a higher layer is a dependency on it all the same). A bare ``import tractkv`` or ``from
 tractkv import X`` (X not a module) is an import of the package root, the top layer. The one allowance: the
 facade (``tractkv/tract.py``) may reach the toolkit, which sits above it, by a lazy import inside a function
@@ -25,6 +26,7 @@ LAYERS = {
     "ids": 0,
     "codec": 0,
     "_version": 0,
+    "_lazy": 0,
     "model": 1,
     "store": 2,
     "engine": 3,
@@ -102,14 +104,31 @@ def _is_type_checking(test: ast.expr) -> bool:
     return ast.unparse(test) in {"TYPE_CHECKING", "typing.TYPE_CHECKING"}
 
 
+def _lazy_target(package: str, path: str) -> str | None:
+    """The module a ``lazy_exports`` table names (a leading dot resolves against ``package``, as import does)."""
+    level = len(path) - len(path.lstrip("."))
+    if not level:
+        return _below_tractkv(path)
+    anchor = package.split(".") if package else []
+    return ".".join([*anchor[: len(anchor) - (level - 1)], path[level:]])
+
+
 def _imports_of(path: Path, text: str | None = None) -> Iterator[Import]:
     """Every import of a tractkv module in one file (or in ``text``, read as that file), with how it is made."""
     source = _module_name(path)
     package = source if path.name == "__init__.py" else source.rpartition(".")[0]
     tree = ast.parse(path.read_text(encoding="utf-8") if text is None else text)
+    tables = {  # module-level `NAME = {...}`: what a lazy_exports(__name__, NAME) call reads
+        target.id: node.value
+        for node in tree.body
+        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Dict)
+        for target in node.targets
+        if isinstance(target, ast.Name)
+    }
 
     def visit(node: ast.AST, type_checking: bool, in_function: bool) -> Iterator[Import]:
         targets: list[str] = []
+        lazy_table = False
         if isinstance(node, ast.Import):
             targets = [t for t in (_below_tractkv(a.name) for a in node.names) if t is not None]
         elif isinstance(node, ast.ImportFrom):
@@ -130,6 +149,20 @@ def _imports_of(path: Path, text: str | None = None) -> Iterator[Import]:
         ):
             below = _below_tractkv(node.args[0].value)
             targets = [below] if below is not None else []
+        elif (
+            isinstance(node, ast.Call)
+            and ast.unparse(node.func) in {"_lazy.lazy_exports", "lazy_exports"}
+            and len(node.args) > 1
+            and isinstance(table := tables.get(ast.unparse(node.args[1]), node.args[1]), ast.Dict)
+        ):
+            # names that load on first use: each module named in the table (inline, or a module-level dict) is
+            # a lazy import
+            paths = {
+                v.value for v in table.values if isinstance(v, ast.Constant) and isinstance(v.value, str)
+            }
+            found = (_lazy_target(package, path) for path in sorted(paths))
+            targets = sorted({t for t in found if t is not None})
+            lazy_table = True
         for target in targets:
             yield Import(
                 source=source,
@@ -137,7 +170,7 @@ def _imports_of(path: Path, text: str | None = None) -> Iterator[Import]:
                 line=getattr(node, "lineno", 0),
                 target=target,
                 type_checking=type_checking,
-                in_function=in_function,
+                in_function=in_function or lazy_table,
                 statement=ast.unparse(node),
             )
         if isinstance(node, ast.If) and _is_type_checking(node.test):
@@ -268,6 +301,9 @@ else:
 def push() -> None:
     from tractkv.view import app
     importlib.import_module("tractkv.cli")
+__getattr__, __dir__ = _lazy.lazy_exports(__name__, {"A": "tractkv.sync.server", "B": "..toolkit.loop", "C": "json"})
+_TABLE = {"D": ".frames"}
+__getattr__, __dir__ = _lazy.lazy_exports(__name__, _TABLE)
 """
 
 
@@ -290,6 +326,9 @@ def test_the_import_scanner_sees_every_kind_of_import() -> None:
         (16, "model", False, False),  # the else branch of TYPE_CHECKING runs
         (18, "view.app", False, True),
         (19, "cli", False, True),
+        (20, "sync.server", False, True),  # a lazy_exports table: loaded on first use, as a lazy import is
+        (20, "toolkit.loop", False, True),
+        (22, "sync.frames", False, True),  # the table a module-level name holds
     }
     assert unit("") == "__init__"
     assert unit("sync.http_client") == "sync"

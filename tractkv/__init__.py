@@ -18,8 +18,9 @@ tractkv import X`` and ``dir(tractkv)`` offer them as any other name, and their 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from tractkv import _lazy
 from tractkv._version import __version__
 from tractkv.engine.content import Message, Part, ToolCall
 from tractkv.engine.records import CommitInfo, CompiledContext
@@ -84,7 +85,7 @@ from tractkv.errors import (
 from tractkv.store import Store
 from tractkv.tract import Tract
 
-if TYPE_CHECKING:  # loaded on first access: see __getattr__ below
+if TYPE_CHECKING:  # loaded on first access: see _lazy.lazy_exports below
     from tractkv.engine.content_classes import ArtifactContent as ArtifactContent
     from tractkv.engine.content_classes import DialogueContent as DialogueContent
     from tractkv.engine.content_classes import FreeformContent as FreeformContent
@@ -104,39 +105,28 @@ if TYPE_CHECKING:  # loaded on first access: see __getattr__ below
     from tractkv.engine.reports import StatusInfo as StatusInfo
 else:
     # public name -> the module that defines it, imported on the first access to one of its names
-    _LAZY = {
-        "ArtifactContent": "tractkv.engine.content_classes",
-        "BranchInfo": "tractkv.engine.reports",
-        "BudgetOverrun": "tractkv.engine.reports",
-        "ChildInfo": "tractkv.engine.reports",
-        "ContextDiff": "tractkv.engine.reports",
-        "DialogueContent": "tractkv.engine.content_classes",
-        "DiffEntry": "tractkv.engine.reports",
-        "FreeformContent": "tractkv.engine.content_classes",
-        "GcResult": "tractkv.engine.reports",
-        "InstructionContent": "tractkv.engine.content_classes",
-        "MergeResult": "tractkv.engine.reports",
-        "ParentInfo": "tractkv.engine.reports",
-        "PendingToolResult": "tractkv.engine.hooks",
-        "ReasoningContent": "tractkv.engine.content_classes",
-        "ReflogEntry": "tractkv.engine.reports",
-        "Repair": "tractkv.engine.reports",
-        "StatusInfo": "tractkv.engine.reports",
-    }
-
-    def __getattr__(name: str) -> Any:
-        """A public name whose module loads on first use (PEP 562): import it, keep it as a global."""
-        module = _LAZY.get(name)
-        if module is None:
-            raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-        import importlib
-
-        value = getattr(importlib.import_module(module), name)
-        globals()[name] = value  # later accesses are plain global lookups
-        return value
-
-    def __dir__() -> list[str]:
-        return sorted(set(globals()) | set(__all__))
+    __getattr__, __dir__ = _lazy.lazy_exports(
+        __name__,
+        {
+            "ArtifactContent": "tractkv.engine.content_classes",
+            "BranchInfo": "tractkv.engine.reports",
+            "BudgetOverrun": "tractkv.engine.reports",
+            "ChildInfo": "tractkv.engine.reports",
+            "ContextDiff": "tractkv.engine.reports",
+            "DialogueContent": "tractkv.engine.content_classes",
+            "DiffEntry": "tractkv.engine.reports",
+            "FreeformContent": "tractkv.engine.content_classes",
+            "GcResult": "tractkv.engine.reports",
+            "InstructionContent": "tractkv.engine.content_classes",
+            "MergeResult": "tractkv.engine.reports",
+            "ParentInfo": "tractkv.engine.reports",
+            "PendingToolResult": "tractkv.engine.hooks",
+            "ReasoningContent": "tractkv.engine.content_classes",
+            "ReflogEntry": "tractkv.engine.reports",
+            "Repair": "tractkv.engine.reports",
+            "StatusInfo": "tractkv.engine.reports",
+        },
+    )
 
 
 __all__ = [

@@ -73,7 +73,7 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
-from tractkv import codec
+from tractkv import _lazy, codec
 from tractkv.errors import ContentError, EncodeError
 from tractkv.ids import is_object_id
 from tractkv.model import MAX_OBJECT_BYTES, Blob, object_id
@@ -984,14 +984,14 @@ if TYPE_CHECKING:
     from .content_classes import InstructionContent as InstructionContent
     from .content_classes import ReasoningContent as ReasoningContent
 else:
-    _CONTENT_CLASSES = frozenset(
-        {"ArtifactContent", "DialogueContent", "FreeformContent", "InstructionContent", "ReasoningContent"}
+    # the content classes: from .content_classes on first use
+    __getattr__, __dir__ = _lazy.lazy_exports(
+        __name__,
+        {
+            "ArtifactContent": ".content_classes",
+            "DialogueContent": ".content_classes",
+            "FreeformContent": ".content_classes",
+            "InstructionContent": ".content_classes",
+            "ReasoningContent": ".content_classes",
+        },
     )
-
-    def __getattr__(name: str) -> Any:
-        """The content classes, from :mod:`tractkv.engine.content_classes` on first use (PEP 562)."""
-        if name in _CONTENT_CLASSES:
-            from . import content_classes
-
-            return getattr(content_classes, name)
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 import attrs
 
+from tractkv import _lazy
 from tractkv.errors import ToolPairingError
 from tractkv.ids import ObjectId
 
@@ -22,7 +23,7 @@ from .content import Message
 
 # ``import X as X`` below: the explicit re-export type checkers read (PEP 484), which ruff would flag
 # ruff: noqa: PLC0414
-if TYPE_CHECKING:  # defined in .reports, loaded on first use (see __getattr__ below)
+if TYPE_CHECKING:  # defined in .reports, loaded on first use (see _lazy.lazy_exports below)
     from .reports import BranchInfo as BranchInfo
     from .reports import BudgetOverrun as BudgetOverrun
     from .reports import ChildInfo as ChildInfo
@@ -36,30 +37,24 @@ if TYPE_CHECKING:  # defined in .reports, loaded on first use (see __getattr__ b
     from .reports import RunResult as RunResult
     from .reports import StatusInfo as StatusInfo
 else:
-    _REPORTS = frozenset(
+    # the values of the less frequent operations: from .reports on first use
+    __getattr__, __dir__ = _lazy.lazy_exports(
+        __name__,
         {
-            "BranchInfo",
-            "BudgetOverrun",
-            "ChildInfo",
-            "ContextDiff",
-            "DiffEntry",
-            "GcResult",
-            "MergeResult",
-            "ParentInfo",
-            "ReflogEntry",
-            "Repair",
-            "RunResult",
-            "StatusInfo",
-        }
+            "BranchInfo": ".reports",
+            "BudgetOverrun": ".reports",
+            "ChildInfo": ".reports",
+            "ContextDiff": ".reports",
+            "DiffEntry": ".reports",
+            "GcResult": ".reports",
+            "MergeResult": ".reports",
+            "ParentInfo": ".reports",
+            "ReflogEntry": ".reports",
+            "Repair": ".reports",
+            "RunResult": ".reports",
+            "StatusInfo": ".reports",
+        },
     )
-
-    def __getattr__(name: str) -> Any:
-        """The values of the less frequent operations, from :mod:`tractkv.engine.reports` on first use."""
-        if name in _REPORTS:
-            from . import reports
-
-            return getattr(reports, name)
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 T = TypeVar("T")

@@ -7,8 +7,9 @@ tractkv.llm import ScriptedLLM`` work without it.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from tractkv import _lazy
 from tractkv.errors import LLMError, LLMHTTPError, MalformedResponse, ScriptExhausted
 
 from .protocol import LLMClient, LLMResponse, call_model
@@ -19,19 +20,14 @@ if TYPE_CHECKING:
     from .anthropic_client import AnthropicClient
     from .openai_client import OpenAIClient
 
-_LAZY = {
-    "AnthropicClient": "tractkv.llm.anthropic_client",
-    "OpenAIClient": "tractkv.llm.openai_client",
-}
-
-
-def __getattr__(name: str) -> Any:
-    """Import an HTTP client (and httpx) only when it is asked for."""
-    if name in _LAZY:
-        import importlib
-
-        return getattr(importlib.import_module(_LAZY[name]), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+# the HTTP clients (and httpx) load only when asked for
+__getattr__, __dir__ = _lazy.lazy_exports(
+    __name__,
+    {
+        "AnthropicClient": "tractkv.llm.anthropic_client",
+        "OpenAIClient": "tractkv.llm.openai_client",
+    },
+)
 
 
 __all__ = [

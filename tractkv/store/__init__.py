@@ -8,6 +8,7 @@ import sys
 import types
 from typing import TYPE_CHECKING, Any
 
+from tractkv import _lazy
 from tractkv.store.base import ANY, Reader, Store, Table, WriteBatch
 from tractkv.store.format import STORE_FORMAT
 from tractkv.store.lmdb import LmdbStore, open_store
@@ -16,29 +17,18 @@ if TYPE_CHECKING:
     from tractkv.store.fsck import FsckReport, Problem, fsck
     from tractkv.store.memory import MemoryStore
 else:
-    _LAZY = {
-        "FsckReport": "tractkv.store.fsck",
-        "Problem": "tractkv.store.fsck",
-        "fsck": "tractkv.store.fsck",
-        "MemoryStore": "tractkv.store.memory",
-    }
+    __getattr__, __dir__ = _lazy.lazy_exports(
+        __name__,
+        {
+            "FsckReport": "tractkv.store.fsck",
+            "Problem": "tractkv.store.fsck",
+            "fsck": "tractkv.store.fsck",
+            "MemoryStore": "tractkv.store.memory",
+        },
+    )
 
-    def __getattr__(name: str) -> Any:
-        """A name whose module loads on first use: import it, keep its names here as globals."""
-        module = _LAZY.get(name)
-        if module is None:
-            raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-        import importlib
-
-        loaded = importlib.import_module(module)
-        for each, where in _LAZY.items():
-            if where == module:
-                globals()[each] = getattr(loaded, each)
-        return globals()[name]
-
-    def __dir__() -> list[str]:
-        return sorted(set(globals()) | set(__all__))
-
+    # Not lazy_exports' business: only here is a lazy name (the function fsck) also a submodule's name, which
+    # the import system binds on the package, by setattr, whenever that submodule loads.
     class _StorePackage(types.ModuleType):
         """``tractkv.store.fsck`` is the function, as when it was imported eagerly. Loading the submodule of
         the same name (``from tractkv.store.fsck import Problem``, before or after) binds the module as this

@@ -13,8 +13,9 @@ use (``ToolStats``, ``ToolUsage`` and ``UsageNode`` from the engine, where usage
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from tractkv import _lazy
 
 if TYPE_CHECKING:
     from tractkv.engine.content import ToolCall
@@ -31,7 +32,9 @@ if TYPE_CHECKING:
     from .loop import run
     from .profiles import FULL_PROFILE, SELF_PROFILE, SUPERVISOR_PROFILE, ToolProfile, as_tools, get_profile
 
-_LAZY = {  # name -> the module holding it, relative to this package
+# name -> the module holding it, relative to this package; every public name loads on first use (keeps ``import
+# tractkv`` light), and tests/toolkit/test_package.py checks that this table is __all__
+_LAZY = {
     "EventBus": ".events",
     "FULL_PROFILE": ".profiles",
     "RunResult": ".loop",
@@ -55,14 +58,7 @@ _LAZY = {  # name -> the module holding it, relative to this package
     "run": ".loop",
     "tool": ".definitions",
 }
-
-
-def __getattr__(name: str) -> Any:
-    """Load a toolkit name on first use (keeps ``import tractkv`` light)."""
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    return getattr(importlib.import_module(module, __name__), name)
+__getattr__, __dir__ = _lazy.lazy_exports(__name__, _LAZY)
 
 
 __all__ = [
