@@ -432,17 +432,13 @@ class Session:
         while it is staged (the validator, the clock, a failed derivation) unstages every object it staged:
         the batch goes on without it, and nothing of it reaches the store."""
         batch = self._batch
-        if batch is None:
-            return self._commit_with(
-                build, reflog_op, summary, tip=tip, action=action, rebase=rebase, payload=payload, text=text
-            )
-        mark, refs = batch.mark(), dict(batch.ref_updates)
+        mark, refs = (batch.mark(), dict(batch.ref_updates)) if batch is not None else (0, {})
         try:
             return self._commit_with(
                 build, reflog_op, summary, tip=tip, action=action, rebase=rebase, payload=payload, text=text
             )
         except BaseException:
-            if batch.ref_updates == refs:  # refused before its branch move was staged
+            if batch is not None and batch.ref_updates == refs:  # refused before its branch move was staged
                 batch.drop_since(mark)
             raise
 
