@@ -7,10 +7,8 @@ from __future__ import annotations
 
 import json
 import sys
-from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-import attrs
 import click
 
 from tractkv.cli.common import (
@@ -22,7 +20,7 @@ from tractkv.cli.common import (
     note,
     with_state,
 )
-from tractkv.engine.content import MESSAGE_ROLES, Message, message_parts_markers
+from tractkv.engine.content import MESSAGE_ROLES, message_parts_markers
 from tractkv.engine.describe import clip, describe_commit, short_id
 from tractkv.engine.lanes import layout_lanes
 from tractkv.engine.records import CommitInfo
@@ -36,23 +34,6 @@ if TYPE_CHECKING:
 
 CONTENT_TYPES = ("dialogue", "instruction", "reasoning", "artifact", "freeform")
 LINE = 72  # characters of a commit's summary shown per log line
-
-
-def _jsonable(value: Any) -> Any:
-    """Results (attrs values, messages, datetimes) as JSON-safe data."""
-    if isinstance(value, CommitInfo):
-        return value.to_json()
-    if isinstance(value, Message):
-        return to_jsonable(value.to_dict())  # media bytes as {"$bytes": "<base64>"}
-    if attrs.has(type(value)):
-        return {f.name: _jsonable(getattr(value, f.name)) for f in attrs.fields(type(value))}
-    if isinstance(value, datetime):
-        return value.isoformat()
-    if isinstance(value, dict):
-        return {str(k): _jsonable(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_jsonable(v) for v in value]
-    return to_jsonable(value)
 
 
 def _preview(info: CommitInfo, width: int = LINE) -> str:
@@ -546,7 +527,7 @@ def status(st: CliState, as_json: bool) -> None:
     """Branch, HEAD, commit / message / token counts, budget use, ahead / behind its upstream."""
     info = st.tract(readonly=True).status()
     if as_json:
-        data = _jsonable(info)
+        data = to_jsonable(info)
         data["budget_used"] = info.budget_used
         echo_json(data)
         return
@@ -607,13 +588,13 @@ def branch(
     if name is not None:
         created = t.branch(name, source=source, switch=do_switch)
         if as_json:
-            echo_json(_jsonable(created))
+            echo_json(to_jsonable(created))
         else:
             click.echo(f"{created.name} {created.head}")
         return
     branches = t.list_branches()
     if as_json:
-        echo_json([_jsonable(b) for b in branches])
+        echo_json([to_jsonable(b) for b in branches])
         return
     for b in branches:
         mark = "*" if b.is_current else " "
@@ -737,7 +718,7 @@ def merge(st: CliState, source: str, strategy: str, message: str | None, as_json
     """Merge SOURCE (a branch or revision) into the current branch."""
     result = st.tract().merge(source, strategy=strategy, message=message)
     if as_json:
-        echo_json(_jsonable(result))
+        echo_json(to_jsonable(result))
         return
     extra = f", {result.conflicts_resolved} conflict(s) resolved ({result.strategy})"
     click.echo(f"{result.kind}: {result.head}" + (extra if result.conflicts_resolved else ""))
@@ -766,7 +747,7 @@ def reflog(st: CliState, branch: str | None, limit: int | None, as_json: bool) -
     """Moves of BRANCH (default: the current one), newest first."""
     entries = st.tract(readonly=True).reflog(branch, limit=limit)
     if as_json:
-        echo_json([_jsonable(e) for e in entries])
+        echo_json([to_jsonable(e) for e in entries])
         return
     for e in entries:
         old = str(e.old)[:12] if e.old else "(none)"
@@ -784,7 +765,7 @@ def diff(st: CliState, a: str, b: str | None, as_json: bool) -> None:
     """Message-level changes between the compiled contexts of A and B (default HEAD)."""
     result = st.tract(readonly=True).diff(a, b)
     if as_json:
-        echo_json(_jsonable(result))
+        echo_json(to_jsonable(result))
         return
     if result.is_empty:
         note("no differences")
@@ -825,7 +806,7 @@ def gc(st: CliState, min_age_hours: float, keep_pinned: bool, as_json: bool) -> 
     """Delete objects nothing reaches (refs, young reflog entries, young commits, pins); fsck stays clean."""
     result = st.tract().gc(min_age_hours=min_age_hours, keep_pinned=keep_pinned)
     if as_json:
-        echo_json(_jsonable(result))
+        echo_json(to_jsonable(result))
         return
     click.echo(
         f"removed {result.removed_objects} objects ({result.removed_bytes} bytes), "

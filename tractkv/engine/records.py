@@ -191,10 +191,7 @@ class CommitInfo:
         """A JSON-safe dict (timestamps as ISO 8601)."""
         from tractkv.model import to_jsonable
 
-        out = attrs.asdict(self, recurse=False)
-        out["parent_ids"] = list(self.parent_ids)
-        out["created_at"] = self.created_at.isoformat()
-        return dict(to_jsonable(out))
+        return dict(to_jsonable(self))
 
 
 @attrs.frozen(kw_only=True)

@@ -229,9 +229,9 @@ class ChildInfo:
 
     def to_json(self) -> dict[str, Any]:
         """A JSON-safe dict (the timestamp as ISO 8601)."""
-        out = attrs.asdict(self, recurse=False)
-        out["created_at"] = self.created_at.isoformat()
-        return out
+        from tractkv.model import to_jsonable
+
+        return dict(to_jsonable(self))
 
 
 @attrs.frozen(kw_only=True)
@@ -254,6 +254,6 @@ class ParentInfo:
 
     def to_json(self) -> dict[str, Any]:
         """A JSON-safe dict (the timestamp as ISO 8601)."""
-        out = attrs.asdict(self, recurse=False)
-        out["created_at"] = self.created_at.isoformat()
-        return out
+        from tractkv.model import to_jsonable
+
+        return dict(to_jsonable(self))

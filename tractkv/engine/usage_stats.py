@@ -12,6 +12,8 @@ from typing import Any
 
 import attrs
 
+from tractkv.model import to_jsonable
+
 from .usage_tree import ToolUsage
 
 
@@ -36,7 +38,10 @@ class ToolStats:
 
     def to_json(self) -> dict[str, Any]:
         """A JSON-safe dict of the fields plus ``success_rate``."""
-        return {**attrs.asdict(self), "success_rate": self.success_rate}
+        return dict(to_jsonable(self, _STATS_KEYS))
+
+
+_STATS_KEYS = (*(f.name for f in attrs.fields(ToolStats)), "success_rate")
 
 
 def percentile(values: list[float], pct: float) -> float | None:

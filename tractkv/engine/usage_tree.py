@@ -106,27 +106,8 @@ class ToolUsage:
         return self.result_chars is not None
 
     def to_json(self) -> dict[str, Any]:
-        """A JSON-safe dict (timestamps as ISO 8601)."""
-        return {
-            "id": self.id,
-            "tool_name": self.tool_name,
-            "status": self.status,
-            "commit_id": self.commit_id,
-            "parent_id": self.parent_id,
-            "tool_call_id": self.tool_call_id,
-            "arguments": to_jsonable(self.arguments),
-            "result": self.result,
-            "result_chars": self.result_chars,
-            "error": self.error,
-            "started_at": self.started_at.isoformat(),
-            "completed_at": self.completed_at.isoformat() if self.completed_at else None,
-            "duration_ms": self.duration_ms,
-            "oid": self.oid,
-            "result_commit": self.result_commit,
-            "children": list(self.children),
-            "heads": list(self.heads),
-            "rerun_of": self.rerun_of,
-        }
+        """A JSON-safe dict (timestamps as ISO 8601; ``duration_ms`` added, ``truncated`` left out)."""
+        return dict(to_jsonable(self, _USAGE_KEYS))
 
     @classmethod
     def from_record(cls, record: UsageRecord, oid: ObjectId, result_commit: ObjectId | None) -> ToolUsage:
@@ -173,6 +154,13 @@ class ToolUsage:
             tool_call_id=row.tool_call_id,
             heads=row.heads,
         )
+
+
+_USAGE_KEYS = (
+    *("id", "tool_name", "status", "commit_id", "parent_id", "tool_call_id", "arguments", "result"),
+    *("result_chars", "error", "started_at", "completed_at", "duration_ms", "oid", "result_commit"),
+    *("children", "heads", "rerun_of"),
+)  # ToolUsage.to_json's keys, in its order (not the fields' order)
 
 
 @attrs.frozen(kw_only=True)

@@ -18,8 +18,9 @@ path encodes and hashes each object once by taking ids from ``batch.put``, which
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from contextvars import ContextVar
+from datetime import datetime
 from typing import Any, ClassVar, TypeAlias
 
 import attrs
@@ -751,8 +752,15 @@ def _oids(raw: object) -> tuple[ObjectId, ...]:
     return tuple(out)
 
 
-def to_jsonable(value: Any) -> Any:
-    """A JSON-safe copy of a payload: bytes become ``{"$bytes": "<base64>"}``, tuples lists."""
+def to_jsonable(value: Any, keys: Iterable[str] | None = None) -> Any:
+    """A JSON-safe copy of a value: tractkv's one conversion to JSON (every ``to_json()`` and ``--json``).
+
+    Bytes become ``{"$bytes": "<base64>"}``, datetimes ISO 8601 text, tuples and lists lists, dicts dicts
+    (keys kept) of converted values. An attrs value with a ``to_dict`` method (a compiled message or part)
+    becomes its converted ``to_dict()``; any other attrs value a dict of its fields in declaration order, or,
+    given ``keys``, of those attributes (fields or properties) in that order. Anything else (str, ids, numbers,
+    bool, None) is returned as it is: no error is raised here; ``json.dumps`` rejects what JSON cannot hold.
+    """
     if isinstance(value, bytes):
         import base64
 
@@ -761,6 +769,15 @@ def to_jsonable(value: Any) -> Any:
         return {k: to_jsonable(v) for k, v in value.items()}
     if isinstance(value, list | tuple):
         return [to_jsonable(v) for v in value]
+    if isinstance(value, datetime):
+        return value.isoformat()
+    if attrs.has(type(value)):
+        if keys is None:
+            to_dict = getattr(value, "to_dict", None)
+            if to_dict is not None:
+                return to_jsonable(to_dict())
+            keys = (f.name for f in attrs.fields(type(value)))
+        return {k: to_jsonable(getattr(value, k)) for k in keys}
     return value
 
 

@@ -64,24 +64,13 @@ class ToolEvent:
 
     def to_json(self) -> dict[str, Any]:
         """A JSON-safe dict (timestamps as ISO 8601), e.g. to forward the event over a socket."""
-        return {
-            "kind": self.kind,
-            "usage_id": self.usage_id,
-            "parent_id": self.parent_id,
-            "commit_id": self.commit_id,
-            "branch": self.branch,
-            "tool_name": self.tool_name,
-            "tool_call_id": self.tool_call_id,
-            "arguments": to_jsonable(self.arguments),
-            "description": self.description,
-            "rerun_of": self.rerun_of,
-            "timestamp": self.timestamp.isoformat(),
-            "started_at": self.started_at.isoformat() if self.started_at else None,
-            "duration_ms": self.duration_ms,
-            "output": self.output,
-            "error": self.error,
-        }
+        return dict(to_jsonable(self, _EVENT_KEYS))
 
+
+_EVENT_KEYS = (
+    *("kind", "usage_id", "parent_id", "commit_id", "branch", "tool_name", "tool_call_id", "arguments"),
+    *("description", "rerun_of", "timestamp", "started_at", "duration_ms", "output", "error"),
+)  # ToolEvent.to_json's keys, in its order (not the fields' order)
 
 Subscriber = Callable[[ToolEvent], object]
 
