@@ -40,6 +40,7 @@ from tractkv.store.base import (
     live_gc_runs,
     pack_gc_runs,
 )
+from tractkv.store.walk import iter_reachable
 
 from .content import ANNOTATION
 from .records import GcResult
@@ -143,7 +144,7 @@ def _collect(
                     pinned.add(obj.edit_target)
                     pinned.add(oid)
         roots |= {p for p in pinned if snap.has(p)}
-        live = _reachable(snap, roots)
+        live = set(iter_reachable(snap, roots))
         candidates: dict[ObjectId, int] = {}  # unreachable in the snapshot: id -> size
         kept = 0
         for oid, data in snap.iter_raw_objects():
@@ -233,21 +234,7 @@ def _rescued(
 ) -> set[ObjectId]:
     """The candidates reachable from ``roots`` now, walking through objects made since the snapshot and
     stopping at what the snapshot found live (its closure is live already)."""
-    rescued: set[ObjectId] = set()
-    seen: set[ObjectId] = set()
-    stack = [oid for oid in roots if oid not in live]
-    while stack:
-        oid = stack.pop()
-        if oid in seen or oid in live:
-            continue
-        seen.add(oid)
-        obj = view.get(oid)
-        if obj is None:
-            continue
-        if oid in candidates:
-            rescued.add(oid)
-        stack.extend(link for link in obj.iter_links() if link not in seen and link not in live)
-    return rescued
+    return {oid for oid in iter_reachable(view, roots, stop=live) if oid in candidates}
 
 
 def _announce(store: Store, token: bytes) -> None:
@@ -284,25 +271,6 @@ def _withdraw(store: Store, token: bytes) -> None:
 
     batch.prepare = prepare
     store.apply(batch)
-
-
-def _reachable(snap: object, roots: set[ObjectId]) -> set[ObjectId]:
-    # TODO(sync): switch to tractkv.store.walk.iter_reachable once it lands (same walk, shared with sync).
-    from tractkv.store import Reader
-
-    assert isinstance(snap, Reader)
-    live: set[ObjectId] = set()
-    stack = [r for r in roots if snap.has(r)]
-    while stack:
-        oid = stack.pop()
-        if oid in live:
-            continue
-        obj = snap.get(oid)
-        if obj is None:
-            continue
-        live.add(oid)
-        stack.extend(link for link in obj.iter_links() if link not in live)
-    return live
 
 
 def _drop_checkpoints(view: Reader, batch: WriteBatch, deleted: set[ObjectId]) -> int:
