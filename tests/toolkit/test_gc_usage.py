@@ -9,31 +9,32 @@ from tractkv.engine import usage_rows
 from tractkv.ids import ObjectId
 from tractkv.model.objects import UsageRecord
 
+PARENT = usage_rows.PendingUsage.start(
+    usage_id="u-parent",
+    tool_name="delegate",
+    arguments={},
+    started_at=1,
+    commit=None,
+    tool_call_id="c1",
+    parent_id=None,
+)
+CHILD = UsageRecord(
+    usage_id="u-child",
+    tool_name="search",
+    status="success",
+    started_at=2,
+    completed_at=3,
+    result="ok",
+    parent_id="u-parent",
+)
+
 
 def test_gc_keeps_nested_records_of_a_running_execution() -> None:
     with Tract.open() as t:
         t.user("start")
         store = t._store
-        parent = usage_rows.PendingUsage.start(
-            usage_id="u-parent",
-            tool_name="delegate",
-            arguments={},
-            started_at=1,
-            commit=None,
-            tool_call_id="c1",
-            parent_id=None,
-        )
-        usage_rows.begin(store, parent)
-        child = UsageRecord(
-            usage_id="u-child",
-            tool_name="search",
-            status="success",
-            started_at=2,
-            completed_at=3,
-            result="ok",
-            parent_id="u-parent",
-        )
-        child_id = usage_rows.finish(store, child, had_row=False)
+        usage_rows.begin(store, PARENT)
+        child_id = usage_rows.finish(store, CHILD, had_row=False)
         assert store.has(child_id)
 
         t.gc(min_age_hours=0)
@@ -53,30 +54,12 @@ def test_a_row_written_while_gc_starts_is_honoured(monkeypatch: pytest.MonkeyPat
     with Tract.open() as t:
         t.user("start")
         store = t._store
-        parent = usage_rows.PendingUsage.start(
-            usage_id="u-parent",
-            tool_name="delegate",
-            arguments={},
-            started_at=1,
-            commit=None,
-            tool_call_id="c1",
-            parent_id=None,
-        )
-        child = UsageRecord(
-            usage_id="u-child",
-            tool_name="search",
-            status="success",
-            started_at=2,
-            completed_at=3,
-            result="ok",
-            parent_id="u-parent",
-        )
         held: list[ObjectId] = []
         announce = gc_module._announce
 
         def late_row_then_announce(st: object, token: bytes) -> None:
-            usage_rows.begin(store, parent)  # another process's tool finishes its nested call now
-            held.append(usage_rows.finish(store, child, had_row=False))
+            usage_rows.begin(store, PARENT)  # another process's tool finishes its nested call now
+            held.append(usage_rows.finish(store, CHILD, had_row=False))
             announce(store, token)
 
         monkeypatch.setattr(gc_module, "_announce", late_row_then_announce)
