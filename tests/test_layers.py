@@ -3,9 +3,9 @@
 Every import counts: module level, lazy imports inside functions, the modules a ``lazy_exports`` table names
 (loaded on first access, so counted as lazy imports), and imports under ``if TYPE_CHECKING:`` (an
 annotation that needs a higher layer is a dependency on it all the same). A bare ``import tractkv`` or ``from
-tractkv import X`` (X not a module) is an import of the package root, the top layer. The one allowance: the
-facade (``tractkv/tract.py``) may reach the toolkit, which sits above it, by a lazy import inside a function
-body (a one-line delegation such as ``Tract.run``), never at module level or under TYPE_CHECKING.
+tractkv import X`` (X not a module) is an import of the package root, the top layer. There is no allowance:
+where a lower layer needs something above it (the facade's deprecated ``Tract.run`` needs the toolkit), the
+layer above hands it down (the package root gives the facade a function that finds the toolkit's).
 """
 
 from __future__ import annotations
@@ -191,13 +191,6 @@ def all_imports() -> list[Import]:
     return [imp for path in sorted(PACKAGE.rglob("*.py")) for imp in _imports_of(path)]
 
 
-def is_allowed_upward(imp: Import) -> bool:
-    """The one upward import allowed: the facade's lazy, in-function delegation to the toolkit."""
-    return (
-        imp.source == "tract" and unit(imp.target) == "toolkit" and imp.in_function and not imp.type_checking
-    )
-
-
 def _cycles(edges: dict[str, dict[str, list[Import]]]) -> list[list[str]]:
     """Strongly connected components with more than one node (Tarjan), each sorted, in sorted order."""
     index: dict[str, int] = {}
@@ -254,7 +247,7 @@ def test_imports_only_go_downward() -> None:
         f"{imp.where()}  ->  {unit(imp.target)} (layer {LAYERS[unit(imp.target)]}) "
         f"from {unit(imp.source)} (layer {LAYERS[unit(imp.source)]})"
         for imp in all_imports()
-        if LAYERS[unit(imp.target)] > LAYERS[unit(imp.source)] and not is_allowed_upward(imp)
+        if LAYERS[unit(imp.target)] > LAYERS[unit(imp.source)]
     ]
     assert upward == [], "upward imports:\n" + "\n".join(upward)
 
@@ -263,7 +256,7 @@ def test_no_import_cycle_between_top_level_units() -> None:
     edges: dict[str, dict[str, list[Import]]] = defaultdict(lambda: defaultdict(list))
     for imp in all_imports():
         source, target = unit(imp.source), unit(imp.target)
-        if source != target and not is_allowed_upward(imp):
+        if source != target:
             edges[source][target].append(imp)
     cycles = _cycles(edges)
     report = [f"cycle {' <-> '.join(c)}:\n  " + "\n  ".join(_describe(c, edges)) for c in cycles]

@@ -43,6 +43,7 @@ from tractkv.tract import Tract
 if TYPE_CHECKING:
     from tractkv.engine.content import Message
     from tractkv.engine.records import CommitInfo, RunResult
+    from tractkv.engine.usage_tree import ToolUsage
     from tractkv.ids import ObjectId
     from tractkv.llm.generate import AsyncGenerationStream
     from tractkv.llm.protocol import LLMClient, LLMResponse
@@ -165,7 +166,6 @@ class AsyncTract:
     # --- the store, on the worker thread (same arguments and results as the Tract's) -----------------------
 
     annotate = _on_worker(Tract.annotate)
-    as_tools = _on_worker(Tract.as_tools)
     assistant = _on_worker(Tract.assistant)  # type: ignore[arg-type]  # **kwargs: mypy sees a named self
     branch = _on_worker(Tract.branch)
     budget = _on_worker(Tract.budget)
@@ -178,7 +178,6 @@ class AsyncTract:
     configure_tool_summarization = _on_worker(Tract.configure_tool_summarization)
     delete_branch = _on_worker(Tract.delete_branch)
     diff = _on_worker(Tract.diff)
-    export = _on_worker(Tract.export)
     fetch = _on_worker(Tract.fetch)
     find_tool_calls = _on_worker(Tract.find_tool_calls)
     find_tool_results = _on_worker(Tract.find_tool_results)
@@ -200,7 +199,6 @@ class AsyncTract:
     remote_add = _on_worker(Tract.remote_add)
     remote_remove = _on_worker(Tract.remote_remove)
     remotes = _on_worker(Tract.remotes)
-    rerun_tool_usage = _on_worker(Tract.rerun_tool_usage)
     reset = _on_worker(Tract.reset)
     review_tool_result = _on_worker(Tract.review_tool_result)
     set_budget = _on_worker(Tract.set_budget)
@@ -216,6 +214,28 @@ class AsyncTract:
     user = _on_worker(Tract.user)  # type: ignore[arg-type]  # **kwargs: mypy sees a named self
     children = _on_worker(Tract.children)
     parent = _on_worker(Tract.parent)
+
+    # --- the agent toolkit's functions of a Tract (tractkv.toolkit), on the worker ---------------------------
+
+    async def as_tools(
+        self, profile: object = "self", overrides: dict[str, str] | None = None, format: str = "openai"
+    ) -> list[dict[str, Any]]:
+        """:func:`tractkv.toolkit.as_tools`: a profile's built-in tools as request-ready schemas."""
+        from tractkv.toolkit import as_tools
+
+        return as_tools(profile, overrides, format)
+
+    async def export(self, format: str = "json") -> str:
+        """``await`` :func:`tractkv.toolkit.export` of the handle's Tract (on its worker thread)."""
+        from tractkv.toolkit import export
+
+        return await self._run(export, self._tract, format)
+
+    async def rerun_tool_usage(self, usage_id: str, executor: object = None) -> ToolUsage:
+        """``await`` :func:`tractkv.toolkit.rerun_tool_usage` on the handle's Tract (on its worker thread)."""
+        from tractkv.toolkit import rerun_tool_usage
+
+        return await self._run(rerun_tool_usage, self._tract, usage_id, executor)
 
     async def spawn(self, purpose: str, **kwargs: Any) -> AsyncTract:
         """``await`` :meth:`Tract.spawn <tractkv.Tract.spawn>` (same arguments): the child as an AsyncTract
@@ -302,7 +322,7 @@ class AsyncTract:
     async def run(
         self, llm: LLMClient | None = None, executor: object = None, max_steps: int = 10, **params: Any
     ) -> RunResult:
-        """:meth:`Tract.run <tractkv.Tract.run>`, the agent loop: its steps (compile, commit, tool
+        """:func:`tractkv.toolkit.run`, the agent loop: its steps (compile, commit, tool
         execution) run on the worker thread, each model call is awaited on the event loop (``achat``).
         An ``executor`` is a ``ToolExecutor`` of :attr:`tract`. Cancelled, it stops at its next model call
         (raising ``CancelledError`` here); the steps committed before stay."""

@@ -5,7 +5,8 @@ Lifecycle and delegation only. The handle's HEAD, compile state, batches and wri
 hooks and summarization are :mod:`tractkv.engine.tool_results`; tool-usage queries are
 ``tractkv.engine.usage_*``; sync is :mod:`tractkv.sync.transfer` and :mod:`tractkv.sync.remotes`; the model
 is reached through :func:`tractkv.llm.protocol.call_model`. The agent toolkit sits above this module and is
-reached only by one-line lazy delegations (:meth:`run`, :meth:`as_tools`, :meth:`export`).
+never imported here: its functions take a Tract (``tractkv.toolkit.run``, ``as_tools``, ``export``,
+``rerun_tool_usage``); the deprecated methods of those names reach them through :func:`provide_toolkit`.
 
 Concurrency: several handles (threads or processes) may use one store, each with its own HEAD. Every ref
 move is a compare-and-swap, so two handles appending to one branch never lose a commit: the loser gets
@@ -15,15 +16,16 @@ is re-made on top of the new tip.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any, Literal, overload
+from typing import TYPE_CHECKING, Any, Literal, cast, overload
 
 from tractkv.engine.records import CommitInfo, CompiledContext
 from tractkv.engine.refs import branch_ref
 from tractkv.engine.session import Session
 from tractkv.engine.tokens import TokenCounter
-from tractkv.errors import InvalidInput, NoLLMConfigured, ReadOnlySession, UnknownRevision
+from tractkv.errors import InvalidInput, NoLLMConfigured, ReadOnlySession, UnknownRevision, Unsupported
 from tractkv.ids import ObjectId, is_object_id
 from tractkv.model import UsageRecord
 from tractkv.store import Store, open_store
@@ -1051,44 +1053,59 @@ class Tract:
 
         return usage_queries.stats(self._session, rev)
 
-    # --- agent toolkit (above this module: one-line lazy delegations) -----------------------------------------
+    # --- deprecated: the agent toolkit's functions (tractkv.toolkit), which this layer does not import -------
 
     def rerun_tool_usage(self, usage_id: str, executor: object = None) -> ToolUsage:
-        """Run a failed tool execution again (same tool, arguments and call) and commit its result as an edit
-        of the failed result, its record naming the failed one (``rerun_of``); see
-        :mod:`tractkv.toolkit.rerun`. ``executor`` (a ``ToolExecutor``) must have the tool; default: the
-        ``full`` profile's built-ins. Raises InvalidInput for a usage that did not fail, is nested, or whose
-        call is gone from the context."""
-        from tractkv.toolkit.rerun import rerun_usage
-
-        return rerun_usage(self, usage_id, executor)
+        """Deprecated (removed in the next release): ``tractkv.toolkit.rerun_tool_usage(t, usage_id,
+        executor)``, which this calls (warning once per process)."""
+        return cast("ToolUsage", _toolkit("rerun_tool_usage")(self, usage_id, executor))
 
     def as_tools(
         self, profile: object = "self", overrides: dict[str, str] | None = None, format: str = "openai"
     ) -> list[dict[str, Any]]:
-        """The built-in tools of a profile (``self``, ``supervisor``, ``full``, or a ``ToolProfile``) as
-        request-ready schemas, with ``overrides`` ({name: description}) applied; ``format`` is ``openai`` or
-        ``anthropic``."""
-        from tractkv.toolkit.profiles import as_tools
-
-        return as_tools(profile, overrides, format)
+        """Deprecated (removed in the next release): ``tractkv.toolkit.as_tools(profile, overrides, format)``,
+        which this calls (warning once per process)."""
+        return cast("list[dict[str, Any]]", _toolkit("as_tools")(profile, overrides, format))
 
     def export(self, format: str = "json") -> str:
-        """The conversation at HEAD with its tool-usage history, as ``json`` or ``markdown`` text."""
-        from tractkv.toolkit.export import export_conversation
-
-        return export_conversation(self, format)
+        """Deprecated (removed in the next release): ``tractkv.toolkit.export(t, format)``, which this calls
+        (warning once per process)."""
+        return cast(str, _toolkit("export")(self, format))
 
     def run(
         self, llm: LLMClient | None = None, executor: object = None, max_steps: int = 10, **params: Any
     ) -> RunResult:
-        """The agent loop: compile, generate with the executor's tools (a ``ToolExecutor``), execute the
-        calls (usage tracked, results through the tool_result hooks), repeat until the model stops calling
-        tools or ``max_steps`` model calls (see :mod:`tractkv.toolkit.loop`). Without an executor the model gets no
-        tools (as ``ToolExecutor(t)``); pass ``ToolExecutor(t, profile="self")`` for the built-in context tools."""
-        from tractkv.toolkit.loop import run
+        """Deprecated (removed in the next release): ``tractkv.toolkit.run(t, llm, executor,
+        max_steps=...)``, which this calls (warning once per process)."""
+        return cast("RunResult", _toolkit("run")(self, llm, executor, max_steps=max_steps, **params))
 
-        return run(self, llm, executor, max_steps=max_steps, **params)
+
+# The deprecated Tract methods above call the agent toolkit, which sits above this module: it is never imported
+# here. A layer above hands this module the way to it instead (the package root does, on `import tractkv`,
+# with a function that imports tractkv.toolkit on first use): see `provide_toolkit`.
+_toolkit_finder: list[Callable[[str], Callable[..., Any]]] = []  # the one given, once given
+_warned: set[str] = set()  # the deprecated methods called so far in this process (each warns once)
+
+
+def provide_toolkit(finder: Callable[[str], Callable[..., Any]]) -> None:
+    """Set how the deprecated methods find a toolkit function by name (``finder("run")``); called once by
+    the package root, the layer that may import the toolkit."""
+    _toolkit_finder[:] = [finder]
+
+
+def _toolkit(name: str) -> Callable[..., Any]:
+    """The toolkit function a deprecated ``Tract.<name>`` calls, warning the first time each is used."""
+    if name not in _warned:
+        _warned.add(name)
+        first = "" if name == "as_tools" else "t, "
+        warnings.warn(
+            f"Tract.{name} is deprecated and goes in the next release: call tractkv.toolkit.{name}({first}...)",
+            DeprecationWarning,
+            stacklevel=3,
+        )
+    if not _toolkit_finder:  # only while the package root is still importing
+        raise Unsupported(f"Tract.{name}", f"the toolkit is not provided yet: call tractkv.toolkit.{name}")
+    return _toolkit_finder[0](name)
 
 
 def _check_llm(llm: object) -> None:

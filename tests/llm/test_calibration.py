@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from tractkv import BudgetExceeded, Tract
+from tractkv import BudgetExceeded, Tract, toolkit
 from tractkv.cli import cli
 from tractkv.engine import calibration
 from tractkv.engine.calibration import calibrated, context_tokens, reported_input, reported_output
@@ -472,7 +472,7 @@ def test_the_agent_loop_reports_the_last_replys_count(tmp_path: Path) -> None:
 
     t = opened(tmp_path)
     llm = ScriptedLLM([LLMResponse(text="Sunny.", usage={"input_tokens": 321, "output_tokens": 4})])
-    t.run(llm)
+    toolkit.run(t, llm)
     assert (t.status().count_source, t.status().token_count) == ("reported", 321 + 4 + MESSAGE_OVERHEAD)
 
 

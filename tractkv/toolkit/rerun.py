@@ -1,4 +1,5 @@
-"""Re-run a failed tool execution (``t.rerun_tool_usage(usage_id)``, ``tractkv usage rerun ID``).
+"""Re-run a failed tool execution (``tractkv.toolkit.rerun_tool_usage(t, usage_id)``, ``tractkv usage
+rerun ID``).
 
 A top-level execution that answered a model's tool call and failed (status ``error`` or ``interrupted``) is
 run again with the same tool and arguments, under the same assistant commit and call id. Its new usage record
@@ -54,7 +55,7 @@ def failed_usage(tract: Tract, usage_id: str) -> ToolUsage:
     return usage
 
 
-def rerun_usage(tract: Tract, usage_id: str, executor: object = None) -> ToolUsage:
+def rerun_tool_usage(tract: Tract, usage_id: str, executor: object = None) -> ToolUsage:
     """Run a failed execution again and commit its result as an edit of the failed result (see the module doc).
 
     Args:
