@@ -169,6 +169,7 @@ class AsyncTract:
     assistant = _on_worker(Tract.assistant)  # type: ignore[arg-type]  # **kwargs: mypy sees a named self
     branch = _on_worker(Tract.branch)
     budget = _on_worker(Tract.budget)
+    check_writable = _on_worker(Tract.check_writable)
     checkout = _on_worker(Tract.checkout)
     commit = _on_worker(Tract.commit)
     compile = _on_worker(Tract.compile)
@@ -189,9 +190,11 @@ class AsyncTract:
     list_branches = _on_worker(Tract.list_branches)
     log = _on_worker(Tract.log)
     merge = _on_worker(Tract.merge)
+    message_content = _on_worker(Tract.message_content)
     off = _on_worker(Tract.off)
     on = _on_worker(Tract.on)
     original_of = _on_worker(Tract.original_of)
+    prepare_reply = _on_worker(Tract.prepare_reply)
     pull = _on_worker(Tract.pull)
     push = _on_worker(Tract.push)
     record_response = _on_worker(Tract.record_response)
@@ -295,11 +298,11 @@ class AsyncTract:
         from tractkv.llm.protocol import acall_model
 
         model = self._model(llm, "generate")
-        session = self._tract.session
-        request = await self._run(gen.prepare, session, tools)
+        prepared = await self._run(self._tract.prepare_reply, tools)
+        request = prepared.request
 
         async def commit(response: LLMResponse) -> CommitInfo:
-            return await self._run(gen.commit_reply, session, request, response, params)
+            return await self._run(prepared.commit, response, params)
 
         if stream:
             return gen.AsyncGenerationStream(

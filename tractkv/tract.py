@@ -21,9 +21,9 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, Literal, cast, overload
 
+from tractkv.engine import open_session
 from tractkv.engine.records import CommitInfo, CompiledContext
 from tractkv.engine.refs import branch_ref
-from tractkv.engine.session import Session
 from tractkv.engine.tokens import TokenCounter
 from tractkv.errors import InvalidInput, NoLLMConfigured, ReadOnlySession, UnknownRevision, Unsupported
 from tractkv.ids import ObjectId, is_object_id
@@ -44,10 +44,11 @@ if TYPE_CHECKING:  # engine modules a few methods need are imported on first use
         RunResult,
         StatusInfo,
     )
+    from tractkv.engine.session import Session
     from tractkv.engine.tool_results import ToolResults
     from tractkv.engine.usage_stats import ToolStats
     from tractkv.engine.usage_tree import ToolUsage, UsageNode
-    from tractkv.llm.generate import GenerationStream
+    from tractkv.llm.generate import GenerationStream, PreparedReply
     from tractkv.llm.protocol import LLMClient
     from tractkv.sync.remote import PushOutcome
     from tractkv.sync.transfer import FetchResult
@@ -82,7 +83,7 @@ class Tract:
         self._store = store
         self._owns_store = owns_store
         self.token_budget = token_budget
-        self._session = Session(
+        self._session: Session = open_session(
             store,
             counter=token_counter,
             clock=clock,
@@ -181,11 +182,6 @@ class Tract:
         return self._store
 
     @property
-    def session(self) -> Session:
-        """The session this handle delegates to (HEAD, compile state, write path)."""
-        return self._session
-
-    @property
     def token_counter(self) -> TokenCounter:
         return self._session.counter
 
@@ -217,6 +213,15 @@ class Tract:
     @property
     def is_detached(self) -> bool:
         return self._session.branch_ref is None
+
+    def check_writable(self, action: str, *, branch: bool = False) -> None:
+        """Raise now what a write named ``action`` would raise when it starts, before work that should not
+        run in vain (a tool, a model call): :class:`ReadOnlySession`, :class:`StoreClosed`; with ``branch=True``
+        also what refuses a commit on HEAD (:class:`DetachedHead`, a write refused during an agent step)."""
+        if branch:
+            self._session.writable(action)
+        else:
+            self._session.check_writes(action)
 
     # --- writing ------------------------------------------------------------------------------------------
 
@@ -376,6 +381,14 @@ class Tract:
     def get_commit(self, rev: str) -> CommitInfo:
         """A commit by id, unique prefix, branch or ``HEAD~N``."""
         return self._session.get_commit(rev)
+
+    def message_content(self, rev: str) -> dict[str, Any]:
+        """The content a message shows now at HEAD (its latest edit's, else its own), for a revision naming
+        the message or an edit of it: what an edit of that message starts from.
+
+        Raises:
+            InvalidInput: ``rev`` names no message in the context at HEAD."""
+        return self._session.message_content(rev)
 
     def log(
         self, limit: int | None = None, op_filter: str | None = None, *, rev: str | None = None
@@ -601,19 +614,22 @@ class Tract:
         if kwargs.get("readonly"):  # before anything is created
             raise ReadOnlySession("clone")
 
-        def open_handle() -> Tract:
-            return cls.open(path, durable=durable, **kwargs)
-
-        return transfer.clone_into(
-            path,
-            open_handle,
-            url,
-            remote,
-            token_env=token_env,
-            branch=branch,
-            progress=progress,
-            max_object=max_object,
-        )
+        with transfer.cloning_into(path):  # a clone that fails leaves no store behind
+            t = cls.open(path, durable=durable, **kwargs)
+            try:
+                transfer.clone_into(
+                    t._session,
+                    url,
+                    remote,
+                    token_env=token_env,
+                    branch=branch,
+                    progress=progress,
+                    max_object=max_object,
+                )
+            except BaseException:
+                t.close()
+                raise
+        return t
 
     # --- tools in context ---------------------------------------------------------------------------------
 
@@ -881,6 +897,19 @@ class Tract:
 
         return generate(self._session, model, tools, params)
 
+    def prepare_reply(self, tools: list[dict[str, Any]] | None = None) -> PreparedReply:
+        """The first half of :meth:`generate`, for a caller that calls the model itself (``AsyncTract`` awaits
+        it on an event loop): checks HEAD may take a reply and compiles what the model is sent
+        (``.request.messages``, ``.request.offered``); ``.commit(response, params)`` then commits the reply as
+        :meth:`generate` does, on the tip read here (:class:`ConcurrentUpdate` if the branch moved).
+
+        Raises:
+            UnansweredToolCalls, InvalidInput, ReadOnlySession, DetachedHead: as :meth:`generate`, before any
+                model call."""
+        from tractkv.llm.generate import prepare_reply
+
+        return prepare_reply(self._session, tools)
+
     def chat(
         self,
         text: str | list[Any],
@@ -950,21 +979,27 @@ class Tract:
         from tractkv.engine import spawning
 
         plan = spawning.plan_spawn(self._session, purpose, inherit, select, tools, branch)
-        child = type(self)(  # opening a handle on a branch leaves the store's HEAD as it is
+        child = self._handle_on(plan.branch)
+        try:
+            spawning.write_spawn(child._session, plan)
+        except BaseException:
+            child.close()
+            raise
+        return child
+
+    def _handle_on(self, branch: str) -> Tract:
+        """Another handle on this store, on ``branch``, with this one's settings and models (opening it leaves
+        the store's HEAD as it is)."""
+        child = type(self)(
             self._store,
             owns_store=False,
-            branch=plan.branch,
+            branch=branch,
             token_counter=self.token_counter,
             clock=self._session.clock,
             rebase_appends=self.rebase_appends,
             llm=self._llm,
         )
         child._summarizer = self._summarizer
-        try:
-            spawning.write_spawn(child._session, plan)
-        except BaseException:
-            child.close()
-            raise
         return child
 
     def collapse(
@@ -983,31 +1018,16 @@ class Tract:
         """
         from tractkv.engine import spawning
 
-        if isinstance(child, Tract):
-            if child._store is not self._store:
-                raise InvalidInput("collapse takes a child spawned on this store")
-            name = child.current_branch
-            if name is None:
-                raise InvalidInput("that child handle is detached (collapsed already?)")
-        elif isinstance(child, str):
-            name = child
-        else:
+        if not isinstance(child, Tract | str):
             raise InvalidInput(f"collapse takes a child Tract or its branch name, not {type(child).__name__}")
-        if content is not None and instructions is not None:
-            raise InvalidInput("instructions guide a model's summary: pass content or instructions, not both")
-        if content is not None and (not isinstance(content, str) or not content.strip()):
-            raise InvalidInput("collapse content must be a non-empty string")
-        plan = spawning.plan_collapse(self._session, name)
-        if content is None:
-            if self.summarizer is None:
-                raise NoLLMConfigured("collapse without content")
-            content = self._results.summarize(
-                None, plan.text, instructions or spawning.COLLAPSE_INSTRUCTIONS, None
-            )
-        info = spawning.commit_collapse(self._session, plan, content)
-        if isinstance(child, Tract):
-            spawning.detach(child._session, plan.child_head)
-        return info
+        target = child._session if isinstance(child, Tract) else child
+        return spawning.collapse(self._session, target, content, instructions, self._summary_writer())
+
+    def _summary_writer(self) -> Callable[[str, str], str] | None:
+        """``write(text, instructions)``: the summarizer's summary of ``text`` (None: no model configured)."""
+        if self.summarizer is None:
+            return None
+        return lambda text, instructions: self._results.summarize(None, text, instructions, None)
 
     def children(self) -> list[ChildInfo]:
         """The children spawned from this branch, open and collapsed, oldest first (read from history, so

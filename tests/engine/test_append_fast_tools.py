@@ -150,7 +150,7 @@ def test_a_damaged_setting_is_still_refused_in_a_batch(tmp_path: Path) -> None:
 
         with pytest.raises((EncodeError, InvalidInput)):
             two()
-        assert t.session.head == head
+        assert t._session.head == head
 
 
 def test_made_tools_skips_only_the_check_of_that_very_string() -> None:
@@ -227,9 +227,9 @@ def test_a_batch_takes_the_one_step_path_after_its_first_commit(
             t.annotate(first, "pinned")
             t.user("after the annotation")
             t.user("and one more")
-            t.session.write_guard = lambda _action: None
+            t._session.write_guard = lambda _action: None
             t.user("guarded")
-            t.session.write_guard = None
+            t._session.write_guard = None
     assert taken == [False, True, True, True, True, True, True, True]  # "guarded" never tried it
     runner = CliRunner()
     log = runner.invoke(cli, ["--store", path, "log", "--json"])

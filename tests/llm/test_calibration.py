@@ -125,8 +125,8 @@ def test_a_recorded_reply_makes_status_reported_then_later_messages_are_estimate
     assert status.count_source == "reported"
     assert status.token_count == expected + later_tokens(t, 2)
     assert status.estimated_tokens == estimate(t)
-    assert context_tokens(t.session) == (status.token_count, "reported")
-    tokens, source = calibrated(t.session)
+    assert context_tokens(t._session) == (status.token_count, "reported")
+    tokens, source = calibrated(t._session)
     assert (tokens, source) == (status.token_count, "reported")
     t.close()
     again = Tract.open(str(tmp_path / "s"))  # derived from commits: the same after a reopen (no memo)
@@ -544,7 +544,7 @@ def test_a_state_being_built_in_a_batch_is_counted_through_the_batch(tmp_path: P
     weather = {"type": "function", "function": {"name": "weather", "parameters": {"type": "object"}}}
     t = opened(tmp_path)
     t.record_response(openai_reply())
-    session, parent = t.session, t.head
+    session, parent = t._session, t.head
     assert parent is not None
     for tools in (None, [weather]):
         batch = session.store.new_batch()

@@ -18,7 +18,6 @@ from tractkv import Tract, toolkit
 from tractkv.llm import ScriptedLLM
 from tractkv.toolkit import ToolContext, ToolExecutor, tool
 
-
 FAILED: list[bool] = []  # fetch fails once: the first time after the fixture empties this
 
 
@@ -57,7 +56,8 @@ def test_the_toolkit_functions_take_the_tract(tract: Tract) -> None:
     assert (again.status, again.rerun_of, again.result) == ("success", failed.id, "page a.example")
     assert json.loads(toolkit.export(tract))["tool_usages"][1]["rerun_of"] == failed.id
     assert toolkit.export(tract, "markdown") == toolkit.export_conversation(tract, "markdown")
-    assert len(toolkit.as_tools("self")) == 9 and len(toolkit.as_tools("full", format="anthropic")) == 15
+    assert len(toolkit.as_tools("self")) == 9
+    assert len(toolkit.as_tools("full", format="anthropic")) == 15
 
 
 def _deprecated_calls(tract: Tract) -> list[tuple[str, Callable[[], Any], Callable[[], Any]]]:
@@ -123,5 +123,6 @@ def test_the_deprecated_methods_work_without_importing_the_toolkit() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     first, second = out.splitlines()[:2]
-    assert "Tract.as_tools is deprecated" in first and "tractkv.toolkit.as_tools(" in first
+    assert "Tract.as_tools is deprecated" in first
+    assert "tractkv.toolkit.as_tools(" in first
     assert second.startswith("9 ")

@@ -188,7 +188,7 @@ class ToolExecutor:
     ) -> None:
         if not isinstance(result_limit, int) or result_limit < 1:
             raise InvalidInput("result_limit must be a positive number of characters")
-        tract.session.check_writes("execute tools")  # executions write usage rows: not on a read-only tract
+        tract.check_writable("execute tools")  # executions write usage rows: not on a read-only tract
         self.tract = tract
         self.llm = llm
         self.events = events if events is not None else EventBus()
@@ -597,7 +597,7 @@ class ToolExecutor:
             tool_name=tool_name,
             step=frame.step,
         )
-        session = self.tract.session
+        session = self.tract._session  # the write guard: becomes a write policy (issue 30, item 3)
         guarded = frame.step is not None and frame.step.tract is self.tract and frame.commit is not None
         previous_guard = session.write_guard
         if guarded:

@@ -84,7 +84,7 @@ def run(
 
     if executor is not None and not isinstance(executor, ToolExecutor):
         raise InvalidInput(f"executor must be a ToolExecutor, not {type(executor).__name__}")
-    tract.session.check_writes("run")  # before any model call or tool execution
+    tract.check_writable("run")  # before any model call or tool execution
 
     model: LLMClient | None = llm if llm is not None else tract.llm
     if model is None:

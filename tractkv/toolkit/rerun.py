@@ -73,7 +73,7 @@ def rerun_tool_usage(tract: Tract, usage_id: str, executor: object = None) -> To
     """
     from .executor import ToolExecutor
 
-    tract.session.writable("re-run a tool")  # read-only or detached: refused before the tool runs
+    tract.check_writable("re-run a tool", branch=True)  # read-only or detached: refused before the tool runs
     usage = failed_usage(tract, usage_id)
     done = [u.id for u in tract.tool_usages() if u.rerun_of == usage_id and u.status == "success"]
     if done:

@@ -17,7 +17,7 @@ from typing import Any
 
 import attrs
 
-from tractkv.engine import graph
+from tractkv.engine import graph, open_session
 from tractkv.engine.budget import read_budget
 from tractkv.engine.calibration import ESTIMATED, TokenCount, calibrated
 from tractkv.engine.commit_info import commit_info
@@ -26,7 +26,6 @@ from tractkv.engine.diff import diff_states
 from tractkv.engine.lanes import LaneLayout
 from tractkv.engine.records import ChildInfo, CommitInfo, CompiledContext, ContextDiff, ParentInfo, timestamp
 from tractkv.engine.refs import HEADS, REMOTES, read_head, resolve_revision
-from tractkv.engine.session import Session
 from tractkv.engine.state import CompileState
 from tractkv.engine.tokens import TokenCounter
 from tractkv.engine.toolsets import schema_name
@@ -212,9 +211,8 @@ class Inspector:
 
     def __init__(self, store: Store, counter: TokenCounter | None = None) -> None:
         self.store = store
-        self.session = Session(
-            store, counter=counter, readonly=True
-        )  # can never write, not even a checkpoint
+        # read-only: never writes, not even a checkpoint
+        self.session = open_session(store, counter=counter, readonly=True)
         self.counter = self.session.counter
         self._lock = threading.Lock()  # the session's compile cache is not thread-safe
         self._summaries: OrderedDict[ObjectId, tuple[int, int, TokenCount, int | None]] = OrderedDict()
