@@ -45,7 +45,7 @@ if TYPE_CHECKING:
     from tractkv.engine.records import CommitInfo, RunResult
     from tractkv.engine.usage_tree import ToolUsage
     from tractkv.ids import ObjectId
-    from tractkv.llm.generate import AsyncGenerationStream
+    from tractkv.llm.generate import AsyncGenerationStream, PreparedReply
     from tractkv.llm.protocol import LLMClient, LLMResponse
 
 T = TypeVar("T")
@@ -194,7 +194,6 @@ class AsyncTract:
     off = _on_worker(Tract.off)
     on = _on_worker(Tract.on)
     original_of = _on_worker(Tract.original_of)
-    prepare_reply = _on_worker(Tract.prepare_reply)
     pull = _on_worker(Tract.pull)
     push = _on_worker(Tract.push)
     record_response = _on_worker(Tract.record_response)
@@ -254,6 +253,12 @@ class AsyncTract:
 
     # --- the model, on the event loop -----------------------------------------------------------------------
 
+    async def prepare_reply(self, tools: list[dict[str, Any]] | None = None) -> PreparedReply:
+        """``await`` :meth:`Tract.prepare_reply <tractkv.Tract.prepare_reply>` (on the worker thread). Its
+        ``.commit`` writes: run it on the worker too (``await at.call(lambda t: prepared.commit(response,
+        params))``), as :meth:`generate`, which does all of this, does."""
+        return await self._run(self._tract.prepare_reply, tools)
+
     def _model(self, llm: LLMClient | None, action: str) -> LLMClient:
         model = llm if llm is not None else self._tract.llm
         if model is None:
@@ -298,7 +303,7 @@ class AsyncTract:
         from tractkv.llm.protocol import acall_model
 
         model = self._model(llm, "generate")
-        prepared = await self._run(self._tract.prepare_reply, tools)
+        prepared = await self.prepare_reply(tools)
         request = prepared.request
 
         async def commit(response: LLMResponse) -> CommitInfo:
