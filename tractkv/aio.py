@@ -42,8 +42,8 @@ from tractkv.tract import Tract
 
 if TYPE_CHECKING:
     from tractkv.engine.content import Message
-    from tractkv.engine.records import CommitInfo, RunResult
-    from tractkv.engine.usage_tree import ToolUsage
+    from tractkv.engine.usage import ToolUsage
+    from tractkv.engine.values import CommitInfo, RunResult
     from tractkv.ids import ObjectId
     from tractkv.llm.generate import AsyncGenerationStream, PreparedReply
     from tractkv.llm.protocol import LLMClient, LLMResponse

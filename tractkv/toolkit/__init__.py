@@ -4,7 +4,7 @@
   :mod:`.builtin`, ``get_all_tools``); a JSON-Schema subset validator (:mod:`.schema`); ``ToolCall`` (a
   model's tool call, as the engine stores it) is re-exported here, as in the reference;
 * :class:`ToolExecutor` with :class:`ToolContext` and an :class:`EventBus` (usage rows, trees and
-  statistics live in the engine: :mod:`tractkv.engine.usage_rows`, ``usage_tree``, ``usage_stats``);
+  statistics live in the engine: :mod:`tractkv.engine.usage.rows`, ``usage_tree``, ``usage_stats``);
 * the agent loop (:mod:`.loop`: ``run(t, llm, executor)``), conversation export (:mod:`.transcript`:
   ``export(t, format)``), re-running a failed execution (:mod:`.rerun`: ``rerun_tool_usage(t, usage_id)``) and
   the profiles' tools as schemas (``as_tools(profile)``): functions of a Tract, which the facade does not
@@ -22,9 +22,8 @@ from tractkv import _lazy
 
 if TYPE_CHECKING:
     from tractkv.engine.content import ToolCall
-    from tractkv.engine.records import RunResult
-    from tractkv.engine.usage_stats import ToolStats
-    from tractkv.engine.usage_tree import ToolUsage, UsageNode
+    from tractkv.engine.usage import ToolStats, ToolUsage, UsageNode
+    from tractkv.engine.values import RunResult
 
     from .builtin import get_all_tools
     from .context import ToolContext
@@ -52,9 +51,9 @@ _LAZY = {
     "ToolExecutor": ".executor",
     "ToolProfile": ".profiles",
     "ToolResult": ".definitions",
-    "ToolStats": "..engine.usage_stats",
-    "ToolUsage": "..engine.usage_tree",
-    "UsageNode": "..engine.usage_tree",
+    "ToolStats": "..engine.usage",
+    "ToolUsage": "..engine.usage",
+    "UsageNode": "..engine.usage",
     "as_tools": ".profiles",
     "export": ".transcript",
     "export_conversation": ".transcript",
