@@ -16,9 +16,11 @@ use (``ToolStats``, ``ToolUsage`` and ``UsageNode`` from the engine, where usage
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from tractkv import _lazy
+
+from . import context as _context
 
 if TYPE_CHECKING:
     from tractkv.engine.content import ToolCall
@@ -27,11 +29,11 @@ if TYPE_CHECKING:
 
     from .builtin import get_all_tools
     from .context import ToolContext
-    from .definitions import ToolConfig, ToolDefinition, ToolResult, tool
+    from .definitions import ToolConfig, ToolDefinition, ToolProfile, ToolResult, tool
     from .events import EventBus, ToolEvent
     from .executor import ToolExecutor
     from .loop import run
-    from .profiles import FULL_PROFILE, SELF_PROFILE, SUPERVISOR_PROFILE, ToolProfile, as_tools, get_profile
+    from .profiles import FULL_PROFILE, SELF_PROFILE, SUPERVISOR_PROFILE, as_tools, get_profile
     from .rerun import rerun_tool_usage
     from .transcript import export, export_conversation
 
@@ -49,7 +51,7 @@ _LAZY = {
     "ToolDefinition": ".definitions",
     "ToolEvent": ".events",
     "ToolExecutor": ".executor",
-    "ToolProfile": ".profiles",
+    "ToolProfile": ".definitions",
     "ToolResult": ".definitions",
     "ToolStats": "..engine.usage",
     "ToolUsage": "..engine.usage",
@@ -64,6 +66,17 @@ _LAZY = {
     "tool": ".definitions",
 }
 __getattr__, __dir__ = _lazy.lazy_exports(__name__, _LAZY)
+
+
+def _run_child(*args: Any, **kwargs: Any) -> RunResult:
+    """``ToolContext.run_child``'s child loop: the agent loop's, imported on first use (this package sits above
+    both the call context and the loop, so neither imports the other's side)."""
+    from .loop import run_child
+
+    return run_child(*args, **kwargs)
+
+
+_context.provide_child_loop(_run_child)
 
 
 __all__ = [

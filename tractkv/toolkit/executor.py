@@ -50,9 +50,9 @@ from tractkv.ids import ObjectId, is_object_id
 from tractkv.model import UsageRecord
 
 from .context import AgentStep, ToolContext
-from .definitions import FORMATS, Handler, ToolDefinition, ToolResult, context_problem
+from .definitions import FORMATS, Handler, ToolDefinition, ToolProfile, ToolResult, context_problem
 from .events import EventBus, ToolEvent
-from .profiles import ToolProfile, profile_tools
+from .profiles import profile_tools
 from .schema import validate
 
 if TYPE_CHECKING:

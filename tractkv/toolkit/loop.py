@@ -43,8 +43,8 @@ if TYPE_CHECKING:
     from tractkv.tract import Tract
 
     from .context import ToolContext
+    from .definitions import ToolProfile
     from .executor import ToolExecutor
-    from .profiles import ToolProfile
 
 DEFAULT_MAX_STEPS = 10
 WITHHELD = "The tool ran, but a tool_result hook withheld its result."
