@@ -1,7 +1,7 @@
 """A tool-calling agent whose bulky tool results are summarized, then compressed further.
 
 Shows: tools defined with ``@tool``, ``configure_tool_summarization`` (a fetched page is summarized before
-it enters the context, the raw text stays recoverable with ``original_of``), the agent loop ``t.run``, and
+it enters the context, the raw text stays recoverable with ``original_of``), the agent loop ``toolkit.run(t, ...)``, and
 ``compress_tool_calls``, which summarizes earlier tool results in place to shrink the context.
 
 Run it with ``python examples/tool_agent.py``. It runs offline on scripted models (``ScriptedLLM``); pass

@@ -160,7 +160,7 @@ class ToolExecutor:
     (``tools=`` or :meth:`register`), so a model never gets tools that reset, compress or rewrite its context
     by default. ``ToolExecutor(t, profile="self")`` adds the 9 context tools of an agent managing its own
     context; ``"supervisor"`` or ``"full"`` all 15. The agent loop without an executor
-    (``t.run(llm)``) uses ``ToolExecutor(t)`` too: the same default everywhere.
+    (``toolkit.run(t, llm)``) uses ``ToolExecutor(t)`` too: the same default everywhere.
 
     Args:
         tract: the tract the tools act on (and whose store keeps the usage records).

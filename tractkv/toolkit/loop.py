@@ -1,6 +1,6 @@
 """The agent loop: compile -> generate -> execute tool calls -> repeat.
 
-``t.run(llm, executor=None, max_steps=10)``:
+``tractkv.toolkit.run(t, llm, executor=None, max_steps=10)``:
 
 1. **Open calls first.** If HEAD is an assistant message whose tool calls are not all answered (a previous
    run crashed, or you committed the calls yourself), each open call is answered before the model is asked
