@@ -30,6 +30,7 @@ from tractkv.errors import ConcurrentUpdate, InvalidInput
 from tractkv.model import to_jsonable
 
 if TYPE_CHECKING:
+    from tractkv.engine.reports import StatusInfo
     from tractkv.tract import Tract
 
 CONTENT_TYPES = ("dialogue", "instruction", "reasoning", "artifact", "freeform")
@@ -527,9 +528,7 @@ def status(st: CliState, as_json: bool) -> None:
     """Branch, HEAD, commit / message / token counts, budget use, ahead / behind its upstream."""
     info = st.tract(readonly=True).status()
     if as_json:
-        data = to_jsonable(info)
-        data["budget_used"] = info.budget_used
-        echo_json(data)
+        echo_json(_summary_json(info))
         return
     where = f"HEAD detached at {str(info.head)[:12]}" if info.detached else f"on branch {info.branch}"
     click.echo(where)
@@ -566,6 +565,12 @@ def status(st: CliState, as_json: bool) -> None:
 @click.option("--switch", "do_switch", is_flag=True, help="Switch to the new branch.")
 @click.option("--delete", "-d", "delete", is_flag=True, help="Delete branch NAME.")
 @click.option("--force", is_flag=True, help="With --delete: even if its commits are on no other branch.")
+@click.option(
+    "--verbose",
+    "-v",
+    is_flag=True,
+    help="List each branch with its counts, budget use and ahead / behind its upstream (what status shows).",
+)
 @json_option
 @with_state
 def branch(
@@ -575,9 +580,14 @@ def branch(
     do_switch: bool,
     delete: bool,
     force: bool,
+    verbose: bool,
     as_json: bool,
 ) -> None:
-    """List branches; create NAME at SOURCE (default HEAD); or --delete NAME."""
+    """List branches (-v: with what status shows of each); create NAME at SOURCE (default HEAD); or --delete
+    NAME."""
+    if verbose and name is None and not delete:
+        _branch_summaries(st.tract(readonly=True).branches(), as_json)
+        return
     t = st.tract()
     if delete:
         if name is None:
@@ -600,6 +610,30 @@ def branch(
         mark = "*" if b.is_current else " "
         prefix = "remotes/" if b.is_remote else ""
         click.echo(f"{mark} {prefix}{b.name} {str(b.head or '(no commits)')[:12]}")
+
+
+def _summary_json(info: StatusInfo) -> dict[str, Any]:
+    """A branch summary as ``status --json`` and ``branch -v --json`` print it: with ``budget_used``."""
+    data: dict[str, Any] = to_jsonable(info)
+    data["budget_used"] = info.budget_used
+    return data
+
+
+def _branch_summaries(summaries: list[StatusInfo], as_json: bool) -> None:
+    """``branch -v``: a line per branch (``*`` HEAD's), or the summaries as JSON."""
+    if as_json:
+        echo_json([_summary_json(s) for s in summaries])
+        return
+    for s in summaries:
+        mark = "*" if s.is_current else " "
+        prefix = "remotes/" if s.is_remote else ""
+        line = f"{mark} {prefix}{s.branch} {str(s.head or '(no commits)')[:12]}"
+        line += f" {s.commit_count} commits, {s.message_count} messages, {s.token_count} tokens ({s.count_source})"
+        if s.token_budget is not None and s.budget_used is not None:
+            line += f", {s.budget_used:.0%} of a {s.token_budget}-token budget"
+        if s.upstream is not None:
+            line += f" [{s.upstream}: ahead {s.ahead}, behind {s.behind}]"
+        click.echo(line)
 
 
 @click.command("switch")
