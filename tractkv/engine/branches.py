@@ -8,7 +8,7 @@ detached HEAD) is never deleted, and without ``force`` only a branch whose commi
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 import attrs
@@ -127,13 +127,15 @@ def summary(
     current: str | None,
     token_budget: int | None = None,
     counts: Callable[[ObjectId | None], HeadCounts] | None = None,
+    remotes: Sequence[tuple[str, str]] | None = None,
 ) -> StatusInfo:
     """The one branch summary: of ``ref`` (a local or remote-tracking branch's full ref; None: the session's
     detached HEAD), read through ``reader``, ``current`` naming HEAD's branch. Its head, commit / message /
     token counts (:func:`head_counts`, or ``counts(head)`` for a caller that keeps them), when it was last
     committed to; for a local branch its budget (``token_budget`` when given, else the stored one, with the
     stored policy's action and threshold and the last overrun while it holds, :mod:`tractkv.engine.budget`)
-    and ahead / behind its upstream (:func:`upstream`)."""
+    and ahead / behind its upstream (:func:`upstream`; ``remotes``: the remote-tracking refs, when the caller
+    has read them)."""
     from .budget import current_overrun, read_budget
 
     remote = ref is not None and ref.startswith(REMOTES)
@@ -147,7 +149,7 @@ def summary(
     policy = None if remote else read_budget(reader, ref)
     if token_budget is None and policy is not None:
         token_budget = policy.max_tokens
-    tracked = None if remote or ref is None else upstream(reader, ref)
+    tracked = None if remote or ref is None else upstream(reader, ref, remotes)
     ahead = behind = None
     if tracked is not None:
         if head is None:
@@ -207,7 +209,7 @@ def summaries(
     local = [ref for ref, _ in reader.iter_refs(HEADS)]
     if unborn and current is not None and current.startswith(HEADS) and reader.get_ref(current) is None:
         local = sorted([*local, current])
-    refs = [*local, *(ref for ref, _ in reader.iter_refs(REMOTES))]
+    remotes = list(reader.iter_refs(REMOTES))
     return [
         summary(
             session,
@@ -216,17 +218,21 @@ def summaries(
             current=current,
             token_budget=token_budget if ref == session.branch_ref else None,
             counts=counts,
+            remotes=remotes,
         )
-        for ref in refs
+        for ref in [*local, *(ref for ref, _ in remotes)]
     ]
 
 
-def upstream(reader: Reader, ref: str) -> tuple[str, ObjectId] | None:
-    """The tracking branch local branch ``ref`` follows: ``origin/<name>`` first, else the first remote's."""
+def upstream(
+    reader: Reader, ref: str, remotes: Sequence[tuple[str, str]] | None = None
+) -> tuple[str, ObjectId] | None:
+    """The tracking branch local branch ``ref`` follows: ``origin/<name>`` first, else the first remote's
+    (among ``remotes``, the remote-tracking refs and their values; default: read them)."""
     name = ref[len(HEADS) :]
     candidates = sorted(
         (other[len(REMOTES) :], ObjectId(v))
-        for other, v in reader.iter_refs(REMOTES)
+        for other, v in (reader.iter_refs(REMOTES) if remotes is None else remotes)
         if other[len(REMOTES) :].split("/", 1)[-1] == name
     )
     candidates.sort(key=lambda c: not c[0].startswith("origin/"))
