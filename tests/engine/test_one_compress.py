@@ -77,3 +77,27 @@ def test_a_compress_budget_and_compress_make_the_same_commit(history: Callable[[
     if history is tools_pins_and_a_turn:
         assert commit.tools is not None  # the tool set in force, linked as by compress()
         assert len(sources) >= 4  # the tool turn went whole, the pinned message stayed
+
+
+def test_the_planner_keeps_what_it_is_told_to_and_fits_oldest_first() -> None:
+    from tractkv.engine.merging import plan_compress
+
+    with Tract.open(clock=still) as t:
+        plain(t)
+        ids = list(t.compile().commit_ids)  # system, then four question / answer pairs
+        session = t._session
+        everything = plan_compress(session)
+        assert everything.sources == tuple(ids[1:])  # the instruction stays
+        kept = plan_compress(session, protect={ids[3]}, keep_last=True)
+        assert kept.sources == tuple(c for c in ids[1:-1] if c != ids[3])
+        assert kept.role == "user"  # the last source's side: the last answer stays
+        ranged = plan_compress(session, ids[2], ids[5])
+        assert ranged.sources == tuple(ids[2:6])
+        full = t.compile().token_count
+        fitted = plan_compress(session, fit_to=full - 1, keep_last=True)
+        assert fitted.sources == (ids[1],)  # the oldest unit that may go, and only as many as it takes
+        assert fitted.fitted is not None
+        assert fitted.fitted <= full - 1
+        assert fitted.text.startswith("user: Question 0")
+        assert fitted.tip is not None
+        assert fitted.tip.head == t.head

@@ -164,7 +164,11 @@ def plan_compress(
         DetachedHead, ReadOnlySession: (without ``at``) HEAD cannot be written.
     """
     tip = session.writable("compress") if at is None else None
-    reader, state = at if at is not None else (session.reader(), session.head_state(session.reader()))
+    if at is None:
+        reader = session.reader()
+        state = session.head_state(reader)
+    else:
+        reader, state = at
     originals = list(state.render(reader).originals())  # placeholder results are not messages to replace
     ids = [commit for _, commit in originals]
     outside: set[ObjectId] = set()
@@ -181,9 +185,8 @@ def plan_compress(
     fitted = None
     if fit_to is None:
         ctx = compiled(state)
-        folded = [
-            p for positions, _, free in units(ctx, state, session.counter, kept) if free for p in positions
-        ]
+        found = units(ctx, state, session.counter, kept)
+        folded = [p for positions, _, free in (found[:-1] if keep_last else found) if free for p in positions]
         sources = tuple(dict.fromkeys(ctx.commit_ids[p] for p in sorted(folded)))
         if not sources:
             raise InvalidInput(
