@@ -22,7 +22,7 @@ from tractkv.cli.common import (
 from tractkv.model import to_jsonable
 
 if TYPE_CHECKING:
-    from tractkv.engine.reports import StatusInfo
+    from tractkv.engine.values import StatusInfo
 
 
 @click.command("status")

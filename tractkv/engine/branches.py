@@ -13,19 +13,27 @@ from typing import TYPE_CHECKING
 
 import attrs
 
+from tractkv.engine.history import (
+    HEAD,
+    HEADS,
+    REMOTES,
+    ahead_behind,
+    ancestors,
+    branch_ref,
+    check_branch_name,
+    is_ancestor,
+    iter_reflog,
+    log_ref_move,
+)
+from tractkv.engine.session import Session, Tip
+from tractkv.engine.values import BranchInfo, ReflogEntry, StatusInfo, timestamp
 from tractkv.errors import BranchExists, BranchNotFound, DetachedHead, InvalidInput, RefConflict
 from tractkv.ids import ObjectId, is_object_id
 from tractkv.store import Reader
 
-from . import graph
-from .records import BranchInfo, ReflogEntry, StatusInfo, timestamp
-from .reflog import iter_reflog, log_ref_move
-from .refs import HEAD, HEADS, REMOTES, branch_ref, check_branch_name
-from .session import Session, Tip
-
 if TYPE_CHECKING:
-    from .calibration import TokenCount
-    from .state import CompileState
+    from tractkv.engine.calibration import TokenCount
+    from tractkv.engine.compile import CompileState
 
 
 def list_branches(session: Session, *, remotes: bool = True) -> list[BranchInfo]:
@@ -79,12 +87,12 @@ def delete_branch(session: Session, name: str, *, force: bool = False) -> Object
         others = [ObjectId(v) for r, v in session.store.iter_refs(HEADS) if r != ref]
         if session.detached is not None:
             others.append(session.detached)
-        if not any(graph.is_ancestor(session.store, tip_id, other) for other in others):
+        if not any(is_ancestor(session.store, tip_id, other) for other in others):
             raise InvalidInput(
                 f"branch {name!r} has commits no other branch has; merge it, or delete it anyway "
                 "(force=True, --force)"
             )
-    from .budget import drop_budget
+    from tractkv.engine.budget import drop_budget
 
     session.render_live()  # its commits' blobs may go at the next gc
     batch = session.store.new_batch()
@@ -108,7 +116,7 @@ class HeadCounts:
 
 def head_counts(session: Session, reader: Reader, state: CompileState) -> HeadCounts:
     """The :class:`HeadCounts` of ``state``, the compile state at a head read through ``reader``."""
-    from .calibration import calibrated  # lazy: keeps `import tractkv` light
+    from tractkv.engine.calibration import calibrated  # lazy: keeps `import tractkv` light
 
     commit = None if state.head is None else reader.get_commit(state.head)
     return HeadCounts(
@@ -136,7 +144,7 @@ def summary(
     stored policy's action and threshold and the last overrun while it holds, :mod:`tractkv.engine.budget`)
     and ahead / behind its upstream (:func:`upstream`; ``remotes``: the remote-tracking refs, when the caller
     has read them)."""
-    from .budget import current_overrun, read_budget
+    from tractkv.engine.budget import current_overrun, read_budget
 
     remote = ref is not None and ref.startswith(REMOTES)
     head = session.detached if ref is None else _tip(reader, ref)
@@ -153,9 +161,9 @@ def summary(
     ahead = behind = None
     if tracked is not None:
         if head is None:
-            ahead, behind = 0, len(graph.ancestors(reader, tracked[1]))
+            ahead, behind = 0, len(ancestors(reader, tracked[1]))
         else:
-            ahead, behind = graph.ahead_behind(reader, head, tracked[1])
+            ahead, behind = ahead_behind(reader, head, tracked[1])
     count = measured.count
     return StatusInfo(
         upstream=tracked[0] if tracked else None,

@@ -18,11 +18,11 @@ reported count where :mod:`tractkv.engine.calibration` has one, else the estimat
 and compared with the limit, ``floor(threshold * max_tokens)``. At or under it nothing happens. Over it:
 
 * ``warn``: the commit is written; the overrun is recorded and the ``budget_exceeded`` event
-  (:meth:`tractkv.Tract.on`) receives a :class:`~tractkv.engine.records.BudgetOverrun` once it landed;
+  (:meth:`tractkv.Tract.on`) receives a :class:`~tractkv.engine.values.records.BudgetOverrun` once it landed;
 * ``reject``: :class:`~tractkv.errors.BudgetExceeded`, and nothing of the commit is written;
 * ``trim``: a ``trim`` commit (op ``trim``, ``links["targets"]``: the messages it skips, an annotation blob
   of priority ``skip``) lands in the same transaction, skipping the oldest unpinned non-system messages (tool
-  turns whole) until the context's estimate is within the limit (:mod:`tractkv.engine.window`);
+  turns whole) until the context's estimate is within the limit (:mod:`tractkv.engine.compile.window`);
 * ``compress``: those oldest messages, planned to leave a quarter of the limit for the summary, are replaced
   by the configured summarizer's summary (in the same transaction, the commit ``Tract.compress`` makes of that
   range and summary: one planner and one commit shape, :func:`tractkv.engine.merging.plan_compress`); no model
@@ -77,18 +77,16 @@ from typing import TYPE_CHECKING, Any
 import attrs
 
 from tractkv import codec
+from tractkv.engine.values import CompiledContext
 from tractkv.errors import BudgetExceeded, DecodeError, DetachedHead, InvalidInput, NoLLMConfigured
 from tractkv.ids import ObjectId
 from tractkv.model import Blob, Commit
 from tractkv.store import Reader, Store, Table, WriteBatch
 
-from .records import CompiledContext
-
 if TYPE_CHECKING:
-    from .reports import BudgetOverrun
-    from .session import Session
-    from .state import CompileState
-    from .window import Fit
+    from tractkv.engine.compile import CompileState, Fit
+    from tractkv.engine.session import Session
+    from tractkv.engine.values import BudgetOverrun
 
 BUDGET = b"budget:"  # meta key prefix: branch ref -> the branch's budget policy (CBOR; see the module doc)
 OVERRUN = b"budget-overrun:"  # meta key prefix: branch ref -> the last overrun recorded (CBOR)
@@ -200,7 +198,7 @@ def read_overrun(reader: Reader, ref: str | None) -> BudgetOverrun | None:
     raw = reader.table_get(Table.META, OVERRUN + ref.encode())
     if raw is None:
         return None
-    from .reports import BudgetOverrun  # lazy: a branch without an overrun never needs the class
+    from tractkv.engine.values import BudgetOverrun  # lazy: a branch without an overrun never needs the class
 
     try:
         data = codec.loads(raw)
@@ -241,8 +239,8 @@ def _context_tokens(session: Session, state: CompileState, reader: Reader) -> in
     """The tokens of the context ``state`` compiles to, as a budget counts them: its messages, placeholder
     results and tool definitions (what ``CompiledContext.token_count`` and ``status`` say). Every budget
     decision counts through here."""
-    from .compiler import load_tools
-    from .toolsets import tool_tokens
+    from tractkv.engine.compile import load_tools
+    from tractkv.engine.content import tool_tokens
 
     tools = 0
     if state.tools is not None:
@@ -256,7 +254,7 @@ def _calibrated(session: Session, state: CompileState, reader: Reader) -> tuple[
     estimate; ``estimated`` the estimate of :func:`_context_tokens` (what a plan counts). Only for a state that
     is the branch's real head: a trial state of the planner has that head too, so it is counted by
     :func:`_context_tokens` alone."""
-    from .calibration import calibrated
+    from tractkv.engine.calibration import calibrated
 
     count = calibrated(session, state, reader=reader)
     return count.tokens, count.estimated
@@ -264,7 +262,7 @@ def _calibrated(session: Session, state: CompileState, reader: Reader) -> tuple[
 
 def _compiled(session: Session, state: CompileState, reader: Reader) -> CompiledContext:
     """The context ``state`` compiles to, its ``token_count`` from :func:`_context_tokens`."""
-    from .compiler import context_of, load_tools
+    from tractkv.engine.compile import context_of, load_tools
 
     tools = load_tools(reader, state.tools) if state.tools is not None else ()
     ctx = context_of(reader, state, session.counter, tools)
@@ -359,7 +357,7 @@ def check(
         record["result"] = result
         record["after"] = after
     batch.table_put(Table.META, OVERRUN + ref.encode(), codec.dumps(record))
-    from .reports import BudgetOverrun  # lazy: a commit within its budget never needs the class
+    from tractkv.engine.values import BudgetOverrun  # lazy: a commit within its budget never needs the class
 
     return BudgetOverrun(
         branch=name,
@@ -384,8 +382,8 @@ def check_received(store: Store, batch: WriteBatch, ref: str, moved: str) -> str
     ``meta`` read when the branch has no budget."""
     if batch.table_get(Table.META, BUDGET + ref.encode()) is None:
         return None
-    from .refs import HEADS
-    from .session import Session
+    from tractkv.engine.history import HEADS
+    from tractkv.engine.session import Session
 
     session = Session(store, branch=ref.removeprefix(HEADS), readonly=True)
     try:
@@ -421,7 +419,7 @@ def _fit(session: Session, state: CompileState, batch: WriteBatch, limit: int) -
     """Fit ``state`` to ``limit`` estimated tokens, never dropping a message the transaction being checked
     added (every commit ``batch`` stages: the whole ``t.batch()`` block, or the one commit) nor the newest
     unit."""
-    from .window import fit
+    from tractkv.engine.compile import fit
 
     def compiled(other: CompileState) -> CompiledContext:
         return _compiled(session, other, batch)
@@ -444,7 +442,7 @@ def _trim(
 ) -> ObjectId:
     """Stage the trim commit that skips the oldest messages until the context's estimate fits ``limit``
     (and at least one unit, the count being over)."""
-    from .content import ANNOTATION
+    from tractkv.engine.content import ANNOTATION
 
     plan = _fit(session, state, batch, min(limit, estimated - 1))
     dropped = plan.context.dropped
@@ -485,7 +483,7 @@ def _compress(
     """Stage a compress commit summarizing the oldest messages so that the context's estimate fits ``limit``
     (at least one unit summarized, the count being over): planned and shaped as ``Tract.compress`` plans and
     shapes one (:func:`tractkv.engine.merging.plan_compress`), never folding what the transaction added."""
-    from .merging import plan_compress, summary_blob, summary_commit
+    from tractkv.engine.merging import plan_compress, summary_blob, summary_commit
 
     summarize = session.budget_summarizer
     if summarize is None:
@@ -523,8 +521,7 @@ def _stage(
     payload: dict[str, Any],
 ) -> ObjectId:
     """Check and stage ``commit`` on top of ``parent`` in ``batch`` and apply it to ``state``."""
-    from .reflog import log_ref_move
-    from .validate import check_commit
+    from tractkv.engine.history import check_commit, log_ref_move
 
     check_commit(batch, commit, {parent: "commit"}, session.clock_read)
     oid = batch.put(commit)

@@ -1,7 +1,7 @@
 """Merge and compress: the two session operations that combine messages rather than add one.
 
 * :func:`merge` fast-forwards when one side contains the other, else makes a merge commit whose compile is
-  the three-way merge of states described in :mod:`tractkv.engine.state`. The merge commit is stamped after
+  the three-way merge of states described in :mod:`tractkv.engine.compile.state`. The merge commit is stamped after
   both parents, so ``log`` order stays causal on every machine.
 * :func:`plan_compress` picks what a compress replaces (pinned messages, instructions and tool turns cut by
   the range stay verbatim: an API rejects a tool result without its call), for ``Tract.compress`` and for a
@@ -26,21 +26,15 @@ from collections.abc import Callable, Collection
 
 import attrs
 
+from tractkv.engine.compile import CompileState, Conflict, context_of, fit, load_tools, merge_payload, units
+from tractkv.engine.content import MERGE_STRATEGIES, content_blob, message_text, schema_name, tool_tokens
+from tractkv.engine.history import clip, is_ancestor, short_ref
+from tractkv.engine.session import Session, Tip
+from tractkv.engine.values import CommitInfo, CompiledContext, MergeResult
 from tractkv.errors import InvalidInput, MergeConflict, TractError
 from tractkv.ids import ObjectId, is_object_id
 from tractkv.model import Blob, Commit
 from tractkv.store import Reader, WriteBatch
-
-from . import graph
-from .compiler import context_of, load_tools, merge_payload
-from .content import MERGE_STRATEGIES, content_blob, message_text
-from .describe import clip
-from .records import CommitInfo, CompiledContext, MergeResult
-from .refs import short_ref
-from .session import Session, Tip
-from .state import CompileState, Conflict
-from .toolsets import schema_name, tool_tokens
-from .window import fit, units
 
 STRATEGIES = MERGE_STRATEGIES  # one list: what merge() takes is what a merge blob may say
 EXCERPT = 40  # characters of each side's text a conflict shows
@@ -57,9 +51,9 @@ def merge(
     reader = session.reader()
     head = tip.head
     theirs = session.resolve(source)
-    if head is not None and graph.is_ancestor(reader, theirs, head):
+    if head is not None and is_ancestor(reader, theirs, head):
         return MergeResult(kind="up-to-date", head=head, commit=None, strategy=strategy)
-    if head is None or graph.is_ancestor(reader, head, theirs):
+    if head is None or is_ancestor(reader, head, theirs):
         new_head = session.move_branch(
             tip, theirs, "merge", f"fast-forward to {source}", moved="the fast-forward", peer=peer
         )
@@ -151,7 +145,7 @@ def plan_compress(
     budget's ``compress`` action (:mod:`tractkv.engine.budget`).
 
     The context is HEAD's, or ``at`` (a reader and a compile state: a budget plans on the state its
-    transaction makes). It is read as the units of :mod:`tractkv.engine.window`: a system message
+    transaction makes). It is read as the units of :mod:`tractkv.engine.compile.window`: a system message
     (instruction) and a pinned message never go, a tool turn goes whole or not at all. The units that may go
     are those wholly from ``from_commit`` to ``to_commit`` (default: all) holding no commit of ``protect``
     (nor the last unit with ``keep_last``). Without ``fit_to`` every one of them is replaced; with it, the

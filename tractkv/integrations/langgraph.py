@@ -90,7 +90,7 @@ except ImportError as exc:  # the extra is missing (tests/integrations/test_extr
     raise missing_extra("tractkv.integrations.langgraph", "langgraph", exc) from exc
 
 from tractkv.engine.content import content_objects
-from tractkv.engine.refs import HEADS
+from tractkv.engine.history import HEADS
 from tractkv.engine.session import Session
 from tractkv.model import Blob, Commit
 from tractkv.store import WriteBatch

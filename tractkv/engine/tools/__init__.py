@@ -1,0 +1,40 @@
+"""Tool turns: the tool-result pipeline (``results``), its hooks (``hooks``) and the queries over tool calls
+and results (``queries``)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from tractkv import _lazy
+
+if TYPE_CHECKING:
+    from .hooks import (
+        PendingToolResult,
+    )
+    from .queries import (
+        ToolTurn,
+        context_infos,
+        tool_turns,
+    )
+    from .results import (
+        ToolResults,
+    )
+else:
+    __getattr__, __dir__ = _lazy.lazy_exports(
+        __name__,
+        {
+            "PendingToolResult": ".hooks",
+            "ToolResults": ".results",
+            "ToolTurn": ".queries",
+            "context_infos": ".queries",
+            "tool_turns": ".queries",
+        },
+    )
+
+__all__ = [
+    "PendingToolResult",
+    "ToolResults",
+    "ToolTurn",
+    "context_infos",
+    "tool_turns",
+]
