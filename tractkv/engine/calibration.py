@@ -79,8 +79,8 @@ def _openai_shaped(usage: Mapping[str, Any]) -> bool:
 
 
 def reported_input(usage: Mapping[str, Any]) -> int:
-    """The whole input a request cost, from a normalized usage (:func:`~tractkv.engine.content.render.openai_usage`,
-    :func:`~tractkv.engine.content.render.anthropic_usage`): OpenAI's ``input_tokens`` (its ``prompt_tokens``, cached
+    """The whole input a request cost, from a normalized usage (:func:`~tractkv.engine.content.openai_usage`,
+    :func:`~tractkv.engine.content.anthropic_usage`): OpenAI's ``input_tokens`` (its ``prompt_tokens``, cached
     tokens included); otherwise (Anthropic's shape) ``input_tokens`` plus ``cache_read_input_tokens`` plus
     ``cache_creation_input_tokens`` (Anthropic counts the cached and cache-written input apart)."""
     total = int(usage["input_tokens"])
