@@ -960,7 +960,7 @@ def usage_node(node: UsageNode, page: UsagePage, depth: int) -> Markup:
     if refs:
         detail.append(el("div", [el("span", r) for r in refs], class_="fact refs"))
     if u.status in RERUNNABLE and u.parent_id is None and u.result_commit is not None:
-        # The viewer never writes (see docs/ARCHITECTURE.md, Viewer): it shows the command that re-runs it.
+        # The viewer never writes (see docs/decisions.md, Viewer): it shows the command that re-runs it.
         detail.append(
             el(
                 "div",
