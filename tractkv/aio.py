@@ -168,6 +168,7 @@ class AsyncTract:
     annotate = _on_worker(Tract.annotate)
     assistant = _on_worker(Tract.assistant)  # type: ignore[arg-type]  # **kwargs: mypy sees a named self
     branch = _on_worker(Tract.branch)
+    branches = _on_worker(Tract.branches)
     budget = _on_worker(Tract.budget)
     check_writable = _on_worker(Tract.check_writable)
     checkout = _on_worker(Tract.checkout)

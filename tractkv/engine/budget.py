@@ -24,7 +24,8 @@ and compared with the limit, ``floor(threshold * max_tokens)``. At or under it n
   of priority ``skip``) lands in the same transaction, skipping the oldest unpinned non-system messages (tool
   turns whole) until the context's estimate is within the limit (:mod:`tractkv.engine.compile.window`);
 * ``compress``: those oldest messages, planned to leave a quarter of the limit for the summary, are replaced
-  by the configured summarizer's summary (an ordinary ``compress`` commit, in the same transaction); no model
+  by the configured summarizer's summary (in the same transaction, the commit ``Tract.compress`` makes of that
+  range and summary: one planner and one commit shape, :func:`tractkv.engine.merging.plan_compress`); no model
   configured is :class:`~tractkv.errors.NoLLMConfigured` and nothing is written.
 
 Both plan on estimates (:func:`_context_tokens`) against the limit itself, and drop at least one unit (the
@@ -480,8 +481,9 @@ def _compress(
     nothing: str,
 ) -> ObjectId:
     """Stage a compress commit summarizing the oldest messages so that the context's estimate fits ``limit``
-    (at least one unit summarized, the count being over)."""
-    from tractkv.engine.content import content_blob
+    (at least one unit summarized, the count being over): planned and shaped as ``Tract.compress`` plans and
+    shapes one (:func:`tractkv.engine.merging.plan_compress`), never folding what the transaction added."""
+    from tractkv.engine.merging import plan_compress, summary_blob, summary_commit
 
     summarize = session.budget_summarizer
     if summarize is None:
@@ -490,38 +492,22 @@ def _compress(
             f"to {tokens} tokens, over the limit of {limit})"
         )
     room = max(1, limit // SUMMARY_SHARE)
-    plan = _fit(session, state, batch, min(limit - room, estimated - 1))
-    dropped = plan.context.dropped
-    if plan.context.token_count > limit - room or not dropped:
+    plan = plan_compress(
+        session,
+        at=(batch, state),
+        fit_to=min(limit - room, estimated - 1),
+        protect=batch.objects.keys(),  # the commits this transaction makes (with their blobs)
+        keep_last=True,
+    )
+    if plan.fitted is None or plan.fitted > limit - room or not plan.sources:
         raise BudgetExceeded(
             tokens,
             limit,
             f"the context of branch {name!r} would hold {tokens} tokens, over its budget's limit of {limit}, "
             f"and compressing every older unpinned message leaves no room for a summary: {nothing}",
         )
-    ctx = _compiled(session, state, batch)
-    gone = set(dropped)
-    seen: set[ObjectId] = set()
-    lines: list[str] = []
-    last_role = "user"
-    for message, commit_id in zip(ctx.messages, ctx.commit_ids, strict=True):
-        if commit_id not in gone or commit_id in seen:
-            continue  # kept, or a placeholder result (not a message history holds)
-        seen.add(commit_id)
-        lines.append(f"{message.role}: {message.content}")
-        last_role = message.role
-    summary = summarize("\n".join(lines), room)
-    role = "assistant" if last_role == "assistant" else "user"  # as Tract.compress: the last source's side
-    blob = content_blob({"type": "dialogue", "role": role, "text": summary})
-    parent = batch.get_commit(head)
-    commit = Commit(
-        parents=(head,),
-        content=batch.put(blob),
-        operation="compress",
-        message=f"compress {_messages(len(dropped))} to fit the {limit}-token budget",
-        links={"sources": dropped},
-        created_at=session.now(parent),
-    )
+    blob = summary_blob(plan, summarize(plan.text, room))
+    commit = summary_commit(batch, plan, blob, head, session.now(batch.get_commit(head)))
     return _stage(session, batch, ref, state, head, commit, blob.data)
 
 

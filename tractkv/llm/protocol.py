@@ -35,7 +35,7 @@ PART_FIELDS = {
     "thinking": ("thinking", "signature"),
     "redacted_thinking": ("data",),
     "refusal": ("refusal",),
-}  # the parts a reply carries (docs/ARCHITECTURE.md "Content parts"), each with its string fields
+}  # the parts a reply carries (docs/format.md "Content parts"), each with its string fields
 
 
 @attrs.frozen(kw_only=True)
