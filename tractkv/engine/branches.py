@@ -84,17 +84,16 @@ def delete_branch(session: Session, name: str, *, force: bool = False) -> Object
     return tip_id
 
 
-def status(session: Session, token_budget: int | None = None) -> StatusInfo:
-    """Branch, HEAD, commit / message / token counts, budget, ahead / behind the upstream. The budget is
-    ``token_budget`` when given, else the branch's stored one (:mod:`tractkv.engine.budget`), with the stored
-    policy's action and threshold and the last overrun recorded on the branch; the token count is calibrated
-    by the provider when it can be (:mod:`tractkv.engine.calibration`)."""
+def status(session: Session) -> StatusInfo:
+    """Branch, HEAD, commit / message / token counts, budget, ahead / behind the upstream. The budget is the
+    branch's stored one (:mod:`tractkv.engine.budget`), with its action and threshold and the last overrun
+    recorded on the branch; the token count is calibrated by the provider when it can be
+    (:mod:`tractkv.engine.calibration`)."""
     from .budget import current_overrun, read_budget
 
     reader = session.reader()
     policy = read_budget(reader, session.branch_ref)
-    if token_budget is None and policy is not None:
-        token_budget = policy.max_tokens
+    token_budget = None if policy is None else policy.max_tokens
     state = session.head_state(reader)
     view = state.render(reader)
     from .calibration import calibrated  # lazy: keeps `import tractkv` light

@@ -1,16 +1,22 @@
 """A branch's token budget, and what a commit over it does.
 
-**Where it lives.** A local setting: the ``meta`` row ``budget:<branch ref>`` holds CBOR
-``{"max": int, "action": str, "threshold": float}`` (a row written before actions existed holds a bare CBOR
-int and reads as ``action="warn", threshold=1.0``), like the remotes config and ``set_tools``'s setting. It
-never syncs: a budget is a policy of the process that writes, which another machine (a smaller model, a
-larger window) may set differently. What a budget *does* is ordinary history: a ``trim`` or ``compress``
-commit, validated on receive like any other, so a clone or a pull compiles exactly the trimmed or compressed
-context. ``Tract.open(token_budget=...)`` overrides the reported budget of one handle; it is not a policy
-(nothing acts on it). The last overrun is recorded next to the setting (``budget-overrun:<ref>``, local),
-and removed once it no longer holds: by a check that finds the branch within its limit (a write only when
-the row exists) and by :func:`set_budget` changing or clearing the budget; ``status`` shows it only while it
-holds (:func:`current_overrun`).
+**Where it lives.** A local setting: the ``meta`` row ``budget:<branch ref>`` holds CBOR ``{"max": int,
+"action": str, "threshold": float}`` (a row written before actions existed holds a bare CBOR int and reads as
+``action="warn", threshold=1.0``), like the remotes config and ``set_tools``'s setting. It never syncs: a
+budget is a policy of the process that writes, which another machine (a smaller model, a larger window) may
+set differently. What a budget *does* is ordinary history: a ``trim`` or ``compress`` commit, validated on
+receive like any other, so a clone or a pull compiles exactly the trimmed or compressed context. It is the one
+budget: ``Tract.open(token_budget=N)`` (deprecated) stores it as :meth:`~tractkv.Tract.set_budget` does. The
+last overrun is recorded next to the setting (``budget-overrun:<ref>``, local), and removed once it no longer
+holds: by a check that finds the branch within its limit (a write only when the row exists) and by
+:func:`set_budget` changing or clearing the budget; ``status`` shows it only while it holds
+(:func:`current_overrun`).
+
+**How it is consulted.** :class:`BudgetPolicy` is a session's write policy
+(:class:`~tractkv.engine.session.WritePolicy`, passed when the session is made): its check runs on every
+transaction that moves a branch, with the summarizer a ``compress`` budget uses, and tells its listener of an
+overrun once that transaction landed. A trim or compress commit goes through the session's one write function
+(:meth:`~tractkv.engine.session.Session.stage_commit`), as every commit does.
 
 **When it acts.** When a commit lands on the branch, the compiled context it makes (messages, placeholder
 results and tool definitions) is counted as ``status`` counts it (:func:`_calibrated`: the provider's
@@ -70,6 +76,7 @@ compare-and-swap extends): a writer that loses the race writes nothing, and a re
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
@@ -82,10 +89,10 @@ from tractkv.model import Blob, Commit
 from tractkv.store import Reader, Store, Table, WriteBatch
 
 from .records import CompiledContext
+from .session import Session, WritePolicy
 
 if TYPE_CHECKING:
     from .reports import BudgetOverrun
-    from .session import Session
     from .state import CompileState
     from .window import Fit
 
@@ -94,6 +101,40 @@ OVERRUN = b"budget-overrun:"  # meta key prefix: branch ref -> the last overrun 
 ACTIONS = ("warn", "reject", "compress", "trim")
 EVENT = "budget_exceeded"
 SUMMARY_SHARE = 4  # compress leaves 1/SUMMARY_SHARE of the limit for the summary
+
+Summarize = Callable[[str, int], str]
+"""What a ``compress`` budget summarizes with: (text, target tokens) -> the summary."""
+
+
+class BudgetPolicy(WritePolicy):
+    """The branch budget as a session's write policy (:class:`~tractkv.engine.session.WritePolicy`): its check
+    is :func:`check` on every transaction that moves a branch, with ``summarize`` for a ``compress`` budget
+    (None: :class:`~tractkv.errors.NoLLMConfigured`); ``on_overrun`` hears of each overrun once its
+    transaction landed."""
+
+    def __init__(
+        self,
+        summarize: Summarize | None = None,
+        on_overrun: Callable[[BudgetOverrun], None] | None = None,
+    ) -> None:
+        self.summarize = summarize
+        self.on_overrun = on_overrun
+
+    def check(
+        self,
+        session: Session,
+        batch: WriteBatch,
+        ref: str,
+        state: CompileState | None,
+        *,
+        moved: str | None,
+        peer: bool,
+    ) -> BudgetOverrun | None:
+        return check(session, batch, ref, state, moved=moved, peer=peer, summarize=self.summarize)
+
+    def landed(self, session: Session, outcome: object) -> None:
+        if self.on_overrun is not None:
+            self.on_overrun(outcome)  # type: ignore[arg-type]  # what check returned: a BudgetOverrun
 
 
 @attrs.frozen(kw_only=True)
@@ -281,13 +322,15 @@ def check(
     *,
     moved: str | None = None,
     peer: bool = False,
+    summarize: Summarize | None = None,
 ) -> BudgetOverrun | None:
     """Run ``ref``'s budget on what ``batch`` (about to be applied) makes of the branch: ``state`` is the
     compile state at its new tip (None: read it through the batch). Returns the overrun to report once the
     batch landed, or None; may stage a trim or compress commit in the batch; raises to write nothing.
     ``moved`` names a ref move the batch stages instead of a commit (``"the fast-forward"``, ``"the reset"``,
     ``"the push"``): only the messages say so. ``peer``: the move brings another store's commits, whose
-    reported usage is a claim: the count is at least the local estimate (see the module doc).
+    reported usage is a claim: the count is at least the local estimate (see the module doc). ``summarize``:
+    what a ``compress`` budget summarizes with.
 
     Raises:
         BudgetExceeded: a ``reject`` budget, or a ``trim`` / ``compress`` that cannot make the context fit.
@@ -329,8 +372,8 @@ def check(
     if budget.action in ("trim", "compress"):
         # The plan counts estimates, against the limit itself; it drops at least one unit (the count is
         # over even when the estimate is not). The count after the action is then taken as status takes it.
-        act = _trim if budget.action == "trim" else _compress
-        result = act(session, batch, ref, state, head, limit, estimated, name, tokens, nothing)
+        plan = _Plan(session, batch, ref, state, head, limit, estimated, name, tokens, nothing)
+        result = _trim(plan) if budget.action == "trim" else _compress(plan, summarize)
         after, after_estimated = _calibrated(session, state, batch)
         if peer:
             after = max(after, after_estimated)
@@ -384,7 +427,6 @@ def check_received(store: Store, batch: WriteBatch, ref: str, moved: str) -> str
     if batch.table_get(Table.META, BUDGET + ref.encode()) is None:
         return None
     from .refs import HEADS
-    from .session import Session
 
     session = Session(store, branch=ref.removeprefix(HEADS), readonly=True)
     try:
@@ -429,79 +471,76 @@ def _fit(session: Session, state: CompileState, batch: WriteBatch, limit: int) -
     return fit(state, compiled, session.counter, limit, protect_last=True, protect=added)
 
 
-def _trim(
-    session: Session,
-    batch: WriteBatch,
-    ref: str,
-    state: CompileState,
-    head: ObjectId,
-    limit: int,
-    estimated: int,
-    name: str,
-    tokens: int,
-    nothing: str,
-) -> ObjectId:
-    """Stage the trim commit that skips the oldest messages until the context's estimate fits ``limit``
+@attrs.frozen
+class _Plan:
+    """What a ``trim`` or ``compress`` budget acts on: the branch ``ref`` (``name``) whose new tip ``head``
+    (``state``, owned for the action) is over ``limit`` (``tokens`` counted, ``estimated`` estimated), in the
+    transaction ``batch``; ``nothing`` says what a refusal leaves."""
+
+    session: Session
+    batch: WriteBatch
+    ref: str
+    state: CompileState
+    head: ObjectId
+    limit: int
+    estimated: int
+    name: str
+    tokens: int
+    nothing: str
+
+
+def _trim(plan: _Plan) -> ObjectId:
+    """Stage the trim commit that skips the oldest messages until the context's estimate fits the limit
     (and at least one unit, the count being over)."""
     from .content import ANNOTATION
 
-    plan = _fit(session, state, batch, min(limit, estimated - 1))
-    dropped = plan.context.dropped
-    if plan.context.token_count > limit or not dropped:
+    limit = plan.limit
+    fitted = _fit(plan.session, plan.state, plan.batch, min(limit, plan.estimated - 1))
+    dropped = fitted.context.dropped
+    if fitted.context.token_count > limit or not dropped:
         raise BudgetExceeded(
-            tokens,
+            plan.tokens,
             limit,
-            f"the context of branch {name!r} would hold {tokens} tokens, over its budget's limit of {limit}, "
-            f"and trimming every unpinned message older than the ones it adds leaves {plan.context.token_count}: "
-            f"{nothing}",
+            f"the context of branch {plan.name!r} would hold {plan.tokens} tokens, over its budget's limit of "
+            f"{limit}, and trimming every unpinned message older than the ones it adds leaves "
+            f"{fitted.context.token_count}: {plan.nothing}",
         )
     payload = {"type": ANNOTATION, "priority": "skip", "reason": f"trim to the {limit}-token budget"}
     blob = Blob(data=payload)
-    parent = batch.get_commit(head)
     commit = Commit(
-        parents=(head,),
-        content=batch.put(blob),
+        parents=(plan.head,),
+        content=plan.batch.put(blob),
         operation="trim",
         message=f"trim {_messages(len(dropped))} to fit the {limit}-token budget",
         links={"targets": dropped},
-        created_at=session.now(parent),
+        created_at=plan.session.now(plan.batch.get_commit(plan.head)),
     )
-    return _stage(session, batch, ref, state, head, commit, payload)
+    return _stage(plan, commit, payload)
 
 
-def _compress(
-    session: Session,
-    batch: WriteBatch,
-    ref: str,
-    state: CompileState,
-    head: ObjectId,
-    limit: int,
-    estimated: int,
-    name: str,
-    tokens: int,
-    nothing: str,
-) -> ObjectId:
-    """Stage a compress commit summarizing the oldest messages so that the context's estimate fits ``limit``
+def _compress(plan: _Plan, summarize: Summarize | None) -> ObjectId:
+    """Stage a compress commit summarizing the oldest messages so that the context's estimate fits the limit
     (at least one unit summarized, the count being over)."""
     from .content import content_blob
 
-    summarize = session.budget_summarizer
+    session, batch, limit = plan.session, plan.batch, plan.limit
     if summarize is None:
         raise NoLLMConfigured(
-            f"the compress budget of branch {name!r} ({nothing}: it would take the context "
-            f"to {tokens} tokens, over the limit of {limit})"
+            f"the compress budget of branch {plan.name!r} ({plan.nothing}: it would take the context "
+            f"to {plan.tokens} tokens, over the limit of {limit})"
         )
     room = max(1, limit // SUMMARY_SHARE)
-    plan = _fit(session, state, batch, min(limit - room, estimated - 1))
-    dropped = plan.context.dropped
-    if plan.context.token_count > limit - room or not dropped:
+    fitted = _fit(session, plan.state, batch, min(limit - room, plan.estimated - 1))
+    dropped = fitted.context.dropped
+    if fitted.context.token_count > limit - room or not dropped:
         raise BudgetExceeded(
-            tokens,
+            plan.tokens,
             limit,
-            f"the context of branch {name!r} would hold {tokens} tokens, over its budget's limit of {limit}, "
-            f"and compressing every older unpinned message leaves no room for a summary: {nothing}",
+            f"the context of branch {plan.name!r} would hold {plan.tokens} tokens, over its budget's limit of "
+            f"{limit}, and compressing every older unpinned message leaves no room for a summary: "
+            f"{plan.nothing}",
         )
-    ctx = _compiled(session, state, batch)
+    ctx = _compiled(session, plan.state, batch)
     gone = set(dropped)
     seen: set[ObjectId] = set()
     lines: list[str] = []
@@ -515,46 +554,35 @@ def _compress(
     summary = summarize("\n".join(lines), room)
     role = "assistant" if last_role == "assistant" else "user"  # as Tract.compress: the last source's side
     blob = content_blob({"type": "dialogue", "role": role, "text": summary})
-    parent = batch.get_commit(head)
     commit = Commit(
-        parents=(head,),
+        parents=(plan.head,),
         content=batch.put(blob),
         operation="compress",
         message=f"compress {_messages(len(dropped))} to fit the {limit}-token budget",
         links={"sources": dropped},
-        created_at=session.now(parent),
+        created_at=session.now(batch.get_commit(plan.head)),
     )
-    return _stage(session, batch, ref, state, head, commit, blob.data)
+    return _stage(plan, commit, blob.data)
 
 
-def _stage(
-    session: Session,
-    batch: WriteBatch,
-    ref: str,
-    state: CompileState,
-    parent: ObjectId,
-    commit: Commit,
-    payload: dict[str, Any],
-) -> ObjectId:
-    """Check and stage ``commit`` on top of ``parent`` in ``batch`` and apply it to ``state``."""
-    from .reflog import log_ref_move
-    from .validate import check_commit
+def _stage(plan: _Plan, commit: Commit, payload: dict[str, Any]) -> ObjectId:
+    """Stage ``commit`` on top of the plan's head through the session's one write function
+    (:meth:`~tractkv.engine.session.Session.stage_commit`: checked, put, applied to the plan's state, the
+    branch moved, its reflog entry folded into the move it follows)."""
+    session, state = plan.session, plan.state
 
-    check_commit(batch, commit, {parent: "commit"}, session.clock_read)
-    oid = batch.put(commit)
-    state.apply(batch, oid, commit, session.counter, payload)
-    batch.set_ref(ref, oid, expected=parent)  # a batch keeps its first expectation: the tip it started from
-    summary = commit.message or commit.operation
-    logs = batch.encoded_logs()
-    staged = [i for i, (table, key, _) in enumerate(logs) if table is Table.REFLOG and key == ref.encode()]
-    if not staged:
-        log_ref_move(batch, ref, parent, oid, commit.operation, summary, now_us=commit.created_at)
-        return oid
-    # One transaction moves the branch once: the move it stages ends at this commit (the commit that went
-    # over was never a tip by itself), as a batch's commits fold into one entry.
-    entry = dict(codec.loads(logs[staged[-1]][2]))
-    entry["new"] = oid
-    entry["msg"] = f"{entry.get('msg')}; then {summary}"
-    entry["ts"] = commit.created_at
-    batch.replace_log(staged[-1], entry)
+    def derive(batch: WriteBatch, oid: ObjectId, staged: Commit) -> CompileState:
+        state.apply(batch, oid, staged, session.counter, payload)
+        return state
+
+    oid, _ = session.stage_commit(
+        plan.batch,
+        plan.ref,
+        plan.head,
+        commit,
+        derive,
+        known={plan.head: "commit"},
+        reflog_op=commit.operation,
+        summary=commit.message or commit.operation,
+    )
     return oid

@@ -26,11 +26,12 @@ from __future__ import annotations
 
 import gc
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, suppress
 from functools import partial
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
+from tractkv import codec
 from tractkv.errors import (
     BranchNotFound,
     ConcurrentUpdate,
@@ -63,14 +64,14 @@ from .records import CommitInfo, CompiledContext
 from .reflog import log_ref_move
 from .refs import HEAD, SYMBOLIC, branch_name, branch_ref, read_head
 from .refs import resolve_revision as _resolve
-from .state import CompileState, Slot
+from .state import CompileState
 from .tokens import DEFAULT_COUNTER, MESSAGE_OVERHEAD, TokenCounter
 from .toolsets import ACTIVE_TOOLS, EMPTY_TOOLSET_ID, put_toolset, tool_schemas, tool_tokens
 from .validate import MAX_FUTURE_US, TS_MAX, TS_MIN, check_commit, trusted_tag
 from .validate import OPERATIONS as LOGGED_OPERATIONS
 
 if TYPE_CHECKING:  # loaded on first use: keeps `import tractkv` light
-    from .reports import BranchInfo, BudgetOverrun, ContextDiff
+    from .reports import BranchInfo, ContextDiff
 
 MAX_REBASE_ATTEMPTS = 16  # bounded retries of an automatic append rebase under contention
 REBASE_BACKOFF_S = 0.0005  # the first retry's ceiling; doubled per retry, at most REBASE_BACKOFF_MAX_S
@@ -118,6 +119,9 @@ OPERATIONS = ("append", "edit")  # what commit() makes; annotate / merge / compr
 Build = Callable[[WriteBatch, ObjectId | None, Commit | None], Commit]
 """Stages a commit's objects in the batch and returns the commit, given its parent id and parent commit."""
 
+Derive = Callable[[WriteBatch, ObjectId, Commit], CompileState]
+"""Brings a compile state to a commit just staged in the batch (its id, the commit); returns that state."""
+
 
 class Tip(NamedTuple):
     """The branch an operation writes to and its tip as read when the operation started.
@@ -131,6 +135,47 @@ class Tip(NamedTuple):
     head: ObjectId | None
 
 
+class WritePolicy(Protocol):
+    """What a session consults when it writes: passed at construction (``Session(policies=...)``, which
+    :func:`tractkv.engine.open_session` fills with the default ones) or registered with
+    :meth:`Session.add_policy`; never an attribute set from above. A policy implements the hooks it needs
+    (subclass this protocol to inherit the others, which do nothing):
+
+    * :meth:`before_write`: before an operation moves the session's branch or HEAD (every commit, including
+      each commit of a batch, a switch, a checkout, a reset, a merge); raising refuses it, nothing written.
+    * :meth:`check`: once per transaction that moves branch ``ref``, before it is applied (a commit outside a
+      batch, a batch's end, a ref move). May stage commits in ``batch`` (through :meth:`Session.stage_commit`,
+      the one write function) or raise (nothing of the transaction is written); returns what
+      :meth:`landed` receives once the transaction landed, or None.
+    * :meth:`landed`: after the transaction landed, with what :meth:`check` returned (when not None).
+
+    The branch budget (:class:`tractkv.engine.budget.BudgetPolicy`) is a policy; so is the toolkit's guard
+    that refuses context changes while a tool call waits for its result.
+    """
+
+    def before_write(self, session: Session, action: str) -> None:
+        return None
+
+    def check(
+        self,
+        session: Session,
+        batch: WriteBatch,
+        ref: str,
+        state: CompileState | None,
+        *,
+        moved: str | None,
+        peer: bool,
+    ) -> object | None:
+        return None
+
+    def landed(self, session: Session, outcome: object) -> None:
+        return None
+
+
+Outcomes = tuple[tuple[WritePolicy, object], ...]
+"""What the policies' checks of one transaction returned, for their :meth:`WritePolicy.landed`."""
+
+
 class Session:
     """One handle's position in a store (a branch, or a detached commit) and everything it writes.
 
@@ -142,6 +187,7 @@ class Session:
             without HEAD yet gets this branch as its HEAD).
         rebase_appends: re-make a pure append on a branch another handle moved, instead of raising.
         readonly: refuse every write, never record HEAD, never write a checkpoint.
+        policies: what every write consults (:class:`WritePolicy`), in order; more with :meth:`add_policy`.
     """
 
     def __init__(
@@ -153,6 +199,7 @@ class Session:
         branch: str | None = None,
         rebase_appends: bool = False,
         readonly: bool = False,
+        policies: Sequence[WritePolicy] = (),
     ) -> None:
         self.store = store
         self.counter: TokenCounter = counter or DEFAULT_COUNTER
@@ -168,7 +215,6 @@ class Session:
         self._tools_cache: dict[ObjectId, tuple[dict[str, Any], ...]] = {}
         self._tool_tokens_cache: dict[ObjectId, int] = {}
         self._last_commit: tuple[ObjectId, Commit] | None = None  # the next commit's parent, usually
-        self._text_slot: Slot | None = None  # the slot the last plain-text commit got (apply_text)
         self._stored_toolsets: set[ObjectId] = set()  # tool sets this session's written commits linked
         # Inside batch(): tool sets commits of the batch linked (they land with it, so later commits of the
         # batch may trust their tag), and the set_tools setting read once (set_tools is refused in a batch).
@@ -176,13 +222,13 @@ class Session:
         # Inside batch(): the reflog entry of the batch's commits so far.
         self._batch_log: _BatchLog | None = None
         self._batch_tools_setting: tuple[ObjectId | None] | None = None
-        # Called with the action before anything moves this session's branch or HEAD; raising refuses it
-        # (the toolkit sets it while a tool handler runs between a tool call and its result).
-        self.write_guard: Callable[[str], None] | None = None
-        # The branch budget's hooks (engine/budget.py), set by the Tract: the summarizer a ``compress`` budget
-        # uses ((text, target tokens) -> summary) and who hears of an overrun once its commit landed.
-        self.budget_summarizer: Callable[[str, int], str] | None = None
-        self.budget_listener: Callable[[BudgetOverrun], None] | None = None
+        # The write policies, and those of them whose before_write / check hooks do something (the write
+        # path loops over these: nothing to do when there are none).
+        self._policies: tuple[WritePolicy, ...] = ()
+        self._guards: tuple[WritePolicy, ...] = ()
+        self._checks: tuple[WritePolicy, ...] = ()
+        for policy in policies:
+            self.add_policy(policy)
         ref, detached = read_head(store)
         self.branch_ref: str | None = ref
         self.detached: ObjectId | None = detached if ref is None else None
@@ -216,6 +262,51 @@ class Session:
                 self.compiler.flush(self.store, self._state)
         finally:
             self.closed = True
+
+    # --- policies -----------------------------------------------------------------------------------------
+
+    @property
+    def policies(self) -> tuple[WritePolicy, ...]:
+        """The write policies this session consults, in order."""
+        return self._policies
+
+    def add_policy(self, policy: WritePolicy) -> None:
+        """Register a write policy (:class:`WritePolicy`): consulted from the next write on, after those
+        registered before it. The one way a layer above the session changes what its writes do."""
+        self._policies = (*self._policies, policy)
+        if _overrides(policy, "before_write"):
+            self._guards = (*self._guards, policy)
+        if _overrides(policy, "check"):
+            self._checks = (*self._checks, policy)
+
+    def guard(self, action: str) -> None:
+        """Ask every policy whether ``action`` may move this session's branch or HEAD now (raising refuses)."""
+        for policy in self._guards:
+            policy.before_write(self, action)
+
+    def check_policies(
+        self,
+        batch: WriteBatch,
+        ref: str,
+        state: CompileState | None,
+        *,
+        moved: str | None = None,
+        peer: bool = False,
+    ) -> Outcomes:
+        """Run the policies' checks of a transaction that moves ``ref`` (``state``: the compile state at its
+        new tip, None: read through the batch), before it is applied."""
+        if not self._checks:
+            return ()
+        found = []
+        for policy in self._checks:
+            outcome = policy.check(self, batch, ref, state, moved=moved, peer=peer)
+            if outcome is not None:
+                found.append((policy, outcome))
+        return tuple(found)
+
+    def _landed(self, outcomes: Outcomes) -> None:
+        for policy, outcome in outcomes:
+            policy.landed(self, outcome)
 
     # --- HEAD ---------------------------------------------------------------------------------------------
 
@@ -312,10 +403,10 @@ class Session:
 
     def writable(self, action: str = "commit") -> Tip:
         """The branch this session writes to and its tip now (read once, at the start of an operation), or an
-        error when it cannot write (read-only, detached, or refused by :attr:`write_guard`)."""
+        error when it cannot write (read-only, detached, or refused by a policy's ``before_write``)."""
         self.check_writes(action)
-        if self.write_guard is not None:
-            self.write_guard(action)
+        for policy in self._guards:
+            policy.before_write(self, action)
         if self.branch_ref is None:
             raise DetachedHead(str(self.detached), action)
         head = self.head_commit(self.reader())
@@ -370,12 +461,10 @@ class Session:
         try:
             yield
             batch, self._batch = self._batch, None
-            overrun = None
+            outcomes: Outcomes = ()
             if len(batch):
-                if self.branch_ref is not None:  # the budget checks what the block made, once
-                    from .budget import check as check_budget  # lazy: keeps `import tractkv` light
-
-                    overrun = check_budget(self, batch, self.branch_ref, self._state)
+                if self.branch_ref is not None:  # the policies check what the block made, once
+                    outcomes = self.check_policies(batch, self.branch_ref, self._state)
                 if self._state is not None and self._since_checkpoint >= CHECKPOINT_EVERY:
                     # the checkpoint lands with the commits; a cache: failing to stage it (an I/O error
                     # re-reading a damaged chunk) must not fail the batch (a partial one is never named)
@@ -411,8 +500,7 @@ class Session:
             self._batch_log = None
             restore_gc()
         self._maybe_checkpoint()
-        if overrun is not None and self.budget_listener is not None:
-            self.budget_listener(overrun)
+        self._landed(outcomes)
 
     def commit_with(
         self,
@@ -424,7 +512,7 @@ class Session:
         action: str = "commit",
         rebase: bool = False,
         payload: dict[str, Any] | None = None,
-        text: tuple[str, str] | None = None,
+        derive: Derive | None = None,
     ) -> tuple[ObjectId, Commit]:
         """Stage what ``build`` puts plus its commit on the branch, compare-and-swap it from ``tip`` (what the
         operation read when it started; default: the tip now), apply it (unless inside :meth:`batch`), and
@@ -435,7 +523,14 @@ class Session:
         mark, refs = (batch.mark(), dict(batch.ref_updates)) if batch is not None else (0, {})
         try:
             return self._commit_with(
-                build, reflog_op, summary, tip=tip, action=action, rebase=rebase, payload=payload, text=text
+                build,
+                reflog_op,
+                summary,
+                tip=tip,
+                action=action,
+                rebase=rebase,
+                payload=payload,
+                derive=derive,
             )
         except BaseException:
             if batch is not None and batch.ref_updates == refs:  # refused before its branch move was staged
@@ -452,14 +547,16 @@ class Session:
         action: str = "commit",
         rebase: bool = False,
         payload: dict[str, Any] | None = None,
-        text: tuple[str, str] | None = None,
+        derive: Derive | None = None,
     ) -> tuple[ObjectId, Commit]:
-        """Stage what ``build`` puts plus its commit on the branch, compare-and-swap it from ``tip`` (what the
-        operation read when it started; default: the tip now), apply it (unless inside :meth:`batch`), and
-        bring the HEAD state up to date. ``payload`` is the commit's content data when the caller has it.
-        With ``rebase`` (pure appends only) a lost swap is retried on the new tip. ``summary`` (the reflog
-        message) may be given as a function, called only when the message is written: inside a batch, only
-        the last commit's summary is."""
+        """Stage what ``build`` puts plus its commit on the branch (through :meth:`stage_commit`),
+        compare-and-swap it from ``tip`` (what the operation read when it started; default: the tip now),
+        apply it (unless inside :meth:`batch`) after the policies checked it, and bring the HEAD state up to
+        date. ``payload`` is the commit's content data when the caller has it. With ``rebase`` (pure appends
+        only) a lost swap is retried on the new tip. ``summary`` (the reflog message) may be given as a
+        function, called only when the message is written: inside a batch, only the last commit's summary is.
+        ``derive`` brings the HEAD state to the commit instead of :meth:`_derive` (the plain-text fast path's
+        way); a caller giving it vouches that ``build`` checked what :func:`check_commit` would."""
         tip = tip or self.writable(action)
         ref, parent = tip.ref, tip.head
         attempts = 0
@@ -476,49 +573,27 @@ class Session:
             if parent is not None and parent_commit is not None:
                 batch.note_commit(parent, parent_commit)  # apply derives the tools index row from it
             commit = build(batch, parent, parent_commit)
-            tools = commit.tools
-            linked = tools is not None and (
-                tools in self._stored_toolsets or (not own and tools in self._batch_toolsets)
-            )  # a tool set an earlier commit of this session linked
-            if (
-                text is None
-                or (tools is not None and not linked)
-                or not TS_MIN <= commit.created_at <= TS_MAX
-                or commit.operation != "append"
-            ):
-                known: dict[ObjectId, str] = {}
-                if parent is not None:
-                    known[parent] = "commit"  # the tip this operation read
-                if payload is not None and commit.content is not None:
-                    known[commit.content] = trusted_tag(payload)  # content_blob checked it: validate once
-                if linked:
-                    known[tools] = "toolset"  # type: ignore[index]
-                check_commit(batch, commit, known, self.clock_read)  # the rules a receiver applies too
-            # else: a plain-text append (``text``) built by trusted_commit: one parent at most (the tip this
-            # operation read), a message blob content_objects checked, no tool set or one this session
-            # linked, a clock value in range: it passes every rule check_commit applies, by construction.
+            known = None if derive is not None else self._known(parent, commit, payload, own)
             # What the commit links but the batch does not write (a parent, a tool set this handle's cache
             # trusts, media) was read outside the writing transaction: the store checks it again inside it
             # (gc may have removed it since: MissingLinkTarget, nothing written).
-            oid = batch.put(commit)
             try:
                 # Everything derived (token counts, the rendered message, the HEAD state) is computed now,
                 # before the write: a failure here writes nothing and leaves the branch as it was.
-                state = self._derive(batch, oid, commit, payload, own, text)
-                batch.set_ref(ref, oid, expected=parent)
-                if own or not self._extend_batch_log(batch, ref, oid, reflog_op, summary, commit.created_at):
-                    message = summary if isinstance(summary, str) else summary()
-                    entry = log_ref_move(
-                        batch, ref, parent, oid, reflog_op, message, now_us=commit.created_at
-                    )
-                    if not own:
-                        self._batch_log = _BatchLog(ref, entry, message, len(batch.log_appends) - 1)
-                overrun = None  # inside a batch, the budget checks what the block made, once, at its end
+                oid, state = self.stage_commit(
+                    batch,
+                    ref,
+                    parent,
+                    commit,
+                    derive or partial(self._derive, payload=payload, own=own),
+                    known=known,
+                    reflog_op=reflog_op,
+                    summary=summary,
+                )
+                outcomes: Outcomes = ()  # inside a batch, the policies check what the block made, at its end
                 checkpointed = False
                 if own:
-                    from .budget import check as check_budget  # lazy: keeps `import tractkv` light
-
-                    overrun = check_budget(self, batch, ref, state)  # on the tip extended
+                    outcomes = self.check_policies(batch, ref, state)  # on the tip extended
                     checkpointed = self._stage_checkpoint(batch, state)
                     self.store.apply(batch)
                     self._seen_tip = (ref, oid)
@@ -553,11 +628,79 @@ class Session:
             if commit.tools is not None:  # written (or lands with the batch): later commits trust its tag
                 (self._stored_toolsets if own else self._batch_toolsets).add(commit.tools)
             self._maybe_checkpoint()
-            if overrun is not None:
-                state.retarget(batch, self.store)  # the budget's action rendered through the landed batch
-                if self.budget_listener is not None:
-                    self.budget_listener(overrun)
+            if outcomes:
+                state.retarget(batch, self.store)  # a policy's commit rendered through the landed batch
+                self._landed(outcomes)
             return oid, commit
+
+    def _known(
+        self, parent: ObjectId | None, commit: Commit, payload: dict[str, Any] | None, own: bool
+    ) -> dict[ObjectId, str]:
+        """What :func:`check_commit` may take as checked for a commit this session built on ``parent``: the
+        parent (the tip this operation read), its content blob when ``payload`` is its data (checked when it
+        was made), and a tool set an earlier commit of this session linked."""
+        known: dict[ObjectId, str] = {}
+        if parent is not None:
+            known[parent] = "commit"
+        if payload is not None and commit.content is not None:
+            known[commit.content] = trusted_tag(payload)  # content_blob checked it: validate once
+        tools = commit.tools
+        if tools is not None and (
+            tools in self._stored_toolsets or (not own and tools in self._batch_toolsets)
+        ):  # a tool set an earlier commit of this session linked
+            known[tools] = "toolset"
+        return known
+
+    def stage_commit(
+        self,
+        batch: WriteBatch,
+        ref: str,
+        parent: ObjectId | None,
+        commit: Commit,
+        derive: Derive,
+        *,
+        known: dict[ObjectId, str] | None,
+        reflog_op: str,
+        summary: str | Callable[[], str],
+    ) -> tuple[ObjectId, CompileState]:
+        """The one write function: every commit is staged here (the general path's, each commit of a batch,
+        the plain-text fast path's, a policy's such as a budget's trim or compress commit). It checks
+        ``commit`` by the rules a receiving store applies (:func:`check_commit`, ``known``: what it may take as
+        checked; None: the caller vouches for a commit it built by construction), puts it in ``batch``, brings
+        the compile state to it (``derive`` returns that state), stages the move of branch ``ref`` from
+        ``parent`` (a batch keeps its first expectation: the tip it started from) and its reflog entry. One
+        transaction moves a branch once, so it logs one entry: a commit after the first of this session's
+        :meth:`batch` folds into the batch's entry, a policy's commit into the entry of the move it follows
+        (the commit that went over was never a tip by itself). Raises to stage nothing of the branch move
+        (the caller unstages the objects, or drops the batch)."""
+        if known is not None:
+            check_commit(batch, commit, known, self.clock_read)  # the rules a receiver applies too
+        oid = batch.put(commit)
+        state = derive(batch, oid, commit)
+        batch.set_ref(ref, oid, expected=parent)
+        self._log_move(batch, ref, parent, oid, reflog_op, summary, commit.created_at)
+        return oid, state
+
+    def _log_move(
+        self,
+        batch: WriteBatch,
+        ref: str,
+        parent: ObjectId | None,
+        oid: ObjectId,
+        operation: str,
+        summary: str | Callable[[], str],
+        now_us: int,
+    ) -> None:
+        """The reflog entry of a commit :meth:`stage_commit` staged (see there)."""
+        if batch is self._batch:
+            if not self._extend_batch_log(batch, ref, oid, operation, summary, now_us):
+                message = summary if isinstance(summary, str) else summary()
+                entry = log_ref_move(batch, ref, parent, oid, operation, message, now_us=now_us)
+                self._batch_log = _BatchLog(ref, entry, message, len(batch.log_appends) - 1)
+            return
+        message = summary if isinstance(summary, str) else summary()
+        if not batch.log_appends or not _fold_into_move(batch, ref, oid, message, now_us):
+            log_ref_move(batch, ref, parent, oid, operation, message, now_us=now_us)
 
     def _extend_batch_log(
         self,
@@ -585,33 +728,30 @@ class Session:
         batch.replace_log(last.index, last)
         return True
 
-    def _derive(
-        self,
-        batch: WriteBatch,
-        oid: ObjectId,
-        commit: Commit,
-        payload: dict[str, Any] | None,
-        own: bool,
-        text: tuple[str, str] | None = None,
-    ) -> CompileState:
-        """The HEAD state with ``commit`` (staged in ``batch``, not yet written) applied.
-
-        The owned state is extended in place when it is the parent's (an append stays O(1)); otherwise the
-        parent's state is rebuilt first (from cache, checkpoint or objects, read from the store in one
-        transaction when the parent is stored), and a merge commit's state is the three-way merge, read
-        through the batch that holds the merge commit. The caller drops the owned state if anything fails.
-        """
-        parent = commit.parents[0] if commit.parents else None
+    def parent_state(self, batch: WriteBatch, parent: ObjectId | None, own: bool) -> CompileState:
+        """The owned HEAD state at ``parent``, for a commit staged on it: the state itself when it is there
+        (an append stays O(1)), else rebuilt (from cache, checkpoint or objects, read from the store in one
+        transaction when ``own``, else through the session's batch)."""
         state = self._state
         if state is None or state.head != parent:
             self._forget_state()
             state = self.compiler.state_at(self.store if own else batch, parent, take=True)
             self._state = state
-        if text is not None:  # a plain-text append: its tokens are those of its text
-            self._text_slot = state.apply_text(
-                oid, commit, *text, self.counter.count(text[1]) + MESSAGE_OVERHEAD
-            )
-            return state
+        return state
+
+    def _derive(
+        self,
+        batch: WriteBatch,
+        oid: ObjectId,
+        commit: Commit,
+        *,
+        payload: dict[str, Any] | None,
+        own: bool,
+    ) -> CompileState:
+        """The HEAD state with ``commit`` (staged in ``batch``, not yet written) applied: the parent's state
+        (:meth:`parent_state`) extended; a merge commit's state is the three-way merge, read through the batch
+        that holds the merge commit. The caller drops the owned state if anything fails."""
+        state = self.parent_state(batch, commit.parents[0] if commit.parents else None, own)
         if len(commit.parents) <= 1:
             state.apply(batch, oid, commit, self.counter, payload)
             return state
@@ -714,142 +854,6 @@ class Session:
             media=media,
         )
 
-    def append_text(self, role: str, text: str) -> CommitInfo:
-        """Append ``text`` as a plain ``role`` (user or assistant) message: :meth:`commit` of
-        ``{"type": "dialogue", "role": role, "text": text}`` (the same checks, errors, objects and result),
-        without the steps of the general path that cannot apply to it (targets, media, tool schemas)."""
-        batch = self._batch
-        if batch is not None and self.write_guard is None and not self.readonly and not self.closed:
-            info = self._append_text_in_batch(batch, role, text)
-            if info is not None:
-                return info
-        tip = self.writable()
-        payload = {"type": "dialogue", "role": role, "text": text}
-        plain = _plain_text(payload)  # the plain text content_objects takes without a general check
-        data: bytes | None = None
-        if plain is not None:
-            try:  # (not ``with suppress``: a context manager per append costs as much as this call)
-                data = text_blob_bytes(role, text)
-            except UnicodeEncodeError:  # a lone surrogate: the general path names the problem
-                data = None
-        if data is None:  # not plain text: the general path checks (and refuses) it
-            blob, media = content_objects(payload, self.stored_media)
-            return self.commit_content(
-                blob, operation="append", tip=tip, rebase=self.rebase_appends, media=media
-            )
-        blob = trusted_blob(payload)  # checked above, as content_objects checks plain text
-        inherited = self.tools_for_next_commit()
-        now = self.now
-        encoded = data
-        blob_id = hash_bytes(encoded)
-
-        def build(batch: WriteBatch, parent: ObjectId | None, parent_commit: Commit | None) -> Commit:
-            if len(encoded) > MAX_OBJECT_BYTES:
-                batch.put(blob)  # refuses it (ContentTooLarge), as for any object
-            batch.put_raw(blob_id, encoded, blob)  # batch.put(blob) without encoding it again
-            last = self._last_commit  # its id is the hash this session computed (a batch's tip is that str)
-            return trusted_commit(
-                parents=(parent,) if parent is not None else (),
-                content=blob_id,
-                tools=inherited,
-                operation="append",
-                created_at=now(parent_commit),
-                made=last[0] if last is not None else None,
-                made_tools=last[1].tools if last is not None else None,  # checked when that was made
-            )
-
-        self._text_slot = None
-        oid, commit = self.commit_with(
-            build,
-            "append",
-            partial(_first_line, text),  # a plain text's summary; made only if the reflog shows it
-            tip=tip,
-            rebase=self.rebase_appends,
-            payload=payload,
-            text=plain,
-        )
-        slot, self._text_slot = self._text_slot, None
-        state = self._state
-        if slot is not None and state is not None and state.head is oid:  # the slot apply_text made for it
-            return text_commit_info(oid, commit, payload, role, slot.tokens)
-        return self.info(oid, commit, payload)
-
-    def _append_text_in_batch(self, batch: WriteBatch, role: str, text: str) -> CommitInfo | None:
-        """:meth:`append_text` of a commit after the first of a batch (the usual one of a large batch), in one
-        step: the tip is the commit this session staged last (the batch's value of the branch, that very id),
-        the HEAD state is at it and the batch's reflog entry is this branch's, so what :meth:`writable`,
-        :meth:`commit_with` and :meth:`_derive` would find out is known. None (nothing done, the clock not
-        read) when any of that does not hold, or the text is not plain: the caller takes the general way.
-        The same objects, state, reflog entry and result as that way (tests/engine/test_append_fast_tools.py
-        compares every row)."""
-        ref, log, last, state = self.branch_ref, self._batch_log, self._last_commit, self._state
-        if ref is None or log is None or last is None or state is None:
-            return None
-        staged = batch.ref_updates.get(ref)
-        parent = last[0]
-        if (
-            staged is None
-            or staged[1] is not parent  # the tip is the commit this session made last: that very str
-            or state.head is not parent
-            or log.ref != ref
-            or log.index != len(batch.log_appends) - 1
-        ):
-            return None
-        payload = {"type": "dialogue", "role": role, "text": text}
-        if _plain_text(payload) is None:  # the plain text content_objects takes without a general check
-            return None
-        try:
-            data = text_blob_bytes(role, text)
-        except UnicodeEncodeError:  # a lone surrogate: the general path names the problem
-            return None
-        if len(data) > MAX_OBJECT_BYTES:  # the general path refuses it
-            return None
-        tools = self.tools_for_next_commit()
-        if tools is not None and tools not in self._stored_toolsets and tools not in self._batch_toolsets:
-            return None  # a tool set no commit of this session linked yet: check_commit checks it
-        parent_commit = last[1]
-        blob = trusted_blob(payload)  # plain text, checked above as content_objects checks it
-        blob_id = hash_bytes(data)
-        batch.note_commit(parent, parent_commit)  # apply derives the tools index row from it
-        mark = batch.mark()
-        try:
-            batch.put_raw(blob_id, data, blob)
-            commit = trusted_commit(
-                parents=(parent,),
-                content=blob_id,
-                tools=tools,
-                operation="append",
-                created_at=self.now(parent_commit),
-                made=parent,
-                made_tools=parent_commit.tools,  # checked when that commit was made
-            )
-            if (
-                not TS_MIN <= commit.created_at <= TS_MAX
-            ):  # a clock out of range: refused as check_commit does
-                known: dict[ObjectId, str] = {parent: "commit", blob_id: trusted_tag(payload)}
-                if tools is not None:
-                    known[tools] = "toolset"
-                check_commit(batch, commit, known)
-            oid = batch.put(commit)
-        except BaseException:
-            batch.drop_since(mark)  # refused: the batch goes on without any of this commit
-            raise
-        try:
-            slot = state.apply_text(oid, commit, role, text, self.counter.count(text) + MESSAGE_OVERHEAD)
-            batch.set_ref(ref, oid, expected=parent)
-            extended = self._extend_batch_log(
-                batch, ref, oid, "append", partial(_first_line, text), commit.created_at
-            )
-            assert extended  # its conditions were checked above
-        except BaseException:
-            self._state = None  # it may hold the commit that was not staged whole: rebuild from the store
-            raise
-        self._since_checkpoint += 1
-        self._last_commit = (oid, commit)
-        if tools is not None:
-            self._batch_toolsets.add(tools)
-        return text_commit_info(oid, commit, payload, role, slot.tokens)
-
     def commit_content(
         self,
         blob: Blob,
@@ -916,11 +920,6 @@ class Session:
                 links={**(links or {}), **staged},
             )
 
-        text = (
-            _plain_text(payload)
-            if plain and operation == "append" and not media and stage is None and schemas is None
-            else None
-        )
         oid, commit = self.commit_with(
             build,
             operation,
@@ -929,13 +928,7 @@ class Session:
             action=action,
             rebase=rebase,
             payload=payload,
-            text=text,
         )
-        state = self._state
-        if text is not None and state is not None:
-            slot = state.appended_slot(oid)  # the one apply_text just made
-            if slot is not None:
-                return text_commit_info(oid, commit, payload, text[0], slot.tokens)
         return self.info(oid, commit, payload)
 
     def annotate(self, target: str, priority: str, reason: str | None = None) -> CommitInfo:
@@ -1093,8 +1086,7 @@ class Session:
         """Make ``name`` this session's branch (and, unless read-only, the store's HEAD for the next open)."""
         if self._batch is not None:
             raise InvalidInput("switch is not allowed inside batch()")
-        if self.write_guard is not None:
-            self.write_guard("switch")
+        self.guard("switch")
         ref = branch_ref(name)
         head = self.store.get_ref(ref)
         if head is None and ref != self.branch_ref:
@@ -1108,8 +1100,7 @@ class Session:
         """Detach HEAD at a commit (read-only there)."""
         if self._batch is not None:
             raise InvalidInput("checkout is not allowed inside batch()")
-        if self.write_guard is not None:
-            self.write_guard("checkout")
+        self.guard("checkout")
         oid = self.resolve(rev, self.store)
         self._move_head(None, oid)
         return oid
@@ -1147,10 +1138,8 @@ class Session:
         self._forget_state()
         if not own:
             return target
-        from .budget import check as check_budget  # lazy: keeps `import tractkv` light
-
         try:
-            overrun = check_budget(self, batch, ref, None, moved=moved, peer=peer)
+            outcomes = self.check_policies(batch, ref, None, moved=moved, peer=peer)
             self.apply_ref_batch(batch)
         except BaseException:
             self._state = None  # it may hold the budget's commit, which was not written
@@ -1159,8 +1148,7 @@ class Session:
         if self._state is not None:
             self._state.retarget(batch, self.store)
         staged = batch.ref_updates[ref][1]
-        if overrun is not None and self.budget_listener is not None:
-            self.budget_listener(overrun)
+        self._landed(outcomes)
         return ObjectId(staged) if staged is not None else None
 
     def reset(self, target: str, mode: str = "soft") -> ObjectId:
@@ -1178,16 +1166,14 @@ class Session:
 
     # --- tools in context ---------------------------------------------------------------------------------
 
-    def _tools_key(self) -> bytes | None:
-        return None if self.branch_ref is None else ACTIVE_TOOLS + self.branch_ref.encode()
-
     def tools_for_next_commit(self) -> ObjectId | None:
-        """The tool set set_tools() links to the next commit (an empty set once, right after clearing)."""
+        """The tool set the branch's setting (:mod:`tractkv.engine.tool_settings`) links to the next commit (an
+        empty set once, right after clearing)."""
         cached = self._batch_tools_setting if self._batch is not None else None
         if cached is not None:
             toolset = cached[0]  # one str for the whole batch: trusted_commit checks it once (made_tools)
         else:
-            key = self._tools_key()
+            key = None if self.branch_ref is None else ACTIVE_TOOLS + self.branch_ref.encode()
             raw = self.reader().table_get(Table.META, key) if key is not None else None
             toolset = None if raw is None else ObjectId(raw.decode())
             if self._batch is not None:
@@ -1197,24 +1183,6 @@ class Session:
         if toolset == EMPTY_TOOLSET_ID and not self.tools_of(self.head_state().tools):
             return None  # already cleared in the context: nothing to link
         return toolset
-
-    def set_tools(self, tools: list[dict[str, Any]] | None) -> list[dict[str, Any]]:
-        self.check_writes("set_tools", in_batch=False)
-        key = self._tools_key()
-        if key is None:
-            raise DetachedHead(str(self.detached), "set tools")
-        schemas = tool_schemas(tools) if tools is not None else []  # None: the empty set, linked once
-        batch = self.store.new_batch()
-        toolset_id = put_toolset(batch, schemas)
-        batch.table_put(Table.META, key, toolset_id.encode())
-        self.store.apply(batch)
-        return self.get_tools()
-
-    def get_tools(self) -> list[dict[str, Any]]:
-        key = self._tools_key()
-        raw = self.reader().table_get(Table.META, key) if key is not None else None
-        toolset = ObjectId(raw.decode()) if raw is not None else self.head_state().tools
-        return [dict(t) for t in self.tools_of(toolset)]
 
     def tool_versions(self, name: str) -> list[dict[str, Any]]:
         reader = self.reader()
@@ -1257,6 +1225,201 @@ class Session:
         self._note_tip()
         if not self.readonly:
             self._save_head()
+
+
+# --- plain-text appends: the general path and the fast path, one signature --------------------------------
+
+
+def append_text_general(session: Session, role: str, text: str) -> CommitInfo:
+    """Append ``text`` as a plain ``role`` (user or assistant) message the general way: :meth:`Session.commit`
+    of ``{"type": "dialogue", "role": role, "text": text}``."""
+    return session.commit({"type": "dialogue", "role": role, "text": text})
+
+
+def append_text_fast(session: Session, role: str, text: str) -> CommitInfo:
+    """:func:`append_text_general` (the same checks, errors, objects, rows and result) without the steps of the
+    general path that cannot apply to plain text (targets, media, tool schemas, a general content check).
+    Content that is not plain text (a lone surrogate, a non-str) takes the general path."""
+    batch = session._batch
+    if batch is not None and not session.readonly and not session.closed:
+        info = _append_in_batch(session, batch, role, text)
+        if info is not None:
+            return info
+    payload = {"type": "dialogue", "role": role, "text": text}
+    data = _plain_bytes(payload, role, text)
+    if data is None:  # not plain text: the general path checks (and refuses) it
+        return append_text_general(session, role, text)
+    tip = session.writable()
+    blob = trusted_blob(payload)  # checked above, as content_objects checks plain text
+    inherited = session.tools_for_next_commit()
+    blob_id = hash_bytes(data)
+
+    def build(batch: WriteBatch, parent: ObjectId | None, parent_commit: Commit | None) -> Commit:
+        if len(data) > MAX_OBJECT_BYTES:
+            batch.put(blob)  # refuses it (ContentTooLarge), as for any object
+        batch.put_raw(blob_id, data, blob)  # batch.put(blob) without encoding it again
+        last = session._last_commit  # its id is the hash this session computed (a batch's tip is that str)
+        commit = trusted_commit(
+            parents=(parent,) if parent is not None else (),
+            content=blob_id,
+            tools=inherited,
+            operation="append",
+            created_at=session.now(parent_commit),
+            made=last[0] if last is not None else None,
+            made_tools=last[1].tools if last is not None else None,  # checked when that was made
+        )
+        own = session._batch is None
+        tools = commit.tools
+        if (tools is not None and not _linked(session, tools, own)) or not (
+            TS_MIN <= commit.created_at <= TS_MAX
+        ):  # what construction does not vouch for: checked as the general path checks it
+            known: dict[ObjectId, str] = {blob_id: trusted_tag(payload)}
+            if parent is not None:
+                known[parent] = "commit"
+            if tools is not None and _linked(session, tools, own):
+                known[tools] = "toolset"
+            check_commit(batch, commit, known, session.clock_read)
+        # else: one parent at most (the tip this operation read), a message blob checked above, no tool set
+        # or one this session linked, a clock value in range: it passes every rule check_commit applies.
+        return commit
+
+    def derive(batch: WriteBatch, oid: ObjectId, commit: Commit) -> CompileState:
+        state = session.parent_state(
+            batch, commit.parents[0] if commit.parents else None, batch is not session._batch
+        )
+        state.apply_text(oid, commit, role, text, session.counter.count(text) + MESSAGE_OVERHEAD)
+        return state
+
+    oid, commit = session.commit_with(
+        build,
+        "append",
+        partial(_first_line, text),  # a plain text's summary; made only if the reflog shows it
+        tip=tip,
+        rebase=session.rebase_appends,
+        payload=payload,
+        derive=derive,
+    )
+    state = session._state
+    slot = state.appended_slot(oid) if state is not None and state.head is oid else None
+    if slot is not None:  # the slot apply_text made for it
+        return text_commit_info(oid, commit, payload, role, slot.tokens)
+    return session.info(oid, commit, payload)
+
+
+def _linked(session: Session, tools: ObjectId, own: bool) -> bool:
+    """Whether an earlier commit of this session linked tool set ``tools`` (its tag is known)."""
+    return tools in session._stored_toolsets or (not own and tools in session._batch_toolsets)
+
+
+def _plain_bytes(payload: dict[str, Any], role: str, text: str) -> bytes | None:
+    """The blob bytes of a plain-text payload (what ``content_objects`` takes without a general check), else
+    None (the general path names the problem)."""
+    if _plain_text(payload) is None:
+        return None
+    try:  # (not ``with suppress``: a context manager per append costs as much as this call)
+        return text_blob_bytes(role, text)
+    except UnicodeEncodeError:  # a lone surrogate
+        return None
+
+
+def _append_in_batch(session: Session, batch: WriteBatch, role: str, text: str) -> CommitInfo | None:
+    """:func:`append_text_fast` of a commit after the first of a batch (the usual one of a large batch), in one
+    step: the tip is the commit this session staged last (the batch's value of the branch, that very id), the
+    HEAD state is at it and the batch's reflog entry is this branch's, so what :meth:`Session.writable` and
+    :meth:`Session.commit_with` would find out is known. None (nothing done, the clock not read) when any of
+    that does not hold, or the text is not plain: the caller takes the general way."""
+    ref, log, last, state = session.branch_ref, session._batch_log, session._last_commit, session._state
+    if ref is None or log is None or last is None or state is None:
+        return None
+    staged = batch.ref_updates.get(ref)
+    parent = last[0]
+    if (
+        staged is None
+        or staged[1] is not parent  # the tip is the commit this session made last: that very str
+        or state.head is not parent
+        or log.ref != ref
+        or log.index != len(batch.log_appends) - 1
+    ):
+        return None
+    payload = {"type": "dialogue", "role": role, "text": text}
+    data = _plain_bytes(payload, role, text)
+    if data is None or len(data) > MAX_OBJECT_BYTES:  # the general path checks (and refuses) it
+        return None
+    tools = session.tools_for_next_commit()
+    if tools is not None and tools not in session._stored_toolsets and tools not in session._batch_toolsets:
+        return None  # a tool set no commit of this session linked yet: check_commit checks it
+    session.guard("commit")
+    parent_commit = last[1]
+    blob_id = hash_bytes(data)
+    batch.note_commit(parent, parent_commit)  # apply derives the tools index row from it
+    mark = batch.mark()
+    tokens = session.counter.count(text) + MESSAGE_OVERHEAD
+
+    def derive(batch: WriteBatch, oid: ObjectId, commit: Commit) -> CompileState:
+        state.apply_text(oid, commit, role, text, tokens)
+        return state
+
+    try:
+        batch.put_raw(blob_id, data, trusted_blob(payload))  # plain text, checked above
+        commit = trusted_commit(
+            parents=(parent,),
+            content=blob_id,
+            tools=tools,
+            operation="append",
+            created_at=session.now(parent_commit),
+            made=parent,
+            made_tools=parent_commit.tools,  # checked when that commit was made
+        )
+        known: dict[ObjectId, str] | None = None  # valid by construction ...
+        if not TS_MIN <= commit.created_at <= TS_MAX:  # ... but for a clock out of range: refused as usual
+            known = {parent: "commit", blob_id: trusted_tag(payload)}
+            if tools is not None:
+                known[tools] = "toolset"
+        oid, _ = session.stage_commit(
+            batch,
+            ref,
+            parent,
+            commit,
+            derive,
+            known=known,
+            reflog_op="append",
+            summary=partial(_first_line, text),
+        )
+    except BaseException:
+        if batch.ref_updates.get(ref) is staged:
+            batch.drop_since(mark)  # refused: the batch goes on without any of this commit
+        session._state = None  # it may hold the commit that was not staged whole: rebuild from the store
+        raise
+    session._since_checkpoint += 1
+    session._last_commit = (oid, commit)
+    if tools is not None:
+        session._batch_toolsets.add(tools)
+    return text_commit_info(oid, commit, payload, role, tokens)
+
+
+append_text = append_text_fast
+"""How a plain-text append is made: the one place that chooses between :func:`append_text_fast` and
+:func:`append_text_general` (the same signature and result; tests run both by name)."""
+
+
+def _overrides(policy: WritePolicy, hook: str) -> bool:
+    """Whether ``policy`` implements ``hook`` itself (not the protocol's default, which does nothing)."""
+    return getattr(type(policy), hook, None) is not getattr(WritePolicy, hook)
+
+
+def _fold_into_move(batch: WriteBatch, ref: str, oid: ObjectId, summary: str, now_us: int) -> bool:
+    """Fold a commit on ``ref`` into the reflog entry ``batch`` already stages for ``ref`` (the move a policy's
+    commit follows): the entry ends at ``oid`` and names it after its own message. False: none staged."""
+    logs = batch.encoded_logs()
+    staged = [i for i, (table, key, _) in enumerate(logs) if table is Table.REFLOG and key == ref.encode()]
+    if not staged:
+        return False
+    entry = dict(codec.loads(logs[staged[-1]][2]))
+    entry["new"] = oid
+    entry["msg"] = f"{entry.get('msg')}; then {summary}"
+    entry["ts"] = now_us
+    batch.replace_log(staged[-1], entry)
+    return True
 
 
 def _plain_text(payload: dict[str, Any]) -> tuple[str, str] | None:
