@@ -94,6 +94,7 @@ from .session import Session, WritePolicy
 if TYPE_CHECKING:
     from .reports import BudgetOverrun
     from .state import CompileState
+    from .tokens import TokenCounter
     from .window import Fit
 
 BUDGET = b"budget:"  # meta key prefix: branch ref -> the branch's budget policy (CBOR; see the module doc)
@@ -372,7 +373,14 @@ def check(
     if budget.action in ("trim", "compress"):
         # The plan counts estimates, against the limit itself; it drops at least one unit (the count is
         # over even when the estimate is not). The count after the action is then taken as status takes it.
-        plan = _Plan(session, batch, ref, state, head, limit, estimated, name, tokens, nothing)
+        plan = _Plan(session, batch, ref, state, head)
+        plan.limit, plan.estimated, plan.tokens, plan.name, plan.nothing = (
+            limit,
+            estimated,
+            tokens,
+            name,
+            nothing,
+        )
         result = _trim(plan) if budget.action == "trim" else _compress(plan, summarize)
         after, after_estimated = _calibrated(session, state, batch)
         if peer:
@@ -471,22 +479,31 @@ def _fit(session: Session, state: CompileState, batch: WriteBatch, limit: int) -
     return fit(state, compiled, session.counter, limit, protect_last=True, protect=added)
 
 
-@attrs.frozen
 class _Plan:
     """What a ``trim`` or ``compress`` budget acts on: the branch ``ref`` (``name``) whose new tip ``head``
     (``state``, owned for the action) is over ``limit`` (``tokens`` counted, ``estimated`` estimated), in the
-    transaction ``batch``; ``nothing`` says what a refusal leaves."""
+    transaction ``batch``; ``nothing`` says what a refusal leaves. (A plain class: an attrs class would be
+    built, its code generated and compiled, when a Tract loads this module.)"""
 
-    session: Session
-    batch: WriteBatch
-    ref: str
-    state: CompileState
-    head: ObjectId
-    limit: int
-    estimated: int
-    name: str
-    tokens: int
-    nothing: str
+    __slots__ = (
+        "batch",
+        "estimated",
+        "head",
+        "limit",
+        "name",
+        "nothing",
+        "ref",
+        "session",
+        "state",
+        "tokens",
+    )
+
+    def __init__(
+        self, session: Session, batch: WriteBatch, ref: str, state: CompileState, head: ObjectId
+    ) -> None:
+        self.session, self.batch, self.ref, self.state, self.head = session, batch, ref, state, head
+        self.limit = self.estimated = self.tokens = 0
+        self.name = self.nothing = ""
 
 
 def _trim(plan: _Plan) -> ObjectId:
@@ -565,24 +582,35 @@ def _compress(plan: _Plan, summarize: Summarize | None) -> ObjectId:
     return _stage(plan, commit, blob.data)
 
 
+def _apply(
+    oid: ObjectId,
+    commit: Commit,
+    state: CompileState,
+    batch: WriteBatch,
+    counter: TokenCounter,
+    payload: dict[str, Any],
+) -> None:
+    state.apply(batch, oid, commit, counter, payload)
+
+
 def _stage(plan: _Plan, commit: Commit, payload: dict[str, Any]) -> ObjectId:
     """Stage ``commit`` on top of the plan's head through the session's one write function
     (:meth:`~tractkv.engine.session.Session.stage_commit`: checked, put, applied to the plan's state, the
     branch moved, its reflog entry folded into the move it follows)."""
     session, state = plan.session, plan.state
 
-    def derive(batch: WriteBatch, oid: ObjectId, staged: Commit) -> CompileState:
-        state.apply(batch, oid, staged, session.counter, payload)
-        return state
-
     oid, _ = session.stage_commit(
         plan.batch,
         plan.ref,
         plan.head,
         commit,
-        derive,
-        known={plan.head: "commit"},
-        reflog_op=commit.operation,
-        summary=commit.message or commit.operation,
+        {plan.head: "commit"},
+        commit.operation,
+        commit.message or commit.operation,
+        _apply,
+        state,
+        plan.batch,
+        session.counter,
+        payload,
     )
     return oid

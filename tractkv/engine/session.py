@@ -29,7 +29,7 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, suppress
 from functools import partial
-from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol, TypeVar
 
 from tractkv import codec
 from tractkv.errors import (
@@ -119,8 +119,10 @@ OPERATIONS = ("append", "edit")  # what commit() makes; annotate / merge / compr
 Build = Callable[[WriteBatch, ObjectId | None, Commit | None], Commit]
 """Stages a commit's objects in the batch and returns the commit, given its parent id and parent commit."""
 
-Derive = Callable[[WriteBatch, ObjectId, Commit], CompileState]
-"""Brings a compile state to a commit just staged in the batch (its id, the commit); returns that state."""
+Derive = Callable[[ObjectId, Commit, WriteBatch], CompileState]
+"""Brings the HEAD state to a commit just staged (its id, the commit, the batch staging it); returns it."""
+
+_T = TypeVar("_T")
 
 
 class Tip(NamedTuple):
@@ -580,15 +582,9 @@ class Session:
             try:
                 # Everything derived (token counts, the rendered message, the HEAD state) is computed now,
                 # before the write: a failure here writes nothing and leaves the branch as it was.
+                derived = (derive, batch) if derive is not None else (self._derive, batch, payload, own)
                 oid, state = self.stage_commit(
-                    batch,
-                    ref,
-                    parent,
-                    commit,
-                    derive or partial(self._derive, payload=payload, own=own),
-                    known=known,
-                    reflog_op=reflog_op,
-                    summary=summary,
+                    batch, ref, parent, commit, known, reflog_op, summary, *derived
                 )
                 outcomes: Outcomes = ()  # inside a batch, the policies check what the block made, at its end
                 checkpointed = False
@@ -657,17 +653,18 @@ class Session:
         ref: str,
         parent: ObjectId | None,
         commit: Commit,
-        derive: Derive,
-        *,
         known: dict[ObjectId, str] | None,
         reflog_op: str,
         summary: str | Callable[[], str],
-    ) -> tuple[ObjectId, CompileState]:
+        derive: Callable[..., _T],
+        *args: Any,
+    ) -> tuple[ObjectId, _T]:
         """The one write function: every commit is staged here (the general path's, each commit of a batch,
         the plain-text fast path's, a policy's such as a budget's trim or compress commit). It checks
         ``commit`` by the rules a receiving store applies (:func:`check_commit`, ``known``: what it may take as
         checked; None: the caller vouches for a commit it built by construction), puts it in ``batch``, brings
-        the compile state to it (``derive`` returns that state), stages the move of branch ``ref`` from
+        the compile state to it (``derive(oid, commit, *args)``; its result is returned with the commit's id),
+        stages the move of branch ``ref`` from
         ``parent`` (a batch keeps its first expectation: the tip it started from) and its reflog entry. One
         transaction moves a branch once, so it logs one entry: a commit after the first of this session's
         :meth:`batch` folds into the batch's entry, a policy's commit into the entry of the move it follows
@@ -676,10 +673,13 @@ class Session:
         if known is not None:
             check_commit(batch, commit, known, self.clock_read)  # the rules a receiver applies too
         oid = batch.put(commit)
-        state = derive(batch, oid, commit)
+        derived = derive(oid, commit, *args)
         batch.set_ref(ref, oid, expected=parent)
-        self._log_move(batch, ref, parent, oid, reflog_op, summary, commit.created_at)
-        return oid, state
+        if batch is not self._batch or not self._extend_batch_log(
+            batch, ref, oid, reflog_op, summary, commit.created_at
+        ):
+            self._log_move(batch, ref, parent, oid, reflog_op, summary, commit.created_at)
+        return oid, derived
 
     def _log_move(
         self,
@@ -691,12 +691,12 @@ class Session:
         summary: str | Callable[[], str],
         now_us: int,
     ) -> None:
-        """The reflog entry of a commit :meth:`stage_commit` staged (see there)."""
+        """The reflog entry of a commit :meth:`stage_commit` staged (see there) that did not fold into the entry
+        of its batch's previous commit."""
         if batch is self._batch:
-            if not self._extend_batch_log(batch, ref, oid, operation, summary, now_us):
-                message = summary if isinstance(summary, str) else summary()
-                entry = log_ref_move(batch, ref, parent, oid, operation, message, now_us=now_us)
-                self._batch_log = _BatchLog(ref, entry, message, len(batch.log_appends) - 1)
+            message = summary if isinstance(summary, str) else summary()
+            entry = log_ref_move(batch, ref, parent, oid, operation, message, now_us=now_us)
+            self._batch_log = _BatchLog(ref, entry, message, len(batch.log_appends) - 1)
             return
         message = summary if isinstance(summary, str) else summary()
         if not batch.log_appends or not _fold_into_move(batch, ref, oid, message, now_us):
@@ -740,13 +740,7 @@ class Session:
         return state
 
     def _derive(
-        self,
-        batch: WriteBatch,
-        oid: ObjectId,
-        commit: Commit,
-        *,
-        payload: dict[str, Any] | None,
-        own: bool,
+        self, oid: ObjectId, commit: Commit, batch: WriteBatch, payload: dict[str, Any] | None, own: bool
     ) -> CompileState:
         """The HEAD state with ``commit`` (staged in ``batch``, not yet written) applied: the parent's state
         (:meth:`parent_state`) extended; a merge commit's state is the three-way merge, read through the batch
@@ -1246,7 +1240,7 @@ def append_text_fast(session: Session, role: str, text: str) -> CommitInfo:
         if info is not None:
             return info
     payload = {"type": "dialogue", "role": role, "text": text}
-    data = _plain_bytes(payload, role, text)
+    data = _plain_bytes(role, text)
     if data is None:  # not plain text: the general path checks (and refuses) it
         return append_text_general(session, role, text)
     tip = session.writable()
@@ -1283,7 +1277,7 @@ def append_text_fast(session: Session, role: str, text: str) -> CommitInfo:
         # or one this session linked, a clock value in range: it passes every rule check_commit applies.
         return commit
 
-    def derive(batch: WriteBatch, oid: ObjectId, commit: Commit) -> CompileState:
+    def derive(oid: ObjectId, commit: Commit, batch: WriteBatch) -> CompileState:
         state = session.parent_state(
             batch, commit.parents[0] if commit.parents else None, batch is not session._batch
         )
@@ -1311,10 +1305,15 @@ def _linked(session: Session, tools: ObjectId, own: bool) -> bool:
     return tools in session._stored_toolsets or (not own and tools in session._batch_toolsets)
 
 
-def _plain_bytes(payload: dict[str, Any], role: str, text: str) -> bytes | None:
-    """The blob bytes of a plain-text payload (what ``content_objects`` takes without a general check), else
-    None (the general path names the problem)."""
-    if _plain_text(payload) is None:
+PLAIN_ROLES = ("user", "assistant")
+"""The roles of plain text: ``{"type": "dialogue", "role": role, "text": text}`` with one of them and a non-empty
+str is what ``content_objects`` makes of ``t.user("hi")``, which it takes without a general check."""
+
+
+def _plain_bytes(role: str, text: str) -> bytes | None:
+    """The blob bytes of plain text (see :data:`PLAIN_ROLES`), else None (the general path names the
+    problem)."""
+    if role not in PLAIN_ROLES or type(text) is not str or not text:
         return None
     try:  # (not ``with suppress``: a context manager per append costs as much as this call)
         return text_blob_bytes(role, text)
@@ -1341,23 +1340,25 @@ def _append_in_batch(session: Session, batch: WriteBatch, role: str, text: str) 
         or log.index != len(batch.log_appends) - 1
     ):
         return None
+    if role not in PLAIN_ROLES or type(text) is not str or not text:  # not plain text: content_objects checks
+        return None
     payload = {"type": "dialogue", "role": role, "text": text}
-    data = _plain_bytes(payload, role, text)
-    if data is None or len(data) > MAX_OBJECT_BYTES:  # the general path checks (and refuses) it
+    try:
+        data = text_blob_bytes(role, text)
+    except UnicodeEncodeError:  # a lone surrogate: the general path names the problem
+        return None
+    if len(data) > MAX_OBJECT_BYTES:  # the general path refuses it
         return None
     tools = session.tools_for_next_commit()
     if tools is not None and tools not in session._stored_toolsets and tools not in session._batch_toolsets:
         return None  # a tool set no commit of this session linked yet: check_commit checks it
-    session.guard("commit")
+    if session._guards:
+        session.guard("commit")
     parent_commit = last[1]
     blob_id = hash_bytes(data)
     batch.note_commit(parent, parent_commit)  # apply derives the tools index row from it
     mark = batch.mark()
     tokens = session.counter.count(text) + MESSAGE_OVERHEAD
-
-    def derive(batch: WriteBatch, oid: ObjectId, commit: Commit) -> CompileState:
-        state.apply_text(oid, commit, role, text, tokens)
-        return state
 
     try:
         batch.put_raw(blob_id, data, trusted_blob(payload))  # plain text, checked above
@@ -1375,15 +1376,9 @@ def _append_in_batch(session: Session, batch: WriteBatch, role: str, text: str) 
             known = {parent: "commit", blob_id: trusted_tag(payload)}
             if tools is not None:
                 known[tools] = "toolset"
+        summary = partial(_first_line, text)
         oid, _ = session.stage_commit(
-            batch,
-            ref,
-            parent,
-            commit,
-            derive,
-            known=known,
-            reflog_op="append",
-            summary=partial(_first_line, text),
+            batch, ref, parent, commit, known, "append", summary, state.apply_text, role, text, tokens
         )
     except BaseException:
         if batch.ref_updates.get(ref) is staged:
@@ -1420,16 +1415,6 @@ def _fold_into_move(batch: WriteBatch, ref: str, oid: ObjectId, summary: str, no
     entry["ts"] = now_us
     batch.replace_log(staged[-1], entry)
     return True
-
-
-def _plain_text(payload: dict[str, Any]) -> tuple[str, str] | None:
-    """(role, text) of a plain-text dialogue payload (what ``content_objects`` makes of ``t.user("hi")``: type,
-    role user or assistant, non-empty text, nothing else), else None."""
-    if len(payload) == 3 and payload.get("type") == "dialogue":
-        role, text = payload.get("role"), payload.get("text")
-        if role in ("user", "assistant") and type(text) is str and text:
-            return role, text
-    return None
 
 
 def _summary(payload: dict[str, Any]) -> str:
