@@ -131,8 +131,8 @@ import cbor2
 import lmdb
 
 from tractkv import Tract
-from tractkv.engine.state import CKPT_PREFIX
-from tractkv.engine.tokens import DEFAULT_COUNTER, MESSAGE_OVERHEAD
+from tractkv.engine.compile import CKPT_PREFIX
+from tractkv.engine.content import DEFAULT_COUNTER, MESSAGE_OVERHEAD
 from tractkv.ids import hash_bytes
 from tractkv.model.objects import object_bytes, trusted_blob, trusted_commit
 from tractkv.store import LmdbStore, Table

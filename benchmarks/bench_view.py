@@ -228,7 +228,7 @@ def run_pages(path: Path, commits: int, repeat: int) -> None:
 
 
 def run_relations(path: Path, total: int, repeat: int) -> None:
-    from tractkv.engine.relations import SpawnIndex
+    from tractkv.engine.compile import SpawnIndex
     from tractkv.engine.spawning import children_of, parent_at
 
     def relations(rows: bool) -> Callable[[], None]:

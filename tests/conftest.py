@@ -27,3 +27,25 @@ def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
     report = fsck(st)
     st.close()
     assert report.ok, report.problems
+
+
+def compile_bindings(name: str) -> list[tuple[object, str]]:
+    """Every module of the compile package that binds ``name`` (a constant such as ``CHUNK_SLOTS`` or a helper
+    such as ``_chunk_rows``, imported from where it is defined), so a test can change it everywhere at once."""
+    import importlib
+    import pkgutil
+
+    import tractkv.engine.compile as package
+
+    found: list[tuple[object, str]] = []
+    for info in pkgutil.iter_modules(package.__path__):
+        module = importlib.import_module(f"{package.__name__}.{info.name}")
+        if name in vars(module):
+            found.append((module, name))
+    return found
+
+
+def patch_compile(monkeypatch: pytest.MonkeyPatch, name: str, value: object) -> None:
+    """Set ``name`` to ``value`` in every compile module that binds it (see :func:`compile_bindings`)."""
+    for module, attr in compile_bindings(name):
+        monkeypatch.setattr(module, attr, value)

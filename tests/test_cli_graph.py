@@ -13,7 +13,7 @@ from hypothesis import given
 
 from tractkv.cli import cli
 from tractkv.cli.engine_cmds import graph_lines
-from tractkv.engine.records import CommitInfo
+from tractkv.engine.values import CommitInfo
 from tractkv.ids import ObjectId
 
 COMMIT_LINE = re.compile(r"^([ *|/\\]*?)([0-9a-f]{12}) ")

@@ -19,12 +19,11 @@ from typing import Any
 import lmdb
 import pytest
 from click.testing import CliRunner
+from conftest import patch_compile
 
-import tractkv.engine.state
 from tractkv import Tract, TractError
 from tractkv.cli import cli
-from tractkv.engine.checkpoints import check_checkpoints
-from tractkv.engine.state import CHUNK_PREFIX, CKPT_PREFIX
+from tractkv.engine.compile import CHUNK_PREFIX, CKPT_PREFIX, check_checkpoints
 from tractkv.store import LmdbStore, Table, fsck
 
 ROUNDS = 100
@@ -35,7 +34,7 @@ TOOL = {"name": "search", "description": "web search", "input_schema": {"type": 
 @pytest.fixture(autouse=True)
 def small_chunks(monkeypatch: pytest.MonkeyPatch) -> None:
     """Chunks of 4 slots, so the small store has many chunk rows (and partial last chunks)."""
-    monkeypatch.setattr(tractkv.engine.state, "CHUNK_SLOTS", 4)
+    patch_compile(monkeypatch, "CHUNK_SLOTS", 4)
 
 
 def build(path: str) -> None:

@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given
 
 from tractkv import Tract
-from tractkv.engine.records import FrozenPrefix
+from tractkv.engine.values import FrozenPrefix
 
 
 @given(

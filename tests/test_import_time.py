@@ -1,8 +1,8 @@
 """``import tractkv`` stays light: what it leaves for first use, and that every public name still resolves.
 
-The lazy names (PEP 562 ``__getattr__`` from ``tractkv._lazy.lazy_exports`` in ``tractkv``, ``tractkv.store``,
-``tractkv.engine.records`` and ``tractkv.engine.content``) must behave as eager ones: ``tractkv.X``, ``from
-tractkv import X``, ``dir()``, ``from tractkv import *`` and a strict type checker.
+The lazy names (PEP 562 ``__getattr__`` from ``tractkv._lazy.lazy_exports`` in ``tractkv``, ``tractkv.store``
+and the engine's faces) must behave as eager ones: ``tractkv.X``, ``from tractkv import X``, ``dir()``, ``from
+tractkv import *`` and a strict type checker.
 ``benchmarks/bench_store.py``'s ``import_time`` case measures the time; this pins the module sets, which do not
 depend on the machine.
 """
@@ -24,11 +24,11 @@ ROOT = Path(__file__).resolve().parent.parent
 
 # Modules `import tractkv` leaves for first use (each loaded by the operation that needs it).
 LAZY_MODULES = (
-    "tractkv.engine.reports",  # StatusInfo, BranchInfo, ContextDiff, ReflogEntry, GcResult, MergeResult, ...
-    "tractkv.engine.content_classes",  # InstructionContent, DialogueContent, ... (conveniences)
-    "tractkv.engine.hooks",  # PendingToolResult
+    "tractkv.engine.values.reports",  # StatusInfo, BranchInfo, ContextDiff, ReflogEntry, GcResult, MergeResult, ...
+    "tractkv.engine.content.classes",  # InstructionContent, DialogueContent, ... (conveniences)
+    "tractkv.engine.tools.hooks",  # PendingToolResult
     "tractkv.engine.branches",  # status, branch, list / delete branches, reflog
-    "tractkv.engine.diff",
+    "tractkv.engine.compile.diff",
     "tractkv.store.fsck",  # fsck, FsckReport, Problem
     "tractkv.store.memory",  # MemoryStore
     "difflib",
@@ -38,23 +38,22 @@ LAZY_MODULES = (
 )
 
 LAZY_NAMES = {
-    "ArtifactContent": "tractkv.engine.content_classes",
-    "BranchInfo": "tractkv.engine.reports",
-    "BudgetOverrun": "tractkv.engine.reports",
-    "ChildInfo": "tractkv.engine.reports",
-    "ContextDiff": "tractkv.engine.reports",
-    "DialogueContent": "tractkv.engine.content_classes",
-    "DiffEntry": "tractkv.engine.reports",
-    "FreeformContent": "tractkv.engine.content_classes",
-    "GcResult": "tractkv.engine.reports",
-    "InstructionContent": "tractkv.engine.content_classes",
-    "MergeResult": "tractkv.engine.reports",
-    "ParentInfo": "tractkv.engine.reports",
-    "PendingToolResult": "tractkv.engine.hooks",
-    "ReasoningContent": "tractkv.engine.content_classes",
-    "ReflogEntry": "tractkv.engine.reports",
-    "Repair": "tractkv.engine.reports",
-    "StatusInfo": "tractkv.engine.reports",
+    "ArtifactContent": "tractkv.engine.content.classes",
+    "BranchInfo": "tractkv.engine.values.reports",
+    "BudgetOverrun": "tractkv.engine.values.reports",
+    "ChildInfo": "tractkv.engine.values.reports",
+    "ContextDiff": "tractkv.engine.values.reports",
+    "DialogueContent": "tractkv.engine.content.classes",
+    "DiffEntry": "tractkv.engine.values.reports",
+    "FreeformContent": "tractkv.engine.content.classes",
+    "GcResult": "tractkv.engine.values.reports",
+    "InstructionContent": "tractkv.engine.content.classes",
+    "MergeResult": "tractkv.engine.values.reports",
+    "ParentInfo": "tractkv.engine.values.reports",
+    "PendingToolResult": "tractkv.engine.tools.hooks",
+    "ReasoningContent": "tractkv.engine.content.classes",
+    "ReflogEntry": "tractkv.engine.values.reports",
+    "StatusInfo": "tractkv.engine.values.reports",
 }
 
 
@@ -133,36 +132,34 @@ def test_star_import_and_from_import_give_the_defining_modules_classes() -> None
     exec("from tractkv import *", namespace)
     assert sorted(set(tractkv.__all__) - set(namespace)) == []
     from tractkv import InstructionContent, StatusInfo
-    from tractkv.engine import content_classes, reports
+    from tractkv.engine.content import classes
+    from tractkv.engine.values import reports
 
     assert StatusInfo is reports.StatusInfo
-    assert InstructionContent is content_classes.InstructionContent
+    assert InstructionContent is classes.InstructionContent
     with pytest.raises(AttributeError, match="NoSuchName"):
         _ = tractkv.NoSuchName  # type: ignore[attr-defined]
 
 
-def test_the_old_homes_still_offer_the_moved_classes() -> None:
-    # records and content defined these before they moved: code importing them from there keeps working.
-    from tractkv.engine import content, content_classes, records, reports
+@pytest.mark.parametrize("face", ["content", "values", "history", "compile", "usage", "tools"])
+def test_each_engine_face_offers_its_names_from_the_defining_modules(face: str) -> None:
+    # A face (an engine subpackage's __init__) loads a module on first use of one of its names: each name is
+    # the defining module's object, listed in a sorted __all__ and in dir(), and an unknown name is refused.
+    import importlib
 
-    for name in ("BranchInfo", "StatusInfo", "ContextDiff", "DiffEntry", "MergeResult", "ReflogEntry"):
-        assert getattr(records, name) is getattr(reports, name)
-    for name in ("GcResult", "RunResult", "BudgetOverrun", "ChildInfo", "ParentInfo", "Repair"):
-        assert getattr(records, name) is getattr(reports, name)
-    for name in (
-        "InstructionContent",
-        "DialogueContent",
-        "ReasoningContent",
-        "ArtifactContent",
-        "FreeformContent",
-    ):
-        assert getattr(content, name) is getattr(content_classes, name)
-    assert content.content_blob(content_classes.InstructionContent("x")).data == {
-        "type": "instruction",
-        "text": "x",
-    }
-    with pytest.raises(AttributeError):
-        _ = records.NoSuchRecord  # type: ignore[attr-defined]
+    package = importlib.import_module(f"tractkv.engine.{face}")
+    names = package.__all__
+    # sorted as ruff's RUF022 sorts: SCREAMING_CASE, then CamelCase, then the rest
+    assert names
+    assert names == sorted(names, key=lambda n: (not n.isupper(), not n[:1].isupper(), n))
+    for name in names:
+        value = getattr(package, name)
+        defining = getattr(value, "__module__", None)
+        if defining and defining.startswith(f"tractkv.engine.{face}."):
+            assert getattr(sys.modules[defining], name) is value
+    assert sorted(set(names) - set(dir(package))) == []
+    with pytest.raises(AttributeError, match="NoSuchName"):
+        _ = package.NoSuchName
 
 
 @pytest.mark.parametrize("first", ["import tractkv.store.fsck", "from tractkv.store.fsck import Problem", ""])
@@ -194,7 +191,7 @@ def test_lazy_names_type_check_for_users(tmp_path: Path) -> None:
             """
             import tractkv
             from tractkv import InstructionContent, StatusInfo, Tract
-            from tractkv.engine.records import ContextDiff
+            from tractkv.engine.values import ContextDiff
             from tractkv.store import FsckReport, MemoryStore, fsck
 
 

@@ -13,10 +13,11 @@ from typing import Any
 import pytest
 
 from tractkv.engine.content import Message, Part, ToolCall
-from tractkv.engine.records import CommitInfo
-from tractkv.engine.reports import (
+from tractkv.engine.usage import ToolStats, ToolUsage, UsageNode
+from tractkv.engine.values import (
     BranchInfo,
     ChildInfo,
+    CommitInfo,
     ContextDiff,
     DiffEntry,
     GcResult,
@@ -25,8 +26,6 @@ from tractkv.engine.reports import (
     ReflogEntry,
     StatusInfo,
 )
-from tractkv.engine.usage_stats import ToolStats
-from tractkv.engine.usage_tree import ToolUsage, UsageNode
 from tractkv.model import to_jsonable
 from tractkv.toolkit.events import ToolEvent
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from tractkv import Tract
-from tractkv.engine.pairing import PLACEHOLDER_TEXT
+from tractkv.engine.compile.pairing import PLACEHOLDER_TEXT
 
 
 def test_tool_results_come_before_text_in_a_user_turn() -> None:

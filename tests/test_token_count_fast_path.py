@@ -10,7 +10,8 @@ import string
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from tractkv.engine.tokens import HeuristicCounter, _max_wordish
+from tractkv.engine.content import HeuristicCounter
+from tractkv.engine.content.tokens import _max_wordish
 
 WORDISH = re.compile(r"\w+|[^\w\s]", re.UNICODE)
 ALPHABETS = [

@@ -10,8 +10,8 @@ Everything else is reached from its subpackage: concrete stores, ``open_store`` 
 from :mod:`tractkv.sync`. Those heavier parts (and the CLI) load on first use, not on ``import tractkv``.
 
 So do the values only the less frequent operations return (``StatusInfo``, ``BranchInfo``, ``ContextDiff``,
-``ReflogEntry``, ``GcResult``, ...: :mod:`tractkv.engine.reports`), the content classes (``InstructionContent``,
-...: :mod:`tractkv.engine.content_classes`) and ``PendingToolResult``: ``tractkv.X``, ``from
+``ReflogEntry``, ``GcResult``, ...: :mod:`tractkv.engine.values`), the content classes (``InstructionContent``,
+...: :mod:`tractkv.engine.content`) and ``PendingToolResult``: ``tractkv.X``, ``from
 tractkv import X`` and ``dir(tractkv)`` offer them as any other name, and their module loads on first access
 (PEP 562; ``tests/test_import_time.py`` pins which modules ``import tractkv`` leaves for later).
 """
@@ -22,10 +22,9 @@ from typing import TYPE_CHECKING
 
 from tractkv import _lazy
 from tractkv._version import __version__
-from tractkv.engine.content import Message, Part, ToolCall
-from tractkv.engine.records import CommitInfo, CompiledContext
-from tractkv.engine.state import Conflict
-from tractkv.engine.tokens import HeuristicCounter, TiktokenCounter, TokenCounter
+from tractkv.engine.compile import Conflict
+from tractkv.engine.content import HeuristicCounter, Message, Part, TiktokenCounter, TokenCounter, ToolCall
+from tractkv.engine.values import CommitInfo, CompiledContext, Repair
 from tractkv.errors import (
     AuthError,
     BranchExists,
@@ -86,45 +85,43 @@ from tractkv.store import Store
 from tractkv.tract import Tract
 
 if TYPE_CHECKING:  # loaded on first access: see _lazy.lazy_exports below
-    from tractkv.engine.content_classes import ArtifactContent as ArtifactContent
-    from tractkv.engine.content_classes import DialogueContent as DialogueContent
-    from tractkv.engine.content_classes import FreeformContent as FreeformContent
-    from tractkv.engine.content_classes import InstructionContent as InstructionContent
-    from tractkv.engine.content_classes import ReasoningContent as ReasoningContent
-    from tractkv.engine.hooks import PendingToolResult as PendingToolResult
-    from tractkv.engine.reports import BranchInfo as BranchInfo
-    from tractkv.engine.reports import BudgetOverrun as BudgetOverrun
-    from tractkv.engine.reports import ChildInfo as ChildInfo
-    from tractkv.engine.reports import ContextDiff as ContextDiff
-    from tractkv.engine.reports import DiffEntry as DiffEntry
-    from tractkv.engine.reports import GcResult as GcResult
-    from tractkv.engine.reports import MergeResult as MergeResult
-    from tractkv.engine.reports import ParentInfo as ParentInfo
-    from tractkv.engine.reports import ReflogEntry as ReflogEntry
-    from tractkv.engine.reports import Repair as Repair
-    from tractkv.engine.reports import StatusInfo as StatusInfo
+    from tractkv.engine.content import ArtifactContent as ArtifactContent
+    from tractkv.engine.content import DialogueContent as DialogueContent
+    from tractkv.engine.content import FreeformContent as FreeformContent
+    from tractkv.engine.content import InstructionContent as InstructionContent
+    from tractkv.engine.content import ReasoningContent as ReasoningContent
+    from tractkv.engine.tools import PendingToolResult as PendingToolResult
+    from tractkv.engine.values import BranchInfo as BranchInfo
+    from tractkv.engine.values import BudgetOverrun as BudgetOverrun
+    from tractkv.engine.values import ChildInfo as ChildInfo
+    from tractkv.engine.values import ContextDiff as ContextDiff
+    from tractkv.engine.values import DiffEntry as DiffEntry
+    from tractkv.engine.values import GcResult as GcResult
+    from tractkv.engine.values import MergeResult as MergeResult
+    from tractkv.engine.values import ParentInfo as ParentInfo
+    from tractkv.engine.values import ReflogEntry as ReflogEntry
+    from tractkv.engine.values import StatusInfo as StatusInfo
 else:
     # public name -> the module that defines it, imported on the first access to one of its names
     __getattr__, __dir__ = _lazy.lazy_exports(
         __name__,
         {
-            "ArtifactContent": "tractkv.engine.content_classes",
-            "BranchInfo": "tractkv.engine.reports",
-            "BudgetOverrun": "tractkv.engine.reports",
-            "ChildInfo": "tractkv.engine.reports",
-            "ContextDiff": "tractkv.engine.reports",
-            "DialogueContent": "tractkv.engine.content_classes",
-            "DiffEntry": "tractkv.engine.reports",
-            "FreeformContent": "tractkv.engine.content_classes",
-            "GcResult": "tractkv.engine.reports",
-            "InstructionContent": "tractkv.engine.content_classes",
-            "MergeResult": "tractkv.engine.reports",
-            "ParentInfo": "tractkv.engine.reports",
-            "PendingToolResult": "tractkv.engine.hooks",
-            "ReasoningContent": "tractkv.engine.content_classes",
-            "ReflogEntry": "tractkv.engine.reports",
-            "Repair": "tractkv.engine.reports",
-            "StatusInfo": "tractkv.engine.reports",
+            "ArtifactContent": "tractkv.engine.content",
+            "BranchInfo": "tractkv.engine.values",
+            "BudgetOverrun": "tractkv.engine.values",
+            "ChildInfo": "tractkv.engine.values",
+            "ContextDiff": "tractkv.engine.values",
+            "DialogueContent": "tractkv.engine.content",
+            "DiffEntry": "tractkv.engine.values",
+            "FreeformContent": "tractkv.engine.content",
+            "GcResult": "tractkv.engine.values",
+            "InstructionContent": "tractkv.engine.content",
+            "MergeResult": "tractkv.engine.values",
+            "ParentInfo": "tractkv.engine.values",
+            "PendingToolResult": "tractkv.engine.tools",
+            "ReasoningContent": "tractkv.engine.content",
+            "ReflogEntry": "tractkv.engine.values",
+            "StatusInfo": "tractkv.engine.values",
         },
     )
 

@@ -42,7 +42,7 @@ from tractkv.tract import Tract
 
 if TYPE_CHECKING:
     from tractkv.engine.content import Message
-    from tractkv.engine.records import CommitInfo, RunResult
+    from tractkv.engine.values import CommitInfo, RunResult
     from tractkv.ids import ObjectId
     from tractkv.llm.generate import AsyncGenerationStream
     from tractkv.llm.protocol import LLMClient, LLMResponse

@@ -2,7 +2,7 @@
 
 Lifecycle and delegation only. The handle's HEAD, compile state, batches and write path are a
 :class:`~tractkv.engine.session.Session`; merge and compress are :mod:`tractkv.engine.merging`; tool results,
-hooks and summarization are :mod:`tractkv.engine.tool_results`; tool-usage queries are
+hooks and summarization are :mod:`tractkv.engine.tools.results`; tool-usage queries are
 ``tractkv.engine.usage_*``; sync is :mod:`tractkv.sync.transfer` and :mod:`tractkv.sync.remotes`; the model
 is reached through :func:`tractkv.llm.protocol.call_model`. The agent toolkit sits above this module and is
 reached only by one-line lazy delegations (:meth:`run`, :meth:`as_tools`, :meth:`export`).
@@ -19,19 +19,19 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, Literal, overload
 
-from tractkv.engine.records import CommitInfo, CompiledContext
-from tractkv.engine.refs import branch_ref
+from tractkv.engine.content import TokenCounter
+from tractkv.engine.history import branch_ref
 from tractkv.engine.session import Session, append_text
-from tractkv.engine.tokens import TokenCounter
+from tractkv.engine.values import CommitInfo, CompiledContext
 from tractkv.errors import InvalidInput, NoLLMConfigured, ReadOnlySession, UnknownRevision
 from tractkv.ids import ObjectId, is_object_id
 from tractkv.model import UsageRecord
 from tractkv.store import Store, open_store
 
 if TYPE_CHECKING:  # engine modules a few methods need are imported on first use: `import tractkv` stays light
-    from tractkv.engine.hooks import PendingToolResult
-    from tractkv.engine.queries import ToolTurn
-    from tractkv.engine.reports import (
+    from tractkv.engine.tools import PendingToolResult, ToolResults, ToolTurn
+    from tractkv.engine.usage import ToolStats, ToolUsage, UsageNode
+    from tractkv.engine.values import (
         BranchInfo,
         ChildInfo,
         ContextDiff,
@@ -42,9 +42,6 @@ if TYPE_CHECKING:  # engine modules a few methods need are imported on first use
         RunResult,
         StatusInfo,
     )
-    from tractkv.engine.tool_results import ToolResults
-    from tractkv.engine.usage_stats import ToolStats
-    from tractkv.engine.usage_tree import ToolUsage, UsageNode
     from tractkv.llm.generate import GenerationStream
     from tractkv.llm.protocol import LLMClient
     from tractkv.sync.remote import PushOutcome
@@ -100,7 +97,7 @@ class Tract:
     def _results(self) -> ToolResults:
         """The tool-result pipeline (hooks, summarization settings), made on first use."""
         if self._tool_results is None:
-            from tractkv.engine.tool_results import ToolResults
+            from tractkv.engine.tools import ToolResults
 
             self._tool_results = ToolResults(self._session, self._ask_model)
         return self._tool_results
@@ -279,7 +276,7 @@ class Tract:
     def user(self, text: str | list[Any], *, name: str | None = None, **kwargs: Any) -> CommitInfo:
         """Append a user message: a string, or a list of content parts (str, ``{"type": "text", "text"}``,
         ``{"type": "image" | "document", "data": bytes, "media_type"}``, ``{"type": "image", "url"}``, or
-        OpenAI / Anthropic native parts; see :mod:`tractkv.engine.content`). Media bytes are stored once
+        OpenAI / Anthropic native parts; see :mod:`tractkv.engine.content.payload`). Media bytes are stored once
         each, however many messages use them."""
         if type(text) is str and name is None and not kwargs:
             return append_text(self._session, "user", text)  # plain text: the same commit, fewer steps
@@ -359,15 +356,15 @@ class Tract:
 
         Tool calls and results always pair up as providers require: where history does not, compile repairs
         it (a placeholder result, an orphan result left out) and lists each repair on ``.repairs``
-        (:mod:`tractkv.engine.pairing`); ``strict=True`` raises :class:`~tractkv.errors.ToolPairingError`
+        (:mod:`tractkv.engine.compile.pairing`); ``strict=True`` raises :class:`~tractkv.errors.ToolPairingError`
         instead.
 
         ``max_tokens=N`` returns a view that fits N tokens and writes nothing: system and pinned messages
-        kept, the oldest others dropped first, tool turns dropped whole (:mod:`tractkv.engine.window`); the
+        kept, the oldest others dropped first, tool turns dropped whole (:mod:`tractkv.engine.compile.window`); the
         commits left out are listed on ``.dropped``. :class:`~tractkv.errors.BudgetExceeded` when the system
         and pinned messages (with the tool definitions) alone are over N."""
         if max_tokens is not None:
-            from tractkv.engine.window import compile_within
+            from tractkv.engine.fitting import compile_within
 
             return compile_within(
                 self._session, at, max_tokens, include_reasoning=include_reasoning, strict=strict
@@ -426,7 +423,7 @@ class Tract:
     def branch(self, name: str, source: str | None = None, switch: bool = True) -> BranchInfo:
         """Create a branch at ``source`` (default HEAD) and, by default, switch to it."""
         from tractkv.engine import branches  # lazy: keeps `import tractkv` light
-        from tractkv.engine.reports import BranchInfo
+        from tractkv.engine.values import BranchInfo
 
         start = branches.create_branch(self._session, name, source)
         if switch:
@@ -620,13 +617,13 @@ class Tract:
     def set_tools(self, tools: list[dict[str, Any]] | None) -> list[dict[str, Any]]:
         """Link these tool schemas to every later commit on this branch (a stored per-branch setting) until
         changed; after ``set_tools(None)`` the next commit records an empty tool set."""
-        from tractkv.engine.tool_settings import set_tools
+        from tractkv.engine.tools import set_tools
 
         return set_tools(self._session, tools)
 
     def get_tools(self) -> list[dict[str, Any]]:
         """The tools set_tools() configured for this branch, or else the tools in force at HEAD."""
-        from tractkv.engine.tool_settings import get_tools
+        from tractkv.engine.tools import get_tools
 
         return get_tools(self._session)
 
@@ -684,9 +681,9 @@ class Tract:
     def on(self, event: str, handler: Callable[[Any], object]) -> None:
         """Register a hook handler for ``event`` (``"tool_result"``, ``"budget_exceeded"``), or for every event
         (``"*"``; handlers of the event itself win over ``"*"`` ones). A ``tool_result`` handler receives a
-        :class:`~tractkv.engine.hooks.PendingToolResult` to approve, edit, summarize or reject (see
-        :mod:`tractkv.engine.hooks`); a ``budget_exceeded`` handler a
-        :class:`~tractkv.engine.records.BudgetOverrun` once the commit that went over the branch's budget
+        :class:`~tractkv.engine.tools.hooks.PendingToolResult` to approve, edit, summarize or reject (see
+        :mod:`tractkv.engine.tools.hooks`); a ``budget_exceeded`` handler a
+        :class:`~tractkv.engine.values.records.BudgetOverrun` once the commit that went over the branch's budget
         landed (:meth:`set_budget`). Handlers are per handle, in registration order.
 
         Raises:
@@ -701,7 +698,7 @@ class Tract:
         """Run the ``tool_result`` hooks (or the configured summarization) on a result that is not
         committed, such as a nested tool call's (``context.execute``): the text to use, or None when a hook
         rejected it. Nothing is committed (see :meth:`ToolResults.review
-        <tractkv.engine.tool_results.ToolResults.review>`)."""
+        <tractkv.engine.tools.results.ToolResults.review>`)."""
         if not isinstance(name, str) or not name or not isinstance(content, str):
             raise InvalidInput("review_tool_result takes a tool name and the result's text")
         return self._results.review(name, content, label=label)
@@ -741,8 +738,8 @@ class Tract:
         hooks: bool = True,
     ) -> CommitInfo | PendingToolResult | None:
         """Commit the result of a tool call, answering the message that made it (see
-        :mod:`tractkv.engine.tool_results`), and return the commit. ``tool_result`` hooks (:meth:`on`) decide
-        first: rejected, None is returned; left undecided, the :class:`~tractkv.engine.hooks.PendingToolResult`
+        :mod:`tractkv.engine.tools.results`), and return the commit. ``tool_result`` hooks (:meth:`on`) decide
+        first: rejected, None is returned; left undecided, the :class:`~tractkv.engine.tools.hooks.PendingToolResult`
         is returned, to be approved later. Without hooks, :meth:`configure_tool_summarization` may summarize
         it. ``edit=<result commit>`` replaces an earlier result (no hooks run: the caller decided);
         ``hooks=False`` commits it as given. ``name`` None means the tool the call names (a given name must
@@ -791,7 +788,7 @@ class Tract:
         walks every commit reachable from HEAD, merged-in branches included, in causal order; ``"context"``
         lists only what compile sends now. Either way each result appears once, at its latest version (an
         edit's content) under the id of the commit that first recorded it, so :meth:`original_of` gives its
-        raw text (see :mod:`tractkv.engine.queries`). A history walk reads every commit in range: O(history).
+        raw text (see :mod:`tractkv.engine.tools.queries`). A history walk reads every commit in range: O(history).
 
         Raises:
             InvalidInput: ``scope`` is neither; ``after`` is not in the history of HEAD.
@@ -1040,22 +1037,22 @@ class Tract:
         interrupted ones. ``commit`` keeps those started by that assistant commit or answered in that tool
         result commit; ``name`` those of one tool; ``status`` one of pending, success, error, interrupted.
         """
-        from tractkv.engine import usage_queries
+        from tractkv.engine.usage import history_usages
 
-        return usage_queries.usages(self._session, rev, commit=commit, name=name, status=status)
+        return history_usages(self._session, rev, commit=commit, name=name, status=status)
 
     def usage_tree(self, commit: str | None = None, *, rev: str | None = None) -> list[UsageNode]:
         """The usage trees of one message (an assistant commit or its tool result) or of the whole history
         of HEAD (or ``rev``)."""
-        from tractkv.engine import usage_queries
+        from tractkv.engine.usage import history_trees
 
-        return usage_queries.trees(self._session, rev, commit=commit)
+        return history_trees(self._session, rev, commit=commit)
 
     def tool_usage_stats(self, *, rev: str | None = None) -> dict[str, ToolStats]:
         """Per tool: count, successes, errors, success rate, p50 / p95 duration (history of HEAD or ``rev``)."""
-        from tractkv.engine import usage_queries
+        from tractkv.engine.usage import history_stats
 
-        return usage_queries.stats(self._session, rev)
+        return history_stats(self._session, rev)
 
     # --- agent toolkit (above this module: one-line lazy delegations) -----------------------------------------
 

@@ -23,7 +23,7 @@ from hypothesis import strategies as st
 import tractkv.engine.session as session_module
 from tractkv import Tract
 from tractkv.cli import cli
-from tractkv.engine.toolsets import ACTIVE_TOOLS
+from tractkv.engine.content import ACTIVE_TOOLS
 from tractkv.errors import EncodeError, InvalidInput
 from tractkv.ids import hash_bytes
 from tractkv.model.objects import trusted_commit

@@ -23,8 +23,8 @@ import tractkv.engine.session as session_module
 import tractkv.store.base as store_base
 from tractkv import Tract, codec
 from tractkv.cli import cli
-from tractkv.engine.state import CompileState
-from tractkv.engine.toolsets import ACTIVE_TOOLS
+from tractkv.engine.compile import CompileState
+from tractkv.engine.content import ACTIVE_TOOLS
 from tractkv.errors import ContentError, InvalidInput
 from tractkv.ids import oid_to_raw
 from tractkv.model import Blob

@@ -20,8 +20,7 @@ from click.testing import CliRunner
 from tractkv import BudgetExceeded, NoLLMConfigured, Tract, codec
 from tractkv.cli import cli
 from tractkv.engine.budget import BUDGET
-from tractkv.engine.describe import describe_commit
-from tractkv.engine.validate import check_commit
+from tractkv.engine.history import check_commit, describe_commit
 from tractkv.errors import InvalidInput
 from tractkv.llm import ScriptedLLM
 from tractkv.model import Blob, Commit

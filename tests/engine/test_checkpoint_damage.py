@@ -9,12 +9,19 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner
+from conftest import patch_compile
 
-import tractkv.engine.state
+import tractkv.engine.compile.state
 from tractkv import Tract, codec
 from tractkv.cli import cli
-from tractkv.engine.checkpoints import check_checkpoints, drop_checkpoints
-from tractkv.engine.state import CHUNK_PREFIX, CKPT_PREFIX, CompileState, _record_check
+from tractkv.engine.compile import (
+    CHUNK_PREFIX,
+    CKPT_PREFIX,
+    CompileState,
+    check_checkpoints,
+    drop_checkpoints,
+)
+from tractkv.engine.compile.checkpoint import _record_check
 from tractkv.ids import ObjectId, hash_bytes, oid_to_raw
 from tractkv.store import LmdbStore, Table, fsck
 
@@ -24,7 +31,7 @@ TOOL = {"name": "search", "description": "web search", "input_schema": {"type": 
 @pytest.fixture(autouse=True)
 def small_chunks(monkeypatch: pytest.MonkeyPatch) -> None:
     """Chunks of 4 slots, so a small history has several chunks (and a partial last one)."""
-    monkeypatch.setattr(tractkv.engine.state, "CHUNK_SLOTS", 4)
+    patch_compile(monkeypatch, "CHUNK_SLOTS", 4)
 
 
 def build(path: str) -> None:
@@ -323,7 +330,7 @@ def test_chunk_keys_are_content_hashes(store_path: str) -> None:
 
 def test_rows_of_an_older_checkpoint_format_are_stale_not_damage(tmp_path: Path) -> None:
     """A store written before the record checksum (format 1) is not reported damaged; gc drops the old rows."""
-    from tractkv.engine.checkpoints import check_checkpoints
+    from tractkv.engine.compile import check_checkpoints
     from tractkv.store import LmdbStore, Table
 
     path = str(tmp_path / "old")
@@ -348,7 +355,7 @@ def test_rows_of_an_older_checkpoint_format_are_stale_not_damage(tmp_path: Path)
 
 def test_a_merge_that_keeps_a_message_the_other_side_compressed_is_not_damage(tmp_path: Path) -> None:
     """Main pins P, a side branch compresses it away, the merge keeps P: a healthy store, fsck clean."""
-    from tractkv.engine.checkpoints import check_checkpoints
+    from tractkv.engine.compile import check_checkpoints
 
     path = str(tmp_path / "s")
     with Tract.open(path, durable=False) as t:
@@ -378,13 +385,13 @@ def replayed(path: str) -> tuple[Any, ...]:
 def test_an_append_after_reopening_reads_no_chunk(store_path: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """The first commit on a reopened store loads the checkpoint's record only; compile reads the chunks."""
     read: list[bytes] = []
-    real = tractkv.engine.state._chunk_rows  # every chunk read decodes through it
+    real = tractkv.engine.compile.slots._chunk_rows  # every chunk read decodes through it
 
     def counting(key: bytes, raw: bytes) -> list[Any]:
         read.append(key)
         return real(key, raw)
 
-    monkeypatch.setattr(tractkv.engine.state, "_chunk_rows", counting)
+    patch_compile(monkeypatch, "_chunk_rows", counting)
     with Tract.open(store_path, durable=False) as t:
         info = t.user("one more question")
         assert info.token_count > 0
@@ -598,13 +605,13 @@ def test_a_view_summary_compiles_as_a_replay_and_reads_no_chunk(
     assert len(summary["counts"]) > 2
     expected = full_context(path)
     read: list[bytes] = []
-    real = tractkv.engine.state._chunk_rows
+    real = tractkv.engine.compile.slots._chunk_rows
 
     def counting(key: bytes, raw: bytes) -> list[Any]:
         read.append(key)
         return real(key, raw)
 
-    monkeypatch.setattr(tractkv.engine.state, "_chunk_rows", counting)
+    patch_compile(monkeypatch, "_chunk_rows", counting)
     with Tract.open(path, durable=False, readonly=True) as t:
         ctx = t.compile()
         assert read == []

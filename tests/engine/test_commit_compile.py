@@ -21,7 +21,7 @@ from tractkv import (
     Tract,
     UnknownRevision,
 )
-from tractkv.engine.tokens import MESSAGE_OVERHEAD
+from tractkv.engine.content import MESSAGE_OVERHEAD
 from tractkv.model import Commit
 from tractkv.store import MemoryStore
 

@@ -20,7 +20,8 @@ import tractkv.engine.session as session_module
 from tractkv import Tract
 from tractkv.cli import cli
 from tractkv.engine.content import Message, text_message
-from tractkv.engine.records import _EXACT_MICROS, CommitInfo, timestamp
+from tractkv.engine.values import CommitInfo, timestamp
+from tractkv.engine.values.records import _EXACT_MICROS
 from tractkv.errors import EncodeError
 from tractkv.ids import hash_bytes
 from tractkv.model import Commit

@@ -12,8 +12,9 @@ import pytest
 
 from tractkv import Tract
 from tractkv.engine.content import Message, Part, content_objects, media_ids
-from tractkv.engine.tokens import IMAGE_TOKENS, PDF_PAGE_TOKENS, image_tokens
-from tractkv.engine.validate import check_commit, tag
+from tractkv.engine.content.tokens import IMAGE_TOKENS, PDF_PAGE_TOKENS, image_tokens
+from tractkv.engine.history import check_commit
+from tractkv.engine.history.validate import tag
 from tractkv.errors import ContentError, InvalidInput
 from tractkv.ids import ObjectId
 from tractkv.model import MAX_OBJECT_BYTES, Blob, Commit, encode, object_id
@@ -232,7 +233,7 @@ def _escape(text: str) -> str:
 
 def test_size_limits_are_the_providers() -> None:
     """Images: at most 5 MB as base64 (Anthropic's per-image limit) and 8000 px a side; documents 32 MB."""
-    from tractkv.engine import media
+    from tractkv.engine.content import media
 
     assert media.MAX_IMAGE_BYTES == 5 * 1024 * 1024
     assert media.MAX_IMAGE_SIDE == 8000

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from tractkv import Tract
-from tractkv.engine.compiler import Compiler, merge_payload
-from tractkv.engine.tokens import DEFAULT_COUNTER
+from tractkv.engine.compile import Compiler, merge_payload
+from tractkv.engine.content import DEFAULT_COUNTER
 from tractkv.ids import ObjectId
 from tractkv.model import Blob, Commit
 from tractkv.store import LmdbStore, Store

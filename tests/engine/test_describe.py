@@ -8,8 +8,9 @@ from typing import Any
 
 import pytest
 
-from tractkv.engine.describe import CommitDescription, clip, describe_commit, short_id
-from tractkv.engine.records import CommitInfo
+from tractkv.engine.history import clip, describe_commit, short_id
+from tractkv.engine.history.describe import CommitDescription
+from tractkv.engine.values import CommitInfo
 from tractkv.ids import ObjectId
 
 ME, PARENT, OTHER, TARGET = (ObjectId(ch * 64) for ch in "abcd")

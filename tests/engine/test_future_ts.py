@@ -14,7 +14,7 @@ from click.testing import CliRunner
 
 from tractkv import Tract
 from tractkv.cli import cli
-from tractkv.engine.validate import MAX_FUTURE_US, TS_MAX, check_commit
+from tractkv.engine.history import MAX_FUTURE_US, TS_MAX, check_commit
 from tractkv.errors import InvalidInput, SyncError
 from tractkv.model import Blob, Commit
 from tractkv.store import MemoryStore

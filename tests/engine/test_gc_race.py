@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from tractkv import Tract, TractError
-from tractkv.engine.toolsets import ACTIVE_TOOLS
+from tractkv.engine.content import ACTIVE_TOOLS
 from tractkv.ids import ObjectId
 from tractkv.store import Table, fsck, open_store
 

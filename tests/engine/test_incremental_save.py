@@ -13,16 +13,17 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from conftest import patch_compile
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import tractkv.engine.state as state_module
+import tractkv.engine.compile.state as state_module
 from tractkv import Tract, codec
 from tractkv.cli import cli
-from tractkv.engine.checkpoints import check_checkpoints
-from tractkv.engine.compiler import Compiler
-from tractkv.engine.state import CHUNK_PREFIX, CKPT_PREFIX, Slot, _rows_bytes, _slot_row, read_record
-from tractkv.engine.tokens import DEFAULT_COUNTER
+from tractkv.engine.compile import CHUNK_PREFIX, CKPT_PREFIX, Compiler, Slot, check_checkpoints
+from tractkv.engine.compile.checkpoint import read_record
+from tractkv.engine.compile.slots import _rows_bytes, _slot_row
+from tractkv.engine.content import DEFAULT_COUNTER
 from tractkv.ids import hash_bytes, oid_to_raw
 from tractkv.store import LmdbStore, Table
 
@@ -58,7 +59,7 @@ def _expected_chunks(store: LmdbStore, head: str) -> list[bytes]:
 
 @pytest.fixture
 def small_chunks(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(state_module, "CHUNK_SLOTS", 16)
+    patch_compile(monkeypatch, "CHUNK_SLOTS", 16)
 
 
 @pytest.mark.usefixtures("small_chunks")

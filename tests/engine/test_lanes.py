@@ -7,7 +7,8 @@ from itertools import pairwise
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tractkv.engine.lanes import LaneLayout, LaneRow, layout_lanes
+from tractkv.engine.history import LaneLayout, layout_lanes
+from tractkv.engine.history.lanes import LaneRow
 from tractkv.ids import ObjectId
 
 A, B, C, D = (ObjectId(ch * 64) for ch in "abcd")

@@ -7,8 +7,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import patch_compile
 
-import tractkv.engine.state as state_mod
+import tractkv.engine.compile.slots as slots_mod
+import tractkv.engine.compile.state as state_mod
 from tractkv import Tract
 from tractkv.errors import StoreClosed, StoreError
 from tractkv.store import Table
@@ -67,7 +69,7 @@ def test_an_interrupted_chunk_read_of_a_compiled_context_can_be_retried(
     a failure then leaves nothing half-read (the same message is read again on the next use)."""
     with Tract.open(store_path, durable=False) as t:
         ctx = t.compile()
-        real = state_mod._chunk_rows
+        real = slots_mod._chunk_rows
         calls = {"n": 0}
 
         def flaky(key: bytes, raw: bytes) -> Any:
@@ -76,7 +78,7 @@ def test_an_interrupted_chunk_read_of_a_compiled_context_can_be_retried(
                 raise exc
             return real(key, raw)
 
-        monkeypatch.setattr(state_mod, "_chunk_rows", flaky)
+        patch_compile(monkeypatch, "_chunk_rows", flaky)
         with pytest.raises(type(exc)):
             ctx.messages[0]
         assert ctx.messages[0].content == "m0"

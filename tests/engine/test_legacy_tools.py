@@ -13,7 +13,8 @@ from click.testing import CliRunner
 
 from tractkv import InvalidInput, Tract
 from tractkv.cli import cli
-from tractkv.engine.toolsets import ACTIVE_TOOLS, LEGACY, put_toolset, read_stored
+from tractkv.engine.content import ACTIVE_TOOLS, put_toolset, read_stored
+from tractkv.engine.content.toolsets import LEGACY
 from tractkv.model import ToolSchema
 from tractkv.store import LmdbStore, Table
 

@@ -14,12 +14,12 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner
+from conftest import patch_compile
 
-import tractkv.engine.state
 from tractkv import Tract, codec
 from tractkv.cli import cli
-from tractkv.engine.checkpoints import check_checkpoints
-from tractkv.engine.state import CHUNK_PREFIX, Slot, SlotTable, _slot_row
+from tractkv.engine.compile import CHUNK_PREFIX, Slot, check_checkpoints
+from tractkv.engine.compile.slots import SlotTable, _slot_row
 from tractkv.errors import DecodeError
 from tractkv.ids import hash_bytes
 from tractkv.store import LmdbStore, Table
@@ -117,7 +117,7 @@ def test_a_fresh_process_compile_grows_by_a_packed_slot_per_message(tmp_path: Pa
 
 @pytest.fixture
 def small_chunks(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(tractkv.engine.state, "CHUNK_SLOTS", 4)
+    patch_compile(monkeypatch, "CHUNK_SLOTS", 4)
 
 
 @pytest.mark.usefixtures("small_chunks")

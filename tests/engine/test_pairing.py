@@ -12,15 +12,9 @@ from click.testing import CliRunner
 
 from tractkv import CompiledContext, InvalidInput, Repair, ToolPairingError, Tract
 from tractkv.cli import cli
-from tractkv.engine.content import Message, ToolCall
-from tractkv.engine.pairing import (
-    DROPPED_RESULT,
-    PLACEHOLDER_RESULT,
-    PLACEHOLDER_TEXT,
-    Pairing,
-    placeholder_tokens,
-)
-from tractkv.engine.tokens import DEFAULT_COUNTER
+from tractkv.engine.compile import placeholder_tokens
+from tractkv.engine.compile.pairing import DROPPED_RESULT, PLACEHOLDER_RESULT, PLACEHOLDER_TEXT, Pairing
+from tractkv.engine.content import DEFAULT_COUNTER, Message, ToolCall
 from tractkv.ids import ObjectId
 
 A = ObjectId("a" * 64)

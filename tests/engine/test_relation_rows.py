@@ -18,9 +18,16 @@ from typing import Any
 import pytest
 
 from tractkv import Tract, TractError, codec
-from tractkv.engine import compiler, relations, session
-from tractkv.engine.checkpoints import check_checkpoints, drop_checkpoints
-from tractkv.engine.relations import REL_PREFIX, SpawnIndex, _row_check, read_row
+from tractkv.engine import session
+from tractkv.engine.compile import (
+    REL_PREFIX,
+    SpawnIndex,
+    check_checkpoints,
+    compiler,
+    drop_checkpoints,
+    relations,
+)
+from tractkv.engine.compile.relations import _row_check, read_row
 from tractkv.engine.spawning import children_of, parent_at
 from tractkv.ids import ObjectId
 from tractkv.llm import ScriptedLLM

@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 
 from tractkv import DetachedHead, InvalidInput, MissingRefTarget, Tract
+from tractkv.engine.compile import CHUNK_PREFIX, CKPT_PREFIX
 from tractkv.engine.session import Session
-from tractkv.engine.state import CHUNK_PREFIX, CKPT_PREFIX
 from tractkv.ids import ObjectId, raw_to_oid
 from tractkv.store import Table, fsck
 

@@ -11,8 +11,8 @@ from click.testing import CliRunner
 
 from tractkv import ConcurrentUpdate, ModelCallFailed, ReadOnlySession, Tract
 from tractkv.cli import cli
+from tractkv.engine.content import MESSAGE_OVERHEAD
 from tractkv.engine.session import Session
-from tractkv.engine.tokens import MESSAGE_OVERHEAD
 from tractkv.errors import StoreNotFound
 from tractkv.llm import LLMResponse
 from tractkv.store import LmdbStore, MemoryStore, Reader, Store, Table
@@ -314,7 +314,7 @@ def test_merge_does_not_drop_a_commit_made_while_it_was_deciding(
         a.user("diverge main")  # side is no longer a descendant: a real merge commit
     tip = a.head
     assert tip is not None
-    real = merging.graph.is_ancestor
+    real = merging.is_ancestor
     calls = []
 
     def racing_is_ancestor(*args: Any) -> bool:
@@ -323,7 +323,7 @@ def test_merge_does_not_drop_a_commit_made_while_it_was_deciding(
         calls.append(args)
         return real(*args)
 
-    monkeypatch.setattr(merging.graph, "is_ancestor", racing_is_ancestor)
+    monkeypatch.setattr(merging, "is_ancestor", racing_is_ancestor)
     with pytest.raises(ConcurrentUpdate):
         a.merge("side")
     monkeypatch.undo()

@@ -1,6 +1,6 @@
 """A hypothesis state machine drives a Tract and checks compile against an independent model.
 
-The model is written from the semantics documented in ``tractkv/engine/state.py`` (never from engine
+The model is written from the semantics documented in ``tractkv/engine/compile/state.py`` (never from engine
 internals): every commit maps to the list of message slots it compiles to; appends add a slot, edits replace
 a slot's content in place, annotations set its priority, and a merge is a three-way merge of the slot lists
 of the merge base, ours and theirs. After every step, ``compile()`` of the working handle and of a freshly
@@ -16,12 +16,13 @@ from typing import Any
 import attrs
 import hypothesis.strategies as st
 import pytest
+from conftest import compile_bindings
 from hypothesis import event, settings
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
-import tractkv.engine.compiler
+import tractkv.engine.compile.compiler
+import tractkv.engine.compile.state
 import tractkv.engine.session
-import tractkv.engine.state
 from tractkv import HeuristicCounter, MergeConflict, Tract
 from tractkv.store import MemoryStore, fsck
 
@@ -33,9 +34,9 @@ BRANCHES = ("main", "b1", "b2", "agents/a17/main")
 COUNTER = HeuristicCounter()
 # Small checkpoint settings so checkpoints are written, chunked and loaded within a few steps.
 SMALL_CHECKPOINTS = [
-    (tractkv.engine.compiler, "CHECKPOINT_EVERY", 3),
+    (tractkv.engine.compile.compiler, "CHECKPOINT_EVERY", 3),
     (tractkv.engine.session, "CHECKPOINT_EVERY", 3),
-    (tractkv.engine.state, "CHUNK_SLOTS", 2),
+    *((module, name, 2) for module, name in compile_bindings("CHUNK_SLOTS")),
 ]
 TEXTS = st.sampled_from(["hi", "hello there", "ok", "let me think about it", "42", "done."])
 

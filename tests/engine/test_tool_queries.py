@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tractkv import InvalidInput, Tract, UnknownRevision
-from tractkv.engine.queries import ToolTurn
+from tractkv.engine.tools import ToolTurn
 
 
 def call(call_id: str, name: str) -> dict[str, Any]:

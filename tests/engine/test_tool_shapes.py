@@ -12,8 +12,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from tractkv import HeuristicCounter, InvalidInput, Tract
-from tractkv.engine.render import anthropic_params, openai_params, tool_to_anthropic, tool_to_openai
-from tractkv.engine.toolsets import (
+from tractkv.engine.content import anthropic_params, openai_params, schema_name, tool_tokens
+from tractkv.engine.content.render import tool_to_anthropic, tool_to_openai
+from tractkv.engine.content.toolsets import (
     ANTHROPIC,
     ANTHROPIC_SERVER,
     EMPTY_PARAMETERS,
@@ -24,9 +25,7 @@ from tractkv.engine.toolsets import (
     TOOL_OVERHEAD,
     TOOLS_OVERHEAD,
     read_tool,
-    schema_name,
     tool_schema,
-    tool_tokens,
 )
 
 PARAMS = {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}

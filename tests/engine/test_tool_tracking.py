@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from tractkv import ScriptExhausted, Tract
-from tractkv.engine.toolsets import tool_schema
+from tractkv.engine.content.toolsets import tool_schema
 from tractkv.llm import ScriptedLLM
 from tractkv.model import ToolSet, object_id
 

@@ -11,7 +11,8 @@ import pytest
 
 from tractkv import Tract
 from tractkv.engine.content import content_blob
-from tractkv.engine.validate import TS_MAX, ObjectRuleError, Tags, check, fsck_objects, tag
+from tractkv.engine.history import TS_MAX, ObjectRuleError, Tags, check, fsck_objects
+from tractkv.engine.history.validate import tag
 from tractkv.errors import ContentError, InvalidInput
 from tractkv.model import Blob, Commit, ToolSchema, ToolSet
 from tractkv.store import LmdbStore, MemoryStore, Store

@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from tractkv import BudgetExceeded, InvalidInput, Tract
-from tractkv.engine.state import PRIORITY_CODES
+from tractkv.engine.compile.slots import PRIORITY_CODES
 
 from .test_pairing_property import OPERATIONS, History, check_context
 

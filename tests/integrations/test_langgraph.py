@@ -501,7 +501,7 @@ def test_delete_thread_uses_the_branch_delete_and_refuses_a_checked_out_thread(t
 
     from tractkv.cli import cli
     from tractkv.engine.budget import stored_budget
-    from tractkv.engine.refs import HEADS
+    from tractkv.engine.history import HEADS
 
     store = str(tmp_path / "s")
     with TractkvSaver.from_path(store) as saver:

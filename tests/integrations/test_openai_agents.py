@@ -252,7 +252,7 @@ def test_items_read_back_must_be_json_values(tmp_path: Path) -> None:
 
 def test_clear_session_uses_the_branch_delete_and_refuses_a_checked_out_session(tmp_path: Path) -> None:
     from tractkv.engine.budget import stored_budget
-    from tractkv.engine.refs import HEADS
+    from tractkv.engine.history import HEADS
 
     store = str(tmp_path / "s")
     with Tract.open(store) as t:

@@ -21,7 +21,7 @@ from tractkv import BudgetExceeded, Tract
 from tractkv.cli import cli
 from tractkv.engine import calibration
 from tractkv.engine.calibration import calibrated, context_tokens, reported_input, reported_output
-from tractkv.engine.tokens import MESSAGE_OVERHEAD
+from tractkv.engine.content import MESSAGE_OVERHEAD
 from tractkv.llm import AnthropicClient, OpenAIClient, ScriptedLLM
 from tractkv.store import LmdbStore
 
@@ -90,7 +90,7 @@ def fresh_memo() -> Iterator[None]:
 
 
 def test_usage_normalized_by_either_provider_gives_its_whole_input() -> None:
-    from tractkv.engine.render import anthropic_usage, openai_usage
+    from tractkv.engine.content import anthropic_usage, openai_usage
 
     openai = openai_usage(OPENAI_USAGE)
     anthropic = anthropic_usage(ANTHROPIC_USAGE)
@@ -537,8 +537,7 @@ def test_cli_status_text_and_json_say_reported_or_estimated(tmp_path: Path) -> N
 def test_a_state_being_built_in_a_batch_is_counted_through_the_batch(tmp_path: Path) -> None:
     """What a budget check on the commit being written calls: the state with the staged commit applied, read
     through the batch (the staged commit and its new tool set are not in the store yet)."""
-    from tractkv.engine.content import content_blob
-    from tractkv.engine.toolsets import put_toolset, tool_schemas, tool_tokens
+    from tractkv.engine.content import content_blob, put_toolset, tool_schemas, tool_tokens
     from tractkv.model import Commit
 
     weather = {"type": "function", "function": {"name": "weather", "parameters": {"type": "object"}}}

@@ -7,7 +7,8 @@ from typing import Any
 
 import pytest
 
-from tractkv.engine.content import Message, ToolCall, normalize, to_message
+from tractkv.engine.content import Message, ToolCall, to_message
+from tractkv.engine.content.payload import normalize
 from tractkv.errors import InvalidInput, LLMHTTPError, MalformedResponse, ModelCallFailed, TractError
 from tractkv.llm import LLMClient, LLMResponse, ScriptedLLM, call_model
 

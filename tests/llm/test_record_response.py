@@ -24,7 +24,7 @@ from tractkv import (
     ToolCall,
     Tract,
 )
-from tractkv.engine.render import anthropic_usage, openai_usage, reply_provider
+from tractkv.engine.content import anthropic_usage, openai_usage, reply_provider
 from tractkv.llm import LLMResponse, ScriptedLLM
 
 from .conftest import anthropic_message, openai_completion

@@ -10,7 +10,7 @@ import openai
 import pytest
 
 from tractkv import Tract
-from tractkv.engine.pairing import PLACEHOLDER_TEXT
+from tractkv.engine.compile.pairing import PLACEHOLDER_TEXT
 
 from .conftest import Recorder, anthropic_message, openai_completion
 

@@ -10,7 +10,8 @@ import attrs
 import pytest
 
 from tractkv import Tract, codec
-from tractkv.engine.content import DialogueContent, content_blob, normalize
+from tractkv.engine.content import DialogueContent, content_blob
+from tractkv.engine.content.payload import normalize
 from tractkv.errors import ContentError, EncodeError
 from tractkv.ids import hash_bytes
 from tractkv.model import (

@@ -11,7 +11,7 @@ from click.testing import CliRunner
 
 from tractkv import Tract
 from tractkv.cli import cli
-from tractkv.engine.compiler import CHECKPOINT_EVERY
+from tractkv.engine.compile import CHECKPOINT_EVERY
 from tractkv.model import ToolSchema
 from tractkv.store import STORE_FORMAT, LmdbStore, Store, Table, fsck
 from tractkv.store.base import SEQ

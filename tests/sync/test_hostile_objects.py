@@ -18,7 +18,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tractkv import Tract
-from tractkv.engine.validate import fsck_objects
+from tractkv.engine.history import fsck_objects
 from tractkv.errors import RejectedObject
 from tractkv.ids import ObjectId, hash_bytes, oid_to_raw
 from tractkv.store import MemoryStore, Store, fsck
@@ -351,7 +351,7 @@ def test_fsck_reports_a_stored_media_part_or_part_type_that_breaks_the_rules(nam
 
 def test_a_tag_never_raises_on_a_hostile_blob(monkeypatch: pytest.MonkeyPatch) -> None:
     """Any unexpected failure while checking a blob makes it an invalid tag, not a crash."""
-    from tractkv.engine import validate
+    from tractkv.engine.history import validate
     from tractkv.model import Blob
 
     def boom(data: object) -> object:

@@ -8,7 +8,7 @@ import zlib
 from pathlib import Path
 
 from tractkv import Tract
-from tractkv.engine.validate import fsck_objects
+from tractkv.engine.history import fsck_objects
 from tractkv.ids import ObjectId
 from tractkv.model import Blob, object_id
 from tractkv.store import fsck

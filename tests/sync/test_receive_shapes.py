@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 
 import tractkv.store.base as store_base
 from tractkv import Tract
-from tractkv.engine import validate
+from tractkv.engine.history import validate
 from tractkv.errors import RejectedObject, TractError
 from tractkv.ids import ObjectId, hash_bytes
 from tractkv.model import Blob, Commit, StoredObject, decode, encode_with_id, objects

@@ -23,8 +23,8 @@ import pytest
 from starlette.testclient import TestClient
 
 from tractkv import Tract
-from tractkv.engine.usage_tree import flatten, load_tree, usage_forest
-from tractkv.engine.validate import fsck_objects
+from tractkv.engine.history import fsck_objects
+from tractkv.engine.usage import flatten, load_tree, usage_forest
 from tractkv.errors import RejectedObject
 from tractkv.ids import ObjectId
 from tractkv.model import MAX_USAGE_DEPTH, Blob, Commit, StoredObject, UsageRecord, encode_with_id
@@ -197,7 +197,7 @@ def test_a_tool_result_linking_a_bomb_is_refused_on_the_write_path() -> None:
         content=encode_with_id(blob)[0],
         links={"usages": (encode_with_id(records[-1])[0],)},
     )
-    from tractkv.engine.validate import check_commit
+    from tractkv.engine.history import check_commit
 
     batch = t.store.new_batch()
     batch.put(blob)

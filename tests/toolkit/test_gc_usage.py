@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from tractkv import Tract
-from tractkv.engine import usage_rows
+from tractkv.engine.usage import rows as usage_rows
 from tractkv.ids import ObjectId
 from tractkv.model.objects import UsageRecord
 

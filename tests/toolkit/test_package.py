@@ -24,5 +24,5 @@ def test_public_names_resolve() -> None:
     for name in toolkit.__all__:
         assert getattr(toolkit, name) is not None
     assert toolkit.export_conversation.__module__ == "tractkv.toolkit.export"
-    assert toolkit.ToolUsage.__module__ == toolkit.UsageNode.__module__ == "tractkv.engine.usage_tree"
-    assert toolkit.ToolStats.__module__ == "tractkv.engine.usage_stats"
+    assert toolkit.ToolUsage.__module__ == toolkit.UsageNode.__module__ == "tractkv.engine.usage.tree"
+    assert toolkit.ToolStats.__module__ == "tractkv.engine.usage.stats"

@@ -14,7 +14,7 @@ import sys
 import pytest
 
 from tractkv import Tract
-from tractkv.engine.render import messages_to_anthropic, messages_to_openai
+from tractkv.engine.content import messages_to_anthropic, messages_to_openai
 from tractkv.errors import InvalidInput, MalformedResponse
 from tractkv.llm import ScriptedLLM
 from tractkv.toolkit import ToolContext, ToolExecutor, get_all_tools, tool

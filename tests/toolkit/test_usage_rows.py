@@ -12,8 +12,9 @@ import attrs
 import pytest
 
 from tractkv import Tract, codec
-from tractkv.engine.usage_rows import (
+from tractkv.engine.usage import (
     PendingUsage,
+    ToolUsage,
     abandon,
     begin,
     delete_rows,
@@ -23,9 +24,9 @@ from tractkv.engine.usage_rows import (
     new_usage_id,
     note_head,
     truncate,
+    usage_stats,
 )
-from tractkv.engine.usage_stats import percentile, usage_stats
-from tractkv.engine.usage_tree import ToolUsage
+from tractkv.engine.usage.stats import percentile
 from tractkv.errors import DecodeError, MissingLinkTarget
 from tractkv.ids import ObjectId
 from tractkv.model import UsageRecord

@@ -13,7 +13,8 @@ from click.testing import CliRunner
 from tractkv import Tract
 from tractkv.cli import cli
 from tractkv.cli.engine_cmds import LINE
-from tractkv.engine.describe import CommitDescription, describe_commit
+from tractkv.engine.history import describe_commit
+from tractkv.engine.history.describe import CommitDescription
 from tractkv.store import open_store
 from tractkv.toolkit import ToolExecutor
 from tractkv.toolkit.builtin import LOG_LINE

@@ -193,7 +193,7 @@ def test_branch_summaries_compile_each_head_once(
 
 @given(histories())
 def test_graph_lanes_are_continuous_from_row_to_row(parents: list[tuple[int, ...]]) -> None:
-    # the viewer's rows are the engine's lane layout (tractkv.engine.lanes, unit-tested in tests/engine)
+    # the viewer's rows are the engine's lane layout (tractkv.engine.history.lanes, unit-tested in tests/engine)
     from tractkv.model import Commit
     from tractkv.store import MemoryStore
 

@@ -192,7 +192,7 @@ def test_head_on_a_hub_store_only_pushed_to_is_mains_tip(start_hub: Any, tmp_pat
     import httpx
 
     from tractkv import Tract
-    from tractkv.engine.refs import read_head
+    from tractkv.engine.history import read_head
 
     hub = start_hub()  # a store made by init: no HEAD ref is ever written to it, pushes only move main
     with Tract.open(str(tmp_path / "a"), clock=clock, durable=False) as t:

@@ -136,7 +136,7 @@ def _complete_names(ctx: click.Context, incomplete: str, kinds: tuple[str, ...])
         path = root.params.get("store_path") or default_store_path()
         if not os.path.isfile(os.path.join(str(path), "data.mdb")):
             return []
-        from tractkv.engine.refs import HEADS, REMOTES
+        from tractkv.engine.history import HEADS, REMOTES
         from tractkv.store import LmdbStore
         from tractkv.sync.remotes import list_remotes
 

@@ -20,12 +20,10 @@ from tractkv.cli.common import (
     note,
     with_state,
 )
-from tractkv.engine.content import MESSAGE_ROLES, message_parts_markers
-from tractkv.engine.describe import clip, describe_commit, short_id
-from tractkv.engine.lanes import layout_lanes
-from tractkv.engine.records import CommitInfo
+from tractkv.engine.content import MESSAGE_ROLES, message_parts_markers, schema_name
+from tractkv.engine.history import clip, describe_commit, layout_lanes, short_id
 from tractkv.engine.session import MAX_REBASE_ATTEMPTS
-from tractkv.engine.toolsets import schema_name
+from tractkv.engine.values import CommitInfo
 from tractkv.errors import ConcurrentUpdate, InvalidInput
 from tractkv.model import to_jsonable
 

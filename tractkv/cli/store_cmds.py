@@ -7,8 +7,8 @@ import time
 import click
 
 from tractkv.cli.common import CliState, echo_json, json_option, note, resolve_oid, with_state
-from tractkv.engine.checkpoints import check_checkpoints, describe_key, drop_checkpoints
-from tractkv.engine.validate import fsck_objects
+from tractkv.engine.compile import check_checkpoints, describe_key, drop_checkpoints
+from tractkv.engine.history import fsck_objects
 from tractkv.model import decode, describe, kind_of
 from tractkv.store import Table, fsck
 from tractkv.store.base import clear_stale_gc_runs

@@ -5,8 +5,7 @@ from __future__ import annotations
 import click
 
 from tractkv.cli.common import CliState, echo_json, json_option, note, with_state
-from tractkv.engine.usage_stats import usage_stats
-from tractkv.engine.usage_tree import STATUSES, flatten
+from tractkv.engine.usage import STATUSES, flatten, usage_stats
 from tractkv.errors import InvalidInput
 
 

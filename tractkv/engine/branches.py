@@ -6,15 +6,23 @@ detached HEAD) is never deleted, and without ``force`` only a branch whose commi
 
 from __future__ import annotations
 
+from tractkv.engine.history import (
+    HEAD,
+    HEADS,
+    REMOTES,
+    ahead_behind,
+    ancestors,
+    branch_ref,
+    check_branch_name,
+    is_ancestor,
+    iter_reflog,
+    log_ref_move,
+)
+from tractkv.engine.session import Session, Tip
+from tractkv.engine.values import BranchInfo, ReflogEntry, StatusInfo
 from tractkv.errors import BranchExists, BranchNotFound, DetachedHead, InvalidInput, RefConflict
 from tractkv.ids import ObjectId
 from tractkv.store import Reader
-
-from . import graph
-from .records import BranchInfo, ReflogEntry, StatusInfo
-from .reflog import iter_reflog, log_ref_move
-from .refs import HEAD, HEADS, REMOTES, branch_ref, check_branch_name
-from .session import Session, Tip
 
 
 def list_branches(session: Session, *, remotes: bool = True) -> list[BranchInfo]:
@@ -68,12 +76,12 @@ def delete_branch(session: Session, name: str, *, force: bool = False) -> Object
         others = [ObjectId(v) for r, v in session.store.iter_refs(HEADS) if r != ref]
         if session.detached is not None:
             others.append(session.detached)
-        if not any(graph.is_ancestor(session.store, tip_id, other) for other in others):
+        if not any(is_ancestor(session.store, tip_id, other) for other in others):
             raise InvalidInput(
                 f"branch {name!r} has commits no other branch has; merge it, or delete it anyway "
                 "(force=True, --force)"
             )
-    from .budget import drop_budget
+    from tractkv.engine.budget import drop_budget
 
     session.render_live()  # its commits' blobs may go at the next gc
     batch = session.store.new_batch()
@@ -89,23 +97,23 @@ def status(session: Session) -> StatusInfo:
     branch's stored one (:mod:`tractkv.engine.budget`), with its action and threshold and the last overrun
     recorded on the branch; the token count is calibrated by the provider when it can be
     (:mod:`tractkv.engine.calibration`)."""
-    from .budget import current_overrun, read_budget
+    from tractkv.engine.budget import current_overrun, read_budget
 
     reader = session.reader()
     policy = read_budget(reader, session.branch_ref)
     token_budget = None if policy is None else policy.max_tokens
     state = session.head_state(reader)
     view = state.render(reader)
-    from .calibration import calibrated  # lazy: keeps `import tractkv` light
+    from tractkv.engine.calibration import calibrated  # lazy: keeps `import tractkv` light
 
     count = calibrated(session, state, reader=reader)
     tracked = upstream(session, reader)
     ahead = behind = None
     if tracked is not None:
         if state.head is None:
-            ahead, behind = 0, len(graph.ancestors(reader, tracked[1]))
+            ahead, behind = 0, len(ancestors(reader, tracked[1]))
         else:
-            ahead, behind = graph.ahead_behind(reader, state.head, tracked[1])
+            ahead, behind = ahead_behind(reader, state.head, tracked[1])
     return StatusInfo(
         upstream=tracked[0] if tracked else None,
         ahead=ahead,

@@ -24,11 +24,11 @@ reported count where :mod:`tractkv.engine.calibration` has one, else the estimat
 and compared with the limit, ``floor(threshold * max_tokens)``. At or under it nothing happens. Over it:
 
 * ``warn``: the commit is written; the overrun is recorded and the ``budget_exceeded`` event
-  (:meth:`tractkv.Tract.on`) receives a :class:`~tractkv.engine.records.BudgetOverrun` once it landed;
+  (:meth:`tractkv.Tract.on`) receives a :class:`~tractkv.engine.values.records.BudgetOverrun` once it landed;
 * ``reject``: :class:`~tractkv.errors.BudgetExceeded`, and nothing of the commit is written;
 * ``trim``: a ``trim`` commit (op ``trim``, ``links["targets"]``: the messages it skips, an annotation blob
   of priority ``skip``) lands in the same transaction, skipping the oldest unpinned non-system messages (tool
-  turns whole) until the context's estimate is within the limit (:mod:`tractkv.engine.window`);
+  turns whole) until the context's estimate is within the limit (:mod:`tractkv.engine.compile.window`);
 * ``compress``: those oldest messages, planned to leave a quarter of the limit for the summary, are replaced
   by the configured summarizer's summary (an ordinary ``compress`` commit, in the same transaction); no model
   configured is :class:`~tractkv.errors.NoLLMConfigured` and nothing is written.
@@ -83,19 +83,17 @@ from typing import TYPE_CHECKING, Any
 import attrs
 
 from tractkv import codec
+from tractkv.engine.session import Session, WritePolicy
+from tractkv.engine.values import CompiledContext
 from tractkv.errors import BudgetExceeded, DecodeError, DetachedHead, InvalidInput, NoLLMConfigured
 from tractkv.ids import ObjectId
 from tractkv.model import Blob, Commit
 from tractkv.store import Reader, Store, Table, WriteBatch
 
-from .records import CompiledContext
-from .session import Session, WritePolicy
-
 if TYPE_CHECKING:
-    from .reports import BudgetOverrun
-    from .state import CompileState
-    from .tokens import TokenCounter
-    from .window import Fit
+    from tractkv.engine.compile import CompileState, Fit
+    from tractkv.engine.content import TokenCounter
+    from tractkv.engine.values import BudgetOverrun
 
 BUDGET = b"budget:"  # meta key prefix: branch ref -> the branch's budget policy (CBOR; see the module doc)
 OVERRUN = b"budget-overrun:"  # meta key prefix: branch ref -> the last overrun recorded (CBOR)
@@ -241,7 +239,7 @@ def read_overrun(reader: Reader, ref: str | None) -> BudgetOverrun | None:
     raw = reader.table_get(Table.META, OVERRUN + ref.encode())
     if raw is None:
         return None
-    from .reports import BudgetOverrun  # lazy: a branch without an overrun never needs the class
+    from tractkv.engine.values import BudgetOverrun  # lazy: a branch without an overrun never needs the class
 
     try:
         data = codec.loads(raw)
@@ -282,8 +280,8 @@ def _context_tokens(session: Session, state: CompileState, reader: Reader) -> in
     """The tokens of the context ``state`` compiles to, as a budget counts them: its messages, placeholder
     results and tool definitions (what ``CompiledContext.token_count`` and ``status`` say). Every budget
     decision counts through here."""
-    from .compiler import load_tools
-    from .toolsets import tool_tokens
+    from tractkv.engine.compile import load_tools
+    from tractkv.engine.content import tool_tokens
 
     tools = 0
     if state.tools is not None:
@@ -297,7 +295,7 @@ def _calibrated(session: Session, state: CompileState, reader: Reader) -> tuple[
     estimate; ``estimated`` the estimate of :func:`_context_tokens` (what a plan counts). Only for a state that
     is the branch's real head: a trial state of the planner has that head too, so it is counted by
     :func:`_context_tokens` alone."""
-    from .calibration import calibrated
+    from tractkv.engine.calibration import calibrated
 
     count = calibrated(session, state, reader=reader)
     return count.tokens, count.estimated
@@ -305,7 +303,7 @@ def _calibrated(session: Session, state: CompileState, reader: Reader) -> tuple[
 
 def _compiled(session: Session, state: CompileState, reader: Reader) -> CompiledContext:
     """The context ``state`` compiles to, its ``token_count`` from :func:`_context_tokens`."""
-    from .compiler import context_of, load_tools
+    from tractkv.engine.compile import context_of, load_tools
 
     tools = load_tools(reader, state.tools) if state.tools is not None else ()
     ctx = context_of(reader, state, session.counter, tools)
@@ -409,7 +407,7 @@ def check(
         record["result"] = result
         record["after"] = after
     batch.table_put(Table.META, OVERRUN + ref.encode(), codec.dumps(record))
-    from .reports import BudgetOverrun  # lazy: a commit within its budget never needs the class
+    from tractkv.engine.values import BudgetOverrun  # lazy: a commit within its budget never needs the class
 
     return BudgetOverrun(
         branch=name,
@@ -434,7 +432,7 @@ def check_received(store: Store, batch: WriteBatch, ref: str, moved: str) -> str
     ``meta`` read when the branch has no budget."""
     if batch.table_get(Table.META, BUDGET + ref.encode()) is None:
         return None
-    from .refs import HEADS
+    from tractkv.engine.history import HEADS
 
     session = Session(store, branch=ref.removeprefix(HEADS), readonly=True)
     try:
@@ -470,7 +468,7 @@ def _fit(session: Session, state: CompileState, batch: WriteBatch, limit: int) -
     """Fit ``state`` to ``limit`` estimated tokens, never dropping a message the transaction being checked
     added (every commit ``batch`` stages: the whole ``t.batch()`` block, or the one commit) nor the newest
     unit."""
-    from .window import fit
+    from tractkv.engine.compile import fit
 
     def compiled(other: CompileState) -> CompiledContext:
         return _compiled(session, other, batch)
@@ -509,7 +507,7 @@ class _Plan:
 def _trim(plan: _Plan) -> ObjectId:
     """Stage the trim commit that skips the oldest messages until the context's estimate fits the limit
     (and at least one unit, the count being over)."""
-    from .content import ANNOTATION
+    from tractkv.engine.content import ANNOTATION
 
     limit = plan.limit
     fitted = _fit(plan.session, plan.state, plan.batch, min(limit, plan.estimated - 1))
@@ -538,7 +536,7 @@ def _trim(plan: _Plan) -> ObjectId:
 def _compress(plan: _Plan, summarize: Summarize | None) -> ObjectId:
     """Stage a compress commit summarizing the oldest messages so that the context's estimate fits the limit
     (at least one unit summarized, the count being over)."""
-    from .content import content_blob
+    from tractkv.engine.content import content_blob
 
     session, batch, limit = plan.session, plan.batch, plan.limit
     if summarize is None:

@@ -1,6 +1,6 @@
 """Token counts calibrated by the provider: the context's size as the provider reported it, where it can be.
 
-tractkv estimates a context's tokens locally (:mod:`tractkv.engine.tokens`). A provider's reply reports how
+tractkv estimates a context's tokens locally (:mod:`tractkv.engine.content.tokens`). A provider's reply reports how
 many input tokens the request cost, counting what the estimate cannot see (its tokenizer, tool schemas as it
 renders them, per-request framing). That usage is part of the assistant commit (``metadata["usage"]``, put
 there by ``generate``, ``record_response``, streaming and the agent loop), so the calibrated count is derived
@@ -17,7 +17,7 @@ from commits only: a store that receives the branch by sync reports the same cou
 * *R*'s message is still in the compiled context, as an assistant message.
 
 Then the count is *R*'s reported input (:func:`reported_input`) plus its output (:func:`reported_output`)
-plus :data:`~tractkv.engine.tokens.MESSAGE_OVERHEAD` (the reply becomes one more message of the next
+plus :data:`~tractkv.engine.content.tokens.MESSAGE_OVERHEAD` (the reply becomes one more message of the next
 request) plus the estimated tokens of every message after *R* in the compiled context (placeholder results
 included). Otherwise (no reply, or one of the conditions fails) the count is the local ``estimated`` one:
 the messages' estimate plus the tool schemas' (what ``compile`` reports). Only the newest reply is
@@ -40,18 +40,16 @@ from typing import TYPE_CHECKING, Any, TypeGuard
 
 import attrs
 
+from tractkv.engine.compile import placeholder_tokens
+from tractkv.engine.content import MESSAGE_OVERHEAD, MESSAGE_ROLES, TokenCounter
 from tractkv.errors import ObjectNotFound, TractError
 from tractkv.ids import ObjectId
 from tractkv.model import Commit
 from tractkv.store import Reader, Store
 
-from .content import MESSAGE_ROLES
-from .pairing import placeholder_tokens
-from .tokens import MESSAGE_OVERHEAD, TokenCounter
-
 if TYPE_CHECKING:
-    from .session import Session
-    from .state import CompileState, View
+    from tractkv.engine.compile import CompileState, View
+    from tractkv.engine.session import Session
 
 ESTIMATED = "estimated"  # the local estimate (messages + tool schemas)
 REPORTED = "reported"  # anchored at a provider's reported input tokens
@@ -81,8 +79,8 @@ def _openai_shaped(usage: Mapping[str, Any]) -> bool:
 
 
 def reported_input(usage: Mapping[str, Any]) -> int:
-    """The whole input a request cost, from a normalized usage (:func:`~tractkv.engine.render.openai_usage`,
-    :func:`~tractkv.engine.render.anthropic_usage`): OpenAI's ``input_tokens`` (its ``prompt_tokens``, cached
+    """The whole input a request cost, from a normalized usage (:func:`~tractkv.engine.content.render.openai_usage`,
+    :func:`~tractkv.engine.content.render.anthropic_usage`): OpenAI's ``input_tokens`` (its ``prompt_tokens``, cached
     tokens included); otherwise (Anthropic's shape) ``input_tokens`` plus ``cache_read_input_tokens`` plus
     ``cache_creation_input_tokens`` (Anthropic counts the cached and cache-written input apart)."""
     total = int(usage["input_tokens"])
@@ -229,7 +227,7 @@ def _walk(reader: Reader, head: ObjectId) -> _Fold:
 
 
 def _role(code: int) -> str:
-    """The role packed in a slot's ``code`` (as :attr:`~tractkv.engine.state.Slot.role` reads it)."""
+    """The role packed in a slot's ``code`` (as :attr:`~tractkv.engine.compile.state.Slot.role` reads it)."""
     return MESSAGE_ROLES[code >> 2 & 3]
 
 
@@ -316,7 +314,7 @@ def _tools(session: Session, reader: Reader, toolset: ObjectId | None) -> tuple[
     try:
         return session.tools_of(toolset)
     except ObjectNotFound:
-        from .compiler import load_tools
+        from tractkv.engine.compile import load_tools
 
         return load_tools(reader, toolset)
 
@@ -326,7 +324,7 @@ def _tool_tokens(session: Session, reader: Reader, toolset: ObjectId | None) -> 
     try:
         return session.tool_tokens_of(toolset)
     except ObjectNotFound:
-        from .toolsets import tool_tokens
+        from tractkv.engine.content import tool_tokens
 
         return tool_tokens(_tools(session, reader, toolset), session.counter)
 

@@ -27,6 +27,11 @@ from collections.abc import Callable, Iterable
 from contextlib import suppress
 
 from tractkv import codec
+from tractkv.engine.compile import CHUNK_PREFIX, CKPT_PREFIX, REL_PREFIX, is_stale_rel, is_stale_row
+from tractkv.engine.content import ACTIVE_TOOLS, ANNOTATION
+from tractkv.engine.history import HEAD, HEADS, iter_all_reflogs, log_ref_move
+from tractkv.engine.session import Session
+from tractkv.engine.values import GcResult
 from tractkv.errors import InvalidInput, StoreError
 from tractkv.ids import ObjectId, is_object_id, raw_to_oid
 from tractkv.model import Blob, Commit, decode
@@ -42,15 +47,6 @@ from tractkv.store.base import (
 )
 from tractkv.store.walk import iter_reachable
 
-from .content import ANNOTATION
-from .records import GcResult
-from .reflog import iter_all_reflogs, log_ref_move
-from .refs import HEAD, HEADS
-from .relations import REL_PREFIX, is_stale_rel
-from .session import Session
-from .state import CHUNK_PREFIX, CKPT_PREFIX, is_stale_row
-from .toolsets import ACTIVE_TOOLS
-
 
 def collect_garbage(
     store: Store,
@@ -65,7 +61,7 @@ def collect_garbage(
     """Remove unreachable objects (see the module doc); returns what was removed.
 
     ``extra_roots`` reads ids higher layers still need though no ref reaches them yet (the finished nested
-    records and conversation tips listed in running tool executions' rows, see tractkv.engine.usage_rows):
+    records and conversation tips listed in running tool executions' rows, see tractkv.engine.usage.rows):
     gc calls it on its snapshot, taken after it announced itself, and again inside its deleting transaction,
     so rows written at any time before that transaction are honoured.
 
@@ -309,8 +305,8 @@ def collect_for(
     session: Session, min_age_hours: float = 72.0, keep_pinned: bool = True, keep_branches: bool = True
 ) -> GcResult:
     """gc from a session: its HEAD state is flushed first, the ids running tool executions hold are kept
-    (:func:`~tractkv.engine.usage_rows.held_ids`), and its caches are dropped afterwards."""
-    from .usage_rows import held_ids
+    (:func:`~tractkv.engine.usage.rows.held_ids`), and its caches are dropped afterwards."""
+    from tractkv.engine.usage import held_ids
 
     if min_age_hours < 0:
         raise InvalidInput("min_age_hours must be >= 0")

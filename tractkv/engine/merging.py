@@ -1,7 +1,7 @@
 """Merge and compress: the two session operations that combine messages rather than add one.
 
 * :func:`merge` fast-forwards when one side contains the other, else makes a merge commit whose compile is
-  the three-way merge of states described in :mod:`tractkv.engine.state`. The merge commit is stamped after
+  the three-way merge of states described in :mod:`tractkv.engine.compile.state`. The merge commit is stamped after
   both parents, so ``log`` order stays causal on every machine.
 * :func:`plan_compress` picks what a compress replaces (pinned messages, instructions and tool turns cut by
   the range stay verbatim: an API rejects a tool result without its call); :func:`commit_compress` commits the
@@ -23,21 +23,16 @@ import json
 
 import attrs
 
+from tractkv.engine.compile import Conflict, merge_payload
+from tractkv.engine.content import MERGE_STRATEGIES, content_blob, message_text, schema_name
+from tractkv.engine.history import clip, is_ancestor, short_ref
+from tractkv.engine.session import Session, Tip
+from tractkv.engine.tools import context_infos, tool_turns
+from tractkv.engine.values import CommitInfo, MergeResult
 from tractkv.errors import InvalidInput, MergeConflict, TractError
 from tractkv.ids import ObjectId, is_object_id
 from tractkv.model import Blob, Commit
 from tractkv.store import Reader, WriteBatch
-
-from . import graph
-from .compiler import merge_payload
-from .content import MERGE_STRATEGIES, content_blob, message_text
-from .describe import clip
-from .queries import context_infos, tool_turns
-from .records import CommitInfo, MergeResult
-from .refs import short_ref
-from .session import Session, Tip
-from .state import Conflict
-from .toolsets import schema_name
 
 STRATEGIES = MERGE_STRATEGIES  # one list: what merge() takes is what a merge blob may say
 EXCERPT = 40  # characters of each side's text a conflict shows
@@ -54,9 +49,9 @@ def merge(
     reader = session.reader()
     head = tip.head
     theirs = session.resolve(source)
-    if head is not None and graph.is_ancestor(reader, theirs, head):
+    if head is not None and is_ancestor(reader, theirs, head):
         return MergeResult(kind="up-to-date", head=head, commit=None, strategy=strategy)
-    if head is None or graph.is_ancestor(reader, head, theirs):
+    if head is None or is_ancestor(reader, head, theirs):
         new_head = session.move_branch(
             tip, theirs, "merge", f"fast-forward to {source}", moved="the fast-forward", peer=peer
         )

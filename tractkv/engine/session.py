@@ -4,7 +4,7 @@ Every change a handle makes goes through :meth:`Session.commit_with`: build the 
 commit in one batch, move the branch by compare-and-swap from the value this handle read, apply. Everything
 derived (the compile state, token counts, the returned :class:`CommitInfo`) is computed from the objects
 already built, never by reading them back, and before the transaction: a commit whose derived data cannot
-be computed is never written. Each commit is checked by :func:`tractkv.engine.validate.check_commit` (the
+be computed is never written. Each commit is checked by :func:`tractkv.engine.history.validate.check_commit` (the
 rules a receiving store applies) before it is staged.
 
 Concurrency: several sessions (threads or processes) may share a store. Each has its own HEAD (the store's
@@ -32,6 +32,50 @@ from functools import partial
 from typing import TYPE_CHECKING, Any, NamedTuple, Protocol, TypeVar
 
 from tractkv import codec
+from tractkv.engine.compile import (
+    CHECKPOINT_EVERY,
+    Compiler,
+    CompileState,
+    commit_info,
+    context_of,
+    load_tools,
+    render_all,
+    text_commit_info,
+)
+from tractkv.engine.content import (
+    ACTIVE_TOOLS,
+    ANNOTATION,
+    DEFAULT_COUNTER,
+    EMPTY_TOOLSET_ID,
+    MEDIA_LINK,
+    MESSAGE_OVERHEAD,
+    PRIORITIES,
+    TokenCounter,
+    check_json,
+    content_objects,
+    kept_by_edit,
+    media_ids,
+    put_toolset,
+    tool_schemas,
+    tool_tokens,
+)
+from tractkv.engine.history import (
+    HEAD,
+    MAX_FUTURE_US,
+    SYMBOLIC,
+    TS_MAX,
+    TS_MIN,
+    branch_name,
+    branch_ref,
+    check_commit,
+    iter_log,
+    log_ref_move,
+    read_head,
+    trusted_tag,
+)
+from tractkv.engine.history import OPERATIONS as LOGGED_OPERATIONS
+from tractkv.engine.history import resolve_revision as _resolve
+from tractkv.engine.values import CommitInfo, CompiledContext
 from tractkv.errors import (
     BranchNotFound,
     ConcurrentUpdate,
@@ -48,30 +92,8 @@ from tractkv.model import Blob, Commit, ToolSchema
 from tractkv.model.objects import MAX_OBJECT_BYTES, text_blob_bytes, trusted_blob, trusted_commit
 from tractkv.store import Reader, Store, Table, WriteBatch
 
-from . import graph
-from .commit_info import commit_info, text_commit_info
-from .compiler import CHECKPOINT_EVERY, Compiler, context_of, load_tools, render_all
-from .content import (
-    ANNOTATION,
-    MEDIA_LINK,
-    PRIORITIES,
-    check_json,
-    content_objects,
-    kept_by_edit,
-    media_ids,
-)
-from .records import CommitInfo, CompiledContext
-from .reflog import log_ref_move
-from .refs import HEAD, SYMBOLIC, branch_name, branch_ref, read_head
-from .refs import resolve_revision as _resolve
-from .state import CompileState
-from .tokens import DEFAULT_COUNTER, MESSAGE_OVERHEAD, TokenCounter
-from .toolsets import ACTIVE_TOOLS, EMPTY_TOOLSET_ID, put_toolset, tool_schemas, tool_tokens
-from .validate import MAX_FUTURE_US, TS_MAX, TS_MIN, check_commit, trusted_tag
-from .validate import OPERATIONS as LOGGED_OPERATIONS
-
 if TYPE_CHECKING:  # loaded on first use: keeps `import tractkv` light
-    from .reports import BranchInfo, ContextDiff
+    from tractkv.engine.values import BranchInfo, ContextDiff
 
 MAX_REBASE_ATTEMPTS = 16  # bounded retries of an automatic append rebase under contention
 REBASE_BACKOFF_S = 0.0005  # the first retry's ceiling; doubled per retry, at most REBASE_BACKOFF_MAX_S
@@ -867,9 +889,9 @@ class Session:
         rebase: bool = False,
         media: tuple[Blob, ...] = (),
     ) -> CommitInfo:
-        """Commit a content blob (from :func:`~tractkv.engine.content.content_objects`, validated once) with the
+        """Commit a content blob (from :func:`~tractkv.engine.content.payload.content_objects`, validated once) with the
         tools in force (explicit ``tools`` win over set_tools; ``toolset`` links an existing tool set).
-        ``media`` are the media blobs :func:`~tractkv.engine.content.content_objects` returned with it: they
+        ``media`` are the media blobs :func:`~tractkv.engine.content.payload.content_objects` returned with it: they
         are stored with the commit, which links every media id the payload uses as ``links["media"]`` (ids
         of media already stored need no blob here).
         ``stage(batch)`` stores further objects with the commit and returns the links naming them. Only a
@@ -999,7 +1021,7 @@ class Session:
         self, at: str | None = None, *, include_reasoning: bool = False, strict: bool = False
     ) -> CompiledContext:
         """The compiled context at a revision (None: HEAD), its tool pairing repaired
-        (:mod:`tractkv.engine.pairing`).
+        (:mod:`tractkv.engine.compile.pairing`).
 
         Raises:
             ToolPairingError: ``strict`` and the history needed a repair (the error names the first).
@@ -1030,7 +1052,7 @@ class Session:
         return cached
 
     def tool_tokens_of(self, toolset_id: ObjectId | None) -> int:
-        """The estimated tokens of a tool set's definitions (:func:`~tractkv.engine.toolsets.tool_tokens`;
+        """The estimated tokens of a tool set's definitions (:func:`~tractkv.engine.content.toolsets.tool_tokens`;
         cached per tool set id, so a compile after an append does not count them again)."""
         if toolset_id is None:
             return 0
@@ -1060,7 +1082,7 @@ class Session:
         if tip is None:
             return []
         out: list[CommitInfo] = []
-        for oid, commit in graph.iter_log(reader, [tip]):
+        for oid, commit in iter_log(reader, [tip]):
             if limit is not None and len(out) >= limit:
                 break
             if op_filter is None or commit.operation == op_filter:
@@ -1068,7 +1090,7 @@ class Session:
         return out
 
     def diff(self, a: str, b: str | None = None) -> ContextDiff:
-        from .diff import diff_states  # lazy: keeps `import tractkv` light
+        from tractkv.engine.compile import diff_states  # lazy: keeps `import tractkv` light
 
         reader = self.reader()
         state_a = self.compiler.state_at(reader, self.resolve(a, reader)).copy()
@@ -1086,7 +1108,7 @@ class Session:
         if head is None and ref != self.branch_ref:
             raise BranchNotFound(name)
         self._move_head(ref, None)
-        from .reports import BranchInfo  # lazy: keeps `import tractkv` light
+        from tractkv.engine.values import BranchInfo  # lazy: keeps `import tractkv` light
 
         return BranchInfo(name=name, head=ObjectId(head) if head else None, is_current=True)
 
@@ -1161,7 +1183,7 @@ class Session:
     # --- tools in context ---------------------------------------------------------------------------------
 
     def tools_for_next_commit(self) -> ObjectId | None:
-        """The tool set the branch's setting (:mod:`tractkv.engine.tool_settings`) links to the next commit (an
+        """The tool set the branch's setting (:func:`tractkv.engine.tools.set_tools`) links to the next commit (an
         empty set once, right after clearing)."""
         cached = self._batch_tools_setting if self._batch is not None else None
         if cached is not None:

@@ -13,7 +13,7 @@ relation syncs with the child's history. What the child's context starts as depe
   its own. Placeholder results compile repaired them with are not copied (the child's compile repairs the
   same calls the same way); priorities (``pinned``) are not copied.
 * ``select``: as ``snapshot``, with only the messages ``select(message)`` keeps. The predicate receives each
-  compiled :class:`~tractkv.engine.content.Message` except tool results, which go with the call they answer
+  compiled :class:`~tractkv.engine.content.payload.Message` except tool results, which go with the call they answer
   (kept when their assistant message is kept), so a selection is always provider-valid.
 * ``none``: the spawn commit is a root and the child's context is empty.
 
@@ -39,9 +39,9 @@ answer came back as the tool result), state ``collapsed``; (b) the local branche
 *B* as ``parent_branch`` and that were not collapsed, state ``open``. A ``full`` child's history up to its
 spawn commit is its parent's: what that part links is the parent's children, not the child's. Cost: one walk
 of *B*'s history plus one first-parent walk per branch (memoized, so shared history is read once), in one read
-transaction, reading only the fields the walk needs of each commit (:func:`~tractkv.engine.relations.peek`);
+transaction, reading only the fields the walk needs of each commit (:func:`~tractkv.engine.compile.relations.peek`);
 both walks stop at a commit with a sound relation row (a local cache written with compile checkpoints,
-:mod:`tractkv.engine.relations`), so they read only the commits made since the last checkpoint.
+:mod:`tractkv.engine.compile.relations`), so they read only the commits made since the last checkpoint.
 """
 
 from __future__ import annotations
@@ -53,21 +53,18 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
+from tractkv.engine.compile import SpawnIndex, history_marks
+from tractkv.engine.content import Message, content_blob, put_toolset
+from tractkv.engine.history import HEADS, branch_name, branch_ref, check_branch_name, log_ref_move
+from tractkv.engine.session import Session, Tip
+from tractkv.engine.values import ChildInfo, CommitInfo, ParentInfo, timestamp
 from tractkv.errors import BranchExists, InvalidInput, ObjectNotFound
 from tractkv.ids import ObjectId
 from tractkv.model import Blob, Commit
 from tractkv.store import Reader, WriteBatch
 
-from .content import Message, content_blob
-from .records import ChildInfo, CommitInfo, ParentInfo, timestamp
-from .reflog import log_ref_move
-from .refs import HEADS, branch_name, branch_ref, check_branch_name
-from .relations import SpawnIndex, history_marks
-from .session import Session, Tip
-from .toolsets import put_toolset
-
 if TYPE_CHECKING:
-    from .state import CompileState
+    from tractkv.engine.compile import CompileState
 
 SPAWN = "spawn"  # the operation of a spawn commit
 SPAWN_META = "spawn"  # its metadata key
@@ -416,7 +413,7 @@ def plan_collapse(parent: Session, child_branch: str) -> CollapsePlan:
 def commit_collapse(parent: Session, plan: CollapsePlan, content: str) -> CommitInfo:
     """Append ``content`` as a user message linking the child's head, and delete the child's branch, in one
     transaction (see the module doc)."""
-    from .budget import drop_budget
+    from tractkv.engine.budget import drop_budget
 
     name = branch_name(plan.child_ref) or plan.child_ref
 

@@ -90,7 +90,7 @@ def check_not_checked_out(tract: Tract, names: list[str], what: str) -> None:
     """Refuse (:class:`~tractkv.errors.InvalidInput`) to delete ``what``'s branches ``names`` when one is
     checked out: the branch of ``tract``, or the one the store's HEAD names (the next ``tractkv`` command or
     ``Tract.open`` would stand on a deleted branch)."""
-    from tractkv.engine.refs import HEADS, read_head
+    from tractkv.engine.history import HEADS, read_head
 
     stored, _tip = read_head(tract.store)
     for name in names:

@@ -91,7 +91,7 @@ except ImportError as exc:  # the extra is missing (tests/integrations/test_extr
 
 from tractkv.engine.budget import BudgetPolicy
 from tractkv.engine.content import content_objects
-from tractkv.engine.refs import HEADS
+from tractkv.engine.history import HEADS
 from tractkv.engine.session import Session
 from tractkv.model import Blob, Commit
 from tractkv.store import WriteBatch

@@ -54,7 +54,7 @@ except ImportError as exc:  # the extra is missing (tests/integrations/test_open
 
 from tractkv.engine.budget import BudgetPolicy
 from tractkv.engine.content import MAX_JSON_DEPTH, check_json, content_objects
-from tractkv.engine.refs import HEADS
+from tractkv.engine.history import HEADS
 from tractkv.engine.session import Session
 from tractkv.model import Blob, Commit
 from tractkv.tract import Tract
@@ -73,7 +73,7 @@ MAX_DEPTH = MAX_JSON_DEPTH  # nesting of an item's JSON value (what a commit's m
 
 def json_problem(value: Any, *, read: bool = False) -> str | None:
     """Why ``value`` is not a JSON value an item may hold (None when it is), as
-    :func:`tractkv.engine.content.check_json` (the one bounded walk of JSON-bound values) finds it: maps with
+    :func:`tractkv.engine.content.payload.check_json` (the one bounded walk of JSON-bound values) finds it: maps with
     string keys, lists, strings, booleans, null, finite numbers, integers within -2**63 .. 2**64-1, nesting
     at most :data:`MAX_DEPTH`, no cycle. Written items may hold tuples (stored as lists); items read back may
     not."""

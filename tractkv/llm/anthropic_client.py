@@ -6,7 +6,7 @@ import os
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from tractkv.engine.render import anthropic_params
+from tractkv.engine.content import anthropic_params
 from tractkv.errors import InvalidInput
 
 from ._client import HTTPChatClient
@@ -26,8 +26,8 @@ API_VERSION = "2023-06-01"  # the anthropic-version header: the request/response
 class AnthropicClient(HTTPChatClient):
     """Anthropic messages over HTTP (needs the ``llm`` extra: ``pip install 'tractkv[llm]'``).
 
-    Messages (:class:`~tractkv.engine.content.Message`) and tools are rendered with
-    :func:`tractkv.engine.render.anthropic_params`: system messages become ``system``, tool calls ``tool_use``
+    Messages (:class:`~tractkv.engine.content.payload.Message`) and tools are rendered with
+    :func:`tractkv.engine.content.render.anthropic_params`: system messages become ``system``, tool calls ``tool_use``
     blocks, tool results ``tool_result`` blocks (consecutive ones in one user turn); OpenAI-shaped tools are
     converted. Other ``params`` are Anthropic's own (``temperature``, ``stop_sequences``,
     ``tool_choice`` in Anthropic's shape...) and sent as given. Streaming is :meth:`chat_stream`; every call

@@ -16,10 +16,9 @@ from typing import Any, Generic, TypeVar
 
 import attrs
 
-from tractkv.engine.content import Message, content_blob
-from tractkv.engine.records import CommitInfo
+from tractkv.engine.content import Message, content_blob, tool_schemas
 from tractkv.engine.session import Session, Tip
-from tractkv.engine.toolsets import tool_schemas
+from tractkv.engine.values import CommitInfo
 from tractkv.errors import (
     ConcurrentUpdate,
     InvalidInput,

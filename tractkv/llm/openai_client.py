@@ -6,7 +6,7 @@ import os
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from tractkv.engine.render import openai_params
+from tractkv.engine.content import openai_params
 from tractkv.errors import InvalidInput
 
 from ._client import HTTPChatClient

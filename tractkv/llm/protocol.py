@@ -1,9 +1,9 @@
 """The model boundary: ``LLMClient.chat(messages, tools=None, **params) -> LLMResponse`` and :func:`call_model`.
 
-Messages are the library's own :class:`~tractkv.engine.content.Message` values (what
-:meth:`~tractkv.engine.records.CompiledContext.messages` holds); tools are stored tool schemas in OpenAI's or
-Anthropic's shape (what :attr:`~tractkv.engine.records.CompiledContext.tools` holds). A client renders both
-for its provider with :mod:`tractkv.engine.render` and turns the provider's reply into one
+Messages are the library's own :class:`~tractkv.engine.content.payload.Message` values (what
+:meth:`~tractkv.engine.values.records.CompiledContext.messages` holds); tools are stored tool schemas in OpenAI's or
+Anthropic's shape (what :attr:`~tractkv.engine.values.records.CompiledContext.tools` holds). A client renders both
+for its provider with :mod:`tractkv.engine.content.render` and turns the provider's reply into one
 :class:`LLMResponse`, so code above this layer never sees a provider's wire format.
 """
 
@@ -16,8 +16,10 @@ from typing import Any, Protocol, runtime_checkable
 
 import attrs
 
-from tractkv.engine.content import MESSAGE_ROLES, Message, ToolCall
-from tractkv.engine.render import (
+from tractkv.engine.content import (
+    MESSAGE_ROLES,
+    Message,
+    ToolCall,
     anthropic_reply,
     anthropic_usage,
     openai_extras,
@@ -48,8 +50,8 @@ class LLMResponse:
             "data"}``, ``{"type": "refusal", "refusal"}``. Built from ``text`` alone, the one text part.
         model: the model that answered, as the provider reports it.
         finish_reason: why the model stopped, in the provider's words (``stop``, ``tool_calls``, ``end_turn``).
-        usage: the token counts, normalized (:func:`~tractkv.engine.render.openai_usage`,
-            :func:`~tractkv.engine.render.anthropic_usage`): ``input_tokens``, ``output_tokens`` and the
+        usage: the token counts, normalized (:func:`~tractkv.engine.content.render.openai_usage`,
+            :func:`~tractkv.engine.content.render.anthropic_usage`): ``input_tokens``, ``output_tokens`` and the
             provider's own fields; None when the provider sent none.
         omitted_blocks: what the reply holds that a message has no place for, kept beside it (in the commit's
             metadata): Anthropic blocks (server tool use and results; text blocks with citations) and OpenAI
@@ -107,7 +109,7 @@ class LLMResponse:
         return "".join(refusals) if refusals else None
 
     def assistant_payload(self) -> dict[str, Any]:
-        """The reply as dialogue content to commit (what :func:`tractkv.engine.content.normalize` accepts).
+        """The reply as dialogue content to commit (what :func:`tractkv.engine.content.payload.normalize` accepts).
 
         ``{"type": "dialogue", "role": "assistant", "text": ..., "parts": [...], "tool_calls": [{"id", "name",
         "arguments"}, ...]}``. ``parts`` (every part, in order) is there only when the reply is more than one
@@ -134,7 +136,7 @@ class LLMResponse:
         raw: Any = None,
     ) -> LLMResponse:
         """An assistant message in OpenAI's shape (``content``, ``refusal``, ``tool_calls``) as a response
-        (:func:`~tractkv.engine.render.openai_reply` reads it); ``usage`` is taken as normalized.
+        (:func:`~tractkv.engine.content.render.openai_reply` reads it); ``usage`` is taken as normalized.
 
         Raises:
             MalformedResponse: the message is not a dict, ``content`` is not text, a refusal is not a string,
@@ -187,7 +189,7 @@ class LLMResponse:
 
     @classmethod
     def from_anthropic(cls, body: Mapping[str, Any]) -> LLMResponse:
-        """An Anthropic ``message`` body (:func:`~tractkv.engine.render.anthropic_reply` reads its blocks):
+        """An Anthropic ``message`` body (:func:`~tractkv.engine.content.render.anthropic_reply` reads its blocks):
         text, thinking and redacted thinking as parts in order, ``tool_use`` blocks as tool calls, any other
         block in :attr:`omitted_blocks`; usage normalized.
 
@@ -213,7 +215,7 @@ class LLMResponse:
     def from_provider(cls, response: object, *, choice: int = 0) -> LLMResponse:
         """A provider's complete reply, whichever provider: an OpenAI ``ChatCompletion`` or an Anthropic
         ``Message``, as the SDK object (anything with ``model_dump()``), its ``model_dump()`` dict or the JSON
-        body as a plain dict. The shape says which (:func:`~tractkv.engine.render.reply_provider`).
+        body as a plain dict. The shape says which (:func:`~tractkv.engine.content.render.reply_provider`).
 
         An OpenAI completion may hold several choices (``n > 1``): ``choice`` picks one (the first by
         default); the others are not read. Streaming chunks and events are refused: record the final

@@ -9,8 +9,7 @@ from typing import Any
 
 import attrs
 
-from tractkv.engine.content import Message
-from tractkv.engine.render import reply_provider
+from tractkv.engine.content import Message, reply_provider
 from tractkv.errors import InvalidInput, InvalidResponse, MalformedResponse, ScriptExhausted
 
 from .protocol import LLMResponse, as_messages
@@ -49,7 +48,7 @@ class ScriptedLLM:
     ``t.run``). A summary request refuses a reply that calls tools (``MalformedResponse``, nothing committed),
     so the usual mix-up, the summarizer taking the loop's next tool call, is loud.
 
-    >>> from tractkv.engine.content import Message
+    >>> from tractkv.engine.content.payload import Message
     >>> llm = ScriptedLLM(["Hello!"])
     >>> llm.chat([Message(role="user", content="hi")]).text
     'Hello!'

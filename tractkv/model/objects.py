@@ -42,7 +42,8 @@ MAX_OBJECT_BYTES = 16 * 1024 * 1024
 #: is valid only when its tree is at most this many levels deep (the record itself is level 1) ...
 MAX_USAGE_DEPTH = 64
 #: ... and holds at most this many records, counted along every path (a record listed twice counts twice;
-#: see :mod:`tractkv.engine.validate`). Readers show a tree down to ``MAX_USAGE_DEPTH`` levels, each record once.
+#: see :mod:`tractkv.engine.history.validate`). Readers show a tree down to ``MAX_USAGE_DEPTH`` levels, each
+#: record once.
 MAX_USAGE_TREE = 1 << 20
 
 
@@ -255,7 +256,7 @@ class UsageRecord:
     Completed records are immutable objects: the ``tool_result`` commit answering a call links its record
     (``links["usages"]``), and a record links the records of the executions it ran (``children``), so the
     whole usage tree travels with the branch. Executions still running are rows in the local ``usage``
-    table instead (see :mod:`tractkv.engine.usage_rows`).
+    table instead (see :mod:`tractkv.engine.usage.rows`).
 
     Wire fields (optional ones are omitted when empty)::
 

@@ -1,7 +1,7 @@
 """The receiving side, shared by every transport: verify objects, store them in batches, move refs by CAS.
 
 Objects are checked one by one as they arrive (rehash, known kind, strict decode, then the semantic rules
-of :mod:`tractkv.engine.validate`: what each link points at, content a commit can compile, timestamp
+of :mod:`tractkv.engine.history.validate`: what each link points at, content a commit can compile, timestamp
 ranges, and no commit stamped more than a day past this side's clock) and committed in batches, so an
 interrupted transfer keeps every object that arrived whole and a retry sends only the rest.
 Refs move only after their objects, each by compare-and-swap on the value the pusher expected, and only
@@ -19,10 +19,16 @@ from contextlib import ExitStack
 
 import attrs
 
-from tractkv.engine.graph import is_ancestor
-from tractkv.engine.reflog import log_ref_move
-from tractkv.engine.refs import HEADS, check_branch_name
-from tractkv.engine.validate import MissingLink, ObjectRuleError, Tags, check
+from tractkv.engine.history import (
+    HEADS,
+    MissingLink,
+    ObjectRuleError,
+    Tags,
+    check,
+    check_branch_name,
+    is_ancestor,
+    log_ref_move,
+)
 from tractkv.errors import (
     DecodeError,
     InvalidRefName,
@@ -140,7 +146,7 @@ class Receiver:
 
         Senders stream objects after the objects they link (post-order), so every link must already be in
         the store or earlier in the stream; an object with a dangling link is rejected, and so is one that
-        breaks a rule of :mod:`tractkv.engine.validate` (a :class:`RejectedObject` naming the object and the
+        breaks a rule of :mod:`tractkv.engine.history.validate` (a :class:`RejectedObject` naming the object and the
         rule). Each object is hashed and decoded once: the validator reads the tags recorded for objects
         earlier in the transfer. The store therefore stays closed under links whatever happens: when
         ``pairs`` raises midway (a truncated stream, a rejected object, a client that died), the objects

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from tractkv import codec
-from tractkv.engine.refs import REMOTES
+from tractkv.engine.history import REMOTES
 from tractkv.errors import (
     InvalidInput,
     MissingTransportExtra,

@@ -13,11 +13,9 @@ from typing import Protocol, TypeVar
 
 import attrs
 
-from tractkv.engine.graph import is_ancestor
-from tractkv.engine.records import MergeResult
-from tractkv.engine.reflog import log_ref_move
-from tractkv.engine.refs import HEADS, REMOTES, check_branch_name
+from tractkv.engine.history import HEADS, REMOTES, check_branch_name, is_ancestor, log_ref_move
 from tractkv.engine.session import Session
+from tractkv.engine.values import MergeResult
 from tractkv.errors import (
     InvalidInput,
     InvalidRefName,

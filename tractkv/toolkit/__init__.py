@@ -4,7 +4,7 @@
   :mod:`.builtin`, ``get_all_tools``); a JSON-Schema subset validator (:mod:`.schema`); ``ToolCall`` (a
   model's tool call, as the engine stores it) is re-exported here, as in the reference;
 * :class:`ToolExecutor` with :class:`ToolContext` and an :class:`EventBus` (usage rows, trees and
-  statistics live in the engine: :mod:`tractkv.engine.usage_rows`, ``usage_tree``, ``usage_stats``);
+  statistics live in the engine: :mod:`tractkv.engine.usage.rows`, ``usage_tree``, ``usage_stats``);
 * the agent loop (:mod:`.loop`) and conversation export (:mod:`.export`).
 
 The toolkit sits above the :class:`~tractkv.Tract` facade and drives it. Every name here loads on first
@@ -19,9 +19,8 @@ from tractkv import _lazy
 
 if TYPE_CHECKING:
     from tractkv.engine.content import ToolCall
-    from tractkv.engine.records import RunResult
-    from tractkv.engine.usage_stats import ToolStats
-    from tractkv.engine.usage_tree import ToolUsage, UsageNode
+    from tractkv.engine.usage import ToolStats, ToolUsage, UsageNode
+    from tractkv.engine.values import RunResult
 
     from .builtin import get_all_tools
     from .context import ToolContext
@@ -48,9 +47,9 @@ _LAZY = {
     "ToolExecutor": ".executor",
     "ToolProfile": ".profiles",
     "ToolResult": ".definitions",
-    "ToolStats": "..engine.usage_stats",
-    "ToolUsage": "..engine.usage_tree",
-    "UsageNode": "..engine.usage_tree",
+    "ToolStats": "..engine.usage",
+    "ToolUsage": "..engine.usage",
+    "UsageNode": "..engine.usage",
     "as_tools": ".profiles",
     "export_conversation": ".export",
     "get_all_tools": ".builtin",

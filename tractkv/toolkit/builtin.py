@@ -16,8 +16,7 @@ import json
 from typing import TYPE_CHECKING, Any
 
 from tractkv.engine.content import check_json, content_blob
-from tractkv.engine.describe import clip, describe_commit
-from tractkv.engine.refs import branch_ref, check_branch_name
+from tractkv.engine.history import branch_ref, check_branch_name, clip, describe_commit
 from tractkv.errors import BranchExists, BranchNotFound, InvalidInput, NoLLMConfigured
 
 from .definitions import Handler, ToolDefinition

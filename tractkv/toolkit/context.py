@@ -22,7 +22,7 @@ from tractkv.errors import InvalidInput
 from tractkv.ids import ObjectId
 
 if TYPE_CHECKING:
-    from tractkv.engine.records import CompiledContext, RunResult
+    from tractkv.engine.values import CompiledContext, RunResult
     from tractkv.llm.protocol import LLMClient
     from tractkv.tract import Tract
 

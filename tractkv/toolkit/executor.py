@@ -5,7 +5,7 @@ argument the tool does not declare (arguments are whitelisted against the schema
 an argument that breaks the schema, and an exception inside the handler all come back as
 ``ToolResult(success=False, error=...)``. Each execution, failed or not, publishes ``tool_start`` and then
 ``tool_complete`` or ``tool_error`` on the executor's :class:`EventBus`, and leaves a usage record
-(see :mod:`tractkv.engine.usage_rows` for the pending row -> record lifecycle and crash behaviour).
+(see :mod:`tractkv.engine.usage.rows` for the pending row -> record lifecycle and crash behaviour).
 
 Nesting: an execution started while a handler runs (``context.execute``, ``context.executor.execute``, a
 child agent loop through ``context.run_child``) becomes a child of that handler's usage. The current
@@ -34,9 +34,8 @@ from typing import TYPE_CHECKING, Any, overload
 import attrs
 
 from tractkv.engine.content import check_json
-from tractkv.engine.records import timestamp
 from tractkv.engine.session import Session, WritePolicy
-from tractkv.engine.usage_rows import (
+from tractkv.engine.usage import (
     DEFAULT_RESULT_LIMIT,
     PendingUsage,
     abandon,
@@ -46,6 +45,7 @@ from tractkv.engine.usage_rows import (
     note_head,
     truncate,
 )
+from tractkv.engine.values import timestamp
 from tractkv.errors import ContentError, InvalidInput, TractError
 from tractkv.ids import ObjectId, is_object_id
 from tractkv.model import UsageRecord
@@ -59,7 +59,7 @@ from .schema import validate
 if TYPE_CHECKING:
     import reprlib
 
-    from tractkv.engine.records import CompiledContext
+    from tractkv.engine.values import CompiledContext
     from tractkv.llm.protocol import LLMClient
     from tractkv.store import Store
     from tractkv.tract import Tract

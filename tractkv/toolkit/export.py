@@ -19,8 +19,7 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from tractkv.engine.content import part_markers
-from tractkv.engine.usage_stats import ToolStats, usage_stats
-from tractkv.engine.usage_tree import ToolUsage, UsageNode, flatten, usage_forest
+from tractkv.engine.usage import ToolStats, ToolUsage, UsageNode, flatten, usage_forest, usage_stats
 from tractkv.errors import InvalidInput
 from tractkv.ids import ObjectId
 from tractkv.model import to_jsonable

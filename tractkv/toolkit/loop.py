@@ -28,10 +28,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
-from tractkv.engine.hooks import PendingToolResult
-from tractkv.engine.records import RunResult
-from tractkv.engine.usage_rows import delete_rows, interrupted_records, iter_pending
-from tractkv.engine.usage_tree import load_tree
+from tractkv.engine.tools import PendingToolResult
+from tractkv.engine.usage import delete_rows, interrupted_records, iter_pending, load_tree
+from tractkv.engine.values import RunResult
 from tractkv.errors import ContentTooLarge, InvalidInput, NoLLMConfigured, TractError
 from tractkv.ids import ObjectId
 
@@ -39,7 +38,7 @@ from .context import AgentStep
 from .definitions import ToolDefinition, ToolResult
 
 if TYPE_CHECKING:
-    from tractkv.engine.records import CompiledContext
+    from tractkv.engine.values import CompiledContext
     from tractkv.llm.protocol import LLMClient
     from tractkv.tract import Tract
 
@@ -268,7 +267,7 @@ def run_child(
     whose usage record links the child's head (``heads``): that tool result is the child's collapse, so
     ``parent.children()`` lists it as collapsed ``via="tool_result"`` and its history syncs and lives with
     the parent's. No collapse message is added (it would repeat the tool result)."""
-    from tractkv.engine.refs import branch_ref
+    from tractkv.engine.history import branch_ref
 
     from .executor import ToolExecutor, record_head
 

@@ -16,12 +16,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from tractkv.engine.usage_rows import delete_rows
-from tractkv.engine.usage_tree import RERUNNABLE
+from tractkv.engine.usage import RERUNNABLE, delete_rows
 from tractkv.errors import InvalidInput
 
 if TYPE_CHECKING:
-    from tractkv.engine.usage_tree import ToolUsage
+    from tractkv.engine.usage import ToolUsage
     from tractkv.tract import Tract
 
 

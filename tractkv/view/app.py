@@ -37,8 +37,8 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response, StreamingResponse
 from starlette.routing import Route
 
-from tractkv.engine.media import raster_type
-from tractkv.engine.refs import HEADS, read_head, resolve_revision
+from tractkv.engine.content import raster_type
+from tractkv.engine.history import HEADS, read_head, resolve_revision
 from tractkv.errors import AuthError, InvalidInput, ObjectNotFound, RefNotFound, TractError, UnknownRevision
 from tractkv.ids import ObjectId, is_object_id
 from tractkv.model import MAX_OBJECT_BYTES, Blob

@@ -17,22 +17,32 @@ from typing import Any
 
 import attrs
 
-from tractkv.engine import graph
 from tractkv.engine.budget import read_budget
 from tractkv.engine.calibration import ESTIMATED, TokenCount, calibrated
-from tractkv.engine.commit_info import commit_info
-from tractkv.engine.content import ANNOTATION, ToolCall
-from tractkv.engine.diff import diff_states
-from tractkv.engine.lanes import LaneLayout
-from tractkv.engine.records import ChildInfo, CommitInfo, CompiledContext, ContextDiff, ParentInfo, timestamp
-from tractkv.engine.refs import HEADS, REMOTES, read_head, resolve_revision
+from tractkv.engine.compile import CompileState, commit_info, diff_states
+from tractkv.engine.content import ANNOTATION, TokenCounter, ToolCall, schema_name
+from tractkv.engine.history import (
+    HEADS,
+    REMOTES,
+    LaneLayout,
+    first_parent_chain,
+    is_ancestor,
+    iter_log,
+    read_head,
+    resolve_revision,
+)
 from tractkv.engine.session import Session
-from tractkv.engine.state import CompileState
-from tractkv.engine.tokens import TokenCounter
-from tractkv.engine.toolsets import schema_name
-from tractkv.engine.usage_rows import USAGE_LINK
-from tractkv.engine.usage_stats import ToolStats, usage_stats
-from tractkv.engine.usage_tree import STATUSES, UsageNode, flatten, select_trees, usage_forest
+from tractkv.engine.usage import (
+    STATUSES,
+    USAGE_LINK,
+    ToolStats,
+    UsageNode,
+    flatten,
+    select_trees,
+    usage_forest,
+    usage_stats,
+)
+from tractkv.engine.values import ChildInfo, CommitInfo, CompiledContext, ContextDiff, ParentInfo, timestamp
 from tractkv.errors import InvalidInput, ObjectNotFound, UnknownRevision
 from tractkv.ids import ObjectId, is_object_id
 from tractkv.model import Blob, Commit, ToolSchema, ToolSet
@@ -79,7 +89,7 @@ class GraphRow:
 
     ``top`` lists (from-lane, to-lane) segments from the row's top edge to its middle, ``bottom`` those from
     the middle to the bottom edge; the commit's node sits in lane ``lane``. The lanes are the engine's
-    layout (:class:`tractkv.engine.lanes.LaneRow`), the same the CLI's ``log --graph`` draws.
+    layout (:class:`tractkv.engine.history.lanes.LaneRow`), the same the CLI's ``log --graph`` draws.
     """
 
     info: CommitInfo
@@ -194,7 +204,7 @@ class DiffView:
 
     a: CommitInfo
     b: CommitInfo
-    context: ContextDiff  # the library's message-level diff (:func:`tractkv.engine.diff.diff_states`)
+    context: ContextDiff  # the library's message-level diff (:func:`tractkv.engine.compile.diff.diff_states`)
     tools: tuple[ToolChange, ...]
     same_tools: int  # tools in force at both, unchanged
 
@@ -322,7 +332,7 @@ class Inspector:
             layout = LaneLayout()
             with self.store.snapshot() as reader:
                 get = self._cached_commits(reader)
-                for index, (oid, commit) in enumerate(graph.iter_log(reader, [head], get)):
+                for index, (oid, commit) in enumerate(iter_log(reader, [head], get)):
                     if index >= start + limit:
                         more = True
                         break
@@ -436,8 +446,8 @@ class Inspector:
         annotations: list[Annotation] = []
         if ref is not None:
             head = self.branch_head(ref)
-            if head is not None and graph.is_ancestor(reader, oid, head):
-                for cid, c in graph.iter_log(reader, [head]):
+            if head is not None and is_ancestor(reader, oid, head):
+                for cid, c in iter_log(reader, [head]):
                     if cid == oid:
                         break
                     if c.operation == "annotate" and c.edit_target == oid:
@@ -503,7 +513,7 @@ class Inspector:
             tip = None
             if search is not None and reader.get_ref(search) is not None:
                 head = self.branch_head(search)
-                if head is not None and graph.is_ancestor(reader, oid, head):
+                if head is not None and is_ancestor(reader, oid, head):
                     tip = head
             if tip is None:
                 search, tip = None, oid
@@ -652,7 +662,7 @@ class Inspector:
     def _toolset_runs(self, tip: ObjectId) -> tuple[tuple[_Run, ...], bool]:
         """The tool set in force along the first-parent line to ``tip`` (at most ``FORCE_CHAIN`` commits,
         oldest first) as runs of commits sharing one; and whether the line was longer. A commit with one
-        parent takes its own tool set, else its parent's (:mod:`tractkv.engine.state`); a merge's, and the
+        parent takes its own tool set, else its parent's (:mod:`tractkv.engine.compile.state`); a merge's, and the
         first searched commit's when the line was cut, come from the compile state. Cached by tip."""
         with self._lock:
             cached = self._runs.get(tip)
@@ -661,7 +671,7 @@ class Inspector:
                 return cached
         chain: list[tuple[ObjectId, Commit]] = []
         with self.store.snapshot() as reader:
-            for oid, commit in graph.first_parent_chain(reader, tip):
+            for oid, commit in first_parent_chain(reader, tip):
                 if len(chain) == FORCE_CHAIN:
                     break
                 chain.append((oid, commit))

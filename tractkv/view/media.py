@@ -21,8 +21,7 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from tractkv.engine.content import Message, byte_size
-from tractkv.engine.media import b64
+from tractkv.engine.content import Message, b64, byte_size
 
 from .html import Markup, el, join, pretty_json
 

@@ -12,12 +12,10 @@ from datetime import datetime
 from typing import Any
 from urllib.parse import urlencode
 
-from tractkv.engine.content import Message, ToolCall
-from tractkv.engine.describe import describe_commit
-from tractkv.engine.records import CommitInfo, DiffEntry
-from tractkv.engine.toolsets import read_stored, schema_name
-from tractkv.engine.usage_stats import ToolStats
-from tractkv.engine.usage_tree import RERUNNABLE, STATUSES, UsageNode
+from tractkv.engine.content import Message, ToolCall, read_stored, schema_name
+from tractkv.engine.history import describe_commit
+from tractkv.engine.usage import RERUNNABLE, STATUSES, ToolStats, UsageNode
+from tractkv.engine.values import CommitInfo, DiffEntry
 from tractkv.ids import ObjectId
 
 from .html import Markup, Template, el, join, pretty_json
@@ -88,7 +86,7 @@ def nav(ref: str | None = None, *, sign_out: bool = False) -> Markup:
 
 
 def preview(info: CommitInfo) -> str:
-    """One line describing a commit (:func:`tractkv.engine.describe.describe_commit`, as the CLI and the
+    """One line describing a commit (:func:`tractkv.engine.history.describe.describe_commit`, as the CLI and the
     built-in tools describe it), cut to ``PREVIEW`` characters."""
     return describe_commit(info).line(PREVIEW)
 

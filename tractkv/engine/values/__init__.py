@@ -1,0 +1,72 @@
+"""The values the engine returns: commit info and compiled contexts (``records``), and what the less frequent
+operations report (``reports``: status, diffs, merges, reflog, gc, runs, repairs). Each module loads on first
+use of one of its names."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from tractkv import _lazy
+
+if TYPE_CHECKING:
+    from .records import (
+        CommitInfo,
+        CompiledContext,
+        FrozenPrefix,
+        Repair,
+        timestamp,
+    )
+    from .reports import (
+        BranchInfo,
+        BudgetOverrun,
+        ChildInfo,
+        ContextDiff,
+        DiffEntry,
+        GcResult,
+        MergeResult,
+        ParentInfo,
+        ReflogEntry,
+        RunResult,
+        StatusInfo,
+    )
+else:
+    __getattr__, __dir__ = _lazy.lazy_exports(
+        __name__,
+        {
+            "BranchInfo": ".reports",
+            "BudgetOverrun": ".reports",
+            "ChildInfo": ".reports",
+            "CommitInfo": ".records",
+            "CompiledContext": ".records",
+            "ContextDiff": ".reports",
+            "DiffEntry": ".reports",
+            "FrozenPrefix": ".records",
+            "GcResult": ".reports",
+            "MergeResult": ".reports",
+            "ParentInfo": ".reports",
+            "ReflogEntry": ".reports",
+            "Repair": ".records",
+            "RunResult": ".reports",
+            "StatusInfo": ".reports",
+            "timestamp": ".records",
+        },
+    )
+
+__all__ = [
+    "BranchInfo",
+    "BudgetOverrun",
+    "ChildInfo",
+    "CommitInfo",
+    "CompiledContext",
+    "ContextDiff",
+    "DiffEntry",
+    "FrozenPrefix",
+    "GcResult",
+    "MergeResult",
+    "ParentInfo",
+    "ReflogEntry",
+    "Repair",
+    "RunResult",
+    "StatusInfo",
+    "timestamp",
+]

@@ -1,0 +1,274 @@
+"""Values the engine returns: commit info, compiled contexts, status, diffs, reflog, gc reports.
+
+What every append and compile returns is defined here; the values of the less frequent operations
+(:class:`StatusInfo`, :class:`BranchInfo`, :class:`ContextDiff`, :class:`ReflogEntry`, :class:`GcResult`, ...)
+are defined in :mod:`tractkv.engine.values.reports`.
+"""
+
+from __future__ import annotations
+
+import copy
+import itertools
+from collections.abc import Callable, Iterator, Sequence
+from datetime import UTC, datetime, timedelta
+from typing import Any, TypeVar, overload
+
+import attrs
+
+from tractkv.engine.content import Message
+from tractkv.errors import ToolPairingError
+from tractkv.ids import ObjectId
+
+T = TypeVar("T")
+
+
+class FrozenPrefix(Sequence[T]):
+    """A read-only view of the first ``n`` items of an append-only list: O(1) to make, however long.
+
+    compile() hands these out instead of tuple copies, so compiling after an append costs the same at 1k
+    and 100k messages. Sound because the engine only ever appends to the lists it shares (View.add) and
+    replaces a view wholesale otherwise. Compares equal to any sequence of equal items (tuples and lists
+    included); slicing returns a tuple.
+
+    With ``resolve``, item *i* is ``resolve(i)`` instead of ``items[i]`` (a compiled view renders a message on
+    first use, :meth:`tractkv.engine.compile.state.View.message`).
+    """
+
+    __slots__ = ("_items", "_n", "_resolve")
+
+    def __init__(
+        self, items: list[T], n: int | None = None, resolve: Callable[[int], T] | None = None
+    ) -> None:
+        self._items = items
+        self._n = len(items) if n is None else n
+        self._resolve = resolve
+
+    def __len__(self) -> int:
+        return self._n
+
+    @overload
+    def __getitem__(self, index: int) -> T: ...
+    @overload
+    def __getitem__(self, index: slice) -> tuple[T, ...]: ...
+    def __getitem__(self, index: int | slice) -> T | tuple[T, ...]:
+        resolve = self._resolve
+        if isinstance(index, slice):
+            if resolve is not None:
+                return tuple(resolve(i) for i in range(self._n)[index])
+            return (
+                tuple(self._items[: self._n][index])
+                if self._n != len(self._items)
+                else tuple(self._items[index])
+            )
+        if index < 0:
+            index += self._n
+        if not 0 <= index < self._n:
+            raise IndexError("index out of range")
+        return self._items[index] if resolve is None else resolve(index)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Pickle (and so ``copy.deepcopy``) the items, rendered now: a lazy sequence pickles as a tuple (its
+        ``resolve`` reads a store, which cannot be pickled), a plain one as a FrozenPrefix of its n items."""
+        if self._resolve is not None:
+            return (tuple, (tuple(self),))
+        return (FrozenPrefix, (list(itertools.islice(self._items, self._n)),))
+
+    def __iter__(self) -> Iterator[T]:
+        if self._resolve is not None:
+            return map(self._resolve, range(self._n))
+        return itertools.islice(self._items, self._n)
+
+    def __reversed__(self) -> Iterator[T]:
+        get = self._resolve or self._items.__getitem__
+        return (get(i) for i in range(self._n - 1, -1, -1))
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, FrozenPrefix | tuple | list):
+            return len(other) == self._n and all(a == b for a, b in zip(self, other, strict=True))
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash(tuple(self))
+
+    def __repr__(self) -> str:
+        return repr(tuple(self))
+
+
+def timestamp(micros: int) -> datetime:
+    """A commit timestamp (µs since the epoch) as an aware UTC datetime."""
+    if 0 <= micros < _EXACT_MICROS:  # the same datetime, by exact integer arithmetic (one per append)
+        return _EPOCH + timedelta(0, 0, micros)
+    return datetime.fromtimestamp(micros / 1_000_000, tz=UTC)
+
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+# Below 2**32 seconds (the year 2106) ``micros / 1e6`` is within a quarter of a µs of the exact time, so
+# ``fromtimestamp`` (which rounds to the nearest µs) gives exactly ``micros``: the epoch plus a timedelta is the
+# same value (tests/engine/test_commit_info.py checks the two agree at the bounds and in between).
+_EXACT_MICROS = 2**32 * 1_000_000
+
+
+@attrs.frozen(kw_only=True)
+class Repair:
+    """One repair compile made so that tool calls and results pair up (:mod:`tractkv.engine.compile.pairing`).
+
+    Attributes:
+        kind: ``placeholder_result`` (an unanswered call got a placeholder error result) or
+            ``dropped_result`` (a result answering no open call was left out).
+        commit_id: the dropped result's commit, or the commit of the message that made the call.
+        call_id: the tool call id concerned.
+        detail: one sentence for people.
+    """
+
+    kind: str
+    commit_id: ObjectId
+    call_id: str
+    detail: str
+
+    def __str__(self) -> str:
+        return self.detail
+
+
+@attrs.frozen(kw_only=True)
+class CommitInfo:
+    """A commit as users see it.
+
+    Attributes:
+        commit_id: the commit's id. parent_ids: its parents (two for a merge).
+        operation: append, edit, annotate, merge or compress. content_type / role: of its content.
+        message: a note for people. metadata: JSON-like data kept with the commit.
+        token_count: tokens its content costs in a context (0 for bookkeeping commits).
+        created_at: when it was made (UTC). edit_target: the message an edit or annotation acts on.
+        reply_to: the commit it answers (a tool result answers the call). generation_config: model parameters.
+        content_id / toolset_id: the ids of its content blob and tool set. content: the content's data.
+        usage: the provider's token usage for a recorded or generated reply (``input_tokens``,
+            ``output_tokens`` and the provider's own counts), read from ``metadata["usage"]``; else None.
+    """
+
+    commit_id: ObjectId
+    parent_ids: tuple[ObjectId, ...]
+    operation: str
+    content_type: str | None
+    role: str | None
+    message: str | None
+    metadata: dict[str, Any] | None = attrs.field(eq=False, hash=False)
+    token_count: int
+    created_at: datetime
+    edit_target: ObjectId | None = None
+    reply_to: ObjectId | None = None
+    generation_config: dict[str, Any] | None = attrs.field(default=None, eq=False, hash=False)
+    content_id: ObjectId | None = None
+    toolset_id: ObjectId | None = None
+    content: Any = attrs.field(default=None, eq=False, hash=False)
+    usage: dict[str, Any] | None = attrs.field(default=None, eq=False, hash=False)
+
+    @property
+    def commit_hash(self) -> ObjectId:
+        """Deprecated alias of :attr:`commit_id` (the name README examples used before 0.2)."""
+        import warnings
+
+        warnings.warn("CommitInfo.commit_hash is deprecated; use commit_id", DeprecationWarning, stacklevel=2)
+        return self.commit_id
+
+    def to_json(self) -> dict[str, Any]:
+        """A JSON-safe dict (timestamps as ISO 8601)."""
+        from tractkv.model import to_jsonable
+
+        return dict(to_jsonable(self))
+
+
+@attrs.frozen(kw_only=True)
+class CompiledContext:
+    """The exact context a model call needs, compiled from one commit.
+
+    ``messages``, ``commit_ids`` and ``generation_configs`` are aligned: message *i* was added by commit
+    ``commit_ids[i]`` (edits keep the original commit's position and hash; a placeholder result takes the
+    commit of the message that made its call, and a ``None`` config). ``repairs`` lists what compile changed
+    so that every tool call is answered before the next message and every result answers an open call
+    (:mod:`tractkv.engine.compile.pairing`); empty for a well-formed history. ``open_calls`` names the calls of the
+    last tool turn still waiting for results (a tool run in progress; such a context is not sent to a model:
+    ``generate`` raises :class:`~tractkv.errors.UnansweredToolCalls`). ``dropped`` lists the message commits
+    ``compile(max_tokens=N)`` left out to fit N tokens (:mod:`tractkv.engine.compile.window`); empty otherwise.
+
+    A context compiled from a checkpoint reads each message's blob from the store on first use of
+    ``messages``. Its session renders what is left before it closes, gcs, hard-resets or deletes a branch; a
+    ``gc`` run by another process can still remove a blob not read yet (then reading that message raises
+    :class:`~tractkv.errors.ObjectNotFound`). :meth:`load` reads every message now.
+    """
+
+    messages: Sequence[Message]
+    token_count: int
+    commit_count: int
+    commit_ids: Sequence[ObjectId]
+    generation_configs: Sequence[dict[str, Any] | None] = attrs.field(eq=False, hash=False)
+    token_source: str
+    head: ObjectId | None = None
+    tools: tuple[dict[str, Any], ...] = attrs.field(default=(), eq=False, hash=False)
+    repairs: tuple[Repair, ...] = ()
+    open_calls: tuple[str, ...] = ()
+    dropped: tuple[ObjectId, ...] = ()
+
+    def __len__(self) -> int:
+        return len(self.messages)
+
+    def load(self) -> CompiledContext:
+        """Read every message now (a context compiled from a checkpoint reads them on first use) and return
+        this context: later reads need no store (another process's gc cannot take them away)."""
+        for _ in self.messages:
+            pass
+        return self
+
+    def check_pairing(self) -> None:
+        """Raise when compile had to repair the pairing of tool calls and results.
+
+        Raises:
+            ToolPairingError: ``repairs`` is not empty (the error names the first).
+        """
+        if self.repairs:
+            raise ToolPairingError(self.repairs)
+
+    def to_dicts(self) -> list[dict[str, Any]]:
+        """Provider-neutral dicts (``role``, ``content`` and any extras), fresh copies."""
+        return [m.to_dict() for m in self.messages]
+
+    def to_openai(self) -> list[dict[str, Any]]:
+        """Messages for OpenAI's chat completions API."""
+        from tractkv.engine.content import messages_to_openai
+
+        return messages_to_openai(self.messages)
+
+    def to_anthropic(self) -> dict[str, Any]:
+        """``{"system": ..., "messages": [...]}`` for Anthropic's messages API."""
+        from tractkv.engine.content import messages_to_anthropic
+
+        return messages_to_anthropic(self.messages)
+
+    def to_openai_params(self, strict: bool = False) -> dict[str, Any]:
+        """``{"messages": [...], "tools": [...]}`` for ``client.chat.completions.create(**params)``.
+
+        ``tools`` is omitted when the context has none; tool schemas stored in Anthropic's shape are converted.
+
+        Raises:
+            ToolPairingError: ``strict`` and compile made repairs (see :meth:`check_pairing`).
+        """
+        from tractkv.engine.content import openai_params
+
+        if strict:
+            self.check_pairing()
+
+        return openai_params(self.messages, copy.deepcopy(list(self.tools)))
+
+    def to_anthropic_params(self, strict: bool = False) -> dict[str, Any]:
+        """``{"system": ..., "messages": [...], "tools": [...]}`` for ``client.messages.create(**params)``.
+
+        ``system`` is omitted when empty and ``tools`` when there are none; OpenAI-shaped tools are converted.
+
+        Raises:
+            ToolPairingError: ``strict`` and compile made repairs (see :meth:`check_pairing`).
+        """
+        from tractkv.engine.content import anthropic_params
+
+        if strict:
+            self.check_pairing()
+
+        return anthropic_params(self.messages, copy.deepcopy(list(self.tools)))
