@@ -21,6 +21,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import tractkv.engine.session as session_module
+import tractkv.engine.session.fastpath as fastpath_module
 from tractkv import Tract
 from tractkv.cli import cli
 from tractkv.engine.content import ACTIVE_TOOLS
@@ -115,14 +116,14 @@ def test_a_batch_checks_the_tool_setting_once_and_links_it_to_every_commit(
     """The tool set id read from the setting is checked by the first commit of the batch only; every commit
     links it, and the CLI shows it in force."""
     checked: list[str] = []
-    real = session_module.trusted_commit
+    real = fastpath_module.trusted_commit
 
     def counting(**fields: Any) -> Any:
         if fields["tools"] is not None and fields["tools"] is not fields.get("made_tools"):
             checked.append(fields["tools"])
         return real(**fields)
 
-    monkeypatch.setattr(session_module, "trusted_commit", counting)
+    monkeypatch.setattr(fastpath_module, "trusted_commit", counting)
     path = str(tmp_path / "s")
     with Tract.open(path, durable=False) as t:
         t.set_tools(TOOLS)
@@ -211,21 +212,21 @@ def test_a_batch_takes_the_one_step_path_after_its_first_commit(
     batch's one reflog entry too) and under a write policy's guard (which it consults for each commit); the
     first commit of a batch goes the general way. The CLI reads every commit and the context."""
     taken: list[bool] = []
-    real = session_module._append_in_batch
+    real = fastpath_module._append_in_batch
 
     def counting(*args: Any) -> Any:
         made = real(*args)
         taken.append(made is not None)
         return made
 
-    class Guard(session_module.WritePolicy):
+    class Guard(session_module.WritePolicy[Any]):
         def __init__(self) -> None:
             self.asked: list[str] = []
 
         def before_write(self, session: Any, action: str) -> None:
             self.asked.append(action)
 
-    monkeypatch.setattr(session_module, "_append_in_batch", counting)
+    monkeypatch.setattr(fastpath_module, "_append_in_batch", counting)
     guard = Guard()
     path = str(tmp_path / "s")
     with Tract.open(path, durable=False, clock=_ticks()) as t:

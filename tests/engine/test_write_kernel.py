@@ -116,7 +116,7 @@ def test_every_commit_goes_through_the_one_write_function(
     assert len(kernel) >= 20
 
 
-class Recorder(WritePolicy):
+class Recorder(WritePolicy[Session]):
     """A policy that records what it is asked, and refuses ``refuse`` actions."""
 
     def __init__(self, refuse: str = "") -> None:
@@ -195,3 +195,15 @@ def test_the_session_has_no_callback_attributes_set_from_above(tmp_path: Path) -
         from tractkv.engine.budget import BudgetPolicy
 
         assert [type(p) for p in t.session.policies] == [BudgetPolicy]  # the facade's default policy
+
+
+def test_the_engine_face_opens_a_session_with_its_default_policies(tmp_path: Path) -> None:
+    from tractkv.engine import open_session
+    from tractkv.engine.budget import BudgetPolicy
+    from tractkv.store import open_store
+
+    with open_store(str(tmp_path / "s"), durable=False) as store:
+        session = open_session(store)
+        assert [type(p) for p in session.policies] == [BudgetPolicy]
+        mine = Recorder()
+        assert open_session(store, policies=(mine,)).policies == (mine,)

@@ -105,7 +105,7 @@ Summarize = Callable[[str, int], str]
 """What a ``compress`` budget summarizes with: (text, target tokens) -> the summary."""
 
 
-class BudgetPolicy(WritePolicy):
+class BudgetPolicy(WritePolicy[Session]):
     """The branch budget as a session's write policy (:class:`~tractkv.engine.session.WritePolicy`): its check
     is :func:`check` on every transaction that moves a branch, with ``summarize`` for a ``compress`` budget
     (None: :class:`~tractkv.errors.NoLLMConfigured`); ``on_overrun`` hears of each overrun once its

@@ -686,7 +686,7 @@ WITHHELD_NESTED = "The tool ran, but a tool_result hook withheld its result."
 _ALLOWED_WHILE_OPEN = frozenset({"annotate"})
 
 
-class OpenCallGuard(WritePolicy):
+class OpenCallGuard(WritePolicy[Session]):
     """The session write policy that refuses context changes while a tool call waits for its result: a
     handler's direct commit, switch, reset... would land between the assistant's tool call and its result.
     Registered on a session once (:func:`_open_calls`); the executor opens and closes calls on it around
