@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, Literal, overload
 
 from tractkv.engine.content import TokenCounter
 from tractkv.engine.history import branch_ref
-from tractkv.engine.session import Session, append_text
+from tractkv.engine.session import Session, WritePolicy, append_text
 from tractkv.engine.values import CommitInfo, CompiledContext
 from tractkv.errors import InvalidInput, NoLLMConfigured, ReadOnlySession, UnknownRevision
 from tractkv.ids import ObjectId, is_object_id
@@ -29,6 +29,8 @@ from tractkv.model import UsageRecord
 from tractkv.store import Store, open_store
 
 if TYPE_CHECKING:  # engine modules a few methods need are imported on first use: `import tractkv` stays light
+    from tractkv.engine.budget import BudgetPolicy
+    from tractkv.engine.compile import CompileState
     from tractkv.engine.tools import PendingToolResult, ToolResults, ToolTurn
     from tractkv.engine.usage import ToolStats, ToolUsage, UsageNode
     from tractkv.engine.values import (
@@ -44,6 +46,7 @@ if TYPE_CHECKING:  # engine modules a few methods need are imported on first use
     )
     from tractkv.llm.generate import GenerationStream
     from tractkv.llm.protocol import LLMClient
+    from tractkv.store import WriteBatch
     from tractkv.sync.remote import PushOutcome
     from tractkv.sync.transfer import FetchResult
 
@@ -73,8 +76,6 @@ class Tract:
         llm: LLMClient | None = None,
         readonly: bool = False,
     ) -> None:
-        from tractkv.engine.budget import BudgetPolicy  # the budget a commit checks: loaded with the handle
-
         _check_llm(llm)  # before the session records HEAD
         self._store = store
         self._owns_store = owns_store
@@ -85,7 +86,7 @@ class Tract:
             branch=branch,
             rebase_appends=rebase_appends,
             readonly=readonly,
-            policies=(BudgetPolicy(self._budget_summary, self._budget_event),),
+            policies=(_Budget(self),),
         )
         self._llm: LLMClient | None = llm
         self._summarizer: LLMClient | None = None
@@ -1112,6 +1113,38 @@ def _set_budget_instead(tract: Tract, max_tokens: int) -> None:
         tract.set_budget(max_tokens)
     else:
         tract.set_budget(max_tokens, action=stored.action, threshold=stored.threshold)
+
+
+class _Budget(WritePolicy[Session]):
+    """The handle's branch budget: :class:`tractkv.engine.budget.BudgetPolicy` with the handle's summarizer and
+    ``budget_exceeded`` listener, made when it first checks a transaction (a handle that only reads never loads
+    the budget module: a fresh compile pays no more than it did when the session imported it lazily)."""
+
+    def __init__(self, tract: Tract) -> None:
+        self._tract = tract
+        self._policy: BudgetPolicy | None = None
+
+    def _budget(self) -> BudgetPolicy:
+        if self._policy is None:
+            from tractkv.engine.budget import BudgetPolicy
+
+            self._policy = BudgetPolicy(self._tract._budget_summary, self._tract._budget_event)
+        return self._policy
+
+    def check(
+        self,
+        session: Session,
+        batch: WriteBatch,
+        ref: str,
+        state: CompileState | None,
+        *,
+        moved: str | None,
+        peer: bool,
+    ) -> object | None:
+        return self._budget().check(session, batch, ref, state, moved=moved, peer=peer)
+
+    def landed(self, session: Session, outcome: object) -> None:
+        self._budget().landed(session, outcome)
 
 
 def _check_llm(llm: object) -> None:

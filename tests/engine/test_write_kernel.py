@@ -12,6 +12,9 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -192,9 +195,28 @@ def test_the_session_has_no_callback_attributes_set_from_above(tmp_path: Path) -
     with Tract.open(str(tmp_path / "s"), durable=False) as t:
         for name in ("write_guard", "budget_summarizer", "budget_listener", "_text_slot"):
             assert not hasattr(t.session, name), name
-        from tractkv.engine.budget import BudgetPolicy
+        (budget,) = t.session.policies  # the facade's one policy: the branch budget
+        assert not hasattr(budget, "before_write") or type(budget).before_write is WritePolicy.before_write
 
-        assert [type(p) for p in t.session.policies] == [BudgetPolicy]  # the facade's default policy
+
+def test_opening_a_tract_and_compiling_does_not_load_the_budget(tmp_path: Path) -> None:
+    """The facade's budget policy loads the budget module when it first checks a write: a fresh process that
+    opens a store and compiles pays nothing more than before the policy existed."""
+    path = str(tmp_path / "s")
+    with Tract.open(path) as t:
+        t.user("hello")
+    code = (
+        "import sys; from tractkv import Tract\n"
+        "with Tract.open(sys.argv[1]) as t:\n"
+        "    t.compile()\n"
+        "print('tractkv.engine.budget' in sys.modules)"
+    )
+    root = str(Path(__file__).resolve().parents[2])
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([root, os.environ.get("PYTHONPATH", "")])}
+    done = subprocess.run(
+        [sys.executable, "-c", code, path], capture_output=True, text=True, check=True, env=env
+    )
+    assert done.stdout.strip() == "False"
 
 
 def test_the_engine_face_opens_a_session_with_its_default_policies(tmp_path: Path) -> None:
