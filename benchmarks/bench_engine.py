@@ -57,7 +57,7 @@ the same figures under the unit-named keys ``bench_store`` uses (``tractkv_per_s
   history written one commit per transaction. ``durable=False`` on both sides (fsync does not change
   which pages LMDB uses). Target: ratio <= 1.1. ``file_ratio``: the same for the whole file
   (``Store.size_bytes()``), which also holds the last large batch's copy-on-write pre-images as free pages
-  (reused by the next write; bounded by one batch, not by the history: docs/ARCHITECTURE.md, "Space and
+  (reused by the next write; bounded by one batch, not by the history: benchmarks/RESULTS.md, "Space and
   large batches").
 * ``compile_fresh_process``: a ``--history``-commit branch built once (batched) and closed (which writes a
   compile checkpoint); each of ``--procs`` fresh interpreters imports tractkv, then times ``Tract.open``
@@ -830,7 +830,8 @@ def _bytes_per_commit_case(args: argparse.Namespace, count: int) -> dict[str, An
         used[batch] / count,
         used[1] / count,
         # the whole file (Store.size_bytes(), free pages included): the last large batch's copy-on-write
-        # pre-images stay free pages at the end, reused by the next write (docs/ARCHITECTURE.md)
+        # pre-images stay free pages at the end, reused by the next write (benchmarks/RESULTS.md, "Space and
+        # large batches")
         file_bytes_per_commit=round(sizes[batch] / count, 1),
         baseline_file_bytes_per_commit=round(sizes[1] / count, 1),
         file_ratio=round(sizes[batch] / sizes[1], 4),

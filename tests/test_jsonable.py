@@ -437,6 +437,10 @@ EXPECTED: dict[str, Any] = {
         "budget_action": None,
         "budget_threshold": None,
         "budget_overrun": None,
+        "ref": None,
+        "is_remote": False,
+        "is_current": False,
+        "last_activity": None,
     },
     "cli_branch": [
         {

@@ -1,5 +1,10 @@
 """Imports only go downward through the layers docs/ARCHITECTURE.md draws, and tractkv's import graph has no cycle.
 
+The layer tables are read from the two machine-read blocks of docs/ARCHITECTURE.md (```layers: the package's
+units; ```engine-layers: the engine's sub-layers and the members of each subpackage; the format is described
+there), and the blocks are compared with the tree: a module or package the blocks do not name, or one they name
+that does not exist, fails ``test_the_layer_blocks_match_the_tree``.
+
 Every import counts: module level, lazy imports inside functions, the modules a ``lazy_exports`` table names
 (loaded on first access, so counted as lazy imports), and imports under ``if TYPE_CHECKING:`` (an
 annotation that needs a higher layer is a dependency on it all the same). A bare ``import tractkv`` or ``from
@@ -11,59 +16,152 @@ body (a one-line delegation such as ``Tract.run``), never at module level or und
 from __future__ import annotations
 
 import ast
+import re
 from collections import defaultdict
 from collections.abc import Iterator
 from pathlib import Path
 
 import attrs
+import pytest
 
 PACKAGE = Path(__file__).resolve().parent.parent / "tractkv"
+ARCHITECTURE = PACKAGE.parent / "docs" / "ARCHITECTURE.md"
 
-# Layer of each top-level unit (module or subpackage) of tractkv. A unit may import its own layer and lower ones;
-# "__init__" is the package root (tractkv/__init__.py), which a bare `import tractkv` reaches.
-LAYERS = {
-    "errors": 0,
-    "ids": 0,
-    "codec": 0,
-    "_version": 0,
-    "_lazy": 0,
-    "model": 1,
-    "store": 2,
-    "engine": 3,
-    "llm": 4,
-    "sync": 4,
-    "tract": 5,
-    "aio": 7,
-    "toolkit": 6,
-    "view": 7,
-    "integrations": 7,
-    "cli": 8,
-    "__init__": 9,
-    "__main__": 9,
-}
+
+@attrs.frozen(kw_only=True)
+class Entry:
+    """One entry of a layer block: ``<layer> <unit>[: <member> ...]``."""
+
+    layer: int
+    unit: str  # "errors.py" (a module), "engine/" (a package), "content/render/" (a package in a subpackage)
+    members: tuple[str, ...] | None  # None: no colon (the block does not list the unit's members)
+    line: int  # in the document, for messages
+
+    @property
+    def name(self) -> str:
+        """The unit as ``unit()`` names it: ``errors``, ``engine``, ``__init__``, ``content/render``."""
+        return self.unit.removesuffix(".py").removesuffix("/")
+
+
+_UNIT = re.compile(r"(?:[A-Za-z_][A-Za-z0-9_]*/)*(?:[A-Za-z_][A-Za-z0-9_]*(?:\.py|/))")
+
+
+def parse_layer_block(text: str, name: str) -> list[Entry]:
+    """The entries of the one fenced block ```` ```<name> ```` in ``text`` (docs/ARCHITECTURE.md's format).
+
+    Raises:
+        ValueError: no such block, two of them, or a line that is not an entry (naming the line).
+    """
+    lines = text.splitlines()
+    starts = [n for n, line in enumerate(lines) if line.strip() == f"```{name}"]
+    if len(starts) != 1:
+        raise ValueError(f"docs/ARCHITECTURE.md needs exactly one ```{name} block, found {len(starts)}")
+    entries: list[Entry] = []
+    for number in range(starts[0] + 1, len(lines)):
+        raw = lines[number]
+        if raw.strip() == "```":
+            return entries
+        line = raw.split("#", 1)[0].rstrip()
+        where = f"```{name} block, line {number + 1}: {raw.strip()!r}"
+        if not line.strip():
+            continue
+        if line[0].isspace():  # more members of the entry above
+            last = entries[-1] if entries else None
+            if last is None or last.members is None:
+                raise ValueError(f"{where}: a continuation line needs an entry with members above it")
+            entries[-1] = attrs.evolve(last, members=(*last.members, *line.split()))
+            continue
+        layer, _, rest = line.partition(" ")
+        unit, colon, members = rest.strip().partition(":")
+        if not layer.isdigit() or not _UNIT.fullmatch(unit) or (not colon and members.strip()):
+            raise ValueError(f"{where}: expected '<layer> <unit>[: <member> ...]'")
+        listed = tuple(members.split()) if colon else None
+        if listed is not None and not all(_UNIT.fullmatch(m) and "/" not in m[:-1] for m in listed):
+            raise ValueError(f"{where}: a member is a module (name.py) or a package (name/) of the unit")
+        entries.append(Entry(layer=int(layer), unit=unit, members=listed, line=number + 1))
+    raise ValueError(f"the ```{name} block is not closed")
+
+
+def _children(directory: Path) -> set[str]:
+    """The modules (``name.py``) and packages (``name/``) directly in a package directory."""
+    return {p.name for p in directory.glob("*.py")} | {
+        f"{p.name}/" for p in directory.iterdir() if p.is_dir() and (p / "__init__.py").is_file()
+    }
+
+
+def block_problems(entries: list[Entry], root: Path, *, members: bool) -> list[str]:
+    """Where a layer block and the package at ``root`` disagree (empty: they match).
+
+    The block's top-level entries must be exactly the modules and packages in ``root`` (``__init__.py``
+    included). With ``members``, every package below ``root`` needs an entry (``outer/inner/`` for a package in
+    a subpackage, on its parent's layer) listing exactly its modules and packages (``__init__.py`` left out).
+    """
+    problems: list[str] = []
+    seen: dict[str, Entry] = {}
+    for entry in entries:
+        if entry.unit in seen:
+            problems.append(
+                f"line {entry.line}: {entry.unit} is named twice (also line {seen[entry.unit].line})"
+            )
+        seen[entry.unit] = entry
+    top = {unit for unit in seen if "/" not in unit.removesuffix("/")}
+    exists = _children(root)
+    problems += [f"{root.name}/{u} exists but the block does not name it" for u in sorted(exists - top)]
+    problems += [f"line {seen[u].line}: {root.name}/{u} does not exist" for u in sorted(top - exists)]
+    if not members:
+        return problems
+    packages = {
+        f"{p.parent.relative_to(root).as_posix()}/"
+        for p in root.rglob("__init__.py")
+        if p.parent != root and "__pycache__" not in p.parts
+    }
+    for package in sorted(packages):
+        entry = seen.get(package)
+        if entry is None:
+            problems.append(f"{root.name}/{package} exists but the block has no entry for it")
+            continue
+        listed = set(entry.members or ())
+        actual = _children(root / package) - {"__init__.py"}
+        problems += [
+            f"{root.name}/{package}{m} exists but line {entry.line} does not list it"
+            for m in sorted(actual - listed)
+        ]
+        problems += [
+            f"line {entry.line}: {root.name}/{package}{m} does not exist" for m in sorted(listed - actual)
+        ]
+        parent = seen.get(package.split("/")[0] + "/")
+        if "/" in package.removesuffix("/") and parent is not None and parent.layer != entry.layer:
+            problems.append(
+                f"line {entry.line}: {package} must be on its subpackage's layer ({parent.layer})"
+            )
+    problems += [
+        f"line {seen[u].line}: {root.name}/{u} does not exist" for u in sorted(set(seen) - top - packages)
+    ]
+    problems += [
+        f"line {seen[u].line}: a module has no members to list"
+        for u in sorted(top)
+        if u.endswith(".py") and seen[u].members is not None
+    ]
+    return problems
+
+
+def layer_table(name: str) -> dict[str, int]:
+    """``unit -> layer`` for the top-level entries of docs/ARCHITECTURE.md's ```<name> block."""
+    entries = parse_layer_block(ARCHITECTURE.read_text(encoding="utf-8"), name)
+    return {e.name: e.layer for e in entries if "/" not in e.name}
+
+
+# Layer of each top-level unit (module or subpackage) of tractkv, from docs/ARCHITECTURE.md. A unit may import its
+# own layer and lower ones; "__init__" is the package root (tractkv/__init__.py), which a bare `import tractkv`
+# reaches.
+LAYERS = layer_table("layers")
 # Units with a layer reserved in the architecture but no module yet.
 PLANNED: set[str] = set()
 
-# The engine's sub-layers: a module of tractkv.engine may import its own sub-layer and lower ones. Each
-# subpackage is a concept with a face (its __init__); the top-level modules above `tools` are operations, each
-# a function of a session; "__init__" is the engine's own face (open_session).
-ENGINE_LAYERS = {
-    "content": 0,
-    "values": 1,
-    "history": 2,
-    "compile": 3,
-    "session": 4,
-    "usage": 5,
-    "tools": 6,
-    "budget": 7,
-    "calibration": 7,
-    "fitting": 7,
-    "merging": 7,
-    "branches": 7,
-    "gc": 7,
-    "spawning": 7,
-    "__init__": 8,
-}
+# The engine's sub-layers, from the same document: a module of tractkv.engine may import its own sub-layer and
+# lower ones. Each subpackage is a concept with a face (its __init__); the top-level modules above `tools` are
+# operations, each a function of a session; "__init__" is the engine's own face (open_session).
+ENGINE_LAYERS = layer_table("engine-layers")
 ENGINE_PACKAGES = sorted(p.parent.name for p in (PACKAGE / "engine").glob("*/__init__.py"))
 
 # Import cycles still being taken apart (each a sorted list of the modules of one cycle). The list may only
@@ -284,6 +382,93 @@ def test_every_module_has_a_layer() -> None:
     tops = {unit(_module_name(path)) for path in PACKAGE.rglob("*.py")}
     assert sorted(tops - set(LAYERS)) == [], "give each new top-level module or subpackage a layer"
     assert sorted(set(LAYERS) - tops - PLANNED) == [], "a unit with a layer no longer exists"
+
+
+def test_the_layer_blocks_match_the_tree() -> None:
+    text = ARCHITECTURE.read_text(encoding="utf-8")
+    problems = block_problems(parse_layer_block(text, "layers"), PACKAGE, members=False)
+    problems += block_problems(parse_layer_block(text, "engine-layers"), PACKAGE / "engine", members=True)
+    report = "\n".join(problems)
+    assert problems == [], f"docs/ARCHITECTURE.md's layer blocks and the tree disagree:\n{report}"
+
+
+SAMPLE_BLOCK = """
+```engine-layers
+0 content/: payload.py render/   # comment
+0 content/render/: openai.py
+1 session.py
+2 ops/: a.py
+   b.py
+3 __init__.py
+```
+"""
+
+
+def _sample_tree(root: Path) -> None:
+    for path in (
+        "__init__.py",
+        "session.py",
+        "content/__init__.py",
+        "content/payload.py",
+        "content/render/__init__.py",
+        "content/render/openai.py",
+        "ops/__init__.py",
+        "ops/a.py",
+        "ops/b.py",
+    ):
+        (root / path).parent.mkdir(parents=True, exist_ok=True)
+        (root / path).write_text("", encoding="utf-8")
+
+
+def test_the_block_checker_sees_every_kind_of_drift(tmp_path: Path) -> None:
+    # The test above is only as good as the checker: a sample block and tree that match, then one drift each.
+    root = tmp_path / "engine"
+    _sample_tree(root)
+    entries = parse_layer_block(SAMPLE_BLOCK, "engine-layers")
+    assert [(e.layer, e.unit, e.members) for e in entries] == [
+        (0, "content/", ("payload.py", "render/")),
+        (0, "content/render/", ("openai.py",)),
+        (1, "session.py", None),
+        (2, "ops/", ("a.py", "b.py")),
+        (3, "__init__.py", None),
+    ]
+    assert block_problems(entries, root, members=True) == []
+
+    def drift(text: str = SAMPLE_BLOCK, *, add: str = "", remove: str = "") -> list[str]:
+        if add:
+            (root / add).parent.mkdir(parents=True, exist_ok=True)
+            (root / add).write_text("", encoding="utf-8")
+        if remove:
+            (root / remove).unlink()
+        try:
+            return block_problems(parse_layer_block(text, "engine-layers"), root, members=True)
+        finally:
+            if add:
+                (root / add).unlink()
+            if remove:
+                (root / remove).write_text("", encoding="utf-8")
+
+    assert drift(add="gc.py") == ["engine/gc.py exists but the block does not name it"]
+    assert drift(add="content/extra.py") == ["engine/content/extra.py exists but line 3 does not list it"]
+    assert drift(add="ops/deep/__init__.py") == [
+        "engine/ops/deep/ exists but line 6 does not list it",
+        "engine/ops/deep/ exists but the block has no entry for it",
+    ]
+    assert drift(remove="ops/b.py") == ["line 6: engine/ops/b.py does not exist"]
+    assert drift(SAMPLE_BLOCK.replace("1 session.py", "1 session.py\n1 window.py")) == [
+        "line 6: engine/window.py does not exist"
+    ]
+    assert drift(SAMPLE_BLOCK.replace("0 content/render/", "1 content/render/")) == [
+        "line 4: content/render/ must be on its subpackage's layer (0)"
+    ]
+
+
+def test_a_malformed_block_line_is_refused() -> None:
+    for bad in ("x session.py", "1 session", "1 session.py payload.py", "1 ops/: a/b.py", "   a.py"):
+        with pytest.raises(ValueError, match="block, line 3"):
+            parse_layer_block(f"\n```layers\n{bad}\n```\n", "layers")
+    with pytest.raises(ValueError, match="exactly one"):
+        parse_layer_block("no block here", "layers")
 
 
 def test_imports_only_go_downward() -> None:

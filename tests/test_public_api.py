@@ -1,7 +1,7 @@
 """The public surface of ``tractkv``: ``__all__`` pinned, every error exported, the error drawing true.
 
 Changing ``EXPECTED_ALL`` is a deliberate API change: add a name when the facade starts to take, return or raise
-a new type; remove one only with a deprecation (see docs/ARCHITECTURE.md).
+a new type; remove one only with a deprecation (see docs/decisions.md, "API changes").
 """
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ import re
 from typing import Any
 
 from tractkv import Tract
-from tractkv.engine.content.render import ANTHROPIC_START
+from tractkv.engine.content.render.anthropic import ANTHROPIC_START
 
 ID = re.compile(r"[a-zA-Z0-9_-]+")
 

@@ -5,7 +5,7 @@ Run it once per interpreter that has the cbor2 version under test installed::
     python tools/cbor_versions.py          # prints one JSON line
 
 The library never imports this file. The result picked the pin in pyproject.toml
-(see docs/ARCHITECTURE.md, "Canonical encoding").
+(see docs/decisions.md, "Canonical encoding: the cbor2 pin").
 """
 
 from __future__ import annotations

@@ -168,6 +168,7 @@ class AsyncTract:
     as_tools = _on_worker(Tract.as_tools)
     assistant = _on_worker(Tract.assistant)  # type: ignore[arg-type]  # **kwargs: mypy sees a named self
     branch = _on_worker(Tract.branch)
+    branches = _on_worker(Tract.branches)
     budget = _on_worker(Tract.budget)
     checkout = _on_worker(Tract.checkout)
     commit = _on_worker(Tract.commit)

@@ -445,6 +445,13 @@ class Tract:
 
         return branches.list_branches(self._session, remotes=remotes)
 
+    def branches(self) -> list[StatusInfo]:
+        """Every branch's summary, each as :meth:`status` gives HEAD's: local branches by name (this handle's
+        own, even unborn), then remote-tracking ones (``tractkv branch -v``; the viewer's branch list)."""
+        from tractkv.engine.branches import summaries  # lazy: keeps `import tractkv` light
+
+        return summaries(self._session, current=self._session.branch_ref)
+
     def delete_branch(self, name: str, *, force: bool = False) -> ObjectId:
         """Delete a branch (not the current one; without ``force``, only one another branch contains)."""
         from tractkv.engine import branches  # lazy: keeps `import tractkv` light

@@ -133,7 +133,8 @@ def _build(path: Path, count: int, per: int) -> None:
 def test_a_history_written_in_large_batches_does_not_take_much_more_space(tmp_path: Path) -> None:
     # 5,000 commits, 1,000 per batch, against one commit per transaction: 1.66x the size before (each batch
     # touches most leaves of the objects table, and its freed copies could not be reused by the next batch),
-    # about 1.3x now (the rest is the batch's own copy-on-write pages: see docs/ARCHITECTURE.md, "Store").
+    # about 1.3x now (the rest is the batch's own copy-on-write pages: see benchmarks/RESULTS.md, "Space and
+    # large batches").
     _build(tmp_path / "batched", 5000, 1000)
     _build(tmp_path / "single", 5000, 1)
     batched = json.loads(_cli(tmp_path / "batched", "stats", "--json"))

@@ -13,7 +13,8 @@ from hypothesis import strategies as st
 
 from tractkv import HeuristicCounter, InvalidInput, Tract
 from tractkv.engine.content import anthropic_params, openai_params, schema_name, tool_tokens
-from tractkv.engine.content.render import tool_to_anthropic, tool_to_openai
+from tractkv.engine.content.render.anthropic import tool_to_anthropic
+from tractkv.engine.content.render.openai import tool_to_openai
 from tractkv.engine.content.toolsets import (
     ANTHROPIC,
     ANTHROPIC_SERVER,

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from tractkv import InvalidResponse, Tract, UnansweredToolCalls
-from tractkv.engine.content.render import MAX_ARGUMENT_DEPTH
+from tractkv.engine.content.render.common import MAX_ARGUMENT_DEPTH
 from tractkv.llm import ScriptedLLM
 
 

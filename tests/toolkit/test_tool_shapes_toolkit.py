@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from tractkv import Tract
 from tractkv.engine.content import schema_name, tool_schemas
-from tractkv.engine.content.render import tool_to_anthropic, tool_to_openai
+from tractkv.engine.content.render.anthropic import tool_to_anthropic
+from tractkv.engine.content.render.openai import tool_to_openai
 from tractkv.toolkit import FULL_PROFILE
 from tractkv.toolkit.profiles import profile_tools
 

@@ -30,7 +30,7 @@ def test_branches_match_the_tract(demo: tuple[Path, dict[str, str]]) -> None:
         status = t.status()
         explore = t.compile(at="explore")
     with LmdbStore(path) as st:
-        branches = {b.name: b for b in Inspector(st).branches()}
+        branches = {b.branch: b for b in Inspector(st).branches()}
     assert set(branches) == {"main", "explore"}
     main = branches["main"]
     assert (main.head, main.commit_count, main.message_count, main.token_count) == (
@@ -51,7 +51,7 @@ def test_remote_tracking_branches_are_listed(tmp_path: Path, clock: Clock) -> No
         b.remote_add("origin", str(tmp_path / "a"))
         b.fetch("origin")
     with LmdbStore(tmp_path / "b") as st:
-        found = [(x.ref, x.name, x.is_remote, x.commit_count) for x in Inspector(st).branches()]
+        found = [(x.ref, x.branch, x.is_remote, x.commit_count) for x in Inspector(st).branches()]
     assert found == [("refs/remotes/origin/main", "origin/main", True, 1)]
 
 
@@ -222,12 +222,12 @@ def test_the_current_branch_is_heads_branch(demo: tuple[Path, dict[str, str]]) -
     path, _ = demo
     with LmdbStore(path) as st:
         inspector = Inspector(st)
-        assert [b.name for b in inspector.branches() if b.is_current] == ["main"]
+        assert [b.branch for b in inspector.branches() if b.is_current] == ["main"]
         assert inspector.current_branch() == MAIN
     with Tract.open(str(path)) as t:
         t.switch("explore")  # what `tractkv switch explore` does: the store's HEAD moves
     with LmdbStore(path) as st:
-        assert [b.name for b in Inspector(st).branches() if b.is_current] == ["explore"]
+        assert [b.branch for b in Inspector(st).branches() if b.is_current] == ["explore"]
 
 
 def test_graph_rows_name_the_branches_at_their_tips(demo: tuple[Path, dict[str, str]]) -> None:

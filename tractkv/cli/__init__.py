@@ -90,6 +90,11 @@ def _register() -> None:
     for command in engine_cmds.COMMANDS:
         cli.add_command(command)
 
+    from tractkv.cli import branch_cmds
+
+    for command in branch_cmds.COMMANDS:
+        cli.add_command(command)
+
     from tractkv.cli import usage_cmds
 
     for command in (usage_cmds.usage, usage_cmds.export):

@@ -30,7 +30,8 @@ and compared with the limit, ``floor(threshold * max_tokens)``. At or under it n
   of priority ``skip``) lands in the same transaction, skipping the oldest unpinned non-system messages (tool
   turns whole) until the context's estimate is within the limit (:mod:`tractkv.engine.compile.window`);
 * ``compress``: those oldest messages, planned to leave a quarter of the limit for the summary, are replaced
-  by the configured summarizer's summary (an ordinary ``compress`` commit, in the same transaction); no model
+  by the configured summarizer's summary (in the same transaction, the commit ``Tract.compress`` makes of that
+  range and summary: one planner and one commit shape, :func:`tractkv.engine.merging.plan_compress`); no model
   configured is :class:`~tractkv.errors.NoLLMConfigured` and nothing is written.
 
 Both plan on estimates (:func:`_context_tokens`) against the limit itself, and drop at least one unit (the
@@ -548,8 +549,9 @@ def _trim(plan: _Plan) -> ObjectId:
 
 def _compress(plan: _Plan, summarize: Summarize | None) -> ObjectId:
     """Stage a compress commit summarizing the oldest messages so that the context's estimate fits the limit
-    (at least one unit summarized, the count being over)."""
-    from tractkv.engine.content import content_blob
+    (at least one unit summarized, the count being over): planned and shaped as ``Tract.compress`` plans and
+    shapes one (:func:`tractkv.engine.merging.plan_compress`), never folding what the transaction added."""
+    from tractkv.engine.merging import plan_compress, summary_blob, summary_commit
 
     session, batch, limit = plan.session, plan.batch, plan.limit
     if summarize is None:
@@ -558,9 +560,14 @@ def _compress(plan: _Plan, summarize: Summarize | None) -> ObjectId:
             f"to {plan.tokens} tokens, over the limit of {limit})"
         )
     room = max(1, limit // SUMMARY_SHARE)
-    fitted = _fit(session, plan.state, batch, min(limit - room, plan.estimated - 1))
-    dropped = fitted.context.dropped
-    if fitted.context.token_count > limit - room or not dropped:
+    compress = plan_compress(
+        session,
+        at=(batch, plan.state),
+        fit_to=min(limit - room, plan.estimated - 1),
+        protect=batch.objects.keys(),  # the commits this transaction makes (with their blobs)
+        keep_last=True,
+    )
+    if compress.fitted is None or compress.fitted > limit - room or not compress.sources:
         raise BudgetExceeded(
             plan.tokens,
             limit,
@@ -568,28 +575,8 @@ def _compress(plan: _Plan, summarize: Summarize | None) -> ObjectId:
             f"{limit}, and compressing every older unpinned message leaves no room for a summary: "
             f"{plan.nothing}",
         )
-    ctx = _compiled(session, plan.state, batch)
-    gone = set(dropped)
-    seen: set[ObjectId] = set()
-    lines: list[str] = []
-    last_role = "user"
-    for message, commit_id in zip(ctx.messages, ctx.commit_ids, strict=True):
-        if commit_id not in gone or commit_id in seen:
-            continue  # kept, or a placeholder result (not a message history holds)
-        seen.add(commit_id)
-        lines.append(f"{message.role}: {message.content}")
-        last_role = message.role
-    summary = summarize("\n".join(lines), room)
-    role = "assistant" if last_role == "assistant" else "user"  # as Tract.compress: the last source's side
-    blob = content_blob({"type": "dialogue", "role": role, "text": summary})
-    commit = Commit(
-        parents=(plan.head,),
-        content=batch.put(blob),
-        operation="compress",
-        message=f"compress {_messages(len(dropped))} to fit the {limit}-token budget",
-        links={"sources": dropped},
-        created_at=session.now(batch.get_commit(plan.head)),
-    )
+    blob = summary_blob(compress, summarize(compress.text, room))
+    commit = summary_commit(batch, compress, blob, plan.head, session.now(batch.get_commit(plan.head)))
     return _stage(plan, commit, blob.data)
 
 

@@ -79,8 +79,8 @@ def _openai_shaped(usage: Mapping[str, Any]) -> bool:
 
 
 def reported_input(usage: Mapping[str, Any]) -> int:
-    """The whole input a request cost, from a normalized usage (:func:`~tractkv.engine.content.render.openai_usage`,
-    :func:`~tractkv.engine.content.render.anthropic_usage`): OpenAI's ``input_tokens`` (its ``prompt_tokens``, cached
+    """The whole input a request cost, from a normalized usage (:func:`~tractkv.engine.content.openai_usage`,
+    :func:`~tractkv.engine.content.anthropic_usage`): OpenAI's ``input_tokens`` (its ``prompt_tokens``, cached
     tokens included); otherwise (Anthropic's shape) ``input_tokens`` plus ``cache_read_input_tokens`` plus
     ``cache_creation_input_tokens`` (Anthropic counts the cached and cache-written input apart)."""
     total = int(usage["input_tokens"])
@@ -182,9 +182,10 @@ def _step(before: _Fold, oid: ObjectId, commit: Commit) -> _Fold:
     return attrs.evolve(before, after=_After(oid, after), count=before.count + 1)
 
 
-def _fold_at(reader: Reader, head: ObjectId) -> _Fold:
-    """The fold at ``head``: walk the first-parent chain back to a memoized commit, a reply, a merge, the
-    root or :data:`LIMIT` + 1 commits, then fold forward (memoizing each commit)."""
+def _fold_at(reader: Reader, head: ObjectId, first: Commit | None = None) -> _Fold:
+    """The fold at ``head`` (``first``: its commit, when already read): walk the first-parent chain back to a
+    memoized commit, a reply, a merge, the root or :data:`LIMIT` + 1 commits, then fold forward (memoizing
+    each commit)."""
     with _lock:
         hit = _memo.get(head)
         if hit is not None:
@@ -192,11 +193,11 @@ def _fold_at(reader: Reader, head: ObjectId) -> _Fold:
             return hit
     if isinstance(reader, Store):  # many reads: one read transaction
         with reader.snapshot() as snapshot:
-            return _walk(snapshot, head)
-    return _walk(reader, head)
+            return _walk(snapshot, head, first)
+    return _walk(reader, head, first)
 
 
-def _walk(reader: Reader, head: ObjectId) -> _Fold:
+def _walk(reader: Reader, head: ObjectId, first: Commit | None = None) -> _Fold:
     chain: list[tuple[ObjectId, Commit]] = []
     base = _NONE
     oid: ObjectId | None = head
@@ -208,7 +209,7 @@ def _walk(reader: Reader, head: ObjectId) -> _Fold:
             break
         if len(chain) > LIMIT:
             break  # no reply within LIMIT + 1 commits: the estimate, whatever came before
-        commit = reader.get_commit(oid)
+        commit = first if first is not None and oid == head else reader.get_commit(oid)
         chain.append((oid, commit))
         if len(commit.parents) != 1 or _usage_of(commit) is not None:
             break
@@ -262,12 +263,17 @@ def _tokens_after(view: View, reply: ObjectId, counter: TokenCounter, most: int)
 
 
 def calibrated(
-    session: Session, state: CompileState | None = None, *, reader: Reader | None = None
+    session: Session,
+    state: CompileState | None = None,
+    *,
+    reader: Reader | None = None,
+    head: Commit | None = None,
 ) -> TokenCount:
     """The token count of ``state`` (default: the session's HEAD state) with its source (see the module doc).
 
     ``state`` may be any compile state of the session's store, or one being built in a batch (pass the
-    batch as ``reader`` so staged commits are read).
+    batch as ``reader`` so staged commits are read). ``head``: the state's head commit, when the caller has
+    read it (it is not read again).
     """
     reader = reader if reader is not None else session.reader()
     if state is None:
@@ -282,7 +288,7 @@ def calibrated(
     if not known and not _assistant_in_tail(view, LIMIT + 1 + len(view.placeholders)):
         return fallback  # no reply can hold (it would be an assistant message among these): no walk
     try:
-        fold = _fold_at(reader, state.head)
+        fold = _fold_at(reader, state.head, head)
         if fold.reply is None or not _same_tools(session, reader, fold.tools, state.tools):
             return fallback
     except TractError:  # a commit or tool set not readable here: the estimate (a count is never an error)

@@ -16,7 +16,7 @@ removed commit go with them, in the same transaction. fsck is clean afterwards.
 gc beside writers: the marking reads a snapshot; the deletion is one later write transaction that first keeps
 every candidate a writer made live meanwhile (refs that moved, and the ids writers recorded while this gc's
 record was in ``meta/gc-runs``: see :mod:`tractkv.store.base`), so an object a writer wrote again while
-already stored is never deleted under it. docs/ARCHITECTURE.md ("gc beside writers") gives the design.
+already stored is never deleted under it. docs/decisions.md ("gc beside writers") gives the design.
 """
 
 from __future__ import annotations

@@ -4,8 +4,10 @@
   the three-way merge of states described in :mod:`tractkv.engine.compile.state`. The merge commit is stamped after
   both parents, so ``log`` order stays causal on every machine.
 * :func:`plan_compress` picks what a compress replaces (pinned messages, instructions and tool turns cut by
-  the range stay verbatim: an API rejects a tool result without its call); :func:`commit_compress` commits the
-  summary on top of the branch (op ``compress``, ``links["sources"]``): history is never rewritten.
+  the range stay verbatim: an API rejects a tool result without its call), for ``Tract.compress`` and for a
+  budget's ``compress`` action alike; :func:`summary_commit` is the one shape of the summary commit (op
+  ``compress``, ``links["sources"]``, the tool set in force), which :func:`commit_compress` commits on top of
+  the branch and a budget stages in its transaction: history is never rewritten.
 
 The summary speaks as the last message it replaces: an assistant message when that was the assistant's, else
 a user message (a user message or a tool result, which providers send in a user turn). So the turn that
@@ -20,15 +22,15 @@ messages of one role in a row, and the Anthropic rendering merges consecutive tu
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, Collection
 
 import attrs
 
-from tractkv.engine.compile import Conflict, merge_payload
-from tractkv.engine.content import MERGE_STRATEGIES, content_blob, message_text, schema_name
+from tractkv.engine.compile import CompileState, Conflict, context_of, fit, load_tools, merge_payload, units
+from tractkv.engine.content import MERGE_STRATEGIES, content_blob, message_text, schema_name, tool_tokens
 from tractkv.engine.history import clip, is_ancestor, short_ref
 from tractkv.engine.session import Session, Tip
-from tractkv.engine.tools import context_infos, tool_turns
-from tractkv.engine.values import CommitInfo, MergeResult
+from tractkv.engine.values import CommitInfo, CompiledContext, MergeResult
 from tractkv.errors import InvalidInput, MergeConflict, TractError
 from tractkv.ids import ObjectId, is_object_id
 from tractkv.model import Blob, Commit
@@ -124,46 +126,88 @@ class CompressPlan:
     sources: tuple[ObjectId, ...]
     text: str
     role: str  # the summary's role: the last source's side ("assistant", else "user")
-    tools: ObjectId | None
-    tip: Tip  # the tip the plan was made at: the summary commits on it or not at all
+    tools: ObjectId | None  # the tool set the summary commit links: the one in force
+    tip: Tip | None  # the tip the plan was made at: the summary commits on it or not at all (None: ``at``)
+    fitted: int | None = None  # with ``fit_to``: the context's estimated tokens once the sources are gone
 
 
 def plan_compress(
-    session: Session, from_commit: str | None = None, to_commit: str | None = None
+    session: Session,
+    from_commit: str | None = None,
+    to_commit: str | None = None,
+    *,
+    at: tuple[Reader, CompileState] | None = None,
+    fit_to: int | None = None,
+    protect: Collection[ObjectId] = (),
+    keep_last: bool = False,
 ) -> CompressPlan:
-    """The messages of HEAD's context from ``from_commit`` to ``to_commit`` (default: all) that a compress
-    would replace: pinned messages, instructions, and any tool turn partly pinned or partly outside the range
-    stay."""
-    tip = session.writable("compress")
-    reader = session.reader()
-    state = session.head_state(reader)
-    view = state.render(reader)
-    originals = list(view.originals())  # placeholder results are not messages a summary can replace
+    """The messages of a context that a compress replaces: the one planner of ``Tract.compress`` and of a
+    budget's ``compress`` action (:mod:`tractkv.engine.budget`).
+
+    The context is HEAD's, or ``at`` (a reader and a compile state: a budget plans on the state its
+    transaction makes). It is read as the units of :mod:`tractkv.engine.compile.window`: a system message
+    (instruction) and a pinned message never go, a tool turn goes whole or not at all. The units that may go
+    are those wholly from ``from_commit`` to ``to_commit`` (default: all) holding no commit of ``protect``
+    (nor the last unit with ``keep_last``). Without ``fit_to`` every one of them is replaced; with it, the
+    oldest of them until the context's estimate (messages, placeholder results, tool definitions) is within
+    ``fit_to`` tokens, or none is left (``fitted`` says where it ended; the caller judges it).
+
+    Raises:
+        InvalidInput: (without ``fit_to``) an empty context, a revision not in it, a reversed range, or
+            nothing in the range that may go.
+        DetachedHead, ReadOnlySession: (without ``at``) HEAD cannot be written.
+    """
+    tip = session.writable("compress") if at is None else None
+    if at is None:
+        reader = session.reader()
+        state = session.head_state(reader)
+    else:
+        reader, state = at
+    originals = list(state.render(reader).originals())  # placeholder results are not messages to replace
     ids = [commit for _, commit in originals]
-    if not ids:
-        raise InvalidInput("nothing to compress: the context is empty")
-    start = _position(session, ids, from_commit, "from_commit") if from_commit else 0
-    end = _position(session, ids, to_commit, "to_commit") if to_commit else len(ids) - 1
-    if start > end:
-        raise InvalidInput("from_commit comes after to_commit")
-    in_range = set(ids[start : end + 1])
-    keep = {
-        c
-        for c in in_range
-        if state.slots[state.index[c]].priority == 1 or state.slots[state.index[c]].kind == "instruction"
-    }
-    for turn in tool_turns(context_infos(session)):
-        members = set(turn.all_ids)
-        if members & in_range and (members - in_range or members & keep):
-            keep |= members
-    sources = tuple(c for c in ids[start : end + 1] if c not in keep)
-    if not sources:
-        raise InvalidInput("nothing to compress in that range (every message is pinned or an instruction)")
+    outside: set[ObjectId] = set()
+    if from_commit is not None or to_commit is not None or fit_to is None:
+        if not ids:
+            raise InvalidInput("nothing to compress: the context is empty")
+        start = _position(session, ids, from_commit, "from_commit") if from_commit else 0
+        end = _position(session, ids, to_commit, "to_commit") if to_commit else len(ids) - 1
+        if start > end:
+            raise InvalidInput("from_commit comes after to_commit")
+        outside = {*ids[:start], *ids[end + 1 :]}
+    kept = {*protect, *outside}
+    compiled = _compiler(session, reader, state)
+    fitted = None
+    if fit_to is None:
+        ctx = compiled(state)
+        found = units(ctx, state, session.counter, kept)
+        folded = [p for positions, _, free in (found[:-1] if keep_last else found) if free for p in positions]
+        sources = tuple(dict.fromkeys(ctx.commit_ids[p] for p in sorted(folded)))
+        if not sources:
+            raise InvalidInput(
+                "nothing to compress in that range (every message is pinned or an instruction)"
+            )
+    else:
+        plan = fit(state, compiled, session.counter, fit_to, protect_last=keep_last, protect=kept)
+        sources, fitted = plan.context.dropped, plan.context.token_count
     wanted = set(sources)
     replaced = [m for m, c in originals if c in wanted]
     text = "\n".join(f"{m.role}: {m.content}" for m in replaced)
-    role = "assistant" if replaced[-1].role == "assistant" else "user"
-    return CompressPlan(sources=sources, text=text, role=role, tools=state.tools, tip=tip)
+    role = "assistant" if replaced and replaced[-1].role == "assistant" else "user"
+    tools = state.tools if state.tools is not None or at is not None else session.tools_for_next_commit()
+    return CompressPlan(sources=sources, text=text, role=role, tools=tools, tip=tip, fitted=fitted)
+
+
+def _compiler(
+    session: Session, reader: Reader, state: CompileState
+) -> Callable[[CompileState], CompiledContext]:
+    """What a state with ``state``'s tool set compiles to, counted as a budget counts (tool definitions in)."""
+    tools = load_tools(reader, state.tools)
+    cost = tool_tokens(tools, session.counter)
+
+    def compiled(other: CompileState) -> CompiledContext:
+        return context_of(reader, other, session.counter, tools, tool_tokens=cost)
+
+    return compiled
 
 
 def _position(session: Session, ids: list[ObjectId], rev: str, what: str) -> int:
@@ -173,15 +217,45 @@ def _position(session: Session, ids: list[ObjectId], rev: str, what: str) -> int
     return ids.index(target)
 
 
-def commit_compress(session: Session, plan: CompressPlan, summary: str) -> CommitInfo:
-    """Commit ``summary`` in place of the plan's sources, as a message of the plan's role (see the module doc;
-    the tool set in force is kept)."""
-    return session.commit_content(
-        content_blob({"type": "dialogue", "role": plan.role, "text": summary}),
+def summary_blob(plan: CompressPlan, summary: str) -> Blob:
+    """The summary's content: a dialogue message of the plan's role (see the module doc)."""
+    return content_blob({"type": "dialogue", "role": plan.role, "text": summary})
+
+
+def summary_commit(
+    batch: WriteBatch, plan: CompressPlan, blob: Blob, parent: ObjectId, created_at: int
+) -> Commit:
+    """The one shape of a compress commit, whoever makes it: ``blob`` (:func:`summary_blob`) on ``parent``
+    with op ``compress``, ``links["sources"]`` the replaced messages and the plan's tool set (the one in
+    force: a compress changes no tool)."""
+    count = len(plan.sources)
+    return Commit(
+        parents=(parent,),
+        content=batch.put(blob),
+        tools=plan.tools,
         operation="compress",
-        message=f"compress {len(plan.sources)} messages",
+        message=f"compress {count} message{'s' if count != 1 else ''}",
         links={"sources": plan.sources},
-        toolset=plan.tools,
-        action="compress",
-        tip=plan.tip,
+        created_at=created_at,
     )
+
+
+def commit_compress(session: Session, plan: CompressPlan, summary: str) -> CommitInfo:
+    """Commit ``summary`` in place of the plan's sources on the tip the plan was made at
+    (:func:`summary_commit`)."""
+    blob = summary_blob(plan, summary)
+
+    def build(batch: WriteBatch, parent: ObjectId | None, parent_commit: Commit | None) -> Commit:
+        assert parent is not None  # a plan has sources: the branch has commits
+        return summary_commit(batch, plan, blob, parent, session.now(parent_commit))
+
+    count = len(plan.sources)
+    oid, commit = session.commit_with(
+        build,
+        "compress",
+        f"compress {count} message{'s' if count != 1 else ''}",
+        tip=plan.tip,
+        action="compress",
+        payload=blob.data,
+    )
+    return session.info(oid, commit, blob.data)

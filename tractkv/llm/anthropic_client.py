@@ -27,7 +27,7 @@ class AnthropicClient(HTTPChatClient):
     """Anthropic messages over HTTP (needs the ``llm`` extra: ``pip install 'tractkv[llm]'``).
 
     Messages (:class:`~tractkv.engine.content.payload.Message`) and tools are rendered with
-    :func:`tractkv.engine.content.render.anthropic_params`: system messages become ``system``, tool calls ``tool_use``
+    :func:`tractkv.engine.content.anthropic_params`: system messages become ``system``, tool calls ``tool_use``
     blocks, tool results ``tool_result`` blocks (consecutive ones in one user turn); OpenAI-shaped tools are
     converted. Other ``params`` are Anthropic's own (``temperature``, ``stop_sequences``,
     ``tool_choice`` in Anthropic's shape...) and sent as given. Streaming is :meth:`chat_stream`; every call

@@ -35,7 +35,7 @@ PART_FIELDS = {
     "thinking": ("thinking", "signature"),
     "redacted_thinking": ("data",),
     "refusal": ("refusal",),
-}  # the parts a reply carries (docs/ARCHITECTURE.md "Content parts"), each with its string fields
+}  # the parts a reply carries (docs/format.md "Content parts"), each with its string fields
 
 
 @attrs.frozen(kw_only=True)
@@ -50,8 +50,8 @@ class LLMResponse:
             "data"}``, ``{"type": "refusal", "refusal"}``. Built from ``text`` alone, the one text part.
         model: the model that answered, as the provider reports it.
         finish_reason: why the model stopped, in the provider's words (``stop``, ``tool_calls``, ``end_turn``).
-        usage: the token counts, normalized (:func:`~tractkv.engine.content.render.openai_usage`,
-            :func:`~tractkv.engine.content.render.anthropic_usage`): ``input_tokens``, ``output_tokens`` and the
+        usage: the token counts, normalized (:func:`~tractkv.engine.content.openai_usage`,
+            :func:`~tractkv.engine.content.anthropic_usage`): ``input_tokens``, ``output_tokens`` and the
             provider's own fields; None when the provider sent none.
         omitted_blocks: what the reply holds that a message has no place for, kept beside it (in the commit's
             metadata): Anthropic blocks (server tool use and results; text blocks with citations) and OpenAI
@@ -136,7 +136,7 @@ class LLMResponse:
         raw: Any = None,
     ) -> LLMResponse:
         """An assistant message in OpenAI's shape (``content``, ``refusal``, ``tool_calls``) as a response
-        (:func:`~tractkv.engine.content.render.openai_reply` reads it); ``usage`` is taken as normalized.
+        (:func:`~tractkv.engine.content.openai_reply` reads it); ``usage`` is taken as normalized.
 
         Raises:
             MalformedResponse: the message is not a dict, ``content`` is not text, a refusal is not a string,
@@ -189,7 +189,7 @@ class LLMResponse:
 
     @classmethod
     def from_anthropic(cls, body: Mapping[str, Any]) -> LLMResponse:
-        """An Anthropic ``message`` body (:func:`~tractkv.engine.content.render.anthropic_reply` reads its blocks):
+        """An Anthropic ``message`` body (:func:`~tractkv.engine.content.anthropic_reply` reads its blocks):
         text, thinking and redacted thinking as parts in order, ``tool_use`` blocks as tool calls, any other
         block in :attr:`omitted_blocks`; usage normalized.
 
@@ -215,7 +215,7 @@ class LLMResponse:
     def from_provider(cls, response: object, *, choice: int = 0) -> LLMResponse:
         """A provider's complete reply, whichever provider: an OpenAI ``ChatCompletion`` or an Anthropic
         ``Message``, as the SDK object (anything with ``model_dump()``), its ``model_dump()`` dict or the JSON
-        body as a plain dict. The shape says which (:func:`~tractkv.engine.content.render.reply_provider`).
+        body as a plain dict. The shape says which (:func:`~tractkv.engine.content.reply_provider`).
 
         An OpenAI completion may hold several choices (``n > 1``): ``choice`` picks one (the first by
         default); the others are not read. Streaming chunks and events are refused: record the final

@@ -34,7 +34,7 @@ OBJECT_FORMAT = 1  # the "v" written into every object; changing an encoding rul
 #: The size limit, defined once: the largest object (its canonical encoded bytes) this library writes into a
 #: store, and the largest every default reader takes (a hub's ``--max-object-bytes``, fetch, ``bundle
 #: unbundle``); ``bundle create`` and push refuse to send anything larger, so whatever a default store can
-#: write every default path carries and reads (docs/ARCHITECTURE.md, "Size limits").
+#: write every default path carries and reads (docs/format.md, "Size limits").
 MAX_OBJECT_BYTES = 16 * 1024 * 1024
 
 #: Usage records form trees: a record lists the records of the executions it ran (``children``), each

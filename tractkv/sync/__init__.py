@@ -11,5 +11,5 @@ Layers, each importing only downward::
     remotes     named remotes (local config), URL kinds, opening a Remote
     transfer    fetch / push / clone on a store, and merging a tracking branch into a session's branch
 
-See docs/ARCHITECTURE.md, "Sync".
+See docs/ARCHITECTURE.md, "A push", and docs/decisions.md, "Sync".
 """

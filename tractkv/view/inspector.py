@@ -12,13 +12,11 @@ import json
 import threading
 from collections import OrderedDict
 from collections.abc import Callable
-from datetime import datetime
 from typing import Any
 
 import attrs
 
-from tractkv.engine.budget import read_budget
-from tractkv.engine.calibration import ESTIMATED, TokenCount, calibrated
+from tractkv.engine.branches import HeadCounts, head_counts, summaries
 from tractkv.engine.compile import CompileState, commit_info, diff_states
 from tractkv.engine.content import ANNOTATION, TokenCounter, ToolCall, schema_name
 from tractkv.engine.history import (
@@ -42,7 +40,7 @@ from tractkv.engine.usage import (
     usage_forest,
     usage_stats,
 )
-from tractkv.engine.values import ChildInfo, CommitInfo, CompiledContext, ContextDiff, ParentInfo, timestamp
+from tractkv.engine.values import ChildInfo, CommitInfo, CompiledContext, ContextDiff, ParentInfo, StatusInfo
 from tractkv.errors import InvalidInput, ObjectNotFound, UnknownRevision
 from tractkv.ids import ObjectId, is_object_id
 from tractkv.model import Blob, Commit, ToolSchema, ToolSet
@@ -56,31 +54,6 @@ FORCE_CHAIN = 10_000  # first-parent commits per branch searched for where a too
 FORCE_TIPS = 256  # branch tips whose tool-set runs are kept
 SPAWN_TREES = 64  # spawn trees kept (by branch, tip and the refs: a new child or collapse is a new key)
 ROW_COMMITS = 4096  # commits of graph pages kept with their CommitInfo (a commit id names immutable data)
-
-
-@attrs.frozen(kw_only=True)
-class BranchSummary:
-    ref: str  # refs/heads/<name> or refs/remotes/<remote>/<name>
-    name: str
-    is_remote: bool
-    head: ObjectId | None
-    commit_count: int
-    message_count: int
-    token_count: int
-    last_activity: datetime | None
-    is_current: bool = False  # HEAD's branch (what the next `tractkv commit` writes to)
-    count_source: str = (
-        "estimated"  # "reported" when a reply's usage anchors token_count (engine.calibration)
-    )
-    estimated_tokens: int = 0  # the local estimate (what compile reports)
-    token_budget: int | None = None  # the local branch's stored budget (none for remote-tracking branches)
-    budget_action: str | None = None  # what a commit over it does: warn, reject, trim or compress
-    budget_threshold: float = 1.0  # the fraction of the budget at which the action runs
-
-    @property
-    def budget_used(self) -> float | None:
-        """Fraction of the budget ``token_count`` uses, or None without a budget."""
-        return self.token_count / self.token_budget if self.token_budget else None
 
 
 @attrs.frozen(kw_only=True)
@@ -227,7 +200,7 @@ class Inspector:
         )  # can never write, not even a checkpoint
         self.counter = self.session.counter
         self._lock = threading.Lock()  # the session's compile cache is not thread-safe
-        self._summaries: OrderedDict[ObjectId, tuple[int, int, TokenCount, int | None]] = OrderedDict()
+        self._summaries: OrderedDict[ObjectId | None, HeadCounts] = OrderedDict()
         self._runs: OrderedDict[ObjectId, tuple[tuple[_Run, ...], bool]] = OrderedDict()
         self._spawn_trees: OrderedDict[Any, tuple[ParentInfo | None, tuple[ChildInfo, ...]]] = OrderedDict()
         # graph pages: commit id -> (the commit, its CommitInfo once a row showed it); a live page refreshed
@@ -260,60 +233,26 @@ class Inspector:
         """HEAD's branch ref (the store's HEAD, as the CLI reads it), or None when HEAD is detached."""
         return read_head(self.store)[0]
 
-    def branches(self) -> list[BranchSummary]:
-        out = []
-        current = self.current_branch()
-        for ref, value in self.refs().items():
-            head = ObjectId(value) if is_object_id(value) else None
-            commits, messages, count, last = self._head_summary(head)
-            remote = ref.startswith(REMOTES)
-            budget = None if remote else read_budget(self.store, ref)
-            out.append(
-                BranchSummary(
-                    ref=ref,
-                    name=ref[len(REMOTES if remote else HEADS) :],
-                    is_remote=remote,
-                    head=head,
-                    commit_count=commits,
-                    message_count=messages,
-                    token_count=count.tokens,
-                    last_activity=timestamp(last) if last is not None else None,
-                    is_current=ref == current,
-                    count_source=count.source,
-                    estimated_tokens=count.estimated,
-                    token_budget=None if budget is None else budget.max_tokens,
-                    budget_action=None if budget is None else budget.action,
-                    budget_threshold=1.0 if budget is None else budget.threshold,
-                )
-            )
-        out.sort(key=lambda b: (b.is_remote, b.name))
-        return out
+    def branches(self) -> list[StatusInfo]:
+        """Every branch's summary, as ``tractkv branch -v`` and ``Tract.branches()`` give it
+        (:func:`tractkv.engine.branches.summaries`; no unborn branch), its counts kept by head."""
+        return summaries(self.session, current=self.current_branch(), unborn=False, counts=self._head_counts)
 
-    def _head_summary(self, head: ObjectId | None) -> tuple[int, int, TokenCount, int | None]:
-        """(commits, messages, token count, created_at) at a commit. A commit id names immutable history, so
-        the answer is cached for good (bounded): a hub with many branches compiles each head once. The token
-        count is calibrated by the provider where it can be (derived from commits, so cacheable too)."""
-        if head is None:
-            return 0, 0, TokenCount(tokens=0, source=ESTIMATED, estimated=0), None
+    def _head_counts(self, head: ObjectId | None) -> HeadCounts:
+        """:func:`~tractkv.engine.branches.head_counts` at a commit. A commit id names immutable history, so the
+        answer is cached for good (bounded): a hub with many branches compiles each head once."""
         with self._lock:
             cached = self._summaries.get(head)
             if cached is not None:
                 self._summaries.move_to_end(head)
                 return cached
-        state, context = self._compiled(head)
+        state, _ = self._compiled(head)
         with self._lock:  # reads the state's view, which is not thread-safe
-            count = calibrated(self.session, state)
-        summary = (
-            state.commit_count,
-            len(context.messages),
-            count,
-            self.store.get_commit(head).created_at,
-        )
-        with self._lock:
-            self._summaries[head] = summary
+            counts = head_counts(self.session, self.store, state)
+            self._summaries[head] = counts
             while len(self._summaries) > SUMMARIES:
                 self._summaries.popitem(last=False)
-        return summary
+        return counts
 
     # --- the commit graph ----------------------------------------------------------------------------
 

@@ -15,12 +15,11 @@ from urllib.parse import urlencode
 from tractkv.engine.content import Message, ToolCall, read_stored, schema_name
 from tractkv.engine.history import describe_commit
 from tractkv.engine.usage import RERUNNABLE, STATUSES, ToolStats, UsageNode
-from tractkv.engine.values import CommitInfo, DiffEntry
+from tractkv.engine.values import CommitInfo, DiffEntry, StatusInfo
 from tractkv.ids import ObjectId
 
 from .html import Markup, Template, el, join, pretty_json
 from .inspector import (
-    BranchSummary,
     CallView,
     CommitView,
     DiffView,
@@ -141,8 +140,9 @@ def _clip(text: str, limit: int, name: str) -> Markup:
 # --- branches --------------------------------------------------------------------------------------------
 
 
-def branches_body(branches: list[BranchSummary], detached: str | None = None) -> Markup:
-    """The branches table; ``detached``: the commit HEAD is detached at (no branch is current then)."""
+def branches_body(branches: list[StatusInfo], detached: str | None = None) -> Markup:
+    """The branches table (the engine's branch summaries, :func:`tractkv.engine.branches.summaries`);
+    ``detached``: the commit HEAD is detached at (no branch is current then)."""
     marker = (
         el("p", "HEAD detached at ", commit_link(detached), class_="detached-head")
         if detached is not None
@@ -155,7 +155,7 @@ def branches_body(branches: list[BranchSummary], detached: str | None = None) ->
             "tr",
             el(
                 "td",
-                el("a", b.name, href=url("/ui/log", ref=b.ref), class_="branch"),
+                el("a", b.branch, href=url("/ui/log", ref=b.ref), class_="branch"),
                 " ",
                 el("span", "HEAD", class_="badge head", title="the current branch (HEAD)")
                 if b.is_current
@@ -199,11 +199,11 @@ def branches_body(branches: list[BranchSummary], detached: str | None = None) ->
     )
 
 
-def _count_badge(b: BranchSummary) -> Markup:
+def _count_badge(b: StatusInfo) -> Markup:
     """``reported`` (a provider's usage anchors the count) or ``estimated``, the other figure in its title."""
     title = (
         f"the provider's reported input of the newest reply plus estimates since; local estimate "
-        f"{b.estimated_tokens:,}"
+        f"{b.estimated_tokens or 0:,}"
         if b.count_source == "reported"
         else "the local estimate (no reply's usage applies)"
     )
@@ -218,14 +218,15 @@ BUDGET_ACTIONS = {
 }
 
 
-def _budget_cell(b: BranchSummary) -> Markup | str:
+def _budget_cell(b: StatusInfo) -> Markup | str:
     """``used / max (percent)``, marked when over, then the budget's action (and the threshold it runs at
     when below the whole budget); empty without a budget."""
     if b.token_budget is None or b.budget_used is None:
         return ""
     over = b.budget_used > 1
     action = b.budget_action or "warn"
-    at = f" at {b.budget_threshold:.0%}" if b.budget_threshold < 1 else ""
+    threshold = 1.0 if b.budget_threshold is None else b.budget_threshold
+    at = f" at {threshold:.0%}" if threshold < 1 else ""
     return join(
         el(
             "span",
@@ -238,13 +239,12 @@ def _budget_cell(b: BranchSummary) -> Markup | str:
             "span",
             action + at,
             class_=f"badge budget-action action-{_css(action)}",
-            title=BUDGET_ACTIONS.get(action, action)
-            + (f", from {b.budget_threshold:.0%} of it" if at else ""),
+            title=BUDGET_ACTIONS.get(action, action) + (f", from {threshold:.0%} of it" if at else ""),
         ),
     )
 
 
-def _kind(b: BranchSummary) -> str:
+def _kind(b: StatusInfo) -> str:
     return "remote" if b.is_remote else "local"
 
 
@@ -960,7 +960,7 @@ def usage_node(node: UsageNode, page: UsagePage, depth: int) -> Markup:
     if refs:
         detail.append(el("div", [el("span", r) for r in refs], class_="fact refs"))
     if u.status in RERUNNABLE and u.parent_id is None and u.result_commit is not None:
-        # The viewer never writes (see docs/ARCHITECTURE.md, Viewer): it shows the command that re-runs it.
+        # The viewer never writes (see docs/decisions.md, Viewer): it shows the command that re-runs it.
         detail.append(
             el(
                 "div",

@@ -60,6 +60,7 @@ if TYPE_CHECKING:
     from .window import (
         Fit,
         fit,
+        units,
     )
 else:
     __getattr__, __dir__ = _lazy.lazy_exports(
@@ -91,6 +92,7 @@ else:
             "placeholder_tokens": ".pairing",
             "render_all": ".compiler",
             "text_commit_info": ".info",
+            "units": ".window",
         },
     )
 
@@ -121,4 +123,5 @@ __all__ = [
     "placeholder_tokens",
     "render_all",
     "text_commit_info",
+    "units",
 ]

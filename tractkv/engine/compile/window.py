@@ -69,30 +69,10 @@ def plan_window(
 ) -> WindowPlan:
     """Plan the drops that bring ``ctx`` (compiled from ``state``) within ``limit`` tokens (see the module doc)."""
     ids = list(ctx.commit_ids)
-    slots, index = state.slots, state.index
-    seen: set[ObjectId] = set()
-    units: list[tuple[list[int], int, bool]] = []  # (positions, tokens, may go)
-    in_turn = False
-    for position, commit in enumerate(ids):
-        placeholder = commit in seen  # commit ids repeat only for the placeholder results of a call
-        seen.add(commit)
-        slot = slots[index[commit]]
-        tokens = placeholder_tokens(counter) if placeholder else slot.tokens
-        role = "tool" if placeholder else slot.role
-        if role == "system":
-            units.append(([position], tokens, False))
-            in_turn = False
-            continue
-        may_go = slot.priority != _PINNED and commit not in protect
-        if role == "tool" and in_turn:
-            members, total, free = units[-1]
-            units[-1] = ([*members, position], total + tokens, free and may_go)
-            continue
-        units.append(([position], tokens, may_go))
-        in_turn = role == "assistant" and bool(slot.calls)
+    found = units(ctx, state, counter, protect)
     total = ctx.token_count
     dropped: set[int] = set()
-    candidates = units[:-1] if protect_last else units
+    candidates = found[:-1] if protect_last else found
     for members, tokens, free in candidates:
         if total <= limit:
             break
@@ -105,6 +85,35 @@ def plan_window(
     for position in drop:
         names.setdefault(ids[position], None)
     return WindowPlan(keep=keep, drop=drop, dropped=tuple(names), token_count=total, limit=limit)
+
+
+def units(
+    ctx: CompiledContext, state: CompileState, counter: TokenCounter, protect: Collection[ObjectId] = ()
+) -> list[tuple[list[int], int, bool]]:
+    """The units of ``ctx`` (compiled from ``state``; see the module doc), in context order: each unit's
+    positions, its tokens, and whether it may go (no system, pinned or ``protect``-ed message in it)."""
+    slots, index = state.slots, state.index
+    seen: set[ObjectId] = set()
+    found: list[tuple[list[int], int, bool]] = []
+    in_turn = False
+    for position, commit in enumerate(ctx.commit_ids):
+        placeholder = commit in seen  # commit ids repeat only for the placeholder results of a call
+        seen.add(commit)
+        slot = slots[index[commit]]
+        tokens = placeholder_tokens(counter) if placeholder else slot.tokens
+        role = "tool" if placeholder else slot.role
+        if role == "system":
+            found.append(([position], tokens, False))
+            in_turn = False
+            continue
+        may_go = slot.priority != _PINNED and commit not in protect
+        if role == "tool" and in_turn:
+            members, total, free = found[-1]
+            found[-1] = ([*members, position], total + tokens, free and may_go)
+            continue
+        found.append(([position], tokens, may_go))
+        in_turn = role == "assistant" and bool(slot.calls)
+    return found
 
 
 @attrs.frozen(kw_only=True)

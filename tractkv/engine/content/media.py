@@ -18,7 +18,7 @@ match its declared type, so a mismatch is refused when the message is written, n
 pixels on a side, or a document over :data:`MAX_DOCUMENT_BYTES` (32 MB), is refused when the message is
 written. So is a document over :data:`MAX_MEDIA_BYTES` (just under 16 MiB): the file is one stored object, and
 no object may be over :data:`~tractkv.model.MAX_OBJECT_BYTES`, the one size limit every store, hub and bundle
-shares (docs/ARCHITECTURE.md, "Size limits"), which makes the 32 MB figure unreachable today.
+shares (docs/format.md, "Size limits"), which makes the 32 MB figure unreachable today.
 The figures are Anthropic's, the tighter of the two providers (Vision guide,
 https://docs.anthropic.com/en/docs/build-with-claude/vision: at most 5 MB per image through the API, and
 images larger than 8000 x 8000 px are rejected; the API measures the 5 MB on the base64 data it receives.

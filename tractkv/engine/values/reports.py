@@ -32,7 +32,11 @@ class BranchInfo:
 
 @attrs.frozen(kw_only=True)
 class StatusInfo:
-    """Where HEAD is and what the context holds.
+    """A branch's summary: where its head is and what the context there holds (``status`` is HEAD's, and
+    :func:`tractkv.engine.branches.summaries` gives one per branch: the CLI's ``branch -v``, ``Tract.branches``
+    and the viewer's branch list). ``branch`` is the branch's name (``origin/main`` for a remote-tracking one,
+    None for a detached HEAD), ``ref`` its full ref, ``is_current`` whether it is HEAD's,
+    ``last_activity`` when its head was committed.
 
     ``token_count`` is calibrated by the provider when it can be (:mod:`tractkv.engine.calibration`):
     ``count_source`` says ``"reported"`` (the newest recorded reply's reported input tokens, ``reported_by``,
@@ -60,6 +64,10 @@ class StatusInfo:
     budget_action: str | None = None
     budget_threshold: float | None = None
     budget_overrun: BudgetOverrun | None = None
+    ref: str | None = None
+    is_remote: bool = False
+    is_current: bool = False
+    last_activity: datetime | None = None
 
     @property
     def budget_used(self) -> float | None:

@@ -1,0 +1,306 @@
+"""Anthropic Messages: compiled messages and tool definitions as a request, and a reply read back
+(its content blocks as payload parts and tool calls, its usage normalized)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from tractkv.engine.content.media import TEXT, b64
+from tractkv.engine.content.payload import Message, Part, ToolCall
+from tractkv.engine.content.render.common import _count, _string_field, check_arguments, json_values
+from tractkv.engine.content.toolsets import ANTHROPIC, ANTHROPIC_SERVER, EMPTY_PARAMETERS, read_stored
+from tractkv.errors import MalformedResponse
+
+
+def messages_to_anthropic(messages: Sequence[Message]) -> dict[str, Any]:
+    """``{"system": str, "messages": [...]}`` for Anthropic.
+
+    System messages before the first other message are joined into ``system``; a later system message is
+    rendered in place, as a user text block ``System: <text>`` (Anthropic has no system role in
+    ``messages``; moving it to the top would change its meaning). A message's ``name`` (which Anthropic has
+    no field for) prefixes its first text block as ``<name>: `` (a text block ``<name>:`` is added before a
+    message with no text); a tool result's name is its tool's and is not repeated. Tool calls become
+    ``tool_use`` blocks and tool results ``tool_result`` blocks in a user turn; consecutive turns of one role
+    are merged into one turn of content blocks, as the API expects tool results for one assistant turn to
+    arrive together. Within a user turn the ``tool_result`` blocks come first (the API requires them right
+    after the ``tool_use`` turn), followed by the turn's other blocks in their original order; within an
+    assistant turn ``thinking`` / ``redacted_thinking`` blocks come first, exactly as recorded (signature,
+    data), then text, then ``tool_use``. Parts: images and documents are native ``image`` / ``document``
+    blocks (a ``base64`` source of the exact bytes, a ``text`` source for ``text/plain``, or a ``url``
+    source; ``title`` kept, ``detail`` has no Anthropic field), also inside a ``tool_result``'s content when
+    the result has parts; a refusal part is sent as text. Text that is empty or only whitespace is not sent
+    (the API rejects such blocks), so a message with no other block is left out of this rendering only, and
+    an empty tool result is sent without ``content``.
+
+    The API's other request rules, kept here: the first turn is a user turn (a user turn with
+    :data:`ANTHROPIC_START` is put first when the context starts with an assistant turn or has no turn at
+    all); a final assistant turn does not end in whitespace (its last text block is stripped at the end);
+    tool call ids match ``^[a-zA-Z0-9_-]+$`` and are unique in the request (others are rewritten, see
+    :class:`_AnthropicIds`, with their results).
+    """
+    system: list[str] = []
+    turns: list[tuple[str, list[dict[str, Any]]]] = []
+    leading = True
+    ids = _AnthropicIds()
+    for message in messages:
+        if message.role == "system" and leading:
+            system.append(message.content)
+            continue
+        leading = False
+        role = "assistant" if message.role == "assistant" else "user"
+        blocks: list[dict[str, Any]] = []
+        if message.role == "tool":
+            block: dict[str, Any] = {
+                "type": "tool_result",
+                "tool_use_id": ids.result(str(message.tool_call_id)),
+            }
+            content: Any = _anthropic_parts(message.parts) if message.parts else message.content
+            if content and (not isinstance(content, str) or content.strip()):
+                block["content"] = content  # optional: an empty result is sent without one
+            if message.is_error:
+                block["is_error"] = True
+            blocks.append(block)
+        else:
+            if message.role == "system":
+                blocks.append({"type": "text", "text": f"System: {message.content}"})
+            elif message.parts:
+                blocks.extend(_anthropic_parts(message.parts))
+            elif message.content.strip():
+                blocks.append({"type": "text", "text": message.content})
+            if message.name is not None and message.role != "system":
+                _prefix_name(blocks, message.name)
+            if message.tool_calls:
+                ids.open_turn()
+            blocks.extend(
+                {"type": "tool_use", "id": ids.call(c.id), "name": c.name, "input": c.arguments}
+                for c in message.tool_calls
+            )
+        if not blocks:
+            continue
+        if turns and turns[-1][0] == role:
+            turns[-1][1].extend(blocks)
+        else:
+            turns.append((role, blocks))
+    for role, blocks in turns:
+        if role == "user":
+            blocks.sort(key=lambda b: b["type"] != "tool_result")  # stable: results first, the rest after
+        else:
+            blocks.sort(key=lambda b: b["type"] not in _THINKING)  # stable: thinking first, as recorded
+    if turns and turns[-1][0] == "assistant":
+        _strip_final_text(turns)
+    if not turns or turns[0][0] != "user":
+        turns.insert(0, ("user", [{"type": "text", "text": ANTHROPIC_START}]))
+    rendered: list[dict[str, Any]] = []
+    for role, blocks in turns:
+        simple = len(blocks) == 1 and blocks[0]["type"] == "text"
+        rendered.append({"role": role, "content": blocks[0]["text"] if simple else blocks})
+    return {"messages": rendered, "system": "\n\n".join(system)}
+
+
+ANTHROPIC_START = "(conversation start)"
+
+
+"""The text of the user turn put first when a context has no user turn before its first assistant turn (or
+no turn at all): Anthropic requires ``messages`` to be non-empty and to start with a user turn."""
+
+
+_ANTHROPIC_ID = re.compile(r"[a-zA-Z0-9_-]+")
+
+
+class _AnthropicIds:
+    """Tool call ids as Anthropic accepts them: ``^[a-zA-Z0-9_-]+$`` and unique in a request.
+
+    An id that already fits and was not used by an earlier call is sent as it is. Otherwise (another
+    provider's id such as ``functions.get_weather:0``, or an id reused by a later assistant message, which
+    some OpenAI-compatible servers do) other characters become ``_`` and a ``_<n>`` suffix makes it unique;
+    the results of that message's calls are renamed the same way (the pairing pass puts them right after).
+    """
+
+    def __init__(self) -> None:
+        self.used: set[str] = set()
+        self.turn: dict[str, str] = {}  # the latest calling message's ids -> the ids sent
+
+    def open_turn(self) -> None:
+        self.turn = {}
+
+    def call(self, call_id: str) -> str:
+        sent = (
+            call_id if _ANTHROPIC_ID.fullmatch(call_id) else re.sub(r"[^a-zA-Z0-9_-]", "_", call_id) or "call"
+        )
+        base, n = sent, 1
+        while sent in self.used:
+            n += 1
+            sent = f"{base}_{n}"
+        self.used.add(sent)
+        self.turn[call_id] = sent
+        return sent
+
+    def result(self, call_id: str) -> str:
+        return self.turn.get(call_id, call_id)
+
+
+def _strip_final_text(turns: list[tuple[str, list[dict[str, Any]]]]) -> None:
+    """Anthropic refuses a final assistant turn ending in whitespace (a prefill): strip the end of its last
+    text block, leaving the turn out if nothing is left."""
+    blocks = turns[-1][1]
+    if blocks[-1]["type"] != "text":
+        return
+    text = blocks[-1]["text"].rstrip()
+    if text:
+        blocks[-1] = {"type": "text", "text": text}
+    else:
+        del blocks[-1]
+        if not blocks:
+            del turns[-1]
+
+
+_THINKING = ("thinking", "redacted_thinking")
+
+
+def _prefix_name(blocks: list[dict[str, Any]], name: str) -> None:
+    for block in blocks:
+        if block["type"] == "text":
+            block["text"] = f"{name}: {block['text']}"
+            return
+    blocks.insert(0, {"type": "text", "text": f"{name}:"})
+
+
+def _anthropic_parts(parts: Sequence[Part]) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    for part in parts:
+        if part.type == "text" and part.text and part.text.strip():
+            out.append({"type": "text", "text": part.text})
+        elif part.type in ("image", "document"):
+            if part.data is None:
+                source: dict[str, Any] = {"type": "url", "url": part.url}
+            elif part.media_type == TEXT:
+                source = {"type": "text", "media_type": TEXT, "data": part.data.decode("utf-8", "replace")}
+            else:
+                source = {"type": "base64", "media_type": part.media_type, "data": b64(part.data)}
+            block: dict[str, Any] = {"type": part.type, "source": source}
+            if part.type == "document" and part.title is not None:
+                block["title"] = part.title
+            out.append(block)
+        elif part.type == "thinking":
+            out.append({"type": "thinking", "thinking": part.thinking, "signature": part.signature})
+        elif part.type == "redacted_thinking":
+            out.append({"type": "redacted_thinking", "data": part.redacted})
+        elif part.type == "refusal" and part.refusal and part.refusal.strip():
+            out.append({"type": "text", "text": part.refusal})
+    return out
+
+
+def tool_to_anthropic(schema: Mapping[str, Any]) -> dict[str, Any]:
+    """A tool definition (any shape :func:`~tractkv.engine.content.toolsets.read_tool` accepts) as an Anthropic tool.
+
+    An Anthropic tool (custom or server) is sent as given (a custom tool without ``input_schema`` gets an
+    empty object schema). Other shapes become ``{"name", "description", "input_schema", "strict"}``:
+    ``description`` when given, ``strict`` when a boolean (the Messages API's tool ``strict``); MCP's
+    ``title``, ``outputSchema`` and ``annotations`` are not sent (Anthropic refuses unknown fields), nor is a
+    field whose value is None.
+
+    A stored definition today's input rules refuse (a store written before them) renders as
+    :func:`~tractkv.engine.content.toolsets.read_stored` reads it (its name as stored, even one Anthropic refuses).
+
+    Raises:
+        InvalidInput: ``schema`` is not a dict.
+    """
+    spec = read_stored(schema)
+    if spec.shape == ANTHROPIC_SERVER:
+        return dict(spec.fields)
+    if spec.shape == ANTHROPIC:
+        out = dict(spec.fields)
+        out.setdefault("input_schema", dict(EMPTY_PARAMETERS))
+        return out
+    out = {"name": spec.name}
+    if spec.description is not None:
+        out["description"] = spec.description
+    out["input_schema"] = dict(spec.parameters) if spec.parameters is not None else dict(EMPTY_PARAMETERS)
+    if spec.strict is not None:
+        out["strict"] = spec.strict
+    return out
+
+
+def anthropic_params(messages: Sequence[Message], tools: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """Keyword arguments for ``client.messages.create``: system (when set), messages, tools (when any)."""
+    rendered = messages_to_anthropic(messages)
+    params: dict[str, Any] = {"messages": rendered["messages"]}
+    if rendered["system"]:
+        params["system"] = rendered["system"]
+    if tools:
+        params["tools"] = [tool_to_anthropic(t) for t in tools]
+    return params
+
+
+def anthropic_reply(
+    blocks: object,
+) -> tuple[tuple[dict[str, Any], ...], tuple[ToolCall, ...], tuple[dict[str, Any], ...]]:
+    """The parts, tool calls and omitted blocks of an Anthropic message's ``content``.
+
+    Parts keep the blocks' order: ``text`` (empty text left out; a text block with ``citations`` is also
+    returned whole among the omitted blocks, as ``{"type": "citations", "content_index", "text",
+    "citations"}``, since a part holds text only), ``thinking`` as
+    ``{"type": "thinking", "thinking", "signature"}`` and ``redacted_thinking`` as ``{"type":
+    "redacted_thinking", "data"}``, exactly as sent (the API checks them when they come back). ``tool_use``
+    blocks are the tool calls. Any other block (server tool use and results, ...) has no place in a message:
+    it is returned as the third item (JSON values only) for the caller to keep elsewhere.
+
+    Raises:
+        MalformedResponse: ``blocks`` is not a list, or a block of a known type has the wrong shape.
+    """
+    if not isinstance(blocks, list):
+        raise MalformedResponse("a message needs a 'content' list of blocks")
+    parts: list[dict[str, Any]] = []
+    calls: list[ToolCall] = []
+    omitted: list[dict[str, Any]] = []
+    for index, block in enumerate(blocks):
+        if not isinstance(block, Mapping):
+            raise MalformedResponse(f"content[{index}] is not an object")
+        kind, where = block.get("type"), f"content[{index}]"
+        if kind == "text":
+            text = _string_field(block, "text", where)
+            if text:
+                parts.append({"type": "text", "text": text})
+            if block.get("citations"):  # kept beside the message, which has no place for them
+                omitted.append(json_values({**block, "type": "citations", "content_index": index}))
+        elif kind == "thinking":
+            parts.append(
+                {
+                    "type": "thinking",
+                    "thinking": _string_field(block, "thinking", where),
+                    "signature": _string_field(block, "signature", where),
+                }
+            )
+        elif kind == "redacted_thinking":
+            parts.append({"type": "redacted_thinking", "data": _string_field(block, "data", where)})
+        elif kind == "tool_use":
+            call_id, name, arguments = block.get("id"), block.get("name"), block.get("input", {})
+            if not isinstance(call_id, str) or not call_id or not isinstance(name, str) or not name:
+                raise MalformedResponse(f"{where} tool_use block needs string 'id' and 'name'")
+            if not isinstance(arguments, Mapping):
+                raise MalformedResponse(f"{where} tool_use 'input' must be an object")
+            check_arguments(arguments, f"{where} tool_use 'input'")
+            calls.append(ToolCall(id=call_id, name=name, arguments=dict(arguments)))
+        else:
+            omitted.append(json_values(block))
+    return tuple(parts), tuple(calls), tuple(omitted)
+
+
+def anthropic_usage(usage: object) -> dict[str, Any] | None:
+    """A message's ``usage``, normalized (None when there is none): the provider's own fields (JSON values;
+    None values left out), ``input_tokens`` and ``output_tokens`` checked. Anthropic's ``input_tokens`` counts
+    the uncached input only; ``cache_read_input_tokens`` / ``cache_creation_input_tokens`` are kept as sent.
+
+    Raises:
+        MalformedResponse: usage that is not an object, or without non-negative integer token counts.
+    """
+    if usage is None:
+        return None
+    if not isinstance(usage, Mapping):
+        raise MalformedResponse(f"usage must be an object, not {type(usage).__name__}")
+    out = json_values(usage)
+    out["input_tokens"] = _count(usage, ("input_tokens",))
+    out["output_tokens"] = _count(usage, ("output_tokens",))
+    return out

@@ -1,0 +1,283 @@
+"""OpenAI Chat Completions: compiled messages and tool definitions as a request, and a reply read back
+(its message as payload parts and tool calls, its usage normalized)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from tractkv.engine.content.media import PDF, data_url
+from tractkv.engine.content.payload import Message, Part, ToolCall
+from tractkv.engine.content.render.common import (
+    _count,
+    _is_count,
+    _no_constant,
+    _string_field,
+    check_arguments,
+    json_values,
+)
+from tractkv.engine.content.toolsets import ANTHROPIC_SERVER, EMPTY_PARAMETERS, read_stored
+from tractkv.errors import MalformedResponse
+
+
+def messages_to_openai(messages: Sequence[Message]) -> list[dict[str, Any]]:
+    """OpenAI chat messages: ``tool_calls`` on assistant messages, ``role: "tool"`` results.
+
+    Parts: a user (or system) message with parts has a list ``content``: ``text`` parts, ``image_url``
+    parts (a base64 data: URL of the exact bytes, or the https URL; ``detail`` kept) and ``file`` parts for
+    PDFs (``{"filename": <title or "document.pdf">, "file_data": <data: URL>}``); a ``text/plain`` document
+    becomes a text part (its title, if any, on the first line) and a document by URL a text part naming the
+    URL (chat completions take neither). An assistant message sends its text as ``content``, a refusal part
+    as the ``refusal`` field (its content a list of text parts when it has several), and leaves thinking
+    out (OpenAI has no field for it). A ``tool`` message takes
+    text only, so a result's images and documents follow, after the last result of that run of results,
+    in ONE user message that starts with a text naming the call ids they belong to; the pairing of calls
+    and results is unchanged (every result still directly follows its call's run).
+    """
+    out: list[dict[str, Any]] = []
+    attachments: list[tuple[str, list[dict[str, Any]]]] = []  # (call id, media parts) of the current run
+    for message in messages:
+        if attachments and message.role != "tool":
+            out.append(_openai_attachments(attachments))
+            attachments = []
+        texts = [p for p in message.parts if p.type == "text"]
+        if message.parts and message.role in ("user", "system"):
+            content: Any = _openai_parts(message.parts)
+        elif message.role == "assistant" and len(texts) > 1:
+            content = _openai_parts(texts)  # several text blocks stay several (no words run together)
+        else:
+            content = message.content
+        entry: dict[str, Any] = {"role": message.role, "content": content}
+        if message.role == "tool":
+            entry["tool_call_id"] = message.tool_call_id
+            media = [p for p in message.parts if p.type != "text"]
+            if media:
+                attachments.append((str(message.tool_call_id), _openai_parts(media)))
+                if not message.content:
+                    entry["content"] = "(its images or documents follow in the next user message)"
+        elif message.name is not None and message.role in ("user", "assistant", "system"):
+            entry["name"] = message.name
+        if message.role == "assistant":
+            refusal = "".join(p.refusal or "" for p in message.parts if p.type == "refusal")
+            if refusal:
+                entry["refusal"] = refusal
+                entry["content"] = content or None
+        if message.tool_calls:
+            entry["content"] = content or None
+            entry["tool_calls"] = [
+                {
+                    "id": call.id,
+                    "type": "function",
+                    "function": {
+                        "name": call.name,
+                        "arguments": json.dumps(call.arguments, ensure_ascii=False, separators=(",", ":")),
+                    },
+                }
+                for call in message.tool_calls
+            ]
+        out.append(entry)
+    if attachments:
+        out.append(_openai_attachments(attachments))
+    return out
+
+
+def _openai_parts(parts: Sequence[Part]) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    for part in parts:
+        if part.type == "text":
+            out.append({"type": "text", "text": part.text})
+        elif part.type == "image":
+            url = part.url if part.data is None else data_url(str(part.media_type), part.data)
+            image: dict[str, Any] = {"url": url}
+            if part.detail is not None:
+                image["detail"] = part.detail
+            out.append({"type": "image_url", "image_url": image})
+        elif part.type == "document":
+            title = f"{part.title}\n" if part.title else ""
+            if part.data is None:
+                out.append({"type": "text", "text": f"{title}Document: {part.url}"})
+            elif part.media_type == PDF:
+                file = {"filename": part.title or "document.pdf", "file_data": data_url(PDF, part.data)}
+                out.append({"type": "file", "file": file})
+            else:
+                out.append({"type": "text", "text": title + part.data.decode("utf-8", "replace")})
+    return out
+
+
+def _openai_attachments(attachments: list[tuple[str, list[dict[str, Any]]]]) -> dict[str, Any]:
+    """The user message carrying a run of tool results' images and documents."""
+    ids = ", ".join(call_id for call_id, _ in attachments)
+    content: list[dict[str, Any]] = [{"type": "text", "text": f"Attachments of tool results ({ids}):"}]
+    for call_id, parts in attachments:
+        if len(attachments) > 1:
+            content.append({"type": "text", "text": f"[{call_id}]"})
+        content.extend(parts)
+    return {"role": "user", "content": content}
+
+
+def tool_to_openai(schema: Mapping[str, Any]) -> dict[str, Any] | None:
+    """A tool definition (any shape :func:`~tractkv.engine.content.toolsets.read_tool` accepts) as an OpenAI chat
+    tool ``{"type": "function", "function": {"name", "description", "parameters", "strict"}}``, or None for
+    an Anthropic server tool, which OpenAI has no equivalent for.
+
+    ``description`` and ``strict`` are sent when given (``strict`` only as a boolean); ``parameters`` is always
+    sent (an empty object schema when the definition has none). Anthropic-only fields (``cache_control``...)
+    and MCP's ``title``, ``outputSchema``, ``annotations`` are not sent, nor is a field whose value is None.
+
+    A stored definition today's input rules refuse (a store written before them) renders as
+    :func:`~tractkv.engine.content.toolsets.read_stored` reads it (its name as stored, even one OpenAI refuses).
+
+    Raises:
+        InvalidInput: ``schema`` is not a dict.
+    """
+    spec = read_stored(schema)
+    if spec.shape == ANTHROPIC_SERVER:
+        return None
+    function: dict[str, Any] = {"name": spec.name}
+    if spec.description is not None:
+        function["description"] = spec.description
+    function["parameters"] = dict(spec.parameters) if spec.parameters is not None else dict(EMPTY_PARAMETERS)
+    if spec.strict is not None:
+        function["strict"] = spec.strict
+    return {"type": "function", "function": function}
+
+
+def openai_params(messages: Sequence[Message], tools: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """Keyword arguments for ``client.chat.completions.create``: messages, and tools when there are any.
+
+    Anthropic server tools are left out (OpenAI has no equivalent); ``tools`` is omitted when none is left.
+    """
+    params: dict[str, Any] = {"messages": messages_to_openai(messages)}
+    rendered = [r for r in (tool_to_openai(t) for t in tools) if r is not None]
+    if rendered:
+        params["tools"] = rendered
+    return params
+
+
+def openai_tool_call(raw: object, index: int) -> ToolCall:
+    """One OpenAI tool call (``{"id", "type": "function", "function": {"name", "arguments"}}``, arguments a
+    JSON string or an object) as a :class:`ToolCall`; the flat ``{"id", "name", "arguments"}`` form and
+    :class:`ToolCall` values pass too. Empty arguments (``""`` or missing) mean ``{}``.
+
+    Raises:
+        MalformedResponse: not an object, no name or id, or arguments that are not a JSON object.
+    """
+    if isinstance(raw, ToolCall):
+        return raw
+    if not isinstance(raw, Mapping):
+        raise MalformedResponse(f"tool_calls[{index}] is not an object")
+    function = raw["function"] if isinstance(raw.get("function"), Mapping) else raw
+    name, arguments = function.get("name"), function.get("arguments")
+    if not isinstance(name, str) or not name:
+        raise MalformedResponse(f"tool_calls[{index}] has no function name")
+    if arguments is None or (isinstance(arguments, str) and not arguments.strip()):
+        arguments = {}
+    elif isinstance(arguments, str):  # OpenAI sends arguments as a JSON string
+        try:
+            arguments = json.loads(arguments, parse_constant=_no_constant)
+        except json.JSONDecodeError as exc:
+            raise MalformedResponse(f"tool_calls[{index}] ({name}) arguments are not JSON: {exc}") from None
+        except ValueError as exc:  # NaN / Infinity: not JSON, and no store could hold them
+            raise MalformedResponse(f"tool_calls[{index}] ({name}) arguments hold {exc}") from None
+        except RecursionError:  # hostile nesting ("[[[[..."): refused like any other bad JSON
+            raise MalformedResponse(f"tool_calls[{index}] ({name}) arguments are nested too deeply") from None
+    if not isinstance(arguments, Mapping):
+        raise MalformedResponse(f"tool_calls[{index}] ({name}) arguments must be a JSON object")
+    check_arguments(arguments, f"tool_calls[{index}] ({name}) arguments")
+    call_id = raw.get("id")
+    if not isinstance(call_id, str) or not call_id:
+        raise MalformedResponse(f"tool_calls[{index}] ({name}) has no id")
+    return ToolCall(id=call_id, name=name, arguments=dict(arguments))
+
+
+def openai_reply(message: Mapping[str, Any]) -> tuple[tuple[dict[str, Any], ...], tuple[ToolCall, ...]]:
+    """The parts and tool calls of an assistant message in OpenAI's shape.
+
+    Parts, in order: the ``content`` (a string, or a list of ``text`` / ``output_text`` / ``refusal`` parts,
+    as some OpenAI-compatible servers send) as ``{"type": "text", "text"}`` parts (empty text left out), then
+    the message's ``refusal`` as ``{"type": "refusal", "refusal"}``. The fields a message has no place for
+    (``annotations``, ``audio``, the deprecated ``function_call``, some servers' ``reasoning_content``) are
+    :func:`openai_extras`.
+
+    Raises:
+        MalformedResponse: content that is neither text, None nor a list of parts; a refusal that is not a
+            string; ``tool_calls`` not a list, or a malformed call.
+    """
+    parts: list[dict[str, Any]] = []
+    content = message.get("content")
+    if isinstance(content, str):
+        if content:
+            parts.append({"type": "text", "text": content})
+    elif isinstance(content, list):
+        for index, part in enumerate(content):
+            if not isinstance(part, Mapping):
+                raise MalformedResponse(f"content[{index}] is not an object")
+            if part.get("type") in ("text", "output_text"):
+                text = _string_field(part, "text", f"content[{index}]")
+                if text:
+                    parts.append({"type": "text", "text": text})
+            elif part.get("type") == "refusal":
+                parts.append(
+                    {"type": "refusal", "refusal": _string_field(part, "refusal", f"content[{index}]")}
+                )
+    elif content is not None:
+        raise MalformedResponse(f"message content must be text, not {type(content).__name__}")
+    refusal = message.get("refusal")
+    if refusal is not None:
+        if not isinstance(refusal, str):
+            raise MalformedResponse(f"message refusal must be a string, not {type(refusal).__name__}")
+        if refusal:
+            parts.append({"type": "refusal", "refusal": refusal})
+    calls = message.get("tool_calls") or []
+    if not isinstance(calls, list):
+        raise MalformedResponse("tool_calls must be a list")
+    return tuple(parts), tuple(openai_tool_call(call, index) for index, call in enumerate(calls))
+
+
+OPENAI_EXTRA_FIELDS = ("annotations", "audio", "function_call", "reasoning_content")
+
+
+"""Assistant-message fields of a chat completion that a stored message has no place for."""
+
+
+def openai_extras(message: Mapping[str, Any]) -> tuple[dict[str, Any], ...]:
+    """What an OpenAI assistant message says beyond its parts and tool calls, kept rather than lost:
+    ``{"type": "openai_field", "field": <name>, "value": <its JSON value>}`` for each of
+    :data:`OPENAI_EXTRA_FIELDS` present (not None, not empty)."""
+    extras = []
+    for field in OPENAI_EXTRA_FIELDS:
+        value = message.get(field)
+        if value not in (None, "", [], {}):
+            kept = json_values({"value": value})
+            if "value" in kept:
+                extras.append({"type": "openai_field", "field": field, "value": kept["value"]})
+    return tuple(extras)
+
+
+def openai_usage(usage: object) -> dict[str, Any] | None:
+    """A chat completion's ``usage``, normalized (None when there is none).
+
+    The provider's own fields are kept (JSON values; None values left out), and added: ``input_tokens``
+    (``prompt_tokens``, cached tokens included), ``output_tokens`` (``completion_tokens``, reasoning
+    included) and, when reported, ``cache_read_input_tokens`` (``prompt_tokens_details.cached_tokens``) and
+    ``reasoning_tokens`` (``completion_tokens_details.reasoning_tokens``).
+
+    Raises:
+        MalformedResponse: usage that is not an object, or without non-negative integer token counts.
+    """
+    if usage is None:
+        return None
+    if not isinstance(usage, Mapping):
+        raise MalformedResponse(f"usage must be an object, not {type(usage).__name__}")
+    out = json_values(usage)
+    out["input_tokens"] = _count(usage, ("prompt_tokens", "input_tokens"))
+    out["output_tokens"] = _count(usage, ("completion_tokens", "output_tokens"))
+    for details, field, name in (
+        ("prompt_tokens_details", "cached_tokens", "cache_read_input_tokens"),
+        ("completion_tokens_details", "reasoning_tokens", "reasoning_tokens"),
+    ):
+        value = out.get(details, {}).get(field) if isinstance(out.get(details), dict) else None
+        if _is_count(value) and name not in out:
+            out[name] = value
+    return out
