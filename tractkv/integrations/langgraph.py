@@ -89,6 +89,7 @@ try:
 except ImportError as exc:  # the extra is missing (tests/integrations/test_extras.py)
     raise missing_extra("tractkv.integrations.langgraph", "langgraph", exc) from exc
 
+from tractkv.engine.budget import BudgetPolicy
 from tractkv.engine.content import content_objects
 from tractkv.engine.history import HEADS
 from tractkv.engine.session import Session
@@ -562,7 +563,12 @@ class TractkvSaver(BaseCheckpointSaver[str]):
         """A writing session on ``ref`` (the Tract's own HEAD is never moved)."""
         session = self._sessions.get(ref)
         if session is None:
-            session = Session(self.tract.store, counter=self.tract.token_counter, branch=ref[len(HEADS) :])
+            session = Session(
+                self.tract.store,
+                counter=self.tract.token_counter,
+                branch=ref[len(HEADS) :],
+                policies=(BudgetPolicy(),),  # the branch budget checks its commits, as a Tract's
+            )
             self._sessions[ref] = session
             while len(self._sessions) > MAX_SESSIONS:
                 _old, evicted = self._sessions.popitem(last=False)
