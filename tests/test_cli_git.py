@@ -223,11 +223,15 @@ def test_a_stored_token_budget_is_reported_by_status(store: str, tmp_path: Path)
     ok(store, "switch", "-c", "other")  # per branch
     assert json.loads(ok(store, "status", "--json"))["token_budget"] is None
     ok(store, "switch", "main")
-    with Tract.open(store, token_budget=50) as t:  # an open() argument overrides the stored one
+    ok(store, "budget", "200", "--action", "reject")
+    # one budget: the deprecated open() argument stores it, as set_budget does (keeping action and threshold)
+    with pytest.warns(DeprecationWarning, match="calls set_budget"):
+        opened = Tract.open(store, token_budget=50)
+    with opened as t:
         assert t.status().token_budget == 50
-        assert t.budget() == 200
+        assert t.budget() == 50
     with Tract.open(store) as t:
-        assert t.status().token_budget == 200
+        assert (t.status().token_budget, t.status().budget_action) == (50, "reject")
         assert t.set_budget(300) == 300
     clone = tmp_path / "clone.tkv"  # a local setting: never synced
     ok(str(tmp_path), "clone", store, str(clone))

@@ -166,16 +166,7 @@ ENGINE_PACKAGES = sorted(p.parent.name for p in (PACKAGE / "engine").glob("*/__i
 
 # Import cycles still being taken apart (each a sorted list of the modules of one cycle). The list may only
 # shrink: test_no_import_cycle_among_modules fails on a new cycle and on a listed one that is gone.
-KNOWN_CYCLES: list[list[str]] = [
-    # session -> budget (the write path runs the budget) closes it; budget -> merging (one compress planner)
-    # joins it until the budget becomes a policy passed to the session
-    [
-        "tractkv.engine.budget",
-        "tractkv.engine.calibration",
-        "tractkv.engine.merging",
-        "tractkv.engine.session",
-    ],
-]
+KNOWN_CYCLES: list[list[str]] = []
 
 
 @attrs.frozen(kw_only=True)
@@ -535,7 +526,7 @@ def test_every_engine_unit_has_a_sub_layer() -> None:
 
 
 def test_engine_imports_go_down_its_sub_layers_and_through_faces() -> None:
-    found = [v for v in engine_violations(all_imports()) if "engine.budget above engine.session" not in v]
+    found = engine_violations(all_imports())
     assert found == [], "\n".join(found)
 
 
@@ -621,12 +612,9 @@ def test_the_import_scanner_sees_every_kind_of_import() -> None:
 # --- sessions: the facade's is its own; code outside the engine opens one only through the engine's face -----
 
 SESSION_ATTRIBUTES = frozenset({"session", "_session"})
-# Reaches for a Tract's session still made above the facade, as (module path, enclosing function): the
-# toolkit's write guard, which the executor sets on the session around a tool handler. It becomes a write
-# policy passed to the session (issue 30, item 3; the write kernel's): that change empties this set.
-KNOWN_SESSION_REACHES: frozenset[tuple[str, str]] = frozenset(
-    {("tractkv/toolkit/executor.py", "ToolExecutor._call")}
-)
+# Reaches for a Tract's session still made above the facade, as (module path, enclosing function): none (the
+# executor's write guard became a write policy it registers with Tract.add_policy). The set may only shrink.
+KNOWN_SESSION_REACHES: frozenset[tuple[str, str]] = frozenset()
 
 
 @attrs.frozen

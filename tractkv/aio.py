@@ -165,6 +165,7 @@ class AsyncTract:
 
     # --- the store, on the worker thread (same arguments and results as the Tract's) -----------------------
 
+    add_policy = _on_worker(Tract.add_policy)
     annotate = _on_worker(Tract.annotate)
     assistant = _on_worker(Tract.assistant)  # type: ignore[arg-type]  # **kwargs: mypy sees a named self
     branch = _on_worker(Tract.branch)

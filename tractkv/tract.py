@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any, Literal, cast, overload
 from tractkv.engine import open_session
 from tractkv.engine.content import TokenCounter
 from tractkv.engine.history import branch_ref
-from tractkv.engine.session import Session
+from tractkv.engine.session import Session, WritePolicy, append_text
 from tractkv.engine.values import CommitInfo, CompiledContext
 from tractkv.errors import InvalidInput, NoLLMConfigured, ReadOnlySession, UnknownRevision, Unsupported
 from tractkv.ids import ObjectId, is_object_id
@@ -32,6 +32,8 @@ from tractkv.model import UsageRecord
 from tractkv.store import Store, open_store
 
 if TYPE_CHECKING:  # engine modules a few methods need are imported on first use: `import tractkv` stays light
+    from tractkv.engine.budget import BudgetPolicy
+    from tractkv.engine.compile import CompileState
     from tractkv.engine.tools import PendingToolResult, ToolResults, ToolTurn
     from tractkv.engine.usage import ToolStats, ToolUsage, UsageNode
     from tractkv.engine.values import (
@@ -47,6 +49,7 @@ if TYPE_CHECKING:  # engine modules a few methods need are imported on first use
     )
     from tractkv.llm.generate import GenerationStream, PreparedReply
     from tractkv.llm.protocol import LLMClient
+    from tractkv.store import WriteBatch
     from tractkv.sync.remote import PushOutcome
     from tractkv.sync.transfer import FetchResult
 
@@ -79,7 +82,6 @@ class Tract:
         _check_llm(llm)  # before the session records HEAD
         self._store = store
         self._owns_store = owns_store
-        self.token_budget = token_budget
         self._session: Session = open_session(
             store,
             counter=token_counter,
@@ -87,12 +89,13 @@ class Tract:
             branch=branch,
             rebase_appends=rebase_appends,
             readonly=readonly,
+            policies=(_Budget(self),),
         )
         self._llm: LLMClient | None = llm
         self._summarizer: LLMClient | None = None
         self._tool_results: ToolResults | None = None
-        self._session.budget_summarizer = self._budget_summary
-        self._session.budget_listener = self._budget_event
+        if token_budget is not None:
+            _set_budget_instead(self, token_budget)
 
     @property
     def _results(self) -> ToolResults:
@@ -129,7 +132,8 @@ class Tract:
                 new store starts with this branch as its HEAD.
             durable: fsync every commit (default); False is faster and survives process crashes, not OS ones.
             token_counter: counts tokens (default: an offline heuristic).
-            token_budget: a context budget in tokens, reported by :meth:`status`.
+            token_budget: deprecated: calls :meth:`set_budget` (the branch's stored budget, keeping a stored
+                action and threshold) with a :class:`DeprecationWarning`; call :meth:`set_budget` instead.
             rebase_appends: re-make a pure append on a branch another handle moved, instead of raising.
             create: create the store when absent (never with ``readonly``: a missing store then raises
                 :class:`~tractkv.errors.StoreNotFound` and nothing is created).
@@ -211,6 +215,17 @@ class Tract:
     def is_detached(self) -> bool:
         return self._session.branch_ref is None
 
+    @property
+    def policies(self) -> tuple[WritePolicy[Any], ...]:
+        """The write policies this handle's writes consult, in order (the branch budget first)."""
+        return self._session.policies
+
+    def add_policy(self, policy: WritePolicy[Any]) -> None:
+        """Register a write policy (:class:`~tractkv.engine.session.WritePolicy`: ``before_write`` may refuse a
+        write, ``check`` sees what it stages, ``landed`` what it wrote), consulted from this handle's next
+        write on, after those registered before it (the agent toolkit registers its open-call guard so)."""
+        self._session.add_policy(policy)
+
     def check_writable(self, action: str, *, branch: bool = False) -> None:
         """Raise now what a write named ``action`` would raise when it starts, before work that should not
         run in vain (a tool, a model call): :class:`ReadOnlySession`, :class:`StoreClosed`; with ``branch=True``
@@ -283,7 +298,7 @@ class Tract:
         OpenAI / Anthropic native parts; see :mod:`tractkv.engine.content.payload`). Media bytes are stored once
         each, however many messages use them."""
         if type(text) is str and name is None and not kwargs:
-            return self._session.append_text("user", text)  # plain text: the same commit, fewer steps
+            return append_text(self._session, "user", text)  # plain text: the same commit, fewer steps
         payload: dict[str, Any] = _dialogue("user", text)
         if name is not None:
             payload["name"] = name
@@ -297,7 +312,7 @@ class Tract:
         OpenAI's ``{"id", "type": "function", "function": {"name", "arguments"}}`` (arguments a JSON string),
         or Anthropic ``{"type": "tool_use", "id", "name", "input"}`` blocks; stored in the first form."""
         if type(text) is str and not tool_calls and not kwargs:
-            return self._session.append_text("assistant", text)  # plain text: the same commit, fewer steps
+            return append_text(self._session, "assistant", text)  # plain text: the same commit, fewer steps
         payload: dict[str, Any] = _dialogue("assistant", text)
         if tool_calls:
             payload["tool_calls"] = list(tool_calls)
@@ -399,12 +414,12 @@ class Tract:
 
     def status(self) -> StatusInfo:
         """Branch, HEAD, commit / message / token counts, budget use, ahead / behind its upstream. The budget
-        is ``Tract.open(token_budget=...)`` when given, else the branch's stored one (:meth:`set_budget`). The
-        token count is the provider's reported one where a recorded reply's usage holds (``count_source``:
-        ``"reported"`` or ``"estimated"``; :mod:`tractkv.engine.calibration`)."""
+        is the branch's stored one (:meth:`set_budget`). The token count is the provider's reported one where
+        a recorded reply's usage holds (``count_source``: ``"reported"`` or ``"estimated"``;
+        :mod:`tractkv.engine.calibration`)."""
         from tractkv.engine import branches  # lazy: keeps `import tractkv` light
 
-        return branches.status(self._session, self.token_budget)
+        return branches.status(self._session)
 
     def set_budget(
         self, max_tokens: int | None, *, action: str = "warn", threshold: float = 1.0
@@ -415,8 +430,7 @@ class Tract:
         nothing written), ``trim`` (a commit skipping the oldest unpinned messages lands with it) or
         ``compress`` (the oldest unpinned messages are summarized by the summarizer, :meth:`configure_llm`).
         A local setting, never synced; what ``trim`` and ``compress`` commit syncs like any commit (see
-        :mod:`tractkv.engine.budget`). ``Tract.open(token_budget=...)`` overrides the reported budget of one
-        handle only.
+        :mod:`tractkv.engine.budget`).
 
         Raises:
             InvalidInput: a budget that is not a positive int, an unknown action, a threshold outside (0, 1].
@@ -462,7 +476,7 @@ class Tract:
         own, even unborn), then remote-tracking ones (``tractkv branch -v``; the viewer's branch list)."""
         from tractkv.engine.branches import summaries  # lazy: keeps `import tractkv` light
 
-        return summaries(self._session, current=self._session.branch_ref, token_budget=self.token_budget)
+        return summaries(self._session, current=self._session.branch_ref)
 
     def delete_branch(self, name: str, *, force: bool = False) -> ObjectId:
         """Delete a branch (not the current one; without ``force``, only one another branch contains)."""
@@ -640,11 +654,15 @@ class Tract:
     def set_tools(self, tools: list[dict[str, Any]] | None) -> list[dict[str, Any]]:
         """Link these tool schemas to every later commit on this branch (a stored per-branch setting) until
         changed; after ``set_tools(None)`` the next commit records an empty tool set."""
-        return self._session.set_tools(tools)
+        from tractkv.engine.tools import set_tools
+
+        return set_tools(self._session, tools)
 
     def get_tools(self) -> list[dict[str, Any]]:
         """The tools set_tools() configured for this branch, or else the tools in force at HEAD."""
-        return self._session.get_tools()
+        from tractkv.engine.tools import get_tools
+
+        return get_tools(self._session)
 
     def get_commit_tools(self, rev: str) -> list[dict[str, Any]]:
         """The exact tool schemas, in order, that were in force at a commit (latest tool set wins)."""
@@ -1130,6 +1148,58 @@ def _toolkit(name: str) -> Callable[..., Any]:
     if not _toolkit_finder:  # only while the package root is still importing
         raise Unsupported(f"Tract.{name}", f"the toolkit is not provided yet: call tractkv.toolkit.{name}")
     return _toolkit_finder[0](name)
+
+
+def _set_budget_instead(tract: Tract, max_tokens: int) -> None:
+    """``Tract(token_budget=N)``, deprecated: :meth:`Tract.set_budget` of ``N``, keeping the stored action and
+    threshold (there is one budget, the branch's stored one)."""
+    import warnings
+
+    from tractkv.engine.budget import read_budget
+
+    warnings.warn(
+        "Tract.open(token_budget=N) is deprecated: it now calls set_budget(N) (the branch's stored budget, "
+        "keeping its action and threshold); call set_budget instead",
+        DeprecationWarning,
+        stacklevel=4,
+    )
+    stored = read_budget(tract.store, tract._session.branch_ref)
+    if stored is None:
+        tract.set_budget(max_tokens)
+    else:
+        tract.set_budget(max_tokens, action=stored.action, threshold=stored.threshold)
+
+
+class _Budget(WritePolicy[Session]):
+    """The handle's branch budget: :class:`tractkv.engine.budget.BudgetPolicy` with the handle's summarizer and
+    ``budget_exceeded`` listener, made when it first checks a transaction (a handle that only reads never loads
+    the budget module: a fresh compile pays no more than it did when the session imported it lazily)."""
+
+    def __init__(self, tract: Tract) -> None:
+        self._tract = tract
+        self._policy: BudgetPolicy | None = None
+
+    def _budget(self) -> BudgetPolicy:
+        if self._policy is None:
+            from tractkv.engine.budget import BudgetPolicy
+
+            self._policy = BudgetPolicy(self._tract._budget_summary, self._tract._budget_event)
+        return self._policy
+
+    def check(
+        self,
+        session: Session,
+        batch: WriteBatch,
+        ref: str,
+        state: CompileState | None,
+        *,
+        moved: str | None,
+        peer: bool,
+    ) -> object | None:
+        return self._budget().check(session, batch, ref, state, moved=moved, peer=peer)
+
+    def landed(self, session: Session, outcome: object) -> None:
+        self._budget().landed(session, outcome)
 
 
 def _check_llm(llm: object) -> None:

@@ -21,6 +21,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import tractkv.engine.session as session_module
+import tractkv.engine.session.fastpath as fastpath_module
 from tractkv import Tract
 from tractkv.cli import cli
 from tractkv.engine.content import ACTIVE_TOOLS
@@ -65,13 +66,14 @@ def _say(t: Tract, role: str, text: str) -> Any:
     return (t.user if role == "user" else t.assistant)(text)
 
 
-def _run(path: str, plan: list[tuple[Any, ...]]) -> list[Any]:
+def _run(path: str, plan: list[tuple[Any, ...]], append: Any) -> list[Any]:
+    """``plan`` on a new store at ``path``, every plain-text append made by ``append`` (a path, by name)."""
     out: list[Any] = []
     with Tract.open(path, clock=_ticks(), durable=False) as t:
         for step in plan:
             kind = step[0]
             if kind == "say":
-                out.append(_say(t, step[1], step[2]).to_json())
+                out.append(append(t._session, step[1], step[2]).to_json())
             elif kind == "tools":
                 t.set_tools(TOOLS[: step[1]] if step[1] else None)
             elif kind == "explicit":
@@ -80,9 +82,8 @@ def _run(path: str, plan: list[tuple[Any, ...]]) -> list[Any]:
             else:
                 with t.batch():
                     for index in range(step[1]):
-                        out.append(
-                            _say(t, "user" if index % 2 else "assistant", f"in batch {index}").to_json()
-                        )
+                        role = "user" if index % 2 else "assistant"
+                        out.append(append(t._session, role, f"in batch {index}").to_json())
                     out.append(t.compile().to_dicts())
         ctx = t.compile()
         out.append((ctx.to_dicts(), ctx.token_count, ctx.tools))
@@ -99,10 +100,12 @@ def _rows(path: str) -> dict[str, list[tuple[bytes, bytes]]]:
 def test_fast_and_general_paths_make_the_same_ids_and_rows_with_tool_sets(
     plan: list[tuple[Any, ...]],
 ) -> None:
-    with tempfile.TemporaryDirectory() as root, pytest.MonkeyPatch.context() as patch:
-        fast = _run(f"{root}/fast", plan)
-        patch.setattr(session_module, "_plain_text", lambda _payload: None)  # every append: the general path
-        general = _run(f"{root}/general", plan)
+    """The two plain-text append paths, run by name on the same random history (single commits, batches,
+    tool settings, commits of the general kind between them): the same ids, CommitInfo, compiled contexts
+    (inside and after batches) and every row of every table."""
+    with tempfile.TemporaryDirectory() as root:
+        fast = _run(f"{root}/fast", plan, session_module.append_text_fast)
+        general = _run(f"{root}/general", plan, session_module.append_text_general)
         assert fast == general
         assert _rows(f"{root}/fast") == _rows(f"{root}/general")  # objects, refs, commit_tools, reflog, ...
 
@@ -113,14 +116,14 @@ def test_a_batch_checks_the_tool_setting_once_and_links_it_to_every_commit(
     """The tool set id read from the setting is checked by the first commit of the batch only; every commit
     links it, and the CLI shows it in force."""
     checked: list[str] = []
-    real = session_module.trusted_commit
+    real = fastpath_module.trusted_commit
 
     def counting(**fields: Any) -> Any:
         if fields["tools"] is not None and fields["tools"] is not fields.get("made_tools"):
             checked.append(fields["tools"])
         return real(**fields)
 
-    monkeypatch.setattr(session_module, "trusted_commit", counting)
+    monkeypatch.setattr(fastpath_module, "trusted_commit", counting)
     path = str(tmp_path / "s")
     with Tract.open(path, durable=False) as t:
         t.set_tools(TOOLS)
@@ -204,19 +207,27 @@ def test_a_batch_makes_the_collector_run_less_often_and_restores_it(tmp_path: Pa
 def test_a_batch_takes_the_one_step_path_after_its_first_commit(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Every plain-text commit of a batch after its first is made in one step (``_append_text_in_batch``), with
-    a tool set in force too, and after a commit of another kind (an annotation: it moved the branch in the
-    batch's one reflog entry too); the first commit of a batch, or one under a write guard, goes the general
-    way (the guard's commit does not even try). The CLI reads every commit and the context."""
+    """Every plain-text commit of a batch after its first is made in one step (``_append_in_batch``), with
+    a tool set in force too, after a commit of another kind (an annotation: it moved the branch in the
+    batch's one reflog entry too) and under a write policy's guard (which it consults for each commit); the
+    first commit of a batch goes the general way. The CLI reads every commit and the context."""
     taken: list[bool] = []
-    real = session_module.Session._append_text_in_batch
+    real = fastpath_module._append_in_batch
 
-    def counting(self: Any, *args: Any) -> Any:
-        made = real(self, *args)
+    def counting(*args: Any) -> Any:
+        made = real(*args)
         taken.append(made is not None)
         return made
 
-    monkeypatch.setattr(session_module.Session, "_append_text_in_batch", counting)
+    class Guard(session_module.WritePolicy[Any]):
+        def __init__(self) -> None:
+            self.asked: list[str] = []
+
+        def before_write(self, session: Any, action: str) -> None:
+            self.asked.append(action)
+
+    monkeypatch.setattr(fastpath_module, "_append_in_batch", counting)
+    guard = Guard()
     path = str(tmp_path / "s")
     with Tract.open(path, durable=False, clock=_ticks()) as t:
         t.set_tools(TOOLS[:2])
@@ -227,14 +238,15 @@ def test_a_batch_takes_the_one_step_path_after_its_first_commit(
             t.annotate(first, "pinned")
             t.user("after the annotation")
             t.user("and one more")
-            t._session.write_guard = lambda _action: None
+            t._session.add_policy(guard)
             t.user("guarded")
-            t._session.write_guard = None
-    assert taken == [False, True, True, True, True, True, True, True]  # "guarded" never tried it
+            t.user("guarded too")
+    assert taken == [False] + [True] * 9
+    assert guard.asked == ["commit", "commit"]
     runner = CliRunner()
     log = runner.invoke(cli, ["--store", path, "log", "--json"])
     assert log.exit_code == 0, log.output
-    assert log.output.count('"commit_id"') == 10
+    assert log.output.count('"commit_id"') == 11
     shown = runner.invoke(cli, ["--store", path, "compile", "--format", "json"])
     assert shown.exit_code == 0, shown.output
     assert "guarded" in shown.output

@@ -255,13 +255,12 @@ def test_plain_text_appends_in_a_batch_make_what_the_general_path_makes(
 
     monkeypatch.setattr(CompileState, "apply_text", counting)
     for name, out in infos.items():
-        if name == "general":
-            monkeypatch.setattr(session_module, "_plain_text", lambda _payload: None)
+        append = session_module.append_text_fast if name == "fast" else session_module.append_text_general
         with Tract.open(str(tmp_path / name), clock=_ticks(), durable=False) as t:
             t.set_tools(TOOLS)
             with t.batch():
                 for index, text in enumerate(texts):
-                    info = (t.user if index % 2 == 0 else t.assistant)(text)
+                    info = append(t._session, "user" if index % 2 == 0 else "assistant", text)
                     out.append(info)
                 mid = t.compile().to_dicts()  # reads inside the batch see the staged commits
             out.append((mid, t.compile().to_dicts(), t.compile().token_count))

@@ -5,6 +5,7 @@ made when it is read or written, and reads the same at every point of the batch.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import random
 from datetime import UTC, datetime
@@ -57,24 +58,15 @@ def test_t_user_returns_the_commit_info_the_general_path_returns(tmp_path: Path,
     infos: dict[str, list[CommitInfo]] = {"fast": [], "general": []}
     texts = ["hello", "héllo\nwörld", "x" * 500]
     for name, out in infos.items():
-        plain = session_module._plain_text
-        if name == "general":
-            session_module._plain_text = lambda _payload: None  # type: ignore[assignment]
-        try:
-            for start in (1, 1_764_169_000_123_457, _EXACT_MICROS - 10):
-                with Tract.open(str(tmp_path / f"{name}{start}"), clock=_ticks(start)) as t:
-                    if in_batch:
-                        with t.batch():
-                            out.extend(
-                                t.user(text) if i % 2 == 0 else t.assistant(text)
-                                for i, text in enumerate(texts)
-                            )
-                    else:
-                        out.extend(
-                            t.user(text) if i % 2 == 0 else t.assistant(text) for i, text in enumerate(texts)
-                        )
-        finally:
-            session_module._plain_text = plain
+        append = session_module.append_text_fast if name == "fast" else session_module.append_text_general
+        for start in (1, 1_764_169_000_123_457, _EXACT_MICROS - 10):
+            with Tract.open(str(tmp_path / f"{name}{start}"), clock=_ticks(start)) as t:
+                block = t.batch() if in_batch else contextlib.nullcontext()
+                with block:
+                    out.extend(
+                        append(t._session, "user" if i % 2 == 0 else "assistant", text)
+                        for i, text in enumerate(texts)
+                    )
     for fast, general in zip(infos["fast"], infos["general"], strict=True):
         assert type(fast) is CommitInfo
         assert attrs.asdict(fast, recurse=False) == attrs.asdict(general, recurse=False)

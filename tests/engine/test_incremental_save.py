@@ -77,7 +77,7 @@ def test_batched_saves_write_the_chunks_a_save_from_scratch_writes(
         return real(items)
 
     monkeypatch.setattr(state_module, "_rows_bytes", counting)
-    monkeypatch.setattr("tractkv.engine.session.CHECKPOINT_EVERY", 1)  # a checkpoint with every batch
+    monkeypatch.setattr("tractkv.engine.session.core.CHECKPOINT_EVERY", 1)  # a checkpoint with every batch
     path = str(tmp_path / "s")
     heads: list[str] = []
     with Tract.open(path, durable=False) as t:

@@ -18,7 +18,6 @@ from typing import Any
 import pytest
 
 from tractkv import Tract, TractError, codec, toolkit
-from tractkv.engine import session
 from tractkv.engine.compile import (
     REL_PREFIX,
     SpawnIndex,
@@ -28,6 +27,7 @@ from tractkv.engine.compile import (
     relations,
 )
 from tractkv.engine.compile.relations import _row_check, read_row
+from tractkv.engine.session import core as session_core
 from tractkv.engine.spawning import children_of, parent_at
 from tractkv.ids import ObjectId
 from tractkv.llm import ScriptedLLM
@@ -85,7 +85,7 @@ ROOT = Path(__file__).resolve().parents[2]
 def often(monkeypatch: pytest.MonkeyPatch) -> None:
     """A checkpoint (and so a relation row) every 3 commits, so small histories have many rows."""
     monkeypatch.setattr(compiler, "CHECKPOINT_EVERY", 3)
-    monkeypatch.setattr(session, "CHECKPOINT_EVERY", 3)
+    monkeypatch.setattr(session_core, "CHECKPOINT_EVERY", 3)
 
 
 def rel_rows(store: Store) -> dict[bytes, bytes]:

@@ -22,7 +22,7 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, pr
 
 import tractkv.engine.compile.compiler
 import tractkv.engine.compile.state
-import tractkv.engine.session
+import tractkv.engine.session.core
 from tractkv import HeuristicCounter, MergeConflict, Tract
 from tractkv.store import MemoryStore, fsck
 
@@ -35,7 +35,7 @@ COUNTER = HeuristicCounter()
 # Small checkpoint settings so checkpoints are written, chunked and loaded within a few steps.
 SMALL_CHECKPOINTS = [
     (tractkv.engine.compile.compiler, "CHECKPOINT_EVERY", 3),
-    (tractkv.engine.session, "CHECKPOINT_EVERY", 3),
+    (tractkv.engine.session.core, "CHECKPOINT_EVERY", 3),
     *((module, name, 2) for module, name in compile_bindings("CHUNK_SLOTS")),
 ]
 TEXTS = st.sampled_from(["hi", "hello there", "ok", "let me think about it", "42", "done."])

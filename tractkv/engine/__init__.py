@@ -12,12 +12,12 @@ session of their own: :func:`open_session`.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from tractkv.engine.content import TokenCounter
-    from tractkv.engine.session import Session
+    from tractkv.engine.session import Session, WritePolicy
     from tractkv.store import Store
 
 
@@ -29,13 +29,25 @@ def open_session(
     branch: str | None = None,
     rebase_appends: bool = False,
     readonly: bool = False,
+    policies: Sequence[WritePolicy[Any]] | None = None,
 ) -> Session:
-    """A session on ``store`` (see :class:`tractkv.engine.session.Session` for the arguments): the one way
-    code above the engine opens one."""
+    """A session on ``store`` (see :class:`tractkv.engine.session.Session` for the arguments) with its write
+    policies: ``policies``, or by default the branch budget (:class:`tractkv.engine.budget.BudgetPolicy`, with
+    no summarizer and no listener); the one way code above the engine opens one."""
     from tractkv.engine.session import Session  # lazy: `import tractkv.engine.x` must not load the session
 
+    if policies is None:
+        from tractkv.engine.budget import BudgetPolicy
+
+        policies = (BudgetPolicy(),)
     return Session(
-        store, counter=counter, clock=clock, branch=branch, rebase_appends=rebase_appends, readonly=readonly
+        store,
+        counter=counter,
+        clock=clock,
+        branch=branch,
+        rebase_appends=rebase_appends,
+        readonly=readonly,
+        policies=policies,
     )
 
 

@@ -133,17 +133,15 @@ def summary(
     reader: Reader,
     *,
     current: str | None,
-    token_budget: int | None = None,
     counts: Callable[[ObjectId | None], HeadCounts] | None = None,
     remotes: Sequence[tuple[str, str]] | None = None,
 ) -> StatusInfo:
     """The one branch summary: of ``ref`` (a local or remote-tracking branch's full ref; None: the session's
     detached HEAD), read through ``reader``, ``current`` naming HEAD's branch. Its head, commit / message /
     token counts (:func:`head_counts`, or ``counts(head)`` for a caller that keeps them), when it was last
-    committed to; for a local branch its budget (``token_budget`` when given, else the stored one, with the
-    stored policy's action and threshold and the last overrun while it holds, :mod:`tractkv.engine.budget`)
-    and ahead / behind its upstream (:func:`upstream`; ``remotes``: the remote-tracking refs, when the caller
-    has read them)."""
+    committed to; for a local branch its budget (the stored one, with its action and threshold and the last
+    overrun while it holds, :mod:`tractkv.engine.budget`) and ahead / behind its upstream (:func:`upstream`;
+    ``remotes``: the remote-tracking refs, when the caller has read them)."""
     from tractkv.engine.budget import current_overrun, read_budget
 
     remote = ref is not None and ref.startswith(REMOTES)
@@ -155,8 +153,7 @@ def summary(
     else:
         measured = head_counts(session, reader, session.compiler.state_at(reader, head))
     policy = None if remote else read_budget(reader, ref)
-    if token_budget is None and policy is not None:
-        token_budget = policy.max_tokens
+    token_budget = None if policy is None else policy.max_tokens  # the one budget: the stored one
     tracked = None if remote or ref is None else upstream(reader, ref, remotes)
     ahead = behind = None
     if tracked is not None:
@@ -195,11 +192,11 @@ def _tip(reader: Reader, ref: str) -> ObjectId | None:
     return ObjectId(value) if value is not None and is_object_id(value) else None
 
 
-def status(session: Session, token_budget: int | None = None) -> StatusInfo:
-    """HEAD's :func:`summary`: branch, HEAD, commit / message / token counts, budget, ahead / behind the
-    upstream. The budget is ``token_budget`` when given, else the branch's stored one."""
+def status(session: Session) -> StatusInfo:
+    """HEAD's :func:`summary`: branch, HEAD, commit / message / token counts, the branch's stored budget,
+    ahead / behind the upstream."""
     ref = session.branch_ref
-    return summary(session, ref, session.reader(), current=ref, token_budget=token_budget)
+    return summary(session, ref, session.reader(), current=ref)
 
 
 def summaries(
@@ -207,12 +204,10 @@ def summaries(
     *,
     current: str | None,
     unborn: bool = True,
-    token_budget: int | None = None,
     counts: Callable[[ObjectId | None], HeadCounts] | None = None,
 ) -> list[StatusInfo]:
     """The :func:`summary` of every branch: local ones by name (with ``unborn``, also ``current`` when it is a
-    branch with no commits yet, as :func:`list_branches` lists it), then remote-tracking ones. ``token_budget``
-    is the session's branch's, as :func:`status` takes it."""
+    branch with no commits yet, as :func:`list_branches` lists it), then remote-tracking ones."""
     reader = session.reader()
     local = [ref for ref, _ in reader.iter_refs(HEADS)]
     if unborn and current is not None and current.startswith(HEADS) and reader.get_ref(current) is None:
@@ -224,7 +219,6 @@ def summaries(
             ref,
             reader,
             current=current,
-            token_budget=token_budget if ref == session.branch_ref else None,
             counts=counts,
             remotes=remotes,
         )

@@ -1,16 +1,22 @@
 """A branch's token budget, and what a commit over it does.
 
-**Where it lives.** A local setting: the ``meta`` row ``budget:<branch ref>`` holds CBOR
-``{"max": int, "action": str, "threshold": float}`` (a row written before actions existed holds a bare CBOR
-int and reads as ``action="warn", threshold=1.0``), like the remotes config and ``set_tools``'s setting. It
-never syncs: a budget is a policy of the process that writes, which another machine (a smaller model, a
-larger window) may set differently. What a budget *does* is ordinary history: a ``trim`` or ``compress``
-commit, validated on receive like any other, so a clone or a pull compiles exactly the trimmed or compressed
-context. ``Tract.open(token_budget=...)`` overrides the reported budget of one handle; it is not a policy
-(nothing acts on it). The last overrun is recorded next to the setting (``budget-overrun:<ref>``, local),
-and removed once it no longer holds: by a check that finds the branch within its limit (a write only when
-the row exists) and by :func:`set_budget` changing or clearing the budget; ``status`` shows it only while it
-holds (:func:`current_overrun`).
+**Where it lives.** A local setting: the ``meta`` row ``budget:<branch ref>`` holds CBOR ``{"max": int,
+"action": str, "threshold": float}`` (a row written before actions existed holds a bare CBOR int and reads as
+``action="warn", threshold=1.0``), like the remotes config and ``set_tools``'s setting. It never syncs: a
+budget is a policy of the process that writes, which another machine (a smaller model, a larger window) may
+set differently. What a budget *does* is ordinary history: a ``trim`` or ``compress`` commit, validated on
+receive like any other, so a clone or a pull compiles exactly the trimmed or compressed context. It is the one
+budget: ``Tract.open(token_budget=N)`` (deprecated) stores it as :meth:`~tractkv.Tract.set_budget` does. The
+last overrun is recorded next to the setting (``budget-overrun:<ref>``, local), and removed once it no longer
+holds: by a check that finds the branch within its limit (a write only when the row exists) and by
+:func:`set_budget` changing or clearing the budget; ``status`` shows it only while it holds
+(:func:`current_overrun`).
+
+**How it is consulted.** :class:`BudgetPolicy` is a session's write policy
+(:class:`~tractkv.engine.session.WritePolicy`, passed when the session is made): its check runs on every
+transaction that moves a branch, with the summarizer a ``compress`` budget uses, and tells its listener of an
+overrun once that transaction landed. A trim or compress commit goes through the session's one write function
+(:meth:`~tractkv.engine.session.Session.stage_commit`), as every commit does.
 
 **When it acts.** When a commit lands on the branch, the compiled context it makes (messages, placeholder
 results and tool definitions) is counted as ``status`` counts it (:func:`_calibrated`: the provider's
@@ -71,12 +77,14 @@ compare-and-swap extends): a writer that loses the race writes nothing, and a re
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 import attrs
 
 from tractkv import codec
+from tractkv.engine.session import Session, WritePolicy
 from tractkv.engine.values import CompiledContext
 from tractkv.errors import BudgetExceeded, DecodeError, DetachedHead, InvalidInput, NoLLMConfigured
 from tractkv.ids import ObjectId
@@ -85,7 +93,7 @@ from tractkv.store import Reader, Store, Table, WriteBatch
 
 if TYPE_CHECKING:
     from tractkv.engine.compile import CompileState, Fit
-    from tractkv.engine.session import Session
+    from tractkv.engine.content import TokenCounter
     from tractkv.engine.values import BudgetOverrun
 
 BUDGET = b"budget:"  # meta key prefix: branch ref -> the branch's budget policy (CBOR; see the module doc)
@@ -94,14 +102,61 @@ ACTIONS = ("warn", "reject", "compress", "trim")
 EVENT = "budget_exceeded"
 SUMMARY_SHARE = 4  # compress leaves 1/SUMMARY_SHARE of the limit for the summary
 
+Summarize = Callable[[str, int], str]
+"""What a ``compress`` budget summarizes with: (text, target tokens) -> the summary."""
 
-@attrs.frozen(kw_only=True)
+
+class BudgetPolicy(WritePolicy[Session]):
+    """The branch budget as a session's write policy (:class:`~tractkv.engine.session.WritePolicy`): its check
+    is :func:`check` on every transaction that moves a branch, with ``summarize`` for a ``compress`` budget
+    (None: :class:`~tractkv.errors.NoLLMConfigured`); ``on_overrun`` hears of each overrun once its
+    transaction landed."""
+
+    def __init__(
+        self,
+        summarize: Summarize | None = None,
+        on_overrun: Callable[[BudgetOverrun], None] | None = None,
+    ) -> None:
+        self.summarize = summarize
+        self.on_overrun = on_overrun
+
+    def check(
+        self,
+        session: Session,
+        batch: WriteBatch,
+        ref: str,
+        state: CompileState | None,
+        *,
+        moved: str | None,
+        peer: bool,
+    ) -> BudgetOverrun | None:
+        return check(session, batch, ref, state, moved=moved, peer=peer, summarize=self.summarize)
+
+    def landed(self, session: Session, outcome: object) -> None:
+        if self.on_overrun is not None:
+            self.on_overrun(outcome)  # type: ignore[arg-type]  # what check returned: a BudgetOverrun
+
+
 class Budget:
-    """A branch's stored budget policy."""
+    """A branch's stored budget policy: a value, compared by its fields. (A plain class: an attrs class is
+    built, its code generated and compiled, when its module loads, and a Tract loads this one when it opens.)"""
 
-    max_tokens: int
-    action: str = "warn"
-    threshold: float = 1.0
+    __slots__ = ("action", "max_tokens", "threshold")
+
+    def __init__(self, *, max_tokens: int, action: str = "warn", threshold: float = 1.0) -> None:
+        self.max_tokens, self.action, self.threshold = max_tokens, action, threshold
+
+    def _key(self) -> tuple[int, str, float]:
+        return (self.max_tokens, self.action, self.threshold)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Budget) and self._key() == other._key()
+
+    def __hash__(self) -> int:
+        return hash(self._key())
+
+    def __repr__(self) -> str:
+        return f"Budget(max_tokens={self.max_tokens!r}, action={self.action!r}, threshold={self.threshold!r})"
 
     @property
     def limit(self) -> int:
@@ -280,13 +335,15 @@ def check(
     *,
     moved: str | None = None,
     peer: bool = False,
+    summarize: Summarize | None = None,
 ) -> BudgetOverrun | None:
     """Run ``ref``'s budget on what ``batch`` (about to be applied) makes of the branch: ``state`` is the
     compile state at its new tip (None: read it through the batch). Returns the overrun to report once the
     batch landed, or None; may stage a trim or compress commit in the batch; raises to write nothing.
     ``moved`` names a ref move the batch stages instead of a commit (``"the fast-forward"``, ``"the reset"``,
     ``"the push"``): only the messages say so. ``peer``: the move brings another store's commits, whose
-    reported usage is a claim: the count is at least the local estimate (see the module doc).
+    reported usage is a claim: the count is at least the local estimate (see the module doc). ``summarize``:
+    what a ``compress`` budget summarizes with.
 
     Raises:
         BudgetExceeded: a ``reject`` budget, or a ``trim`` / ``compress`` that cannot make the context fit.
@@ -328,8 +385,15 @@ def check(
     if budget.action in ("trim", "compress"):
         # The plan counts estimates, against the limit itself; it drops at least one unit (the count is
         # over even when the estimate is not). The count after the action is then taken as status takes it.
-        act = _trim if budget.action == "trim" else _compress
-        result = act(session, batch, ref, state, head, limit, estimated, name, tokens, nothing)
+        plan = _Plan(session, batch, ref, state, head)
+        plan.limit, plan.estimated, plan.tokens, plan.name, plan.nothing = (
+            limit,
+            estimated,
+            tokens,
+            name,
+            nothing,
+        )
+        result = _trim(plan) if budget.action == "trim" else _compress(plan, summarize)
         after, after_estimated = _calibrated(session, state, batch)
         if peer:
             after = max(after, after_estimated)
@@ -383,7 +447,6 @@ def check_received(store: Store, batch: WriteBatch, ref: str, moved: str) -> str
     if batch.table_get(Table.META, BUDGET + ref.encode()) is None:
         return None
     from tractkv.engine.history import HEADS
-    from tractkv.engine.session import Session
 
     session = Session(store, branch=ref.removeprefix(HEADS), readonly=True)
     try:
@@ -428,116 +491,124 @@ def _fit(session: Session, state: CompileState, batch: WriteBatch, limit: int) -
     return fit(state, compiled, session.counter, limit, protect_last=True, protect=added)
 
 
-def _trim(
-    session: Session,
-    batch: WriteBatch,
-    ref: str,
-    state: CompileState,
-    head: ObjectId,
-    limit: int,
-    estimated: int,
-    name: str,
-    tokens: int,
-    nothing: str,
-) -> ObjectId:
-    """Stage the trim commit that skips the oldest messages until the context's estimate fits ``limit``
+class _Plan:
+    """What a ``trim`` or ``compress`` budget acts on: the branch ``ref`` (``name``) whose new tip ``head``
+    (``state``, owned for the action) is over ``limit`` (``tokens`` counted, ``estimated`` estimated), in the
+    transaction ``batch``; ``nothing`` says what a refusal leaves. (A plain class: an attrs class would be
+    built, its code generated and compiled, when a Tract loads this module.)"""
+
+    __slots__ = (
+        "batch",
+        "estimated",
+        "head",
+        "limit",
+        "name",
+        "nothing",
+        "ref",
+        "session",
+        "state",
+        "tokens",
+    )
+
+    def __init__(
+        self, session: Session, batch: WriteBatch, ref: str, state: CompileState, head: ObjectId
+    ) -> None:
+        self.session, self.batch, self.ref, self.state, self.head = session, batch, ref, state, head
+        self.limit = self.estimated = self.tokens = 0
+        self.name = self.nothing = ""
+
+
+def _trim(plan: _Plan) -> ObjectId:
+    """Stage the trim commit that skips the oldest messages until the context's estimate fits the limit
     (and at least one unit, the count being over)."""
     from tractkv.engine.content import ANNOTATION
 
-    plan = _fit(session, state, batch, min(limit, estimated - 1))
-    dropped = plan.context.dropped
-    if plan.context.token_count > limit or not dropped:
+    limit = plan.limit
+    fitted = _fit(plan.session, plan.state, plan.batch, min(limit, plan.estimated - 1))
+    dropped = fitted.context.dropped
+    if fitted.context.token_count > limit or not dropped:
         raise BudgetExceeded(
-            tokens,
+            plan.tokens,
             limit,
-            f"the context of branch {name!r} would hold {tokens} tokens, over its budget's limit of {limit}, "
-            f"and trimming every unpinned message older than the ones it adds leaves {plan.context.token_count}: "
-            f"{nothing}",
+            f"the context of branch {plan.name!r} would hold {plan.tokens} tokens, over its budget's limit of "
+            f"{limit}, and trimming every unpinned message older than the ones it adds leaves "
+            f"{fitted.context.token_count}: {plan.nothing}",
         )
     payload = {"type": ANNOTATION, "priority": "skip", "reason": f"trim to the {limit}-token budget"}
     blob = Blob(data=payload)
-    parent = batch.get_commit(head)
     commit = Commit(
-        parents=(head,),
-        content=batch.put(blob),
+        parents=(plan.head,),
+        content=plan.batch.put(blob),
         operation="trim",
         message=f"trim {_messages(len(dropped))} to fit the {limit}-token budget",
         links={"targets": dropped},
-        created_at=session.now(parent),
+        created_at=plan.session.now(plan.batch.get_commit(plan.head)),
     )
-    return _stage(session, batch, ref, state, head, commit, payload)
+    return _stage(plan, commit, payload)
 
 
-def _compress(
-    session: Session,
-    batch: WriteBatch,
-    ref: str,
-    state: CompileState,
-    head: ObjectId,
-    limit: int,
-    estimated: int,
-    name: str,
-    tokens: int,
-    nothing: str,
-) -> ObjectId:
-    """Stage a compress commit summarizing the oldest messages so that the context's estimate fits ``limit``
+def _compress(plan: _Plan, summarize: Summarize | None) -> ObjectId:
+    """Stage a compress commit summarizing the oldest messages so that the context's estimate fits the limit
     (at least one unit summarized, the count being over): planned and shaped as ``Tract.compress`` plans and
     shapes one (:func:`tractkv.engine.merging.plan_compress`), never folding what the transaction added."""
     from tractkv.engine.merging import plan_compress, summary_blob, summary_commit
 
-    summarize = session.budget_summarizer
+    session, batch, limit = plan.session, plan.batch, plan.limit
     if summarize is None:
         raise NoLLMConfigured(
-            f"the compress budget of branch {name!r} ({nothing}: it would take the context "
-            f"to {tokens} tokens, over the limit of {limit})"
+            f"the compress budget of branch {plan.name!r} ({plan.nothing}: it would take the context "
+            f"to {plan.tokens} tokens, over the limit of {limit})"
         )
     room = max(1, limit // SUMMARY_SHARE)
-    plan = plan_compress(
+    compress = plan_compress(
         session,
-        at=(batch, state),
-        fit_to=min(limit - room, estimated - 1),
+        at=(batch, plan.state),
+        fit_to=min(limit - room, plan.estimated - 1),
         protect=batch.objects.keys(),  # the commits this transaction makes (with their blobs)
         keep_last=True,
     )
-    if plan.fitted is None or plan.fitted > limit - room or not plan.sources:
+    if compress.fitted is None or compress.fitted > limit - room or not compress.sources:
         raise BudgetExceeded(
-            tokens,
+            plan.tokens,
             limit,
-            f"the context of branch {name!r} would hold {tokens} tokens, over its budget's limit of {limit}, "
-            f"and compressing every older unpinned message leaves no room for a summary: {nothing}",
+            f"the context of branch {plan.name!r} would hold {plan.tokens} tokens, over its budget's limit of "
+            f"{limit}, and compressing every older unpinned message leaves no room for a summary: "
+            f"{plan.nothing}",
         )
-    blob = summary_blob(plan, summarize(plan.text, room))
-    commit = summary_commit(batch, plan, blob, head, session.now(batch.get_commit(head)))
-    return _stage(session, batch, ref, state, head, commit, blob.data)
+    blob = summary_blob(compress, summarize(compress.text, room))
+    commit = summary_commit(batch, compress, blob, plan.head, session.now(batch.get_commit(plan.head)))
+    return _stage(plan, commit, blob.data)
 
 
-def _stage(
-    session: Session,
-    batch: WriteBatch,
-    ref: str,
-    state: CompileState,
-    parent: ObjectId,
+def _apply(
+    oid: ObjectId,
     commit: Commit,
+    state: CompileState,
+    batch: WriteBatch,
+    counter: TokenCounter,
     payload: dict[str, Any],
-) -> ObjectId:
-    """Check and stage ``commit`` on top of ``parent`` in ``batch`` and apply it to ``state``."""
-    from tractkv.engine.history import check_commit, log_ref_move
+) -> None:
+    state.apply(batch, oid, commit, counter, payload)
 
-    check_commit(batch, commit, {parent: "commit"}, session.clock_read)
-    oid = batch.put(commit)
-    state.apply(batch, oid, commit, session.counter, payload)
-    batch.set_ref(ref, oid, expected=parent)  # a batch keeps its first expectation: the tip it started from
-    summary = commit.message or commit.operation
-    logs = batch.encoded_logs()
-    staged = [i for i, (table, key, _) in enumerate(logs) if table is Table.REFLOG and key == ref.encode()]
-    if not staged:
-        log_ref_move(batch, ref, parent, oid, commit.operation, summary, now_us=commit.created_at)
-        return oid
-    # One transaction moves the branch once: the move it stages ends at this commit (the commit that went
-    # over was never a tip by itself), as a batch's commits fold into one entry.
-    entry = dict(codec.loads(logs[staged[-1]][2]))
-    entry["new"] = oid
-    entry["msg"] = f"{entry.get('msg')}; then {summary}"
-    entry["ts"] = commit.created_at
-    batch.replace_log(staged[-1], entry)
+
+def _stage(plan: _Plan, commit: Commit, payload: dict[str, Any]) -> ObjectId:
+    """Stage ``commit`` on top of the plan's head through the session's one write function
+    (:meth:`~tractkv.engine.session.Session.stage_commit`: checked, put, applied to the plan's state, the
+    branch moved, its reflog entry folded into the move it follows)."""
+    session, state = plan.session, plan.state
+
+    oid, _ = session.stage_commit(
+        plan.batch,
+        plan.ref,
+        plan.head,
+        commit,
+        {plan.head: "commit"},
+        commit.operation,
+        commit.message or commit.operation,
+        _apply,
+        state,
+        plan.batch,
+        session.counter,
+        payload,
+    )
     return oid

@@ -563,7 +563,7 @@ class TractkvSaver(BaseCheckpointSaver[str]):
         """A writing session on ``ref`` (the Tract's own HEAD is never moved)."""
         session = self._sessions.get(ref)
         if session is None:
-            session = open_session(
+            session = open_session(  # with the default policy: the branch budget checks its commits, as a Tract's
                 self.tract.store, counter=self.tract.token_counter, branch=ref[len(HEADS) :]
             )
             self._sessions[ref] = session

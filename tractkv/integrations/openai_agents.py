@@ -243,6 +243,7 @@ class TractkvSession:
     def _session(self) -> Session:
         if self._writer is None:
             branch = self.ref[len(HEADS) :]  # a session on a branch leaves the store's HEAD as it is
+            # with the default policy: the branch budget checks its commits, as a Tract's
             self._writer = open_session(self.tract.store, counter=self.tract.token_counter, branch=branch)
         return self._writer
 

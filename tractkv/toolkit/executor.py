@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any, overload
 import attrs
 
 from tractkv.engine.content import check_json
+from tractkv.engine.session import Session, WritePolicy
 from tractkv.engine.usage import (
     DEFAULT_RESULT_LIMIT,
     PendingUsage,
@@ -597,19 +598,18 @@ class ToolExecutor:
             tool_name=tool_name,
             step=frame.step,
         )
-        session = self.tract._session  # the write guard: becomes a write policy (issue 30, item 3)
         guarded = frame.step is not None and frame.step.tract is self.tract and frame.commit is not None
-        previous_guard = session.write_guard
-        if guarded:
-            session.write_guard = _open_call_guard(tool_name)
+        guard = _open_calls(self.tract) if guarded else None
+        if guard is not None:
+            guard.open(tool_name)
         try:
             value = handler(**args, context=context)
         except Exception as exc:
             _log.debug("tool %s raised", tool_name, exc_info=True)
             return "", False, _clean(_describe(exc))
         finally:
-            if guarded:
-                session.write_guard = previous_guard
+            if guard is not None:
+                guard.close(tool_name)
         if isinstance(value, ToolResult):
             return _clean(value.output), value.success, _clean(value.error or "the tool reported a failure")
         return _clean(_as_text(value)), True, ""
@@ -686,18 +686,38 @@ WITHHELD_NESTED = "The tool ran, but a tool_result hook withheld its result."
 _ALLOWED_WHILE_OPEN = frozenset({"annotate"})
 
 
-def _open_call_guard(tool_name: str) -> Callable[[str], None]:
-    """A session write guard refusing context changes while ``tool_name``'s call waits for its result."""
+class OpenCallGuard(WritePolicy[Session]):
+    """The session write policy that refuses context changes while a tool call waits for its result: a
+    handler's direct commit, switch, reset... would land between the assistant's tool call and its result.
+    Registered on a session once (:func:`_open_calls`); the executor opens and closes calls on it around
+    each handler it runs for a step of that session."""
 
-    def guard(action: str) -> None:
-        if action in _ALLOWED_WHILE_OPEN:
+    def __init__(self) -> None:
+        self._open: list[str] = []  # the tool names whose calls wait for their results, innermost last
+
+    def open(self, tool_name: str) -> None:
+        self._open.append(tool_name)
+
+    def close(self, tool_name: str) -> None:
+        self._open.remove(tool_name)
+
+    def before_write(self, session: Session, action: str) -> None:
+        if not self._open or action in _ALLOWED_WHILE_OPEN:
             return
         raise InvalidInput(
-            f"tool {tool_name!r} tried to {action} while its tool call waits for its result: the change would "
-            "land between the assistant's tool call and its result, which providers reject. Apply it with "
-            "context.defer(action, note): it runs right after this step's tool results are committed"
+            f"tool {self._open[-1]!r} tried to {action} while its tool call waits for its result: the change "
+            "would land between the assistant's tool call and its result, which providers reject. Apply it "
+            "with context.defer(action, note): it runs right after this step's tool results are committed"
         )
 
+
+def _open_calls(tract: Tract) -> OpenCallGuard:
+    """The tract's :class:`OpenCallGuard`, registered on first use (one per handle, so one per session)."""
+    for policy in tract.policies:
+        if isinstance(policy, OpenCallGuard):
+            return policy
+    guard = OpenCallGuard()
+    tract.add_policy(guard)
     return guard
 
 

@@ -1,5 +1,5 @@
-"""Tool turns: the tool-result pipeline (``results``), its hooks (``hooks``) and the queries over tool calls
-and results (``queries``)."""
+"""Tool turns: the tool-result pipeline (``results``), its hooks (``hooks``), the queries over tool calls
+and results (``queries``) and the branch's tool setting (``settings``: ``set_tools``)."""
 
 from __future__ import annotations
 
@@ -19,6 +19,10 @@ if TYPE_CHECKING:
     from .results import (
         ToolResults,
     )
+    from .settings import (
+        get_tools,
+        set_tools,
+    )
 else:
     __getattr__, __dir__ = _lazy.lazy_exports(
         __name__,
@@ -27,6 +31,8 @@ else:
             "ToolResults": ".results",
             "ToolTurn": ".queries",
             "context_infos": ".queries",
+            "get_tools": ".settings",
+            "set_tools": ".settings",
             "tool_turns": ".queries",
         },
     )
@@ -36,5 +42,7 @@ __all__ = [
     "ToolResults",
     "ToolTurn",
     "context_infos",
+    "get_tools",
+    "set_tools",
     "tool_turns",
 ]
