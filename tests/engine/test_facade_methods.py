@@ -1,5 +1,6 @@
 """The small public methods the layers above the facade use instead of reaching for its session:
-``check_writable`` (the toolkit), ``message_content`` (the CLI's edit), ``prepare_reply`` (``AsyncTract``)."""
+``check_writable`` (the toolkit), ``message_content`` (the CLI's edit), ``prepare_reply`` (``AsyncTract``),
+``add_policy`` / ``policies`` (the toolkit's open-call guard)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,16 @@ from pathlib import Path
 
 import pytest
 
-from tractkv import ConcurrentUpdate, DetachedHead, ReadOnlySession, StoreClosed, Tract, UnansweredToolCalls
+from tractkv import (
+    ConcurrentUpdate,
+    DetachedHead,
+    InvalidInput,
+    ReadOnlySession,
+    StoreClosed,
+    Tract,
+    UnansweredToolCalls,
+)
+from tractkv.engine.session import Session, WritePolicy
 from tractkv.llm import ScriptedLLM
 from tractkv.llm.protocol import call_model
 
@@ -56,3 +66,27 @@ def test_prepare_reply_then_commit_is_generate_in_two_halves() -> None:
         u.assistant("", tool_calls=[{"id": "c1", "name": "f", "arguments": {}}])
         with pytest.raises(UnansweredToolCalls):
             u.prepare_reply()
+
+
+class _Refuse(WritePolicy[Session]):
+    def __init__(self) -> None:
+        self.asked: list[str] = []
+
+    def before_write(self, session: Session, action: str) -> None:
+        self.asked.append(action)
+        if action == "switch":
+            raise InvalidInput("no switch now")
+
+
+def test_add_policy_registers_a_write_policy_with_the_handle() -> None:
+    with Tract.open() as t:
+        (budget,) = t.policies  # the facade's own: the branch budget
+        policy = _Refuse()
+        t.add_policy(policy)
+        assert t.policies == (budget, policy)
+        t.user("hi")
+        t.branch("side", switch=False)
+        with pytest.raises(InvalidInput, match="no switch now"):
+            t.switch("side")
+        assert policy.asked == ["commit", "switch"]
+        assert t.current_branch == "main"
