@@ -55,7 +55,7 @@ sys.path.insert(0, str(ROOT))
 import httpx  # noqa: E402
 from starlette.testclient import TestClient  # noqa: E402
 
-from tractkv import Tract  # noqa: E402
+from tractkv import Tract, toolkit  # noqa: E402
 from tractkv.ids import ObjectId  # noqa: E402
 from tractkv.llm import ScriptedLLM  # noqa: E402
 from tractkv.store import LmdbStore  # noqa: E402
@@ -119,7 +119,7 @@ def build(path: Path, commits: int, tool_turns: int) -> None:
                         }
                     ],
                 }
-                t.run(ScriptedLLM([call, "surveyed"]), ex)
+                toolkit.run(t, ScriptedLLM([call, "surveyed"]), ex)
                 turn += 1
         with t.spawn("a late sub-task", inherit="full") as child:
             child.user("still open")

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tractkv import Tract
+from tractkv import Tract, toolkit
 from tractkv.llm import LLMClient, ScriptedLLM
 from tractkv.toolkit import ToolContext, ToolExecutor, UsageNode, tool
 
@@ -84,7 +84,7 @@ def main(llm: LLMClient | None = None) -> dict[str, Any]:
     with Tract.open() as t:
         executor = ToolExecutor(t, profile=None, tools=[search, count_words, report])
         t.user("Write me a report on caching.")
-        result = t.run(llm, executor, max_steps=4)
+        result = toolkit.run(t, llm, executor, max_steps=4)
         print(f"answer: {result.text}\nusage tree:")
         tree = t.usage_tree()
         lines = print_tree(tree)

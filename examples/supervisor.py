@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tractkv import Tract
+from tractkv import Tract, toolkit
 from tractkv.llm import LLMClient, ScriptedLLM
 from tractkv.toolkit import ToolContext, ToolExecutor, tool
 
@@ -76,15 +76,17 @@ def main(llm: LLMClient | None = None, agent_llm: LLMClient | None = None) -> di
     ):
         tools = ToolExecutor(agent, profile=None, tools=[search])
         agent.user("What is the capital of Australia?")
-        first = agent.run(agent_llm, tools).text
+        first = toolkit.run(agent, agent_llm, tools).text
         show("research agent", agent)
 
         boss.system("You supervise a research agent. Check its work and correct its course.")
         boss.user("Review the research agent's last answer.")
-        report = boss.run(llm, ToolExecutor(agent, profile="supervisor"))  # the tools act on the agent
+        report = toolkit.run(
+            boss, llm, ToolExecutor(agent, profile="supervisor")
+        )  # the tools act on the agent
         show("supervisor", boss)
 
-        second = agent.run(agent_llm, tools).text
+        second = toolkit.run(agent, agent_llm, tools).text
         show("research agent, after supervision", agent)
         return {
             "first_answer": first,

@@ -1,7 +1,7 @@
 """A tool-calling agent whose bulky tool results are summarized, then compressed further.
 
 Shows: tools defined with ``@tool``, ``configure_tool_summarization`` (a fetched page is summarized before
-it enters the context, the raw text stays recoverable with ``original_of``), the agent loop ``t.run``, and
+it enters the context, the raw text stays recoverable with ``original_of``), the agent loop ``toolkit.run(t, ...)``, and
 ``compress_tool_calls``, which summarizes earlier tool results in place to shrink the context.
 
 Run it with ``python examples/tool_agent.py``. It runs offline on scripted models (``ScriptedLLM``); pass
@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tractkv import Tract
+from tractkv import Tract, toolkit
 from tractkv.llm import LLMClient, ScriptedLLM
 from tractkv.toolkit import ToolContext, ToolExecutor, tool
 
@@ -71,7 +71,7 @@ def main(llm: LLMClient | None = None, summarizer: LLMClient | None = None) -> d
         executor = ToolExecutor(t, profile=None, tools=[search, fetch_page])  # our tools, no built-ins
         t.system("You answer questions about product pricing. Use the tools.")
         t.user("How much does tractkv Pro cost?")
-        result = t.run(llm, executor, max_steps=5)
+        result = toolkit.run(t, llm, executor, max_steps=5)
 
         for m in t.compile().messages:
             text = m.content or "calls " + ", ".join(c.name for c in m.tool_calls)

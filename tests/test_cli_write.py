@@ -149,7 +149,7 @@ def test_an_edit_of_a_message_with_parts_changes_its_text_and_keeps_its_image(st
         target = t.user(
             [{"type": "text", "text": "look"}, {"type": "image", "data": png, "media_type": "image/png"}]
         ).commit_id
-        image = t.session.message_content(target)["parts"][1]
+        image = t._session.message_content(target)["parts"][1]
         only_image = t.user([{"type": "image", "data": png, "media_type": "image/png"}]).commit_id
     edited = ok(store, "commit", "--edit", target, "look closely")
     assert content(store, edited)["parts"] == [{"type": "text", "text": "look closely"}, image]

@@ -8,9 +8,9 @@ that does not exist, fails ``test_the_layer_blocks_match_the_tree``.
 Every import counts: module level, lazy imports inside functions, the modules a ``lazy_exports`` table names
 (loaded on first access, so counted as lazy imports), and imports under ``if TYPE_CHECKING:`` (an
 annotation that needs a higher layer is a dependency on it all the same). A bare ``import tractkv`` or ``from
-tractkv import X`` (X not a module) is an import of the package root, the top layer. The one allowance: the
-facade (``tractkv/tract.py``) may reach the toolkit, which sits above it, by a lazy import inside a function
-body (a one-line delegation such as ``Tract.run``), never at module level or under TYPE_CHECKING.
+tractkv import X`` (X not a module) is an import of the package root, the top layer. There is no allowance:
+where a lower layer needs something above it (the facade's deprecated ``Tract.run`` needs the toolkit), the
+layer above hands it down (the package root gives the facade a function that finds the toolkit's).
 """
 
 from __future__ import annotations
@@ -166,18 +166,7 @@ ENGINE_PACKAGES = sorted(p.parent.name for p in (PACKAGE / "engine").glob("*/__i
 
 # Import cycles still being taken apart (each a sorted list of the modules of one cycle). The list may only
 # shrink: test_no_import_cycle_among_modules fails on a new cycle and on a listed one that is gone.
-KNOWN_CYCLES: list[list[str]] = [
-    [
-        "tractkv.toolkit.builtin",
-        "tractkv.toolkit.context",
-        "tractkv.toolkit.executor",
-        "tractkv.toolkit.export",
-        "tractkv.toolkit.loop",
-        "tractkv.toolkit.profiles",
-        "tractkv.toolkit.rerun",
-        "tractkv.tract",
-    ],
-]
+KNOWN_CYCLES: list[list[str]] = []
 
 
 @attrs.frozen(kw_only=True)
@@ -326,13 +315,6 @@ def all_imports() -> list[Import]:
     return [imp for path in sorted(PACKAGE.rglob("*.py")) for imp in _imports_of(path)]
 
 
-def is_allowed_upward(imp: Import) -> bool:
-    """The one upward import allowed: the facade's lazy, in-function delegation to the toolkit."""
-    return (
-        imp.source == "tract" and unit(imp.target) == "toolkit" and imp.in_function and not imp.type_checking
-    )
-
-
 def _cycles(edges: dict[str, dict[str, list[Import]]]) -> list[list[str]]:
     """Strongly connected components with more than one node (Tarjan), each sorted, in sorted order."""
     index: dict[str, int] = {}
@@ -476,7 +458,7 @@ def test_imports_only_go_downward() -> None:
         f"{imp.where()}  ->  {unit(imp.target)} (layer {LAYERS[unit(imp.target)]}) "
         f"from {unit(imp.source)} (layer {LAYERS[unit(imp.source)]})"
         for imp in all_imports()
-        if LAYERS[unit(imp.target)] > LAYERS[unit(imp.source)] and not is_allowed_upward(imp)
+        if LAYERS[unit(imp.target)] > LAYERS[unit(imp.source)]
     ]
     assert upward == [], "upward imports:\n" + "\n".join(upward)
 
@@ -485,7 +467,7 @@ def test_no_import_cycle_between_top_level_units() -> None:
     edges: dict[str, dict[str, list[Import]]] = defaultdict(lambda: defaultdict(list))
     for imp in all_imports():
         source, target = unit(imp.source), unit(imp.target)
-        if source != target and not is_allowed_upward(imp):
+        if source != target:
             edges[source][target].append(imp)
     cycles = _cycles(edges)
     report = [f"cycle {' <-> '.join(c)}:\n  " + "\n  ".join(_describe(c, edges)) for c in cycles]
@@ -625,3 +607,166 @@ def test_the_import_scanner_sees_every_kind_of_import() -> None:
     assert unit("sync.http_client") == "sync"
     assert _module_name(PACKAGE / "__init__.py") == ""
     assert _module_name(PACKAGE / "store" / "__init__.py") == "store"
+
+
+# --- sessions: the facade's is its own; code outside the engine opens one only through the engine's face -----
+
+SESSION_ATTRIBUTES = frozenset({"session", "_session"})
+# Reaches for a Tract's session still made above the facade, as (module path, enclosing function): none (the
+# executor's write guard became a write policy it registers with Tract.add_policy). The set may only shrink.
+KNOWN_SESSION_REACHES: frozenset[tuple[str, str]] = frozenset()
+
+
+@attrs.frozen
+class SessionUse:
+    path: str  # relative to the repository ("tractkv/aio.py")
+    function: str  # the enclosing qualified name ("" at module level)
+    line: int
+    what: str  # "reach" (another object's .session / ._session) or "construct" (Session(...))
+    code: str
+
+
+def _session_uses(path: Path, text: str | None = None) -> Iterator[SessionUse]:
+    """Outside the engine and the facade: each ``.session`` / ``._session`` read on anything but ``self`` or
+    an imported module (an object's own session attribute is its business; another object's, a Tract's above
+    all, is not), and
+    each call of tractkv's ``Session`` class (by a name imported from a tractkv module, or as an attribute of
+    an imported tractkv module)."""
+    tree = ast.parse(path.read_text(encoding="utf-8") if text is None else text)
+    session_names: set[str] = set()  # local names of tractkv's Session class
+    module_names: set[str] = set()  # local names of imported tractkv modules
+    imported = {  # every name an import binds: `boto3.session` is a module's attribute, no object's session
+        a.asname or a.name.split(".")[0]
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Import | ast.ImportFrom)
+        for a in node.names
+    }
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("tractkv") and not node.level:
+            session_names |= {a.asname or a.name for a in node.names if a.name == "Session"}
+            module_names |= {a.asname or a.name for a in node.names if a.name != "Session"}
+        elif isinstance(node, ast.ImportFrom) and node.level:
+            session_names |= {a.asname or a.name for a in node.names if a.name == "Session"}
+        elif isinstance(node, ast.Import):
+            module_names |= {
+                a.asname or a.name.split(".")[0] for a in node.names if a.name.split(".")[0] == "tractkv"
+            }
+    where = path.relative_to(PACKAGE.parent).as_posix()
+
+    def visit(node: ast.AST, qual: str) -> Iterator[SessionUse]:
+        for child in ast.iter_child_nodes(node):
+            inner = qual
+            if isinstance(child, ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef):
+                inner = f"{qual}.{child.name}".lstrip(".")
+            if (
+                isinstance(child, ast.Attribute)
+                and child.attr in SESSION_ATTRIBUTES
+                and not (isinstance(child.value, ast.Name) and child.value.id in {"self", *imported})
+            ):
+                yield SessionUse(where, qual, child.lineno, "reach", ast.unparse(child))
+            if (  # getattr(t, "session"), hasattr(...), setattr(...): the same reach by name
+                isinstance(child, ast.Call)
+                and isinstance(child.func, ast.Name)
+                and child.func.id in {"getattr", "hasattr", "setattr"}
+                and len(child.args) > 1
+                and isinstance(child.args[1], ast.Constant)
+                and child.args[1].value in SESSION_ATTRIBUTES
+                and not (isinstance(child.args[0], ast.Name) and child.args[0].id == "self")
+            ):
+                yield SessionUse(where, qual, child.lineno, "reach", ast.unparse(child))
+            if isinstance(child, ast.Call):
+                func = child.func
+                root = func
+                while isinstance(root, ast.Attribute):
+                    root = root.value
+                by_name = isinstance(func, ast.Name) and func.id in session_names
+                by_module = (
+                    isinstance(func, ast.Attribute)
+                    and func.attr == "Session"
+                    and isinstance(root, ast.Name)
+                    and root.id in module_names
+                )
+                if by_name or by_module:
+                    yield SessionUse(where, qual, child.lineno, "construct", ast.unparse(func))
+            yield from visit(child, inner)
+
+    yield from visit(tree, "")
+
+
+def _outside_the_engine() -> list[Path]:
+    engine, facade = PACKAGE / "engine", PACKAGE / "tract.py"
+    return [p for p in sorted(PACKAGE.rglob("*.py")) if engine not in p.parents and p != facade]
+
+
+def test_no_code_outside_the_engine_reaches_for_a_session() -> None:
+    # The facade's session is private; a layer above drives a Tract through its public methods, and a layer
+    # below it (sync, llm) takes the session as an argument the facade passes
+    uses = [u for path in _outside_the_engine() for u in _session_uses(path) if u.what == "reach"]
+    found = {(u.path, u.function) for u in uses}
+    new = [
+        f"{u.path}:{u.line} ({u.function}): {u.code}"
+        for u in uses
+        if (u.path, u.function) not in KNOWN_SESSION_REACHES
+    ]
+    assert new == [], (
+        "a session reached from outside the engine (add a Tract method, or pass the session):\n"
+        + "\n".join(new)
+    )
+    gone = sorted(KNOWN_SESSION_REACHES - found)
+    assert gone == [], f"no longer reached: delete from KNOWN_SESSION_REACHES: {gone}"
+
+
+def test_sessions_are_opened_through_the_engine_face() -> None:
+    made = [
+        f"{u.path}:{u.line} ({u.function}): {u.code}(...)"
+        for path in [*_outside_the_engine(), PACKAGE / "tract.py"]
+        for u in _session_uses(path)
+        if u.what == "construct"
+    ]
+    assert made == [], "construct sessions with tractkv.engine.open_session(store, ...):\n" + "\n".join(made)
+
+
+SESSION_SAMPLE = """
+import boto3
+import tractkv.engine.session as sessions
+from tractkv.engine.session import Session
+from tractkv.engine.session import Session as S
+from tractkv import engine
+def f(t, self_like):
+    t.session.head
+    t._session.compile()
+    self_like.tract._session
+    self.session.head
+    self._session()
+    Session(store)
+    S(store)
+    sessions.Session(store)
+    engine.session.Session(store)
+    boto3.session.Session()
+    engine.open_session(store)
+class C:
+    def g(self):
+        return getattr(self, "x").session
+    def h(self, t):
+        return getattr(t, "session", None), getattr(self, "_session"), hasattr(t, "_session")
+"""
+
+
+def test_the_session_scan_sees_each_reach_and_construction() -> None:
+    # the two tests above are only as good as this scan: read a sample as if it were tractkv/toolkit/loop.py
+    found = [
+        (u.line, u.what, u.function, u.code)
+        for u in _session_uses(PACKAGE / "toolkit" / "loop.py", SESSION_SAMPLE)
+    ]
+    assert found == [
+        (8, "reach", "f", "t.session"),
+        (9, "reach", "f", "t._session"),
+        (10, "reach", "f", "self_like.tract._session"),
+        (13, "construct", "f", "Session"),
+        (14, "construct", "f", "S"),
+        (15, "construct", "f", "sessions.Session"),
+        (16, "construct", "f", "engine.session.Session"),  # engine.session: a module's attribute, no reach
+        (21, "reach", "C.g", "getattr(self, 'x').session"),
+        (23, "reach", "C.h", "getattr(t, 'session', None)"),
+        (23, "reach", "C.h", "hasattr(t, '_session')"),
+    ]

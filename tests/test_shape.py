@@ -6,6 +6,13 @@ docstring included: what a reader has to take in), and <= 8 parameters a caller 
 names what was over a limit when the rules came in (one ``kind name`` per line); the test fails on an excess
 that is not listed, and on a listed item that is now within its limit (delete its line: the list only
 shrinks). The checker itself is tested on synthetic source, so each rule is shown to fail on a violation.
+
+The facade rule: each method of ``Tract`` (tractkv/tract.py) has at most 8 statements after its docstring,
+``open``, ``clone`` and ``__init__`` exempt (they assemble a handle). Counted: every statement node in the
+method's body, nested ones included (an ``if`` holding two statements is 3; ``else``, ``except`` and
+``finally`` clauses are not statements themselves, their statements are; a nested ``def`` is 1 plus its
+body's), the docstring not; decorators and the signature are not statements. Logic that needs more belongs in
+the engine operation the method delegates to (a function of a session). No exception list.
 """
 
 from __future__ import annotations
@@ -79,6 +86,44 @@ def package_excesses() -> list[Excess]:
     return found
 
 
+FACADE = PACKAGE / "tract.py"
+FACADE_CLASS = "Tract"
+FACADE_STATEMENTS = 8
+FACADE_EXEMPT = frozenset({"open", "clone", "__init__"})
+
+
+def statements(function: ast.FunctionDef | ast.AsyncFunctionDef) -> int:
+    """The statements of a function's body after its docstring, nested ones included (see the module doc)."""
+    body = function.body
+    first = body[0] if body else None
+    if (
+        isinstance(first, ast.Expr)
+        and isinstance(first.value, ast.Constant)
+        and isinstance(first.value.value, str)
+    ):
+        body = body[1:]
+    return sum(1 for top in body for node in ast.walk(top) if isinstance(node, ast.stmt))
+
+
+def facade_excesses(source: str, cls: str = FACADE_CLASS) -> list[tuple[str, int]]:
+    """``(method, statements)`` for each method of class ``cls`` over the facade's limit."""
+    found = []
+    for node in ast.parse(source).body:
+        if isinstance(node, ast.ClassDef) and node.name == cls:
+            methods = [m for m in node.body if isinstance(m, ast.FunctionDef | ast.AsyncFunctionDef)]
+            counts = [(m.name, statements(m)) for m in methods if m.name not in FACADE_EXEMPT]
+            found.extend((name, count) for name, count in counts if count > FACADE_STATEMENTS)
+    return found
+
+
+def test_facade_methods_are_short_delegations() -> None:
+    over = facade_excesses(FACADE.read_text(encoding="utf-8"))
+    assert over == [], (
+        f"Tract methods over {FACADE_STATEMENTS} statements (move the logic into the engine operation they "
+        f"delegate to; see tests/test_shape.py): {over}"
+    )
+
+
 def listed() -> set[str]:
     lines = EXCEPTIONS.read_text(encoding="utf-8").splitlines()
     return {line.strip() for line in lines if line.strip() and not line.startswith("#")}
@@ -148,3 +193,47 @@ def test_a_method_is_named_by_its_class() -> None:
     (excess,) = excesses(source, "m.py")
     assert excess.name == "m.py::C.D.g"
     assert str(excess) == "m.py::C.D.g: function 81 > 80"
+
+
+def _method(name: str, lines: list[str], docstring: bool = True) -> str:
+    doc = ['        """Doc."""'] if docstring else []
+    return "\n".join([f"    def {name}(self):", *doc, *(f"        {line}" for line in lines)]) + "\n"
+
+
+@pytest.mark.parametrize(
+    ("method", "expected"),
+    [
+        (_method("m", ["x = 1"] * 8), []),
+        (_method("m", ["x = 1"] * 9), [("m", 9)]),
+        (_method("m", ["x = 1"] * 8, docstring=False), []),  # the docstring is not counted, nor its absence
+        (_method("m", ["'after the docstring'"] + ["x = 1"] * 8), [("m", 9)]),
+        (_method("open", ["x = 1"] * 20), []),
+        (_method("clone", ["x = 1"] * 20), []),
+        (_method("__init__", ["x = 1"] * 20), []),
+        (_method("m", ["if x:", "    y = 1", "    z = 2", "else:", "    w = 3"] + ["x = 1"] * 5), [("m", 9)]),
+        (
+            _method(
+                "m", ["try:", "    y = 1", "except E:", "    raise", "finally:", "    z = 2", "return y"]
+            ),
+            [],
+        ),
+        (_method("m", ["def inner():", "    a = 1", "    return a", *["x = 1"] * 6]), [("m", 9)]),
+        (_method("m", ["with a:", "    for i in b:", "        c(i)", *["x = 1"] * 6]), [("m", 9)]),
+    ],
+    ids=[
+        "at-limit",
+        "over",
+        "no-docstring",
+        "second-string-counts",
+        "open-exempt",
+        "clone-exempt",
+        "init-exempt",
+        "if-else-nested",
+        "try-clauses",
+        "nested-def",
+        "with-for-nested",
+    ],
+)
+def test_the_facade_rule_counts_statements(method: str, expected: list[tuple[str, int]]) -> None:
+    assert facade_excesses(f"class Tract:\n{method}") == expected
+    assert facade_excesses(f"class Other:\n{method}") == []  # only the facade's class

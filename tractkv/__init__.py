@@ -18,9 +18,10 @@ tractkv import X`` and ``dir(tractkv)`` offer them as any other name, and their 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from tractkv import _lazy
+from tractkv import tract as _tract
 from tractkv._version import __version__
 from tractkv.engine.compile import Conflict
 from tractkv.engine.content import HeuristicCounter, Message, Part, TiktokenCounter, TokenCounter, ToolCall
@@ -125,6 +126,16 @@ else:
         },
     )
 
+
+def _toolkit_function(name: str) -> Any:
+    """A function of :mod:`tractkv.toolkit` by name, for the deprecated ``Tract`` methods that call it (the
+    facade sits below the toolkit and never imports it; this layer may, and does so on first use)."""
+    from tractkv import toolkit
+
+    return getattr(toolkit, name)
+
+
+_tract.provide_toolkit(_toolkit_function)
 
 __all__ = [
     "ArtifactContent",

@@ -42,9 +42,10 @@ from tractkv.tract import Tract
 
 if TYPE_CHECKING:
     from tractkv.engine.content import Message
+    from tractkv.engine.usage import ToolUsage
     from tractkv.engine.values import CommitInfo, RunResult
     from tractkv.ids import ObjectId
-    from tractkv.llm.generate import AsyncGenerationStream
+    from tractkv.llm.generate import AsyncGenerationStream, PreparedReply
     from tractkv.llm.protocol import LLMClient, LLMResponse
 
 T = TypeVar("T")
@@ -164,12 +165,13 @@ class AsyncTract:
 
     # --- the store, on the worker thread (same arguments and results as the Tract's) -----------------------
 
+    add_policy = _on_worker(Tract.add_policy)
     annotate = _on_worker(Tract.annotate)
-    as_tools = _on_worker(Tract.as_tools)
     assistant = _on_worker(Tract.assistant)  # type: ignore[arg-type]  # **kwargs: mypy sees a named self
     branch = _on_worker(Tract.branch)
     branches = _on_worker(Tract.branches)
     budget = _on_worker(Tract.budget)
+    check_writable = _on_worker(Tract.check_writable)
     checkout = _on_worker(Tract.checkout)
     commit = _on_worker(Tract.commit)
     compile = _on_worker(Tract.compile)
@@ -179,7 +181,6 @@ class AsyncTract:
     configure_tool_summarization = _on_worker(Tract.configure_tool_summarization)
     delete_branch = _on_worker(Tract.delete_branch)
     diff = _on_worker(Tract.diff)
-    export = _on_worker(Tract.export)
     fetch = _on_worker(Tract.fetch)
     find_tool_calls = _on_worker(Tract.find_tool_calls)
     find_tool_results = _on_worker(Tract.find_tool_results)
@@ -191,6 +192,7 @@ class AsyncTract:
     list_branches = _on_worker(Tract.list_branches)
     log = _on_worker(Tract.log)
     merge = _on_worker(Tract.merge)
+    message_content = _on_worker(Tract.message_content)
     off = _on_worker(Tract.off)
     on = _on_worker(Tract.on)
     original_of = _on_worker(Tract.original_of)
@@ -201,7 +203,6 @@ class AsyncTract:
     remote_add = _on_worker(Tract.remote_add)
     remote_remove = _on_worker(Tract.remote_remove)
     remotes = _on_worker(Tract.remotes)
-    rerun_tool_usage = _on_worker(Tract.rerun_tool_usage)
     reset = _on_worker(Tract.reset)
     review_tool_result = _on_worker(Tract.review_tool_result)
     set_budget = _on_worker(Tract.set_budget)
@@ -218,6 +219,28 @@ class AsyncTract:
     children = _on_worker(Tract.children)
     parent = _on_worker(Tract.parent)
 
+    # --- the agent toolkit's functions of a Tract (tractkv.toolkit), on the worker ---------------------------
+
+    async def as_tools(
+        self, profile: object = "self", overrides: dict[str, str] | None = None, format: str = "openai"
+    ) -> list[dict[str, Any]]:
+        """:func:`tractkv.toolkit.as_tools`: a profile's built-in tools as request-ready schemas."""
+        from tractkv.toolkit import as_tools
+
+        return as_tools(profile, overrides, format)
+
+    async def export(self, format: str = "json") -> str:
+        """``await`` :func:`tractkv.toolkit.export` of the handle's Tract (on its worker thread)."""
+        from tractkv.toolkit import export
+
+        return await self._run(export, self._tract, format)
+
+    async def rerun_tool_usage(self, usage_id: str, executor: object = None) -> ToolUsage:
+        """``await`` :func:`tractkv.toolkit.rerun_tool_usage` on the handle's Tract (on its worker thread)."""
+        from tractkv.toolkit import rerun_tool_usage
+
+        return await self._run(rerun_tool_usage, self._tract, usage_id, executor)
+
     async def spawn(self, purpose: str, **kwargs: Any) -> AsyncTract:
         """``await`` :meth:`Tract.spawn <tractkv.Tract.spawn>` (same arguments): the child as an AsyncTract
         with a worker thread of its own (a second handle on the same store; close it before this one)."""
@@ -231,6 +254,12 @@ class AsyncTract:
         return await self._run(self._tract.collapse, target, **kwargs)
 
     # --- the model, on the event loop -----------------------------------------------------------------------
+
+    async def prepare_reply(self, tools: list[dict[str, Any]] | None = None) -> PreparedReply:
+        """``await`` :meth:`Tract.prepare_reply <tractkv.Tract.prepare_reply>` (on the worker thread). Its
+        ``.commit`` writes: run it on the worker too (``await at.call(lambda t: prepared.commit(response,
+        params))``), as :meth:`generate`, which does all of this, does."""
+        return await self._run(self._tract.prepare_reply, tools)
 
     def _model(self, llm: LLMClient | None, action: str) -> LLMClient:
         model = llm if llm is not None else self._tract.llm
@@ -276,11 +305,11 @@ class AsyncTract:
         from tractkv.llm.protocol import acall_model
 
         model = self._model(llm, "generate")
-        session = self._tract.session
-        request = await self._run(gen.prepare, session, tools)
+        prepared = await self.prepare_reply(tools)
+        request = prepared.request
 
         async def commit(response: LLMResponse) -> CommitInfo:
-            return await self._run(gen.commit_reply, session, request, response, params)
+            return await self._run(prepared.commit, response, params)
 
         if stream:
             return gen.AsyncGenerationStream(
@@ -303,7 +332,7 @@ class AsyncTract:
     async def run(
         self, llm: LLMClient | None = None, executor: object = None, max_steps: int = 10, **params: Any
     ) -> RunResult:
-        """:meth:`Tract.run <tractkv.Tract.run>`, the agent loop: its steps (compile, commit, tool
+        """:func:`tractkv.toolkit.run`, the agent loop: its steps (compile, commit, tool
         execution) run on the worker thread, each model call is awaited on the event loop (``achat``).
         An ``executor`` is a ``ToolExecutor`` of :attr:`tract`. Cancelled, it stops at its next model call
         (raising ``CancelledError`` here); the steps committed before stay."""

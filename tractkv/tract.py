@@ -5,7 +5,8 @@ Lifecycle and delegation only. The handle's HEAD, compile state, batches and wri
 hooks and summarization are :mod:`tractkv.engine.tools.results`; tool-usage queries are
 ``tractkv.engine.usage_*``; sync is :mod:`tractkv.sync.transfer` and :mod:`tractkv.sync.remotes`; the model
 is reached through :func:`tractkv.llm.protocol.call_model`. The agent toolkit sits above this module and is
-reached only by one-line lazy delegations (:meth:`run`, :meth:`as_tools`, :meth:`export`).
+never imported here: its functions take a Tract (``tractkv.toolkit.run``, ``as_tools``, ``export``,
+``rerun_tool_usage``); the deprecated methods of those names reach them through :func:`provide_toolkit`.
 
 Concurrency: several handles (threads or processes) may use one store, each with its own HEAD. Every ref
 move is a compare-and-swap, so two handles appending to one branch never lose a commit: the loser gets
@@ -15,15 +16,17 @@ is re-made on top of the new tip.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any, Literal, overload
+from typing import TYPE_CHECKING, Any, Literal, cast, overload
 
+from tractkv.engine import open_session
 from tractkv.engine.content import TokenCounter
 from tractkv.engine.history import branch_ref
 from tractkv.engine.session import Session, WritePolicy, append_text
 from tractkv.engine.values import CommitInfo, CompiledContext
-from tractkv.errors import InvalidInput, NoLLMConfigured, ReadOnlySession, UnknownRevision
+from tractkv.errors import InvalidInput, NoLLMConfigured, ReadOnlySession, UnknownRevision, Unsupported
 from tractkv.ids import ObjectId, is_object_id
 from tractkv.model import UsageRecord
 from tractkv.store import Store, open_store
@@ -44,7 +47,7 @@ if TYPE_CHECKING:  # engine modules a few methods need are imported on first use
         RunResult,
         StatusInfo,
     )
-    from tractkv.llm.generate import GenerationStream
+    from tractkv.llm.generate import GenerationStream, PreparedReply
     from tractkv.llm.protocol import LLMClient
     from tractkv.store import WriteBatch
     from tractkv.sync.remote import PushOutcome
@@ -79,7 +82,7 @@ class Tract:
         _check_llm(llm)  # before the session records HEAD
         self._store = store
         self._owns_store = owns_store
-        self._session = Session(
+        self._session: Session = open_session(
             store,
             counter=token_counter,
             clock=clock,
@@ -180,11 +183,6 @@ class Tract:
         return self._store
 
     @property
-    def session(self) -> Session:
-        """The session this handle delegates to (HEAD, compile state, write path)."""
-        return self._session
-
-    @property
     def token_counter(self) -> TokenCounter:
         return self._session.counter
 
@@ -216,6 +214,26 @@ class Tract:
     @property
     def is_detached(self) -> bool:
         return self._session.branch_ref is None
+
+    @property
+    def policies(self) -> tuple[WritePolicy[Any], ...]:
+        """The write policies this handle's writes consult, in order (the branch budget first)."""
+        return self._session.policies
+
+    def add_policy(self, policy: WritePolicy[Any]) -> None:
+        """Register a write policy (:class:`~tractkv.engine.session.WritePolicy`: ``before_write`` may refuse a
+        write, ``check`` sees what it stages, ``landed`` what it wrote), consulted from this handle's next
+        write on, after those registered before it (the agent toolkit registers its open-call guard so)."""
+        self._session.add_policy(policy)
+
+    def check_writable(self, action: str, *, branch: bool = False) -> None:
+        """Raise now what a write named ``action`` would raise when it starts, before work that should not
+        run in vain (a tool, a model call): :class:`ReadOnlySession`, :class:`StoreClosed`; with ``branch=True``
+        also what refuses a commit on HEAD (:class:`DetachedHead`, a write refused during an agent step)."""
+        if branch:
+            self._session.writable(action)
+        else:
+            self._session.check_writes(action)
 
     # --- writing ------------------------------------------------------------------------------------------
 
@@ -375,6 +393,14 @@ class Tract:
     def get_commit(self, rev: str) -> CommitInfo:
         """A commit by id, unique prefix, branch or ``HEAD~N``."""
         return self._session.get_commit(rev)
+
+    def message_content(self, rev: str) -> dict[str, Any]:
+        """The content a message shows now at HEAD (its latest edit's, else its own), for a revision naming
+        the message or an edit of it: what an edit of that message starts from.
+
+        Raises:
+            InvalidInput: ``rev`` names no message in the context at HEAD."""
+        return self._session.message_content(rev)
 
     def log(
         self, limit: int | None = None, op_filter: str | None = None, *, rev: str | None = None
@@ -606,19 +632,22 @@ class Tract:
         if kwargs.get("readonly"):  # before anything is created
             raise ReadOnlySession("clone")
 
-        def open_handle() -> Tract:
-            return cls.open(path, durable=durable, **kwargs)
-
-        return transfer.clone_into(
-            path,
-            open_handle,
-            url,
-            remote,
-            token_env=token_env,
-            branch=branch,
-            progress=progress,
-            max_object=max_object,
-        )
+        with transfer.cloning_into(path):  # a clone that fails leaves no store behind
+            t = cls.open(path, durable=durable, **kwargs)
+            try:
+                transfer.clone_into(
+                    t._session,
+                    url,
+                    remote,
+                    token_env=token_env,
+                    branch=branch,
+                    progress=progress,
+                    max_object=max_object,
+                )
+            except BaseException:
+                t.close()
+                raise
+        return t
 
     # --- tools in context ---------------------------------------------------------------------------------
 
@@ -890,6 +919,19 @@ class Tract:
 
         return generate(self._session, model, tools, params)
 
+    def prepare_reply(self, tools: list[dict[str, Any]] | None = None) -> PreparedReply:
+        """The first half of :meth:`generate`, for a caller that calls the model itself (``AsyncTract`` awaits
+        it on an event loop): checks HEAD may take a reply and compiles what the model is sent
+        (``.request.messages``, ``.request.offered``); ``.commit(response, params)`` then commits the reply as
+        :meth:`generate` does, on the tip read here (:class:`ConcurrentUpdate` if the branch moved).
+
+        Raises:
+            UnansweredToolCalls, InvalidInput, ReadOnlySession, DetachedHead: as :meth:`generate`, before any
+                model call."""
+        from tractkv.llm.generate import prepare_reply
+
+        return prepare_reply(self._session, tools)
+
     def chat(
         self,
         text: str | list[Any],
@@ -959,21 +1001,27 @@ class Tract:
         from tractkv.engine import spawning
 
         plan = spawning.plan_spawn(self._session, purpose, inherit, select, tools, branch)
-        child = type(self)(  # opening a handle on a branch leaves the store's HEAD as it is
+        child = self._handle_on(plan.branch)
+        try:
+            spawning.write_spawn(child._session, plan)
+        except BaseException:
+            child.close()
+            raise
+        return child
+
+    def _handle_on(self, branch: str) -> Tract:
+        """Another handle on this store, on ``branch``, with this one's settings and models (opening it leaves
+        the store's HEAD as it is)."""
+        child = type(self)(
             self._store,
             owns_store=False,
-            branch=plan.branch,
+            branch=branch,
             token_counter=self.token_counter,
             clock=self._session.clock,
             rebase_appends=self.rebase_appends,
             llm=self._llm,
         )
         child._summarizer = self._summarizer
-        try:
-            spawning.write_spawn(child._session, plan)
-        except BaseException:
-            child.close()
-            raise
         return child
 
     def collapse(
@@ -992,31 +1040,16 @@ class Tract:
         """
         from tractkv.engine import spawning
 
-        if isinstance(child, Tract):
-            if child._store is not self._store:
-                raise InvalidInput("collapse takes a child spawned on this store")
-            name = child.current_branch
-            if name is None:
-                raise InvalidInput("that child handle is detached (collapsed already?)")
-        elif isinstance(child, str):
-            name = child
-        else:
+        if not isinstance(child, Tract | str):
             raise InvalidInput(f"collapse takes a child Tract or its branch name, not {type(child).__name__}")
-        if content is not None and instructions is not None:
-            raise InvalidInput("instructions guide a model's summary: pass content or instructions, not both")
-        if content is not None and (not isinstance(content, str) or not content.strip()):
-            raise InvalidInput("collapse content must be a non-empty string")
-        plan = spawning.plan_collapse(self._session, name)
-        if content is None:
-            if self.summarizer is None:
-                raise NoLLMConfigured("collapse without content")
-            content = self._results.summarize(
-                None, plan.text, instructions or spawning.COLLAPSE_INSTRUCTIONS, None
-            )
-        info = spawning.commit_collapse(self._session, plan, content)
-        if isinstance(child, Tract):
-            spawning.detach(child._session, plan.child_head)
-        return info
+        target = child._session if isinstance(child, Tract) else child
+        return spawning.collapse(self._session, target, content, instructions, self._summary_writer())
+
+    def _summary_writer(self) -> Callable[[str, str], str] | None:
+        """``write(text, instructions)``: the summarizer's summary of ``text`` (None: no model configured)."""
+        if self.summarizer is None:
+            return None
+        return lambda text, instructions: self._results.summarize(None, text, instructions, None)
 
     def children(self) -> list[ChildInfo]:
         """The children spawned from this branch, open and collapsed, oldest first (read from history, so
@@ -1062,44 +1095,59 @@ class Tract:
 
         return history_stats(self._session, rev)
 
-    # --- agent toolkit (above this module: one-line lazy delegations) -----------------------------------------
+    # --- deprecated: the agent toolkit's functions (tractkv.toolkit), which this layer does not import -------
 
     def rerun_tool_usage(self, usage_id: str, executor: object = None) -> ToolUsage:
-        """Run a failed tool execution again (same tool, arguments and call) and commit its result as an edit
-        of the failed result, its record naming the failed one (``rerun_of``); see
-        :mod:`tractkv.toolkit.rerun`. ``executor`` (a ``ToolExecutor``) must have the tool; default: the
-        ``full`` profile's built-ins. Raises InvalidInput for a usage that did not fail, is nested, or whose
-        call is gone from the context."""
-        from tractkv.toolkit.rerun import rerun_usage
-
-        return rerun_usage(self, usage_id, executor)
+        """Deprecated (removed in the next release): ``tractkv.toolkit.rerun_tool_usage(t, usage_id,
+        executor)``, which this calls (warning once per process)."""
+        return cast("ToolUsage", _toolkit("rerun_tool_usage")(self, usage_id, executor))
 
     def as_tools(
         self, profile: object = "self", overrides: dict[str, str] | None = None, format: str = "openai"
     ) -> list[dict[str, Any]]:
-        """The built-in tools of a profile (``self``, ``supervisor``, ``full``, or a ``ToolProfile``) as
-        request-ready schemas, with ``overrides`` ({name: description}) applied; ``format`` is ``openai`` or
-        ``anthropic``."""
-        from tractkv.toolkit.profiles import as_tools
-
-        return as_tools(profile, overrides, format)
+        """Deprecated (removed in the next release): ``tractkv.toolkit.as_tools(profile, overrides, format)``,
+        which this calls (warning once per process)."""
+        return cast("list[dict[str, Any]]", _toolkit("as_tools")(profile, overrides, format))
 
     def export(self, format: str = "json") -> str:
-        """The conversation at HEAD with its tool-usage history, as ``json`` or ``markdown`` text."""
-        from tractkv.toolkit.export import export_conversation
-
-        return export_conversation(self, format)
+        """Deprecated (removed in the next release): ``tractkv.toolkit.export(t, format)``, which this calls
+        (warning once per process)."""
+        return cast(str, _toolkit("export")(self, format))
 
     def run(
         self, llm: LLMClient | None = None, executor: object = None, max_steps: int = 10, **params: Any
     ) -> RunResult:
-        """The agent loop: compile, generate with the executor's tools (a ``ToolExecutor``), execute the
-        calls (usage tracked, results through the tool_result hooks), repeat until the model stops calling
-        tools or ``max_steps`` model calls (see :mod:`tractkv.toolkit.loop`). Without an executor the model gets no
-        tools (as ``ToolExecutor(t)``); pass ``ToolExecutor(t, profile="self")`` for the built-in context tools."""
-        from tractkv.toolkit.loop import run
+        """Deprecated (removed in the next release): ``tractkv.toolkit.run(t, llm, executor,
+        max_steps=...)``, which this calls (warning once per process)."""
+        return cast("RunResult", _toolkit("run")(self, llm, executor, max_steps=max_steps, **params))
 
-        return run(self, llm, executor, max_steps=max_steps, **params)
+
+# The deprecated Tract methods above call the agent toolkit, which sits above this module: it is never imported
+# here. A layer above hands this module the way to it instead (the package root does, on `import tractkv`,
+# with a function that imports tractkv.toolkit on first use): see `provide_toolkit`.
+_toolkit_finder: list[Callable[[str], Callable[..., Any]]] = []  # the one given, once given
+_warned: set[str] = set()  # the deprecated methods called so far in this process (each warns once)
+
+
+def provide_toolkit(finder: Callable[[str], Callable[..., Any]]) -> None:
+    """Set how the deprecated methods find a toolkit function by name (``finder("run")``); called once by
+    the package root, the layer that may import the toolkit."""
+    _toolkit_finder[:] = [finder]
+
+
+def _toolkit(name: str) -> Callable[..., Any]:
+    """The toolkit function a deprecated ``Tract.<name>`` calls, warning the first time each is used."""
+    if name not in _warned:
+        _warned.add(name)
+        first = "" if name == "as_tools" else "t, "
+        warnings.warn(
+            f"Tract.{name} is deprecated and goes in the next release: call tractkv.toolkit.{name}({first}...)",
+            DeprecationWarning,
+            stacklevel=3,
+        )
+    if not _toolkit_finder:  # only while the package root is still importing
+        raise Unsupported(f"Tract.{name}", f"the toolkit is not provided yet: call tractkv.toolkit.{name}")
+    return _toolkit_finder[0](name)
 
 
 def _set_budget_instead(tract: Tract, max_tokens: int) -> None:

@@ -73,7 +73,7 @@ def _run(path: str, plan: list[tuple[Any, ...]], append: Any) -> list[Any]:
         for step in plan:
             kind = step[0]
             if kind == "say":
-                out.append(append(t.session, step[1], step[2]).to_json())
+                out.append(append(t._session, step[1], step[2]).to_json())
             elif kind == "tools":
                 t.set_tools(TOOLS[: step[1]] if step[1] else None)
             elif kind == "explicit":
@@ -83,7 +83,7 @@ def _run(path: str, plan: list[tuple[Any, ...]], append: Any) -> list[Any]:
                 with t.batch():
                     for index in range(step[1]):
                         role = "user" if index % 2 else "assistant"
-                        out.append(append(t.session, role, f"in batch {index}").to_json())
+                        out.append(append(t._session, role, f"in batch {index}").to_json())
                     out.append(t.compile().to_dicts())
         ctx = t.compile()
         out.append((ctx.to_dicts(), ctx.token_count, ctx.tools))
@@ -153,7 +153,7 @@ def test_a_damaged_setting_is_still_refused_in_a_batch(tmp_path: Path) -> None:
 
         with pytest.raises((EncodeError, InvalidInput)):
             two()
-        assert t.session.head == head
+        assert t._session.head == head
 
 
 def test_made_tools_skips_only_the_check_of_that_very_string() -> None:
@@ -238,7 +238,7 @@ def test_a_batch_takes_the_one_step_path_after_its_first_commit(
             t.annotate(first, "pinned")
             t.user("after the annotation")
             t.user("and one more")
-            t.session.add_policy(guard)
+            t._session.add_policy(guard)
             t.user("guarded")
             t.user("guarded too")
     assert taken == [False] + [True] * 9

@@ -78,7 +78,7 @@ def test_a_batch_reads_the_tool_setting_and_the_tool_set_once(
         assert setting is not None
         toolset_key = oid_to_raw(setting.decode())
         t.user("before the batch")  # the tool set is linked (and trusted) from here on in this session
-        t.session._stored_toolsets.clear()  # a fresh session's view: nothing trusted yet
+        t._session._stored_toolsets.clear()  # a fresh session's view: nothing trusted yet
         reads: list[tuple[Table, bytes]] = []
         real = type(t.store)._raw_get
 
@@ -106,7 +106,7 @@ def test_a_setting_naming_no_tool_set_is_still_refused(tmp_path: Path, in_batch:
         batch = t.store.new_batch()
         batch.table_put(Table.META, ACTIVE_TOOLS + b"refs/heads/main", blob.encode())  # as a damaged disk
         t.store.apply(batch)
-        head = t.session.head
+        head = t._session.head
 
         def commit() -> None:
             if in_batch:
@@ -117,7 +117,7 @@ def test_a_setting_naming_no_tool_set_is_still_refused(tmp_path: Path, in_batch:
 
         with pytest.raises(InvalidInput, match="tools"):
             commit()
-        assert t.session.head == head
+        assert t._session.head == head
 
 
 def _build(path: Path, count: int, per: int) -> None:
@@ -205,7 +205,7 @@ def test_plain_text_with_a_lone_surrogate_is_refused_as_before(tmp_path: Path) -
         with pytest.raises(ContentError, match="surrogate") as general:
             t.commit({"type": "dialogue", "role": "user", "text": "bad \ud800", "name": None})
         assert str(fast.value) == str(general.value)
-        assert t.session.head is None
+        assert t._session.head is None
 
 
 def test_a_batch_logs_one_move_per_branch(tmp_path: Path) -> None:
@@ -260,7 +260,7 @@ def test_plain_text_appends_in_a_batch_make_what_the_general_path_makes(
             t.set_tools(TOOLS)
             with t.batch():
                 for index, text in enumerate(texts):
-                    info = append(t.session, "user" if index % 2 == 0 else "assistant", text)
+                    info = append(t._session, "user" if index % 2 == 0 else "assistant", text)
                     out.append(info)
                 mid = t.compile().to_dicts()  # reads inside the batch see the staged commits
             out.append((mid, t.compile().to_dicts(), t.compile().token_count))

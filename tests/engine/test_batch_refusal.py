@@ -36,7 +36,7 @@ def test_refused_by_the_validator_inside_batch_stages_nothing(open_tract: Callab
     with t.batch():
         t.user("first in the batch")
         with pytest.raises(InvalidInput, match="refusing to write an invalid commit"):
-            t.session.commit_content(blob, operation="append", links={"sources": (head,)})
+            t._session.commit_content(blob, operation="append", links={"sources": (head,)})
         t.user("after the refusal")
     assert _blob_key(refused) not in _object_ids(t)
     texts = [m.content for m in t.compile().messages]
@@ -55,11 +55,11 @@ def test_refused_clock_inside_batch_stages_nothing(
     with t.batch():
         t.user("first in the batch")
         t.user("second in the batch")  # the next plain append takes the batch's one-step path
-        t.session.clock = lambda: 2**53  # past the largest timestamp
+        t._session.clock = lambda: 2**53  # past the largest timestamp
         refused = (lambda: t.user(text, metadata={"k": 1})) if kind == "general" else (lambda: t.user(text))
         with pytest.raises(InvalidInput):
             refused()
-        t.session.clock = clock
+        t._session.clock = clock
         t.user("after the refusal")
     assert _blob_key({"type": "dialogue", "role": "user", "text": text}) not in _object_ids(t)
     texts = [m.content for m in t.compile().messages]

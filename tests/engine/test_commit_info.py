@@ -64,7 +64,7 @@ def test_t_user_returns_the_commit_info_the_general_path_returns(tmp_path: Path,
                 block = t.batch() if in_batch else contextlib.nullcontext()
                 with block:
                     out.extend(
-                        append(t.session, "user" if i % 2 == 0 else "assistant", text)
+                        append(t._session, "user" if i % 2 == 0 else "assistant", text)
                         for i, text in enumerate(texts)
                     )
     for fast, general in zip(infos["fast"], infos["general"], strict=True):

@@ -531,13 +531,13 @@ def test_a_python_edit_keeps_the_parts_unless_it_gives_its_own(tract: Tract) -> 
     ``commit --edit`` kept them). One rule for both: an edit keeps the parts unless it gives its own."""
     old = tract.user(["look", {"type": "image", "data": PNG, "media_type": "image/png"}])
     doc = tract.user([{"type": "document", "data": PDF, "media_type": "application/pdf"}, "read"])
-    shown = tract.session.message_content(old.commit_id)["parts"]
+    shown = tract._session.message_content(old.commit_id)["parts"]
     edit = tract.commit(
         {"type": "dialogue", "role": "user", "text": "look closely"},
         operation="edit",
         edit_target=old.commit_id,
     )
-    assert tract.session.message_content(old.commit_id)["parts"] == [
+    assert tract._session.message_content(old.commit_id)["parts"] == [
         {"type": "text", "text": "look closely"},
         shown[1],
     ]

@@ -211,7 +211,7 @@ def compile_everywhere(t: Tract) -> list[CompiledContext]:
         rebuilt = fresh.compile()
     finally:
         fresh.close()
-    state = t.session.head_state()
+    state = t._session.head_state()
     state.view = None  # force a rebuild from the slots
     return [incremental, rebuilt, t.compile()]
 
@@ -263,7 +263,7 @@ def test_a_reopened_store_compiles_the_same_repairs_from_its_checkpoint(tmp_path
         late_result(t, "y", "again")
         before = t.compile()
     with Tract.open(path) as again:
-        state = again.session.head_state()
+        state = again._session.head_state()
         # loaded from the checkpoint close() wrote: the view is made from its summary (format 4), no chunk read
         assert state.view is not None
         assert state.view.base is not None
@@ -291,7 +291,7 @@ def test_strict_raises_naming_the_first_repair() -> None:
                 render(strict=True)
             assert render()["messages"]
         with pytest.raises(ToolPairingError):
-            t.session.compile(strict=True)
+            t._session.compile(strict=True)
 
 
 def test_compress_ignores_placeholders_and_refuses_a_skipped_start() -> None:

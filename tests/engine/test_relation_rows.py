@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from tractkv import Tract, TractError, codec
+from tractkv import Tract, TractError, codec, toolkit
 from tractkv.engine.compile import (
     REL_PREFIX,
     SpawnIndex,
@@ -75,7 +75,7 @@ def _agent_history(t: Tract) -> None:
         "a is 1",
     ]
     llm = ScriptedLLM(script)
-    t.run(llm, ToolExecutor(t, profile=None, tools=[delegate, lookup]))
+    toolkit.run(t, llm, ToolExecutor(t, profile=None, tools=[delegate, lookup]))
 
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from tractkv import ConcurrentUpdate, ModelCallFailed, ReadOnlySession, Tract
+from tractkv import ConcurrentUpdate, ModelCallFailed, ReadOnlySession, Tract, toolkit
 from tractkv.cli import cli
 from tractkv.engine.content import MESSAGE_OVERHEAD
 from tractkv.engine.session import Session
@@ -59,7 +59,7 @@ WRITES: list[tuple[str, Callable[[Tract], object]]] = [
     ("generate", lambda t: t.generate(_NeverCalled())),
     ("chat", lambda t: t.chat("hi", _NeverCalled())),
     ("compress_tool_calls", lambda t: t.compress_tool_calls()),
-    ("run", lambda t: t.run(_NeverCalled())),
+    ("run", lambda t: toolkit.run(t, _NeverCalled())),
     ("tool_executor", ToolExecutor),
 ]
 

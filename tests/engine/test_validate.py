@@ -112,9 +112,9 @@ def test_the_local_write_path_refuses_what_a_receiver_would() -> None:
     t.user("one")
     before = snapshot(t)
     with pytest.raises(InvalidInput, match=r"content -> .* is a blob, not a"):
-        t.session.commit_content(Blob(data={"not": "a message"}), operation="append")
+        t._session.commit_content(Blob(data={"not": "a message"}), operation="append")
     with pytest.raises(InvalidInput, match="an append commit has no target"):
-        t.session.commit_content(
+        t._session.commit_content(
             content_blob({"type": "instruction", "text": "x"}), operation="append", target=t.head
         )
     assert snapshot(t) == before

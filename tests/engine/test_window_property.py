@@ -37,7 +37,7 @@ def test_compile_to_a_limit_is_within_it_valid_and_keeps_system_and_pinned(
                 history.run(op)
         full = t.compile(include_reasoning=reasoning)
         limit = max(1, int(full.token_count * share))  # a limit near the context's size
-        state = t.session.head_state()
+        state = t._session.head_state()
         pinned = {s.commit for s in state.slots if s.priority == PRIORITY_CODES["pinned"]}
         try:
             ctx = t.compile(max_tokens=limit, include_reasoning=reasoning)

@@ -153,8 +153,8 @@ class Recorder(WritePolicy[Session]):
 def test_a_registered_policy_sees_every_write_and_each_transaction_once(tmp_path: Path) -> None:
     policy = Recorder()
     with Tract.open(str(tmp_path / "s"), durable=False) as t:
-        t.session.add_policy(policy)  # the one way to register one after construction
-        assert t.session.policies[-1] is policy
+        t._session.add_policy(policy)  # the one way to register one after construction
+        assert t._session.policies[-1] is policy
         t.user("one")
         with t.batch():
             t.user("two")
@@ -179,7 +179,7 @@ def test_a_policy_that_refuses_writes_nothing(tmp_path: Path, in_batch: bool) ->
         t.user("one")
         with t.batch():
             t.user("two")  # the next commit of a batch would take the fast path's one step
-            t.session.add_policy(Recorder(refuse="commit"))
+            t._session.add_policy(Recorder(refuse="commit"))
             with pytest.raises(InvalidInput, match="no commit now"):
                 t.user("three")
             with pytest.raises(InvalidInput, match="no commit now"):
@@ -194,8 +194,8 @@ def test_a_policy_that_refuses_writes_nothing(tmp_path: Path, in_batch: bool) ->
 def test_the_session_has_no_callback_attributes_set_from_above(tmp_path: Path) -> None:
     with Tract.open(str(tmp_path / "s"), durable=False) as t:
         for name in ("write_guard", "budget_summarizer", "budget_listener", "_text_slot"):
-            assert not hasattr(t.session, name), name
-        (budget,) = t.session.policies  # the facade's one policy: the branch budget
+            assert not hasattr(t._session, name), name
+        (budget,) = t._session.policies  # the facade's one policy: the branch budget
         assert not hasattr(budget, "before_write") or type(budget).before_write is WritePolicy.before_write
 
 

@@ -423,11 +423,11 @@ def test_open_cancelled_while_the_store_opens_closes_what_it_opened(
         with pytest.raises(asyncio.CancelledError):
             await task
         for _ in range(100):  # bounded: the open finishes, then the Tract is closed on the worker
-            if made and made[0].session.closed:
+            if made and made[0]._session.closed:
                 break
             await asyncio.sleep(0.02)
         assert made
-        assert made[0].session.closed
+        assert made[0]._session.closed
 
     asyncio.run(main())
     monkeypatch.undo()

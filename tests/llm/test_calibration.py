@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from tractkv import BudgetExceeded, Tract
+from tractkv import BudgetExceeded, Tract, toolkit
 from tractkv.cli import cli
 from tractkv.engine import calibration
 from tractkv.engine.calibration import calibrated, context_tokens, reported_input, reported_output
@@ -125,8 +125,8 @@ def test_a_recorded_reply_makes_status_reported_then_later_messages_are_estimate
     assert status.count_source == "reported"
     assert status.token_count == expected + later_tokens(t, 2)
     assert status.estimated_tokens == estimate(t)
-    assert context_tokens(t.session) == (status.token_count, "reported")
-    tokens, source = calibrated(t.session)
+    assert context_tokens(t._session) == (status.token_count, "reported")
+    tokens, source = calibrated(t._session)
     assert (tokens, source) == (status.token_count, "reported")
     t.close()
     again = Tract.open(str(tmp_path / "s"))  # derived from commits: the same after a reopen (no memo)
@@ -472,7 +472,7 @@ def test_the_agent_loop_reports_the_last_replys_count(tmp_path: Path) -> None:
 
     t = opened(tmp_path)
     llm = ScriptedLLM([LLMResponse(text="Sunny.", usage={"input_tokens": 321, "output_tokens": 4})])
-    t.run(llm)
+    toolkit.run(t, llm)
     assert (t.status().count_source, t.status().token_count) == ("reported", 321 + 4 + MESSAGE_OVERHEAD)
 
 
@@ -543,7 +543,7 @@ def test_a_state_being_built_in_a_batch_is_counted_through_the_batch(tmp_path: P
     weather = {"type": "function", "function": {"name": "weather", "parameters": {"type": "object"}}}
     t = opened(tmp_path)
     t.record_response(openai_reply())
-    session, parent = t.session, t.head
+    session, parent = t._session, t.head
     assert parent is not None
     for tools in (None, [weather]):
         batch = session.store.new_batch()

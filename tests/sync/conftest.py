@@ -20,7 +20,7 @@ from typing import Any
 import httpx
 import pytest
 
-from tractkv import Tract
+from tractkv import Tract, toolkit
 from tractkv.store import LmdbStore, fsck
 from tractkv.sync.http_client import HttpRemote
 from tractkv.toolkit import ToolContext, ToolExecutor, tool
@@ -288,7 +288,7 @@ def tool_session(t: Tract, turns: int = 2) -> None:
                 }
             ],
         }
-        t.run(ScriptedLLM([call, f"{2 * i + 1}"]), ex)
+        toolkit.run(t, ScriptedLLM([call, f"{2 * i + 1}"]), ex)
 
 
 def snapshot(t: Tract) -> tuple[Any, ...]:

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from tractkv import Tract
+from tractkv import Tract, toolkit
 from tractkv.cli import cli
 from tractkv.llm import ScriptedLLM
 from tractkv.toolkit import ToolExecutor
@@ -32,7 +32,7 @@ def store(tmp_path: Path) -> str:
                 "a is 1",
             ]
         )
-        t.run(llm, ToolExecutor(t, profile=None, tools=[delegate, lookup, explode]))
+        toolkit.run(t, llm, ToolExecutor(t, profile=None, tools=[delegate, lookup, explode]))
     return path
 
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from tractkv import Tract
+from tractkv import Tract, toolkit
 from tractkv.cli import cli
 from tractkv.errors import InvalidInput
 from tractkv.llm import ScriptedLLM
@@ -73,7 +73,7 @@ def test_a_killed_tool_is_pending_then_interrupted_then_answered(tmp_path: Path)
             (running,) = t.tool_usages(name="slow")
             assert (running.id, running.status) == (usage_id, "pending")
             with pytest.raises(InvalidInput, match="still running in process"):
-                t.run(ScriptedLLM(["x"]), ToolExecutor(t, profile=None, tools=[slow]))
+                toolkit.run(t, ScriptedLLM(["x"]), ToolExecutor(t, profile=None, tools=[slow]))
         os.kill(proc.pid, signal.SIGKILL)
     finally:
         proc.kill()
@@ -111,7 +111,7 @@ def test_a_killed_tool_is_pending_then_interrupted_then_answered(tmp_path: Path)
     # the next run answers the open call with an error result and links an interrupted record
     with Tract.open(store) as t:
         llm = ScriptedLLM(["The tool was interrupted; I will not retry."])
-        outcome = t.run(llm, ToolExecutor(t, profile=None, tools=[slow]))
+        outcome = toolkit.run(t, llm, ToolExecutor(t, profile=None, tools=[slow]))
         assert outcome.text.startswith("The tool was interrupted")
         assert outcome.usage_ids == (usage_id,)
         sent = llm.calls[0].messages

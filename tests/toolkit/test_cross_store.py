@@ -3,7 +3,7 @@ calls is recorded where the calls are, and nothing is left behind in the managed
 
 from __future__ import annotations
 
-from tractkv import Tract
+from tractkv import Tract, toolkit
 from tractkv.llm import ScriptedLLM
 from tractkv.store import MemoryStore, Table, fsck
 from tractkv.toolkit import ToolContext, ToolExecutor
@@ -23,7 +23,7 @@ def test_a_supervisor_in_another_store_leaves_no_rows_in_the_managed_store() -> 
                 "supervised",
             ]
         )
-        supervisor.run(llm, ToolExecutor(agent, profile="supervisor"))
+        toolkit.run(supervisor, llm, ToolExecutor(agent, profile="supervisor"))
         assert agent.compile().messages[-1].content == "Focus on the task."
         # no awaiting-link (or any) row anywhere: the records are linked from the supervisor's branch
         assert list(agent.store.table_iter(Table.USAGE)) == []
@@ -51,7 +51,7 @@ def test_nested_calls_of_a_cross_store_supervisor_tool_nest_in_the_supervisors_t
             return context.execute("status").output[:20]
 
         supervisor.user("Review it.")
-        supervisor.run(ScriptedLLM([call("r1", "review"), "done"]), ex)
+        toolkit.run(supervisor, ScriptedLLM([call("r1", "review"), "done"]), ex)
         (tree,) = supervisor.usage_tree()
         assert [(d, u.tool_name) for d, u in tree.walk()] == [(0, "review"), (1, "status")]
         assert list(agent.store.table_iter(Table.USAGE)) == []

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from tractkv import Tract
+from tractkv import Tract, toolkit
 from tractkv.errors import NoLLMConfigured
 from tractkv.llm import ScriptedLLM
 from tractkv.model import MAX_OBJECT_BYTES
@@ -66,7 +66,7 @@ def test_delegation_runs_a_child_loop_recorded_as_a_nested_usage_tree(tract: Tra
     ex.events.subscribe("*", events.append)
     head_ref = tract.store.get_ref("HEAD")
 
-    result = tract.run(llm, ex, max_steps=4)
+    result = toolkit.run(tract, llm, ex, max_steps=4)
 
     assert (result.text, result.steps, result.stop_reason) == ("The answer is 1.", 2, "done")
     assert tract.compile().messages[3].content == "sub-agent says: a is 1 (3 steps)"
@@ -123,7 +123,7 @@ def test_delegation_runs_a_child_loop_recorded_as_a_nested_usage_tree(tract: Tra
 def test_a_raising_tool_is_an_error_usage_and_the_loop_continues(tract: Tract) -> None:
     tract.user("try it")
     llm = ScriptedLLM([call("c1", "explode", {"x": 7}), call("c2", "lookup", {"key": "a"}), "done"])
-    result = tract.run(llm, ToolExecutor(tract, profile=None, tools=[explode, lookup]))
+    result = toolkit.run(tract, llm, ToolExecutor(tract, profile=None, tools=[explode, lookup]))
     assert (result.text, result.steps) == ("done", 3)
     error_result = tract.compile().messages[2]
     assert (error_result.role, error_result.is_error, error_result.content) == (
@@ -145,7 +145,7 @@ def test_without_an_executor_the_model_gets_no_tools(tract: Tract) -> None:
     # the same default as ToolExecutor(t): built-in tools only when a profile is named
     tract.user("hello")
     llm = ScriptedLLM(["hi"])
-    result = tract.run(llm)
+    result = toolkit.run(tract, llm)
     assert (result.text, result.stop_reason) == ("hi", "done")
     assert llm.calls[0].tools is None
 
@@ -153,7 +153,7 @@ def test_without_an_executor_the_model_gets_no_tools(tract: Tract) -> None:
 def test_the_self_profile_executor_and_max_steps_stops(tract: Tract) -> None:
     tract.user("loop forever")
     llm = ScriptedLLM([call(f"c{i}", "status", {}) for i in range(3)])
-    result = tract.run(llm, ToolExecutor(tract, profile="self"), max_steps=2)
+    result = toolkit.run(tract, llm, ToolExecutor(tract, profile="self"), max_steps=2)
     assert (result.steps, result.stop_reason, result.text) == (2, "max_steps", "")
     offered = [t["function"]["name"] for t in llm.calls[0].tools or []]
     assert offered == [
@@ -170,16 +170,16 @@ def test_the_self_profile_executor_and_max_steps_stops(tract: Tract) -> None:
     assert "your" in (llm.calls[0].tools or [])[0]["function"]["description"]
     assert _roles(tract) == ["user", "assistant", "tool", "assistant", "tool"]
     with pytest.raises(NoLLMConfigured):
-        tract.run()
+        toolkit.run(tract)
     with pytest.raises(ValueError, match="max_steps"):
-        tract.run(llm, max_steps=0)
+        toolkit.run(tract, llm, max_steps=0)
 
 
 def test_results_go_through_the_tool_result_hooks(tract: Tract) -> None:
     tract.user("look")
     tract.on("tool_result", lambda pending: pending.edit_result(pending.content.upper() + "!"))
     llm = ScriptedLLM([call("c1", "lookup", {"key": "a"}), "ok"])
-    tract.run(llm, ToolExecutor(tract, profile=None, tools=[lookup]))
+    toolkit.run(tract, llm, ToolExecutor(tract, profile=None, tools=[lookup]))
     result_commit = tract.compile().commit_ids[2]
     assert tract.compile().messages[2].content == "1!"
     assert tract.original_of(result_commit) == "1"
@@ -192,7 +192,7 @@ def test_a_rejected_result_is_replaced_by_a_withheld_notice(tract: Tract) -> Non
     tract.user("look")
     tract.on("tool_result", lambda pending: pending.reject("secret"))
     llm = ScriptedLLM([call("c1", "lookup", {"key": "a"}), "ok"])
-    tract.run(llm, ToolExecutor(tract, profile=None, tools=[lookup]))
+    toolkit.run(tract, llm, ToolExecutor(tract, profile=None, tools=[lookup]))
     message = tract.compile().messages[2]
     assert (message.content, message.is_error) == (WITHHELD, True)
     (usage,) = tract.tool_usages()
@@ -208,7 +208,7 @@ def dump(*, context: ToolContext) -> str:
 def test_a_result_too_large_to_store_is_answered_by_an_error_and_the_loop_goes_on(tract: Tract) -> None:
     tract.user("dump it")
     llm = ScriptedLLM([call("c1", "dump", {}), "I will ask for less."])
-    result = tract.run(llm, ToolExecutor(tract, profile=None, tools=[dump]))
+    result = toolkit.run(tract, llm, ToolExecutor(tract, profile=None, tools=[dump]))
     assert (result.stop_reason, result.text) == ("done", "I will ask for less.")
     message = tract.compile().messages[2]
     assert message.is_error
@@ -227,7 +227,7 @@ def test_context_changes_land_after_the_steps_tool_results(tract: Tract) -> None
             "noted",
         ]
     )
-    tract.run(llm, ToolExecutor(tract, profile="self"))
+    toolkit.run(tract, llm, ToolExecutor(tract, profile="self"))
     messages = tract.compile().messages
     assert [m.role for m in messages] == ["system", "user", "assistant", "tool", "tool", "user", "assistant"]
     assert (
@@ -251,7 +251,7 @@ def test_reset_and_branch_from_a_step(tract: Tract) -> None:
             "on the branch",
         ]
     )
-    result = tract.run(llm, ToolExecutor(tract, profile="self"))
+    result = toolkit.run(tract, llm, ToolExecutor(tract, profile="self"))
     assert result.text == "on the branch"
     # after the reset the model saw the context at `keep` only
     assert [m.content for m in llm.calls[1].messages] == ["first", "first answer"]
@@ -277,7 +277,7 @@ def test_a_deferred_change_that_fails_is_reported_to_the_model(tract: Tract) -> 
     tract.set_tools([unrelated.to_openai()])  # the branch's: the loop's model never sees it
     llm = ScriptedLLM([call("c1", "merge", {"source": "other"}), "ok"])
     ex = ToolExecutor(tract, profile="full")
-    tract.run(llm, ex)
+    toolkit.run(tract, llm, ex)
     compiled = tract.compile()
     messages = compiled.messages
     assert (
@@ -298,7 +298,7 @@ def test_open_calls_at_head_are_answered_before_the_model_is_asked(tract: Tract)
     tract.user("hi")
     tract.assistant("", tool_calls=[{"id": "c0", "name": "lookup", "arguments": {"key": "b"}}])
     llm = ScriptedLLM(["b is 2"])
-    result = tract.run(llm, ToolExecutor(tract, profile=None, tools=[lookup]))
+    result = toolkit.run(tract, llm, ToolExecutor(tract, profile=None, tools=[lookup]))
     assert result.text == "b is 2"
     assert [m.role for m in llm.calls[0].messages] == ["user", "assistant", "tool"]
     assert llm.calls[0].messages[2].content == "2"
@@ -318,7 +318,9 @@ def test_stats_percentiles_use_recorded_durations(open_tract: Callable[..., Trac
     t.user("go")
     durations = [10, 20, 30, 40, 1000]
     script: list[Any] = [call(f"c{i}", "work", {"ms": ms}) for i, ms in enumerate(durations)] + ["ok"]
-    t.run(ScriptedLLM(script), ToolExecutor(t, profile=None, tools=[work], clock=clock), max_steps=10)
+    toolkit.run(
+        t, ScriptedLLM(script), ToolExecutor(t, profile=None, tools=[work], clock=clock), max_steps=10
+    )
     stats = t.tool_usage_stats()["work"]
     assert (stats.count, stats.success, stats.error, stats.p50_ms, stats.p95_ms) == (5, 5, 0, 30.0, 1000.0)
     assert stats.to_json()["success_rate"] == 1.0
@@ -329,8 +331,8 @@ def test_export_json_and_markdown(tract: Tract) -> None:
     llm = ScriptedLLM(
         [call("c1", "delegate", {"task": "find a"}), call("k1", "lookup", {"key": "a"}), "1", "a=1"]
     )
-    tract.run(llm, ToolExecutor(tract, profile=None, tools=[delegate, lookup]))
-    data = json.loads(tract.export("json"))
+    toolkit.run(tract, llm, ToolExecutor(tract, profile=None, tools=[delegate, lookup]))
+    data = json.loads(toolkit.export(tract, "json"))
     assert data["format"] == "tractkv-conversation"
     assert data["branch"] == "main"
     assert [m["role"] for m in data["messages"]] == ["user", "assistant", "tool", "assistant"]
@@ -340,14 +342,14 @@ def test_export_json_and_markdown(tract: Tract) -> None:
     assert tree["children"][0]["parent_id"] == tree["id"]
     assert data["tool_usages"] == [tree]
     assert set(data["tool_usage_stats"]) == {"delegate", "lookup"}
-    assert tract.export("json") == tract.export("json")  # deterministic
-    md = tract.export("markdown")
+    assert toolkit.export(tract, "json") == toolkit.export(tract, "json")  # deterministic
+    md = toolkit.export(tract, "markdown")
     assert md.startswith("# Conversation on branch `main`")
     assert "- ✓ delegate success" in md
     assert "  - ✓ lookup success" in md
     assert "| delegate | 1 | 1 | 0 | 0 | 100% |" in md
     with pytest.raises(ValueError, match="format"):
-        tract.export("html")
+        toolkit.export(tract, "html")
 
 
 def test_a_kept_child_branch_merged_back_shows_each_usage_once(tract: Tract) -> None:
@@ -358,7 +360,7 @@ def test_a_kept_child_branch_merged_back_shows_each_usage_once(tract: Tract) -> 
 
     tract.user("q")
     llm = ScriptedLLM([call("c1", "helper", {"task": "x"}), call("k1", "lookup", {"key": "a"}), "1", "done"])
-    tract.run(llm, ToolExecutor(tract, profile=None, tools=[helper, lookup]))
+    toolkit.run(tract, llm, ToolExecutor(tract, profile=None, tools=[helper, lookup]))
     assert [b.name for b in tract.list_branches()] == ["helper", "main"]
     (delegated,) = tract.tool_usages(name="helper")
     with Tract(tract.store, owns_store=False, branch="helper") as child:
@@ -374,7 +376,7 @@ def test_export_marks_placeholder_results_and_lists_repairs(tract: Tract) -> Non
     tract.user("Weather?")
     call_info = tract.assistant(tool_calls=[{"id": "w1", "name": "weather", "arguments": {}}])
     tract.user("Never mind.")
-    data = json.loads(tract.export("json"))
+    data = json.loads(toolkit.export(tract, "json"))
     placeholder = data["messages"][2]
     assert placeholder["role"] == "tool"
     assert placeholder["placeholder"] is True
@@ -398,7 +400,7 @@ def test_every_commit_of_a_run_records_the_tools_the_model_saw(tract: Tract) -> 
     ex = ToolExecutor(tract, profile=None, tools=[lookup])
     start = tract.head
 
-    result = tract.run(llm, ex, max_steps=3)
+    result = toolkit.run(tract, llm, ex, max_steps=3)
 
     assert result.stop_reason == "done"
     seen = {t["function"]["name"] for t in ex.schemas("openai")}

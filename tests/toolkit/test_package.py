@@ -23,6 +23,6 @@ def test_public_names_resolve() -> None:
     assert sorted(toolkit.__all__) == sorted(toolkit._LAZY)
     for name in toolkit.__all__:
         assert getattr(toolkit, name) is not None
-    assert toolkit.export_conversation.__module__ == "tractkv.toolkit.export"
+    assert toolkit.export_conversation.__module__ == "tractkv.toolkit.transcript"
     assert toolkit.ToolUsage.__module__ == toolkit.UsageNode.__module__ == "tractkv.engine.usage.tree"
     assert toolkit.ToolStats.__module__ == "tractkv.engine.usage.stats"

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from tractkv import Tract
+from tractkv import toolkit
 from tractkv.toolkit import (
     FULL_PROFILE,
     SELF_PROFILE,
@@ -47,17 +47,15 @@ def test_profiles_offer_the_documented_tools() -> None:
     assert list(SELF_PROFILE.tool_names) == SELF
     assert list(SUPERVISOR_PROFILE.tool_names) == ALL
     assert list(FULL_PROFILE.tool_names) == ALL
-    with Tract.open() as t:
-        assert _names(t.as_tools()) == SELF  # "self" is the default
-        assert _names(t.as_tools(profile="supervisor")) == ALL
-        assert _names(t.as_tools(profile="full", format="anthropic")) == ALL
+    assert _names(toolkit.as_tools()) == SELF  # "self" is the default
+    assert _names(toolkit.as_tools(profile="supervisor")) == ALL
+    assert _names(toolkit.as_tools(profile="full", format="anthropic")) == ALL
 
 
 def test_descriptions_speak_to_the_profile() -> None:
-    with Tract.open() as t:
-        own = {x["function"]["name"]: x["function"]["description"] for x in t.as_tools("self")}
-        managed = {x["function"]["name"]: x["function"]["description"] for x in t.as_tools("supervisor")}
-        full = {x["function"]["name"]: x["function"]["description"] for x in t.as_tools("full")}
+    own = {x["function"]["name"]: x["function"]["description"] for x in toolkit.as_tools("self")}
+    managed = {x["function"]["name"]: x["function"]["description"] for x in toolkit.as_tools("supervisor")}
+    full = {x["function"]["name"]: x["function"]["description"] for x in toolkit.as_tools("full")}
     for name in SELF:
         assert "your" in own[name].lower(), name
         assert own[name] != full[name]
@@ -83,18 +81,17 @@ def test_every_builtin_has_a_complete_schema() -> None:
 
 
 def test_anthropic_format_and_overrides() -> None:
-    with Tract.open() as t:
-        tools = t.as_tools("self", overrides={"status": "Custom status text."}, format="anthropic")
+    tools = toolkit.as_tools("self", overrides={"status": "Custom status text."}, format="anthropic")
     status = next(x for x in tools if x["name"] == "status")
     assert status == {
         "name": "status",
         "description": "Custom status text.",
         "input_schema": {"type": "object", "properties": {}, "additionalProperties": False},
     }
-    with Tract.open() as t, pytest.raises(ValueError, match="does not offer"):
-        t.as_tools("self", overrides={"gc": "x"})
-    with Tract.open() as t, pytest.raises(ValueError, match="format"):
-        t.as_tools(format="xml")
+    with pytest.raises(ValueError, match="does not offer"):
+        toolkit.as_tools("self", overrides={"gc": "x"})
+    with pytest.raises(ValueError, match="format"):
+        toolkit.as_tools(format="xml")
 
 
 def test_get_profile_and_custom_profiles() -> None:
@@ -110,5 +107,4 @@ def test_get_profile_and_custom_profiles() -> None:
     assert [d.name for d in filtered] == ["status", "log"]  # the tools' order, not the config's
     assert filtered[0].description == "S."
     assert all(isinstance(d, ToolDefinition) for d in filtered)
-    with Tract.open() as t:
-        assert _names(t.as_tools(custom)) == ["status", "log"]
+    assert _names(toolkit.as_tools(custom)) == ["status", "log"]

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from tractkv import Tract
+from tractkv import Tract, toolkit
 from tractkv.llm import ScriptedLLM
 from tractkv.store import Table
 from tractkv.toolkit import ToolContext, ToolExecutor, tool
@@ -38,7 +38,7 @@ def test_a_completed_call_whose_result_never_landed_is_not_run_again(tract: Trac
     )
 
     llm = ScriptedLLM(["paid"])
-    result = tract.run(llm, ex)
+    result = toolkit.run(tract, llm, ex)
     assert runs == ["charged"]  # not again
     assert result.text == "paid"
     assert llm.calls[0].messages[-1].content == "charged 5"
@@ -62,7 +62,7 @@ def test_a_handler_cut_short_in_process_shows_as_interrupted_at_once(tract: Trac
     (usage,) = tract.tool_usages()
     assert usage.status == "interrupted"
     llm = ScriptedLLM(["ok"])
-    tract.run(llm, ex)
+    toolkit.run(tract, llm, ex)
     assert llm.calls[0].messages[-1].content == f"Error: {INTERRUPTED}"
     (usage,) = tract.tool_usages()
     assert usage.status == "interrupted"
@@ -82,7 +82,7 @@ def test_a_supervisor_manages_another_agents_context(tract: Tract) -> None:
                 "supervised",
             ]
         )
-        tract.run(llm, ToolExecutor(agent, profile="supervisor"))
+        toolkit.run(tract, llm, ToolExecutor(agent, profile="supervisor"))
         # the change to the managed context applied at once (it is not the context mid-turn)
         assert [m.content for m in agent.compile().messages] == [
             "agent task",

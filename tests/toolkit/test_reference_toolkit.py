@@ -13,7 +13,7 @@ import sys
 
 import pytest
 
-from tractkv import Tract
+from tractkv import Tract, toolkit
 from tractkv.engine.content import messages_to_anthropic, messages_to_openai
 from tractkv.errors import InvalidInput, MalformedResponse
 from tractkv.llm import ScriptedLLM
@@ -193,7 +193,7 @@ def test_a_handler_committing_while_its_call_is_open_is_refused_naming_defer(tra
             "done",
         ]
     )
-    result = tract.run(llm, ToolExecutor(tract, tools=[note_directly, note_deferred, pin_first]))
+    result = toolkit.run(tract, llm, ToolExecutor(tract, tools=[note_directly, note_deferred, pin_first]))
     assert result.stop_reason == "done"
     messages = tract.compile().messages
     refused = messages[2]
@@ -296,7 +296,7 @@ def test_compress_summary_keeps_turns_alternating_in_both_renderings(tract: Trac
 def test_compress_in_an_agent_step_leaves_the_model_a_user_turn(tract: Tract) -> None:
     tract.user("work, then compress")
     llm = ScriptedLLM([call("c1", "compress", {"content": "Summary of the work."}), "carrying on"])
-    tract.run(llm, ToolExecutor(tract, profile="self"))
+    toolkit.run(tract, llm, ToolExecutor(tract, profile="self"))
     sent = llm.calls[1].messages  # the context ended with the tool result: the summary speaks for that side
     assert [m.role for m in sent] == ["user"]
     assert [m["role"] for m in messages_to_anthropic(sent)["messages"]] == ["user"]
@@ -312,7 +312,7 @@ def test_a_shared_script_handing_the_summarizer_a_tool_call_is_loud(tract: Tract
     tract.configure_tool_summarization(auto_threshold=100)
     tract.user("read x")
     with pytest.raises(MalformedResponse, match="summarizer=") as info:
-        tract.run(executor=ToolExecutor(tract, tools=[fetch]))
+        toolkit.run(tract, executor=ToolExecutor(tract, tools=[fetch]))
     assert "fetch" in str(info.value)
     assert [m.role for m in tract.compile().messages] == ["user", "assistant"]  # no wrong result committed
 
@@ -324,7 +324,7 @@ def test_the_summarizer_gets_its_own_model(tract: Tract) -> None:
     assert tract.summarizer is summaries
     tract.configure_tool_summarization(auto_threshold=100)
     tract.user("read x")
-    result = tract.run(executor=ToolExecutor(tract, tools=[fetch]))
+    result = toolkit.run(tract, executor=ToolExecutor(tract, tools=[fetch]))
     assert result.text == "the page is about words"
     assert tract.compile().messages[2].content == "words, repeated"
     assert (agent.remaining, summaries.remaining) == (0, 0)

@@ -9,7 +9,7 @@ import attrs
 import pytest
 from click.testing import CliRunner
 
-from tractkv import DetachedHead, InvalidInput, Tract
+from tractkv import DetachedHead, InvalidInput, Tract, toolkit
 from tractkv.cli import cli
 from tractkv.llm import ScriptedLLM
 from tractkv.model import UsageRecord, decode, encode, object_id
@@ -38,7 +38,7 @@ def _flaky_agent(tract: Tract) -> tuple[ToolExecutor, list[str]]:
 
     ex = ToolExecutor(tract, profile=None, tools=[fetch])
     tract.user("read it")
-    tract.run(ScriptedLLM([call("c1", "fetch", {"url": "a.example"}), "it failed"]), ex)
+    toolkit.run(tract, ScriptedLLM([call("c1", "fetch", {"url": "a.example"}), "it failed"]), ex)
     return ex, attempts
 
 
@@ -46,7 +46,7 @@ def test_a_failed_execution_is_rerun_and_linked_to_the_failed_one(tract: Tract) 
     ex, attempts = _flaky_agent(tract)
     (failed,) = tract.tool_usages(status="error")
     assert failed.error == "ConnectionError: timed out"
-    new = tract.rerun_tool_usage(failed.id, ex)
+    new = toolkit.rerun_tool_usage(tract, failed.id, ex)
     assert attempts == ["a.example", "a.example"]
     assert (new.status, new.rerun_of, new.result, new.tool_call_id) == (
         "success",
@@ -69,12 +69,12 @@ def test_only_failed_top_level_executions_answering_a_call_can_be_rerun(tract: T
     ex, _ = _flaky_agent(tract)
     (failed,) = tract.tool_usages(status="error")
     with pytest.raises(InvalidInput, match="no tool 'fetch'"):
-        tract.rerun_tool_usage(failed.id)  # the default executor has only the built-ins
-    new = tract.rerun_tool_usage(failed.id, ex)
+        toolkit.rerun_tool_usage(tract, failed.id)  # the default executor has only the built-ins
+    new = toolkit.rerun_tool_usage(tract, failed.id, ex)
     with pytest.raises(InvalidInput, match="has status success"):
-        tract.rerun_tool_usage(new.id, ex)
+        toolkit.rerun_tool_usage(tract, new.id, ex)
     with pytest.raises(InvalidInput, match="no tool execution nope"):
-        tract.rerun_tool_usage("nope", ex)
+        toolkit.rerun_tool_usage(tract, "nope", ex)
     lone = ex.execute("fetch", {"url": "b.example"})  # answered no committed call
     assert lone.success
 
@@ -92,16 +92,16 @@ def test_a_nested_failure_points_at_its_top_level_execution(tract: Tract) -> Non
 
     ex = ToolExecutor(tract, profile=None, tools=[broken, outer])
     tract.user("go")
-    tract.run(ScriptedLLM([call("c1", "outer"), "done"]), ex)
+    toolkit.run(tract, ScriptedLLM([call("c1", "outer"), "done"]), ex)
     (inner,) = tract.tool_usages(name="broken")
     with pytest.raises(InvalidInput, match="ran inside"):
-        tract.rerun_tool_usage(inner.id, ex)
+        toolkit.rerun_tool_usage(tract, inner.id, ex)
 
 
 def test_a_rerun_syncs_with_the_branch(tract: Tract) -> None:
     ex, _ = _flaky_agent(tract)
     (failed,) = tract.tool_usages(status="error")
-    tract.rerun_tool_usage(failed.id, ex)
+    toolkit.rerun_tool_usage(tract, failed.id, ex)
     target = MemoryStore()
     copy_branch(tract.store, target, "refs/heads/main")
     with Tract(target) as copy:
@@ -146,7 +146,7 @@ def test_events_carry_the_reference_payload(tract: Tract, clock: FakeClock) -> N
     ex = ToolExecutor(tract, profile=None, tools=[search, research], clock=clock)
     ex.events.subscribe("*", seen.append)
     tract.user("go")
-    tract.run(ScriptedLLM([call("c1", "research", {"topic": "py"}), "done"]), ex)
+    toolkit.run(tract, ScriptedLLM([call("c1", "research", {"topic": "py"}), "done"]), ex)
     start, inner_start, inner_done, done = seen
     assert [e.kind for e in seen] == ["tool_start", "tool_start", "tool_complete", "tool_complete"]
     assert (start.tool_name, start.arguments, start.branch, start.description) == (
@@ -201,7 +201,8 @@ def test_cli_usage_rerun(tmp_path: Path) -> None:
     path = str(tmp_path / "store")
     with Tract.open(path) as t:
         t.user("go")
-        t.run(
+        toolkit.run(
+            t,
             ScriptedLLM([call("c2", "explode", {"x": 2}), "failed"]),
             ToolExecutor(t, profile=None, tools=[explode]),
         )
@@ -237,7 +238,7 @@ def test_a_failure_whose_result_never_landed_cannot_be_rerun(tract: Tract) -> No
     done = ex.execute("broken", {}, tool_call_id="c1", commit=reply.commit_id)  # the loop crashed here
     assert done.usage_id is not None
     with pytest.raises(InvalidInput, match="answered no committed tool call"):
-        tract.rerun_tool_usage(done.usage_id, ex)
+        toolkit.rerun_tool_usage(tract, done.usage_id, ex)
 
 
 def test_a_rerun_happens_once_and_never_on_a_detached_head(tract: Tract) -> None:
@@ -247,11 +248,11 @@ def test_a_rerun_happens_once_and_never_on_a_detached_head(tract: Tract) -> None
     (failed,) = tract.tool_usages(status="error")
     tract.checkout("HEAD")
     with pytest.raises(DetachedHead):
-        tract.rerun_tool_usage(failed.id, ex)
+        toolkit.rerun_tool_usage(tract, failed.id, ex)
     assert attempts == ["a.example"]  # the tool did not run
     assert list(tract.store.table_iter(Table.USAGE)) == []
     tract.switch("main")
-    tract.rerun_tool_usage(failed.id, ex)
+    toolkit.rerun_tool_usage(tract, failed.id, ex)
     with pytest.raises(InvalidInput, match="re-run successfully already"):
-        tract.rerun_tool_usage(failed.id, ex)
+        toolkit.rerun_tool_usage(tract, failed.id, ex)
     assert attempts == ["a.example", "a.example"]

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from tractkv import Tract
+from tractkv import Tract, toolkit
 from tractkv.cli import cli
 from tractkv.errors import InvalidInput
 from tractkv.llm import ScriptedLLM
@@ -201,7 +201,7 @@ def test_bad_arguments_are_all_reported_to_the_model_and_never_reach_the_handler
         executor = ToolExecutor(t, profile=None)
         executor.register(ToolDefinition("book", "Book a stay.", PLACE_SCHEMA, book))
         llm = ScriptedLLM([call("c1", "book", BAD), call("c2", "book", GOOD), "Booked."])
-        result = t.run(llm, executor)
+        result = toolkit.run(t, llm, executor)
         assert (result.text, result.steps) == ("Booked.", 3)
         assert seen == [GOOD]  # the bad call never ran
         error = t.compile().messages[2]

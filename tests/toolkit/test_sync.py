@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tractkv import Tract
+from tractkv import Tract, toolkit
 from tractkv.ids import ObjectId
 from tractkv.llm import ScriptedLLM
 from tractkv.model import Blob, UsageRecord, decode, object_id
@@ -51,7 +51,7 @@ def _agent_history(t: Tract) -> None:
             "a=1, b=2",
         ]
     )
-    t.run(llm, ToolExecutor(t, profile=None, tools=[delegate, lookup, explode]))
+    toolkit.run(t, llm, ToolExecutor(t, profile=None, tools=[delegate, lookup, explode]))
 
 
 def test_usage_tree_is_identical_after_copying_the_branch(tmp_path: Path) -> None:
@@ -66,7 +66,7 @@ def test_usage_tree_is_identical_after_copying_the_branch(tmp_path: Path) -> Non
                 assert [tree.to_json() for tree in replica.usage_tree()] == expected
                 assert replica.compile().to_dicts() == expected_context
                 assert replica.tool_usage_stats() == source.tool_usage_stats()
-                assert replica.export("markdown") == source.export("markdown")
+                assert toolkit.export(replica, "markdown") == toolkit.export(source, "markdown")
                 # the delegated conversation came along through the record's heads link
                 (head,) = replica.usage_tree()[0].usage.heads
                 child_log = replica.log(rev=head)

@@ -16,7 +16,7 @@ import pydantic
 import pytest
 from pydantic import AnyUrl, BaseModel, Field, SecretStr, field_validator
 
-from tractkv import Tract
+from tractkv import Tract, toolkit
 from tractkv.errors import InvalidInput
 from tractkv.llm import ScriptedLLM
 from tractkv.toolkit import ToolContext, ToolDefinition, ToolExecutor, tool
@@ -436,7 +436,7 @@ def test_the_agent_loop_reports_bad_arguments_and_the_model_retries(tract: Tract
             "Oslo: 20 degrees.",
         ]
     )
-    result = tract.run(llm, ex, max_steps=5)
+    result = toolkit.run(tract, llm, ex, max_steps=5)
     assert (result.text, result.steps) == ("Oslo: 20 degrees.", 3)
     assert seen == [(Place(name="Oslo", lat=59.9), Units.F)]
     messages = tract.compile().messages
@@ -675,7 +675,7 @@ def test_without_pydantic_stdlib_typed_tools_register_and_run() -> None:
         sys.modules["pydantic"] = None  # importing pydantic now fails, as if it were not installed
         import dataclasses, enum, json
         from typing import Literal, TypedDict, NotRequired
-        from tractkv import Tract
+        from tractkv import Tract, toolkit
         from tractkv.llm import ScriptedLLM
         from tractkv.toolkit import ToolExecutor
 
@@ -712,7 +712,7 @@ def test_without_pydantic_stdlib_typed_tools_register_and_run() -> None:
             call("c2", {"window": {"start": 1}, "units": "f", "opts": {"depth": 1}, "mode": "b"}),
             "done",
         ])
-        print(t.run(llm, ex, max_steps=5).text)
+        print(toolkit.run(t, llm, ex, max_steps=5).text)
         print(seen == [(Window(1, 24), Units.F, {"depth": 1}, "b")])
         print(t.compile().messages[2].is_error)
         print(sorted(ex.schemas()[0]["function"]["parameters"]["$defs"]))
@@ -1074,7 +1074,7 @@ def test_the_agent_loop_tells_the_model_a_date_time_needs_an_offset(tract: Tract
             "Done.",
         ]
     )
-    result = tract.run(llm, ex, max_steps=5)
+    result = toolkit.run(tract, llm, ex, max_steps=5)
     assert (result.text, seen) == ("Done.", [dt.datetime(2024, 5, 1, 12, tzinfo=UTC)])
     messages = tract.compile().messages
     assert messages[2].is_error
@@ -1347,7 +1347,7 @@ def test_the_agent_loop_refuses_a_key_outside_the_enum_and_converts_keys_and_int
             "Done.",
         ]
     )
-    result = tract.run(llm, ex, max_steps=5)
+    result = toolkit.run(tract, llm, ex, max_steps=5)
     assert (result.text, result.steps) == ("Done.", 3)
     assert seen == [{Units.F: 2}]
     assert type(seen[0][Units.F]) is int

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from tractkv import Tract
+from tractkv import Tract, toolkit
 from tractkv.llm import ScriptedLLM
 from tractkv.toolkit import ToolContext, ToolExecutor, tool
 
@@ -51,7 +51,9 @@ def build(t: Tract) -> dict[str, str]:
     ids["hostile"] = t.user(HOSTILE).commit_id
     ex = ToolExecutor(t, profile=None, tools=[research, search, lookup])
     t.user("Research LMDB for me.")
-    t.run(ScriptedLLM([call("call-1", "research", {"topic": "LMDB"}), "LMDB is a B+tree store."]), ex)
+    toolkit.run(
+        t, ScriptedLLM([call("call-1", "research", {"topic": "LMDB"}), "LMDB is a B+tree store."]), ex
+    )
     ids["answer"] = t.head or ""
     ids["question"] = t.user("And what about CBOR?").commit_id
     ids["edit"] = t.commit(

@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 from starlette.testclient import TestClient
 
+from tractkv import toolkit
 from tractkv.store import LmdbStore
 from tractkv.sync.auth import TokenTable
 from tractkv.view.app import COOKIE, QUEUE_EVENTS, ChangeFeed, _changes, _put_latest, create_app
@@ -278,8 +279,10 @@ def test_a_failed_execution_shows_the_command_that_reruns_it(tmp_path: Path) -> 
     path = str(tmp_path / "store")
     with Tract.open(path) as t:
         t.user("go")
-        t.run(
-            ScriptedLLM([call("c1", "flaky", {}), "it failed"]), ToolExecutor(t, profile=None, tools=[flaky])
+        toolkit.run(
+            t,
+            ScriptedLLM([call("c1", "flaky", {}), "it failed"]),
+            ToolExecutor(t, profile=None, tools=[flaky]),
         )
         (failed,) = t.tool_usages()
     with LmdbStore(path) as st:

@@ -24,7 +24,7 @@ from selenium.webdriver.common.by import By
 from selenium.webdriver.remote.webdriver import WebDriver
 from selenium.webdriver.support.ui import WebDriverWait
 
-from tractkv import Tract
+from tractkv import Tract, toolkit
 from tractkv.llm import ScriptedLLM
 from tractkv.toolkit import ToolContext, ToolExecutor, tool
 
@@ -219,7 +219,7 @@ def test_live_updates_arrive_without_a_reload(
             with Tract.open(str(path), durable=False) as t:
                 ex = ToolExecutor(t, profile=None, tools=[slow_fetch])
                 llm = ScriptedLLM([call("live-1", "slow_fetch", {"url": "http://127.0.0.1/x"}), "done"])
-                t.run(llm, ex)
+                toolkit.run(t, llm, ex)
         except BaseException as exc:  # reported by the test thread
             failures.append(exc)
 

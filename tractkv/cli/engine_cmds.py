@@ -201,7 +201,7 @@ def commit(
     t = st.tract()
     # An edit keeps what is not given: the target's role and type, and (same role and type) its name,
     # tool calls, tool call id, artifact type.
-    previous: dict[str, Any] = t.session.message_content(edit_target) if edit_target is not None else {}
+    previous: dict[str, Any] = t.message_content(edit_target) if edit_target is not None else {}
     if role is None and (calls or tool_call_id is not None):
         role = "assistant" if calls else "tool"
     role = role or _role_of(previous) or "user"

@@ -40,7 +40,7 @@ def usage(
     """
     if click.get_current_context().invoked_subcommand is not None:
         return
-    from tractkv.toolkit.export import format_usage, stats_lines, tree_lines
+    from tractkv.toolkit.transcript import format_usage, stats_lines, tree_lines
 
     if stats:
         table = usage_stats(st.tract(readonly=True).tool_usages(commit, tool_name, status, rev=rev))
@@ -88,12 +88,12 @@ def usage(
 def rerun(st: CliState, usage_id: str, factory: str | None, as_json: bool) -> None:
     """Run the failed execution USAGE_ID again (same tool, arguments and call); its result replaces the failed
     one as an edit, and its record names the failed one."""
-    from tractkv.toolkit.export import format_usage
-    from tractkv.toolkit.rerun import rerun_usage
+    from tractkv.toolkit.rerun import rerun_tool_usage
+    from tractkv.toolkit.transcript import format_usage
 
     t = st.tract()
     executor = _load_executor(factory, t) if factory is not None else None
-    new = rerun_usage(t, usage_id, executor)
+    new = rerun_tool_usage(t, usage_id, executor)
     if as_json:
         echo_json(new.to_json())
         return
@@ -137,10 +137,11 @@ def _load_executor(spec: str, tract: object) -> object:
 @with_state
 def export(st: CliState, fmt: str, output: str | None) -> None:
     """Export the conversation at HEAD with its tool-usage history (JSON or Markdown)."""
+    from tractkv.toolkit.transcript import export as export_text
     from tractkv.tract import Tract
 
     with Tract(st.store(readonly=True), owns_store=False, readonly=True) as t:
-        text = t.export(fmt)
+        text = export_text(t, fmt)
     if output is None:
         click.echo(text, nl=not text.endswith("\n"))
         return

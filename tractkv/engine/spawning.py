@@ -58,7 +58,7 @@ from tractkv.engine.content import Message, content_blob, put_toolset
 from tractkv.engine.history import HEADS, branch_name, branch_ref, check_branch_name, log_ref_move
 from tractkv.engine.session import Session, Tip
 from tractkv.engine.values import ChildInfo, CommitInfo, ParentInfo, timestamp
-from tractkv.errors import BranchExists, InvalidInput, ObjectNotFound
+from tractkv.errors import BranchExists, InvalidInput, NoLLMConfigured, ObjectNotFound
 from tractkv.ids import ObjectId
 from tractkv.model import Blob, Commit
 from tractkv.store import Reader, WriteBatch
@@ -449,3 +449,45 @@ def detach(session: Session, head: ObjectId) -> None:
     and writing raises :class:`~tractkv.errors.DetachedHead`. The store's HEAD is not touched."""
     session._forget_state()
     session.branch_ref, session.detached = None, head
+
+
+def collapse(
+    parent: Session,
+    child: Session | str,
+    content: str | None,
+    instructions: str | None,
+    summarize: Callable[[str, str], str] | None,
+) -> CommitInfo:
+    """Fold a spawned child (a session on its branch, or the branch's name) back into the parent's branch:
+    :func:`plan_collapse`, then ``content`` (else ``summarize(child's text, instructions)``) committed by
+    :func:`commit_collapse`; a child session given is left :func:`detach`-ed at the head collapsed.
+
+    Raises:
+        InvalidInput: a child session on another store or already detached, both ``content`` and
+            ``instructions``, empty content; what :func:`plan_collapse` refuses. NoLLMConfigured: no
+            ``content`` and no ``summarize`` (nothing written).
+    """
+    name = _collapsed_branch(parent, child)
+    if content is not None and instructions is not None:
+        raise InvalidInput("instructions guide a model's summary: pass content or instructions, not both")
+    if content is not None and (not isinstance(content, str) or not content.strip()):
+        raise InvalidInput("collapse content must be a non-empty string")
+    plan = plan_collapse(parent, name)
+    if content is None:
+        if summarize is None:
+            raise NoLLMConfigured("collapse without content")
+        content = summarize(plan.text, instructions or COLLAPSE_INSTRUCTIONS)
+    info = commit_collapse(parent, plan, content)
+    if isinstance(child, Session):
+        detach(child, plan.child_head)
+    return info
+
+
+def _collapsed_branch(parent: Session, child: Session | str) -> str:
+    if isinstance(child, str):
+        return child
+    if child.store is not parent.store:
+        raise InvalidInput("collapse takes a child spawned on this store")
+    if child.current_branch is None:
+        raise InvalidInput("that child handle is detached (collapsed already?)")
+    return child.current_branch

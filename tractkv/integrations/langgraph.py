@@ -89,7 +89,7 @@ try:
 except ImportError as exc:  # the extra is missing (tests/integrations/test_extras.py)
     raise missing_extra("tractkv.integrations.langgraph", "langgraph", exc) from exc
 
-from tractkv.engine.budget import BudgetPolicy
+from tractkv.engine import open_session
 from tractkv.engine.content import content_objects
 from tractkv.engine.history import HEADS
 from tractkv.engine.session import Session
@@ -563,11 +563,8 @@ class TractkvSaver(BaseCheckpointSaver[str]):
         """A writing session on ``ref`` (the Tract's own HEAD is never moved)."""
         session = self._sessions.get(ref)
         if session is None:
-            session = Session(
-                self.tract.store,
-                counter=self.tract.token_counter,
-                branch=ref[len(HEADS) :],
-                policies=(BudgetPolicy(),),  # the branch budget checks its commits, as a Tract's
+            session = open_session(  # with the default policy: the branch budget checks its commits, as a Tract's
+                self.tract.store, counter=self.tract.token_counter, branch=ref[len(HEADS) :]
             )
             self._sessions[ref] = session
             while len(self._sessions) > MAX_SESSIONS:

@@ -52,7 +52,7 @@ try:
 except ImportError as exc:  # the extra is missing (tests/integrations/test_openai_agents.py)
     raise missing_extra("tractkv.integrations.openai_agents", "agents", exc) from exc
 
-from tractkv.engine.budget import BudgetPolicy
+from tractkv.engine import open_session
 from tractkv.engine.content import MAX_JSON_DEPTH, check_json, content_objects
 from tractkv.engine.history import HEADS
 from tractkv.engine.session import Session
@@ -243,12 +243,8 @@ class TractkvSession:
     def _session(self) -> Session:
         if self._writer is None:
             branch = self.ref[len(HEADS) :]  # a session on a branch leaves the store's HEAD as it is
-            self._writer = Session(
-                self.tract.store,
-                counter=self.tract.token_counter,
-                branch=branch,
-                policies=(BudgetPolicy(),),  # the branch budget checks its commits, as a Tract's
-            )
+            # with the default policy: the branch budget checks its commits, as a Tract's
+            self._writer = open_session(self.tract.store, counter=self.tract.token_counter, branch=branch)
         return self._writer
 
     def _add(self, items: list[Any]) -> None:

@@ -11,6 +11,7 @@ and its finish reason in ``generation_config`` (``model``, ``finish_reason``).
 from __future__ import annotations
 
 import copy
+import functools
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, Generic, TypeVar
 
@@ -57,6 +58,26 @@ def prepare(session: Session, tools: list[dict[str, Any]] | None) -> Request:
     if tools is not None:
         tool_schemas(offered)  # refuse a misshapen tool before the model is paid for, not at commit
     return Request(tip=tip, messages=tuple(ctx.messages), offered=offered, given=tools is not None)
+
+
+@attrs.frozen
+class PreparedReply:
+    """A generation in two halves, for a caller that calls the model itself (``AsyncTract`` awaits it on its
+    event loop): :attr:`request` holds what the model is sent; :meth:`commit` commits its reply as
+    :func:`generate` does, on the tip the request was read from (or :class:`ConcurrentUpdate`)."""
+
+    request: Request
+    _commit: Callable[[LLMResponse, Mapping[str, Any]], CommitInfo]
+
+    def commit(self, response: LLMResponse, params: Mapping[str, Any]) -> CommitInfo:
+        """Commit ``response`` (to this request; ``params`` were the model call's, see :func:`generate`)."""
+        return self._commit(response, params)
+
+
+def prepare_reply(session: Session, tools: list[dict[str, Any]] | None) -> PreparedReply:
+    """:func:`prepare`, with the commit of its reply bound to ``session``."""
+    request = prepare(session, tools)
+    return PreparedReply(request, functools.partial(commit_reply, session, request))
 
 
 def commit_reply(

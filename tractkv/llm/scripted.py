@@ -45,7 +45,7 @@ class ScriptedLLM:
     Replies are served in order, whoever asks: one script shared by an agent loop and the tract's summarizer
     (``compress``, tool-result summarization) would hand the summarizer the loop's next reply. Give summaries
     their own script (``t.configure_llm(agent_llm, summarizer=ScriptedLLM([...]))``, or ``llm=`` to
-    ``t.run``). A summary request refuses a reply that calls tools (``MalformedResponse``, nothing committed),
+    ``toolkit.run(t)``). A summary request refuses a reply that calls tools (``MalformedResponse``, nothing committed),
     so the usual mix-up, the summarizer taking the loop's next tool call, is loud.
 
     >>> from tractkv.engine.content.payload import Message

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from typing import Protocol, TypeVar
+from contextlib import contextmanager
 
 import attrs
 
@@ -293,21 +293,30 @@ def _reject(ref: str, reason: str, detail: str) -> None:
     raise PushRejected([RefResult(ref, False, reason, detail)])  # type: ignore[arg-type]
 
 
-class Cloned(Protocol):
-    """What :func:`clone_into` needs of the handle it fills: its session, and close() for a rollback."""
+@contextmanager
+def cloning_into(path: str | None) -> Iterator[None]:
+    """The directory a clone fills: refused unless absent or empty; removed again (when the block made it)
+    if the block raises, so a clone that fails leaves no store behind. The block opens the store there and
+    fills it (:func:`clone_into`), closing it before it raises.
 
-    @property
-    def session(self) -> Session: ...
+    Raises:
+        InvalidInput: ``path`` exists and is not empty.
+    """
+    import shutil
 
-    def close(self) -> None: ...
-
-
-HandleT = TypeVar("HandleT", bound=Cloned)
+    if path is not None and os.path.exists(path) and os.listdir(path):
+        raise InvalidInput(f"cannot clone into {path!r}: it exists and is not empty")
+    created = path is not None and not os.path.exists(path)
+    try:
+        yield
+    except BaseException:
+        if created and path is not None:
+            shutil.rmtree(path, ignore_errors=True)
+        raise
 
 
 def clone_into(
-    path: str | None,
-    open_handle: Callable[[], HandleT],
+    session: Session,
     url: str,
     remote_name: str,
     *,
@@ -315,50 +324,33 @@ def clone_into(
     branch: str | None = None,
     progress: Progress | None = None,
     max_object: int | None = None,
-) -> HandleT:
-    """Open a new store at ``path`` with ``open_handle`` and fill it from ``url``: remember the remote,
-    fetch (objects up to ``max_object`` bytes, see :func:`fetch_from`), make every remote branch a local
-    branch, and put HEAD on ``branch``, else ``main`` when the remote has it, else the first by name. A new
-    store has no budgets: no branch the clone makes is checked by one.
-
-    Guarantees: a clone that fails closes the handle and leaves no store behind at ``path``.
+) -> None:
+    """Fill the new store ``session`` is on from ``url``: remember the remote, fetch (objects up to
+    ``max_object`` bytes, see :func:`fetch_from`), make every remote branch a local branch, and put the
+    session (and the store's HEAD) on ``branch``, else ``main`` when the remote has it, else the first by
+    name. A new store has no budgets: no branch the clone makes is checked by one. Run it inside
+    :func:`cloning_into`, which removes what a failed clone wrote.
 
     Raises:
-        InvalidInput: ``path`` exists and is not empty. BranchNotFound: the remote has no ``branch``.
+        BranchNotFound: the remote has no ``branch``. ReadOnlySession: a read-only session.
     """
-    import shutil
-
     from tractkv.errors import BranchNotFound
 
-    if path is not None and os.path.exists(path) and os.listdir(path):
-        raise InvalidInput(f"cannot clone into {path!r}: it exists and is not empty")
-    created = path is not None and not os.path.exists(path)
-    handle: HandleT | None = None
-    try:
-        handle = open_handle()
-        session = handle.session
-        session.check_writes("clone", in_batch=False)
-        store = session.store
-        add_remote(store, remote_name, url, token_env=token_env, probe=False)  # reading needs no probe
-        with open_named(store, remote_name) as conn:
-            fetch_from(store, conn, remote_name, progress=progress, max_object=max_object)
-        prefix = f"{REMOTES}{remote_name}/"
-        tips = {ref[len(prefix) :]: ObjectId(v) for ref, v in store.iter_refs(prefix)}
-        if branch is not None and branch not in tips:
-            raise BranchNotFound(branch, where=f"the remote {url}", known=sorted(tips))
-        batch = store.new_batch()
-        for name, tip in tips.items():
-            batch.set_ref(HEADS + name, tip, expected=None)
-            log_ref_move(batch, HEADS + name, None, tip, "clone", f"clone from {url}", now_us=session.clock())
-        store.apply(batch)
-        session.place(HEADS + (branch or ("main" if "main" in tips or not tips else sorted(tips)[0])))
-        return handle
-    except BaseException:
-        if handle is not None:
-            handle.close()
-        if created and path is not None:
-            shutil.rmtree(path, ignore_errors=True)
-        raise
+    session.check_writes("clone", in_batch=False)
+    store = session.store
+    add_remote(store, remote_name, url, token_env=token_env, probe=False)  # reading needs no probe
+    with open_named(store, remote_name) as conn:
+        fetch_from(store, conn, remote_name, progress=progress, max_object=max_object)
+    prefix = f"{REMOTES}{remote_name}/"
+    tips = {ref[len(prefix) :]: ObjectId(v) for ref, v in store.iter_refs(prefix)}
+    if branch is not None and branch not in tips:
+        raise BranchNotFound(branch, where=f"the remote {url}", known=sorted(tips))
+    batch = store.new_batch()
+    for name, tip in tips.items():
+        batch.set_ref(HEADS + name, tip, expected=None)
+        log_ref_move(batch, HEADS + name, None, tip, "clone", f"clone from {url}", now_us=session.clock())
+    store.apply(batch)
+    session.place(HEADS + (branch or ("main" if "main" in tips or not tips else sorted(tips)[0])))
 
 
 def merge_tracking(

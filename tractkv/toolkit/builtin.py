@@ -701,9 +701,10 @@ def get_all_tools(tract: object) -> list[ToolDefinition]:
     argument fails here rather than at the first call.
 
     Raises:
-        InvalidInput: ``tract`` is not an open Tract.
+        InvalidInput: ``tract`` is not a Tract.
     """
-    session = getattr(tract, "session", None)
-    if session is None or not callable(getattr(tract, "compile", None)):
+    from tractkv.tract import Tract  # the facade is below the toolkit (and loaded whenever a Tract exists)
+
+    if not isinstance(tract, Tract):
         raise InvalidInput(f"get_all_tools takes a Tract, not {type(tract).__name__}")
     return builtin_tools()

@@ -13,8 +13,8 @@ right after the step's tool results are committed (outside a step, at once).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Iterable, Mapping
+from typing import TYPE_CHECKING, Any, Protocol
 
 import attrs
 
@@ -26,13 +26,36 @@ if TYPE_CHECKING:
     from tractkv.llm.protocol import LLMClient
     from tractkv.tract import Tract
 
-    from .definitions import ToolDefinition, ToolResult
+    from .definitions import ToolDefinition, ToolProfile, ToolResult
     from .events import EventBus
-    from .executor import ToolExecutor
-    from .profiles import ToolProfile
 
 
 Deferred = Callable[[], "str | None"]
+
+
+class Executor(Protocol):
+    """What a call's context and the child loops it starts use of the executor running the call: a
+    :class:`~tractkv.toolkit.ToolExecutor` (named by this protocol because the executor, which builds
+    contexts, sits above this module)."""
+
+    events: EventBus
+    result_limit: int
+
+    def execute(
+        self, name: str, arguments: Mapping[str, Any] | None = None, *, parent_id: str | None = None
+    ) -> ToolResult: ...
+
+    def get(self, name: str) -> ToolDefinition | None: ...
+
+
+# The child agent loop of run_child is the agent loop's (.loop, above the executor, which is above this module):
+# the toolkit package, which sits above them all, hands it here when it is imported (see provide_child_loop).
+_child_loop: list[Callable[..., RunResult]] = []
+
+
+def provide_child_loop(run_child: Callable[..., RunResult]) -> None:
+    """Set the function :meth:`ToolContext.run_child` calls (``tractkv/toolkit/__init__.py`` does, once)."""
+    _child_loop[:] = [run_child]
 
 
 class AgentStep:
@@ -58,7 +81,8 @@ class ToolContext:
         tract: the tract the tools act on (the executor's).
         compiled: the compiled context the model saw when it made the call (None outside an agent step).
         llm: the model client of the run (or the tract's), or None.
-        executor: the executor running this call (``context.executor.execute`` nests under this usage).
+        executor: the executor running this call, a :class:`~tractkv.toolkit.ToolExecutor`
+            (``context.executor.execute`` nests under this usage; typed by the :class:`Executor` protocol).
         events: the event bus every nested execution publishes on.
         usage_id: this execution's usage id.
         parent_id: the enclosing execution's usage id, or None at the top level.
@@ -71,7 +95,7 @@ class ToolContext:
     tract: Tract
     compiled: CompiledContext | None
     llm: LLMClient | None
-    executor: ToolExecutor
+    executor: Executor
     events: EventBus
     usage_id: str
     parent_id: str | None = None
@@ -112,9 +136,7 @@ class ToolContext:
         Returns:
             The child's :class:`~tractkv.toolkit.RunResult` (its final text and step count).
         """
-        from .loop import run_child
-
-        return run_child(
+        return _child_loop[0](
             self,
             prompt,
             llm=llm if llm is not None else self.llm,

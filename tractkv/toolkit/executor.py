@@ -51,9 +51,9 @@ from tractkv.ids import ObjectId, is_object_id
 from tractkv.model import UsageRecord
 
 from .context import AgentStep, ToolContext
-from .definitions import FORMATS, Handler, ToolDefinition, ToolResult, context_problem
+from .definitions import FORMATS, Handler, ToolDefinition, ToolProfile, ToolResult, context_problem
 from .events import EventBus, ToolEvent
-from .profiles import ToolProfile, profile_tools
+from .profiles import profile_tools
 from .schema import validate
 
 if TYPE_CHECKING:
@@ -161,7 +161,7 @@ class ToolExecutor:
     (``tools=`` or :meth:`register`), so a model never gets tools that reset, compress or rewrite its context
     by default. ``ToolExecutor(t, profile="self")`` adds the 9 context tools of an agent managing its own
     context; ``"supervisor"`` or ``"full"`` all 15. The agent loop without an executor
-    (``t.run(llm)``) uses ``ToolExecutor(t)`` too: the same default everywhere.
+    (``toolkit.run(t, llm)``) uses ``ToolExecutor(t)`` too: the same default everywhere.
 
     Args:
         tract: the tract the tools act on (and whose store keeps the usage records).
@@ -189,7 +189,7 @@ class ToolExecutor:
     ) -> None:
         if not isinstance(result_limit, int) or result_limit < 1:
             raise InvalidInput("result_limit must be a positive number of characters")
-        tract.session.check_writes("execute tools")  # executions write usage rows: not on a read-only tract
+        tract.check_writable("execute tools")  # executions write usage rows: not on a read-only tract
         self.tract = tract
         self.llm = llm
         self.events = events if events is not None else EventBus()
@@ -599,7 +599,7 @@ class ToolExecutor:
             step=frame.step,
         )
         guarded = frame.step is not None and frame.step.tract is self.tract and frame.commit is not None
-        guard = _open_calls(self.tract.session) if guarded else None
+        guard = _open_calls(self.tract) if guarded else None
         if guard is not None:
             guard.open(tool_name)
         try:
@@ -711,13 +711,13 @@ class OpenCallGuard(WritePolicy[Session]):
         )
 
 
-def _open_calls(session: Session) -> OpenCallGuard:
-    """The session's :class:`OpenCallGuard`, registered on first use (one per session)."""
-    for policy in session.policies:
+def _open_calls(tract: Tract) -> OpenCallGuard:
+    """The tract's :class:`OpenCallGuard`, registered on first use (one per handle, so one per session)."""
+    for policy in tract.policies:
         if isinstance(policy, OpenCallGuard):
             return policy
     guard = OpenCallGuard()
-    session.add_policy(guard)
+    tract.add_policy(guard)
     return guard
 
 

@@ -1,6 +1,6 @@
 """The agent loop: compile -> generate -> execute tool calls -> repeat.
 
-``t.run(llm, executor=None, max_steps=10)``:
+``tractkv.toolkit.run(t, llm, executor=None, max_steps=10)``:
 
 1. **Open calls first.** If HEAD is an assistant message whose tool calls are not all answered (a previous
    run crashed, or you committed the calls yourself), each open call is answered before the model is asked
@@ -43,8 +43,8 @@ if TYPE_CHECKING:
     from tractkv.tract import Tract
 
     from .context import ToolContext
+    from .definitions import ToolProfile
     from .executor import ToolExecutor
-    from .profiles import ToolProfile
 
 DEFAULT_MAX_STEPS = 10
 WITHHELD = "The tool ran, but a tool_result hook withheld its result."
@@ -83,7 +83,7 @@ def run(
 
     if executor is not None and not isinstance(executor, ToolExecutor):
         raise InvalidInput(f"executor must be a ToolExecutor, not {type(executor).__name__}")
-    tract.session.check_writes("run")  # before any model call or tool execution
+    tract.check_writable("run")  # before any model call or tool execution
 
     model: LLMClient | None = llm if llm is not None else tract.llm
     if model is None:

@@ -4,56 +4,19 @@
   switch, reset), described as acting on "your context".
 * ``supervisor``: all 15 tools, described as acting on "the managed agent's context".
 * ``full``: all 15 tools with their default descriptions.
+
+:class:`ToolProfile` (a named allow-list of tools) lives in :mod:`.definitions`, below the built-in tools.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from typing import Any
-
-import attrs
 
 from tractkv.errors import InvalidInput
 
 from .builtin import BUILTIN_NAMES, SELF_DESCRIPTIONS, SUPERVISOR_DESCRIPTIONS, builtin_tools
-from .definitions import FORMATS, ToolConfig, ToolDefinition
-
-
-def _configs(value: Mapping[str, ToolConfig]) -> dict[str, ToolConfig]:
-    return dict(value)
-
-
-@attrs.frozen
-class ToolProfile:
-    """A named allow-list of tools, each with an optional description override.
-
-    Tools not named in ``tool_configs`` (or with ``enabled=False``) are left out.
-    """
-
-    name: str
-    tool_configs: dict[str, ToolConfig] = attrs.field(converter=_configs, hash=False)
-
-    @tool_configs.validator
-    def _check_configs(self, _attribute: attrs.Attribute[Any], value: dict[str, ToolConfig]) -> None:
-        for tool_name, config in value.items():
-            if not isinstance(config, ToolConfig):
-                raise InvalidInput(f"profile {self.name!r}: {tool_name!r} must map to a ToolConfig")
-
-    @property
-    def tool_names(self) -> tuple[str, ...]:
-        """The enabled tools, in configuration order."""
-        return tuple(n for n, c in self.tool_configs.items() if c.enabled)
-
-    def filter_tools(self, tools: Iterable[ToolDefinition]) -> list[ToolDefinition]:
-        """The enabled tools among ``tools`` (in the given order), with this profile's descriptions."""
-        out = []
-        for definition in tools:
-            config = self.tool_configs.get(definition.name)
-            if config is None or not config.enabled:
-                continue
-            out.append(definition.with_description(config.description) if config.description else definition)
-        return out
-
+from .definitions import FORMATS, ToolConfig, ToolDefinition, ToolProfile
 
 SELF_TOOLS = ("commit", "compile", "annotate", "status", "log", "compress", "branch", "switch", "reset")
 

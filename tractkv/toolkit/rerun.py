@@ -1,4 +1,5 @@
-"""Re-run a failed tool execution (``t.rerun_tool_usage(usage_id)``, ``tractkv usage rerun ID``).
+"""Re-run a failed tool execution (``tractkv.toolkit.rerun_tool_usage(t, usage_id)``, ``tractkv usage
+rerun ID``).
 
 A top-level execution that answered a model's tool call and failed (status ``error`` or ``interrupted``) is
 run again with the same tool and arguments, under the same assistant commit and call id. Its new usage record
@@ -53,7 +54,7 @@ def failed_usage(tract: Tract, usage_id: str) -> ToolUsage:
     return usage
 
 
-def rerun_usage(tract: Tract, usage_id: str, executor: object = None) -> ToolUsage:
+def rerun_tool_usage(tract: Tract, usage_id: str, executor: object = None) -> ToolUsage:
     """Run a failed execution again and commit its result as an edit of the failed result (see the module doc).
 
     Args:
@@ -71,7 +72,7 @@ def rerun_usage(tract: Tract, usage_id: str, executor: object = None) -> ToolUsa
     """
     from .executor import ToolExecutor
 
-    tract.session.writable("re-run a tool")  # read-only or detached: refused before the tool runs
+    tract.check_writable("re-run a tool", branch=True)  # read-only or detached: refused before the tool runs
     usage = failed_usage(tract, usage_id)
     done = [u.id for u in tract.tool_usages() if u.rerun_of == usage_id and u.status == "success"]
     if done:

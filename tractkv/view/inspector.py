@@ -16,6 +16,7 @@ from typing import Any
 
 import attrs
 
+from tractkv.engine import open_session
 from tractkv.engine.branches import HeadCounts, head_counts, summaries
 from tractkv.engine.compile import CompileState, commit_info, diff_states
 from tractkv.engine.content import ANNOTATION, TokenCounter, ToolCall, schema_name
@@ -29,7 +30,6 @@ from tractkv.engine.history import (
     read_head,
     resolve_revision,
 )
-from tractkv.engine.session import Session
 from tractkv.engine.usage import (
     STATUSES,
     USAGE_LINK,
@@ -195,9 +195,8 @@ class Inspector:
 
     def __init__(self, store: Store, counter: TokenCounter | None = None) -> None:
         self.store = store
-        self.session = Session(
-            store, counter=counter, readonly=True
-        )  # can never write, not even a checkpoint
+        # read-only: never writes, not even a checkpoint
+        self.session = open_session(store, counter=counter, readonly=True)
         self.counter = self.session.counter
         self._lock = threading.Lock()  # the session's compile cache is not thread-safe
         self._summaries: OrderedDict[ObjectId | None, HeadCounts] = OrderedDict()

@@ -106,8 +106,9 @@ def conversation(tract: Tract, roots: list[UsageNode] | None = None) -> dict[str
     }
 
 
-def export_conversation(tract: Tract, format: str = "json") -> str:
-    """The conversation at HEAD with its tool-usage history, as ``"json"`` or ``"markdown"`` text."""
+def export(tract: Tract, format: str = "json") -> str:
+    """The conversation at HEAD of ``tract`` with its tool-usage history, as ``"json"`` or ``"markdown"`` text
+    (``tractkv.toolkit.export(t, "markdown")``; ``tractkv export``)."""
     if format not in EXPORT_FORMATS:
         raise InvalidInput(f"format must be one of {EXPORT_FORMATS}, not {format!r}")
     roots = usage_forest(tract.store, tract.head)
@@ -115,6 +116,9 @@ def export_conversation(tract: Tract, format: str = "json") -> str:
     if format == "json":
         return json.dumps(data, indent=2, ensure_ascii=False)
     return _markdown(data, roots)
+
+
+export_conversation = export  # the name it had before it replaced Tract.export; both stay
 
 
 def _fence(text: str) -> str:
