@@ -164,10 +164,6 @@ PLANNED: set[str] = set()
 ENGINE_LAYERS = layer_table("engine-layers")
 ENGINE_PACKAGES = sorted(p.parent.name for p in (PACKAGE / "engine").glob("*/__init__.py"))
 
-# Import cycles still being taken apart (each a sorted list of the modules of one cycle). The list may only
-# shrink: test_no_import_cycle_among_modules fails on a new cycle and on a listed one that is gone.
-KNOWN_CYCLES: list[list[str]] = []
-
 
 @attrs.frozen(kw_only=True)
 class Import:
@@ -486,13 +482,10 @@ def module_cycles(imports: list[Import]) -> tuple[list[list[str]], dict[str, dic
 
 def test_no_import_cycle_among_modules() -> None:
     # A cycle through lazy or TYPE_CHECKING imports cannot break import order, but it still ties two modules
-    # into one concept: none is allowed beyond the shrinking KNOWN_CYCLES.
+    # into one concept: none is allowed, and there is no allowance list.
     cycles, edges = module_cycles(all_imports())
-    new = [c for c in cycles if c not in KNOWN_CYCLES]
-    report = [f"cycle {' <-> '.join(c)}:\n  " + "\n  ".join(_describe(c, edges)) for c in new]
-    assert new == [], "\n".join(report)
-    gone = [c for c in KNOWN_CYCLES if c not in cycles]
-    assert gone == [], f"these cycles are gone: remove them from KNOWN_CYCLES: {gone}"
+    report = [f"cycle {' <-> '.join(c)}:\n  " + "\n  ".join(_describe(c, edges)) for c in cycles]
+    assert cycles == [], "\n".join(report)
 
 
 def engine_unit(module: str) -> str | None:
@@ -612,9 +605,6 @@ def test_the_import_scanner_sees_every_kind_of_import() -> None:
 # --- sessions: the facade's is its own; code outside the engine opens one only through the engine's face -----
 
 SESSION_ATTRIBUTES = frozenset({"session", "_session"})
-# Reaches for a Tract's session still made above the facade, as (module path, enclosing function): none (the
-# executor's write guard became a write policy it registers with Tract.add_policy). The set may only shrink.
-KNOWN_SESSION_REACHES: frozenset[tuple[str, str]] = frozenset()
 
 
 @attrs.frozen
@@ -702,18 +692,11 @@ def test_no_code_outside_the_engine_reaches_for_a_session() -> None:
     # The facade's session is private; a layer above drives a Tract through its public methods, and a layer
     # below it (sync, llm) takes the session as an argument the facade passes
     uses = [u for path in _outside_the_engine() for u in _session_uses(path) if u.what == "reach"]
-    found = {(u.path, u.function) for u in uses}
-    new = [
-        f"{u.path}:{u.line} ({u.function}): {u.code}"
-        for u in uses
-        if (u.path, u.function) not in KNOWN_SESSION_REACHES
-    ]
-    assert new == [], (
+    found = [f"{u.path}:{u.line} ({u.function}): {u.code}" for u in uses]
+    assert found == [], (
         "a session reached from outside the engine (add a Tract method, or pass the session):\n"
-        + "\n".join(new)
+        + "\n".join(found)
     )
-    gone = sorted(KNOWN_SESSION_REACHES - found)
-    assert gone == [], f"no longer reached: delete from KNOWN_SESSION_REACHES: {gone}"
 
 
 def test_sessions_are_opened_through_the_engine_face() -> None:

@@ -26,19 +26,13 @@ if TYPE_CHECKING:
         merge_payload,
         render_all,
     )
-    from .diff import (
-        diff_states,
-    )
+    from .diff import diff_states
     from .info import (
         commit_info,
         text_commit_info,
     )
-    from .merge3 import (
-        Conflict,
-    )
-    from .pairing import (
-        placeholder_tokens,
-    )
+    from .merge3 import Conflict
+    from .pairing import placeholder_tokens
     from .relations import (
         REL_PREFIX,
         SpawnIndex,
@@ -51,12 +45,8 @@ if TYPE_CHECKING:
         Slot,
         is_stale_row,
     )
-    from .state import (
-        CompileState,
-    )
-    from .view import (
-        View,
-    )
+    from .state import CompileState
+    from .view import View
     from .window import (
         Fit,
         fit,

@@ -15,9 +15,7 @@ from tractkv.engine.compile import (
     CompileState,
     text_commit_info,
 )
-from tractkv.engine.content import (
-    MESSAGE_OVERHEAD,
-)
+from tractkv.engine.content import MESSAGE_OVERHEAD
 from tractkv.engine.history import (
     TS_MAX,
     TS_MIN,

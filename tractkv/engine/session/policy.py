@@ -5,9 +5,7 @@ from __future__ import annotations
 
 from typing import Any, Protocol, TypeVar
 
-from tractkv.engine.compile import (
-    CompileState,
-)
+from tractkv.engine.compile import CompileState
 from tractkv.store import WriteBatch
 
 S_contra = TypeVar("S_contra", contravariant=True)

@@ -6,9 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
-from tractkv.engine.compile import (
-    CompileState,
-)
+from tractkv.engine.compile import CompileState
 from tractkv.ids import ObjectId
 from tractkv.model import Commit
 from tractkv.store import WriteBatch

@@ -21,9 +21,7 @@ from contextlib import contextmanager
 from typing import Any, TypeVar
 
 from tractkv import codec
-from tractkv.engine.compile import (
-    CompileState,
-)
+from tractkv.engine.compile import CompileState
 from tractkv.engine.content import (
     ANNOTATION,
     MEDIA_LINK,

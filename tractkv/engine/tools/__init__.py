@@ -8,17 +8,13 @@ from typing import TYPE_CHECKING
 from tractkv import _lazy
 
 if TYPE_CHECKING:
-    from .hooks import (
-        PendingToolResult,
-    )
+    from .hooks import PendingToolResult
     from .queries import (
         ToolTurn,
         context_infos,
         tool_turns,
     )
-    from .results import (
-        ToolResults,
-    )
+    from .results import ToolResults
     from .settings import (
         get_tools,
         set_tools,
