@@ -11,13 +11,16 @@ import copy
 import itertools
 from collections.abc import Callable, Iterator, Sequence
 from datetime import UTC, datetime, timedelta
-from typing import Any, TypeVar, overload
+from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 import attrs
 
 from tractkv.engine.content import Message
 from tractkv.errors import ToolPairingError
 from tractkv.ids import ObjectId
+
+if TYPE_CHECKING:
+    from tractkv.engine.values.repairs import Repair
 
 T = TypeVar("T")
 
@@ -106,27 +109,6 @@ _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 # ``fromtimestamp`` (which rounds to the nearest µs) gives exactly ``micros``: the epoch plus a timedelta is the
 # same value (tests/engine/test_commit_info.py checks the two agree at the bounds and in between).
 _EXACT_MICROS = 2**32 * 1_000_000
-
-
-@attrs.frozen(kw_only=True)
-class Repair:
-    """One repair compile made so that tool calls and results pair up (:mod:`tractkv.engine.compile.pairing`).
-
-    Attributes:
-        kind: ``placeholder_result`` (an unanswered call got a placeholder error result) or
-            ``dropped_result`` (a result answering no open call was left out).
-        commit_id: the dropped result's commit, or the commit of the message that made the call.
-        call_id: the tool call id concerned.
-        detail: one sentence for people.
-    """
-
-    kind: str
-    commit_id: ObjectId
-    call_id: str
-    detail: str
-
-    def __str__(self) -> str:
-        return self.detail
 
 
 @attrs.frozen(kw_only=True)
