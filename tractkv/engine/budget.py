@@ -137,26 +137,13 @@ class BudgetPolicy(WritePolicy[Session]):
             self.on_overrun(outcome)  # type: ignore[arg-type]  # what check returned: a BudgetOverrun
 
 
+@attrs.frozen(kw_only=True)
 class Budget:
-    """A branch's stored budget policy: a value, compared by its fields. (A plain class: an attrs class is
-    built, its code generated and compiled, when its module loads, and a Tract loads this one when it opens.)"""
+    """A branch's stored budget policy."""
 
-    __slots__ = ("action", "max_tokens", "threshold")
-
-    def __init__(self, *, max_tokens: int, action: str = "warn", threshold: float = 1.0) -> None:
-        self.max_tokens, self.action, self.threshold = max_tokens, action, threshold
-
-    def _key(self) -> tuple[int, str, float]:
-        return (self.max_tokens, self.action, self.threshold)
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, Budget) and self._key() == other._key()
-
-    def __hash__(self) -> int:
-        return hash(self._key())
-
-    def __repr__(self) -> str:
-        return f"Budget(max_tokens={self.max_tokens!r}, action={self.action!r}, threshold={self.threshold!r})"
+    max_tokens: int
+    action: str = "warn"
+    threshold: float = 1.0
 
     @property
     def limit(self) -> int:
