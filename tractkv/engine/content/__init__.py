@@ -69,6 +69,12 @@ if TYPE_CHECKING:
         openai_reply,
         openai_usage,
     )
+    from .render.responses import (
+        messages_to_responses,
+        responses_params,
+        responses_reply,
+        responses_usage,
+    )
     from .tokens import (
         DEFAULT_COUNTER,
         MESSAGE_OVERHEAD,
@@ -134,6 +140,7 @@ else:
             "message_text": ".payload",
             "messages_to_anthropic": ".render.anthropic",
             "messages_to_openai": ".render.openai",
+            "messages_to_responses": ".render.responses",
             "openai_extras": ".render.openai",
             "openai_params": ".render.openai",
             "openai_reply": ".render.openai",
@@ -145,6 +152,9 @@ else:
             "read_stored": ".toolsets",
             "reply_provider": ".render.common",
             "reply_text": ".render.common",
+            "responses_params": ".render.responses",
+            "responses_reply": ".render.responses",
+            "responses_usage": ".render.responses",
             "schema_name": ".toolsets",
             "sniff": ".media",
             "text_message": ".payload",
@@ -198,6 +208,7 @@ __all__ = [
     "message_text",
     "messages_to_anthropic",
     "messages_to_openai",
+    "messages_to_responses",
     "openai_extras",
     "openai_params",
     "openai_reply",
@@ -209,6 +220,9 @@ __all__ = [
     "read_stored",
     "reply_provider",
     "reply_text",
+    "responses_params",
+    "responses_reply",
+    "responses_usage",
     "schema_name",
     "sniff",
     "text_message",

@@ -258,6 +258,32 @@ class CompiledContext:
 
         return openai_params(self.messages, copy.deepcopy(list(self.tools)))
 
+    def to_responses_input(self) -> list[dict[str, Any]]:
+        """Input items for OpenAI's Responses API (``client.responses.create(input=...)``): every message,
+        system messages included, as :meth:`to_responses_params` renders them after its ``instructions``."""
+        from tractkv.engine.content import messages_to_responses
+
+        instructions, items = messages_to_responses(self.messages)
+        return ([{"role": "system", "content": instructions}] if instructions is not None else []) + items
+
+    def to_responses_params(self, strict: bool = False) -> dict[str, Any]:
+        """``{"input": [...], "instructions": ..., "tools": [...]}`` for ``client.responses.create(**params,
+        model=...)``: the leading system messages as ``instructions``, reasoning and other Responses items sent
+        back verbatim in their place, tools as flat function tools (``strict`` kept).
+
+        ``instructions`` is omitted when the context starts with no system message and ``tools`` when there
+        are none.
+
+        Raises:
+            ToolPairingError: ``strict`` and compile made repairs (see :meth:`check_pairing`).
+        """
+        from tractkv.engine.content import responses_params
+
+        if strict:
+            self.check_pairing()
+
+        return responses_params(self.messages, copy.deepcopy(list(self.tools)))
+
     def to_anthropic_params(self, strict: bool = False) -> dict[str, Any]:
         """``{"system": ..., "messages": [...], "tools": [...]}`` for ``client.messages.create(**params)``.
 
