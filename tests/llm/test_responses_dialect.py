@@ -154,9 +154,15 @@ def test_message_text_refusal_annotations_and_builtin_items() -> None:
     params = t.compile().to_responses_params()
     check_params(params)
     assert params["input"][1:] == [search, {"role": "assistant", "content": "It is 18°C.I can't."}]
-    # the other dialects leave the built-in item out
-    assert "web_search_call" not in json.dumps(t.compile().to_openai_params())
-    assert "web_search_call" not in json.dumps(t.compile().to_anthropic_params())
+    # the other dialects leave the built-in item out, with a repair naming it
+    ctx = t.compile()
+    assert "web_search_call" not in json.dumps(ctx.to_openai_params())
+    assert "web_search_call" not in json.dumps(ctx.to_anthropic_params())
+    for dialect in ("openai", "anthropic"):
+        [repair] = ctx.left_out(dialect)
+        assert (repair.kind, repair.call_id, repair.commit_id) == ("dropped_item", "ws_1", info.commit_id)
+    assert ctx.left_out("responses") == ()
+    assert ctx.repairs == ()
 
 
 def test_arguments_not_json_kept_exactly_for_responses() -> None:

@@ -16,7 +16,7 @@ from typing import Any, TypeVar, overload
 import attrs
 
 from tractkv.engine.content import Message
-from tractkv.errors import ToolPairingError
+from tractkv.errors import InvalidInput, ToolPairingError
 from tractkv.ids import ObjectId
 
 T = TypeVar("T")
@@ -114,7 +114,8 @@ class Repair:
 
     Attributes:
         kind: ``placeholder_result`` (an unanswered call got a placeholder error result) or
-            ``dropped_result`` (a result answering no open call was left out).
+            ``dropped_result`` (a result answering no open call was left out); ``dropped_item`` (an OpenAI
+            Responses provider item a dialect has no form for: :meth:`CompiledContext.left_out`).
         commit_id: the dropped result's commit, or the commit of the message that made the call.
         call_id: the tool call id concerned.
         detail: one sentence for people.
@@ -226,6 +227,31 @@ class CompiledContext:
         """
         if self.repairs:
             raise ToolPairingError(self.repairs)
+
+    def left_out(self, dialect: str) -> tuple[Repair, ...]:
+        """What rendering for ``dialect`` (``"openai"`` or ``"anthropic"``) leaves out of this context: one
+        ``dropped_item`` repair per OpenAI Responses provider item (a built-in tool call such as
+        ``web_search_call``: only the Responses dialect can send it back), ``commit_id`` its message's commit,
+        ``call_id`` the item's ``id`` (else its type). Reasoning items are left out like thinking, and
+        function_call items go as tool calls, so neither is listed; ``"responses"`` leaves nothing out.
+
+        Raises:
+            InvalidInput: an unknown dialect.
+        """
+        if dialect not in ("openai", "anthropic", "responses"):
+            raise InvalidInput(f"dialect must be 'openai', 'anthropic' or 'responses', not {dialect!r}")
+        if dialect == "responses":
+            return ()
+        repairs: list[Repair] = []
+        for message, commit_id in zip(self.messages, self.commit_ids, strict=True):
+            for part in message.parts:
+                item = part.item if part.type == "responses_item" else None
+                if item is None or item.get("type") in ("reasoning", "function_call"):
+                    continue
+                name = str(item.get("id") or item.get("type"))
+                detail = f"the Responses item {name} ({item.get('type')}) has no {dialect} form: left out"
+                repairs.append(Repair(kind="dropped_item", commit_id=commit_id, call_id=name, detail=detail))
+        return tuple(repairs)
 
     def to_dicts(self) -> list[dict[str, Any]]:
         """Provider-neutral dicts (``role``, ``content`` and any extras), fresh copies."""
