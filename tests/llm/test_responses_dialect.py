@@ -17,7 +17,7 @@ from openai.types.responses import FunctionToolParam, Response, ResponseInputPar
 from pydantic import ConfigDict, TypeAdapter
 
 from tractkv import Tract
-from tractkv.errors import ContentError, InvalidResponse
+from tractkv.errors import ContentError, InvalidInput, InvalidResponse
 
 from .conftest import Recorder
 
@@ -305,3 +305,44 @@ def test_validator_accepts_what_is_written_and_refuses_bad_items() -> None:
     orphan = copy.deepcopy(info.content)
     orphan["tool_calls"][0]["id"] = "call_other"
     assert "not one of the message's tool_calls" in tag(Blob(data=orphan))
+
+
+def test_tool_result_takes_a_function_call_output_item() -> None:
+    from openai.types.responses.response_input_item_param import FunctionCallOutput
+
+    t = weather_tract()
+    t.assistant(tool_calls=[CALL])
+    item: FunctionCallOutput = {"type": "function_call_output", "call_id": "call_Oslo", "output": "18°C"}
+    info = t.tool_result(item)
+    assert info is not None
+    assert info.content["tool_call_id"] == "call_Oslo"
+    assert info.content["text"] == "18°C"
+    assert info.content["name"] == "get_weather"
+    items = t.compile().to_responses_params()["input"]
+    assert items[2] == {"type": "function_call_output", "call_id": "call_Oslo", "output": "18°C"}
+
+
+def test_tool_result_item_with_parts_and_bad_items() -> None:
+    t = weather_tract()
+    t.assistant(tool_calls=[CALL])
+    output = [
+        {"type": "input_text", "text": "chart:"},
+        {"type": "input_image", "image_url": "https://e.x/c.png", "detail": "low"},
+    ]
+    info = t.tool_result({"type": "function_call_output", "call_id": "call_Oslo", "output": output})
+    assert info is not None
+    assert [p["type"] for p in info.content["parts"]] == ["text", "image"]
+    items = t.compile().to_responses_params()["input"]
+    check_params({"input": items})
+    assert items[2]["output"] == [
+        {"type": "input_text", "text": "chart:"},
+        {"type": "input_image", "image_url": "https://e.x/c.png", "detail": "low"},
+    ]
+    with pytest.raises(InvalidInput, match="call_id must be a non-empty string"):
+        t.tool_result({"type": "function_call_output", "output": "x"})
+    with pytest.raises(InvalidInput, match=r"output\[0\] must be input_text"):
+        t.tool_result({"type": "function_call_output", "call_id": "call_Oslo", "output": [{"type": "x"}]})
+    with pytest.raises(InvalidInput, match="pass no content"):
+        t.tool_result({"type": "function_call_output", "call_id": "c", "output": "x"}, None, "y")
+    with pytest.raises(InvalidInput, match="needs the result's content"):
+        t.tool_result("call_Oslo", "get_weather")

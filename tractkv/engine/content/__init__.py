@@ -73,6 +73,7 @@ if TYPE_CHECKING:
         messages_to_responses,
         responses_params,
         responses_reply,
+        responses_result,
         responses_usage,
     )
     from .tokens import (
@@ -154,6 +155,7 @@ else:
             "reply_text": ".render.common",
             "responses_params": ".render.responses",
             "responses_reply": ".render.responses",
+            "responses_result": ".render.responses",
             "responses_usage": ".render.responses",
             "schema_name": ".toolsets",
             "sniff": ".media",
@@ -222,6 +224,7 @@ __all__ = [
     "reply_text",
     "responses_params",
     "responses_reply",
+    "responses_result",
     "responses_usage",
     "schema_name",
     "sniff",

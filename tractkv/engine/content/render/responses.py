@@ -20,7 +20,7 @@ from tractkv.engine.content.media import PDF, data_url
 from tractkv.engine.content.payload import Message, Part, ToolCall
 from tractkv.engine.content.render.common import _count, _is_count, _string_field, json_values
 from tractkv.engine.content.toolsets import ANTHROPIC_SERVER, EMPTY_PARAMETERS, read_stored
-from tractkv.errors import MalformedResponse
+from tractkv.errors import InvalidInput, MalformedResponse
 
 BUILTIN_ITEMS = frozenset(
     {
@@ -151,6 +151,59 @@ def responses_usage(usage: object) -> dict[str, Any] | None:
         if _is_count(value) and name not in out:
             out[name] = value
     return out
+
+
+def responses_result(item: object) -> tuple[str, str | list[dict[str, Any]]]:
+    """A ``function_call_output`` item (a dict or an SDK object) as ``(call_id, content)`` for
+    ``t.tool_result``: ``output`` a string as it is, or its list of ``input_text`` / ``input_image`` /
+    ``input_file`` parts as the content parts ``t.tool_result`` takes (text, OpenAI ``image_url`` and ``file``
+    parts, a document by URL).
+
+    Raises:
+        InvalidInput: not a function_call_output item, no string ``call_id``, an ``output`` that is neither a
+            string nor a list of those parts (naming the part and field).
+    """
+    if not isinstance(item, Mapping) and callable(getattr(item, "model_dump", None)):
+        item = item.model_dump(mode="json")  # type: ignore[attr-defined]
+    if not isinstance(item, Mapping) or item.get("type") != "function_call_output":
+        raise InvalidInput(
+            "a tool result item must be a Responses function_call_output item (or pass a call id)"
+        )
+    call_id, output = item.get("call_id"), item.get("output")
+    if not isinstance(call_id, str) or not call_id:
+        raise InvalidInput("function_call_output item: call_id must be a non-empty string")
+    if isinstance(output, str):
+        return call_id, output
+    if not isinstance(output, list):
+        raise InvalidInput("function_call_output item: output must be a string or a list of input parts")
+    return call_id, [
+        _result_part(part, f"function_call_output item: output[{i}]") for i, part in enumerate(output)
+    ]
+
+
+def _result_part(part: object, where: str) -> dict[str, Any]:
+    kind = part.get("type") if isinstance(part, Mapping) else None
+    if kind == "input_text" and isinstance(part, Mapping) and isinstance(part.get("text"), str):
+        return {"type": "text", "text": part["text"]}
+    if kind == "input_image" and isinstance(part, Mapping) and isinstance(part.get("image_url"), str):
+        detail = part.get("detail")
+        image = {
+            "url": part["image_url"],
+            **({"detail": detail} if detail in ("low", "high", "auto") else {}),
+        }
+        return {"type": "image_url", "image_url": image}
+    if kind == "input_file" and isinstance(part, Mapping):
+        if isinstance(part.get("file_data"), str):
+            name = part.get("filename")
+            return {
+                "type": "file",
+                "file": {"file_data": part["file_data"], **({"filename": name} if name else {})},
+            }
+        if isinstance(part.get("file_url"), str):
+            return {"type": "document", "url": part["file_url"]}
+    raise InvalidInput(
+        f"{where} must be input_text (text), input_image (image_url) or input_file (file_data or file_url)"
+    )
 
 
 # --- requests ---------------------------------------------------------------------------------------------
