@@ -330,11 +330,15 @@ class Tract:
         message: str | None = None,
         metadata: dict[str, Any] | None = None,
         generation_config: dict[str, Any] | None = None,
+        strict: bool = False,
     ) -> CommitInfo:
         """Commit a provider's reply as the assistant message, losing nothing a context needs.
 
-        ``response`` is an OpenAI ``ChatCompletion`` or an Anthropic ``Message``: the SDK object, its
-        ``model_dump()`` or the JSON body as a dict (the shape says which). Committed: the text, tool calls,
+        ``response`` is an OpenAI ``ChatCompletion``, an OpenAI Responses ``Response`` or an Anthropic
+        ``Message``: the SDK object, its ``model_dump()`` or the JSON body as a dict (the shape says which).
+        A Response's reasoning, function_call and built-in tool items are kept verbatim in their place
+        (``responses_item`` parts: :meth:`CompiledContext.to_responses_params` sends them back); ``strict``
+        refuses an output item of a type tractkv does not know. Committed: the text, tool calls,
         OpenAI's ``refusal``, Anthropic ``thinking`` (with its ``signature``) and ``redacted_thinking``
         blocks in their original order (as the message's ``parts``); the usage, normalized (``input_tokens``,
         ``output_tokens`` and the provider's own counts), in ``metadata["usage"]`` (:attr:`CommitInfo.usage`);
@@ -357,6 +361,7 @@ class Tract:
             message=message,
             metadata=metadata,
             generation_config=generation_config,
+            strict=strict,
         )
 
     def annotate(self, target: str, priority: str, reason: str | None = None) -> CommitInfo:

@@ -263,6 +263,14 @@ def test_unknown_item_type_strict() -> None:
     assert LLMResponse.from_responses(body).parts[0]["item"] == {"type": "future_call", "id": "x"}
     with pytest.raises(MalformedResponse, match=r"output\[0\] \(future_call\): unknown output item type"):
         LLMResponse.from_responses(body, strict=True)
+    t = weather_tract()
+    head = t.head
+    with pytest.raises(InvalidResponse, match="unknown output item type 'future_call'"):
+        t.record_response(body, strict=True)
+    assert t.head == head
+    assert t.record_response(body).content["parts"] == [
+        {"type": "responses_item", "item": {"type": "future_call", "id": "x"}}
+    ]
 
 
 def test_loopback_round_trip_sends_reasoning_back_identical(

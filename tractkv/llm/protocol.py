@@ -243,14 +243,15 @@ class LLMResponse:
         )
 
     @classmethod
-    def from_provider(cls, response: object, *, choice: int = 0) -> LLMResponse:
+    def from_provider(cls, response: object, *, choice: int = 0, strict: bool = False) -> LLMResponse:
         """A provider's complete reply, whichever provider: an OpenAI ``ChatCompletion``, an OpenAI Responses
         ``Response`` or an Anthropic ``Message``, as the SDK object (anything with ``model_dump()``), its
         ``model_dump()`` dict or the JSON body as a plain dict. The shape says which
         (:func:`~tractkv.engine.content.reply_provider`).
 
         An OpenAI completion may hold several choices (``n > 1``): ``choice`` picks one (the first by
-        default); the others are not read. Streaming chunks and events are refused: record the final
+        default); the others are not read. ``strict`` refuses a Responses output item of an unknown type
+        (:meth:`from_responses`). Streaming chunks and events are refused: record the final
         ``ChatCompletion`` / ``Message`` the SDK's stream helpers assemble.
 
         Raises:
@@ -273,7 +274,7 @@ class LLMResponse:
             if provider == "responses":
                 if choice:
                     raise InvalidInput("a Responses API response has one reply: choice must be 0")
-                return cls.from_responses(body)
+                return cls.from_responses(body, strict=strict)
         except MalformedResponse as exc:
             raise InvalidResponse(exc.reason) from None
         raise InvalidResponse(_unknown_shape(body))
