@@ -354,3 +354,18 @@ def test_tool_result_item_with_parts_and_bad_items() -> None:
         t.tool_result({"type": "function_call_output", "call_id": "c", "output": "x"}, None, "y")
     with pytest.raises(InvalidInput, match="needs the result's content"):
         t.tool_result("call_Oslo", "get_weather")
+
+
+def test_editing_a_call_into_text_keeps_reasoning_first_and_drops_the_call_item() -> None:
+    t = weather_tract()
+    info = t.record_response(response_body([REASONING, CALL]))
+    edit = t.commit(
+        {"type": "dialogue", "role": "assistant", "text": "No tool needed."}, "edit", info.commit_id
+    )
+    assert edit.content["parts"] == [
+        {"type": "responses_item", "item": REASONING},
+        {"type": "text", "text": "No tool needed."},
+    ]
+    params = t.compile().to_responses_params()
+    check_params(params)
+    assert params["input"][1:] == [REASONING, {"role": "assistant", "content": "No tool needed."}]

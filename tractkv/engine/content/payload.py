@@ -478,7 +478,8 @@ def kept_by_edit(given: object, new: dict[str, Any], shown: dict[str, Any]) -> d
     When the edit gives no parts and ``new`` has the type and role of ``shown``, which has parts, the payload to store
     instead: ``shown``'s parts (images, documents, thinking, refusals, in place, as stored: media by id) with
     its text parts replaced by one holding ``new``'s text, where the first stood (first when there was none;
-    none when the text is empty). Otherwise None: ``new`` is stored as it is. ``Session.commit`` applies it
+    none when the text is empty), and a Responses ``function_call`` item left out unless ``new`` keeps its
+    call. Otherwise None: ``new`` is stored as it is. ``Session.commit`` applies it
     (and so ``Tract.commit``, the CLI's ``commit --edit`` and the built-in commit tool)."""
     parts = shown.get("parts")
     if (
@@ -492,13 +493,26 @@ def kept_by_edit(given: object, new: dict[str, Any], shown: dict[str, Any]) -> d
         return None
     out = dict(new)
     text = out.pop("text", "")
-    out["parts"] = _with_text(parts, text if isinstance(text, str) else "")
+    calls = {c.get("id") for c in new.get("tool_calls", ()) if isinstance(c, dict)}
+    kept = [p for p in parts if not _call_item(p) or p["item"].get("call_id") in calls]  # a call edited away
+    out["parts"] = _with_text(kept, text if isinstance(text, str) else "")
     return out
+
+
+def _call_item(part: object) -> bool:
+    """Whether a stored part is a Responses ``function_call`` item (it lives only beside its tool call)."""
+    return (
+        isinstance(part, dict)
+        and part.get("type") == "responses_item"
+        and isinstance(part.get("item"), dict)
+        and part["item"].get("type") == "function_call"
+    )
 
 
 def _with_text(parts: list[Any], text: str) -> list[Any]:
     """``parts`` (as stored) with their text parts replaced by one holding ``text``, where the first stood
-    (first, when there was none); every other part (image, document, thinking, refusal) kept in place."""
+    (first, when there was none, but after any leading Responses items: a reasoning item precedes what it
+    produced); every other part (image, document, thinking, refusal, Responses item) kept in place."""
     out: list[Any] = []
     placed = not text
     for part in parts:
@@ -508,7 +522,12 @@ def _with_text(parts: list[Any], text: str) -> list[Any]:
                 placed = True
             continue
         out.append(part)
-    return out if placed else [{"type": "text", "text": text}, *out]
+    if placed:
+        return out
+    lead = 0
+    while lead < len(out) and isinstance(out[lead], dict) and out[lead].get("type") == "responses_item":
+        lead += 1
+    return [*out[:lead], {"type": "text", "text": text}, *out[lead:]]
 
 
 def _set_parts(
