@@ -24,6 +24,8 @@ ROOT = Path(__file__).resolve().parent.parent
 
 # Modules `import tractkv` leaves for first use (each loaded by the operation that needs it).
 LAZY_MODULES = (
+    "tractkv.engine.compile.merge3",  # Conflict, merge_states (a merge)
+    "tractkv.engine.values.repairs",  # Repair (built by the first history that needs a repair)
     "tractkv.engine.values.reports",  # StatusInfo, BranchInfo, ContextDiff, ReflogEntry, GcResult, MergeResult, ...
     "tractkv.engine.content.classes",  # InstructionContent, DialogueContent, ... (conveniences)
     "tractkv.engine.tools.hooks",  # PendingToolResult
@@ -38,6 +40,7 @@ LAZY_MODULES = (
 )
 
 LAZY_NAMES = {
+    "Conflict": "tractkv.engine.compile.merge3",
     "ArtifactContent": "tractkv.engine.content.classes",
     "BranchInfo": "tractkv.engine.values.reports",
     "BudgetOverrun": "tractkv.engine.values.reports",
@@ -53,6 +56,7 @@ LAZY_NAMES = {
     "PendingToolResult": "tractkv.engine.tools.hooks",
     "ReasoningContent": "tractkv.engine.content.classes",
     "ReflogEntry": "tractkv.engine.values.reports",
+    "Repair": "tractkv.engine.values.repairs",
     "StatusInfo": "tractkv.engine.values.reports",
 }
 

@@ -23,9 +23,8 @@ from typing import TYPE_CHECKING, Any
 from tractkv import _lazy
 from tractkv import tract as _tract
 from tractkv._version import __version__
-from tractkv.engine.compile import Conflict
 from tractkv.engine.content import HeuristicCounter, Message, Part, TiktokenCounter, TokenCounter, ToolCall
-from tractkv.engine.values import CommitInfo, CompiledContext, Repair
+from tractkv.engine.values import CommitInfo, CompiledContext
 from tractkv.errors import (
     AuthError,
     BranchExists,
@@ -86,6 +85,7 @@ from tractkv.store import Store
 from tractkv.tract import Tract
 
 if TYPE_CHECKING:  # loaded on first access: see _lazy.lazy_exports below
+    from tractkv.engine.compile import Conflict as Conflict
     from tractkv.engine.content import ArtifactContent as ArtifactContent
     from tractkv.engine.content import DialogueContent as DialogueContent
     from tractkv.engine.content import FreeformContent as FreeformContent
@@ -101,6 +101,7 @@ if TYPE_CHECKING:  # loaded on first access: see _lazy.lazy_exports below
     from tractkv.engine.values import MergeResult as MergeResult
     from tractkv.engine.values import ParentInfo as ParentInfo
     from tractkv.engine.values import ReflogEntry as ReflogEntry
+    from tractkv.engine.values import Repair as Repair
     from tractkv.engine.values import StatusInfo as StatusInfo
 else:
     # public name -> the module that defines it, imported on the first access to one of its names
@@ -108,6 +109,7 @@ else:
         __name__,
         {
             "ArtifactContent": "tractkv.engine.content",
+            "Conflict": "tractkv.engine.compile",
             "BranchInfo": "tractkv.engine.values",
             "BudgetOverrun": "tractkv.engine.values",
             "ChildInfo": "tractkv.engine.values",
@@ -122,6 +124,7 @@ else:
             "PendingToolResult": "tractkv.engine.tools",
             "ReasoningContent": "tractkv.engine.content",
             "ReflogEntry": "tractkv.engine.values",
+            "Repair": "tractkv.engine.values",
             "StatusInfo": "tractkv.engine.values",
         },
     )

@@ -15,9 +15,8 @@ from __future__ import annotations
 import weakref
 from collections import OrderedDict
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from tractkv.engine.compile.merge3 import Conflict, merge_states
 from tractkv.engine.compile.state import CompileState, bulk
 from tractkv.engine.compile.view import View
 from tractkv.engine.content import MERGE, Message, TokenCounter
@@ -26,6 +25,9 @@ from tractkv.engine.values import CompiledContext, FrozenPrefix
 from tractkv.ids import ObjectId
 from tractkv.model import Blob, Commit, ToolSchema, ToolSet
 from tractkv.store import Reader, Store, WriteBatch
+
+if TYPE_CHECKING:
+    from tractkv.engine.compile.merge3 import Conflict
 
 CHECKPOINT_EVERY = 256  # replayed commits after which the resulting state is saved as a checkpoint
 CACHE_STATES = 8  # compile states kept in memory (besides the one a Tract extends)
@@ -235,6 +237,8 @@ class Compiler:
         base_oid = merge_base(reader, ours.head, theirs_oid) if ours.head is not None else None
         theirs = self.state_at(reader, theirs_oid)
         base = self.state_at(reader, base_oid)
+        from tractkv.engine.compile.merge3 import merge_states  # lazy: only a merge loads the three-way merge
+
         merged, conflicts = merge_states(base, ours, theirs, strategy)
         if ours.ancestors is None and ours.head is not None:
             ours.ancestors = ancestors(reader, ours.head)

@@ -1,6 +1,6 @@
-"""The values the engine returns: commit info and compiled contexts (``records``), and what the less frequent
-operations report (``reports``: status, diffs, merges, reflog, gc, runs, repairs). Each module loads on first
-use of one of its names."""
+"""The values the engine returns: commit info and compiled contexts (``records``), the repairs compile makes
+to tool pairing (``repairs``), and what the less frequent operations report (``reports``: status, diffs,
+merges, reflog, gc, runs). Each module loads on first use of one of its names."""
 
 from __future__ import annotations
 
@@ -13,9 +13,9 @@ if TYPE_CHECKING:
         CommitInfo,
         CompiledContext,
         FrozenPrefix,
-        Repair,
         timestamp,
     )
+    from .repairs import Repair
     from .reports import (
         BranchInfo,
         BudgetOverrun,
@@ -45,7 +45,7 @@ else:
             "MergeResult": ".reports",
             "ParentInfo": ".reports",
             "ReflogEntry": ".reports",
-            "Repair": ".records",
+            "Repair": ".repairs",
             "RunResult": ".reports",
             "StatusInfo": ".reports",
             "timestamp": ".records",

@@ -11,13 +11,16 @@ import copy
 import itertools
 from collections.abc import Callable, Iterator, Sequence
 from datetime import UTC, datetime, timedelta
-from typing import Any, TypeVar, overload
+from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 import attrs
 
 from tractkv.engine.content import Message
 from tractkv.errors import InvalidInput, ToolPairingError
 from tractkv.ids import ObjectId
+
+if TYPE_CHECKING:
+    from tractkv.engine.values.repairs import Repair
 
 T = TypeVar("T")
 
@@ -106,28 +109,6 @@ _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 # ``fromtimestamp`` (which rounds to the nearest µs) gives exactly ``micros``: the epoch plus a timedelta is the
 # same value (tests/engine/test_commit_info.py checks the two agree at the bounds and in between).
 _EXACT_MICROS = 2**32 * 1_000_000
-
-
-@attrs.frozen(kw_only=True)
-class Repair:
-    """One repair compile made so that tool calls and results pair up (:mod:`tractkv.engine.compile.pairing`).
-
-    Attributes:
-        kind: ``placeholder_result`` (an unanswered call got a placeholder error result) or
-            ``dropped_result`` (a result answering no open call was left out); ``dropped_item`` (an OpenAI
-            Responses provider item a dialect has no form for: :meth:`CompiledContext.left_out`).
-        commit_id: the dropped result's commit, or the commit of the message that made the call.
-        call_id: the tool call id concerned.
-        detail: one sentence for people.
-    """
-
-    kind: str
-    commit_id: ObjectId
-    call_id: str
-    detail: str
-
-    def __str__(self) -> str:
-        return self.detail
 
 
 @attrs.frozen(kw_only=True)
@@ -242,6 +223,8 @@ class CompiledContext:
             raise InvalidInput(f"dialect must be 'openai', 'anthropic' or 'responses', not {dialect!r}")
         if dialect == "responses":
             return ()
+        from tractkv.engine.values.repairs import Repair  # loads with the first repair, as compile's
+
         repairs: list[Repair] = []
         for message, commit_id in zip(self.messages, self.commit_ids, strict=True):
             for part in message.parts:
