@@ -369,3 +369,45 @@ def test_editing_a_call_into_text_keeps_reasoning_first_and_drops_the_call_item(
     params = t.compile().to_responses_params()
     check_params(params)
     assert params["input"][1:] == [REASONING, {"role": "assistant", "content": "No tool needed."}]
+
+
+def test_mixed_branch_anthropic_then_responses_compiles_for_every_dialect() -> None:
+    """Anthropic turns (thinking + tool_use), then Responses turns: each dialect gets only what it takes."""
+    t = weather_tract()
+    t.record_response(
+        {
+            "id": "msg_1",
+            "type": "message",
+            "role": "assistant",
+            "model": "claude-test",
+            "content": [
+                {"type": "thinking", "thinking": "Call the tool.", "signature": "EqQBsig=="},
+                {"type": "tool_use", "id": "toolu_1", "name": "get_weather", "input": {"city": "Bergen"}},
+            ],
+            "stop_reason": "tool_use",
+            "stop_sequence": None,
+            "usage": {"input_tokens": 10, "output_tokens": 5},
+        }
+    )
+    t.tool_result("toolu_1", "get_weather", "rain")
+    t.user("And Oslo?")
+    t.record_response(response_body([REASONING, CALL]))
+    t.tool_result({"type": "function_call_output", "call_id": "call_Oslo", "output": "18°C"})
+    ctx = t.compile()
+    params = ctx.to_responses_params()
+    check_params(params)
+    kinds = [item.get("type", item.get("role")) for item in params["input"]]
+    assert kinds == [
+        "user",
+        "function_call",
+        "function_call_output",
+        "user",
+        "reasoning",
+        "function_call",
+        "function_call_output",
+    ]
+    assert "EqQBsig" not in json.dumps(params)
+    anthropic = json.dumps(ctx.to_anthropic_params())
+    assert "EqQBsig" in anthropic
+    assert "rs_68af" not in anthropic
+    assert "rs_68af" not in json.dumps(ctx.to_openai_params())
