@@ -283,3 +283,33 @@ def test_readme_main_job_in_a_real_process(tmp_path: Path) -> None:
     assert bad.returncode == 1
     assert bad.stderr.strip().splitlines() == [bad.stderr.strip()]
     assert "Traceback" not in bad.stderr
+
+
+def test_compile_format_responses_and_left_out_items(store: str) -> None:
+    """--format responses is to_responses_params; openai / anthropic name the Responses items they leave out."""
+    search = {"type": "web_search_call", "id": "ws_1", "status": "completed"}
+    reply = {
+        "id": "resp_1",
+        "object": "response",
+        "model": "m",
+        "status": "completed",
+        "error": None,
+        "output": [
+            search,
+            {
+                "type": "message",
+                "role": "assistant",
+                "content": [{"type": "output_text", "text": "Found it."}],
+            },
+        ],
+    }
+    with Tract.open(store) as t:
+        t.user("Search it.")
+        t.record_response(reply)
+        expected = t.compile().to_responses_params()
+    assert expected["input"][1] == search
+    assert json.loads(ok(store, "compile", "--format", "responses")) == expected
+    code, out, err = run(store, "compile", "--format", "openai")
+    assert code == 0
+    assert "left out: the Responses item ws_1 (web_search_call)" in err
+    assert "ws_1" not in out

@@ -31,6 +31,10 @@ from tractkv.ids import ObjectId, is_object_id
 from tractkv.model import UsageRecord
 from tractkv.store import Store, open_store
 
+_NO_CONTENT: Any = (
+    object()
+)  # tool_result's content when none is given (a function_call_output item has its own)
+
 if TYPE_CHECKING:  # engine modules a few methods need are imported on first use: `import tractkv` stays light
     from tractkv.engine.budget import BudgetPolicy
     from tractkv.engine.compile import CompileState
@@ -326,11 +330,15 @@ class Tract:
         message: str | None = None,
         metadata: dict[str, Any] | None = None,
         generation_config: dict[str, Any] | None = None,
+        strict: bool = False,
     ) -> CommitInfo:
         """Commit a provider's reply as the assistant message, losing nothing a context needs.
 
-        ``response`` is an OpenAI ``ChatCompletion`` or an Anthropic ``Message``: the SDK object, its
-        ``model_dump()`` or the JSON body as a dict (the shape says which). Committed: the text, tool calls,
+        ``response`` is an OpenAI ``ChatCompletion``, an OpenAI Responses ``Response`` or an Anthropic
+        ``Message``: the SDK object, its ``model_dump()`` or the JSON body as a dict (the shape says which).
+        A Response's reasoning, function_call and built-in tool items are kept verbatim in their place
+        (``responses_item`` parts: :meth:`CompiledContext.to_responses_params` sends them back); ``strict``
+        refuses an output item of a type tractkv does not know. Committed: the text, tool calls,
         OpenAI's ``refusal``, Anthropic ``thinking`` (with its ``signature``) and ``redacted_thinking``
         blocks in their original order (as the message's ``parts``); the usage, normalized (``input_tokens``,
         ``output_tokens`` and the provider's own counts), in ``metadata["usage"]`` (:attr:`CommitInfo.usage`);
@@ -353,6 +361,7 @@ class Tract:
             message=message,
             metadata=metadata,
             generation_config=generation_config,
+            strict=strict,
         )
 
     def annotate(self, target: str, priority: str, reason: str | None = None) -> CommitInfo:
@@ -763,9 +772,9 @@ class Tract:
 
     def tool_result(
         self,
-        tool_call_id: str,
-        name: str | None,
-        content: Any,
+        tool_call_id: str | Any,
+        name: str | None = None,
+        content: Any = _NO_CONTENT,
         *,
         edit: str | None = None,
         is_error: bool = False,
@@ -784,6 +793,10 @@ class Tract:
         (the call's usage records) are stored and linked in the same commit. The result carries the tools the
         call was made with (the call commit's tool set, else the context's), not the branch's :meth:`set_tools`.
 
+        ``tool_call_id`` may instead be an OpenAI Responses ``function_call_output`` item (dict or SDK object),
+        with no ``content``: its ``call_id`` and ``output`` (a string, or ``input_text`` / ``input_image`` /
+        ``input_file`` parts) are the result's.
+
         ``content`` is a string, a JSON value (stored as its JSON text, keys sorted) or a list of content parts
         (text, images, documents, as :meth:`user` takes). A list is parts only when it holds a dict and every
         item parses as a part (a ``str`` or a valid part dict); any other list is a JSON result, so search
@@ -795,6 +808,14 @@ class Tract:
             InvalidInput: no call ``tool_call_id`` of tool ``name`` in the context, or (without ``edit``)
                 one that no longer waits for a result: answered already, closed by a later message, or
                 skipped (compile would leave the result out of every request)."""
+        if not isinstance(tool_call_id, str):  # a Responses function_call_output item
+            from tractkv.engine.content import responses_result  # the renderer loads on first use
+
+            if content is not _NO_CONTENT:
+                raise InvalidInput("a function_call_output item carries its output: pass no content")
+            tool_call_id, content = responses_result(tool_call_id)
+        elif content is _NO_CONTENT:
+            raise InvalidInput("tool_result needs the result's content")
         return self._results.commit_result(
             tool_call_id,
             name,

@@ -198,7 +198,12 @@ class _ListDump:
         ({"type": "content_block_delta", "index": 0}, "streaming event"),
         ({"type": "message_start", "message": {}}, "streaming event"),
         ({"type": "error", "error": {"type": "overloaded_error"}}, "error response"),
-        ({"object": "response", "output": []}, "Responses API"),
+        ({"object": "response", "output": None}, "Responses API object needs an 'output' list"),
+        (
+            {"object": "response", "status": "failed", "error": {"code": "server_error"}, "output": []},
+            "failed",
+        ),
+        ({"type": "response.output_text.delta", "delta": "h"}, "streaming event"),
         ({"type": "message", "role": "assistant"}, "'content' list"),
         ({"id": "x", "role": "assistant", "content": "hi"}, "neither"),
         ({"object": "chat.completion", "choices": []}, "non-empty 'choices'"),

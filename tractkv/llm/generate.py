@@ -274,6 +274,7 @@ def record_response(
     message: str | None = None,
     metadata: dict[str, Any] | None = None,
     generation_config: dict[str, Any] | None = None,
+    strict: bool = False,
 ) -> CommitInfo:
     """Commit a provider's reply (see :meth:`tractkv.Tract.record_response`): read by
     :meth:`LLMResponse.from_provider`, committed as :func:`generate` commits one.
@@ -287,7 +288,7 @@ def record_response(
     for name, value in (("metadata", metadata), ("generation_config", generation_config)):
         if value is not None and not isinstance(value, dict):
             raise InvalidInput(f"{name} must be a dict, not {type(value).__name__}")
-    reply = LLMResponse.from_provider(response, choice=choice)
+    reply = LLMResponse.from_provider(response, choice=choice, strict=strict)
     return session.commit(
         reply.assistant_payload(),
         "append",

@@ -27,6 +27,8 @@ from tractkv.engine.content import (
     openai_usage,
     reply_provider,
     reply_text,
+    responses_reply,
+    responses_usage,
 )
 from tractkv.errors import InvalidInput, InvalidResponse, MalformedResponse, ModelCallFailed, TractError
 
@@ -35,7 +37,8 @@ PART_FIELDS = {
     "thinking": ("thinking", "signature"),
     "redacted_thinking": ("data",),
     "refusal": ("refusal",),
-}  # the parts a reply carries (docs/format.md "Content parts"), each with its string fields
+    "responses_item": ("item",),
+}  # the parts a reply carries (docs/format.md "Content parts"), each with its fields (strings, but item a dict)
 
 
 @attrs.frozen(kw_only=True)
@@ -47,7 +50,8 @@ class LLMResponse:
         tool_calls: the tools it calls, arguments decoded (a dict, never a JSON string).
         parts: the reply's content in the order the provider sent it, as payload parts: ``{"type": "text",
             "text"}``, ``{"type": "thinking", "thinking", "signature"}``, ``{"type": "redacted_thinking",
-            "data"}``, ``{"type": "refusal", "refusal"}``. Built from ``text`` alone, the one text part.
+            "data"}``, ``{"type": "refusal", "refusal"}``, ``{"type": "responses_item", "item"}`` (an OpenAI
+            Responses output item, verbatim). Built from ``text`` alone, the one text part.
         model: the model that answered, as the provider reports it.
         finish_reason: why the model stopped, in the provider's words (``stop``, ``tool_calls``, ``end_turn``).
         usage: the token counts, normalized (:func:`~tractkv.engine.content.openai_usage`,
@@ -92,8 +96,8 @@ class LLMResponse:
                     f"LLMResponse.parts[{index}] must be one of "
                     + ", ".join(f"{{type: {k}, {', '.join(v)}}}" for k, v in PART_FIELDS.items())
                 )
-            if not all(isinstance(part[f], str) for f in fields):
-                raise InvalidInput(f"LLMResponse.parts[{index}] fields must be strings")
+            if not all(isinstance(part[f], dict if f == "item" else str) for f in fields):
+                raise InvalidInput(f"LLMResponse.parts[{index}] fields must be strings (an item a dict)")
         if self.parts and reply_text(self.parts) != self.text:
             raise InvalidInput("LLMResponse.text must be the text parts joined")
         if self.usage is not None and not (
@@ -212,13 +216,42 @@ class LLMResponse:
         )
 
     @classmethod
-    def from_provider(cls, response: object, *, choice: int = 0) -> LLMResponse:
-        """A provider's complete reply, whichever provider: an OpenAI ``ChatCompletion`` or an Anthropic
-        ``Message``, as the SDK object (anything with ``model_dump()``), its ``model_dump()`` dict or the JSON
-        body as a plain dict. The shape says which (:func:`~tractkv.engine.content.reply_provider`).
+    def from_responses(cls, body: Mapping[str, Any], *, strict: bool = False) -> LLMResponse:
+        """An OpenAI Responses ``Response`` body (:func:`~tractkv.engine.content.responses_reply` reads its
+        ``output``): message text and refusals as parts, every other item (reasoning, function_call, built-in
+        tool calls) verbatim in its place as a ``responses_item`` part, function calls also as tool calls;
+        ``finish_reason`` is the response's ``status``; usage normalized.
+
+        Raises:
+            MalformedResponse: no ``output`` list, a malformed item (naming it and the field), with ``strict``
+                an unknown item type, usage without token counts, or a failed Response (its ``error`` set).
+        """
+        if not isinstance(body, Mapping):
+            raise MalformedResponse("a Response must be a JSON object")
+        if body.get("error") is not None:
+            raise MalformedResponse(f"a failed Response (status {body.get('status')!r}): {body['error']!r}")
+        parts, calls, omitted = responses_reply(body.get("output"), strict=strict)
+        return cls(
+            text=reply_text(parts),
+            tool_calls=calls,
+            parts=parts,
+            model=_optional_str(body.get("model")),
+            finish_reason=_optional_str(body.get("status")),
+            usage=responses_usage(body.get("usage")),
+            omitted_blocks=omitted,
+            raw=body,
+        )
+
+    @classmethod
+    def from_provider(cls, response: object, *, choice: int = 0, strict: bool = False) -> LLMResponse:
+        """A provider's complete reply, whichever provider: an OpenAI ``ChatCompletion``, an OpenAI Responses
+        ``Response`` or an Anthropic ``Message``, as the SDK object (anything with ``model_dump()``), its
+        ``model_dump()`` dict or the JSON body as a plain dict. The shape says which
+        (:func:`~tractkv.engine.content.reply_provider`).
 
         An OpenAI completion may hold several choices (``n > 1``): ``choice`` picks one (the first by
-        default); the others are not read. Streaming chunks and events are refused: record the final
+        default); the others are not read. ``strict`` refuses a Responses output item of an unknown type
+        (:meth:`from_responses`). Streaming chunks and events are refused: record the final
         ``ChatCompletion`` / ``Message`` the SDK's stream helpers assemble.
 
         Raises:
@@ -238,6 +271,10 @@ class LLMResponse:
                 if choice:
                     raise InvalidInput("an Anthropic message has one reply: choice must be 0")
                 return cls.from_anthropic(body)
+            if provider == "responses":
+                if choice:
+                    raise InvalidInput("a Responses API response has one reply: choice must be 0")
+                return cls.from_responses(body, strict=strict)
         except MalformedResponse as exc:
             raise InvalidResponse(exc.reason) from None
         raise InvalidResponse(_unknown_shape(body))
@@ -388,10 +425,14 @@ def _unknown_shape(body: Mapping[str, Any]) -> str:
         return "a streaming chunk: record the whole ChatCompletion (the SDK's stream.get_final_completion())"
     if isinstance(kind, str) and (kind.startswith(("message_", "content_block_")) or kind == "ping"):
         return f"a streaming event ({kind}): record the whole Message (the SDK's stream.get_final_message())"
-    if kind == "error" or "error" in body:
+    if kind == "error" or body.get("error") is not None:  # a Response carries "error": null
         return "an error response, not a reply"
+    if isinstance(kind, str) and kind.startswith("response."):
+        return (
+            f"a streaming event ({kind}): record the whole Response (the SDK's stream.get_final_response())"
+        )
     if kind == "response":
-        return "a Responses API object: record_response takes a chat completion or an Anthropic message"
+        return "a Responses API object needs an 'output' list"
     if body.get("type") == "message":
         return "an Anthropic message needs a 'content' list of blocks"
     return (

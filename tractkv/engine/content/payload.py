@@ -36,6 +36,8 @@ document            ``media_type``, ``media``, or ``url`` (https, a PDF); option
 thinking            ``thinking``, ``signature`` (Anthropic extended thinking)          assistant
 redacted_thinking   ``data`` (Anthropic's opaque string)                               assistant
 refusal             ``refusal``                                                       assistant
+responses_item      ``item``: an OpenAI Responses output item other than a message,   assistant
+                    verbatim (``reasoning``, ``function_call``, built-in tool calls)
 ==================  ================================================================  ================
 
 ``text`` is always the text parts joined with ``""`` (what describe, diff, search and summarization read).
@@ -116,7 +118,7 @@ class Part:
     ``type`` says which fields are set: ``text`` (``text``); ``image`` / ``document`` (``media_type`` and
     ``data`` with ``media`` its blob id, or ``url``; ``detail`` / ``title``); ``thinking`` (``thinking``,
     ``signature``); ``redacted_thinking`` (``redacted``: Anthropic's opaque data); ``refusal``
-    (``refusal``).
+    (``refusal``); ``responses_item`` (``item``: an OpenAI Responses output item, verbatim).
     """
 
     type: str
@@ -131,6 +133,7 @@ class Part:
     signature: str | None = None
     redacted: str | None = None
     refusal: str | None = None
+    item: dict[str, Any] | None = attrs.field(default=None, hash=False)
 
     def to_dict(self) -> dict[str, Any]:
         """The neutral input shape of this part (bytes as bytes): ``t.user([part.to_dict()])`` stores it
@@ -154,6 +157,8 @@ class Part:
             return {"type": "thinking", "thinking": self.thinking, "signature": self.signature}
         if kind == "redacted_thinking":
             return {"type": "redacted_thinking", "data": self.redacted}
+        if kind == "responses_item":
+            return {"type": "responses_item", "item": self.item}
         return {"type": "refusal", "refusal": self.refusal}
 
 
@@ -271,6 +276,11 @@ def _tool_call_fields(item: object, where: str) -> tuple[object, object, object]
         raise ContentError(f"{where} must be a dict with id, name, arguments")
     if item.get("type") == "tool_use":  # an Anthropic block; its other fields (caller, ...) are not the call
         return item.get("id"), item.get("name"), item.get("input", {})
+    if item.get("type") == "function_call":  # an OpenAI Responses item: call_id is the call's id
+        _only_keys(item, {"type", "id", "call_id", "name", "arguments", "status"}, where)
+        if not isinstance(item.get("call_id"), str) or not item["call_id"]:
+            raise ContentError(f"{where}: a function_call item needs a non-empty string call_id")
+        return item["call_id"], item.get("name"), item.get("arguments", {})
     if "function" in item:  # OpenAI's nested form
         if item.get("type", "function") != "function":
             raise ContentError(f"{where} is a {item.get('type')!r} call; only function calls are supported")
@@ -283,7 +293,7 @@ def _tool_call_fields(item: object, where: str) -> tuple[object, object, object]
     if "type" in item:
         raise ContentError(
             f"{where} has type {item.get('type')!r}: expected {{id, name, arguments}}, OpenAI's "
-            "{id, type: function, function} or an Anthropic tool_use block"
+            "{id, type: function, function}, a Responses function_call item or an Anthropic tool_use block"
         )
     _only_keys(item, {"id", "name", "arguments"}, where)
     return item.get("id"), item.get("name"), item.get("arguments", {})
@@ -429,6 +439,7 @@ def _canonical(content: object, media: dict[str, Blob], stored: StoredMedia | No
             raise ContentError("tool_call_id and is_error belong to tool messages only")
         if not out["text"] and not out.get("tool_calls") and not out.get("parts"):
             raise ContentError(f"an empty {role} message (no text, no parts, no tool calls)")
+        _check_call_items(out)
     elif kind == "artifact":
         allowed = {"type", "text", "artifact_type", "role"}
         out["text"] = _text(content)
@@ -453,7 +464,7 @@ def _canonical(content: object, media: dict[str, Blob], stored: StoredMedia | No
 
 # --- content parts ----------------------------------------------------------------------------------------
 
-ASSISTANT_PARTS = frozenset({"thinking", "redacted_thinking", "refusal"})
+ASSISTANT_PARTS = frozenset({"thinking", "redacted_thinking", "refusal", "responses_item"})
 MEDIA_PARTS = frozenset({"image", "document"})
 DETAILS = ("auto", "high", "low")
 
@@ -467,7 +478,8 @@ def kept_by_edit(given: object, new: dict[str, Any], shown: dict[str, Any]) -> d
     When the edit gives no parts and ``new`` has the type and role of ``shown``, which has parts, the payload to store
     instead: ``shown``'s parts (images, documents, thinking, refusals, in place, as stored: media by id) with
     its text parts replaced by one holding ``new``'s text, where the first stood (first when there was none;
-    none when the text is empty). Otherwise None: ``new`` is stored as it is. ``Session.commit`` applies it
+    none when the text is empty), and a Responses ``function_call`` item left out unless ``new`` keeps its
+    call. Otherwise None: ``new`` is stored as it is. ``Session.commit`` applies it
     (and so ``Tract.commit``, the CLI's ``commit --edit`` and the built-in commit tool)."""
     parts = shown.get("parts")
     if (
@@ -481,13 +493,26 @@ def kept_by_edit(given: object, new: dict[str, Any], shown: dict[str, Any]) -> d
         return None
     out = dict(new)
     text = out.pop("text", "")
-    out["parts"] = _with_text(parts, text if isinstance(text, str) else "")
+    calls = {c.get("id") for c in new.get("tool_calls", ()) if isinstance(c, dict)}
+    kept = [p for p in parts if not _call_item(p) or p["item"].get("call_id") in calls]  # a call edited away
+    out["parts"] = _with_text(kept, text if isinstance(text, str) else "")
     return out
+
+
+def _call_item(part: object) -> bool:
+    """Whether a stored part is a Responses ``function_call`` item (it lives only beside its tool call)."""
+    return (
+        isinstance(part, dict)
+        and part.get("type") == "responses_item"
+        and isinstance(part.get("item"), dict)
+        and part["item"].get("type") == "function_call"
+    )
 
 
 def _with_text(parts: list[Any], text: str) -> list[Any]:
     """``parts`` (as stored) with their text parts replaced by one holding ``text``, where the first stood
-    (first, when there was none); every other part (image, document, thinking, refusal) kept in place."""
+    (first, when there was none, but after any leading Responses items: a reasoning item precedes what it
+    produced); every other part (image, document, thinking, refusal, Responses item) kept in place."""
     out: list[Any] = []
     placed = not text
     for part in parts:
@@ -497,7 +522,12 @@ def _with_text(parts: list[Any], text: str) -> list[Any]:
                 placed = True
             continue
         out.append(part)
-    return out if placed else [{"type": "text", "text": text}, *out]
+    if placed:
+        return out
+    lead = 0
+    while lead < len(out) and isinstance(out[lead], dict) and out[lead].get("type") == "responses_item":
+        lead += 1
+    return [*out[:lead], {"type": "text", "text": text}, *out[lead:]]
 
 
 def _set_parts(
@@ -581,6 +611,9 @@ def _part(
     if kind in ASSISTANT_PARTS:
         if role != "assistant":
             raise ContentError(f"{where}: a {kind} part belongs to an assistant message only")
+        if kind == "responses_item":
+            _keys(item, where, {"type", "item"})
+            return {"type": kind, "item": responses_item(item.get("item"), f"{where}.item")}
         if kind == "thinking":
             _keys(item, where, {"type", "thinking", "signature"})
             fields = {"thinking": item.get("thinking"), "signature": item.get("signature")}
@@ -837,6 +870,54 @@ MediaLoader = Callable[[str], bytes]
 """The bytes of a media blob by id (raises when it is not stored as bytes)."""
 
 
+def responses_item(item: object, where: str) -> dict[str, Any]:
+    """An OpenAI Responses output item kept verbatim (a ``responses_item`` part's ``item``), checked: a JSON
+    object with a string ``type`` other than ``message`` (a message's content is text and refusal parts); a
+    ``reasoning`` item needs its ``id`` and a ``summary`` list; a ``function_call`` its ``call_id``, ``name``
+    and ``arguments`` (the exact string the model wrote, JSON or not). Top-level keys whose value is None are
+    left out (SDK ``model_dump()`` output), as in every part.
+
+    Raises:
+        ContentError: naming ``where`` and the field.
+    """
+    if not isinstance(item, dict):
+        raise ContentError(f"{where} must be a Responses output item (a dict), not {type(item).__name__}")
+    kind = item.get("type")
+    if not isinstance(kind, str) or not kind:
+        raise ContentError(f"{where} needs a string type")
+    if kind == "message":
+        raise ContentError(f"{where}: a message item is stored as text and refusal parts, not as an item")
+    item = {k: v for k, v in item.items() if v is not None}  # SDK model_dump() writes None for unset keys
+    if kind == "reasoning":
+        if not isinstance(item.get("id"), str) or not item["id"]:
+            raise ContentError(f"{where}: a reasoning item needs its string id (it goes back verbatim)")
+        if not isinstance(item.get("summary"), list):
+            raise ContentError(f"{where}: a reasoning item needs a summary list")
+    if kind == "function_call":
+        for field in ("call_id", "name", "arguments"):
+            if not isinstance(item.get(field), str) or (field != "arguments" and not item[field]):
+                raise ContentError(f"{where}: a function_call item needs a string {field}")
+    check_json(item, where)
+    return item
+
+
+def _check_call_items(out: dict[str, Any]) -> None:
+    """Each ``function_call`` item among the parts is one of the message's tool calls (its ``call_id`` and
+    ``name``): compile pairs results with the tool calls, and the Responses dialect replays the item."""
+    calls = {c["id"]: c["name"] for c in out.get("tool_calls", ())}
+    for index, part in enumerate(out.get("parts", ())):
+        item = part.get("item") if part["type"] == "responses_item" else None
+        if (
+            item is not None
+            and item["type"] == "function_call"
+            and calls.get(item["call_id"]) != item["name"]
+        ):
+            raise ContentError(
+                f"parts[{index}].item: function_call {item['call_id']!r} is not one of the message's tool_calls "
+                "(the same call_id and name)"
+            )
+
+
 def _no_media(oid: str) -> bytes:
     raise ContentError(f"media {oid} cannot be loaded here")
 
@@ -860,6 +941,8 @@ def _to_part(p: dict[str, Any], load_media: MediaLoader) -> Part:
         return Part(type=kind, thinking=p["thinking"], signature=p["signature"])
     if kind == "redacted_thinking":
         return Part(type=kind, redacted=p["data"])
+    if kind == "responses_item":
+        return Part(type=kind, item=p["item"])
     return Part(type="refusal", refusal=p["refusal"])
 
 
@@ -924,6 +1007,9 @@ def part_markers(parts: object, sizes: dict[str, int] | None = None) -> str:
             markers.append("[redacted thinking]")
         elif kind == "refusal":
             markers.append(f"[refusal: {part.get('refusal')}]")
+        elif kind == "responses_item":
+            item = part.get("item")
+            markers.append(f"[{item.get('type') if isinstance(item, dict) else 'responses_item'}]")
     return " ".join(markers)
 
 

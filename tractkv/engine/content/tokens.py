@@ -16,7 +16,9 @@ than text (:func:`part_tokens`), by these documented estimates:
   ``bytes / 4`` when no page object is visible (compressed object streams); ``text/plain`` is its text
   through the counter; a document by URL counts one page.
 * **thinking**: its text through the counter (the signature is not billed as input text); **redacted
-  thinking**: ``len(data) / 4``; **refusal**: its text through the counter.
+  thinking**: ``len(data) / 4``; **refusal**: its text through the counter; **responses_item**: a reasoning
+  item's summary through the counter plus ``len(encrypted_content) / 4``, another item ``len(JSON) / 4``
+  (a function_call none: it is counted as the tool call).
 """
 
 from __future__ import annotations
@@ -142,4 +144,25 @@ def part_tokens(
             total += (len(str(part.get("data", ""))) + 3) // 4
         elif kind == "refusal":
             total += counter.count(str(part.get("refusal", "")))
+        elif kind == "responses_item":
+            total += _item_tokens(part.get("item"), counter)
     return total
+
+
+def _item_tokens(item: object, counter: TokenCounter) -> int:
+    """A Responses item: a reasoning item's summary text plus its encrypted content at 4 characters a token;
+    a function_call nothing (counted as the message's tool call); another item its JSON at 4 characters a
+    token."""
+    if not isinstance(item, dict) or item.get("type") == "function_call":
+        return 0
+    if item.get("type") == "reasoning":
+        summary = item.get("summary")
+        texts = (
+            [str(s.get("text", "")) for s in summary if isinstance(s, dict)]
+            if isinstance(summary, list)
+            else []
+        )
+        return counter.count("".join(texts)) + (len(str(item.get("encrypted_content") or "")) + 3) // 4
+    import json  # lazy: keeps `import tractkv` light
+
+    return (len(json.dumps(item, sort_keys=True, default=str)) + 3) // 4

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, TypeVar, overload
 import attrs
 
 from tractkv.engine.content import Message
-from tractkv.errors import ToolPairingError
+from tractkv.errors import InvalidInput, ToolPairingError
 from tractkv.ids import ObjectId
 
 if TYPE_CHECKING:
@@ -209,6 +209,33 @@ class CompiledContext:
         if self.repairs:
             raise ToolPairingError(self.repairs)
 
+    def left_out(self, dialect: str) -> tuple[Repair, ...]:
+        """What rendering for ``dialect`` (``"openai"`` or ``"anthropic"``) leaves out of this context: one
+        ``dropped_item`` repair per OpenAI Responses provider item (a built-in tool call such as
+        ``web_search_call``: only the Responses dialect can send it back), ``commit_id`` its message's commit,
+        ``call_id`` the item's ``id`` (else its type). Reasoning items are left out like thinking, and
+        function_call items go as tool calls, so neither is listed; ``"responses"`` leaves nothing out.
+
+        Raises:
+            InvalidInput: an unknown dialect.
+        """
+        if dialect not in ("openai", "anthropic", "responses"):
+            raise InvalidInput(f"dialect must be 'openai', 'anthropic' or 'responses', not {dialect!r}")
+        if dialect == "responses":
+            return ()
+        from tractkv.engine.values.repairs import Repair  # loads with the first repair, as compile's
+
+        repairs: list[Repair] = []
+        for message, commit_id in zip(self.messages, self.commit_ids, strict=True):
+            for part in message.parts:
+                item = part.item if part.type == "responses_item" else None
+                if item is None or item.get("type") in ("reasoning", "function_call"):
+                    continue
+                name = str(item.get("id") or item.get("type"))
+                detail = f"the Responses item {name} ({item.get('type')}) has no {dialect} form: left out"
+                repairs.append(Repair(kind="dropped_item", commit_id=commit_id, call_id=name, detail=detail))
+        return tuple(repairs)
+
     def to_dicts(self) -> list[dict[str, Any]]:
         """Provider-neutral dicts (``role``, ``content`` and any extras), fresh copies."""
         return [m.to_dict() for m in self.messages]
@@ -239,6 +266,32 @@ class CompiledContext:
             self.check_pairing()
 
         return openai_params(self.messages, copy.deepcopy(list(self.tools)))
+
+    def to_responses_input(self) -> list[dict[str, Any]]:
+        """Input items for OpenAI's Responses API (``client.responses.create(input=...)``): every message,
+        system messages included, as :meth:`to_responses_params` renders them after its ``instructions``."""
+        from tractkv.engine.content import messages_to_responses
+
+        instructions, items = messages_to_responses(self.messages)
+        return ([{"role": "system", "content": instructions}] if instructions is not None else []) + items
+
+    def to_responses_params(self, strict: bool = False) -> dict[str, Any]:
+        """``{"input": [...], "instructions": ..., "tools": [...]}`` for ``client.responses.create(**params,
+        model=...)``: the leading system messages as ``instructions``, reasoning and other Responses items sent
+        back verbatim in their place, tools as flat function tools (``strict`` kept).
+
+        ``instructions`` is omitted when the context starts with no system message and ``tools`` when there
+        are none.
+
+        Raises:
+            ToolPairingError: ``strict`` and compile made repairs (see :meth:`check_pairing`).
+        """
+        from tractkv.engine.content import responses_params
+
+        if strict:
+            self.check_pairing()
+
+        return responses_params(self.messages, copy.deepcopy(list(self.tools)))
 
     def to_anthropic_params(self, strict: bool = False) -> dict[str, Any]:
         """``{"system": ..., "messages": [...], "tools": [...]}`` for ``client.messages.create(**params)``.

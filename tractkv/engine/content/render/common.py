@@ -58,14 +58,17 @@ def check_arguments(arguments: Mapping[str, Any], where: str) -> None:
 
 def reply_provider(body: Mapping[str, Any]) -> str | None:
     """Which provider's reply ``body`` is: ``"openai"`` for a chat completion (``object: "chat.completion"``
-    or a ``choices`` list), ``"anthropic"`` for a message (``type: "message"`` with a ``content`` list), None
-    for anything else (a streaming chunk, a Responses API object, an error body)."""
+    or a ``choices`` list), ``"anthropic"`` for a message (``type: "message"`` with a ``content`` list),
+    ``"responses"`` for an OpenAI Responses ``Response`` (``object: "response"`` with an ``output`` list), None
+    for anything else (a streaming chunk or event, an error body)."""
     if body.get("object") == "chat.completion" or (
         "object" not in body and isinstance(body.get("choices"), list)
     ):
         return "openai"
     if body.get("type") == "message" and isinstance(body.get("content"), list):
         return "anthropic"
+    if body.get("object") == "response" and isinstance(body.get("output"), list):
+        return "responses"
     return None
 
 
