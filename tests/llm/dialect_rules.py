@@ -6,7 +6,8 @@ imports tractkv's rendering code: the rules are what the providers say they acce
 rather than repeated. ``sdk_*`` functions validate a request against the official SDK's own request types.
 
 ``open_tail=True`` allows one thing a request to a provider never holds: calls of the LAST assistant turn still
-unanswered (a tool run in progress, which tractkv compiles but ``generate`` refuses to send).
+unanswered (a tool run in progress, which tractkv compiles but ``generate`` refuses to send); only results of
+that turn follow it (and, for Chat, the user message that carries their images, last).
 
 Sources (as of the SDK versions in the dev environment):
 
@@ -40,6 +41,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 NAME = re.compile(r"[a-zA-Z0-9_-]{1,64}")
+CHAT_NAME = re.compile(r"[^\s<|\\/>]+")  # a message's name: "Expected a string that matches '^[^\s<|\\/>]+$'"
 ANTHROPIC_ID = re.compile(r"[a-zA-Z0-9_-]+")
 IMAGE_TYPES = ("image/png", "image/jpeg", "image/gif", "image/webp")
 DATA_URL = re.compile(r"data:([a-z]+/[a-z0-9.+-]+);base64,([A-Za-z0-9+/]*={0,2})")
@@ -106,23 +108,44 @@ def check_chat(params: Mapping[str, Any], *, open_tail: bool = False) -> None:
             del pending[call_id]
             _chat_text_content(message.get("content"), where, allow_empty=True)
             continue
-        rule(not pending, CHAT, where, f"calls {list(pending or ())} not answered before this {role} message")
+        # in a tool run in progress, a last user message may follow its results (Chat's attachments of them)
+        in_progress = open_tail and role == "user" and i == len(messages) - 1
+        rule(
+            not pending or in_progress,
+            CHAT,
+            where,
+            f"calls {list(pending or ())} not answered before this {role} message",
+        )
+        if in_progress and pending:
+            _chat_user_content(message, where)
+            break
         pending = None
         if "name" in message:
-            rule(NAME.fullmatch(str(message["name"])) is not None, CHAT, where, "name")
+            rule(
+                CHAT_NAME.fullmatch(str(message["name"])) is not None,
+                CHAT,
+                where,
+                "name matches ^[^\\s<|\\\\/>]+$",
+            )
         if role == "assistant":
             pending = _chat_assistant(message, where)
         else:
-            _keys(message, ("role", "content", "name"), CHAT, where)
-            content = message.get("content")
-            if role == "user" and isinstance(content, list):
-                rule(content, CHAT, where, "an empty content list")
-                for j, part in enumerate(content):
-                    _chat_user_part(part, f"{where}.content[{j}]")
-            else:
-                _chat_text_content(content, where, allow_empty=False)
-    rule(not pending or open_tail, CHAT, "end", f"calls {list(pending or ())} never answered")
+            _chat_user_content(message, where)
+    else:
+        rule(not pending or open_tail, CHAT, "end", f"calls {list(pending or ())} never answered")
     _function_tools(params.get("tools"), CHAT, nested=True)
+
+
+def _chat_user_content(message: Mapping[str, Any], where: str) -> None:
+    """A user, system or developer message: text, and for a user message image and file parts too."""
+    _keys(message, ("role", "content", "name"), CHAT, where)
+    content = message.get("content")
+    if message.get("role") == "user" and isinstance(content, list):
+        rule(content, CHAT, where, "an empty content list")
+        for j, part in enumerate(content):
+            _chat_user_part(part, f"{where}.content[{j}]")
+    else:
+        _chat_text_content(content, where, allow_empty=False)
 
 
 def _chat_text_content(content: object, where: str, *, allow_empty: bool) -> None:
@@ -169,8 +192,12 @@ def _chat_assistant(message: Mapping[str, Any], where: str) -> dict[str, None] |
         rule(content is None or isinstance(content, str), CHAT, where, "content")
     if not calls:
         rule("tool_calls" not in message, CHAT, where, "an empty tool_calls list")
+        # "content: required unless tool_calls is specified"; OpenAI takes "" (some compatible servers do not)
         rule(
-            content or message.get("refusal"), CHAT, where, "an assistant message needs content or tool_calls"
+            content is not None or message.get("refusal"),
+            CHAT,
+            where,
+            "an assistant message needs content or tool_calls",
         )
         return None
     ids: dict[str, None] = {}

@@ -159,6 +159,22 @@ class CommitInfo:
         return dict(to_jsonable(self))
 
 
+def _left_out_items(message: Message, dialect: str) -> list[dict[str, Any]]:
+    """The Responses items of ``message`` that rendering for ``dialect`` leaves out (see
+    :meth:`CompiledContext.left_out`)."""
+    if dialect == "responses":
+        from tractkv.engine.content import unsent_reasoning
+
+        return unsent_reasoning(message) if message.parts else []
+    return [
+        part.item
+        for part in message.parts
+        if part.type == "responses_item"
+        and part.item is not None
+        and part.item.get("type") not in ("reasoning", "function_call")
+    ]
+
+
 @attrs.frozen(kw_only=True)
 class CompiledContext:
     """The exact context a model call needs, compiled from one commit.
@@ -210,29 +226,31 @@ class CompiledContext:
             raise ToolPairingError(self.repairs)
 
     def left_out(self, dialect: str) -> tuple[Repair, ...]:
-        """What rendering for ``dialect`` (``"openai"`` or ``"anthropic"``) leaves out of this context: one
-        ``dropped_item`` repair per OpenAI Responses provider item (a built-in tool call such as
-        ``web_search_call``: only the Responses dialect can send it back), ``commit_id`` its message's commit,
-        ``call_id`` the item's ``id`` (else its type). Reasoning items are left out like thinking, and
-        function_call items go as tool calls, so neither is listed; ``"responses"`` leaves nothing out.
+        """What rendering for ``dialect`` (``"openai"``, ``"anthropic"`` or ``"responses"``) leaves out of this
+        context, one ``dropped_item`` repair per item, ``commit_id`` its message's commit, ``call_id`` the
+        item's ``id`` (else its type). For ``"openai"`` and ``"anthropic"``: each OpenAI Responses provider
+        item (a built-in tool call such as ``web_search_call``: only the Responses dialect can send it back);
+        reasoning items are left out like thinking, and function_call items go as tool calls, so neither is
+        listed. For ``"responses"``: each reasoning item with no output after it in its message (a reply cut off
+        while reasoning, or its output edited away), which the API refuses alone.
 
         Raises:
             InvalidInput: an unknown dialect.
         """
         if dialect not in ("openai", "anthropic", "responses"):
             raise InvalidInput(f"dialect must be 'openai', 'anthropic' or 'responses', not {dialect!r}")
-        if dialect == "responses":
-            return ()
         from tractkv.engine.values.repairs import Repair  # loads with the first repair, as compile's
 
         repairs: list[Repair] = []
         for message, commit_id in zip(self.messages, self.commit_ids, strict=True):
-            for part in message.parts:
-                item = part.item if part.type == "responses_item" else None
-                if item is None or item.get("type") in ("reasoning", "function_call"):
-                    continue
+            for item in _left_out_items(message, dialect):
                 name = str(item.get("id") or item.get("type"))
-                detail = f"the Responses item {name} ({item.get('type')}) has no {dialect} form: left out"
+                why = (
+                    "has no output after it in its message (the API refuses it alone)"
+                    if dialect == "responses"
+                    else f"has no {dialect} form"
+                )
+                detail = f"the Responses item {name} ({item.get('type')}) {why}: left out"
                 repairs.append(Repair(kind="dropped_item", commit_id=commit_id, call_id=name, detail=detail))
         return tuple(repairs)
 

@@ -218,7 +218,8 @@ def messages_to_responses(messages: Sequence[Message]) -> tuple[str | None, list
     as a data: URL; a text document as ``input_text``) parts. An assistant message: its parts in order, text
     and refusals as one ``{"role": "assistant", "content": <text>}`` each run, each ``responses_item`` part
     verbatim (reasoning ahead of its function_call, as received), thinking left out; then each tool call no
-    function_call item carried, as ``{"type": "function_call", "call_id", "name", "arguments": <JSON>}``. A
+    function_call item carried, as ``{"type": "function_call", "call_id", "name", "arguments": <JSON>}``; a
+    reasoning item with no output after it in its message is left out (:func:`unsent_reasoning`). A
     tool result: ``{"type": "function_call_output", "call_id", "output": <text>}``, its images and documents
     as the output's list of input parts.
     """
@@ -263,7 +264,27 @@ def _assistant_items(message: Message) -> list[dict[str, Any]]:
             items.append(
                 {"type": "function_call", "call_id": call.id, "name": call.name, "arguments": arguments}
             )
+    while items and items[-1].get("type") == "reasoning":
+        items.pop()  # reasoning with no output after it (a reply cut off while reasoning): refused alone
     return items
+
+
+def unsent_reasoning(message: Message) -> list[dict[str, Any]]:
+    """The reasoning items of an assistant message that :func:`messages_to_responses` leaves out: those with no
+    output after them in the message (no tool call, other item, or non-blank text or refusal: a reply cut off
+    while reasoning, or its output edited away), which the API refuses ("a reasoning item provided without its
+    required following item")."""
+    if message.role != "assistant" or message.tool_calls:
+        return []
+    out: list[dict[str, Any]] = []
+    for part in reversed(message.parts):
+        if part.type == "responses_item" and part.item is not None:
+            if part.item.get("type") != "reasoning":
+                break
+            out.append(part.item)
+        elif part.type in ("text", "refusal") and (part.text or part.refusal or "").strip():
+            break
+    return out[::-1]
 
 
 def _tool_output(message: Message) -> dict[str, Any]:
