@@ -106,7 +106,7 @@ def check_chat(params: Mapping[str, Any], *, open_tail: bool = False) -> None:
                 call_id in pending, CHAT, where, f"tool_call_id {call_id!r} answers no open call of the turn"
             )
             del pending[call_id]
-            _chat_text_content(message.get("content"), where, allow_empty=True)
+            _chat_text_content(message.get("content"), where)
             continue
         # in a tool run in progress, a last user message may follow its results (Chat's attachments of them)
         in_progress = open_tail and role == "user" and i == len(messages) - 1
@@ -145,13 +145,12 @@ def _chat_user_content(message: Mapping[str, Any], where: str) -> None:
         for j, part in enumerate(content):
             _chat_user_part(part, f"{where}.content[{j}]")
     else:
-        _chat_text_content(content, where, allow_empty=False)
+        _chat_text_content(content, where)
 
 
-def _chat_text_content(content: object, where: str, *, allow_empty: bool) -> None:
+def _chat_text_content(content: object, where: str) -> None:
     if isinstance(content, str):
-        rule(allow_empty or content, CHAT, where, "empty content")
-        return
+        return  # no minimum length is documented, and OpenAI takes "" (some compatible servers do not)
     rule(isinstance(content, list) and content, CHAT, where, "content is a string or a list of text parts")
     assert isinstance(content, list)
     for j, part in enumerate(content):
@@ -529,10 +528,16 @@ def check_responses(
         else:
             rule(kind in BUILTIN, RESPONSES, where, f"an input item of type {kind!r}")
     if calls:
-        last_message = max(
-            (i for i, it in enumerate(items) if it.get("type", "message") == "message"), default=-1
+        # a tool run in progress: the open calls are the model's last turn (after the last input message)
+        last_input = max(
+            (
+                i
+                for i, it in enumerate(items)
+                if it.get("type", "message") == "message" and it.get("role") != "assistant"
+            ),
+            default=-1,
         )
-        tail = open_tail and all(index > last_message for index in calls.values())
+        tail = open_tail and all(index > last_input for index in calls.values())
         rule(tail, RESPONSES, "input", f"no function_call_output for calls {sorted(calls)}")
     _function_tools(params.get("tools"), RESPONSES, nested=False)
 
@@ -554,8 +559,7 @@ def _responses_message(item: Mapping[str, Any], where: str) -> None:
     role, content = item.get("role"), item.get("content")
     rule(role in ("user", "assistant", "system", "developer"), RESPONSES, where, f"role {role!r}")
     if isinstance(content, str):
-        rule(content, RESPONSES, where, "empty content")
-        return
+        return  # no minimum length is documented
     rule(isinstance(content, list) and content, RESPONSES, where, "content a string or a non-empty list")
     for j, part in enumerate(content):
         at = f"{where}.content[{j}]"

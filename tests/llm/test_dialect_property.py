@@ -105,7 +105,9 @@ OPERATIONS = st.one_of(
     ),
     st.tuples(st.just("chat"), st.sampled_from(["calls", "refusal", "text"]), COUNT),
     st.tuples(st.just("annotate"), INDEX, st.sampled_from(["skip", "skip", "normal", "pinned"])),
-    st.tuples(st.just("edit"), INDEX, st.sampled_from(["user", "assistant", "call", "tool"])),
+    st.tuples(
+        st.just("edit"), INDEX, st.sampled_from(["user", "assistant", "call", "tool", "keep_calls", "blank"])
+    ),
     st.tuples(st.just("compress"), INDEX, INDEX),
     st.tuples(st.just("branch")),
     st.tuples(st.just("switch"), INDEX),
@@ -372,6 +374,16 @@ class History:
             self.note_calls([call_id])
         elif role == "tool":
             payload["tool_call_id"] = self.pick(self.call_ids, index) or "ghost"
+        elif role in ("keep_calls", "blank"):
+            shown = self.t.message_content(
+                target
+            )  # the message as it shows now: keep its calls, change its text
+            payload = {k: v for k, v in shown.items() if k in ("type", "role", "tool_calls", "tool_call_id")}
+            payload["text"] = "" if role == "blank" else self.fresh("edited ")
+            if role == "keep_calls" and payload.get("tool_calls"):
+                payload["tool_calls"] = payload["tool_calls"][
+                    -1:
+                ]  # the last call kept, the others edited away
         self.t.commit(payload, operation="edit", edit_target=target)
 
     def run(self, op: tuple[Any, ...]) -> None:

@@ -89,7 +89,8 @@ CHAT_BAD = [
     (_set(["messages", 4, "content"], [{"type": "image_url", "image_url": {"url": PNG_URL}}]), "only text"),
     (_set(["messages", 5, "refusal"], _DELETE), "needs content or tool_calls"),
     (_set(["messages", 2, "tool_calls"], []), "an empty tool_calls list"),
-    (_set(["messages", 1, "content"], ""), "empty content"),
+    (_set(["messages", 1, "content"], None), "content is a string or a list"),
+    (_set(["messages", 1, "content"], []), "an empty content list"),
     (_set(["messages", 1, "content", 1, "image_url", "url"], "data:image/png;base64,%%"), "image URL"),
     (_set(["messages", 1, "content", 2, "file", "file_data"], PNG_URL), "PDF data: URL"),
     (_set(["messages", 1, "content", 0, "type"], "input_text"), "type 'input_text'"),
@@ -274,7 +275,7 @@ RESPONSES_BAD = [
     (_set(["input", 1, "encrypted_content"], "gAAB"), "not sent verbatim"),
     (_insert(["input"], 7, SEARCH), "duplicate item id 'ws_1'"),
     (_set(["input", 3, "call_id"], "call_1"), "already open"),
-    (_set(["input", 0, "content"], ""), "empty content"),
+    (_set(["input", 0, "content"], []), "content a string or a non-empty list"),
     (_set(["input", 0, "role"], "tool"), "role 'tool'"),
     (_set(["input", 0, "content", 1, "detail"], _DELETE), "detail is required"),
     (_set(["input", 0, "content", 2, "filename"], _DELETE), "needs a filename"),
@@ -289,6 +290,8 @@ def test_responses_rules_accept_a_good_request() -> None:
     check_responses(RESPONSES_GOOD, recorded=RECORDED_ITEMS, reasoning_of={"fc_1": "rs_1"})
     sdk_responses(RESPONSES_GOOD)
     check_responses({"input": RESPONSES_GOOD["input"][:4]}, open_tail=True)
+    with pytest.raises(RuleBroken, match="no function_call_output"):  # open calls before the last user input
+        check_responses({"input": [*RESPONSES_GOOD["input"][:4], USER]}, open_tail=True)
 
 
 @pytest.mark.parametrize(("change", "match"), RESPONSES_BAD)
