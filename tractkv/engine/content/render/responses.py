@@ -213,6 +213,8 @@ def messages_to_responses(messages: Sequence[Message]) -> tuple[str | None, list
     """``(instructions, input)``: the system messages before the first other message joined as
     ``instructions`` (None when there are none), every other message as input items.
 
+    A message's ``name`` (the API has no field for it) prefixes its first text as ``<name>: `` (a text
+    ``<name>:`` is added first to a user message with no text; an assistant message with no text sends none).
     User (and later system) messages: ``{"role", "content"}``, the content a string, or a list of
     ``input_text`` / ``input_image`` (a data: URL or the https URL; ``detail`` kept) / ``input_file`` (a PDF
     as a data: URL; a text document as ``input_text``) parts. An assistant message: its parts in order, text
@@ -244,7 +246,9 @@ def _assistant_items(message: Message) -> list[dict[str, Any]]:
 
     def flush() -> None:
         if "".join(text).strip():
-            items.append({"role": "assistant", "content": "".join(text)})
+            named = message.name and not any(item.get("role") == "assistant" for item in items)
+            prefix = f"{message.name}: " if named else ""  # no name field: it prefixes the first text
+            items.append({"role": "assistant", "content": prefix + "".join(text)})
         text.clear()
 
     for part in message.parts or (Part(type="text", text=message.content),):
@@ -298,7 +302,14 @@ def _input_content(message: Message) -> str | list[dict[str, Any]]:
     if not message.parts:
         text = message.content
         return f"{message.name}: {text}" if message.name else text
-    return _input_parts(message.parts)
+    parts = _input_parts(message.parts)
+    if message.name:  # no name field: it prefixes the first text, as for Anthropic
+        first = next((p for p in parts if p["type"] == "input_text"), None)
+        if first is None:
+            parts.insert(0, {"type": "input_text", "text": f"{message.name}:"})
+        else:
+            first["text"] = f"{message.name}: {first['text']}"
+    return parts
 
 
 def _input_parts(parts: Sequence[Part]) -> list[dict[str, Any]]:
