@@ -29,7 +29,9 @@ Sources (as of the SDK versions in the dev environment):
   without its required 'reasoning' item"); item ids are unique in ``input`` ("Duplicate item found with id").
 - Gemini ``generateContent``: ``contents`` roles ``user`` / ``model``; a ``functionCall`` part is answered by
   a ``functionResponse`` part of the same name in the next turn (a user turn), all responses to one turn's
-  parallel calls in that one turn; ``system_instruction`` outside ``contents``; a part holds one kind of data.
+  parallel calls in that one turn ("the number of function response parts is equal to the number of function
+  call parts of the function call turn"); "function call turn comes immediately after a user turn or after a
+  function response turn"; ``system_instruction`` outside ``contents``; a part holds one kind of data.
 """
 
 from __future__ import annotations
@@ -666,6 +668,12 @@ def _gemini_answers(
 ) -> None:
     where = f"contents[{i}]"
     rule(contents[i].get("role") == "model", GEMINI, where, "function calls come from the model")
+    rule(
+        i > 0 and contents[i - 1].get("role") == "user",
+        GEMINI,
+        where,
+        "a function call turn comes immediately after a user turn or a function response turn",
+    )
     if i == len(contents) - 1:
         rule(open_tail, GEMINI, where, "function calls never answered")
         return
@@ -680,7 +688,12 @@ def _gemini_answers(
         where,
         f"calls {[c.get('name') for c in unanswered]} not all answered in the next turn",
     )
-    rule(len(responses) <= len(calls), GEMINI, f"contents[{i + 1}]", "more responses than calls")
+    rule(
+        len(responses) == len(calls) or in_progress,
+        GEMINI,
+        f"contents[{i + 1}]",
+        "the number of function response parts equals the number of function call parts of the call turn",
+    )
 
 
 _GEMINI_DATA = ("text", "inline_data", "file_data", "function_call", "function_response", "executable_code")
@@ -780,3 +793,24 @@ def sdk_anthropic(params: Mapping[str, Any]) -> None:
 def sdk_responses(params: Mapping[str, Any]) -> None:
     """``ResponseCreateParamsNonStreaming`` (openai) accepts ``params`` with a model, no unknown key."""
     _sdk_valid(RESPONSES, params, {"model": "m"})
+
+
+def sdk_gemini(params: Mapping[str, Any]) -> None:
+    """google-genai's types (pydantic models that forbid unknown fields) accept ``params``: each of ``contents``
+    a ``types.Content``, ``system_instruction`` a ``Content`` (or text), each of ``tools`` a ``types.Tool``."""
+    from google.genai import types
+    from pydantic import ValidationError
+
+    checks: list[tuple[str, Any, Any]] = [
+        (f"contents[{i}]", types.Content, c) for i, c in enumerate(params["contents"])
+    ]
+    if isinstance(params.get("system_instruction"), Mapping):
+        checks.append(("system_instruction", types.Content, params["system_instruction"]))
+    checks.extend((f"tools[{i}]", types.Tool, tool) for i, tool in enumerate(params.get("tools") or ()))
+    for where, model, value in checks:
+        try:
+            model.model_validate(value)
+        except ValidationError as exc:
+            raise RuleBroken(
+                f"{GEMINI}: {where}: google-genai's {model.__name__} refuses it: {str(exc)[:600]}"
+            ) from None

@@ -547,4 +547,7 @@ def test_chat_sends_names_with_refused_characters_replaced() -> None:
         t.commit({"type": "dialogue", "role": "assistant", "text": "yes", "name": "<bot|1/2>"})
         t.user("ok", name="ann.b@x")
         names = [m["name"] for m in t.compile().to_openai_params()["messages"]]
+        items = t.compile().to_responses_params()["input"]
     assert names == ["Ann_Smith", "_bot_1_2_", "ann.b@x"]
+    # Responses has no name field: a name prefixes the text (kept as given)
+    assert [item["content"] for item in items] == ["Ann Smith: hi", "<bot|1/2>: yes", "ann.b@x: ok"]

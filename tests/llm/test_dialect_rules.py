@@ -17,6 +17,7 @@ from .dialect_rules import (
     check_responses,
     sdk_anthropic,
     sdk_chat,
+    sdk_gemini,
     sdk_responses,
 )
 
@@ -354,11 +355,17 @@ GEMINI_BAD = [
     (_set(["contents", 0, "parts", 0, "thought"], True), "thought parts are the model's"),
     (_set(["tools", 0, "function_declarations", 0, "parameters"], {}), "one of parameters"),
     (_set(["messages"], []), "unknown keys"),
+    (_set(["contents", 0, "role"], "model"), "comes immediately after a user turn"),
+    (
+        _insert(["contents", 2, "parts"], 0, {"function_response": {"name": "f", "response": {}}}),
+        "the number of function response parts",
+    ),
 ]
 
 
 def test_gemini_rules_accept_a_good_request() -> None:
     check_gemini(GEMINI_GOOD)
+    sdk_gemini(GEMINI_GOOD | {"system_instruction": {"parts": [{"text": "Be brief."}]}})
     check_gemini({"contents": GEMINI_GOOD["contents"][:2]}, open_tail=True)
 
 
@@ -383,6 +390,12 @@ def test_gemini_rules_refuse(change: Callable[[dict[str, Any]], None], match: st
         (sdk_anthropic, {"messages": [USER], "instructions": "x"}, r"\.instructions"),
         (sdk_responses, {"input": [{"type": "function_call", "name": "f", "arguments": "{}"}]}, "refuses"),
         (sdk_responses, {"input": [REASONING | {"signature": "x"}]}, r"input\[0\]\.signature"),
+        (
+            sdk_gemini,
+            {"contents": [{"role": "user", "parts": [{"text": "x", "bogus": 1}]}]},
+            r"contents\[0\]",
+        ),
+        (sdk_gemini, {"contents": [], "tools": [{"functions": []}]}, r"tools\[0\]"),
     ],
 )
 def test_sdk_types_refuse(
