@@ -112,6 +112,10 @@ OPERATIONS = st.one_of(
     st.tuples(st.just("branch")),
     st.tuples(st.just("switch"), INDEX),
     st.tuples(st.just("merge"), INDEX, st.sampled_from(["auto", "ours", "theirs"])),
+    # a branch and the current one change one message differently, then merge (a conflict, settled)
+    st.tuples(st.just("conflict"), INDEX, st.sampled_from(["ours", "theirs"]), st.booleans()),
+    # a trim budget at a share of the context: later commits over it skip the oldest unpinned messages
+    st.tuples(st.just("trim"), st.sampled_from([None, 0.5, 0.8])),
 )
 
 
@@ -386,6 +390,31 @@ class History:
                 ]  # the last call kept, the others edited away
         self.t.commit(payload, operation="edit", edit_target=target)
 
+    def conflict(self, index: int, strategy: str, by_edit: bool) -> None:
+        target = self.pick(self.messages, index)
+        here = self.t.current_branch
+        if target is None or here is None:
+            return
+        there = self.fresh("side")
+        self.t.branch(there)
+        self.branches.append(there)
+        for side in ("side", "here"):
+            if by_edit:
+                self.t.commit(
+                    {"type": "dialogue", "role": "assistant", "text": self.fresh(side)},
+                    operation="edit",
+                    edit_target=target,
+                )
+            else:
+                self.t.annotate(target, "skip" if side == "side" else "pinned")
+            if side == "side":
+                self.t.switch(here)
+        self.t.merge(there, strategy=strategy)
+
+    def trim(self, share: float | None) -> None:
+        tokens = self.t.compile().token_count
+        self.t.set_budget(None if share is None else max(1, int(tokens * share)), action="trim")
+
     def run(self, op: tuple[Any, ...]) -> None:
         kind, args = op[0], op[1:]
         t = self.t
@@ -459,7 +488,7 @@ def run_history(operations: list[tuple[Any, ...]]) -> None:
                 history.run(op)
             except ToolPairingError:
                 raise
-            except InvalidInput:
+            except (InvalidInput, MergeConflict):
                 # what the API refuses (a result its call cannot take, a target outside this branch, a compress
                 # range with nothing in it): a tractkv error, nothing written
                 note(f"refused: {op[0]}")
