@@ -64,7 +64,17 @@ TOOL_SETS: dict[str, list[dict[str, Any]]] = {
 
 INDEX = st.integers(min_value=0, max_value=63)
 COUNT = st.integers(min_value=1, max_value=3)
-OPERATIONS = st.one_of(
+RESULTS = ["text", "error", "json", "image", "pdf", "item", "parts"]
+ANTHROPIC_REPLIES = [
+    "thinking_text",
+    "thinking_calls",
+    "thinking_only",
+    "redacted_text",
+    "redacted_calls",
+    "text_calls",
+]
+RESPONSES_REPLIES = ["reasoning_calls", "reasoning_text", "reasoning_only", "search_text", "refusal", "calls"]
+MESSAGES = st.one_of(
     st.tuples(st.just("user"), st.sampled_from(["text", "image", "pdf", "text_doc", "url", "named"])),
     st.tuples(st.just("system")),
     st.tuples(
@@ -78,32 +88,16 @@ OPERATIONS = st.one_of(
         st.sampled_from(["plain", "openai", "anthropic", "responses"]),
         st.sampled_from(["fresh", "fresh", "reuse", "dots"]),
     ),
-    st.tuples(
-        st.just("result"), INDEX, st.sampled_from(["text", "error", "json", "image", "pdf", "item", "parts"])
-    ),
-    st.tuples(st.just("raw_result"), INDEX, st.booleans()),
-    st.tuples(
-        st.just("anthropic"),
-        st.sampled_from(
-            [
-                "thinking_text",
-                "thinking_calls",
-                "thinking_only",
-                "redacted_text",
-                "redacted_calls",
-                "text_calls",
-            ]
-        ),
-        COUNT,
-    ),
-    st.tuples(
-        st.just("responses"),
-        st.sampled_from(
-            ["reasoning_calls", "reasoning_text", "reasoning_only", "search_text", "refusal", "calls"]
-        ),
-        COUNT,
-    ),
+    st.tuples(st.just("result"), INDEX, st.sampled_from(RESULTS)),  # for any call made so far
+    st.tuples(st.just("raw_result"), INDEX, st.booleans()),  # a tool message, maybe for no call
+)
+REPLIES = st.one_of(
+    st.tuples(st.just("anthropic"), st.sampled_from(ANTHROPIC_REPLIES), COUNT),
+    st.tuples(st.just("responses"), st.sampled_from(RESPONSES_REPLIES), COUNT),
     st.tuples(st.just("chat"), st.sampled_from(["calls", "refusal", "text"]), COUNT),
+    st.tuples(st.just("answer"), st.sampled_from(RESULTS)),  # every open call answered: a complete turn
+)
+HISTORY = st.one_of(
     st.tuples(st.just("annotate"), INDEX, st.sampled_from(["skip", "skip", "normal", "pinned"])),
     st.tuples(
         st.just("edit"), INDEX, st.sampled_from(["user", "assistant", "call", "tool", "keep_calls", "blank"])
@@ -117,6 +111,7 @@ OPERATIONS = st.one_of(
     # a trim budget at a share of the context: later commits over it skip the oldest unpinned messages
     st.tuples(st.just("trim"), st.sampled_from([None, 0.5, 0.8])),
 )
+OPERATIONS = st.one_of(MESSAGES, REPLIES, REPLIES, HISTORY)  # replies and answers the most often
 
 
 class History:
@@ -237,6 +232,10 @@ class History:
             info = t.tool_result(call_id, None, content, is_error=kind == "error")
         assert info is not None
         self.keep(info)
+
+    def answer(self, kind: str) -> None:
+        for call_id in self.t.compile().open_calls:
+            self.result(self.call_ids.index(call_id), kind)
 
     def raw_result(self, index: int, known: bool) -> None:
         call_id = self.pick(self.call_ids, index) if known else None
@@ -545,6 +544,33 @@ def test_every_operation_runs() -> None:
             ("compress", 1, 3),
             ("assistant", "thinking"),
             ("user", "pdf"),
+            ("conflict", 2, "theirs", True),
+            ("trim", 0.8),
+            ("user", "named"),
+        ]
+    )
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [("anthropic", kind, 2) for kind in ANTHROPIC_REPLIES]
+    + [("responses", kind, 2) for kind in RESPONSES_REPLIES]
+    + [("chat", kind, 2) for kind in ("calls", "refusal", "text")],
+)
+@pytest.mark.parametrize("result", RESULTS)
+def test_every_reply_then_every_result(reply: tuple[Any, ...], result: str) -> None:
+    """Each kind of recorded reply, answered with each kind of result, then a user turn and a parallel call
+    turn answered in the next: a deterministic sweep beside the property's random histories."""
+    run_history(
+        [
+            ("tools", "responses"),
+            ("user", "image"),
+            reply,
+            ("answer", result),
+            ("user", "text"),
+            reply,
+            ("call", 2, "anthropic", "reuse"),
+            ("answer", result),
         ]
     )
 
