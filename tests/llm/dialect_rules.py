@@ -612,9 +612,12 @@ def _responses_output(output: object, where: str) -> None:
 GEMINI = "gemini"
 
 
-def check_gemini(params: Mapping[str, Any], *, open_tail: bool = False) -> None:
+def check_gemini(
+    params: Mapping[str, Any], *, open_tail: bool = False, signatures: Iterable[bytes] | None = None
+) -> None:
     """Gemini ``generate_content`` ``contents`` / ``system_instruction`` / ``tools`` (snake_case, as the
-    google-genai SDK takes them)."""
+    google-genai SDK takes them). ``signatures``: the thought signatures recorded from replies; each one sent
+    must be one of them, byte for byte."""
     _keys(params, ("contents", "system_instruction", "tools", "config"), GEMINI, "params")
     contents = params.get("contents")
     rule(isinstance(contents, list) and contents, GEMINI, "contents", "a non-empty list")
@@ -628,6 +631,14 @@ def check_gemini(params: Mapping[str, Any], *, open_tail: bool = False) -> None:
         rule(isinstance(parts, list) and parts, GEMINI, where, "a non-empty parts list")
         for j, part in enumerate(parts):
             _gemini_part(part, role, f"{where}.parts[{j}]")
+            sent = part.get("thought_signature")
+            if signatures is not None and sent is not None:
+                rule(
+                    _signature_bytes(sent) in set(signatures),
+                    GEMINI,
+                    f"{where}.parts[{j}]",
+                    "a thought_signature not sent back byte for byte",
+                )
         calls = [p["function_call"] for p in parts if "function_call" in p]
         if calls:
             _gemini_answers(contents, i, calls, open_tail)
@@ -655,6 +666,15 @@ def check_gemini(params: Mapping[str, Any], *, open_tail: bool = False) -> None:
                     where,
                     "one of parameters / parameters_json_schema",
                 )
+
+
+def _signature_bytes(value: object) -> bytes | None:
+    if isinstance(value, bytes):
+        return value
+    try:
+        return base64.b64decode(str(value), validate=True)
+    except ValueError:
+        return None
 
 
 def _same_call(call: Mapping[str, Any], response: Mapping[str, Any]) -> bool:

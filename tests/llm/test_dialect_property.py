@@ -16,6 +16,7 @@ context with reasoning included.
 
 from __future__ import annotations
 
+import base64
 import struct
 import zlib
 from typing import Any
@@ -29,9 +30,11 @@ from tractkv import BudgetExceeded, CompiledContext, InvalidInput, MergeConflict
 from .dialect_rules import (
     check_anthropic,
     check_chat,
+    check_gemini,
     check_responses,
     sdk_anthropic,
     sdk_chat,
+    sdk_gemini,
     sdk_responses,
 )
 
@@ -91,11 +94,14 @@ MESSAGES = st.one_of(
     st.tuples(st.just("result"), INDEX, st.sampled_from(RESULTS)),  # for any call made so far
     st.tuples(st.just("raw_result"), INDEX, st.booleans()),  # a tool message, maybe for no call
 )
+GEMINI = hasattr(CompiledContext, "to_gemini_params")  # the Gemini dialect (issue 31, item 2), once it lands
+GEMINI_REPLIES = ["thought_calls", "signed_text", "calls"]
 REPLIES = st.one_of(
     st.tuples(st.just("anthropic"), st.sampled_from(ANTHROPIC_REPLIES), COUNT),
     st.tuples(st.just("responses"), st.sampled_from(RESPONSES_REPLIES), COUNT),
     st.tuples(st.just("chat"), st.sampled_from(["calls", "refusal", "text"]), COUNT),
     st.tuples(st.just("answer"), st.sampled_from(RESULTS)),  # every open call answered: a complete turn
+    *([st.tuples(st.just("gemini"), st.sampled_from(GEMINI_REPLIES), COUNT)] if GEMINI else []),
 )
 HISTORY = st.one_of(
     st.tuples(st.just("annotate"), INDEX, st.sampled_from(["skip", "skip", "normal", "pinned"])),
@@ -126,6 +132,7 @@ class History:
         self.thinking: list[dict[str, Any]] = []
         self.items: dict[str, dict[str, Any]] = {}
         self.reasoning_of: dict[str, str] = {}
+        self.signatures: list[bytes] = []
         self.n = 0
 
     def fresh(self, prefix: str) -> str:
@@ -340,6 +347,37 @@ class History:
         }
         self.keep(self.t.record_response(body))
 
+    def gemini(self, kind: str, count: int) -> None:
+        """A GenerateContentResponse as the REST API sends it (camelCase, signatures base64): a thought and
+        calls (the first signed, no ids: Gemini's Developer API sends none), text with a signature, or calls."""
+        parts: list[dict[str, Any]] = []
+        signature = self.fresh("sig-").encode() + b"\xff\x00"
+        self.signatures.append(signature)
+        signed = base64.b64encode(signature).decode()
+        if kind == "thought_calls":
+            parts.append({"text": self.fresh("think "), "thought": True})
+        if kind == "signed_text":
+            parts.append({"text": self.fresh("said "), "thoughtSignature": signed})
+        else:
+            for index in range(count):
+                call: dict[str, Any] = {
+                    "functionCall": {"name": "f" if index % 2 == 0 else "g", "args": {"k": 1}}
+                }
+                if index == 0:
+                    call["thoughtSignature"] = signed
+                parts.append(call)
+        body = {
+            "candidates": [
+                {"content": {"role": "model", "parts": parts}, "finishReason": "STOP", "index": 0}
+            ],
+            "usageMetadata": {"promptTokenCount": 10, "candidatesTokenCount": 5, "totalTokenCount": 15},
+            "modelVersion": "gemini-3-pro-preview",
+            "responseId": self.fresh("resp_g"),
+        }
+        info = self.t.record_response(body)
+        self.note_calls([c["id"] for c in info.content.get("tool_calls", [])])
+        self.keep(info)
+
     def chat(self, kind: str, count: int) -> None:
         message: dict[str, Any] = {"role": "assistant", "content": None}
         if kind == "calls":
@@ -465,10 +503,17 @@ def check_context(ctx: CompiledContext, history: History) -> None:
             responses, open_tail=open_tail, recorded=history.items, reasoning_of=history.reasoning_of
         )
         sdk_responses(responses)
+        if GEMINI:
+            gemini = ctx.to_gemini_params()  # type: ignore[attr-defined]
+            check_gemini(gemini, open_tail=open_tail, signatures=history.signatures)
+            sdk_gemini(gemini)
     anthropic = ctx.to_anthropic_params()
     check_anthropic(anthropic, open_tail=open_tail, thinking=history.thinking)
     sdk_anthropic(anthropic)
-    for render in (ctx.to_openai_params, ctx.to_anthropic_params, ctx.to_responses_params):
+    renders = [ctx.to_openai_params, ctx.to_anthropic_params, ctx.to_responses_params]
+    if GEMINI:
+        renders.append(ctx.to_gemini_params)  # type: ignore[attr-defined]
+    for render in renders:
         if ctx.repairs:
             with pytest.raises(ToolPairingError):
                 render(strict=True)
@@ -555,7 +600,8 @@ def test_every_operation_runs() -> None:
     "reply",
     [("anthropic", kind, 2) for kind in ANTHROPIC_REPLIES]
     + [("responses", kind, 2) for kind in RESPONSES_REPLIES]
-    + [("chat", kind, 2) for kind in ("calls", "refusal", "text")],
+    + [("chat", kind, 2) for kind in ("calls", "refusal", "text")]
+    + [("gemini", kind, 2) for kind in (GEMINI_REPLIES if GEMINI else [])],
 )
 @pytest.mark.parametrize("result", RESULTS)
 def test_every_reply_then_every_result(reply: tuple[Any, ...], result: str) -> None:

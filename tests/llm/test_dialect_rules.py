@@ -356,6 +356,7 @@ GEMINI_BAD = [
     (_set(["tools", 0, "function_declarations", 0, "parameters"], {}), "one of parameters"),
     (_set(["messages"], []), "unknown keys"),
     (_set(["contents", 0, "role"], "model"), "comes immediately after a user turn"),
+    (_set(["contents", 1, "parts", 1, "thought_signature"], b"sif"), "not sent back byte for byte"),
     (
         _insert(["contents", 2, "parts"], 0, {"function_response": {"name": "f", "response": {}}}),
         "the number of function response parts",
@@ -364,7 +365,7 @@ GEMINI_BAD = [
 
 
 def test_gemini_rules_accept_a_good_request() -> None:
-    check_gemini(GEMINI_GOOD)
+    check_gemini(GEMINI_GOOD, signatures=[b"sig"])
     sdk_gemini(GEMINI_GOOD | {"system_instruction": {"parts": [{"text": "Be brief."}]}})
     check_gemini({"contents": GEMINI_GOOD["contents"][:2]}, open_tail=True)
 
@@ -374,7 +375,7 @@ def test_gemini_rules_refuse(change: Callable[[dict[str, Any]], None], match: st
     params = copy.deepcopy(GEMINI_GOOD)
     change(params)
     with pytest.raises(RuleBroken, match=match):
-        check_gemini(params)
+        check_gemini(params, signatures=[b"sig"])
 
 
 @pytest.mark.parametrize(
