@@ -468,8 +468,9 @@ def compile_cmd(
     """The context a model call needs, from HEAD (or --at REV). Each repair compile made so that tool calls
     and results pair up is printed to stderr as 'repaired: ...'; --strict fails instead. Every format but
     text prints JSON, so --json keeps --format openai / responses / anthropic / json as they are (that
-    format's JSON) and only changes text to json. An OpenAI Responses built-in tool item the openai or
-    anthropic format leaves out is printed to stderr as 'left out: ...'."""
+    format's JSON) and only changes text to json. What the openai, anthropic or responses format leaves out
+    (:meth:`CompiledContext.left_out`: a Responses built-in tool item; for responses, a reasoning item with no
+    output after it) is printed to stderr as 'left out: ...'."""
     ctx = st.tract(readonly=True).compile(
         at=at, include_reasoning=include_reasoning, strict=strict, max_tokens=max_tokens
     )
@@ -479,7 +480,7 @@ def compile_cmd(
         note(f"dropped {len(ctx.dropped)} messages to fit {max_tokens} tokens: {' '.join(ctx.dropped)}")
     if as_json and fmt == "text":  # openai, anthropic and json are JSON already: --json keeps them
         fmt = "json"
-    if fmt in ("openai", "anthropic"):
+    if fmt in ("openai", "anthropic", "responses"):
         for left in ctx.left_out(fmt):
             note(f"left out: {left.detail}")
     if fmt == "openai":
