@@ -84,6 +84,10 @@ MESSAGES = st.one_of(
         st.just("assistant"), st.sampled_from(["text", "refusal", "thinking", "thinking_only", "named"])
     ),
     st.tuples(st.just("reasoning")),
+    st.tuples(
+        st.just("other"),
+        st.sampled_from(["artifact_user", "artifact_assistant", "artifact_empty", "freeform"]),
+    ),
     st.tuples(st.just("tools"), st.sampled_from(sorted(TOOL_SETS))),
     st.tuples(
         st.just("call"),
@@ -188,6 +192,21 @@ class History:
             )
         else:
             self.keep(self.t.assistant(text))
+
+    def other(self, kind: str) -> None:
+        """The other message types: an artifact (a document a user or the assistant made; maybe empty) and a
+        freeform payload (any JSON value, sent as its text)."""
+        if kind == "freeform":
+            payload: dict[str, Any] = {
+                "type": "freeform",
+                "role": "user",
+                "payload": {"rows": [1, 2], "n": self.n},
+            }
+        else:
+            role = "user" if kind == "artifact_user" else "assistant"
+            text = "" if kind == "artifact_empty" else self.fresh("artifact ")
+            payload = {"type": "artifact", "text": text, "artifact_type": "text", "role": role}
+        self.keep(self.t.commit(payload))
 
     def call(self, count: int, shape: str, ids: str) -> None:
         calls: list[Any] = []
