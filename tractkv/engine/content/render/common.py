@@ -59,8 +59,10 @@ def check_arguments(arguments: Mapping[str, Any], where: str) -> None:
 def reply_provider(body: Mapping[str, Any]) -> str | None:
     """Which provider's reply ``body`` is: ``"openai"`` for a chat completion (``object: "chat.completion"``
     or a ``choices`` list), ``"anthropic"`` for a message (``type: "message"`` with a ``content`` list),
-    ``"responses"`` for an OpenAI Responses ``Response`` (``object: "response"`` with an ``output`` list), None
-    for anything else (a streaming chunk or event, an error body)."""
+    ``"responses"`` for an OpenAI Responses ``Response`` (``object: "response"`` with an ``output`` list),
+    ``"gemini"`` for a Gemini ``GenerateContentResponse`` (a ``candidates`` list, or a ``prompt_feedback`` /
+    ``usage_metadata``, either spelling, and no ``object`` / ``type``), None for anything else (a streaming
+    chunk or event, an error body)."""
     if body.get("object") == "chat.completion" or (
         "object" not in body and isinstance(body.get("choices"), list)
     ):
@@ -69,6 +71,13 @@ def reply_provider(body: Mapping[str, Any]) -> str | None:
         return "anthropic"
     if body.get("object") == "response" and isinstance(body.get("output"), list):
         return "responses"
+    if not {"object", "type", "choices"} & set(body) and (
+        isinstance(body.get("candidates"), list)
+        or any(
+            key in body for key in ("prompt_feedback", "promptFeedback", "usage_metadata", "usageMetadata")
+        )
+    ):
+        return "gemini"
     return None
 
 
