@@ -129,11 +129,12 @@ class LLMResponse:
 
         ``{"type": "dialogue", "role": "assistant", "text": ..., "parts": [...], "tool_calls": [{"id", "name",
         "arguments"}, ...]}``. ``parts`` (every part, in order) is there only when the reply is more than one
-        text: thinking, a refusal, or several text blocks; ``tool_calls`` only when the reply calls tools.
+        text: thinking, a refusal, several text blocks, or a text with Gemini's ``thought_signature``;
+        ``tool_calls`` only when the reply calls tools.
         Everything is a copy: changing the payload does not change this response.
         """
         payload: dict[str, Any] = {"type": "dialogue", "role": "assistant", "text": self.text}
-        if len(self.parts) > 1 or any(p["type"] != "text" for p in self.parts):
+        if len(self.parts) > 1 or any(set(p) != {"type", "text"} for p in self.parts):  # not one plain text
             payload["parts"] = [dict(p) for p in self.parts]
         if self.tool_calls:
             payload["tool_calls"] = [

@@ -24,6 +24,7 @@ import hashlib
 import json
 import re
 from collections.abc import Mapping, Sequence
+from enum import Enum
 from typing import Any
 
 from tractkv.engine.content.media import PDF, TEXT
@@ -65,13 +66,22 @@ def _snake_keys(value: Mapping[str, Any]) -> dict[str, Any]:
     return {_snake(str(k)): v for k, v in value.items() if v is not None}
 
 
-def _snake_tree(value: Any) -> Any:
-    """Every key of a tree in snake_case (for usage metadata, which holds no user data)."""
+def plain(value: Any) -> Any:
+    """An enum member (the SDK's python-mode ``model_dump()`` holds ``FinishReason.STOP``, ...) as its plain
+    value; anything else as it is."""
+    return value.value if isinstance(value, Enum) else value
+
+
+def _snake_tree(value: Any, depth: int = 0) -> Any:
+    """Every key of a tree in snake_case, enum members as their values (for usage metadata, which holds no
+    user data); nesting cut at 8 levels (usage is shallow)."""
+    if depth > 8:
+        return None
     if isinstance(value, Mapping):
-        return {_snake(str(k)): _snake_tree(v) for k, v in value.items()}
+        return {_snake(str(k)): _snake_tree(v, depth + 1) for k, v in value.items()}
     if isinstance(value, list):
-        return [_snake_tree(v) for v in value]
-    return value
+        return [_snake_tree(v, depth + 1) for v in value]
+    return plain(value)
 
 
 def thought_signature(value: object, where: str) -> bytes:
@@ -193,7 +203,7 @@ def _verbatim(part: dict[str, Any], where: str) -> dict[str, Any]:
             return [walk(v, depth + 1) for v in value]
         if isinstance(value, bytearray):
             return bytes(value)
-        return value
+        return plain(value)
 
     out = walk(part, 0)
     if "thought_signature" in out:
@@ -262,12 +272,13 @@ def gemini_extras(candidate: Mapping[str, Any]) -> tuple[dict[str, Any], ...]:
 
 
 def gemini_field(body: Mapping[str, Any], name: str) -> Any:
-    """``body[name]`` in snake_case or the REST API's camelCase (None when neither is set)."""
+    """``body[name]`` in snake_case or the REST API's camelCase (None when neither is set), an enum member
+    (a python-mode SDK dump's) as its value."""
     value = body.get(name)
     if value is None:
         head, *rest = name.split("_")
         value = body.get(head + "".join(w.title() for w in rest))
-    return value
+    return plain(value)
 
 
 # --- requests ---------------------------------------------------------------------------------------------
@@ -321,8 +332,17 @@ def messages_to_gemini(messages: Sequence[Message]) -> tuple[dict[str, Any] | No
 
 
 def _signed(out: dict[str, Any], part: Part) -> dict[str, Any]:
-    if part.thought_signature is not None:
-        out["thought_signature"] = part.thought_signature
+    """``out`` with ``part``'s signature: its ``thought_signature``, else (a call recorded through Gemini's
+    OpenAI-compatible endpoint) the one in its ``extra_content.google.thought_signature``, decoded."""
+    signature = part.thought_signature
+    google = (part.extra_content or {}).get("google")
+    if signature is None and isinstance(google, dict) and google.get("thought_signature") is not None:
+        try:
+            signature = thought_signature(google["thought_signature"], "extra_content.google")
+        except MalformedResponse:
+            signature = None  # not base64: the call goes without one, as from another provider
+    if signature is not None:
+        out["thought_signature"] = signature
     return out
 
 
