@@ -304,14 +304,15 @@ class LLMResponse:
     @classmethod
     def from_provider(cls, response: object, *, choice: int = 0, strict: bool = False) -> LLMResponse:
         """A provider's complete reply, whichever provider: an OpenAI ``ChatCompletion``, an OpenAI Responses
-        ``Response`` or an Anthropic ``Message``, as the SDK object (anything with ``model_dump()``), its
-        ``model_dump()`` dict or the JSON body as a plain dict. The shape says which
-        (:func:`~tractkv.engine.content.reply_provider`).
+        ``Response``, an Anthropic ``Message`` or a Gemini ``GenerateContentResponse``, as the SDK object
+        (anything with ``model_dump()``), its ``model_dump()`` dict or the JSON body as a plain dict. The shape
+        says which (:func:`~tractkv.engine.content.reply_provider`).
 
         An OpenAI completion may hold several choices (``n > 1``): ``choice`` picks one (the first by
-        default); the others are not read. ``strict`` refuses a Responses output item of an unknown type
-        (:meth:`from_responses`). Streaming chunks and events are refused: record the final
-        ``ChatCompletion`` / ``Message`` the SDK's stream helpers assemble.
+        default); the others are not read; for Gemini it picks the candidate. ``strict`` refuses a Responses
+        output item or a Gemini part of an unknown kind (:meth:`from_responses`, :meth:`from_gemini`).
+        Streaming chunks and events are refused: record the final ``ChatCompletion`` / ``Message`` the SDK's
+        stream helpers assemble.
 
         Raises:
             InvalidResponse: neither shape (a chunk, an error body, an empty dict, ...), a ``model_dump()``
@@ -492,7 +493,8 @@ def _as_body(response: object) -> Mapping[str, Any]:
         return body
     if not isinstance(response, Mapping):
         raise InvalidResponse(
-            "expected an OpenAI ChatCompletion or an Anthropic Message (SDK object or dict), "
+            "expected an OpenAI ChatCompletion or Response, an Anthropic Message or a Gemini "
+            "GenerateContentResponse (SDK object or dict), "
             f"not {type(response).__name__}"
         )
     if not response:
@@ -518,6 +520,7 @@ def _unknown_shape(body: Mapping[str, Any]) -> str:
     if body.get("type") == "message":
         return "an Anthropic message needs a 'content' list of blocks"
     return (
-        "neither an OpenAI chat completion ('choices', object 'chat.completion') nor an Anthropic message "
-        f"(type 'message' with 'content'); keys: {sorted(str(k) for k in body)[:10]}"
+        "neither an OpenAI chat completion ('choices', object 'chat.completion'), a Responses API response, an "
+        "Anthropic message (type 'message' with 'content') nor a Gemini response ('candidates'); keys: "
+        f"{sorted(str(k) for k in body)[:10]}"
     )
