@@ -29,8 +29,8 @@ from typing import Any
 
 from tractkv.engine.content.media import PDF, TEXT
 from tractkv.engine.content.payload import Message, Part, ToolCall
-from tractkv.engine.content.render.common import _is_count, check_arguments, json_values
-from tractkv.engine.content.toolsets import ANTHROPIC_SERVER, EMPTY_PARAMETERS, read_stored
+from tractkv.engine.content.render.common import _is_count, check_arguments, function_fields, json_values
+from tractkv.engine.content.toolsets import ANTHROPIC_SERVER, read_stored
 from tractkv.errors import MalformedResponse
 
 GEMINI_START = "(conversation start)"
@@ -437,13 +437,7 @@ def tool_to_gemini(schema: Mapping[str, Any]) -> dict[str, Any] | None:
     spec = read_stored(schema)
     if spec.shape == ANTHROPIC_SERVER:
         return None
-    declaration: dict[str, Any] = {"name": spec.name}
-    if spec.description is not None:
-        declaration["description"] = spec.description
-    declaration["parameters_json_schema"] = (
-        dict(spec.parameters) if spec.parameters is not None else dict(EMPTY_PARAMETERS)
-    )
-    return declaration
+    return function_fields(spec, "parameters_json_schema", strict="never")
 
 
 def gemini_params(messages: Sequence[Message], tools: Sequence[Mapping[str, Any]]) -> dict[str, Any]:

@@ -16,9 +16,10 @@ from tractkv.engine.content.render.common import (
     _no_constant,
     _string_field,
     check_arguments,
+    function_fields,
     json_values,
 )
-from tractkv.engine.content.toolsets import ANTHROPIC_SERVER, EMPTY_PARAMETERS, read_stored
+from tractkv.engine.content.toolsets import ANTHROPIC_SERVER, read_stored
 from tractkv.errors import MalformedResponse
 
 
@@ -145,13 +146,7 @@ def tool_to_openai(schema: Mapping[str, Any]) -> dict[str, Any] | None:
     spec = read_stored(schema)
     if spec.shape == ANTHROPIC_SERVER:
         return None
-    function: dict[str, Any] = {"name": spec.name}
-    if spec.description is not None:
-        function["description"] = spec.description
-    function["parameters"] = dict(spec.parameters) if spec.parameters is not None else dict(EMPTY_PARAMETERS)
-    if spec.strict is not None:
-        function["strict"] = spec.strict
-    return {"type": "function", "function": function}
+    return {"type": "function", "function": function_fields(spec, "parameters", strict="given")}
 
 
 def openai_params(messages: Sequence[Message], tools: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
