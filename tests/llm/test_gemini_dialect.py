@@ -190,6 +190,15 @@ def test_made_ids_are_deterministic_and_given_ids_are_kept() -> None:
     made = weather_tract().record_response(no_id).content["tool_calls"][0]["id"]
     assert made.startswith("gm_")
     assert made != one
+    mixed = gemini_body(
+        [{"executableCode": {"language": "PYTHON", "code": "1"}}, call("get_weather", SIG_1, city="Oslo")],
+        response_id=None,
+    )
+    made_ids = {
+        form: weather_tract().record_response(response).content["tool_calls"][0]["id"]
+        for form, response in _forms(mixed).items()
+    }
+    assert len(set(made_ids.values())) == 1, made_ids  # every form of one response: the same id
     given = weather_tract().record_response(gemini_body([call("get_weather", call_id="fc-7", city="Oslo")]))
     assert given.content["parts"] == [{"type": "gemini_call", "call_id": "fc-7"}]
     assert given.content["tool_calls"][0]["id"] == "fc-7"

@@ -110,16 +110,11 @@ def thought_signature(value: object, where: str) -> bytes:
 
 def made_call_id(basis: str, index: int) -> str:
     """The id tractkv gives a function call Gemini sent without one: ``gm_`` + the first 16 hex digits of
-    SHA-256 of ``basis`` (the response's ``response_id``, else the candidate's content as canonical JSON) +
-    ``_`` + the part's position in the candidate's parts. The same response always gives the same ids; the id
-    is never sent to Gemini (only to the dialects that need one)."""
+    SHA-256 of ``basis`` (``<response_id>/<candidate index>``, else what was read of the candidate as
+    canonical JSON: see :func:`gemini_reply`) + ``_`` + the part's position in the candidate's parts. The
+    same response always gives the same ids; the id is never sent to Gemini (only to the dialects that need
+    one)."""
     return f"gm_{hashlib.sha256(basis.encode()).hexdigest()[:16]}_{index}"
-
-
-def _basis(response_id: object, content: object, candidate: int) -> str:
-    if isinstance(response_id, str) and response_id:
-        return f"{response_id}/{candidate}"
-    return json.dumps(gemini_json(content), sort_keys=True, ensure_ascii=False, default=str)
 
 
 def gemini_reply(
@@ -142,7 +137,7 @@ def gemini_reply(
     if not isinstance(content, Mapping) or not isinstance(content.get("parts"), list):
         raise MalformedResponse("the candidate's content needs a 'parts' list")
     parts: list[dict[str, Any]] = []
-    calls: list[ToolCall] = []
+    calls: list[tuple[str | None, str, dict[str, Any], int]] = []  # (id or None, name, args, part index)
     for index, raw in enumerate(content["parts"]):
         where = f"candidates[{candidate}].content.parts[{index}]"
         if not isinstance(raw, Mapping):
@@ -152,11 +147,8 @@ def gemini_reply(
         if "thought_signature" in part:
             signed["thought_signature"] = thought_signature(part["thought_signature"], where)
         if "function_call" in part:
-            call, made = _function_call(
-                part["function_call"], where, (response_id, content, candidate), index
-            )
-            calls.append(call)
-            parts.append({"type": "gemini_call", "call_id": call.id, **made, **signed})
+            calls.append((*_function_call(part["function_call"], where), index))
+            parts.append({"type": "gemini_call", "call_id": calls[-1][0], **signed})
         elif "text" in part:
             if not isinstance(part["text"], str):
                 raise MalformedResponse(f"{where}.text must be a string")
@@ -168,12 +160,37 @@ def gemini_reply(
             parts.append({"type": "gemini_part", "part": _verbatim(part, where)})
         else:
             raise MalformedResponse(f"{where}: unknown part (fields {sorted(part)})")
-    return tuple(parts), tuple(calls)
+    return tuple(parts), _calls(parts, calls, response_id, candidate)
 
 
-def _function_call(
-    raw: object, where: str, basis: tuple[object, object, int], index: int
-) -> tuple[ToolCall, dict[str, Any]]:
+def _calls(
+    parts: list[dict[str, Any]],
+    calls: list[tuple[str | None, str, dict[str, Any], int]],
+    response_id: object,
+    candidate: int,
+) -> tuple[ToolCall, ...]:
+    """The tool calls, each without an id given one by :func:`made_call_id` (its ``gemini_call`` part marked
+    ``made_id``). Without a response id the basis is what was read (texts, calls' names and arguments,
+    signatures, other parts' kinds), so every form of one response (REST, SDK object, either dump) gives the
+    same ids."""
+    basis = f"{response_id}/{candidate}" if isinstance(response_id, str) and response_id else None
+    if basis is None and any(call_id is None for call_id, *_ in calls):
+        read = [{**p, "part": sorted(p["part"])} if p["type"] == "gemini_part" else p for p in parts] + [
+            [name, args] for _, name, args, _ in calls
+        ]
+        basis = json.dumps(gemini_json(read), sort_keys=True, ensure_ascii=False)
+    out = []
+    placed = iter(p for p in parts if p["type"] == "gemini_call")
+    for given, name, arguments, index in calls:
+        part = next(placed)
+        call_id = given if given is not None else made_call_id(str(basis), index)
+        if given is None:
+            part.update(call_id=call_id, made_id=True)
+        out.append(ToolCall(id=call_id, name=name, arguments=arguments))
+    return tuple(out)
+
+
+def _function_call(raw: object, where: str) -> tuple[str | None, str, dict[str, Any]]:
     if not isinstance(raw, Mapping):
         raise MalformedResponse(f"{where}.function_call is not an object")
     call = _snake_keys(raw)
@@ -183,12 +200,9 @@ def _function_call(
     if not isinstance(arguments, Mapping):
         raise MalformedResponse(f"{where}.function_call.args must be an object")
     check_arguments(arguments, f"{where}.function_call.args")
-    made: dict[str, Any] = {}
-    if call_id is None or call_id == "":
-        call_id, made = made_call_id(_basis(*basis), index), {"made_id": True}
-    elif not isinstance(call_id, str):
+    if call_id is not None and not isinstance(call_id, str):
         raise MalformedResponse(f"{where}.function_call.id must be a string")
-    return ToolCall(id=call_id, name=name, arguments=dict(arguments)), made
+    return call_id or None, name, dict(arguments)
 
 
 def _verbatim(part: dict[str, Any], where: str) -> dict[str, Any]:
