@@ -653,3 +653,32 @@ def test_plain_openai_calls_send_no_extra_content() -> None:
                 ]
             )
         )
+
+
+def test_llm_response_from_gemini_and_from_provider() -> None:
+    """The entry points a Gemini client builds on: ``LLMResponse.from_gemini`` and the shape dispatch."""
+    from tractkv.engine.content import reply_provider
+    from tractkv.errors import MalformedResponse
+    from tractkv.llm.protocol import LLMResponse
+
+    body = gemini_body([{"text": "Hi", "thoughtSignature": b64(SIG_3)}, {"futurePart": {}}])
+    reply = LLMResponse.from_gemini(body)
+    assert reply.parts[0] == {"type": "text", "text": "Hi", "thought_signature": SIG_3}
+    assert (reply.text, reply.model, reply.finish_reason) == ("Hi", MODEL, "STOP")
+    assert reply.assistant_payload()["parts"][0]["thought_signature"] == SIG_3
+    with pytest.raises(MalformedResponse, match="unknown part"):
+        LLMResponse.from_gemini(body, True)
+    known = gemini_body([{"text": "Hi", "thoughtSignature": b64(SIG_3)}])
+    assert (
+        LLMResponse.from_provider(types.GenerateContentResponse.model_validate(known)).parts
+        == reply.parts[:1]
+    )
+    assert reply_provider(body) == "gemini"
+    assert reply_provider({"candidates": [], "object": "chat.completion"}) == "openai"
+    two = copy.deepcopy(body)
+    two["candidates"].append({"content": {"role": "model", "parts": [{"text": "Other"}]}, "index": 1})
+    assert LLMResponse.from_provider(two, choice=1).text == "Other"
+    with pytest.raises(InvalidResponse, match="no 2"):
+        LLMResponse.from_provider(two, choice=2)
+    with pytest.raises(InvalidInput, match="thought_signature is not bytes"):
+        LLMResponse(text="x", parts=({"type": "text", "text": "x", "thought_signature": "c2ln"},))
