@@ -276,6 +276,10 @@ def test_blocked_and_empty_candidates_refused() -> None:
         )
     with pytest.raises(InvalidResponse, match="no content \\(finish_reason SAFETY\\)"):
         t.record_response({"candidates": [{"finishReason": "SAFETY"}], "modelVersion": MODEL})
+    with pytest.raises(InvalidResponse, match="candidates must be a list"):
+        t.record_response({"candidates": 5, "usageMetadata": {"promptTokenCount": 3}})
+    with pytest.raises(InvalidResponse, match="needs a 'parts' list"):
+        t.record_response({"candidates": [{"content": "x"}]})
     with pytest.raises(InvalidResponse, match="prompt_token_count"):
         t.record_response(gemini_body([{"text": "x"}]) | {"usageMetadata": {"candidatesTokenCount": 1}})
 

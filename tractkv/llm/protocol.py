@@ -278,7 +278,9 @@ class LLMResponse:
         feedback = gemini_field(body, "prompt_feedback")
         if not candidates and isinstance(feedback, Mapping) and gemini_field(feedback, "block_reason"):
             raise MalformedResponse(f"the prompt was blocked: {gemini_field(feedback, 'block_reason')}")
-        if not isinstance(candidates, list) or choice >= len(candidates):
+        if not isinstance(candidates, list):
+            raise MalformedResponse("a GenerateContentResponse's candidates must be a list")
+        if choice < 0 or choice >= len(candidates):
             raise MalformedResponse(f"the response has {len(candidates)} candidate(s); there is no {choice}")
         candidate = candidates[choice]
         if not isinstance(candidate, Mapping):
