@@ -159,22 +159,6 @@ class CommitInfo:
         return dict(to_jsonable(self))
 
 
-def _left_out_items(message: Message, dialect: str) -> list[dict[str, Any]]:
-    """The Responses items of ``message`` that rendering for ``dialect`` leaves out (see
-    :meth:`CompiledContext.left_out`)."""
-    if dialect == "responses":
-        from tractkv.engine.content import unsent_reasoning
-
-        return unsent_reasoning(message) if message.parts else []
-    return [
-        part.item
-        for part in message.parts
-        if part.type == "responses_item"
-        and part.item is not None
-        and part.item.get("type") not in ("reasoning", "function_call")
-    ]
-
-
 @attrs.frozen(kw_only=True)
 class CompiledContext:
     """The exact context a model call needs, compiled from one commit.
@@ -226,32 +210,53 @@ class CompiledContext:
             raise ToolPairingError(self.repairs)
 
     def left_out(self, dialect: str) -> tuple[Repair, ...]:
-        """What rendering for ``dialect`` (``"openai"``, ``"anthropic"`` or ``"responses"``) leaves out of this
-        context, one ``dropped_item`` repair per item, ``commit_id`` its message's commit, ``call_id`` the
-        item's ``id`` (else its type). For ``"openai"`` and ``"anthropic"``: each OpenAI Responses provider
-        item (a built-in tool call such as ``web_search_call``: only the Responses dialect can send it back);
-        reasoning items are left out like thinking, and function_call items go as tool calls, so neither is
-        listed. For ``"responses"``: each reasoning item with no output after it in its message (a reply cut off
-        while reasoning, or its output edited away), which the API refuses alone.
+        """What rendering for ``dialect`` (``"openai"``, ``"responses"``, ``"anthropic"`` or ``"gemini"``)
+        leaves out of this context, one ``dropped_item`` repair each, ``commit_id`` its message's commit:
+
+        * an OpenAI Responses provider item (a built-in tool call such as ``web_search_call``: only the
+          Responses dialect can send it back), for every dialect but ``"responses"``; ``call_id`` the item's
+          ``id`` (else its type);
+        * for ``"responses"``, a reasoning item with no output after it in its message (a reply cut off while
+          reasoning, or its output edited away), which the API refuses alone; ``call_id`` its ``id``;
+        * a Gemini part kept verbatim (``executable_code``, ``inline_data`` a model made, ...), for every
+          dialect but ``"gemini"``; ``call_id`` its fields, e.g. ``gemini:executable_code``;
+        * an Anthropic ``redacted_thinking`` block, for ``"gemini"`` (Gemini has no form for another model's
+          encrypted reasoning); ``call_id`` ``redacted_thinking``.
+
+        Reasoning the dialect cannot read (Anthropic thinking, Responses reasoning, Gemini thoughts and
+        signatures elsewhere) is left out without a repair, and function calls go as tool calls, so neither is
+        listed.
 
         Raises:
             InvalidInput: an unknown dialect.
         """
-        if dialect not in ("openai", "anthropic", "responses"):
-            raise InvalidInput(f"dialect must be 'openai', 'anthropic' or 'responses', not {dialect!r}")
+        if dialect not in ("openai", "anthropic", "responses", "gemini"):
+            raise InvalidInput(
+                f"dialect must be 'openai', 'responses', 'anthropic' or 'gemini', not {dialect!r}"
+            )
         from tractkv.engine.values.repairs import Repair  # loads with the first repair, as compile's
 
         repairs: list[Repair] = []
         for message, commit_id in zip(self.messages, self.commit_ids, strict=True):
-            for item in _left_out_items(message, dialect):
-                name = str(item.get("id") or item.get("type"))
-                why = (
-                    "has no output after it in its message (the API refuses it alone)"
-                    if dialect == "responses"
-                    else f"has no {dialect} form"
-                )
-                detail = f"the Responses item {name} ({item.get('type')}) {why}: left out"
-                repairs.append(Repair(kind="dropped_item", commit_id=commit_id, call_id=name, detail=detail))
+            for part in message.parts:
+                name, what = _left_out_part(part, dialect)
+                if name:
+                    detail = f"{what} has no {dialect} form: left out"
+                    repairs.append(
+                        Repair(kind="dropped_item", commit_id=commit_id, call_id=name, detail=detail)
+                    )
+            if dialect == "responses" and message.parts:
+                from tractkv.engine.content import unsent_reasoning
+
+                for item in unsent_reasoning(message):
+                    name = str(item.get("id"))
+                    detail = (
+                        f"the Responses item {name} (reasoning) has no output after it in its message "
+                        "(the API refuses it alone): left out"
+                    )
+                    repairs.append(
+                        Repair(kind="dropped_item", commit_id=commit_id, call_id=name, detail=detail)
+                    )
         return tuple(repairs)
 
     def to_dicts(self) -> list[dict[str, Any]]:
@@ -311,6 +316,36 @@ class CompiledContext:
 
         return responses_params(self.messages, copy.deepcopy(list(self.tools)))
 
+    def to_gemini_contents(self) -> list[dict[str, Any]]:
+        """Gemini ``contents`` (``client.models.generate_content(contents=...)``): the ``contents`` of
+        :meth:`to_gemini_params`, without the system instruction (Gemini has no system role in ``contents``:
+        the leading system messages are its ``system_instruction``)."""
+        from tractkv.engine.content import messages_to_gemini
+
+        return messages_to_gemini(self.messages)[1]
+
+    def to_gemini_params(self, strict: bool = False) -> dict[str, Any]:
+        """``{"contents": [...], "system_instruction": ..., "tools": [{"function_declarations": [...]}]}``, the
+        Gemini ``generateContent`` request (snake_case names, which the SDK's types and the REST API take):
+        roles ``user`` / ``model``, each part's ``thought_signature`` sent back on it byte for byte, a run of
+        tool results as one user turn of ``function_response`` parts, images and PDFs as ``inline_data``,
+        tools as function declarations with ``parameters_json_schema``. Bytes (signatures, media) are bytes,
+        as the SDK's types take them (``gemini_json`` in :mod:`tractkv.engine.content` makes a JSON body).
+
+        With the SDK: ``params = ctx.to_gemini_params(); client.models.generate_content(model=...,
+        contents=params.pop("contents"), config=params)``. ``system_instruction`` is omitted when the context
+        starts with no system message and ``tools`` when there are none.
+
+        Raises:
+            ToolPairingError: ``strict`` and compile made repairs (see :meth:`check_pairing`).
+        """
+        from tractkv.engine.content import gemini_params
+
+        if strict:
+            self.check_pairing()
+
+        return gemini_params(self.messages, copy.deepcopy(list(self.tools)))
+
     def to_anthropic_params(self, strict: bool = False) -> dict[str, Any]:
         """``{"system": ..., "messages": [...], "tools": [...]}`` for ``client.messages.create(**params)``.
 
@@ -325,3 +360,19 @@ class CompiledContext:
             self.check_pairing()
 
         return anthropic_params(self.messages, copy.deepcopy(list(self.tools)))
+
+
+def _left_out_part(part: Any, dialect: str) -> tuple[str, str]:
+    """``(name, what)`` of a part ``dialect`` has no form for (see :meth:`CompiledContext.left_out`),
+    ``("", "")`` for a part it renders or leaves out silently."""
+    if part.type == "responses_item" and dialect != "responses" and part.item is not None:
+        kind = part.item.get("type")
+        if kind not in ("reasoning", "function_call"):
+            name = str(part.item.get("id") or kind)
+            return name, f"the Responses item {name} ({kind})"
+    if part.type == "gemini_part" and dialect != "gemini" and part.item is not None:
+        fields = " ".join(sorted(k for k in part.item if k != "thought_signature")) or "part"
+        return f"gemini:{fields}", f"the Gemini part {fields}"
+    if part.type == "redacted_thinking" and dialect == "gemini":
+        return "redacted_thinking", "an Anthropic redacted_thinking block"
+    return "", ""
