@@ -1,11 +1,12 @@
 """What each dialect loses of a history recorded from the others: one test per row of the README's "Departures"
 table, on one history holding an Anthropic reply (thinking, redacted thinking, tool_use), an error result with
 an image, a Responses reply (reasoning, a built-in web_search_call, a function_call whose arguments are not
-JSON), a Chat Completions refusal, a named user message with an image (``detail`` low) and an Anthropic server
-tool."""
+JSON), a Chat Completions refusal, a Gemini reply (a signed thought, a signed function_call without an id, an
+``executable_code`` part), a named user message with an image (``detail`` low) and an Anthropic server tool."""
 
 from __future__ import annotations
 
+import base64
 import json
 from collections.abc import Iterator
 from typing import Any
@@ -14,7 +15,7 @@ import pytest
 
 from tractkv import CompiledContext, Tract
 
-from .dialect_rules import check_anthropic, check_chat, check_responses
+from .dialect_rules import check_anthropic, check_chat, check_gemini, check_responses
 from .test_dialect_property import PNG
 
 TOOLS = [
@@ -97,7 +98,33 @@ def ctx() -> Iterator[CompiledContext]:
                 "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
             }
         )
+        t.user("Now Gemini.")
+        signature = base64.b64encode(b"GEMSIG").decode()
+        gemini = t.record_response(
+            {
+                "candidates": [
+                    {
+                        "content": {
+                            "role": "model",
+                            "parts": [
+                                {"text": "Gemthought", "thought": True, "thoughtSignature": signature},
+                                {"functionCall": {"name": "f", "args": {}}, "thoughtSignature": signature},
+                                {"executableCode": {"language": "PYTHON", "code": "print(1)"}},
+                            ],
+                        },
+                        "finishReason": "STOP",
+                        "index": 0,
+                    }
+                ],
+                "responseId": "resp_g",
+                "modelVersion": "gemini-3-pro-preview",
+            }
+        )
+        t.tool_result(gemini.content["tool_calls"][0]["id"], "f", "gdone")
         yield t.compile().load()
+
+
+GEMINI_LOST = ("Gemthought", "GEMSIG", base64.b64encode(b"GEMSIG").decode(), "print(1)")
 
 
 def _text(params: dict[str, Any]) -> str:
@@ -111,12 +138,12 @@ def test_chat_departures(ctx: CompiledContext) -> None:
     params = ctx.to_openai_params()
     check_chat(params)
     sent = _text(params)
-    for lost in ("Plan.", "SIG", "REDACTED", "rs_1", "ENC", "ws_1", "is_error", "web_search"):
+    for lost in ("Plan.", "SIG", "REDACTED", "rs_1", "ENC", "ws_1", "is_error", "web_search", *GEMINI_LOST):
         assert lost not in sent, lost
-    assert [r.call_id for r in ctx.left_out("openai")] == ["ws_1"]
+    assert [r.call_id for r in ctx.left_out("openai")] == ["ws_1", "gemini:executable_code"]
     messages = params["messages"]
     assert [m["role"] for m in messages] == [
-        "system", "user", "assistant", "tool", "user", "assistant", "tool", "assistant"
+        "system", "user", "assistant", "tool", "user", "assistant", "tool", "assistant", "user", "assistant", "tool"
     ]  # fmt: skip
     assert messages[1]["name"] == "Ann"
     assert messages[1]["content"][1]["image_url"]["detail"] == "low"
@@ -137,15 +164,15 @@ def test_anthropic_departures(ctx: CompiledContext) -> None:
     ]
     check_anthropic(params, thinking=thinking)  # sent back unmodified
     sent = _text(params)
-    for lost in ("rs_1", "ENC", "ws_1", '"detail"', "refusal"):
+    for lost in ("rs_1", "ENC", "ws_1", '"detail"', "refusal", *GEMINI_LOST):
         assert lost not in sent, lost
-    assert [r.call_id for r in ctx.left_out("anthropic")] == ["ws_1"]
+    assert [r.call_id for r in ctx.left_out("anthropic")] == ["ws_1", "gemini:executable_code"]
     messages = params["messages"]
     assert messages[0]["content"][0] == {"type": "text", "text": "Ann: Look"}
     assert messages[1]["content"][0] == {"type": "thinking", "thinking": "Plan.", "signature": "SIG"}
     assert messages[2]["content"][0]["is_error"] is True
     assert messages[3]["content"][0]["input"] == {}
-    assert messages[-1] == {"role": "assistant", "content": "No."}
+    assert messages[5] == {"role": "assistant", "content": "No."}
     assert [tool["name"] for tool in params["tools"]] == ["f", "web_search"]
 
 
@@ -156,16 +183,39 @@ def test_responses_departures(ctx: CompiledContext) -> None:
     params = ctx.to_responses_params()
     check_responses(params)
     sent = _text(params)
-    for lost in ("Plan.", "SIG", "REDACTED", "is_error", "refusal", 'web_search"'):
+    for lost in ("Plan.", "SIG", "REDACTED", "is_error", "refusal", 'web_search"', *GEMINI_LOST):
         assert lost not in sent, lost
-    assert ctx.left_out("responses") == ()
+    assert [r.call_id for r in ctx.left_out("responses")] == ["gemini:executable_code"]
     items = params["input"]
     assert items[0]["content"][0] == {"type": "input_text", "text": "Ann: Look"}
     assert items[2]["output"][0] == {"type": "input_text", "text": "chart"}
     assert [item.get("id") for item in items[3:6]] == ["rs_1", "ws_1", "fc_1"]
     assert items[5]["arguments"] == '{"k": 1'
-    assert items[-1] == {"role": "assistant", "content": "No."}
+    assert items[7] == {"role": "assistant", "content": "No."}
     assert [tool["name"] for tool in params["tools"]] == ["f"]
+
+
+def test_gemini_departures(ctx: CompiledContext) -> None:
+    """Gemini: thinking, Responses reasoning left out; redacted thinking and built-in items left out and
+    listed; an image's ``detail`` has no field; a name prefixes the text; a refusal goes as text; an error
+    result is ``{"error": text}``, its image after it in the turn; ids Gemini did not send are not sent back;
+    arguments that are not JSON go as ``{}``; an Anthropic server tool is not offered."""
+    params = ctx.to_gemini_params()
+    check_gemini(params, signatures=[b"GEMSIG"])
+    sent = json.dumps(params, default=repr)
+    for lost in ("Plan.", '"signature"', "REDACTED", "rs_1", "ENC", "ws_1", "detail", "refusal", "web_search"):
+        assert lost not in sent, lost
+    assert [r.call_id for r in ctx.left_out("gemini")] == ["redacted_thinking", "ws_1"]
+    contents = params["contents"]
+    assert contents[0]["parts"][0] == {"text": "Ann: Look"}
+    assert contents[2]["parts"][0]["function_response"]["response"] == {"error": "chart"}
+    assert [next(iter(part)) for part in contents[2]["parts"]] == ["function_response", "text", "inline_data"]
+    assert contents[3]["parts"][0]["function_call"]["args"] == {}
+    assert contents[5] == {"role": "model", "parts": [{"text": "No."}]}
+    signed_call = contents[7]["parts"][1]
+    assert signed_call == {"function_call": {"name": "f", "args": {}}, "thought_signature": b"GEMSIG"}
+    assert "id" not in contents[8]["parts"][0]["function_response"]  # a made id is never sent
+    assert [d["name"] for tool in params["tools"] for d in tool["function_declarations"]] == ["f"]
 
 
 def test_responses_reasoning_without_output_left_out() -> None:
