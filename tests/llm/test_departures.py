@@ -203,7 +203,17 @@ def test_gemini_departures(ctx: CompiledContext) -> None:
     params = ctx.to_gemini_params()
     check_gemini(params, signatures=[b"GEMSIG"])
     sent = json.dumps(params, default=repr)
-    for lost in ("Plan.", '"signature"', "REDACTED", "rs_1", "ENC", "ws_1", "detail", "refusal", "web_search"):
+    for lost in (
+        "Plan.",
+        '"signature"',
+        "REDACTED",
+        "rs_1",
+        "ENC",
+        "ws_1",
+        "detail",
+        "refusal",
+        "web_search",
+    ):
         assert lost not in sent, lost
     assert [r.call_id for r in ctx.left_out("gemini")] == ["redacted_thinking", "ws_1"]
     contents = params["contents"]
@@ -320,3 +330,24 @@ def test_what_a_reply_kept_beside_its_message_is_sent_by_no_dialect() -> None:
         assert "Yes." in sent
         for lost in ("CITED", "ANNOTATED", "srvtoolu_1"):
             assert lost not in sent, lost
+
+
+def test_later_system_message_and_foreign_ids_departures() -> None:
+    """A system message after the first turn: Chat and Responses keep it a system message in place;
+    Anthropic and Gemini have no system role there and send it as user text ``System: ...``. A call id outside
+    ``[a-zA-Z0-9_-]`` is rewritten for Anthropic only, with its result."""
+    with Tract.open() as t:
+        t.user("hi")
+        t.assistant(tool_calls=[{"id": "functions.f:0", "name": "f", "arguments": {}}])
+        t.tool_result("functions.f:0", "f", "ok")
+        t.system("Later rule.")
+        ctx = t.compile()
+    chat = ctx.to_openai_params()["messages"]
+    assert chat[-1] == {"role": "system", "content": "Later rule."}
+    assert chat[1]["tool_calls"][0]["id"] == chat[2]["tool_call_id"] == "functions.f:0"
+    assert ctx.to_responses_params()["input"][-1] == {"role": "system", "content": "Later rule."}
+    anthropic = ctx.to_anthropic_params()["messages"]
+    assert anthropic[-1]["content"][-1] == {"type": "text", "text": "System: Later rule."}
+    assert anthropic[1]["content"][0]["id"] == anthropic[2]["content"][0]["tool_use_id"] == "functions_f_0"
+    gemini = ctx.to_gemini_params()["contents"]
+    assert gemini[-1]["parts"][-1] == {"text": "System: Later rule."}
