@@ -15,6 +15,7 @@ from click.testing import CliRunner
 from tractkv import InvalidInput, Tract
 from tractkv.cli import cli
 from tractkv.engine.history import validate
+from tractkv.engine.history.describe import describe_commit
 from tractkv.model import Blob, ToolSet
 from tractkv.store import LmdbStore
 from tractkv.store.fsck import fsck
@@ -238,6 +239,7 @@ def test_a_breakpoint_given_with_the_message_is_one_transaction() -> None:
             t.log()[4].commit_id,
         ]
         assert {system.operation, user.operation, reply.operation} == {"append"}  # the message's commit
+        assert describe_commit(t.log()[0]).summary == f"normal {reply.commit_id[:12]} cache 5m"  # log, viewer
         before = t.log()
         with pytest.raises(InvalidInput, match="cache must be one of"):
             t.user("x", cache="1d")
