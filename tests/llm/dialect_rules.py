@@ -273,7 +273,11 @@ def check_anthropic(
     """Anthropic Messages ``system`` / ``messages`` / ``tools``. ``thinking``: the thinking and redacted thinking
     blocks recorded from replies; each one sent must be one of them, unmodified."""
     _keys(params, ("system", "messages", "tools"), ANTHROPIC, "params")
-    rule(isinstance(params.get("system", ""), str), ANTHROPIC, "system", "a string")
+    system = params.get("system", "")
+    rule(isinstance(system, str | list), ANTHROPIC, "system", "a string or a list of text blocks")
+    for b, block in enumerate(system if isinstance(system, list) else ()):
+        rule(block.get("type") == "text", ANTHROPIC, f"system[{b}]", "a text block")
+        _anthropic_block(block, f"system[{b}]", None)
     messages = params.get("messages")
     rule(isinstance(messages, list) and messages, ANTHROPIC, "messages", "a non-empty list")
     for i, message in enumerate(messages):
@@ -335,6 +339,39 @@ def check_anthropic(
         text = blocks[-1]["text"]
         rule(text == text.rstrip(), ANTHROPIC, "last turn", "final assistant content ends in whitespace")
     _anthropic_tools(params.get("tools"))
+    _anthropic_cache(params)
+
+
+def _anthropic_cache(params: Mapping[str, Any]) -> None:
+    """Prompt caching: at most 4 blocks with ``cache_control`` (tools, system and messages together), each
+    ``{"type": "ephemeral"}`` with an optional ``ttl`` of ``5m`` or ``1h``; the cache is built in the order
+    tools, system, messages, and a ``1h`` entry may not come after a ``5m`` one ("cache entries with a longer
+    TTL must appear before shorter TTLs")."""
+    system = params.get("system")
+    blocks = [(f"tools[{i}]", t) for i, t in enumerate(params.get("tools") or ())]
+    blocks += [(f"system[{i}]", b) for i, b in enumerate(system if isinstance(system, list) else ())]
+    for t, message in enumerate(params["messages"]):
+        content = message["content"]
+        for b, block in enumerate(content if isinstance(content, list) else ()):
+            blocks.append((f"messages[{t}].content[{b}]", block))
+            inner = block.get("content") if block.get("type") == "tool_result" else None
+            if isinstance(inner, list):
+                blocks += [(f"messages[{t}].content[{b}].content[{c}]", x) for c, x in enumerate(inner)]
+    marked = [(where, block["cache_control"]) for where, block in blocks if "cache_control" in block]
+    rule(
+        len(marked) <= 4,
+        ANTHROPIC,
+        "cache_control",
+        f"at most 4 blocks with cache_control, not {len(marked)}",
+    )
+    seen_short = False
+    for where, control in marked:
+        _keys(control, ("type", "ttl"), ANTHROPIC, where)
+        rule(control.get("type") == "ephemeral", ANTHROPIC, where, "cache_control type ephemeral")
+        ttl = control.get("ttl", "5m")
+        rule(ttl in ("5m", "1h"), ANTHROPIC, where, f"cache_control ttl {ttl!r}")
+        rule(not (ttl == "1h" and seen_short), ANTHROPIC, where, "a 1h cache entry after a 5m one")
+        seen_short = seen_short or ttl == "5m"
 
 
 def _anthropic_answers(
@@ -359,20 +396,19 @@ def _anthropic_answers(
 def _anthropic_block(block: Mapping[str, Any], where: str, recorded: list[str] | None) -> None:
     kind = block.get("type")
     if kind == "text":
-        _keys(block, ("type", "text"), ANTHROPIC, where)
+        _keys(block, ("type", "text", "cache_control"), ANTHROPIC, where)
         rule(_nonblank(block.get("text")), ANTHROPIC, where, "text blocks must contain non-whitespace text")
     elif kind in ("image", "document"):
-        _keys(
-            block, ("type", "source", "title") if kind == "document" else ("type", "source"), ANTHROPIC, where
-        )
+        fields = ("type", "source", "title") if kind == "document" else ("type", "source")
+        _keys(block, (*fields, "cache_control"), ANTHROPIC, where)
         _anthropic_source(kind, block.get("source", {}), where)
     elif kind == "tool_use":
-        _keys(block, ("type", "id", "name", "input"), ANTHROPIC, where)
+        _keys(block, ("type", "id", "name", "input", "cache_control"), ANTHROPIC, where)
         rule(ANTHROPIC_ID.fullmatch(str(block.get("id"))), ANTHROPIC, where, "id matches ^[a-zA-Z0-9_-]+$")
         rule(NAME.fullmatch(str(block.get("name"))), ANTHROPIC, where, "name")
         rule(isinstance(block.get("input"), Mapping), ANTHROPIC, where, "input is an object")
     elif kind == "tool_result":
-        _keys(block, ("type", "tool_use_id", "content", "is_error"), ANTHROPIC, where)
+        _keys(block, ("type", "tool_use_id", "content", "is_error", "cache_control"), ANTHROPIC, where)
         rule(block.get("is_error", False) in (True, False), ANTHROPIC, where, "is_error a boolean")
         content = block.get("content")
         if isinstance(content, list):
@@ -389,7 +425,7 @@ def _anthropic_block(block: Mapping[str, Any], where: str, recorded: list[str] |
             rule(content is None or _nonblank(content), ANTHROPIC, where, "content non-blank text when given")
     elif kind in ("thinking", "redacted_thinking"):
         fields = ("type", "thinking", "signature") if kind == "thinking" else ("type", "data")
-        rule(set(block) == set(fields), ANTHROPIC, where, f"a {kind} block is {fields}")
+        rule(set(block) == set(fields), ANTHROPIC, where, f"a {kind} block is {fields} (no cache_control)")
         rule(all(isinstance(block[f], str) for f in fields), ANTHROPIC, where, "string fields")
         if recorded is not None:
             sent = json.dumps(block, sort_keys=True)

@@ -118,6 +118,9 @@ HISTORY = st.one_of(
     st.tuples(st.just("merge"), INDEX, st.sampled_from(["auto", "ours", "theirs"])),
     # a branch and the current one change one message differently, then merge (a conflict, settled)
     st.tuples(st.just("conflict"), INDEX, st.sampled_from(["ours", "theirs"]), st.booleans()),
+    # a prompt-cache breakpoint on a message (Anthropic's cache_control), or on the tools
+    st.tuples(st.just("cache"), INDEX, st.sampled_from(["5m", "1h", "off"])),
+    st.tuples(st.just("cache_tools"), st.sampled_from(sorted(TOOL_SETS)), st.sampled_from(["5m", "1h"])),
     # a trim budget at a share of the context: later commits over it skip the oldest unpinned messages
     st.tuples(st.just("trim"), st.sampled_from([None, 0.5, 0.8])),
 )
@@ -467,6 +470,14 @@ class History:
                 self.t.switch(here)
         self.t.merge(there, strategy=strategy)
 
+    def cache(self, index: int, ttl: str) -> None:
+        target = self.pick(self.messages, index)
+        if target is not None:
+            self.t.annotate(target, cache=ttl)
+
+    def cache_tools(self, tools: str, ttl: str) -> None:
+        self.t.set_tools(TOOL_SETS[tools] or None, cache=ttl)
+
     def trim(self, share: float | None) -> None:
         tokens = self.t.compile().token_count
         self.t.set_budget(None if share is None else max(1, int(tokens * share)), action="trim")
@@ -526,10 +537,20 @@ def check_context(ctx: CompiledContext, history: History) -> None:
             gemini = ctx.to_gemini_params()  # type: ignore[attr-defined]
             check_gemini(gemini, open_tail=open_tail, signatures=history.signatures)
             sdk_gemini(gemini)
-    anthropic = ctx.to_anthropic_params()
-    check_anthropic(anthropic, open_tail=open_tail, thinking=history.thinking)
-    sdk_anthropic(anthropic)
-    renders = [ctx.to_openai_params, ctx.to_anthropic_params, ctx.to_responses_params]
+    renders = [ctx.to_openai_params, ctx.to_responses_params]
+    try:
+        anthropic = ctx.to_anthropic_params()
+    except InvalidInput as exc:  # cache breakpoints Anthropic refuses (more than 4, 1h after 5m): named
+        refused = str(exc)
+        note("anthropic: cache breakpoints refused")
+    else:
+        refused = ""
+    if refused:
+        assert "cache breakpoints" in refused, refused
+    else:
+        check_anthropic(anthropic, open_tail=open_tail, thinking=history.thinking)
+        sdk_anthropic(anthropic)
+        renders.append(ctx.to_anthropic_params)
     if GEMINI:
         renders.append(ctx.to_gemini_params)  # type: ignore[attr-defined]
     for render in renders:
@@ -570,6 +591,8 @@ def run_history(operations: list[tuple[Any, ...]]) -> None:
 
 @settings(deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 # what the property found (each failed before the renderer fix beside it):
+# Anthropic refused a 1h cache breakpoint after a 5m one (the tools' 5m, then the system prompt's 1h)
+@example([("cache_tools", "anthropic", "5m"), ("system",), ("cache", 0, "1h")])
 # Chat refused a message name with a space or a slash
 @example([("assistant", "named"), ("user", "named")])
 # Responses got a reasoning item with no output after it (a reply cut off while reasoning)
@@ -671,3 +694,22 @@ def test_chat_sends_names_with_refused_characters_replaced() -> None:
     assert names == ["Ann_Smith", "_bot_1_2_", "ann.b@x"]
     # Responses has no name field: a name prefixes the text (kept as given)
     assert [item["content"] for item in items] == ["Ann Smith: hi", "<bot|1/2>: yes", "ann.b@x: ok"]
+
+
+def test_a_1h_cache_breakpoint_after_a_5m_one_is_refused_naming_both() -> None:
+    """Anthropic builds the cache in the order tools, system, messages and takes 1h entries only before 5m
+    ones: such a context is refused at ``to_anthropic_params`` (as more than 4 breakpoints are), naming both;
+    1h before 5m is sent."""
+    with Tract.open() as t:
+        t.set_tools(TOOL_SETS["anthropic"], cache="5m")
+        t.system("Rules.", cache="1h")
+        t.user("hi")
+        with pytest.raises(
+            InvalidInput, match=r"1h breakpoint on system block 0 comes after the 5m one on tool"
+        ):
+            t.compile().to_anthropic_params()
+        t.set_tools(TOOL_SETS["anthropic"], cache="1h")
+        t.user("again", cache="5m")
+        params = t.compile().to_anthropic_params()
+    check_anthropic(params)
+    assert params["system"][0]["cache_control"] == {"type": "ephemeral", "ttl": "1h"}

@@ -159,6 +159,7 @@ ANTHROPIC_GOOD: dict[str, Any] = {
         {"type": "web_search_20250305", "name": "web_search"},
     ],
 }
+SHORT = {"type": "text", "text": "s", "cache_control": {"type": "ephemeral"}}
 RECORDED_THINKING = [THINKING, {"type": "redacted_thinking", "data": "EmwK"}]
 
 ANTHROPIC_BAD = [
@@ -192,6 +193,20 @@ ANTHROPIC_BAD = [
     (_set(["messages", 2, "content", 0, "content"], " "), "non-blank"),
     (_set(["messages", 2, "content", 0, "tool_call_id"], "t2"), "unknown keys"),
     (_set(["tools", 0, "input_schema"], _DELETE), "input_schema"),
+    (_set(["messages", 1, "content", 0, "cache_control"], {"type": "ephemeral"}), "no cache_control"),
+    (
+        _set(["messages", 0, "content"], [{"type": "text", "text": "hi", "cache_control": {"type": "x"}}]),
+        "ephemeral",
+    ),
+    (
+        _set(
+            ["system"],
+            [SHORT, {"type": "text", "text": "t", "cache_control": {"type": "ephemeral", "ttl": "1h"}}],
+        ),
+        "a 1h cache entry after a 5m one",
+    ),
+    (_set(["system"], [SHORT] * 5), "at most 4 blocks"),
+    (_set(["system"], [{"type": "text", "text": " "}]), "non-whitespace"),
     (
         _set(
             ["messages"],
@@ -208,6 +223,15 @@ ANTHROPIC_BAD = [
 def test_anthropic_rules_accept_a_good_request() -> None:
     check_anthropic(ANTHROPIC_GOOD, thinking=RECORDED_THINKING)
     sdk_anthropic(ANTHROPIC_GOOD)
+    cached = copy.deepcopy(ANTHROPIC_GOOD)  # 1h entries before 5m ones, four in all
+    cached["system"] = [
+        {"type": "text", "text": "s", "cache_control": {"type": "ephemeral", "ttl": "1h"}},
+        SHORT,
+    ]
+    cached["tools"][0]["cache_control"] = {"type": "ephemeral", "ttl": "1h"}
+    cached["messages"][2]["content"][0]["cache_control"] = {"type": "ephemeral"}
+    check_anthropic(cached, thinking=RECORDED_THINKING)
+    sdk_anthropic(cached)
     merged = copy.deepcopy(ANTHROPIC_GOOD)  # consecutive turns of one role are one turn to the API
     merged["messages"][2:3] = [
         {"role": "user", "content": merged["messages"][2]["content"][:2]},
