@@ -16,9 +16,12 @@ import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from tractkv import HeuristicCounter, InvalidInput, MissingExtra, TiktokenCounter, Tract
+from tractkv import HeuristicCounter, InvalidInput, MissingExtra, TiktokenCounter, Tract, codec
+from tractkv.engine.compile import CHECKPOINT_EVERY, CKPT_PREFIX, CompileState
 from tractkv.engine.content import tokens
 from tractkv.engine.content.tokens import MESSAGE_OVERHEAD
+from tractkv.ids import ObjectId, oid_to_raw
+from tractkv.store import LmdbStore, Table
 
 CORPUS = Path(__file__).resolve().parent.parent / "benchmarks" / "corpus"
 CATEGORIES = ("prose", "code", "json", "logs", "cjk")
@@ -200,3 +203,33 @@ def test_a_store_checkpointed_with_the_old_rule_compiles_the_same_messages_with_
     assert after.token_source == "heuristic-2"
     assert after.token_count == sum(new.count(m.content) + MESSAGE_OVERHEAD for m in after.messages)
     assert after.token_count != before.token_count
+
+
+def test_the_first_writing_open_saves_a_checkpoint_of_the_new_rule(tmp_path: Path) -> None:
+    """A long history checkpointed by the old rule is rebuilt from objects once: the writing open that did it
+    saves its state when it closes (before, only an open that committed did, so every open rebuilt), and the
+    next open, read-only too, loads that checkpoint instead of replaying the history."""
+    path = str(tmp_path / "store")
+    with Tract.open(path, token_counter=OldRule(), durable=False) as t, t.batch():
+        for index in range(CHECKPOINT_EVERY + 10):
+            t.user(f"message {index}: a line of text")
+    with Tract.open(path, readonly=True) as t:
+        head = t.head
+        expected = t.compile().token_count
+    assert head is not None
+    key = CKPT_PREFIX + oid_to_raw(head)
+
+    def checkpoint_counter() -> str:
+        with LmdbStore(path, durable=False) as store:
+            raw = store.table_get(Table.DERIVED, key)
+        assert raw is not None
+        return str(codec.loads(raw)["counter"])
+
+    assert checkpoint_counter() == "heuristic"  # the read-only open wrote nothing
+    with Tract.open(path) as t:
+        assert t.compile().token_count == expected
+    assert checkpoint_counter() == HeuristicCounter.name
+    with LmdbStore(path, durable=False) as store:
+        assert CompileState.load(store, ObjectId(head), HeuristicCounter.name) is not None
+    with Tract.open(path, readonly=True) as t:
+        assert t.compile().token_count == expected
