@@ -159,6 +159,10 @@ class CommitInfo:
         return dict(to_jsonable(self))
 
 
+MAX_CACHE_BREAKPOINTS = 4
+"""The most ``cache_control`` breakpoints an Anthropic request may hold (system, tools and messages together)."""
+
+
 @attrs.frozen(kw_only=True)
 class CompiledContext:
     """The exact context a model call needs, compiled from one commit.
@@ -186,6 +190,7 @@ class CompiledContext:
     token_source: str
     head: ObjectId | None = None
     tools: tuple[dict[str, Any], ...] = attrs.field(default=(), eq=False, hash=False)
+    tools_cache: str | None = None  # the tool set's prompt-cache breakpoint (set_tools(cache=)): Anthropic's
     repairs: tuple[Repair, ...] = ()
     open_calls: tuple[str, ...] = ()
     dropped: tuple[ObjectId, ...] = ()
@@ -210,30 +215,39 @@ class CompiledContext:
             raise ToolPairingError(self.repairs)
 
     def left_out(self, dialect: str) -> tuple[Repair, ...]:
-        """What rendering for ``dialect`` (``"openai"`` or ``"anthropic"``) leaves out of this context: one
-        ``dropped_item`` repair per OpenAI Responses provider item (a built-in tool call such as
-        ``web_search_call``: only the Responses dialect can send it back), ``commit_id`` its message's commit,
-        ``call_id`` the item's ``id`` (else its type). Reasoning items are left out like thinking, and
-        function_call items go as tool calls, so neither is listed; ``"responses"`` leaves nothing out.
+        """What rendering for ``dialect`` (``"openai"``, ``"responses"``, ``"anthropic"`` or ``"gemini"``)
+        leaves out of this context, one ``dropped_item`` repair each, ``commit_id`` its message's commit:
+
+        * an OpenAI Responses provider item (a built-in tool call such as ``web_search_call``: only the
+          Responses dialect can send it back), for every dialect but ``"responses"``; ``call_id`` the item's
+          ``id`` (else its type);
+        * a Gemini part kept verbatim (``executable_code``, ``inline_data`` a model made, ...), for every
+          dialect but ``"gemini"``; ``call_id`` its fields, e.g. ``gemini:executable_code``;
+        * an Anthropic ``redacted_thinking`` block, for ``"gemini"`` (Gemini has no form for another model's
+          encrypted reasoning); ``call_id`` ``redacted_thinking``.
+
+        Reasoning the dialect cannot read (Anthropic thinking, Responses reasoning, Gemini thoughts and
+        signatures elsewhere) is left out without a repair, and function calls go as tool calls, so neither is
+        listed.
 
         Raises:
             InvalidInput: an unknown dialect.
         """
-        if dialect not in ("openai", "anthropic", "responses"):
-            raise InvalidInput(f"dialect must be 'openai', 'anthropic' or 'responses', not {dialect!r}")
-        if dialect == "responses":
-            return ()
+        if dialect not in ("openai", "anthropic", "responses", "gemini"):
+            raise InvalidInput(
+                f"dialect must be 'openai', 'responses', 'anthropic' or 'gemini', not {dialect!r}"
+            )
         from tractkv.engine.values.repairs import Repair  # loads with the first repair, as compile's
 
         repairs: list[Repair] = []
         for message, commit_id in zip(self.messages, self.commit_ids, strict=True):
             for part in message.parts:
-                item = part.item if part.type == "responses_item" else None
-                if item is None or item.get("type") in ("reasoning", "function_call"):
-                    continue
-                name = str(item.get("id") or item.get("type"))
-                detail = f"the Responses item {name} ({item.get('type')}) has no {dialect} form: left out"
-                repairs.append(Repair(kind="dropped_item", commit_id=commit_id, call_id=name, detail=detail))
+                name, what = _left_out_part(part, dialect)
+                if name:
+                    detail = f"{what} has no {dialect} form: left out"
+                    repairs.append(
+                        Repair(kind="dropped_item", commit_id=commit_id, call_id=name, detail=detail)
+                    )
         return tuple(repairs)
 
     def to_dicts(self) -> list[dict[str, Any]]:
@@ -293,6 +307,36 @@ class CompiledContext:
 
         return responses_params(self.messages, copy.deepcopy(list(self.tools)))
 
+    def to_gemini_contents(self) -> list[dict[str, Any]]:
+        """Gemini ``contents`` (``client.models.generate_content(contents=...)``): the ``contents`` of
+        :meth:`to_gemini_params`, without the system instruction (Gemini has no system role in ``contents``:
+        the leading system messages are its ``system_instruction``)."""
+        from tractkv.engine.content import messages_to_gemini
+
+        return messages_to_gemini(self.messages)[1]
+
+    def to_gemini_params(self, strict: bool = False) -> dict[str, Any]:
+        """``{"contents": [...], "system_instruction": ..., "tools": [{"function_declarations": [...]}]}``, the
+        Gemini ``generateContent`` request (snake_case names, which the SDK's types and the REST API take):
+        roles ``user`` / ``model``, each part's ``thought_signature`` sent back on it byte for byte, a run of
+        tool results as one user turn of ``function_response`` parts, images and PDFs as ``inline_data``,
+        tools as function declarations with ``parameters_json_schema``. Bytes (signatures, media) are bytes,
+        as the SDK's types take them (``gemini_json`` in :mod:`tractkv.engine.content` makes a JSON body).
+
+        With the SDK: ``params = ctx.to_gemini_params(); client.models.generate_content(model=...,
+        contents=params.pop("contents"), config=params)``. ``system_instruction`` is omitted when the context
+        starts with no system message and ``tools`` when there are none.
+
+        Raises:
+            ToolPairingError: ``strict`` and compile made repairs (see :meth:`check_pairing`).
+        """
+        from tractkv.engine.content import gemini_params
+
+        if strict:
+            self.check_pairing()
+
+        return gemini_params(self.messages, copy.deepcopy(list(self.tools)))
+
     def to_anthropic_params(self, strict: bool = False) -> dict[str, Any]:
         """``{"system": ..., "messages": [...], "tools": [...]}`` for ``client.messages.create(**params)``.
 
@@ -306,4 +350,49 @@ class CompiledContext:
         if strict:
             self.check_pairing()
 
-        return anthropic_params(self.messages, copy.deepcopy(list(self.tools)))
+        params = anthropic_params(self.messages, copy.deepcopy(list(self.tools)), self.tools_cache)
+        self._check_breakpoints(params)
+        return params
+
+    def _check_breakpoints(self, params: dict[str, Any]) -> None:
+        """Refuse a request with more cache breakpoints than Anthropic takes, naming each."""
+        system = params.get("system")
+        blocks = [*(system if isinstance(system, list) else ()), *params.get("tools", ())]
+        for turn in params["messages"]:
+            blocks.extend(turn["content"] if isinstance(turn["content"], list) else ())
+        count = sum(1 for block in blocks if "cache_control" in block)
+        if count <= MAX_CACHE_BREAKPOINTS:
+            return
+        named = [
+            f"{'system prompt' if m.role == 'system' else f'{m.role} message'} {i} "
+            f"({self.commit_ids[i][:12]}, {m.cache})"
+            for i, m in enumerate(self.messages)
+            if m.cache is not None
+        ]
+        named.extend(
+            f"tool {t.get('name')!r} (its own cache_control)"
+            for t in params.get("tools", ())[: -1 if self.tools_cache else None]
+            if "cache_control" in t
+        )
+        if self.tools_cache is not None:
+            named.append(f"the tools (set_tools(cache={self.tools_cache!r}))")
+        raise InvalidInput(
+            f"Anthropic takes at most {MAX_CACHE_BREAKPOINTS} cache breakpoints; this context has {count}: "
+            f"{'; '.join(named)} (remove some with annotate(rev, cache='off') / --cache off)"
+        )
+
+
+def _left_out_part(part: Any, dialect: str) -> tuple[str, str]:
+    """``(name, what)`` of a part ``dialect`` has no form for (see :meth:`CompiledContext.left_out`),
+    ``("", "")`` for a part it renders or leaves out silently."""
+    if part.type == "responses_item" and dialect != "responses" and part.item is not None:
+        kind = part.item.get("type")
+        if kind not in ("reasoning", "function_call"):
+            name = str(part.item.get("id") or kind)
+            return name, f"the Responses item {name} ({kind})"
+    if part.type == "gemini_part" and dialect != "gemini" and part.item is not None:
+        fields = " ".join(sorted(k for k in part.item if k != "thought_signature")) or "part"
+        return f"gemini:{fields}", f"the Gemini part {fields}"
+    if part.type == "redacted_thinking" and dialect == "gemini":
+        return "redacted_thinking", "an Anthropic redacted_thinking block"
+    return "", ""
