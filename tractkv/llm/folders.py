@@ -9,7 +9,8 @@ the stream has ended, into the whole reply (see :mod:`tractkv.llm.streaming`).
   ``response.incomplete``) event, as the SDK typed it; ``response.failed`` and ``error`` events are
   :class:`~tractkv.errors.LLMError`.
 - Anthropic (:class:`AnthropicFolder`): the reply is the message the SDK's ``MessageStream`` assembles
-  (``current_message_snapshot``); complete once ``message_stop`` (or a stop reason) arrived.
+  (``current_message_snapshot``), each tool block's input the JSON its ``input_json_delta`` events carried
+  (older SDKs leave a server tool's input empty); complete once ``message_stop`` (or a stop reason) arrived.
 """
 
 from __future__ import annotations
@@ -242,6 +243,7 @@ ANTHROPIC_EVENTS = frozenset(
         "message_stop",
     }
 )
+TOOL_INPUT_BLOCKS = frozenset({"tool_use", "server_tool_use", "mcp_tool_use"})  # input streamed as JSON
 ANTHROPIC_DERIVED = frozenset({"text", "thinking", "signature", "input_json", "citation", "compaction"})
 """The events the SDK's MessageStream derives from the raw ones (each follows the raw event it repeats)."""
 
@@ -253,6 +255,7 @@ class AnthropicFolder:
         self._started = False
         self._stopped = False
         self._calls: dict[int, int] = {}  # block index -> its position among the tool calls
+        self._json: dict[int, str] = {}  # block index -> the input JSON its deltas carried
         self.ignored: list[tuple[str, str]] = []
 
     def add(self, event: object) -> list[StreamDelta]:
@@ -300,9 +303,12 @@ class AnthropicFolder:
         if not isinstance(index, int) or not isinstance(delta, Mapping):
             raise MalformedResponse("content_block_delta without an index and a delta")
         kind = delta.get("type")
-        if kind == "input_json_delta" and index in self._calls:
+        if kind == "input_json_delta":
             piece = str(delta.get("partial_json") or "")
-            return [StreamDelta(type="tool_call", text=piece, index=self._calls[index])] if piece else []
+            self._json[index] = self._json.get(index, "") + piece
+            if index in self._calls and piece:
+                return [StreamDelta(type="tool_call", text=piece, index=self._calls[index])]
+            return []
         for field in ("text", "thinking"):
             if kind == f"{field}_delta" and isinstance(delta.get(field), str) and delta[field]:
                 return [StreamDelta(type=field, text=delta[field], index=index)]
@@ -316,4 +322,13 @@ class AnthropicFolder:
         snapshot = getattr(source, "current_message_snapshot", None)
         if snapshot is None:
             raise MalformedResponse("the SDK's stream assembled no message")
-        return LLMResponse.from_anthropic(as_dict(snapshot))
+        message = as_dict(snapshot)
+        blocks = message.get("content")
+        for index, text in self._json.items():
+            block = blocks[index] if isinstance(blocks, list) and index < len(blocks) else None
+            if isinstance(block, dict) and block.get("type") in TOOL_INPUT_BLOCKS and text:
+                try:
+                    block["input"] = json.loads(text)
+                except ValueError:
+                    raise MalformedResponse(f"block {index}'s streamed input is not JSON: {text[:200]!r}") from None
+        return LLMResponse.from_anthropic(message)

@@ -148,6 +148,12 @@ class ChatStream(_Folding):
                     close()
         self._closed = True
 
+    def __del__(self) -> None:
+        """A stream dropped unfinished closes its response, whatever the SDK does with its own."""
+        if self._events is not None and not self._closed and self.response is None:
+            with contextlib.suppress(Exception):
+                self._events.close()
+
     def __enter__(self) -> ChatStream:
         return self
 
