@@ -330,5 +330,7 @@ class AnthropicFolder:
                 try:
                     block["input"] = json.loads(text)
                 except ValueError:
-                    raise MalformedResponse(f"block {index}'s streamed input is not JSON: {text[:200]!r}") from None
+                    raise MalformedResponse(
+                        f"block {index}'s streamed input is not JSON: {text[:200]!r}"
+                    ) from None
         return LLMResponse.from_anthropic(message)
