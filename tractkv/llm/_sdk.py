@@ -121,13 +121,11 @@ def translated(
         return LLMError(f"the provider reported an error mid-stream ({_kind(exc)}): {_detail(exc)}")
     if started and ("APIConnectionError" in names or is_transport_error(exc)):
         return LLMError(f"the stream from {url} broke off: {exc.__cause__ or exc!r}")
-    if "APIConnectionError" in names:  # APITimeoutError too
+    if "APIConnectionError" in names or is_transport_error(exc):  # APITimeoutError too
         cause = exc.__cause__ or exc
         return LLMError(f"cannot reach {url}: {name}: {cause!r}")
     if "APIResponseValidationError" in names or isinstance(exc, ValueError):
         return MalformedResponse(f"{name}: {exc}"[:MAX_DETAIL], url)
-    if is_transport_error(exc):
-        return LLMError(f"the connection to {url} broke off: {exc!r}")
     if isinstance(exc, TypeError):
         return InvalidInput(f"{where} refused the call's parameters: {exc}")
     if type(exc).__module__.split(".", 1)[0] == sdk:
