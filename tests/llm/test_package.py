@@ -43,6 +43,6 @@ def test_all_is_sorted_and_complete() -> None:
         for name, value in vars(tractkv.llm).items()
         if not name.startswith("_") and not isinstance(value, types.ModuleType)
     } - {"annotations", "TYPE_CHECKING", "Any"}
-    assert set(names) == defined | {"AnthropicClient", "OpenAIClient"}
+    assert set(names) == defined | {"AnthropicClient", "GeminiClient", "OpenAIClient"}
     for name in names:
         assert getattr(tractkv.llm, name).__name__ == name

@@ -12,13 +12,16 @@ from typing import Any
 
 import anthropic
 import openai
+from google import genai
 
 from tractkv import Tract
 from tractkv.llm import (
     AnthropicClient,
+    GeminiClient,
     LLMResponse,
     OpenAIClient,
     anthropic_params,
+    gemini_params,
     openai_params,
     responses_params,
 )
@@ -57,6 +60,19 @@ class MyAnthropic:
         return LLMResponse.from_provider(reply)
 
 
+class MyGemini:
+    def __init__(self, client: genai.Client, model: str) -> None:
+        self.client, self.model = client, model
+
+    def chat(self, messages: Any, tools: Any = None, **params: Any) -> LLMResponse:
+        body = gemini_params(messages, tools or ())
+        contents = body.pop("contents")
+        reply = self.client.models.generate_content(
+            model=self.model, contents=contents, config={**body, **params}
+        )
+        return LLMResponse.from_provider(reply)
+
+
 def _conversation() -> Tract:
     t = Tract.open(clock=iter(range(1_700_000_000_000_000, 1_800_000_000_000_000, 1000)).__next__)
     t.system("Be brief.")
@@ -67,10 +83,14 @@ def _conversation() -> Tract:
 def test_each_adapter_commits_what_the_client_commits(recorder: Recorder) -> None:
     oa = openai.OpenAI(base_url=f"{recorder.url}/v1", api_key="k", max_retries=0)
     an = anthropic.Anthropic(base_url=recorder.url, api_key="k", max_retries=0)
+    gm = genai.Client(api_key="k", http_options={"base_url": recorder.url})
+    signed = {"text": "ok", "thoughtSignature": "c2lnbmVk"}
+    gemini_reply = {"candidates": [{"content": {"role": "model", "parts": [signed]}, "finishReason": "STOP"}]}
     cases = [
         (MyResponses(oa, "m"), OpenAIClient("m", oa), response_body(model="m")),
         (MyChat(oa, "m"), OpenAIClient("m", oa, api="chat"), openai_completion("ok")),
         (MyAnthropic(an, "m"), AnthropicClient("m", an), anthropic_message()),
+        (MyGemini(gm, "m"), GeminiClient("m", gm), gemini_reply | {"modelVersion": "m", "responseId": "r1"}),
     ]
     for adapter, client, body in cases:
         recorder.reply(body)
@@ -82,6 +102,7 @@ def test_each_adapter_commits_what_the_client_commits(recorder: Recorder) -> Non
         assert recorder.bodies[-1] == recorder.bodies[-2]  # the same request went out
     oa.close()
     an.close()
+    gm.close()
 
 
 def test_the_adapters_use_only_public_names() -> None:

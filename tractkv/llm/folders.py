@@ -8,6 +8,8 @@ the stream has ended, into the whole reply (see :mod:`tractkv.llm.streaming`).
 - Responses (:class:`ResponsesFolder`): the reply is the ``Response`` of the ``response.completed`` (or
   ``response.incomplete``) event, as the SDK typed it; ``response.failed`` and ``error`` events are
   :class:`~tractkv.errors.LLMError`.
+- Gemini (:class:`GeminiFolder`): the chunks' parts joined into one ``GenerateContentResponse`` (the SDK
+  assembles none); complete once the candidate has a ``finish_reason``.
 - Anthropic (:class:`AnthropicFolder`): the reply is the message the SDK's ``MessageStream`` assembles
   (``current_message_snapshot``), each tool block's input the JSON its ``input_json_delta`` events carried
   (older SDKs leave a server tool's input empty); complete once ``message_stop`` (or a stop reason) arrived.
@@ -334,3 +336,106 @@ class AnthropicFolder:
                         f"block {index}'s streamed input is not JSON: {text[:200]!r}"
                     ) from None
         return LLMResponse.from_anthropic(message)
+
+
+_TEXT_FIELDS = frozenset({"text", "thought", "thought_signature"})
+
+
+class GeminiFolder:
+    """``generate_content_stream`` chunks (``GenerateContentResponse`` objects) joined into the response the
+    API gives without streaming: the first candidate's parts in order, a text part run on into the one before
+    it when both are text of one kind (thought or not) and at most one carries a ``thought_signature`` (kept
+    on the joined part), every other part (function calls, whole in one chunk) as it came; the candidate's
+    other fields, ``usage_metadata``, ``model_version`` and ``response_id`` as the last chunk gave them.
+    Complete once the candidate has a ``finish_reason``."""
+
+    def __init__(self) -> None:
+        self._body: dict[str, Any] = {}
+        self._candidate: dict[str, Any] = {}
+        self._role = "model"
+        self._parts: list[dict[str, Any]] = []
+        self._calls = 0
+        self.ignored: list[tuple[str, str]] = []
+
+    def add(self, event: object) -> list[StreamDelta]:
+        chunk = event if isinstance(event, Mapping) else sdk_dump(event)
+        self._body.update({k: v for k, v in chunk.items() if k not in ("candidates", "sdk_http_response")})
+        candidates = chunk.get("candidates") or []
+        if not isinstance(candidates, list) or not candidates:
+            return []
+        candidate = candidates[0]
+        if not isinstance(candidate, Mapping):
+            raise MalformedResponse("a chunk's candidate is not an object")
+        self._candidate.update({k: v for k, v in candidate.items() if k != "content"})
+        content = candidate.get("content")
+        if not isinstance(content, Mapping):
+            return []
+        self._role = str(content.get("role") or self._role)
+        deltas: list[StreamDelta] = []
+        for part in content.get("parts") or ():
+            if not isinstance(part, Mapping):
+                raise MalformedResponse("a chunk's part is not an object")
+            deltas.extend(self._part(dict(part)))
+        return deltas
+
+    def _part(self, part: dict[str, Any]) -> list[StreamDelta]:
+        if isinstance(part.get("text"), str) and set(part) <= _TEXT_FIELDS:
+            thought = part.get("thought") is True
+            last = self._parts[-1] if self._parts else None
+            if (
+                last is not None
+                and isinstance(last.get("text"), str)
+                and set(last) <= _TEXT_FIELDS
+                and (last.get("thought") is True) == thought
+                and not ("thought_signature" in last and "thought_signature" in part)
+            ):
+                last["text"] += part["text"]
+                if "thought_signature" in part:
+                    last["thought_signature"] = part["thought_signature"]
+            else:
+                self._parts.append(part)
+            kind = "thinking" if thought else "text"
+            return (
+                [StreamDelta(type=kind, text=part["text"], index=len(self._parts) - 1)]
+                if part["text"]
+                else []
+            )
+        self._parts.append(part)
+        call = part.get("function_call")
+        if isinstance(call, Mapping):
+            position, self._calls = self._calls, self._calls + 1
+            return [
+                StreamDelta(
+                    type="tool_call",
+                    text=json.dumps(call.get("args") or {}, default=str),
+                    index=position,
+                    id=call.get("id") if isinstance(call.get("id"), str) else None,
+                    name=call.get("name") if isinstance(call.get("name"), str) else None,
+                )
+            ]
+        return []
+
+    def body(self) -> dict[str, Any]:
+        """The ``GenerateContentResponse`` the chunks make up."""
+        candidate = {**self._candidate, "content": {"role": self._role, "parts": self._parts}}
+        return {**self._body, "candidates": [candidate]}
+
+    def finish(self, source: object) -> LLMResponse:
+        if not self._candidate and not self._parts:
+            if self._body.get("prompt_feedback"):  # a blocked prompt: the reader says why
+                return LLMResponse.from_gemini({**self._body, "candidates": []})
+            raise LLMError("the stream ended before any reply arrived")
+        if self._candidate.get("finish_reason") is None:
+            raise LLMError("the stream ended before the reply was complete (no finish_reason)")
+        return LLMResponse.from_gemini(self.body())
+
+
+def sdk_dump(value: object) -> dict[str, Any]:
+    """A google-genai object as a dict (python mode: a signature stays bytes), None values left out."""
+    dump = getattr(value, "model_dump", None)
+    if not callable(dump):
+        raise MalformedResponse(f"the SDK returned {type(value).__name__}, not a response chunk")
+    out = dump(exclude_none=True)
+    if not isinstance(out, dict):
+        raise MalformedResponse(f"the SDK's {type(value).__name__} is not an object")
+    return out
