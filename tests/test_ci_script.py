@@ -1,5 +1,6 @@
 """.ci/run: the README's test command fails CI when any step fails, and the SDK floor step runs every test file
-that uses an SDK, on the floors pyproject.toml and the README state."""
+that uses an SDK (imports one, or drives one through tractkv's clients), on the floors pyproject.toml and the
+README state."""
 
 from __future__ import annotations
 
@@ -38,8 +39,23 @@ def test_a_failing_step_of_the_test_command_fails_the_script(tmp_path: Path) -> 
     assert "ran-pytest" not in result.stdout
 
 
+CLIENTS = {"OpenAIClient", "AnthropicClient", "GeminiClient"}  # tractkv.llm's clients over the SDKs
+
+
 def _uses_an_sdk(path: Path) -> bool:
+    """The file imports an SDK, or drives one through a tractkv client (calls one of CLIENTS)."""
     for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Call):
+            func = node.func
+            called = (
+                func.id
+                if isinstance(func, ast.Name)
+                else func.attr
+                if isinstance(func, ast.Attribute)
+                else ""
+            )
+            if called in CLIENTS:
+                return True
         names = []
         if isinstance(node, ast.Import):
             names = [a.name for a in node.names]
@@ -59,6 +75,7 @@ def test_the_floor_step_runs_every_test_file_that_uses_an_sdk() -> None:
     expected = {str(p.relative_to(ROOT)) for p in (ROOT / "tests").rglob("*.py") if _uses_an_sdk(p)}
     assert "tests/llm/test_sdk_pairing.py" in expected
     assert "tests/llm/test_gemini_dialect.py" in expected
+    assert "tests/llm/test_retry_backoff.py" in expected  # no SDK import: its clients drive the SDKs
     assert selected == expected
 
 

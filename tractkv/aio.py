@@ -5,8 +5,8 @@ never block the event loop. Not imported by ``import tractkv``: ``from tractkv.a
 batches) belongs to one thread at a time. So each AsyncTract owns one worker thread, and every store
 operation of that handle runs there, one after another, in the order the coroutines asked: that thread is
 how an AsyncTract's reads and writes are serialized (no lock; a queue of one). Model calls do not run there:
-``generate`` compiles on the worker, awaits the model on the event loop (``achat`` over httpx's async client
-for the HTTP clients; a plain ``chat`` client in a thread of its own), then commits on the worker.
+``generate`` compiles on the worker, awaits the model on the event loop (``achat`` over the async SDK client
+for the SDK clients; a plain ``chat`` client in a thread of its own), then commits on the worker.
 
 **Several handles.** Two AsyncTracts (or an AsyncTract and any Tract, thread or process) on one store are
 two handles, each with its HEAD and worker thread; the store serializes their writes (LMDB's one writer

@@ -21,8 +21,6 @@ import attrs
 import openai
 import pytest
 
-import tractkv.llm._http as llm_http
-
 
 @attrs.frozen(kw_only=True)
 class Recorded:
@@ -32,6 +30,7 @@ class Recorded:
     path: str
     headers: dict[str, str] = attrs.field(hash=False)
     body: Any = attrs.field(hash=False)  # the decoded JSON, or the raw text when it is not JSON
+    received: float = attrs.field(factory=time.monotonic, hash=False, eq=False)  # when it arrived
 
 
 @attrs.frozen(kw_only=True)
@@ -171,12 +170,7 @@ def recorder() -> Iterator[Recorder]:
         thread.join(timeout=5)
 
 
-@pytest.fixture
-def sleeps(monkeypatch: pytest.MonkeyPatch) -> list[float]:
-    """Retry waits the clients asked for; nothing actually sleeps."""
-    waits: list[float] = []
-    monkeypatch.setattr(llm_http, "_sleep", waits.append)
-    return waits
+RETRY_NOW = {"retry-after-ms": "1"}  # an error reply's header: the SDKs retry after 1 ms, not their backoff
 
 
 def openai_completion(
@@ -293,10 +287,91 @@ def anthropic_events(body: dict[str, Any], *, pieces: int = 3) -> list[bytes]:
     return out
 
 
+def responses_events(body: dict[str, Any], *, pieces: int = 3) -> list[bytes]:
+    """The events the Responses API streams for the Response ``body``: created, each output item added (a
+    function call with empty arguments), its text / refusal / reasoning summary / arguments in ``pieces``
+    deltas, done; then ``response.completed`` (``response.incomplete`` for an incomplete one) with ``body``."""
+    seq = iter(range(10_000))
+
+    def event(kind: str, **fields: Any) -> bytes:
+        return sse(kind, {"type": kind, "sequence_number": next(seq), **fields})
+
+    progress = dict(body) | {"status": "in_progress", "output": [], "usage": None}
+    out = [event("response.created", response=progress)]
+    for index, item in enumerate(body["output"]):
+        at = {"output_index": index, "item_id": item.get("id", "")}
+        if item["type"] == "function_call":
+            out.append(event("response.output_item.added", output_index=index, item=item | {"arguments": ""}))
+            for piece in _cut(item["arguments"], pieces):
+                out.append(event("response.function_call_arguments.delta", **at, delta=piece))
+        elif item["type"] == "message":
+            out.append(event("response.output_item.added", output_index=index, item=item | {"content": []}))
+            for c, part in enumerate(item["content"]):
+                kind, field = (
+                    ("output_text", "text") if part["type"] == "output_text" else ("refusal", "refusal")
+                )
+                for piece in _cut(part[field], pieces):
+                    out.append(event(f"response.{kind}.delta", **at, content_index=c, delta=piece))
+        elif item["type"] == "reasoning":
+            out.append(event("response.output_item.added", output_index=index, item=item | {"summary": []}))
+            for s, part in enumerate(item.get("summary") or ()):
+                for piece in _cut(part["text"], pieces):
+                    out.append(
+                        event("response.reasoning_summary_text.delta", **at, summary_index=s, delta=piece)
+                    )
+        else:
+            out.append(event("response.output_item.added", output_index=index, item=item))
+        out.append(event("response.output_item.done", output_index=index, item=item))
+    final = "response.incomplete" if body["status"] == "incomplete" else "response.completed"
+    out.append(event(final, response=body))
+    return out
+
+
 def _cut(text: str, pieces: int) -> list[str]:
     """``text`` in about ``pieces`` consecutive pieces (none for empty text)."""
     size = max(1, -(-len(text) // pieces))
     return [text[i : i + size] for i in range(0, len(text), size)]
+
+
+def response_body(
+    output: list[dict[str, Any]] | None = None, *, model: str = "m", **extra: Any
+) -> dict[str, Any]:
+    """A Responses ``Response`` body as the API sends it (``error`` null, as every real one); by default one
+    message saying "ok"."""
+    items = output if output is not None else [output_message("ok")]
+    body = {
+        "id": "resp_1",
+        "object": "response",
+        "created_at": 1_700_000_000,
+        "model": model,
+        "status": "completed",
+        "error": None,
+        "incomplete_details": None,
+        "instructions": None,
+        "parallel_tool_calls": True,
+        "tool_choice": "auto",
+        "tools": [],
+        "metadata": {},
+        "output": items,
+        "usage": {
+            "input_tokens": 10,
+            "output_tokens": 2,
+            "total_tokens": 12,
+            "input_tokens_details": {"cached_tokens": 0},
+            "output_tokens_details": {"reasoning_tokens": 0},
+        },
+    }
+    return body | extra
+
+
+def output_message(text: str, *, refusal: bool = False) -> dict[str, Any]:
+    """A Responses ``message`` output item with one ``output_text`` (or ``refusal``) part."""
+    part = (
+        {"type": "refusal", "refusal": text}
+        if refusal
+        else {"type": "output_text", "text": text, "annotations": []}
+    )
+    return {"type": "message", "id": "msg_1", "role": "assistant", "status": "completed", "content": [part]}
 
 
 # --- the official SDKs, pointed at the recorder (the acceptance tests) ---------------------------------

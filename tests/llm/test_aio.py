@@ -33,7 +33,7 @@ from tractkv.errors import (
 from tractkv.llm import AnthropicClient, OpenAIClient, ScriptedLLM
 from tractkv.store.fsck import fsck
 
-from .conftest import Recorder, anthropic_message, openai_completion
+from .conftest import Recorder, anthropic_message, openai_completion, openai_events
 from .test_streaming import PROVIDERS, fresh, ticking_clock
 
 TICK = 0.005
@@ -194,7 +194,8 @@ def test_async_stream_interrupted_commits_nothing(recorder: Recorder, provider: 
 
 
 def test_generate_cancelled_while_the_model_answers_commits_nothing(recorder: Recorder) -> None:
-    client = OpenAIClient("m", base_url=f"{recorder.url}/v1", max_retries=0)
+    client = OpenAIClient("m", api="chat", base_url=f"{recorder.url}/v1", api_key="k", max_retries=0)
+    recorder.reply(openai_completion("warm"))
     recorder.reply(openai_completion("late"), delay=0.5)
     recorder.reply(openai_completion("late chat"), delay=0.5)
     recorder.reply(openai_completion("on time"))
@@ -202,6 +203,7 @@ def test_generate_cancelled_while_the_model_answers_commits_nothing(recorder: Re
     async def main() -> None:
         at = AsyncTract(fresh())
         head = await at.head()
+        await client.achat((await at.compile()).messages)  # the async SDK client made, its first call done
         for call in (at.generate(client), at.chat("and now?", client)):
             task = asyncio.ensure_future(call)
             await asyncio.sleep(0.15)
@@ -286,7 +288,7 @@ def test_many_coroutines_appending_all_land(tmp_path: Path) -> None:
 def test_async_run_drives_the_agent_loop_over_the_async_client(recorder: Recorder) -> None:
     from tractkv.toolkit.executor import ToolExecutor
 
-    client = AnthropicClient("claude-test", base_url=recorder.url, max_retries=0)
+    client = AnthropicClient("claude-test", base_url=recorder.url, api_key="k", max_retries=0)
     recorder.reply(
         anthropic_message(
             [{"type": "tool_use", "id": "toolu_1", "name": "get_weather", "input": {"city": "Oslo"}}]
@@ -436,7 +438,7 @@ def test_open_cancelled_while_the_store_opens_closes_what_it_opened(
 
 
 def test_a_reply_that_loses_the_race_for_its_branch_is_kept_on_the_error(recorder: Recorder) -> None:
-    client = OpenAIClient("m", base_url=f"{recorder.url}/v1", max_retries=0)
+    client = OpenAIClient("m", api="chat", base_url=f"{recorder.url}/v1", api_key="k", max_retries=0)
     recorder.reply(openai_completion("paid for"), delay=0.3)
 
     async def main() -> None:
@@ -515,41 +517,47 @@ def test_a_stream_cancelled_during_its_commit_sets_commit(
     asyncio.run(main())
 
 
-def test_the_clients_transport_serves_async_calls_or_they_are_refused(recorder: Recorder) -> None:
-    import httpx
+def test_a_sync_sdk_client_serves_async_calls_in_threads_an_async_one_only_async_calls(
+    recorder: Recorder,
+) -> None:
+    """A client made from keyword arguments has both SDK clients; one given a sync SDK client runs its
+    async calls in worker threads (never on the loop); one given an async SDK client refuses the sync calls."""
+    import openai
 
-    served: list[str] = []
-
-    def answer(request: httpx.Request) -> httpx.Response:
-        served.append(request.url.path)
-        return httpx.Response(200, json=openai_completion("from the mock"))
-
-    mocked = OpenAIClient("m", base_url="http://127.0.0.1:9/v1", transport=httpx.MockTransport(answer))
-    sync_only = OpenAIClient("m", base_url=f"{recorder.url}/v1", transport=httpx.HTTPTransport(retries=0))
-    async_only = OpenAIClient("m", base_url=f"{recorder.url}/v1", transport=httpx.AsyncHTTPTransport())
-    recorder.reply(openai_completion("over the sync transport"))
-    recorder.reply(openai_completion("over the async transport"))
+    sync_sdk = openai.OpenAI(base_url=f"{recorder.url}/v1", api_key="k", max_retries=0)
+    async_sdk = openai.AsyncOpenAI(base_url=f"{recorder.url}/v1", api_key="k", max_retries=0)
+    over_sync = OpenAIClient("m", sync_sdk, api="chat")
+    over_async = OpenAIClient("m", async_sdk, api="chat")
+    recorder.reply(openai_completion("over the sync client, in a thread"))
+    recorder.stream(openai_events(openai_completion("streamed in threads")), pause=0.02)
+    recorder.reply(openai_completion("over the async client"))
 
     async def main() -> None:
         at = AsyncTract(fresh())
-        assert (await at.generate(mocked)).content["text"] == "from the mock"  # not the network (port 9)
-        assert served == ["/v1/chat/completions"]
-        with pytest.raises(InvalidInput, match="sync-only"):
-            await at.generate(sync_only)
-        stream = await at.generate(sync_only, stream=True)
-        with pytest.raises(InvalidInput, match="sync-only"):
-            await anext(stream)
-        assert (await at.generate(async_only)).content["text"] == "over the async transport"
+        assert (await at.generate(over_sync)).content["text"] == "over the sync client, in a thread"
+        stream = await at.generate(over_sync, stream=True)
+
+        async def consume() -> int:
+            return len([d async for d in stream])
+
+        gap, took, count = await longest_gap(consume())
+        assert count >= 2
+        assert gap < took / 2, (gap, took)  # read in threads: the loop kept turning
+        assert stream.commit is not None
+        assert stream.commit.content["text"] == "streamed in threads"
+        assert (await at.generate(over_async)).content["text"] == "over the async client"
         await at.close()
 
-    t = fresh()
-    assert t.generate(sync_only).content["text"] == "over the sync transport"
-    with pytest.raises(InvalidInput, match="async-only"):
-        t.generate(async_only)
-    with pytest.raises(InvalidInput, match="async-only"), t.generate(async_only, stream=True) as stream:
-        list(stream)
     asyncio.run(main())
-    assert len(recorder.requests) == 2  # nothing refused reached a server
+    assert [r.headers["x-stainless-async"] for r in recorder.requests][:2] == ["false", "false"]
+    assert recorder.requests[2].headers["x-stainless-async"] != "false"
+    t = fresh()
+    with pytest.raises(InvalidInput, match="wraps an async SDK client"):
+        t.generate(over_async)
+    with pytest.raises(InvalidInput, match="wraps an async SDK client"):
+        t.generate(over_async, stream=True)
+    assert len(recorder.requests) == 3  # nothing refused reached the server
+    sync_sdk.close()
 
 
 def test_spawn_and_collapse_as_coroutines(tmp_path: Path) -> None:

@@ -1,20 +1,21 @@
-"""AnthropicClient against the loopback recorder: conversion, headers, retries, errors, tool_use parsing."""
+"""AnthropicClient over the official ``anthropic`` SDK, against the loopback recorder: conversion, headers
+(the SDK's), retries (the SDK's, bounded by its ``max_retries``), errors as tractkv errors, tool_use parsing."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 from typing import Any
 
+import anthropic
 import attrs
 import pytest
 
 from tractkv import ToolCall
 from tractkv.engine.content import Message
-from tractkv.errors import InvalidInput, LLMHTTPError, MalformedResponse
+from tractkv.errors import InvalidInput, LLMError, LLMHTTPError, MalformedResponse
 from tractkv.llm import AnthropicClient, LLMClient, LLMResponse
-from tractkv.llm.anthropic_client import API_VERSION
 
-from .conftest import Recorder, anthropic_message
+from .conftest import RETRY_NOW, Recorder, anthropic_message
 from .test_sdk_acceptance import (
     SYSTEM,
     TIME_ANTHROPIC,
@@ -26,11 +27,15 @@ from .test_sdk_acceptance import (
 HELLO = [Message(role="user", content="hi")]
 
 
+def sent_key(headers: dict[str, str]) -> str | None:
+    """The API key a request carried, as the SDK sends it (``x-api-key``; ``authorization: Bearer`` in the
+    SDK's later releases)."""
+    return headers.get("x-api-key") or headers.get("authorization", "").removeprefix("Bearer ") or None
+
+
 @pytest.fixture
 def client(recorder: Recorder) -> Iterator[AnthropicClient]:
-    with AnthropicClient(
-        "claude-test", base_url=recorder.url, api_key="ak-test", backoff=0.01, jitter=False
-    ) as c:
+    with AnthropicClient("claude-test", base_url=recorder.url, api_key="ak-test", max_retries=3) as c:
         yield c
 
 
@@ -48,9 +53,8 @@ def test_request_shape_matches_the_renderer(
 
     [request] = recorder.requests
     assert (request.method, request.path) == ("POST", "/v1/messages")
-    assert request.headers["x-api-key"] == "ak-test"
-    assert request.headers["anthropic-version"] == API_VERSION
-    assert "authorization" not in request.headers
+    assert sent_key(request.headers) == "ak-test"
+    assert request.headers["anthropic-version"]  # the SDK's
     assert request.body == {
         "model": "claude-test",
         "max_tokens": 1024,
@@ -128,29 +132,31 @@ def test_env_configuration(recorder: Recorder, monkeypatch: pytest.MonkeyPatch) 
     recorder.reply(anthropic_message())
     with AnthropicClient("m", max_tokens=5) as client:
         client.chat(HELLO)
-    assert recorder.requests[0].headers["x-api-key"] == "ak-env"
+    assert sent_key(recorder.requests[0].headers) == "ak-env"
     assert recorder.requests[0].body["max_tokens"] == 5
 
 
-def test_retries_429_and_529(recorder: Recorder, client: AnthropicClient, sleeps: list[float]) -> None:
-    recorder.reply({"type": "error", "error": {"type": "rate_limit_error", "message": "slow"}}, status=429)
-    recorder.reply({"type": "error", "error": {"type": "overloaded_error", "message": "busy"}}, status=529)
+def test_retries_429_and_529_are_the_sdks(recorder: Recorder, client: AnthropicClient) -> None:
+    error = {"type": "error", "error": {"type": "rate_limit_error", "message": "slow"}}
+    recorder.reply(error, status=429, headers=RETRY_NOW)
+    error = {"type": "error", "error": {"type": "overloaded_error", "message": "busy"}}
+    recorder.reply(error, status=529, headers=RETRY_NOW)
     recorder.reply(anthropic_message())
 
     assert client.chat(HELLO).text == "ok"
     assert len(recorder.requests) == 3
-    assert sleeps == [0.01, 0.02]
+    assert [r.headers["x-stainless-retry-count"] for r in recorder.requests] == ["0", "1", "2"]
 
 
-def test_retries_are_bounded(recorder: Recorder, sleeps: list[float]) -> None:
+def test_retries_are_bounded(recorder: Recorder) -> None:
     for _ in range(3):
-        recorder.reply({"type": "error", "error": {"message": "busy"}}, status=500)
-    client = AnthropicClient("m", base_url=recorder.url, max_retries=1, jitter=False)
+        recorder.reply({"type": "error", "error": {"message": "busy"}}, status=500, headers=RETRY_NOW)
+    client = AnthropicClient("m", base_url=recorder.url, api_key="k", max_retries=1)
     with client, pytest.raises(LLMHTTPError) as info:
         client.chat(HELLO)
     assert (info.value.status, info.value.attempts) == (500, 2)
+    assert "busy" in str(info.value)
     assert len(recorder.requests) == 2
-    assert sleeps == [0.5]
 
 
 def test_400_fails_at_once_with_the_api_message(recorder: Recorder, client: AnthropicClient) -> None:
@@ -214,7 +220,30 @@ def test_messages_no_provider_accepts_are_refused_before_sending(
 
 
 def test_bad_settings() -> None:
-    with pytest.raises(InvalidInput):
-        AnthropicClient("m", base_url="http://127.0.0.1:9", max_tokens=0)
-    with pytest.raises(InvalidInput):
-        AnthropicClient("", base_url="http://127.0.0.1:9")
+    with pytest.raises(InvalidInput, match="max_tokens"):
+        AnthropicClient("m", base_url="http://127.0.0.1:9", api_key="k", max_tokens=0)
+    with pytest.raises(InvalidInput, match="model must be"):
+        AnthropicClient("", base_url="http://127.0.0.1:9", api_key="k")
+    with pytest.raises(InvalidInput, match="not an Anthropic SDK client"):
+        AnthropicClient("m", object())
+    with pytest.raises(InvalidInput, match="could not make its anthropic client"):
+        AnthropicClient("m", api_key="k", jitter=False)  # not the SDK's
+
+
+def test_a_client_you_pass_is_used_and_left_open(recorder: Recorder) -> None:
+    sdk = anthropic.Anthropic(base_url=recorder.url, api_key="ak-own", max_retries=0)
+    recorder.reply(anthropic_message())
+    with AnthropicClient("m", sdk, max_tokens=7) as client:
+        assert client.client is sdk
+        client.chat(HELLO)
+    assert sent_key(recorder.requests[0].headers) == "ak-own"
+    assert recorder.requests[0].body["max_tokens"] == 7
+    assert not sdk.is_closed()
+    sdk.close()
+
+
+def test_unreachable_server_and_sdk_refusals_are_llm_errors(recorder: Recorder) -> None:
+    client = AnthropicClient("m", base_url="http://127.0.0.1:9", api_key="k", max_retries=0)
+    with pytest.raises(LLMError, match="cannot reach") as info:
+        client.chat(HELLO)
+    assert not isinstance(info.value, LLMHTTPError)

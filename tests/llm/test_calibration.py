@@ -452,7 +452,7 @@ def test_generate_plain_and_streamed_reports_the_providers_count(
     else:
         recorder.reply(body)
     client = (
-        OpenAIClient("gpt-x", base_url=recorder.url, api_key="k", max_retries=0)
+        OpenAIClient("gpt-x", api="chat", base_url=recorder.url, api_key="k", max_retries=0)
         if provider == "openai"
         else AnthropicClient("claude-x", base_url=recorder.url, api_key="k", max_retries=0)
     )

@@ -15,7 +15,8 @@ def test_import_tractkv_does_not_load_the_agent_toolkit_or_model_clients() -> No
     loaded = set(ast.literal_eval(out))
     # the toolkit sits above the facade; the model clients (and httpx) load on first use
     assert sorted(m for m in loaded if m.startswith("tractkv.toolkit")) == []
-    clients = {"tractkv.llm.openai_client", "tractkv.llm.anthropic_client", "tractkv.llm._http", "httpx"}
+    clients = {"tractkv.llm.openai_client", "tractkv.llm.anthropic_client", "tractkv.llm._sdk", "httpx"}
+    clients |= {"openai", "anthropic", "google.genai", "httpx2"}  # the SDKs
     assert loaded & clients == set()
 
 

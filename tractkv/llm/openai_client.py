@@ -1,92 +1,127 @@
-"""A client for OpenAI-compatible ``/chat/completions`` APIs (OpenAI, vLLM, Ollama, LiteLLM, ...)."""
+"""A model client over the official ``openai`` SDK: the Responses API (``client.responses``) or Chat
+Completions (``client.chat.completions``), on OpenAI, Azure OpenAI or any OpenAI-compatible server."""
 
 from __future__ import annotations
 
-import os
+import contextlib
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
-from tractkv.engine.content import openai_params
+from tractkv.engine.content import openai_params, responses_params
 from tractkv.errors import InvalidInput
 
-from ._client import HTTPChatClient
-from ._http import JSONSession, RetryPolicy
-from .protocol import LLMResponse, as_messages
-from .streaming import OpenAIStreamReader, StreamReader
+from ._sdk import SDKClient, load_sdk, sdk_call
+from .folders import ChatChunkFolder, ResponsesFolder, as_dict
+from .protocol import LLMResponse
 
 if TYPE_CHECKING:
-    import httpx
-
     from tractkv.engine.content import Message
 
-DEFAULT_BASE_URL = "https://api.openai.com/v1"
+    from .streaming import StreamFolder
+
+APIS = ("responses", "chat")
 
 
-class OpenAIClient(HTTPChatClient):
-    """Chat completions over HTTP (needs the ``llm`` extra: ``pip install 'tractkv[llm]'``).
+class OpenAIClient(SDKClient):
+    """OpenAI over its official SDK (the ``openai`` extra: ``pip install 'tractkv[openai]'``).
+
+    Every call goes through an ``openai.OpenAI`` (or ``AzureOpenAI``) client, or an ``openai.AsyncOpenAI``
+    one for the async calls, so its retries (``max_retries``, with the SDK's backoff and ``Retry-After``),
+    timeouts, base URL, auth and HTTP client are the SDK's. Pass your own (``client=``), or the SDK's keyword
+    arguments (``api_key``, ``base_url``, ``max_retries``, ``timeout``, ``default_headers``, ``http_client``,
+    ...), from which the client makes a sync SDK client at once and an async one on the first async call; it
+    closes those (:meth:`close`, :meth:`aclose`), never one you passed.
 
     Args:
         model: sent as ``model`` unless a call passes its own.
-        base_url: the API root including ``/v1``; default ``$OPENAI_BASE_URL``, else OpenAI's.
-        api_key: sent as ``Authorization: Bearer``; default ``$OPENAI_API_KEY``. Without one no
-            Authorization header is sent (local servers need none).
-        timeout: seconds for each attempt.
-        max_retries: retries after a 429, a 5xx or a transport failure (0 disables them).
-        backoff: the longest wait before the first retry, doubling with each; a ``Retry-After`` answer wins.
-        max_delay: upper bound in seconds of any one wait, ``Retry-After`` included.
-        jitter: wait a random time up to the backoff ("full jitter", the default) rather than all of it.
-        headers: extra headers sent with every request.
-        transport: an ``httpx`` transport, used by every call (tests pass ``httpx.MockTransport``, which
-            serves both). The sync calls need an ``httpx.BaseTransport``, the async ones (``achat``,
-            ``AsyncTract``) an ``httpx.AsyncBaseTransport``: a call the transport cannot serve raises
-            InvalidInput (it never falls back to the network).
+        client: an SDK client. A sync one serves the async calls too (each in a worker thread); an async one
+            serves only the async calls (``AsyncTract``, :meth:`achat`, :meth:`achat_stream`).
+        api: ``"responses"`` (the default: ``client.responses.create``, the context rendered by
+            :func:`~tractkv.llm.responses_params`, reasoning items sent back in place) or ``"chat"``
+            (``client.chat.completions.create`` with :func:`~tractkv.llm.openai_params`: for servers that
+            speak only Chat Completions). docs/decisions.md says why Responses is the default.
+        sdk_kwargs: ``openai.OpenAI(**sdk_kwargs)`` when no client is given.
 
-    Raises (from :meth:`chat`): LLMHTTPError (error status, ``.status``), MalformedResponse (a body that is
-    not a chat completion), LLMError (unreachable), InvalidInput (an item that is not a Message, or a
-    ``stream`` parameter: streaming is :meth:`chat_stream`).
+    Other ``params`` of a call go to the SDK's method as given (None values dropped): ``temperature``,
+    ``reasoning``, ``store``, ``include``, ``max_output_tokens`` (``max_tokens`` for Chat Completions),
+    ``extra_body`` for fields the SDK does not know...
 
-    Every call has an async twin over httpx's async client (:meth:`achat`, :meth:`achat_stream`; release it
-    with :meth:`aclose`); one client's async calls belong to one event loop.
+    Raises (from :meth:`chat`): LLMHTTPError (an error status once the SDK's retries are spent: ``.status``,
+    ``.attempts``), MalformedResponse (a reply that is not of the API's shape), LLMError (unreachable, a
+    timeout), InvalidInput (an item that is not a Message, a ``stream`` parameter: streaming is
+    :meth:`chat_stream`, a parameter the SDK's method does not take).
     """
 
-    PATH = "/chat/completions"
+    SDK = "openai"
+    EXTRA = "openai"
 
     def __init__(
         self,
         model: str,
-        base_url: str | None = None,
-        api_key: str | None = None,
-        timeout: float = 60.0,
-        max_retries: int = 3,
-        backoff: float = 0.5,
+        client: object = None,
         *,
-        max_delay: float = 30.0,
-        jitter: bool = True,
-        headers: dict[str, str] | None = None,
-        transport: httpx.BaseTransport | httpx.AsyncBaseTransport | None = None,
+        api: Literal["responses", "chat"] = "responses",
+        **sdk_kwargs: Any,
     ) -> None:
-        if not isinstance(model, str) or not model:
-            raise InvalidInput("model must be a non-empty string")
-        self.model = model
-        base = base_url or os.environ.get("OPENAI_BASE_URL") or DEFAULT_BASE_URL
-        key = api_key if api_key is not None else os.environ.get("OPENAI_API_KEY")
-        sent = {"accept": "application/json", "user-agent": "tractkv"}
-        if key:
-            sent["authorization"] = f"Bearer {key}"
-        sent.update(headers or {})
-        policy = RetryPolicy(max_retries=max_retries, backoff=backoff, max_delay=max_delay, jitter=jitter)
-        self._session = JSONSession(base, sent, timeout=timeout, policy=policy, transport=transport)
+        if api not in APIS:
+            raise InvalidInput(f"api must be 'responses' or 'chat', not {api!r}")
+        self.api = api
+        super().__init__(model, client, sdk_kwargs)
+        for made in (self._sync, self._async):
+            if made is not None and not hasattr(made, "chat" if api == "chat" else "responses"):
+                raise InvalidInput(f"{type(made).__name__} is not an OpenAI SDK client (no .{api})")
+
+    def __repr__(self) -> str:
+        return f"OpenAIClient(model={self.model!r}, api={self.api!r}, base_url={self.base_url!r})"
+
+    def _make(self, kwargs: Mapping[str, Any], *, asynchronous: bool) -> object:
+        openai = load_sdk("openai", self.EXTRA, "OpenAIClient")
+        return openai.AsyncOpenAI(**kwargs) if asynchronous else openai.OpenAI(**kwargs)
 
     def _request(
         self, messages: Sequence[Message], tools: Sequence[Mapping[str, Any]] | None
     ) -> dict[str, Any]:
-        return {"model": self.model, **openai_params(as_messages(messages), tools or ())}
+        render = responses_params if self.api == "responses" else openai_params
+        return {"model": self.model, **render(messages, tools or ())}
 
-    def _read(self, body: dict[str, Any]) -> LLMResponse:
+    def _send(self, client: Any, body: dict[str, Any]) -> Any:
+        if self.api == "responses":
+            return sdk_call(client.responses.create, body)
+        return sdk_call(client.chat.completions.create, body)
+
+    def _read(self, reply: Any) -> LLMResponse:
+        body = as_dict(reply)
+        if self.api == "responses":
+            return LLMResponse.from_responses(body)
         return LLMResponse.from_openai(body)
 
-    def _stream_reader(self) -> StreamReader:
-        return OpenAIStreamReader()
+    def _open(self, client: Any, body: dict[str, Any]) -> Any:
+        return self._send(client, {**body, "stream": True})
+
+    def _folder(self) -> StreamFolder:
+        return ResponsesFolder() if self.api == "responses" else ChatChunkFolder()
 
     def _stream_extras(self) -> dict[str, Any]:
-        return {"stream_options": {"include_usage": True}}  # the usage arrives in a last chunk
+        if self.api == "chat":
+            return {"stream_options": {"include_usage": True}}  # the usage arrives in a last chunk
+        return {}
+
+    def _path(self) -> str:
+        return "responses" if self.api == "responses" else "chat/completions"
+
+    def _warm(self) -> None:
+        if self.api != "responses":
+            return
+        # openai builds the lookup table of a union of types on its first use: ~1 s for the Responses stream
+        # events, on the event loop if not here (best effort: a later SDK may lay this out differently)
+        with contextlib.suppress(Exception):
+            from openai._models import construct_type
+            from openai.types.responses import Response, ResponseStreamEvent
+
+            construct_type(type_=ResponseStreamEvent, value={"type": "response.created"})
+            construct_type(type_=Response, value={"output": [{"type": "message"}]})
+
+    def _hint(self, status: int) -> str:
+        if status == 404 and self.api == "responses":
+            return " (a server that speaks only Chat Completions? OpenAIClient(..., api='chat'))"
+        return ""

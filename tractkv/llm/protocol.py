@@ -394,8 +394,8 @@ async def acall_model(
     tools: Sequence[Mapping[str, Any]] | None,
     params: Mapping[str, Any],
 ) -> LLMResponse:
-    """:func:`call_model` on an event loop: ``await client.achat(...)`` when the client has it (the HTTP
-    clients, over httpx's async client), else ``client.chat(...)`` in a worker thread, so the loop never
+    """:func:`call_model` on an event loop: ``await client.achat(...)`` when the client has it (the SDK
+    clients, over the async SDK client), else ``client.chat(...)`` in a worker thread, so the loop never
     waits on a model. Raises as :func:`call_model` does; cancelling it cancels the request."""
     import asyncio  # loaded by async callers only
 
