@@ -146,6 +146,10 @@ class MCPConnection:
         self._refresh_lock: asyncio.Lock | None = None
         self._task_group: Any = None
         self._stop: asyncio.Event | None = None
+        self._scope: Any = (
+            None  # the main task's cancel scope (anyio: the SDK's shutdown runs shielded in it)
+        )
+        self._connected = False
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(
             target=self._loop.run_forever, name=f"tractkv-mcp-{next(_COUNTER)}", daemon=True
@@ -177,18 +181,27 @@ class MCPConnection:
     # --- the session (runs on the connection's loop) ---------------------------------------------------
 
     async def _serve(self, ready: concurrent.futures.Future[None]) -> None:
-        """The main task: holds the SDK client for the connection's life."""
+        """The main task: holds the SDK client for the connection's life. It ends when :meth:`close` sets
+        ``_stop`` (or, while connecting or stuck, cancels ``_scope``: an anyio cancellation, under which the
+        SDK still stops the server process; a plain ``Task.cancel`` could leave it running)."""
         self._stop = asyncio.Event()
         self._refresh_lock = asyncio.Lock()
+        if self._closed:  # closed before this task first ran
+            ready.set_exception(ToolServerUnavailable(self.name, "the connection is closed"))
+            return
         try:
-            async with self._open_client() as client, anyio.create_task_group() as group:
-                self._client, self._task_group = client, group
-                await self._relist()
-                if _modern(client):
-                    group.start_soon(self._listen, client)
-                ready.set_result(None)
-                await self._stop.wait()
-                group.cancel_scope.cancel()
+            with anyio.CancelScope() as self._scope:
+                async with self._open_client() as client, anyio.create_task_group() as group:
+                    self._client, self._task_group = client, group
+                    await self._relist()
+                    if _modern(client):
+                        group.start_soon(self._listen, client)
+                    self._connected = True
+                    ready.set_result(None)
+                    await self._stop.wait()
+                    group.cancel_scope.cancel()
+            if not ready.done():
+                ready.set_exception(ToolServerUnavailable(self.name, "connecting was given up"))
         except BaseException as exc:
             if not ready.done():
                 ready.set_exception(exc)
@@ -348,22 +361,33 @@ class MCPConnection:
             return
         self._closed = True
         _OPEN.discard(self)
-        stop = self._stop
-        if stop is not None and self._loop.is_running():
-            self._loop.call_soon_threadsafe(stop.set)
+        self._loop.call_soon_threadsafe(self._end, False)
         try:
             self._main.result(timeout=self.close_timeout)
         except concurrent.futures.TimeoutError:
             _log.warning("MCP server %s did not shut down in %g s; cancelling", self.name, self.close_timeout)
-            self._main.cancel()
-            with contextlib.suppress(BaseException):  # cancelled, or failed while cancelled: done waiting
+            self._loop.call_soon_threadsafe(self._end, True)
+            try:  # the SDK's own shutdown is bounded (stdin closed, 2 s, terminate, 2 s, kill)
                 self._main.result(timeout=self.close_timeout)
+            except concurrent.futures.TimeoutError:
+                self._main.cancel()
+                with contextlib.suppress(BaseException):
+                    self._main.result(timeout=self.close_timeout)
+            except BaseException:
+                pass
         except BaseException:  # the session had failed already (reported when it did)
             pass
         self._loop.call_soon_threadsafe(self._loop.stop)
         self._thread.join(timeout=self.close_timeout)
         if not self._thread.is_alive():
             self._loop.close()
+
+    def _end(self, force: bool) -> None:
+        """(On the loop) end the main task: gracefully once connected, else (or ``force``) by cancelling."""
+        if self._stop is not None:
+            self._stop.set()
+        if (force or not self._connected) and self._scope is not None:
+            self._scope.cancel()
 
 
 class _Closing:
