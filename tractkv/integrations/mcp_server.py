@@ -29,6 +29,7 @@ import base64
 import concurrent.futures
 import contextlib
 import json
+import signal
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -237,4 +238,15 @@ def serve_http(
         if on_ready is not None:
             on_ready(url)
         config = uvicorn.Config(http_app(server, host, tokens), lifespan="on", log_level="warning")
-        uvicorn.Server(config).run(sockets=[sock])
+
+        def interrupt(signum: int, frame: object) -> None:
+            raise KeyboardInterrupt
+
+        # uvicorn shuts down gracefully on SIGINT or SIGTERM, then re-raises the signal: both end it normally
+        previous = signal.signal(signal.SIGTERM, interrupt)
+        try:
+            uvicorn.Server(config).run(sockets=[sock])
+        except KeyboardInterrupt:
+            pass
+        finally:
+            signal.signal(signal.SIGTERM, previous)
