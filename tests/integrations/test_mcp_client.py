@@ -27,7 +27,8 @@ from tractkv.toolkit import ToolExecutor, run
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent.parent
 APP = [sys.executable, str(HERE / "mcp_app.py")]
-ENV = {"PYTHONPATH": os.pathsep.join([str(ROOT), str(HERE)])}
+# the servers import what this process imports (a PYTHONPATH given, e.g. an older mcp to check the floor)
+ENV = {"PYTHONPATH": os.pathsep.join(p for p in (os.environ.get("PYTHONPATH"), str(ROOT), str(HERE)) if p)}
 PNG = base64.b64decode(
     "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg=="
 )
@@ -114,12 +115,15 @@ def test_run_drives_an_mcp_server_with_an_image_an_error_and_a_tool_list_change(
     assert openai[3]["content"][1]["image_url"]["url"].startswith("data:image/png;base64,")
 
     tools = [m for m in t.compile().messages if m.role == "tool"]
-    assert [m.content for m in tools[1:]] == ["unlocked", "HI", "Error: Error executing tool fail", "5"]
+    assert [tools[1].content, tools[4].content] == ["unlocked", "5"]
+    assert tools[2].content == "HI"
+    assert tools[3].content.startswith("Error: Error executing tool fail")  # mcp 2.0 adds the exception's text
     assert [m.is_error for m in tools] == [False, False, False, True, False]
     usages = {u.tool_name: u for u in t.tool_usages()}
     assert set(usages) == {"picture", "unlock", "secret", "fail", "add"}
     assert usages["picture"].result == "the chart:\n[image (image/png, 70 bytes)]"
-    assert (usages["fail"].status, usages["fail"].error) == ("error", "Error executing tool fail")
+    assert usages["fail"].status == "error"
+    assert usages["fail"].error == tools[3].content.removeprefix("Error: ")
     assert usages["secret"].arguments == {"word": "hi"}
 
 

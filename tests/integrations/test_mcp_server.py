@@ -22,7 +22,7 @@ pytest.importorskip("mcp")
 import anyio
 import httpx
 from click.testing import CliRunner
-from mcp import Client, StdioServerParameters
+from mcp import Client, StdioServerParameters, stdio_client
 
 from tractkv import Tract
 from tractkv.cli import cli
@@ -32,7 +32,7 @@ from tractkv.store import LmdbStore
 from tractkv.toolkit import ToolExecutor, ToolResult, as_tools
 
 ROOT = Path(__file__).resolve().parent.parent.parent
-ENV = {"PYTHONPATH": str(ROOT)}
+ENV = {"PYTHONPATH": os.pathsep.join(p for p in (os.environ.get("PYTHONPATH"), str(ROOT)) if p)}
 SELF_TOOLS = ["commit", "compile", "annotate", "status", "log", "compress", "branch", "switch", "reset"]
 ADMIN = "admin-token-0123456789"
 READER = "read-token-0123456789ab"
@@ -102,7 +102,7 @@ def test_tractkv_mcp_over_stdio_as_a_subprocess(tmp_path: Path) -> None:
     async def drive(profile: str) -> tuple[list[str], str, str]:
         args = ["-m", "tractkv", "mcp", "--store", store, "--profile", profile]
         params = StdioServerParameters(command=sys.executable, args=args, env=ENV)
-        async with Client(params) as client:
+        async with Client(stdio_client(params)) as client:
             listing = await client.list_tools()
             committed = await client.call_tool("commit", {"content": f"via {profile}"})
             return (

@@ -72,8 +72,9 @@ try:
     import anyio
     import anyio.lowlevel
     import mcp
+    from mcp import Client as _Client  # noqa: F401  (mcp >= 2.0: the SDK this module is written for)
     from mcp import types as mcp_types
-except ImportError as exc:  # the extra is missing
+except ImportError as exc:  # the extra is missing, or an mcp 1.x is installed
     raise missing_extra("tractkv.integrations.mcp", "mcp", exc) from exc
 
 from tractkv.engine.content import sniff
@@ -224,6 +225,8 @@ class MCPConnection:
 
             http = httpx2.AsyncClient(headers=self._headers, timeout=httpx2.Timeout(30.0, read=300.0))
             return _Closing(mcp.Client(streamable_http_client(target, http_client=http), **kwargs), http)
+        if isinstance(target, mcp.StdioServerParameters):  # as a transport: Client takes it so since mcp 2.0
+            return mcp.Client(mcp.stdio_client(target), **kwargs)
         return mcp.Client(target, **kwargs)
 
     async def _on_message(self, message: object) -> None:
@@ -260,7 +263,7 @@ class MCPConnection:
         tools: list[Any] = []
         cursor: str | None = None
         for _ in range(MAX_LIST_PAGES):
-            page = await client.session.list_tools(params=mcp_types.PaginatedRequestParams(cursor=cursor))
+            page = await _list_page(client, cursor)
             tools.extend(page.tools)
             cursor = page.next_cursor
             if cursor is None:
@@ -588,6 +591,14 @@ def _describe_server(server: object) -> str:
     if isinstance(server, mcp.StdioServerParameters):
         return " ".join([server.command, *server.args])
     return str(getattr(server, "name", None) or type(server).__name__)
+
+
+async def _list_page(client: Any, cursor: str | None) -> Any:
+    """One tools/list page from the server itself, never the SDK's response cache (mcp >= 2.1 has one)."""
+    try:
+        return await client.list_tools(cursor=cursor, cache_mode="refresh")
+    except TypeError:  # mcp 2.0: no cache, no cache_mode (refused before anything is sent)
+        return await client.list_tools(cursor=cursor)
 
 
 def _modern(client: Any) -> bool:

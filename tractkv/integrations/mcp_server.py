@@ -37,6 +37,7 @@ from tractkv.errors import InvalidInput
 from tractkv.integrations import missing_extra
 
 try:
+    from mcp import Client as _Client  # noqa: F401  (mcp >= 2.0: the SDK this module is written for)
     from mcp import types as mcp_types
     from mcp.server import Server
 except ImportError as exc:  # the extra is missing
@@ -132,7 +133,7 @@ def _block(part: Any, index: int) -> Any:
 
 
 def _version() -> str:
-    from tractkv import __version__
+    from tractkv._version import __version__
 
     return __version__
 
