@@ -117,7 +117,8 @@ def test_run_drives_an_mcp_server_with_an_image_an_error_and_a_tool_list_change(
     tools = [m for m in t.compile().messages if m.role == "tool"]
     assert [tools[1].content, tools[4].content] == ["unlocked", "5"]
     assert tools[2].content == "HI"
-    assert tools[3].content.startswith("Error: Error executing tool fail")  # mcp 2.0 adds the exception's text
+    # mcp 2.0's MCPServer adds the exception's text
+    assert tools[3].content.startswith("Error: Error executing tool fail")
     assert [m.is_error for m in tools] == [False, False, False, True, False]
     usages = {u.tool_name: u for u in t.tool_usages()}
     assert set(usages) == {"picture", "unlock", "secret", "fail", "add"}
