@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import os
 import time
 
 from mcp.server.mcpserver import Context, MCPServer
@@ -86,6 +87,12 @@ def slow(seconds: float) -> str:
     """Sleep, then answer."""
     time.sleep(seconds)
     return "awake"
+
+
+@server.tool()
+def crash() -> str:
+    """End the server process at once."""
+    os._exit(1)
 
 
 if __name__ == "__main__":

@@ -82,7 +82,7 @@ def test_run_drives_an_mcp_server_with_an_image_an_error_and_a_tool_list_change(
     )
     with MCPConnection(APP, env=ENV, mode=mode) as server:
         executor = ToolExecutor(t)
-        assert server.register(executor) == ["add", "fail", "files", "picture", "slow", "unlock"]
+        assert server.register(executor) == ["add", "crash", "fail", "files", "picture", "slow", "unlock"]
         assert server.version == 1
         t.user("go")
         result = run(t, llm, executor)
@@ -232,7 +232,7 @@ def test_prefixes_collisions_and_the_tools_set_tools_takes(clean: None) -> None:
         assert not bad.success
         assert "invalid arguments" in bad.error
         stored = t.set_tools(server.tools())  # the protocol's own shape, as set_tools takes it
-        assert [s["name"] for s in stored] == ["add", "picture", "files", "unlock", "fail", "slow"]
+        assert [s["name"] for s in stored] == ["add", "picture", "files", "unlock", "fail", "slow", "crash"]
         assert "inputSchema" in stored[0]
     with pytest.raises(InvalidInput, match="http"):
         MCPConnection("localhost:8000")
@@ -268,3 +268,17 @@ def test_an_sdk_server_object_connects_in_process_and_unofferable_tools_are_skip
         server.register(executor)
         assert executor.execute("has_dots", {}).output == "dots"
         assert executor.execute("echo", {"text": "hi"}).output == "hi"
+
+
+def test_a_server_that_dies_mid_session_gives_error_results_and_closes_cleanly(clean: None) -> None:
+    t = Tract.open()
+    with MCPConnection(APP, env=ENV, timeout=10) as server:
+        executor = ToolExecutor(t)
+        server.register(executor)
+        crashed = executor.execute("crash", {})
+        assert not crashed.success
+        assert "MCP server" in crashed.error
+        after = executor.execute("add", {"a": 1, "b": 2})
+        assert not after.success
+        assert "MCP server" in after.error
+    assert [u.status for u in t.tool_usages()] in ([], ["error", "error"])  # recorded when executions record

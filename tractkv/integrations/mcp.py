@@ -60,6 +60,7 @@ import hashlib
 import itertools
 import json
 import logging
+import os
 import re
 import threading
 from collections.abc import Iterable, Mapping, Sequence
@@ -587,9 +588,9 @@ def _describe_server(server: object) -> str:
     if isinstance(server, str):
         return server
     if isinstance(server, Sequence) and not isinstance(server, bytes | bytearray):
-        return " ".join(str(a) for a in server)
+        return _short_command([str(a) for a in server])
     if isinstance(server, mcp.StdioServerParameters):
-        return " ".join([server.command, *server.args])
+        return _short_command([server.command, *server.args])
     return str(getattr(server, "name", None) or type(server).__name__)
 
 
@@ -599,6 +600,11 @@ async def _list_page(client: Any, cursor: str | None) -> Any:
         return await client.list_tools(cursor=cursor, cache_mode="refresh")
     except TypeError:  # mcp 2.0: no cache, no cache_mode (refused before anything is sent)
         return await client.list_tools(cursor=cursor)
+
+
+def _short_command(argv: list[str]) -> str:
+    """A command as messages name it: paths by their last component (``python server.py``)."""
+    return " ".join(os.path.basename(a) if "/" in a else a for a in argv)
 
 
 def _modern(client: Any) -> bool:
