@@ -234,6 +234,7 @@ def test_prefixes_collisions_and_the_tools_set_tools_takes(clean: None) -> None:
         stored = t.set_tools(server.tools())  # the protocol's own shape, as set_tools takes it
         assert [s["name"] for s in stored] == ["add", "picture", "files", "unlock", "fail", "slow", "crash"]
         assert "inputSchema" in stored[0]
+    assert executor.available_tools() == ["add"]  # a closed connection's tools leave the executor
     with pytest.raises(InvalidInput, match="http"):
         MCPConnection("localhost:8000")
     with pytest.raises(InvalidInput, match="prefix"):

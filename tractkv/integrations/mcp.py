@@ -23,7 +23,8 @@ cancelled and the call returns an error result). Connecting waits at most ``conn
 server that cannot be started or reached raises :class:`~tractkv.errors.ToolServerUnavailable` with
 nothing left running. :meth:`MCPConnection.close` (or leaving the ``with`` block) ends the session, stops
 the subprocess (the SDK terminates it, then kills it) and joins the thread, at most ``close_timeout``
-seconds; a connection the program forgets is closed at interpreter exit.
+seconds; the executors it registered in drop its tools at their next use. A connection the program forgets
+is closed at interpreter exit.
 
 **Tools.** Each tool the server lists becomes a :class:`~tractkv.toolkit.ToolDefinition`: its name (with
 ``prefix=``; characters a provider refuses become ``_``, a name over 64 characters is shortened with a hash),
@@ -148,9 +149,8 @@ class MCPConnection:
         self._refresh_lock: asyncio.Lock | None = None
         self._task_group: Any = None
         self._stop: asyncio.Event | None = None
-        self._scope: Any = (
-            None  # the main task's cancel scope (anyio: the SDK's shutdown runs shielded in it)
-        )
+        # the main task's cancel scope: cancelling it (anyio) still lets the SDK stop the server process
+        self._scope: Any = None
         self._connected = False
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(
@@ -162,11 +162,11 @@ class MCPConnection:
         try:
             ready.result(timeout=connect_timeout)
         except BaseException as exc:
-            self.close()
+            self.close()  # whatever happened, nothing stays running
             if isinstance(exc, concurrent.futures.TimeoutError):
                 raise ToolServerUnavailable(self.name, f"no answer within {connect_timeout:g} s") from None
-            if isinstance(exc, TractErrorTypes):
-                raise
+            if isinstance(exc, ToolServerUnavailable | InvalidInput) or not isinstance(exc, Exception):
+                raise  # tractkv's own errors, and KeyboardInterrupt / SystemExit, as they are
             raise ToolServerUnavailable(self.name, _reason(exc)) from exc
         _OPEN.add(self)
 
@@ -298,8 +298,14 @@ class MCPConnection:
             raise TimeoutError(f"no answer from the MCP server {self.name} within {timeout:g} s") from None
 
     @property
+    def closed(self) -> bool:
+        """Was :meth:`close` called? (The executors then drop the server's tools at their next use.)"""
+        return self._closed
+
+    @property
     def version(self) -> int:
-        """Counts the tool listings that changed the tools (0: the first one); bumped by a list change."""
+        """How many listings changed the tools: 1 once connected (0 for a server that lists none), then one
+        more for each change (an announced ``tools/list_changed``, or :meth:`refresh`, that changed them)."""
         with self._lock:
             return self._version
 
@@ -314,6 +320,8 @@ class MCPConnection:
         """List the server's tools again now (the connection also does on every announced change)."""
 
         async def relist() -> None:
+            if self._client is None:
+                raise ToolServerUnavailable(self.name, self._lost or "not connected")
             self._stale = True
             await self._refresh_if_stale()
 
@@ -381,6 +389,8 @@ class MCPConnection:
                 pass
         except BaseException:  # the session had failed already (reported when it did)
             pass
+        with contextlib.suppress(BaseException):  # calls still waiting end as cancelled, not abandoned
+            asyncio.run_coroutine_threadsafe(_cancel_rest(), self._loop).result(timeout=self.close_timeout)
         self._loop.call_soon_threadsafe(self._loop.stop)
         self._thread.join(timeout=self.close_timeout)
         if not self._thread.is_alive():
@@ -392,6 +402,14 @@ class MCPConnection:
             self._stop.set()
         if (force or not self._connected) and self._scope is not None:
             self._scope.cancel()
+
+
+async def _cancel_rest() -> None:
+    """Cancel every other task on this loop and wait for them."""
+    tasks = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
+    for task in tasks:
+        task.cancel()
+    await asyncio.gather(*tasks, return_exceptions=True)
 
 
 class _Closing:
@@ -426,10 +444,11 @@ class _Binding:
 
     def apply(self) -> None:
         connection = self.connection
-        version = connection.version
+        closed = connection.closed
+        version = -2 if closed else connection.version  # a closed connection's tools leave the executor
         if version == self.applied:
             return
-        wanted = {d.name: d for d in connection.definitions(prefix=self.prefix)}
+        wanted = {} if closed else {d.name: d for d in connection.definitions(prefix=self.prefix)}
         for name in [n for n in self.names if n not in wanted]:
             if self.executor.get(name) is self.names.pop(name):
                 self.executor.unregister(name)
@@ -624,8 +643,6 @@ def _reason(exc: BaseException) -> str:
     text = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
-
-TractErrorTypes = (ToolServerUnavailable, InvalidInput)
 
 _OPEN: set[MCPConnection] = set()  # open connections, closed at interpreter exit
 
