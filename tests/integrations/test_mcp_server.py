@@ -73,6 +73,7 @@ def test_the_sdk_client_in_process_lists_and_calls_the_tools() -> None:
             return {
                 "names": [tool.name for tool in listing.tools],
                 "schema": listing.tools[0].input_schema,
+                "hints": {t.name: t.annotations for t in listing.tools},
                 "status": status,
                 "commit": commit,
                 "image": image,
@@ -84,6 +85,11 @@ def test_the_sdk_client_in_process_lists_and_calls_the_tools() -> None:
     assert len(out["names"]) == 16
     assert out["names"][:1] == ["commit"]
     assert out["schema"] == executor.get("commit").parameters  # type: ignore[union-attr]
+    hints = out["hints"]
+    assert hints["status"].read_only_hint is True
+    assert hints["commit"].read_only_hint is False
+    assert hints["reset"].destructive_hint is True
+    assert hints["chart"] is None  # a tool of the executor's own: its effects are unknown
     assert not out["status"].is_error
     assert out["status"].content[0].text.startswith("On branch main")
     assert not out["commit"].is_error

@@ -84,7 +84,12 @@ def create_server(
         definitions = await runner.run(executor.definitions)
         return mcp_types.ListToolsResult(
             tools=[
-                mcp_types.Tool(name=d.name, description=d.description, input_schema=dict(d.parameters))
+                mcp_types.Tool(
+                    name=d.name,
+                    description=d.description,
+                    input_schema=dict(d.parameters),
+                    annotations=_annotations(d.name, executor),
+                )
                 for d in definitions
             ]
         )
@@ -101,6 +106,22 @@ def create_server(
         on_list_tools=list_tools,
         on_call_tool=call_tool,
     )
+
+
+READ_ONLY = frozenset({"compile", "status", "log", "diff", "list_branches", "get_commit"})
+DESTRUCTIVE = frozenset({"reset", "gc"})  # a branch moved back (the reflog keeps it), objects deleted
+
+
+def _annotations(name: str, executor: ToolExecutor) -> mcp_types.ToolAnnotations | None:
+    """MCP's hints for a built-in tool (a client may, say, run read-only tools without asking); none for
+    the executor's other tools, whose effects tractkv cannot know."""
+    from tractkv.toolkit.builtin import builtin_tools
+
+    builtin = next((t for t in builtin_tools() if t.name == name), None)
+    definition = executor.get(name)
+    if builtin is None or definition is None or definition.handler is not builtin.handler:
+        return None
+    return mcp_types.ToolAnnotations(read_only_hint=name in READ_ONLY, destructive_hint=name in DESTRUCTIVE)
 
 
 def _mcp_result(result: ToolResult) -> mcp_types.CallToolResult:
