@@ -6,7 +6,8 @@ branch, over stdio (the default: an MCP client starts the command) or streamable
 ``http://HOST:PORT/mcp``.
 
 **Tools.** ``tools/list`` gives each tool's name, description and input schema (the profile's, as
-``ToolExecutor(t, profile=...)`` offers them). ``tools/call`` runs the tool through a
+``ToolExecutor(t, profile=...)`` offers them), with MCP's hints for the built-in ones (``readOnlyHint`` for
+compile, status, log, diff, list_branches, get_commit; ``destructiveHint`` for reset and gc). ``tools/call`` runs the tool through a
 :class:`~tractkv.toolkit.ToolExecutor` on the store (so the execution leaves a usage record) and answers its
 output as text content (content parts as text, image and embedded-resource content); a failure (an unknown
 tool, arguments that break the schema, an error in the tool) is a result with ``isError``, never a protocol
