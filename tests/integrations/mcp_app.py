@@ -89,6 +89,18 @@ def slow(seconds: float) -> str:
     return "awake"
 
 
+def hidden() -> str:
+    """A tool added without announcing it."""
+    return "found"
+
+
+@server.tool()
+def reveal() -> str:
+    """Add the hidden tool, quietly (no tools/list_changed)."""
+    server.add_tool(hidden)
+    return "revealed"
+
+
 @server.tool()
 def crash() -> str:
     """End the server process at once."""

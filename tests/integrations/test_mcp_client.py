@@ -82,7 +82,16 @@ def test_run_drives_an_mcp_server_with_an_image_an_error_and_a_tool_list_change(
     )
     with MCPConnection(APP, env=ENV, mode=mode) as server:
         executor = ToolExecutor(t)
-        assert server.register(executor) == ["add", "crash", "fail", "files", "picture", "slow", "unlock"]
+        assert server.register(executor) == [
+            "add",
+            "crash",
+            "fail",
+            "files",
+            "picture",
+            "reveal",
+            "slow",
+            "unlock",
+        ]
         assert server.version == 1
         t.user("go")
         result = run(t, llm, executor)
@@ -203,6 +212,7 @@ def test_a_call_over_its_timeout_is_an_error_result_and_the_connection_goes_on(c
     [
         [sys.executable, "-c", "import sys; sys.exit(3)"],  # exits at once
         ["/nonexistent/tractkv-mcp-server"],  # cannot start
+        "http://127.0.0.1:9/mcp",  # nothing listens there
         [sys.executable, "-c", "import time; time.sleep(60)"],  # never answers the handshake
     ],
 )
@@ -232,7 +242,16 @@ def test_prefixes_collisions_and_the_tools_set_tools_takes(clean: None) -> None:
         assert not bad.success
         assert "invalid arguments" in bad.error
         stored = t.set_tools(server.tools())  # the protocol's own shape, as set_tools takes it
-        assert [s["name"] for s in stored] == ["add", "picture", "files", "unlock", "fail", "slow", "crash"]
+        assert [s["name"] for s in stored] == [
+            "add",
+            "picture",
+            "files",
+            "unlock",
+            "fail",
+            "slow",
+            "reveal",
+            "crash",
+        ]
         assert "inputSchema" in stored[0]
     assert executor.available_tools() == ["add"]  # a closed connection's tools leave the executor
     with pytest.raises(InvalidInput, match="http"):
@@ -283,3 +302,17 @@ def test_a_server_that_dies_mid_session_gives_error_results_and_closes_cleanly(c
         assert not after.success
         assert "MCP server" in after.error
     assert [u.status for u in t.tool_usages()] in ([], ["error", "error"])  # recorded when executions record
+
+
+def test_refresh_lists_the_tools_again_when_the_server_changed_them_quietly(clean: None) -> None:
+    with MCPConnection(APP, env=ENV) as server:
+        executor = ToolExecutor(Tract.open())
+        server.register(executor)
+        assert executor.execute("reveal", {}).output == "revealed"
+        assert "hidden" not in executor.available_tools()  # not announced: not known
+        assert server.version == 1
+        assert "hidden" in [tool["name"] for tool in server.refresh()]
+        assert server.version == 2
+        assert executor.execute("hidden", {}).output == "found"  # the executor picked the new list up
+        server.refresh()
+        assert server.version == 2  # a listing that changed nothing is no new version
