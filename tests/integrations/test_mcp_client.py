@@ -65,6 +65,7 @@ def _call(call_id: str, name: str, **arguments: Any) -> dict[str, Any]:
     return {"tool_calls": [{"id": call_id, "name": name, "arguments": arguments}]}
 
 
+@pytest.mark.slow  # a server subprocess
 @pytest.mark.parametrize("mode", ["auto", "legacy"])  # a 2026-07-28 session, and the initialize handshake
 def test_run_drives_an_mcp_server_with_an_image_an_error_and_a_tool_list_change(
     mode: str, clean: None
@@ -137,6 +138,7 @@ def test_run_drives_an_mcp_server_with_an_image_an_error_and_a_tool_list_change(
     assert usages["secret"].arguments == {"word": "hi"}
 
 
+@pytest.mark.slow  # a server subprocess
 def test_results_keep_text_images_and_resources_as_parts_never_a_repr(clean: None) -> None:
     with MCPConnection(APP, env=ENV) as server:
         result = server.call("files")
@@ -192,6 +194,7 @@ def test_is_error_and_structured_only_results() -> None:
     )  # bytes that are no PNG are never stored as one
 
 
+@pytest.mark.slow  # a server subprocess
 def test_a_call_over_its_timeout_is_an_error_result_and_the_connection_goes_on(clean: None) -> None:
     with MCPConnection(APP, env=ENV, timeout=0.5) as server:
         slow = server.call("slow", {"seconds": 3})
@@ -207,6 +210,7 @@ def test_a_call_over_its_timeout_is_an_error_result_and_the_connection_goes_on(c
     assert "closed" in after.error
 
 
+@pytest.mark.slow  # server subprocesses
 @pytest.mark.parametrize(
     "command",
     [
@@ -223,6 +227,7 @@ def test_a_server_that_cannot_be_reached_raises_and_leaves_nothing_running(
         MCPConnection(command, connect_timeout=2, close_timeout=2)
 
 
+@pytest.mark.slow  # a server subprocess
 def test_prefixes_collisions_and_the_tools_set_tools_takes(clean: None) -> None:
     t = Tract.open()
     with MCPConnection(APP, env=ENV) as server:
@@ -290,6 +295,7 @@ def test_an_sdk_server_object_connects_in_process_and_unofferable_tools_are_skip
         assert executor.execute("echo", {"text": "hi"}).output == "hi"
 
 
+@pytest.mark.slow  # a server subprocess
 def test_a_server_that_dies_mid_session_gives_error_results_and_closes_cleanly(clean: None) -> None:
     t = Tract.open()
     with MCPConnection(APP, env=ENV, timeout=10) as server:
@@ -304,6 +310,7 @@ def test_a_server_that_dies_mid_session_gives_error_results_and_closes_cleanly(c
     assert [u.status for u in t.tool_usages()] in ([], ["error", "error"])  # recorded when executions record
 
 
+@pytest.mark.slow  # a server subprocess
 def test_refresh_lists_the_tools_again_when_the_server_changed_them_quietly(clean: None) -> None:
     with MCPConnection(APP, env=ENV) as server:
         executor = ToolExecutor(Tract.open())

@@ -102,6 +102,7 @@ def test_the_sdk_client_in_process_lists_and_calls_the_tools() -> None:
     assert "invalid arguments" in out["bad"].content[0].text
 
 
+@pytest.mark.slow  # a tractkv mcp subprocess
 def test_tractkv_mcp_over_stdio_as_a_subprocess(tmp_path: Path) -> None:
     store = _store(tmp_path / "s")
 
@@ -174,6 +175,7 @@ def served(tmp_path: Path) -> Iterator[Any]:
         process.stop()
 
 
+@pytest.mark.slow  # a tractkv mcp subprocess
 def test_streamable_http_with_tokens_against_a_real_server_process(tmp_path: Path, served: Any) -> None:
     tokens = tmp_path / "tokens.json"
     tokens.write_text(json.dumps({"tokens": {ADMIN: ["admin"], READER: ["read"]}}))
@@ -217,6 +219,7 @@ def test_streamable_http_with_tokens_against_a_real_server_process(tmp_path: Pat
     assert "bearer tokens with the admin scope required" in "".join(server.err)
 
 
+@pytest.mark.slow  # a tractkv mcp subprocess
 def test_loopback_serves_without_tokens_and_other_hosts_need_them(tmp_path: Path, served: Any) -> None:
     server = served()
     with MCPConnection(server.url) as connection:
