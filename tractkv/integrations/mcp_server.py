@@ -7,11 +7,12 @@ branch, over stdio (the default: an MCP client starts the command) or streamable
 
 **Tools.** ``tools/list`` gives each tool's name, description and input schema (the profile's, as
 ``ToolExecutor(t, profile=...)`` offers them), with MCP's hints for the built-in ones (``readOnlyHint`` for
-compile, status, log, diff, list_branches, get_commit; ``destructiveHint`` for reset and gc). ``tools/call`` runs the tool through a
-:class:`~tractkv.toolkit.ToolExecutor` on the store (so the execution leaves a usage record) and answers its
-output as text content (content parts as text, image and embedded-resource content); a failure (an unknown
-tool, arguments that break the schema, an error in the tool) is a result with ``isError``, never a protocol
-error. The tract is used from one worker thread, one call at a time, in the order they arrive.
+compile, status, log, diff, list_branches, get_commit; ``destructiveHint`` for reset and gc).
+``tools/call`` runs the tool through a :class:`~tractkv.toolkit.ToolExecutor` on the store (so the
+execution leaves a usage record) and answers its output as text content (content parts as text, image and
+embedded-resource content); a failure (an unknown tool, arguments that break the schema, an error in the
+tool) is a result with ``isError``, never a protocol error. The tract is used from one worker thread, one
+call at a time, in the order they arrive.
 
 **Tokens (HTTP).** As ``tractkv serve``: without ``--tokens`` only a loopback address may be served (no
 authentication); with a tokens file (``{"tokens": {"<token>": ["<scope>", ...]}}``, every token at least 16
@@ -71,15 +72,16 @@ class _Worker:
         self.pool.shutdown(wait=True)
 
 
-def create_server(
-    executor: ToolExecutor, *, name: str = "tractkv", worker: _Worker | None = None
-) -> Server[Any]:
+def create_server(executor: ToolExecutor, *, name: str = "tractkv") -> Server[Any]:
     """An SDK server (``mcp.server.Server``) offering ``executor``'s tools; calls run ``executor.execute``
-    on one worker thread. Connect it in-process (``mcp.Client(server)``) or serve it (:func:`serve_stdio`,
-    :func:`serve_http`)."""
+    on one worker thread of its own, one at a time (use the executor's tract from no other thread meanwhile).
+    Connect it in-process (``mcp.Client(server)``) or run it with the SDK's transports."""
     if not isinstance(executor, ToolExecutor):
         raise InvalidInput(f"create_server() takes a ToolExecutor, not {type(executor).__name__}")
-    runner = worker or _Worker()
+    return _server(executor, name, _Worker())
+
+
+def _server(executor: ToolExecutor, name: str, runner: _Worker) -> Server[Any]:
 
     async def list_tools(_ctx: Any, _params: Any) -> mcp_types.ListToolsResult:
         definitions = await runner.run(executor.definitions)
@@ -170,7 +172,7 @@ def _opened(store_path: str, profile: str) -> Any:
         tract: Tract = worker.pool.submit(_open_tract, store_path).result()
         try:
             executor = worker.pool.submit(ToolExecutor, tract, profile=profile).result()
-            yield create_server(executor, worker=worker)
+            yield _server(executor, "tractkv", worker)
         finally:
             worker.pool.submit(tract.close).result()
     finally:
