@@ -240,3 +240,36 @@ def test_loopback_serves_without_tokens_and_other_hosts_need_them(tmp_path: Path
     assert "tractkv init" in missing.output
     assert not (tmp_path / "none").exists()
     LmdbStore(store).close()  # the refused commands left the store as it was
+
+
+@pytest.mark.slow  # a fresh interpreter
+def test_without_the_mcp_extra_the_command_and_the_client_say_which_extra_to_install(tmp_path: Path) -> None:
+    store = _store(tmp_path / "s")
+    code = (
+        "import sys; sys.modules['mcp'] = None; from tractkv.cli import main; sys.argv[0] = 'tractkv'; main()"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code, "--store", store, "mcp"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+        env={**os.environ, **ENV, "TRACTKV_DEBUG": ""},
+    )
+    assert out.returncode == 1
+    assert out.stderr.splitlines() == [
+        "Error: tractkv.integrations.mcp_server needs the mcp extra: pip install 'tractkv[mcp]' "
+        "(no module named 'mcp')"
+    ]
+    code = "import sys; sys.modules['mcp'] = None; import tractkv.integrations.mcp"
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+        env={**os.environ, **ENV},
+    )
+    assert (
+        "MissingExtra: tractkv.integrations.mcp needs the mcp extra: pip install 'tractkv[mcp]'" in out.stderr
+    )

@@ -43,10 +43,8 @@ def mcp_cmd(
     """Serve the toolkit's tools on this store to an MCP client: over stdio (default; the client starts this
     command) or streamable HTTP (--http HOST:PORT; without --tokens loopback only, and a token needs the
     admin scope). The tools act on the store's current branch; every call leaves a usage record."""
-    try:
-        from tractkv.integrations import mcp_server
-    except ImportError as exc:  # pragma: no cover - the module raises MissingExtra itself
-        raise InvalidInput(f"mcp needs the mcp extra: pip install 'tractkv[mcp]' ({exc})") from exc
+    from tractkv.integrations import mcp_server  # MissingExtra (one line) without the mcp extra
+
     path = store_path or state.store_path
     try:
         if http is None:
