@@ -104,3 +104,30 @@ def test_refreshers_run_before_the_tools_are_listed_or_run_and_a_failing_one_is_
     assert "source down" in caplog.text
     with pytest.raises(InvalidInput, match="add_refresher"):
         executor.add_refresher("not callable")  # type: ignore[arg-type]
+
+
+def test_only_a_schema_that_says_so_and_a_kwargs_handler_take_undeclared_arguments() -> None:
+    from tractkv.toolkit import ToolDefinition
+
+    def anything(*, context: ToolContext, **arguments: Any) -> str:
+        return ",".join(f"{k}={v}" for k, v in sorted(arguments.items()))
+
+    def named(*, context: ToolContext, path: str = "") -> str:
+        return path
+
+    open_schema = {
+        "type": "object",
+        "properties": {"path": {"type": "string"}},
+        "additionalProperties": {"type": "integer"},
+    }
+    closed = {"type": "object", "properties": {"path": {"type": "string"}}}
+    executor = ToolExecutor(Tract.open())
+    executor.register(ToolDefinition("open", "Takes more.", open_schema, anything))
+    executor.register(ToolDefinition("closed", "Takes path.", closed, anything))
+    executor.register(ToolDefinition("named", "No kwargs.", open_schema, named))
+    assert executor.execute("open", {"path": "a", "n": 2}).output == "n=2,path=a"
+    wrong = executor.execute("open", {"n": "two"})  # checked as the schema says: integers only
+    assert not wrong.success
+    assert "expected integer" in wrong.error
+    assert "undeclared argument(s) 'n'" in executor.execute("closed", {"n": 2}).error
+    assert "undeclared argument(s) 'n'" in executor.execute("named", {"n": 2}).error

@@ -1,7 +1,9 @@
 """``ToolExecutor``: run tools by name for a model, with checked arguments and recorded usage.
 
 ``execute(name, arguments)`` never raises for anything the model or a tool did: an unknown tool, an
-argument the tool does not declare (arguments are whitelisted against the schema, never passed through),
+argument the tool does not declare (arguments are whitelisted against the schema, never passed through;
+only a schema that says ``additionalProperties`` or ``patternProperties`` with a handler taking
+``**kwargs``, such as an MCP server's tool, takes others, checked against what the schema says of them),
 an argument that breaks the schema, and an exception inside the handler all come back as
 ``ToolResult(success=False, error=...)``. Each execution, failed or not, publishes ``tool_start`` and then
 ``tool_complete`` or ``tool_error`` on the executor's :class:`EventBus`, and leaves a usage record
@@ -24,6 +26,7 @@ record (``heads``): a record may only link what its store holds.
 from __future__ import annotations
 
 import contextvars
+import inspect
 import json
 import logging
 import threading
@@ -361,7 +364,7 @@ class ToolExecutor:
         if not isinstance(arguments, dict):
             return definition, f"arguments must be a JSON object, not {type(arguments).__name__}", None
         declared = definition.parameters.get("properties", {})
-        undeclared = sorted(k for k in arguments if k not in declared)
+        undeclared = [] if _open_schema(definition) else sorted(k for k in arguments if k not in declared)
         if undeclared:
             takes = ", ".join(declared) or "no arguments"
             return (
@@ -682,6 +685,21 @@ class ToolExecutor:
             usage_objects=objects,
             parts=parts if success else (),
         )
+
+
+def _open_schema(definition: ToolDefinition) -> bool:
+    """Does the tool take arguments its schema does not name? Only when the schema says so explicitly
+    (``additionalProperties`` true or a schema, or ``patternProperties``) and the handler takes ``**kwargs``
+    (an MCP server's tool, say): the validator then checks them as the schema says."""
+    schema = definition.parameters
+    says = schema.get("additionalProperties", False) is not False or "patternProperties" in schema
+    if not says or definition.handler is None:
+        return False
+    try:
+        parameters = inspect.signature(definition.handler).parameters.values()
+    except (TypeError, ValueError):
+        return False
+    return any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters)
 
 
 def _summary(description: str) -> str:
