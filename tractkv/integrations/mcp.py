@@ -144,6 +144,7 @@ class MCPConnection:
         self._closed = False
         self._lost: str | None = None  # why the session ended on its own (the server went away)
         self.skipped: dict[str, str] = {}
+        self._warned: set[tuple[str, str]] = set()
         self._client: Any = None
         self._stale = False
         self._refresh_lock: asyncio.Lock | None = None
@@ -485,7 +486,9 @@ def _definitions(
         except InvalidInput as exc:
             skipped[tool.name] = str(exc)
     for name, why in skipped.items():
-        _log.warning("MCP server %s: tool %r is not offered: %s", connection.name, name, why)
+        if (name, why) not in connection._warned:  # once per tool and reason, not at every listing
+            connection._warned.add((name, why))
+            _log.warning("MCP server %s: tool %r is not offered: %s", connection.name, name, why)
     return list(out.values()), skipped
 
 
