@@ -45,7 +45,7 @@ def _uses_an_sdk(path: Path) -> bool:
             names = [a.name for a in node.names]
         elif isinstance(node, ast.ImportFrom) and node.module:
             names = [node.module]
-        if any(n.split(".")[0] in {"openai", "anthropic"} for n in names):
+        if any(n.split(".")[0] in {"openai", "anthropic", "google"} for n in names):
             return True
     return False
 
@@ -58,6 +58,7 @@ def test_the_floor_step_runs_every_test_file_that_uses_an_sdk() -> None:
     selected = set(found.stdout.split())
     expected = {str(p.relative_to(ROOT)) for p in (ROOT / "tests").rglob("*.py") if _uses_an_sdk(p)}
     assert "tests/llm/test_sdk_pairing.py" in expected
+    assert "tests/llm/test_gemini_dialect.py" in expected
     assert selected == expected
 
 
@@ -65,10 +66,10 @@ def test_the_floors_are_stated_the_same_in_pyproject_and_the_readme() -> None:
     test_group = tomllib.loads((ROOT / "pyproject.toml").read_text())["dependency-groups"]["test"]
     floors = {}
     for dependency in test_group:
-        match = re.fullmatch(r"(openai|anthropic)>=(\S+)", dependency)
+        match = re.fullmatch(r"(openai|anthropic|google-genai)>=(\S+)", dependency)
         if match:
             floors[match[1]] = match[2]
-    assert set(floors) == {"openai", "anthropic"}
+    assert set(floors) == {"openai", "anthropic", "google-genai"}
     paragraph = README.split("**SDK versions.**", 1)[1].split("\n\n", 1)[0]
     for name, version in floors.items():
         assert f"`{name}>={version}`" in paragraph

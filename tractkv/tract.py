@@ -334,11 +334,16 @@ class Tract:
     ) -> CommitInfo:
         """Commit a provider's reply as the assistant message, losing nothing a context needs.
 
-        ``response`` is an OpenAI ``ChatCompletion``, an OpenAI Responses ``Response`` or an Anthropic
-        ``Message``: the SDK object, its ``model_dump()`` or the JSON body as a dict (the shape says which).
+        ``response`` is an OpenAI ``ChatCompletion``, an OpenAI Responses ``Response``, an Anthropic
+        ``Message`` or a Gemini ``GenerateContentResponse``: the SDK object, its ``model_dump()`` or the JSON
+        body as a dict (the shape says which; Gemini's REST camelCase or the SDK's snake_case).
         A Response's reasoning, function_call and built-in tool items are kept verbatim in their place
         (``responses_item`` parts: :meth:`CompiledContext.to_responses_params` sends them back); ``strict``
-        refuses an output item of a type tractkv does not know. Committed: the text, tool calls,
+        refuses an output item (or Gemini part) of a type tractkv does not know. Gemini: thoughts, function
+        calls (an id made from the response and the part's position when Gemini sends none: ``gm_<16 hex>_<i>``,
+        docs/format.md) and each part's ``thought_signature``, kept as bytes on its part and sent back on it by
+        :meth:`CompiledContext.to_gemini_params`; a chat completion tool call's ``extra_content`` (Gemini's
+        OpenAI-compatible endpoint) goes back on that call. Committed: the text, tool calls,
         OpenAI's ``refusal``, Anthropic ``thinking`` (with its ``signature``) and ``redacted_thinking``
         blocks in their original order (as the message's ``parts``); the usage, normalized (``input_tokens``,
         ``output_tokens`` and the provider's own counts), in ``metadata["usage"]`` (:attr:`CommitInfo.usage`);

@@ -371,8 +371,57 @@ def test_editing_a_call_into_text_keeps_reasoning_first_and_drops_the_call_item(
     assert params["input"][1:] == [REASONING, {"role": "assistant", "content": "No tool needed."}]
 
 
-def test_mixed_branch_anthropic_then_responses_compiles_for_every_dialect() -> None:
-    """Anthropic turns (thinking + tool_use), then Responses turns: each dialect gets only what it takes."""
+def _openai_rules(messages: list[dict[str, Any]]) -> None:
+    """Chat Completions: the SDK's message types, and each assistant's tool calls answered by the tool
+    messages right after it, one per id."""
+    from openai.types.chat import ChatCompletionMessageParam
+
+    TypeAdapter(list[ChatCompletionMessageParam]).validate_python(messages)
+    for index, message in enumerate(messages):
+        ids = [c["id"] for c in message.get("tool_calls") or []]
+        answers = [m.get("tool_call_id") for m in messages[index + 1 : index + 1 + len(ids)]]
+        assert sorted(answers) == sorted(ids), (index, ids, answers)
+
+
+def _anthropic_rules(params: dict[str, Any]) -> None:
+    """Messages: the SDK's types, roles alternating from user, each tool_use answered first in the next turn."""
+    from anthropic.types import MessageParam
+
+    TypeAdapter(list[MessageParam]).validate_python(params["messages"])
+    turns = params["messages"]
+    assert [m["role"] for m in turns] == ["user", "assistant"] * (len(turns) // 2) + ["user"] * (
+        len(turns) % 2
+    )
+    for turn, after in zip(turns, [*turns[1:], None], strict=True):
+        uses = [b["id"] for b in turn["content"] if isinstance(b, dict) and b["type"] == "tool_use"]
+        if uses:
+            assert after is not None
+            results = [b["tool_use_id"] for b in after["content"][: len(uses)]]
+            assert sorted(results) == sorted(uses)
+
+
+def _gemini_rules(params: dict[str, Any]) -> None:
+    """Gemini: google-genai's types (extra=forbid), user first, roles alternating, each model turn's function
+    calls answered by as many function responses of the same names, in order, in the next (user) turn."""
+    from google.genai import types
+
+    types.GenerateContentConfig.model_validate({k: v for k, v in params.items() if k != "contents"})
+    turns = params["contents"]
+    for turn in turns:
+        types.Content.model_validate(turn)
+    assert [c["role"] for c in turns] == ["user", "model"] * (len(turns) // 2) + ["user"] * (len(turns) % 2)
+    for turn, after in zip(turns, [*turns[1:], None], strict=True):
+        calls = [p["function_call"]["name"] for p in turn["parts"] if "function_call" in p]
+        if calls:
+            assert after is not None
+            answers = [p["function_response"]["name"] for p in after["parts"] if "function_response" in p]
+            assert answers == calls
+
+
+def test_mixed_branch_anthropic_then_responses_then_gemini_compiles_for_every_dialect() -> None:
+    """Anthropic turns (thinking + tool_use), then Responses turns (reasoning + function_call), then Gemini
+    turns (a thought + two calls, one signed, then signed text): every dialect gets a valid request holding
+    only what it takes (issue 31's done-when)."""
     t = weather_tract()
     t.record_response(
         {
@@ -393,6 +442,44 @@ def test_mixed_branch_anthropic_then_responses_compiles_for_every_dialect() -> N
     t.user("And Oslo?")
     t.record_response(response_body([REASONING, CALL]))
     t.tool_result({"type": "function_call_output", "call_id": "call_Oslo", "output": "18°C"})
+    t.user("And Tromsø and Bodø?")
+    gemini = {
+        "candidates": [
+            {
+                "finishReason": "STOP",
+                "content": {
+                    "role": "model",
+                    "parts": [
+                        {"text": "Two more cities.", "thought": True},
+                        {
+                            "functionCall": {"name": "get_weather", "args": {"city": "Tromsø"}},
+                            "thoughtSignature": "R2VtaW5pU2lnMQ==",
+                        },
+                        {"functionCall": {"name": "get_weather", "args": {"city": "Bodø"}}},
+                    ],
+                },
+            }
+        ],
+        "usageMetadata": {"promptTokenCount": 50, "candidatesTokenCount": 9},
+        "modelVersion": "gemini-3-pro-preview",
+        "responseId": "g1",
+    }
+    calls = t.record_response(gemini).content["tool_calls"]
+    t.tool_result(calls[0]["id"], "get_weather", "snow")
+    t.tool_result(calls[1]["id"], "get_weather", "wind")
+    t.record_response(
+        {
+            "candidates": [
+                {
+                    "content": {
+                        "role": "model",
+                        "parts": [{"text": "Cold up north.", "thoughtSignature": "R2VtaW5pU2lnMg=="}],
+                    }
+                }
+            ],
+            "responseId": "g2",
+        }
+    )
     ctx = t.compile()
     params = ctx.to_responses_params()
     check_params(params)
@@ -405,9 +492,34 @@ def test_mixed_branch_anthropic_then_responses_compiles_for_every_dialect() -> N
         "reasoning",
         "function_call",
         "function_call_output",
+        "user",
+        "function_call",
+        "function_call",
+        "function_call_output",
+        "function_call_output",
+        "assistant",
     ]
     assert "EqQBsig" not in json.dumps(params)
-    anthropic = json.dumps(ctx.to_anthropic_params())
-    assert "EqQBsig" in anthropic
-    assert "rs_68af" not in anthropic
-    assert "rs_68af" not in json.dumps(ctx.to_openai_params())
+    anthropic = ctx.to_anthropic_params()
+    _anthropic_rules(anthropic)
+    assert "EqQBsig" in json.dumps(anthropic)
+    assert "rs_68af" not in json.dumps(anthropic)
+    openai_params = ctx.to_openai_params()
+    _openai_rules(openai_params["messages"])
+    assert "rs_68af" not in json.dumps(openai_params)
+    gemini_params = ctx.to_gemini_params()
+    _gemini_rules(gemini_params)
+    model_turns = [c["parts"] for c in gemini_params["contents"] if c["role"] == "model"]
+    assert model_turns[0] == [
+        {"function_call": {"name": "get_weather", "args": {"city": "Bergen"}, "id": "toolu_1"}}
+    ]
+    assert model_turns[1] == [
+        {"function_call": {"name": "get_weather", "args": {"city": "Oslo"}, "id": "call_Oslo"}}
+    ]
+    assert model_turns[2][1]["thought_signature"] == b"GeminiSig1"
+    assert model_turns[3] == [{"text": "Cold up north.", "thought_signature": b"GeminiSig2"}]
+    rendered = json.dumps([openai_params, anthropic, params], default=str)
+    assert "GeminiSig" not in rendered
+    assert "Two more cities" not in rendered  # a thought is Gemini's reasoning: left out elsewhere
+    assert "EqQBsig" not in json.dumps(gemini_params, default=str)
+    assert all(ctx.left_out(d) == () for d in ("openai", "responses", "anthropic", "gemini"))

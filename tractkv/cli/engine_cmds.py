@@ -428,11 +428,12 @@ def show(st: CliState, rev: str, as_json: bool) -> None:
 @click.option(
     "--format",
     "fmt",
-    type=click.Choice(["openai", "responses", "anthropic", "json", "text"]),
+    type=click.Choice(["openai", "responses", "anthropic", "gemini", "json", "text"]),
     default="json",
     show_default=True,
-    help="openai / responses / anthropic: the request parameters (messages or input items + tools) for that "
-    "API (OpenAI Chat Completions, OpenAI Responses, Anthropic Messages); json: the neutral "
+    help="openai / responses / anthropic / gemini: the request parameters (messages, input items or contents "
+    "+ tools) for that API (OpenAI Chat Completions, OpenAI Responses, Anthropic Messages, Gemini "
+    "generateContent; bytes as base64); json: the neutral "
     'messages (media bytes as {"$bytes": "<base64>"}); text: for people, parts as markers.',
 )
 @click.option(
@@ -467,9 +468,10 @@ def compile_cmd(
 ) -> None:
     """The context a model call needs, from HEAD (or --at REV). Each repair compile made so that tool calls
     and results pair up is printed to stderr as 'repaired: ...'; --strict fails instead. Every format but
-    text prints JSON, so --json keeps --format openai / responses / anthropic / json as they are (that
-    format's JSON) and only changes text to json. An OpenAI Responses built-in tool item the openai or
-    anthropic format leaves out is printed to stderr as 'left out: ...'."""
+    text prints JSON, so --json keeps --format openai / responses / anthropic / gemini / json as they are
+    (that format's JSON) and only changes text to json. What a provider format leaves out (an OpenAI
+    Responses built-in tool item, a Gemini part another dialect has no form for) is printed to stderr as
+    'left out: ...'."""
     ctx = st.tract(readonly=True).compile(
         at=at, include_reasoning=include_reasoning, strict=strict, max_tokens=max_tokens
     )
@@ -479,7 +481,7 @@ def compile_cmd(
         note(f"dropped {len(ctx.dropped)} messages to fit {max_tokens} tokens: {' '.join(ctx.dropped)}")
     if as_json and fmt == "text":  # openai, anthropic and json are JSON already: --json keeps them
         fmt = "json"
-    if fmt in ("openai", "anthropic"):
+    if fmt in ("openai", "responses", "anthropic", "gemini"):
         for left in ctx.left_out(fmt):
             note(f"left out: {left.detail}")
     if fmt == "openai":
@@ -488,6 +490,10 @@ def compile_cmd(
         echo_json(ctx.to_responses_params())
     elif fmt == "anthropic":
         echo_json(ctx.to_anthropic_params())
+    elif fmt == "gemini":
+        from tractkv.engine.content import gemini_json  # signatures and media as base64 text
+
+        echo_json(gemini_json(ctx.to_gemini_params()))
     elif fmt == "json":
         echo_json(
             {

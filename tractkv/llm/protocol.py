@@ -22,6 +22,10 @@ from tractkv.engine.content import (
     ToolCall,
     anthropic_reply,
     anthropic_usage,
+    gemini_extras,
+    gemini_field,
+    gemini_reply,
+    gemini_usage,
     openai_extras,
     openai_reply,
     openai_usage,
@@ -38,7 +42,22 @@ PART_FIELDS = {
     "redacted_thinking": ("data",),
     "refusal": ("refusal",),
     "responses_item": ("item",),
-}  # the parts a reply carries (docs/format.md "Content parts"), each with its fields (strings, but item a dict)
+    "gemini_thought": ("text",),
+    "gemini_call": ("call_id",),
+    "gemini_part": ("part",),
+}  # the parts a reply carries (docs/format.md "Content parts"), each with its required fields
+OPTIONAL_FIELDS = {
+    "text": ("thought_signature",),
+    "gemini_thought": ("thought_signature",),
+    "gemini_call": ("thought_signature", "made_id", "extra_content"),
+}  # the fields a part may also have (Gemini's signature, ...)
+_FIELD_TYPES: dict[str, type] = {
+    "item": dict,
+    "part": dict,
+    "extra_content": dict,
+    "thought_signature": bytes,
+    "made_id": bool,
+}  # a field's type when it is not a string
 
 
 @attrs.frozen(kw_only=True)
@@ -90,14 +109,7 @@ class LLMResponse:
         if not self.parts and self.text:  # built from text alone: its one part (equal to the parsed reply)
             object.__setattr__(self, "parts", ({"type": "text", "text": self.text},))
         for index, part in enumerate(self.parts):
-            fields = PART_FIELDS.get(str(part.get("type"))) if isinstance(part, dict) else None
-            if fields is None or set(part) != {"type", *fields}:
-                raise InvalidInput(
-                    f"LLMResponse.parts[{index}] must be one of "
-                    + ", ".join(f"{{type: {k}, {', '.join(v)}}}" for k, v in PART_FIELDS.items())
-                )
-            if not all(isinstance(part[f], dict if f == "item" else str) for f in fields):
-                raise InvalidInput(f"LLMResponse.parts[{index}] fields must be strings (an item a dict)")
+            _check_part(part, index)
         if self.parts and reply_text(self.parts) != self.text:
             raise InvalidInput("LLMResponse.text must be the text parts joined")
         if self.usage is not None and not (
@@ -117,11 +129,12 @@ class LLMResponse:
 
         ``{"type": "dialogue", "role": "assistant", "text": ..., "parts": [...], "tool_calls": [{"id", "name",
         "arguments"}, ...]}``. ``parts`` (every part, in order) is there only when the reply is more than one
-        text: thinking, a refusal, or several text blocks; ``tool_calls`` only when the reply calls tools.
+        text: thinking, a refusal, several text blocks, or a text with Gemini's ``thought_signature``;
+        ``tool_calls`` only when the reply calls tools.
         Everything is a copy: changing the payload does not change this response.
         """
         payload: dict[str, Any] = {"type": "dialogue", "role": "assistant", "text": self.text}
-        if len(self.parts) > 1 or any(p["type"] != "text" for p in self.parts):
+        if len(self.parts) > 1 or any(set(p) != {"type", "text"} for p in self.parts):  # not one plain text
             payload["parts"] = [dict(p) for p in self.parts]
         if self.tool_calls:
             payload["tool_calls"] = [
@@ -243,16 +256,65 @@ class LLMResponse:
         )
 
     @classmethod
+    def from_gemini(cls, body: Mapping[str, Any], strict: bool = False, *, choice: int = 0) -> LLMResponse:
+        """A Gemini ``GenerateContentResponse`` body (snake_case as the SDK dumps it, or camelCase as the REST
+        API sends it): candidate ``choice``'s parts read by :func:`~tractkv.engine.content.gemini_reply` (text,
+        thoughts, function calls, other parts verbatim, each ``thought_signature`` as bytes on its part);
+        ``model`` is ``model_version``, ``finish_reason`` the candidate's; usage from ``usage_metadata``
+        (:func:`~tractkv.engine.content.gemini_usage`). A function call Gemini sent without an id gets one made
+        from the response and the part's position (``gm_<16 hex>_<index>``, see
+        :func:`~tractkv.engine.content.render.gemini.made_call_id`); it is never sent back to Gemini. The
+        candidate's ``grounding_metadata``, ``citation_metadata`` and ``url_context_metadata`` are kept in
+        :attr:`omitted_blocks` as ``{"type": "gemini_field", "field", "value"}``.
+
+        Raises:
+            MalformedResponse: a blocked prompt (``prompt_feedback.block_reason``, no candidates), no such
+                candidate, a candidate without content (naming its ``finish_reason``), a malformed part (its
+                index and field), with ``strict`` a part of no known kind, or usage without token counts.
+        """
+        if not isinstance(body, Mapping):
+            raise MalformedResponse("a GenerateContentResponse must be a JSON object")
+        candidates = gemini_field(body, "candidates") or []
+        feedback = gemini_field(body, "prompt_feedback")
+        if not candidates and isinstance(feedback, Mapping) and gemini_field(feedback, "block_reason"):
+            raise MalformedResponse(f"the prompt was blocked: {gemini_field(feedback, 'block_reason')}")
+        if not isinstance(candidates, list):
+            raise MalformedResponse("a GenerateContentResponse's candidates must be a list")
+        if choice < 0 or choice >= len(candidates):
+            raise MalformedResponse(f"the response has {len(candidates)} candidate(s); there is no {choice}")
+        candidate = candidates[choice]
+        if not isinstance(candidate, Mapping):
+            raise MalformedResponse(f"candidates[{choice}] is not an object")
+        finish = _optional_str(gemini_field(candidate, "finish_reason"))
+        content = gemini_field(candidate, "content")
+        if content is None:
+            raise MalformedResponse(f"candidates[{choice}] has no content (finish_reason {finish})")
+        parts, calls = gemini_reply(
+            content, response_id=gemini_field(body, "response_id"), candidate=choice, strict=strict
+        )
+        return cls(
+            text=reply_text(parts),
+            tool_calls=calls,
+            parts=parts,
+            model=_optional_str(gemini_field(body, "model_version")),
+            finish_reason=finish,
+            usage=gemini_usage(gemini_field(body, "usage_metadata")),
+            omitted_blocks=gemini_extras(candidate),
+            raw=body,
+        )
+
+    @classmethod
     def from_provider(cls, response: object, *, choice: int = 0, strict: bool = False) -> LLMResponse:
         """A provider's complete reply, whichever provider: an OpenAI ``ChatCompletion``, an OpenAI Responses
-        ``Response`` or an Anthropic ``Message``, as the SDK object (anything with ``model_dump()``), its
-        ``model_dump()`` dict or the JSON body as a plain dict. The shape says which
-        (:func:`~tractkv.engine.content.reply_provider`).
+        ``Response``, an Anthropic ``Message`` or a Gemini ``GenerateContentResponse``, as the SDK object
+        (anything with ``model_dump()``), its ``model_dump()`` dict or the JSON body as a plain dict. The shape
+        says which (:func:`~tractkv.engine.content.reply_provider`).
 
         An OpenAI completion may hold several choices (``n > 1``): ``choice`` picks one (the first by
-        default); the others are not read. ``strict`` refuses a Responses output item of an unknown type
-        (:meth:`from_responses`). Streaming chunks and events are refused: record the final
-        ``ChatCompletion`` / ``Message`` the SDK's stream helpers assemble.
+        default); the others are not read; for Gemini it picks the candidate. ``strict`` refuses a Responses
+        output item or a Gemini part of an unknown kind (:meth:`from_responses`, :meth:`from_gemini`).
+        Streaming chunks and events are refused: record the final ``ChatCompletion`` / ``Message`` the SDK's
+        stream helpers assemble.
 
         Raises:
             InvalidResponse: neither shape (a chunk, an error body, an empty dict, ...), a ``model_dump()``
@@ -275,6 +337,8 @@ class LLMResponse:
                 if choice:
                     raise InvalidInput("a Responses API response has one reply: choice must be 0")
                 return cls.from_responses(body, strict=strict)
+            if provider == "gemini":
+                return cls.from_gemini(body, strict=strict, choice=choice)
         except MalformedResponse as exc:
             raise InvalidResponse(exc.reason) from None
         raise InvalidResponse(_unknown_shape(body))
@@ -385,6 +449,27 @@ def as_messages(messages: Sequence[Message]) -> tuple[Message, ...]:
     return tuple(messages)
 
 
+def _check_part(part: object, index: int) -> None:
+    """An :attr:`LLMResponse.parts` item: one of :data:`PART_FIELDS` with its fields (and optional ones)."""
+    kind = str(part.get("type")) if isinstance(part, dict) else ""
+    fields = PART_FIELDS.get(kind)
+    if (
+        not isinstance(part, dict)
+        or fields is None
+        or not {"type", *fields} <= set(part) <= {"type", *fields, *OPTIONAL_FIELDS.get(kind, ())}
+    ):
+        raise InvalidInput(
+            f"LLMResponse.parts[{index}] must be one of "
+            + ", ".join(f"{{type: {k}, {', '.join(v)}}}" for k, v in PART_FIELDS.items())
+        )
+    for field, value in part.items():
+        if field != "type" and not isinstance(value, _FIELD_TYPES.get(field, str)):
+            raise InvalidInput(
+                f"LLMResponse.parts[{index}] fields must be strings (an item a dict): {field} is not "
+                f"{_FIELD_TYPES.get(field, str).__name__}"
+            )
+
+
 def _optional_str(value: object) -> str | None:
     return value if isinstance(value, str) else None
 
@@ -410,7 +495,8 @@ def _as_body(response: object) -> Mapping[str, Any]:
         return body
     if not isinstance(response, Mapping):
         raise InvalidResponse(
-            "expected an OpenAI ChatCompletion or an Anthropic Message (SDK object or dict), "
+            "expected an OpenAI ChatCompletion or Response, an Anthropic Message or a Gemini "
+            "GenerateContentResponse (SDK object or dict), "
             f"not {type(response).__name__}"
         )
     if not response:
@@ -436,6 +522,7 @@ def _unknown_shape(body: Mapping[str, Any]) -> str:
     if body.get("type") == "message":
         return "an Anthropic message needs a 'content' list of blocks"
     return (
-        "neither an OpenAI chat completion ('choices', object 'chat.completion') nor an Anthropic message "
-        f"(type 'message' with 'content'); keys: {sorted(str(k) for k in body)[:10]}"
+        "neither an OpenAI chat completion ('choices', object 'chat.completion'), a Responses API response, an "
+        "Anthropic message (type 'message' with 'content') nor a Gemini response ('candidates'); keys: "
+        f"{sorted(str(k) for k in body)[:10]}"
     )

@@ -38,7 +38,17 @@ redacted_thinking   ``data`` (Anthropic's opaque string)                        
 refusal             ``refusal``                                                       assistant
 responses_item      ``item``: an OpenAI Responses output item other than a message,   assistant
                     verbatim (``reasoning``, ``function_call``, built-in tool calls)
+gemini_thought      ``text`` (a Gemini thought summary); optional                     assistant
+                    ``thought_signature`` (bytes)
+gemini_call         ``call_id`` (one of the message's tool calls); optional           assistant
+                    ``thought_signature`` (bytes), ``made_id`` (true: tractkv made the
+                    id), ``extra_content`` (a JSON object: Gemini's OpenAI-compatible
+                    endpoint's extension on a tool call)
+gemini_part         ``part``: any other Gemini part, verbatim (JSON and bytes)         assistant
 ==================  ================================================================  ================
+
+An assistant ``text`` part may carry a ``thought_signature`` (bytes; its text may then be empty): Gemini's
+signature goes back on the part it came with.
 
 ``text`` is always the text parts joined with ``""`` (what describe, diff, search and summarization read).
 A single text part is stored as plain ``text`` without ``parts``. Media types and the checks on the bytes
@@ -118,7 +128,10 @@ class Part:
     ``type`` says which fields are set: ``text`` (``text``); ``image`` / ``document`` (``media_type`` and
     ``data`` with ``media`` its blob id, or ``url``; ``detail`` / ``title``); ``thinking`` (``thinking``,
     ``signature``); ``redacted_thinking`` (``redacted``: Anthropic's opaque data); ``refusal``
-    (``refusal``); ``responses_item`` (``item``: an OpenAI Responses output item, verbatim).
+    (``refusal``); ``responses_item`` (``item``: an OpenAI Responses output item, verbatim); Gemini's
+    ``gemini_thought`` (``text``), ``gemini_call`` (``call_id``, ``made_id``, ``extra_content``) and
+    ``gemini_part`` (``item``: the part, verbatim). ``thought_signature`` is a Gemini signature (bytes) on a
+    text, thought or call part.
     """
 
     type: str
@@ -134,13 +147,17 @@ class Part:
     redacted: str | None = None
     refusal: str | None = None
     item: dict[str, Any] | None = attrs.field(default=None, hash=False)
+    thought_signature: bytes | None = None
+    call_id: str | None = None
+    made_id: bool = False
+    extra_content: dict[str, Any] | None = attrs.field(default=None, hash=False)
 
     def to_dict(self) -> dict[str, Any]:
         """The neutral input shape of this part (bytes as bytes): ``t.user([part.to_dict()])`` stores it
         again unchanged."""
         kind = self.type
-        if kind == "text":
-            return {"type": "text", "text": self.text}
+        if kind in ("text", "gemini_thought", "gemini_call"):
+            return self._gemini_dict()
         if kind in ("image", "document"):
             out: dict[str, Any] = {"type": kind}
             if self.data is not None:
@@ -159,7 +176,23 @@ class Part:
             return {"type": "redacted_thinking", "data": self.redacted}
         if kind == "responses_item":
             return {"type": "responses_item", "item": self.item}
+        if kind == "gemini_part":
+            return {"type": "gemini_part", "part": self.item}
         return {"type": "refusal", "refusal": self.refusal}
+
+    def _gemini_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"type": self.type}
+        if self.type == "gemini_call":
+            out["call_id"] = self.call_id
+            if self.made_id:
+                out["made_id"] = True
+            if self.extra_content is not None:
+                out["extra_content"] = self.extra_content
+        else:
+            out["text"] = self.text
+        if self.thought_signature is not None:
+            out["thought_signature"] = self.thought_signature
+        return out
 
 
 @attrs.frozen(kw_only=True)
@@ -464,7 +497,8 @@ def _canonical(content: object, media: dict[str, Blob], stored: StoredMedia | No
 
 # --- content parts ----------------------------------------------------------------------------------------
 
-ASSISTANT_PARTS = frozenset({"thinking", "redacted_thinking", "refusal", "responses_item"})
+GEMINI_PARTS = frozenset({"gemini_thought", "gemini_call", "gemini_part"})
+ASSISTANT_PARTS = frozenset({"thinking", "redacted_thinking", "refusal", "responses_item", *GEMINI_PARTS})
 MEDIA_PARTS = frozenset({"image", "document"})
 DETAILS = ("auto", "high", "low")
 
@@ -494,19 +528,26 @@ def kept_by_edit(given: object, new: dict[str, Any], shown: dict[str, Any]) -> d
     out = dict(new)
     text = out.pop("text", "")
     calls = {c.get("id") for c in new.get("tool_calls", ()) if isinstance(c, dict)}
-    kept = [p for p in parts if not _call_item(p) or p["item"].get("call_id") in calls]  # a call edited away
+    kept = [p for p in parts if _call_of(p) in (None, *calls)]  # a call edited away goes with its item
     out["parts"] = _with_text(kept, text if isinstance(text, str) else "")
     return out
 
 
-def _call_item(part: object) -> bool:
-    """Whether a stored part is a Responses ``function_call`` item (it lives only beside its tool call)."""
-    return (
-        isinstance(part, dict)
-        and part.get("type") == "responses_item"
-        and isinstance(part.get("item"), dict)
-        and part["item"].get("type") == "function_call"
-    )
+def _call_of(part: object) -> object:
+    """The call id of a stored part that lives only beside its tool call (a Responses ``function_call`` item,
+    a ``gemini_call``), None for any other part."""
+    if not isinstance(part, dict):
+        return None
+    if part.get("type") == "gemini_call":
+        return part.get("call_id")
+    item = part.get("item")
+    if (
+        part.get("type") == "responses_item"
+        and isinstance(item, dict)
+        and item.get("type") == "function_call"
+    ):
+        return item.get("call_id")
+    return None
 
 
 def _with_text(parts: list[Any], text: str) -> list[Any]:
@@ -547,7 +588,7 @@ def _set_parts(
     if text_given is not None and text_given != joined:
         raise ContentError("text must be the text parts joined (or leave text out when giving parts)")
     out["text"] = joined
-    if len(parts) > 1 or (parts and parts[0]["type"] != "text"):
+    if len(parts) > 1 or (parts and set(parts[0]) != {"type", "text"}):  # not one plain text
         out["parts"] = parts
 
 
@@ -597,13 +638,7 @@ def _part(
         }
         kind = "document"
     if kind == "text":
-        _keys(item, where, {"type", "text"})
-        text = item.get("text")
-        if not isinstance(text, str):
-            raise ContentError(f"{where}: a text part needs a string text")
-        if not text:
-            raise ContentError(f"{where}: an empty text part (providers refuse empty text blocks)")
-        return {"type": "text", "text": text}
+        return _text_part(item, role, where)
     if kind in MEDIA_PARTS:
         if role == "assistant":
             raise ContentError(f"{where}: an {kind} belongs to a user or tool message, not an assistant one")
@@ -614,6 +649,8 @@ def _part(
         if kind == "responses_item":
             _keys(item, where, {"type", "item"})
             return {"type": kind, "item": responses_item(item.get("item"), f"{where}.item")}
+        if kind in GEMINI_PARTS:
+            return _gemini_part(item, kind, where)
         if kind == "thinking":
             _keys(item, where, {"type", "thinking", "signature"})
             fields = {"thinking": item.get("thinking"), "signature": item.get("signature")}
@@ -901,11 +938,78 @@ def responses_item(item: object, where: str) -> dict[str, Any]:
     return item
 
 
+def _text_part(item: dict[str, Any], role: str, where: str) -> dict[str, Any]:
+    """A text part: non-empty text, or (an assistant's, from Gemini) any text with its ``thought_signature``."""
+    _keys(item, where, {"type", "text", "thought_signature"})
+    text = item.get("text")
+    if not isinstance(text, str):
+        raise ContentError(f"{where}: a text part needs a string text")
+    if "thought_signature" in item:
+        if role != "assistant":
+            raise ContentError(f"{where}: a thought_signature belongs to an assistant message only")
+        return {"type": "text", "text": text, **_signature(item, where)}
+    if not text:
+        raise ContentError(f"{where}: an empty text part (providers refuse empty text blocks)")
+    return {"type": "text", "text": text}
+
+
+def _signature(item: dict[str, Any], where: str) -> dict[str, Any]:
+    """``{"thought_signature": <bytes>}`` of a part that gives one (bytes, non-empty), else ``{}``."""
+    if "thought_signature" not in item:
+        return {}
+    value = item["thought_signature"]
+    if not isinstance(value, bytes) or not value:
+        raise ContentError(f"{where}.thought_signature must be non-empty bytes (Gemini's signature, exactly)")
+    return {"thought_signature": value}
+
+
+def _gemini_part(item: dict[str, Any], kind: str, where: str) -> dict[str, Any]:
+    """A ``gemini_thought``, ``gemini_call`` or ``gemini_part`` part, checked (see the table above)."""
+    if kind == "gemini_thought":
+        _keys(item, where, {"type", "text", "thought_signature"})
+        if not isinstance(item.get("text"), str):
+            raise ContentError(f"{where}: a gemini_thought part needs a string text")
+        return {"type": kind, "text": item["text"], **_signature(item, where)}
+    if kind == "gemini_call":
+        _keys(item, where, {"type", "call_id", "made_id", "thought_signature", "extra_content"})
+        if not isinstance(item.get("call_id"), str) or not item["call_id"]:
+            raise ContentError(f"{where}: a gemini_call part needs its tool call's call_id")
+        out: dict[str, Any] = {"type": kind, "call_id": item["call_id"]}
+        if item.get("made_id", False) is not False:
+            if item["made_id"] is not True:
+                raise ContentError(f"{where}.made_id must be true or absent")
+            out["made_id"] = True
+        if "extra_content" in item:
+            if not isinstance(item["extra_content"], dict):
+                raise ContentError(f"{where}.extra_content must be a JSON object")
+            check_json(item["extra_content"], f"{where}.extra_content")
+            out["extra_content"] = item["extra_content"]
+        return {**out, **_signature(item, where)}
+    _keys(item, where, {"type", "part"})
+    part = item.get("part")
+    if not isinstance(part, dict) or not part:
+        raise ContentError(f"{where}.part must be a Gemini part (a non-empty dict)")
+    if {"text", "function_call", "function_response"} & set(part):
+        raise ContentError(
+            f"{where}.part: text, function_call and function_response are text, gemini_call and tool parts"
+        )
+    check_json(part, f"{where}.part", binary=True)
+    return {"type": kind, "part": part}
+
+
 def _check_call_items(out: dict[str, Any]) -> None:
     """Each ``function_call`` item among the parts is one of the message's tool calls (its ``call_id`` and
     ``name``): compile pairs results with the tool calls, and the Responses dialect replays the item."""
     calls = {c["id"]: c["name"] for c in out.get("tool_calls", ())}
+    placed: set[str] = set()
     for index, part in enumerate(out.get("parts", ())):
+        if part["type"] == "gemini_call":
+            if part["call_id"] not in calls or part["call_id"] in placed:
+                raise ContentError(
+                    f"parts[{index}]: gemini_call {part['call_id']!r} is not one of the message's tool_calls "
+                    "(or is placed twice)"
+                )
+            placed.add(part["call_id"])
         item = part.get("item") if part["type"] == "responses_item" else None
         if (
             item is not None
@@ -925,7 +1029,18 @@ def _no_media(oid: str) -> bytes:
 def _to_part(p: dict[str, Any], load_media: MediaLoader) -> Part:
     kind = p["type"]
     if kind == "text":
-        return Part(type="text", text=p["text"])
+        return Part(type="text", text=p["text"], thought_signature=p.get("thought_signature"))
+    if kind in ("gemini_thought", "gemini_call"):
+        return Part(
+            type=kind,
+            text=p.get("text"),
+            call_id=p.get("call_id"),
+            made_id=bool(p.get("made_id")),
+            extra_content=p.get("extra_content"),
+            thought_signature=p.get("thought_signature"),
+        )
+    if kind == "gemini_part":
+        return Part(type=kind, item=p["part"])
     if kind in MEDIA_PARTS:
         oid = p.get("media")
         return Part(
@@ -1010,6 +1125,12 @@ def part_markers(parts: object, sizes: dict[str, int] | None = None) -> str:
         elif kind == "responses_item":
             item = part.get("item")
             markers.append(f"[{item.get('type') if isinstance(item, dict) else 'responses_item'}]")
+        elif kind == "gemini_thought":
+            markers.append(f"[thought {len(str(part.get('text', '')))} chars]")
+        elif kind == "gemini_part":
+            inner = part.get("part")
+            fields = sorted(k for k in inner if k != "thought_signature") if isinstance(inner, dict) else []
+            markers.append(f"[gemini {' '.join(fields) or 'part'}]")
     return " ".join(markers)
 
 

@@ -18,7 +18,9 @@ than text (:func:`part_tokens`), by these documented estimates:
 * **thinking**: its text through the counter (the signature is not billed as input text); **redacted
   thinking**: ``len(data) / 4``; **refusal**: its text through the counter; **responses_item**: a reasoning
   item's summary through the counter plus ``len(encrypted_content) / 4``, another item ``len(JSON) / 4``
-  (a function_call none: it is counted as the tool call).
+  (a function_call none: it is counted as the tool call); **gemini_thought**: its text through the counter;
+  **gemini_part**: ``len(JSON) / 4`` (bytes as their repr); a ``thought_signature`` and a **gemini_call**
+  nothing (the signature is not billed as text; the call is counted as the tool call).
 """
 
 from __future__ import annotations
@@ -146,6 +148,10 @@ def part_tokens(
             total += counter.count(str(part.get("refusal", "")))
         elif kind == "responses_item":
             total += _item_tokens(part.get("item"), counter)
+        elif kind == "gemini_thought":
+            total += counter.count(str(part.get("text", "")))
+        elif kind == "gemini_part":
+            total += _item_tokens(part.get("part"), counter)
     return total
 
 

@@ -210,30 +210,39 @@ class CompiledContext:
             raise ToolPairingError(self.repairs)
 
     def left_out(self, dialect: str) -> tuple[Repair, ...]:
-        """What rendering for ``dialect`` (``"openai"`` or ``"anthropic"``) leaves out of this context: one
-        ``dropped_item`` repair per OpenAI Responses provider item (a built-in tool call such as
-        ``web_search_call``: only the Responses dialect can send it back), ``commit_id`` its message's commit,
-        ``call_id`` the item's ``id`` (else its type). Reasoning items are left out like thinking, and
-        function_call items go as tool calls, so neither is listed; ``"responses"`` leaves nothing out.
+        """What rendering for ``dialect`` (``"openai"``, ``"responses"``, ``"anthropic"`` or ``"gemini"``)
+        leaves out of this context, one ``dropped_item`` repair each, ``commit_id`` its message's commit:
+
+        * an OpenAI Responses provider item (a built-in tool call such as ``web_search_call``: only the
+          Responses dialect can send it back), for every dialect but ``"responses"``; ``call_id`` the item's
+          ``id`` (else its type);
+        * a Gemini part kept verbatim (``executable_code``, ``inline_data`` a model made, ...), for every
+          dialect but ``"gemini"``; ``call_id`` its fields, e.g. ``gemini:executable_code``;
+        * an Anthropic ``redacted_thinking`` block, for ``"gemini"`` (Gemini has no form for another model's
+          encrypted reasoning); ``call_id`` ``redacted_thinking``.
+
+        Reasoning the dialect cannot read (Anthropic thinking, Responses reasoning, Gemini thoughts and
+        signatures elsewhere) is left out without a repair, and function calls go as tool calls, so neither is
+        listed.
 
         Raises:
             InvalidInput: an unknown dialect.
         """
-        if dialect not in ("openai", "anthropic", "responses"):
-            raise InvalidInput(f"dialect must be 'openai', 'anthropic' or 'responses', not {dialect!r}")
-        if dialect == "responses":
-            return ()
+        if dialect not in ("openai", "anthropic", "responses", "gemini"):
+            raise InvalidInput(
+                f"dialect must be 'openai', 'responses', 'anthropic' or 'gemini', not {dialect!r}"
+            )
         from tractkv.engine.values.repairs import Repair  # loads with the first repair, as compile's
 
         repairs: list[Repair] = []
         for message, commit_id in zip(self.messages, self.commit_ids, strict=True):
             for part in message.parts:
-                item = part.item if part.type == "responses_item" else None
-                if item is None or item.get("type") in ("reasoning", "function_call"):
-                    continue
-                name = str(item.get("id") or item.get("type"))
-                detail = f"the Responses item {name} ({item.get('type')}) has no {dialect} form: left out"
-                repairs.append(Repair(kind="dropped_item", commit_id=commit_id, call_id=name, detail=detail))
+                name, what = _left_out_part(part, dialect)
+                if name:
+                    detail = f"{what} has no {dialect} form: left out"
+                    repairs.append(
+                        Repair(kind="dropped_item", commit_id=commit_id, call_id=name, detail=detail)
+                    )
         return tuple(repairs)
 
     def to_dicts(self) -> list[dict[str, Any]]:
@@ -293,6 +302,36 @@ class CompiledContext:
 
         return responses_params(self.messages, copy.deepcopy(list(self.tools)))
 
+    def to_gemini_contents(self) -> list[dict[str, Any]]:
+        """Gemini ``contents`` (``client.models.generate_content(contents=...)``): the ``contents`` of
+        :meth:`to_gemini_params`, without the system instruction (Gemini has no system role in ``contents``:
+        the leading system messages are its ``system_instruction``)."""
+        from tractkv.engine.content import messages_to_gemini
+
+        return messages_to_gemini(self.messages)[1]
+
+    def to_gemini_params(self, strict: bool = False) -> dict[str, Any]:
+        """``{"contents": [...], "system_instruction": ..., "tools": [{"function_declarations": [...]}]}``, the
+        Gemini ``generateContent`` request (snake_case names, which the SDK's types and the REST API take):
+        roles ``user`` / ``model``, each part's ``thought_signature`` sent back on it byte for byte, a run of
+        tool results as one user turn of ``function_response`` parts, images and PDFs as ``inline_data``,
+        tools as function declarations with ``parameters_json_schema``. Bytes (signatures, media) are bytes,
+        as the SDK's types take them (``gemini_json`` in :mod:`tractkv.engine.content` makes a JSON body).
+
+        With the SDK: ``params = ctx.to_gemini_params(); client.models.generate_content(model=...,
+        contents=params.pop("contents"), config=params)``. ``system_instruction`` is omitted when the context
+        starts with no system message and ``tools`` when there are none.
+
+        Raises:
+            ToolPairingError: ``strict`` and compile made repairs (see :meth:`check_pairing`).
+        """
+        from tractkv.engine.content import gemini_params
+
+        if strict:
+            self.check_pairing()
+
+        return gemini_params(self.messages, copy.deepcopy(list(self.tools)))
+
     def to_anthropic_params(self, strict: bool = False) -> dict[str, Any]:
         """``{"system": ..., "messages": [...], "tools": [...]}`` for ``client.messages.create(**params)``.
 
@@ -307,3 +346,19 @@ class CompiledContext:
             self.check_pairing()
 
         return anthropic_params(self.messages, copy.deepcopy(list(self.tools)))
+
+
+def _left_out_part(part: Any, dialect: str) -> tuple[str, str]:
+    """``(name, what)`` of a part ``dialect`` has no form for (see :meth:`CompiledContext.left_out`),
+    ``("", "")`` for a part it renders or leaves out silently."""
+    if part.type == "responses_item" and dialect != "responses" and part.item is not None:
+        kind = part.item.get("type")
+        if kind not in ("reasoning", "function_call"):
+            name = str(part.item.get("id") or kind)
+            return name, f"the Responses item {name} ({kind})"
+    if part.type == "gemini_part" and dialect != "gemini" and part.item is not None:
+        fields = " ".join(sorted(k for k in part.item if k != "thought_signature")) or "part"
+        return f"gemini:{fields}", f"the Gemini part {fields}"
+    if part.type == "redacted_thinking" and dialect == "gemini":
+        return "redacted_thinking", "an Anthropic redacted_thinking block"
+    return "", ""

@@ -9,7 +9,13 @@ from typing import Any
 
 from tractkv.engine.content.media import TEXT, b64
 from tractkv.engine.content.payload import Message, Part, ToolCall
-from tractkv.engine.content.render.common import _count, _string_field, check_arguments, json_values
+from tractkv.engine.content.render.common import (
+    _count,
+    _string_field,
+    check_arguments,
+    function_fields,
+    json_values,
+)
 from tractkv.engine.content.toolsets import ANTHROPIC, ANTHROPIC_SERVER, EMPTY_PARAMETERS, read_stored
 from tractkv.errors import MalformedResponse
 
@@ -214,13 +220,7 @@ def tool_to_anthropic(schema: Mapping[str, Any]) -> dict[str, Any]:
         out = dict(spec.fields)
         out.setdefault("input_schema", dict(EMPTY_PARAMETERS))
         return out
-    out = {"name": spec.name}
-    if spec.description is not None:
-        out["description"] = spec.description
-    out["input_schema"] = dict(spec.parameters) if spec.parameters is not None else dict(EMPTY_PARAMETERS)
-    if spec.strict is not None:
-        out["strict"] = spec.strict
-    return out
+    return function_fields(spec, "input_schema", strict="given")
 
 
 def anthropic_params(messages: Sequence[Message], tools: Sequence[Mapping[str, Any]]) -> dict[str, Any]:

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, Literal
 
 from tractkv import codec
+from tractkv.engine.content.toolsets import EMPTY_PARAMETERS, ToolSpec
 from tractkv.errors import MalformedResponse
 
 MAX_ARGUMENT_DEPTH = codec.MAX_DEPTH - 2
@@ -56,11 +57,31 @@ def check_arguments(arguments: Mapping[str, Any], where: str) -> None:
             raise MalformedResponse(f"{path} is a {type(value).__name__}, not a JSON value")
 
 
+def function_fields(
+    spec: ToolSpec, schema_key: str, *, strict: Literal["given", "always", "never"]
+) -> dict[str, Any]:
+    """A stored function tool's fields as every dialect spells them, in this order: ``name``,
+    ``description`` (when given), the parameters schema under ``schema_key`` (``parameters``,
+    ``input_schema``, ``parameters_json_schema``; an empty object schema when the tool has none; a copy), and
+    ``strict``: when given as a boolean (``"given"``), always, None when not given (``"always"``: the
+    Responses API's nullable field), or never (``"never"``: a dialect with no such field). The one place the
+    renderers turn a :class:`~tractkv.engine.content.toolsets.ToolSpec` into a function tool."""
+    out: dict[str, Any] = {"name": spec.name}
+    if spec.description is not None:
+        out["description"] = spec.description
+    out[schema_key] = dict(spec.parameters) if spec.parameters is not None else dict(EMPTY_PARAMETERS)
+    if strict == "always" or (strict == "given" and spec.strict is not None):
+        out["strict"] = spec.strict
+    return out
+
+
 def reply_provider(body: Mapping[str, Any]) -> str | None:
     """Which provider's reply ``body`` is: ``"openai"`` for a chat completion (``object: "chat.completion"``
     or a ``choices`` list), ``"anthropic"`` for a message (``type: "message"`` with a ``content`` list),
-    ``"responses"`` for an OpenAI Responses ``Response`` (``object: "response"`` with an ``output`` list), None
-    for anything else (a streaming chunk or event, an error body)."""
+    ``"responses"`` for an OpenAI Responses ``Response`` (``object: "response"`` with an ``output`` list),
+    ``"gemini"`` for a Gemini ``GenerateContentResponse`` (a ``candidates`` list, or a ``prompt_feedback`` /
+    ``usage_metadata``, either spelling, and no ``object`` / ``type``), None for anything else (a streaming
+    chunk or event, an error body)."""
     if body.get("object") == "chat.completion" or (
         "object" not in body and isinstance(body.get("choices"), list)
     ):
@@ -69,6 +90,13 @@ def reply_provider(body: Mapping[str, Any]) -> str | None:
         return "anthropic"
     if body.get("object") == "response" and isinstance(body.get("output"), list):
         return "responses"
+    if not {"object", "type", "choices"} & set(body) and (
+        isinstance(body.get("candidates"), list)
+        or any(
+            key in body for key in ("prompt_feedback", "promptFeedback", "usage_metadata", "usageMetadata")
+        )
+    ):
+        return "gemini"
     return None
 
 

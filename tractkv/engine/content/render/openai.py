@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import copy
 import json
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -15,9 +16,10 @@ from tractkv.engine.content.render.common import (
     _no_constant,
     _string_field,
     check_arguments,
+    function_fields,
     json_values,
 )
-from tractkv.engine.content.toolsets import ANTHROPIC_SERVER, EMPTY_PARAMETERS, read_stored
+from tractkv.engine.content.toolsets import ANTHROPIC_SERVER, read_stored
 from tractkv.errors import MalformedResponse
 
 
@@ -30,10 +32,11 @@ def messages_to_openai(messages: Sequence[Message]) -> list[dict[str, Any]]:
     becomes a text part (its title, if any, on the first line) and a document by URL a text part naming the
     URL (chat completions take neither). An assistant message sends its text as ``content``, a refusal part
     as the ``refusal`` field (its content a list of text parts when it has several), and leaves thinking
-    out (OpenAI has no field for it). A ``tool`` message takes
-    text only, so a result's images and documents follow, after the last result of that run of results,
-    in ONE user message that starts with a text naming the call ids they belong to; the pairing of calls
-    and results is unchanged (every result still directly follows its call's run).
+    out (OpenAI has no field for it). A tool call recorded with an ``extra_content`` object (Gemini's
+    OpenAI-compatible endpoint: its thought signature) sends it back on that call, and no other does. A
+    ``tool`` message takes text only, so a result's images and documents follow, after the last result of
+    that run of results, in ONE user message that starts with a text naming the call ids they belong to;
+    the pairing of calls and results is unchanged (every result still directly follows its call's run).
     """
     out: list[dict[str, Any]] = []
     attachments: list[tuple[str, list[dict[str, Any]]]] = []  # (call id, media parts) of the current run
@@ -41,7 +44,9 @@ def messages_to_openai(messages: Sequence[Message]) -> list[dict[str, Any]]:
         if attachments and message.role != "tool":
             out.append(_openai_attachments(attachments))
             attachments = []
-        texts = [p for p in message.parts if p.type == "text"]
+        texts = [
+            p for p in message.parts if p.type == "text" and p.text
+        ]  # a signature's empty text: not sent
         if message.parts and message.role in ("user", "system"):
             content: Any = _openai_parts(message.parts)
         elif message.role == "assistant" and len(texts) > 1:
@@ -65,20 +70,27 @@ def messages_to_openai(messages: Sequence[Message]) -> list[dict[str, Any]]:
                 entry["content"] = content or None
         if message.tool_calls:
             entry["content"] = content or None
-            entry["tool_calls"] = [
-                {
-                    "id": call.id,
-                    "type": "function",
-                    "function": {
-                        "name": call.name,
-                        "arguments": json.dumps(call.arguments, ensure_ascii=False, separators=(",", ":")),
-                    },
-                }
-                for call in message.tool_calls
-            ]
+            entry["tool_calls"] = [_openai_call(call, message.parts) for call in message.tool_calls]
         out.append(entry)
     if attachments:
         out.append(_openai_attachments(attachments))
+    return out
+
+
+def _openai_call(call: ToolCall, parts: Sequence[Part]) -> dict[str, Any]:
+    """A tool call as Chat Completions spells it, with the ``extra_content`` it was received with (a
+    ``gemini_call`` part's), if any: only a call that came with one sends one."""
+    out: dict[str, Any] = {
+        "id": call.id,
+        "type": "function",
+        "function": {
+            "name": call.name,
+            "arguments": json.dumps(call.arguments, ensure_ascii=False, separators=(",", ":")),
+        },
+    }
+    for part in parts:
+        if part.type == "gemini_call" and part.call_id == call.id and part.extra_content is not None:
+            out["extra_content"] = copy.deepcopy(part.extra_content)
     return out
 
 
@@ -134,13 +146,7 @@ def tool_to_openai(schema: Mapping[str, Any]) -> dict[str, Any] | None:
     spec = read_stored(schema)
     if spec.shape == ANTHROPIC_SERVER:
         return None
-    function: dict[str, Any] = {"name": spec.name}
-    if spec.description is not None:
-        function["description"] = spec.description
-    function["parameters"] = dict(spec.parameters) if spec.parameters is not None else dict(EMPTY_PARAMETERS)
-    if spec.strict is not None:
-        function["strict"] = spec.strict
-    return {"type": "function", "function": function}
+    return {"type": "function", "function": function_fields(spec, "parameters", strict="given")}
 
 
 def openai_params(messages: Sequence[Message], tools: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
@@ -196,7 +202,10 @@ def openai_reply(message: Mapping[str, Any]) -> tuple[tuple[dict[str, Any], ...]
 
     Parts, in order: the ``content`` (a string, or a list of ``text`` / ``output_text`` / ``refusal`` parts,
     as some OpenAI-compatible servers send) as ``{"type": "text", "text"}`` parts (empty text left out), then
-    the message's ``refusal`` as ``{"type": "refusal", "refusal"}``. The fields a message has no place for
+    the message's ``refusal`` as ``{"type": "refusal", "refusal"}``, then for each tool call with an
+    ``extra_content`` object (Gemini's OpenAI-compatible endpoint sends ``{"google": {"thought_signature"}}``
+    there) ``{"type": "gemini_call", "call_id", "extra_content"}``, which :func:`messages_to_openai` sends back
+    on that call. The fields a message has no place for
     (``annotations``, ``audio``, the deprecated ``function_call``, some servers' ``reasoning_content``) are
     :func:`openai_extras`.
 
@@ -232,7 +241,16 @@ def openai_reply(message: Mapping[str, Any]) -> tuple[tuple[dict[str, Any], ...]
     calls = message.get("tool_calls") or []
     if not isinstance(calls, list):
         raise MalformedResponse("tool_calls must be a list")
-    return tuple(parts), tuple(openai_tool_call(call, index) for index, call in enumerate(calls))
+    read = tuple(openai_tool_call(call, index) for index, call in enumerate(calls))
+    for index, (raw, call) in enumerate(zip(calls, read, strict=True)):
+        extra = raw.get("extra_content") if isinstance(raw, Mapping) else None
+        if extra is None:
+            continue
+        if not isinstance(extra, Mapping):
+            raise MalformedResponse(f"tool_calls[{index}] ({call.name}) extra_content must be an object")
+        check_arguments(extra, f"tool_calls[{index}] ({call.name}) extra_content")
+        parts.append({"type": "gemini_call", "call_id": call.id, "extra_content": dict(extra)})
+    return tuple(parts), read
 
 
 OPENAI_EXTRA_FIELDS = ("annotations", "audio", "function_call", "reasoning_content")

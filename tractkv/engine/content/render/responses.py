@@ -18,8 +18,14 @@ from typing import Any
 
 from tractkv.engine.content.media import PDF, data_url
 from tractkv.engine.content.payload import Message, Part, ToolCall
-from tractkv.engine.content.render.common import _count, _is_count, _string_field, json_values
-from tractkv.engine.content.toolsets import ANTHROPIC_SERVER, EMPTY_PARAMETERS, read_stored
+from tractkv.engine.content.render.common import (
+    _count,
+    _is_count,
+    _string_field,
+    function_fields,
+    json_values,
+)
+from tractkv.engine.content.toolsets import ANTHROPIC_SERVER, read_stored
 from tractkv.errors import InvalidInput, MalformedResponse
 
 BUILTIN_ITEMS = frozenset(
@@ -307,12 +313,7 @@ def tool_to_responses(schema: Mapping[str, Any]) -> dict[str, Any] | None:
     spec = read_stored(schema)
     if spec.shape == ANTHROPIC_SERVER:
         return None
-    tool: dict[str, Any] = {"type": "function", "name": spec.name}
-    if spec.description is not None:
-        tool["description"] = spec.description
-    tool["parameters"] = dict(spec.parameters) if spec.parameters is not None else dict(EMPTY_PARAMETERS)
-    tool["strict"] = spec.strict
-    return tool
+    return {"type": "function", **function_fields(spec, "parameters", strict="always")}
 
 
 def responses_params(messages: Sequence[Message], tools: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
