@@ -124,6 +124,10 @@ def test_run_drives_an_mcp_server_with_an_image_an_error_and_a_tool_list_change(
     assert openai[3]["role"] == "user"  # OpenAI's tool messages hold text: the image follows as an attachment
     assert openai[3]["content"][1]["image_url"]["url"].startswith("data:image/png;base64,")
 
+    output = t.compile().to_responses_params()["input"][2]["output"]  # the Responses dialect: input parts
+    assert output[1]["image_url"] == "data:image/png;base64," + base64.b64encode(PNG).decode()
+    gemini = t.compile().to_gemini_params()["contents"][2]["parts"]  # Gemini: inline_data after the response
+    assert {"inline_data": {"mime_type": "image/png", "data": PNG}} in gemini
     tools = [m for m in t.compile().messages if m.role == "tool"]
     assert [tools[1].content, tools[4].content] == ["unlocked", "5"]
     assert tools[2].content == "HI"
