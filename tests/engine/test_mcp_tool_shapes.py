@@ -53,6 +53,14 @@ def test_an_mcp_tool_in_either_case_reads_as_mcp_and_renders_without_its_mcp_fie
     assert (spec.shape, spec.name, spec.parameters) == (MCP, "read_file", PARAMS)
     assert tool_to_openai(tool) == RENDERED_OPENAI
     assert tool_to_anthropic(tool) == RENDERED_ANTHROPIC  # Anthropic refuses title / output_schema / meta
+    t = Tract.open()
+    t.set_tools([tool])
+    t.user("hi")
+    ctx = t.compile()
+    (responses,) = ctx.to_responses_params()["tools"]
+    assert (responses["name"], responses["parameters"]) == ("read_file", PARAMS)
+    (gemini,) = ctx.to_gemini_params()["tools"][0]["function_declarations"]
+    assert (gemini["name"], gemini["parameters_json_schema"]) == ("read_file", PARAMS)
 
 
 def test_an_mcp2_dump_was_read_as_an_anthropic_tool_before_and_refused() -> None:
