@@ -9,6 +9,7 @@ import attrs
 import pytest
 
 from tractkv import Tract
+from tractkv.engine.usage import PendingUsage
 from tractkv.errors import InvalidInput
 from tractkv.model import UsageRecord, object_id
 from tractkv.store import Table
@@ -50,7 +51,12 @@ def test_a_user_tool_runs_and_leaves_a_success_record(tract: Tract) -> None:
     assert record.completed_at >= record.started_at
     assert record.usage_id == result.usage_id
     assert tract.store.get(object_id(record)) == record  # stored when it completed
-    assert list(tract.store.table_iter(Table.USAGE)) == []  # and its pending row is gone
+    # its pending row became a marker holding the record (no call to answer: no output kept), so a
+    # direct execution, which nothing links, is still shown
+    ((_, raw),) = tract.store.table_iter(Table.USAGE)
+    row = PendingUsage.from_row(raw)
+    assert (row.record, row.output, row.status) == (object_id(record), None, "completed")
+    assert [(u.id, u.status, u.result) for u in tract.tool_usages()] == [(result.usage_id, "success", "abab")]
 
 
 @pytest.mark.parametrize(

@@ -87,12 +87,18 @@ def test_gc_keeps_linked_usage_records_and_fsck_checks_their_links() -> None:
     with Tract.open(clock=clock) as t:
         _agent_history(t)
         before = [tree.to_json() for tree in t.usage_tree()]
-        orphan = ToolExecutor(t, profile=None, tools=[lookup]).execute("lookup", {"key": "a"})  # never linked
+        direct = ToolExecutor(t, profile=None, tools=[lookup]).execute("lookup", {"key": "a"})  # never linked
+        after = [tree.to_json() for tree in t.usage_tree()]
+        assert after[:-1] == before
+        assert after[-1]["id"] == direct.usage_id
+        doomed = t.store.put(Blob(data="nothing links this"))
         clock.advance_ms(1000 * 3600 * 100)
         result = t.gc(min_age_hours=1)
         assert result.removed_objects >= 1
-        assert t.store.get(object_id(orphan.usage_objects[0])) is None  # unlinked: not history
-        assert [tree.to_json() for tree in t.usage_tree()] == before
+        assert t.store.get(doomed) is None
+        # a direct execution is kept (its marker row holds it) and shown as before gc, not reclaimed
+        assert t.store.get(object_id(direct.usage_objects[0])) == direct.usage_objects[0]
+        assert [tree.to_json() for tree in t.usage_tree()] == after
         report = fsck(t.store)
         assert report.ok, report.problems
         # a usage record linking a blob as its child is reported

@@ -169,7 +169,8 @@ class ToolResult:
 
     ``usage_id`` names the execution's usage record; ``usage_objects`` are its stored records (the nested
     ones first, its own last), which the agent loop links from the tool_result commit so the usage tree
-    travels with the branch. Link them yourself with ``t.tool_result(..., usages=result.usage_objects)``.
+    travels with the branch. Link them yourself with ``t.tool_result(..., usages=result.usage_objects)``;
+    until then (a direct ``executor.execute``) the record is kept and shown from the local ``usage`` table.
 
     ``parts`` holds a result that is more than text (an MCP tool's images and resources, say): content parts
     as :meth:`~tractkv.Tract.tool_result` takes them (``str``, ``{"type": "text", "text"}``, ``{"type":

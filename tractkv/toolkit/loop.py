@@ -29,7 +29,7 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from tractkv.engine.tools import PendingToolResult
-from tractkv.engine.usage import delete_rows, interrupted_records, iter_pending, load_tree
+from tractkv.engine.usage import interrupted_records, iter_pending, load_tree
 from tractkv.engine.values import RunResult
 from tractkv.errors import ContentError, ContentTooLarge, InvalidInput, NoLLMConfigured, TractError
 from tractkv.ids import ObjectId
@@ -147,7 +147,7 @@ def _run_calls(
 
 
 def _commit_result(tract: Tract, call_id: str, name: str, result: ToolResult) -> None:
-    """Commit a call's result with its usage tree linked, then drop the call's awaiting-link marker.
+    """Commit a call's result with its usage tree linked (which drops the call's awaiting-link marker).
 
     A result too large to store (``ContentTooLarge``: nothing was written) is answered by an error result
     saying so, so the model can ask for less and the loop goes on; the usage record keeps the tool's status."""
@@ -162,8 +162,6 @@ def _commit_result(tract: Tract, call_id: str, name: str, result: ToolResult) ->
         committed = committed.approve()
     if committed is None:  # a hook rejected it; the model still needs an answer to its call
         tract.tool_result(call_id, name, WITHHELD, is_error=True, usages=result.usage_objects, hooks=False)
-    if result.usage_id is not None:
-        delete_rows(tract.store, [result.usage_id])
 
 
 def _commit_content(tract: Tract, call_id: str, name: str, result: ToolResult) -> Any:
@@ -242,8 +240,7 @@ def _answer_open_calls(tract: Tract, executor: ToolExecutor, model: LLMClient, u
             result = ToolResult(
                 call.name, False, error=INTERRUPTED, usage_id=row.usage_id, usage_objects=tuple(records)
             )
-            _commit_result(tract, call.id, call.name, result)
-            delete_rows(store, [r.usage_id for r in records])  # after the commit: a crash here loses nothing
+            _commit_result(tract, call.id, call.name, result)  # retires the rows of the records it links
         else:
             result = executor.execute(
                 call.name,

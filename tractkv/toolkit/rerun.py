@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from tractkv.engine.usage import RERUNNABLE, delete_rows
+from tractkv.engine.usage import RERUNNABLE
 from tractkv.errors import InvalidInput
 
 if TYPE_CHECKING:
@@ -110,18 +110,16 @@ def rerun_tool_usage(tract: Tract, usage_id: str, executor: object = None) -> To
         conversation=tract,
         rerun_of=usage.id,
     )
-    try:
-        committed = tract.tool_result(
-            usage.tool_call_id,
-            usage.tool_name,
-            result.text,
-            edit=usage.result_commit,
-            is_error=not result.success,
-            usages=result.usage_objects,
-        )
-    finally:  # committed or refused (another handle moved the branch...), the row is done with
-        if result.usage_id is not None:
-            delete_rows(tract.store, [result.usage_id])
+    # Committed, the link retires the new execution's marker; refused (another handle moved the branch...),
+    # the marker stays: the tool ran, and its record is still shown.
+    committed = tract.tool_result(
+        usage.tool_call_id,
+        usage.tool_name,
+        result.text,
+        edit=usage.result_commit,
+        is_error=not result.success,
+        usages=result.usage_objects,
+    )
     assert committed is not None  # an edit runs no tool_result hooks, so none can withhold it
     (new,) = [u for u in tract.tool_usages() if u.id == result.usage_id]
     return new

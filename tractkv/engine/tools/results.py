@@ -34,7 +34,7 @@ from tractkv.engine.content import content_objects
 from tractkv.engine.session import Session, Tip
 from tractkv.engine.tools.hooks import APPROVED, REJECTED, HookRegistry, PendingToolResult
 from tractkv.engine.tools.queries import ToolTurn, call_names, context_infos, tool_infos, tool_turns
-from tractkv.engine.usage import USAGE_LINK
+from tractkv.engine.usage import USAGE_LINK, retire_rows
 from tractkv.engine.values import CommitInfo
 from tractkv.errors import ContentError, InvalidInput
 from tractkv.ids import ObjectId
@@ -322,7 +322,7 @@ class ToolResults:
                 links[USAGE_LINK] = tuple(oid for oid in stored if oid not in nested)
             return links
 
-        return self.session.commit_content(
+        info = self.session.commit_content(
             blob,
             operation="edit" if target is not None else "append",
             target=target,
@@ -335,6 +335,9 @@ class ToolResults:
             tip=tip,
             media=media,
         )
+        if usages:  # linked: their rows (awaiting-link markers, interrupted rows) are done with
+            retire_rows(self.session.store, self.session.reader(), [record.usage_id for record in usages])
+        return info
 
     def _decide(
         self, tool_call_id: str, name: str, text: str, is_error: bool, commit: CommitResult

@@ -26,6 +26,7 @@ if TYPE_CHECKING:
         iter_pending,
         new_usage_id,
         note_head,
+        retire_rows,
         truncate,
     )
     from .stats import (
@@ -68,6 +69,7 @@ else:
             "load_tree": ".tree",
             "new_usage_id": ".rows",
             "note_head": ".rows",
+            "retire_rows": ".rows",
             "select_trees": ".tree",
             "truncate": ".rows",
             "usage_forest": ".tree",
@@ -98,6 +100,7 @@ __all__ = [
     "load_tree",
     "new_usage_id",
     "note_head",
+    "retire_rows",
     "select_trees",
     "truncate",
     "usage_forest",

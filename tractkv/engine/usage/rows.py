@@ -8,12 +8,15 @@ Lifecycle of one execution (see :class:`~tractkv.toolkit.ToolExecutor`):
 2. **Completion.** One transaction stores the completed :class:`~tractkv.model.UsageRecord` object and
    retires the pending row: a nested execution's row is deleted and the record's id added to its parent's
    row (so a parent that is interrupted later still shows the children that finished); the row of a
-   top-level execution answering a tool call is replaced by an *awaiting-link* marker holding the record's
-   id and the full output.
-3. **Link.** The agent loop commits the tool result with ``links["usages"]`` naming the top-level record
-   (and re-stores the whole tree in that transaction, so a concurrent gc between 2 and 3 cannot drop it),
-   then deletes the marker. From then on the record, its nested records and the commits they name are
-   reachable from the branch: they sync, survive gc, and pass fsck like any other object.
+   top-level execution is replaced by an *awaiting-link* marker holding the record's id (and, when it
+   answers a tool call, the full output). An execution refused before its handler could run (an unknown
+   tool, arguments breaking the schema) never had a row: its marker is written here all the same. So every
+   execution leaves a record, whoever called ``execute``.
+3. **Link.** A commit links the top-level record: the agent loop's tool result (``links["usages"]``, which
+   re-stores the whole tree in that transaction, so a concurrent gc between 2 and 3 cannot drop it), or
+   ``t.tool_result(..., usages=result.usage_objects)``. The marker is deleted right after that commit
+   (inside ``t.batch()``: with the batch). From then on the record, its nested records and the commits they
+   name are reachable from the branch: they sync, survive gc, and pass fsck like any other object.
 
 Why the marker (a departure from "delete the row when the record is stored"): a crash between 2 and 3 would
 otherwise leave a call that ran with no trace on the branch, and the next run would execute it a second
@@ -28,9 +31,9 @@ start time and a per-process token; a row whose owner is gone is reported with s
 
 Caveats: ownership is judged on this host only. A row written on another host (a store copied between
 machines, or a container with its own hostname) is reported ``pending`` because its owner cannot be
-checked from here. An execution that ends without being linked (``executor.execute`` outside the loop,
-with no ``t.tool_result(..., usages=...)``) leaves an unreachable record that gc reclaims: history is what a
-branch reaches.
+checked from here. An execution nobody links (``executor.execute`` called directly, as an MCP client's
+call is) keeps its marker: queries show it (in every history when it names no commit, else in those holding
+its commit) and gc keeps its record, but it is this store's only (it does not sync) until a commit links it.
 
 How the records are queried lives next door: :mod:`tractkv.engine.usage.tree` turns the records a branch
 links and the rows of this table into trees of :class:`~tractkv.engine.usage.tree.ToolUsage`, and
@@ -50,7 +53,7 @@ from tractkv import codec
 from tractkv.errors import DecodeError
 from tractkv.ids import ObjectId, is_object_id
 from tractkv.model import UsageRecord, object_id
-from tractkv.store import Reader, Store, Table
+from tractkv.store import Reader, Store, Table, WriteBatch
 
 USAGE_LINK = "usages"  # the Commit.links name under which a tool result links its usage records
 DEFAULT_RESULT_LIMIT = 2_000  # characters of a result kept in its usage record (the commit has all of it)
@@ -199,7 +202,8 @@ class PendingUsage:
             row["heads"] = list(self.heads)
         if self.record is not None:
             row["done"] = self.record
-            row["out"] = self.output or ""
+        if self.output is not None:
+            row["out"] = self.output
         if self.process_start is not None:
             row["pstart"] = self.process_start
         return codec.dumps(row)
@@ -273,16 +277,18 @@ def begin(store: Store, pending: PendingUsage) -> None:
 
 
 def finish(store: Store, record: UsageRecord, *, had_row: bool, output: str | None = None) -> ObjectId:
-    """Store a completed record and retire its pending row, in one transaction: with ``output`` (a top-level
-    execution answering a call) the row becomes an awaiting-link marker, else it is deleted and the record
-    noted in its parent's row."""
+    """Store a completed record and retire its pending row, in one transaction: the row of a top-level
+    execution becomes an awaiting-link marker (holding ``output``, the full output, when it answers a call;
+    made from the record when the execution never had a row), so the record stays shown and kept until a
+    commit links it; a nested execution's row is deleted and the record noted in its parent's row."""
     with _ROW_LOCK:
         batch = store.new_batch()
         oid = batch.put(record)
         key = record.usage_id.encode()
         raw = batch.table_get(Table.USAGE, key) if had_row else None
-        if raw is not None and output is not None:
-            marker = attrs.evolve(PendingUsage.from_row(raw), record=oid, output=output)
+        if record.parent_id is None:
+            row = PendingUsage.from_row(raw) if raw is not None else _row_of(record)
+            marker = attrs.evolve(row, record=oid, output=output)
             batch.table_put(Table.USAGE, key, marker.to_row())
         elif raw is not None:
             batch.table_put(Table.USAGE, key, None)
@@ -294,6 +300,20 @@ def finish(store: Store, record: UsageRecord, *, had_row: bool, output: str | No
                 batch.table_put(Table.USAGE, record.parent_id.encode(), updated.to_row())
         store.apply(batch)
     return oid
+
+
+def _row_of(record: UsageRecord) -> PendingUsage:
+    """The row of an execution that never had one (refused before its handler could run), owned by this
+    process."""
+    return PendingUsage.start(
+        usage_id=record.usage_id,
+        tool_name=record.tool_name,
+        arguments=dict(record.arguments or {}),
+        started_at=record.started_at,
+        commit=record.commit,
+        tool_call_id=record.tool_call_id,
+        parent_id=None,
+    )
 
 
 def note_head(store: Store, usage_id: str, head: ObjectId) -> None:
@@ -340,6 +360,17 @@ def delete_rows(store: Store, usage_ids: Iterable[str]) -> None:
             batch.table_put(Table.USAGE, usage_id.encode(), None)
     if len(batch):
         store.apply(batch)
+
+
+def retire_rows(store: Store, reader: Reader, usage_ids: Iterable[str]) -> None:
+    """Drop the rows of records a commit just linked: at once, or with the batch when ``reader`` is the
+    session's open batch (then they go only if the batch, and so the commit, lands)."""
+    if isinstance(reader, WriteBatch):
+        for usage_id in usage_ids:
+            if reader.table_get(Table.USAGE, usage_id.encode()) is not None:
+                reader.table_put(Table.USAGE, usage_id.encode(), None)
+    else:
+        delete_rows(store, usage_ids)
 
 
 def abandon(store: Store, usage_id: str) -> None:
