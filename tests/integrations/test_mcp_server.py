@@ -100,6 +100,14 @@ def test_the_sdk_client_in_process_lists_and_calls_the_tools() -> None:
     assert "unknown tool 'nope'" in out["unknown"].content[0].text
     assert out["bad"].is_error
     assert "invalid arguments" in out["bad"].content[0].text
+    usages = [(u.tool_name, u.status) for u in sorted(t.tool_usages(), key=lambda u: u.started_at)]
+    assert usages == [  # every call through MCP leaves a usage record, failed ones too
+        ("status", "success"),
+        ("commit", "success"),
+        ("chart", "success"),
+        ("nope", "error"),
+        ("commit", "error"),
+    ]
 
 
 @pytest.mark.slow  # a tractkv mcp subprocess
@@ -131,6 +139,7 @@ def test_tractkv_mcp_over_stdio_as_a_subprocess(tmp_path: Path) -> None:
             "via self",
             "via supervisor",
         ]
+        assert sorted(u.tool_name for u in t.tool_usages()) == ["commit", "commit"]
 
 
 class McpProcess:
