@@ -25,6 +25,7 @@ naming the path of the offending value. Nesting deeper than :data:`MAX_DEPTH` is
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from typing import Any
 
 import cbor2
@@ -169,6 +170,18 @@ def _key_order(keys: tuple[str, ...]) -> tuple[tuple[str, bytes], ...]:
     if len(_KEY_ORDERS) < _MAX_KEY_ORDERS:
         _KEY_ORDERS[keys] = order
     return order
+
+
+def canonical_keys(keys: Iterable[str]) -> tuple[str, ...]:
+    """Map keys in the order canonical encoding writes them (encoded length first, then bytewise): the order
+    of every map decoded from stored bytes, whatever order it was given in."""
+    return tuple(sorted(keys, key=_canonical_sort_key))
+
+
+def _canonical_sort_key(key: str) -> tuple[int, bytes]:
+    # an encoded key is its head (longer for a longer text) then its UTF-8 bytes: (length, bytes) sorts alike
+    raw = key.encode("utf-8", "surrogatepass")
+    return len(raw), raw
 
 
 def _encode(value: object, out: list[bytes]) -> None:

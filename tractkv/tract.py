@@ -292,15 +292,34 @@ class Tract:
             content, operation, edit_target, message, reply_to, metadata, generation_config, tools
         )
 
-    def system(self, text: str, **kwargs: Any) -> CommitInfo:
-        """Append a system instruction."""
+    def system(self, text: str, *, cache: str | None = None, **kwargs: Any) -> CommitInfo:
+        """Append a system instruction. ``cache="5m" | "1h"`` (here and on :meth:`user` / :meth:`assistant`)
+        also puts a prompt-cache breakpoint on it: the message and an :meth:`annotate` commit, in one batch."""
+        if cache is not None:
+            return self._cached(cache, lambda: self.system(text, **kwargs))
         return self.commit({"type": "instruction", "text": text}, **kwargs)
 
-    def user(self, text: str | list[Any], *, name: str | None = None, **kwargs: Any) -> CommitInfo:
+    def _cached(self, cache: str, append: Callable[[], CommitInfo]) -> CommitInfo:
+        """``append()`` and a cache-breakpoint annotation of what it appended, in one transaction; returns
+        the message's commit."""
+        from tractkv.engine.content import CACHE_TTLS
+
+        if cache not in CACHE_TTLS:  # before anything is staged
+            raise InvalidInput(f"cache must be one of {CACHE_TTLS}, not {cache!r}")
+        with self.batch():
+            info = append()
+            self.annotate(info.commit_id, cache=cache)
+        return info
+
+    def user(
+        self, text: str | list[Any], *, name: str | None = None, cache: str | None = None, **kwargs: Any
+    ) -> CommitInfo:
         """Append a user message: a string, or a list of content parts (str, ``{"type": "text", "text"}``,
         ``{"type": "image" | "document", "data": bytes, "media_type"}``, ``{"type": "image", "url"}``, or
         OpenAI / Anthropic native parts; see :mod:`tractkv.engine.content.payload`). Media bytes are stored once
         each, however many messages use them."""
+        if cache is not None:
+            return self._cached(cache, lambda: self.user(text, name=name, **kwargs))
         if type(text) is str and name is None and not kwargs:
             return append_text(self._session, "user", text)  # plain text: the same commit, fewer steps
         payload: dict[str, Any] = _dialogue("user", text)
@@ -309,12 +328,19 @@ class Tract:
         return self.commit(payload, **kwargs)
 
     def assistant(
-        self, text: str | list[Any] = "", *, tool_calls: list[Any] | None = None, **kwargs: Any
+        self,
+        text: str | list[Any] = "",
+        *,
+        tool_calls: list[Any] | None = None,
+        cache: str | None = None,
+        **kwargs: Any,
     ) -> CommitInfo:
         """Append an assistant message (a string, or a list of parts: text, ``thinking``,
         ``redacted_thinking``, ``refusal``), optionally with tool calls: ``{"id", "name", "arguments"}``,
         OpenAI's ``{"id", "type": "function", "function": {"name", "arguments"}}`` (arguments a JSON string),
         or Anthropic ``{"type": "tool_use", "id", "name", "input"}`` blocks; stored in the first form."""
+        if cache is not None:
+            return self._cached(cache, lambda: self.assistant(text, tool_calls=tool_calls, **kwargs))
         if type(text) is str and not tool_calls and not kwargs:
             return append_text(self._session, "assistant", text)  # plain text: the same commit, fewer steps
         payload: dict[str, Any] = _dialogue("assistant", text)
@@ -369,11 +395,17 @@ class Tract:
             strict=strict,
         )
 
-    def annotate(self, target: str, priority: str, reason: str | None = None) -> CommitInfo:
-        """Set a message's priority with a commit: ``pinned`` (kept through compression), ``normal``, ``skip``.
+    def annotate(
+        self, target: str, priority: str | None = None, reason: str | None = None, *, cache: str | None = None
+    ) -> CommitInfo:
+        """Set a message's priority with a commit: ``pinned`` (kept through compression), ``normal``, ``skip``;
+        and / or its prompt-cache breakpoint, ``cache="5m" | "1h"`` (``"off"`` removes it), which the
+        Anthropic rendering sends as ``cache_control`` on the message's last block (the system prompt as text
+        blocks; other dialects ignore it; at most 4 per request, see :meth:`set_tools` for the tools'). What is
+        not given is kept from the message's latest annotation.
         With ``rebase_appends``, re-made on a tip another handle moved, as an append is, while the message is
         still in the branch's history there (else :class:`InvalidInput`, nothing written)."""
-        return self._session.annotate(target, priority, reason)
+        return self._session.annotate(target, priority, reason, cache)
 
     # --- reading ------------------------------------------------------------------------------------------
 
@@ -665,12 +697,16 @@ class Tract:
 
     # --- tools in context ---------------------------------------------------------------------------------
 
-    def set_tools(self, tools: list[dict[str, Any]] | None) -> list[dict[str, Any]]:
+    def set_tools(
+        self, tools: list[dict[str, Any]] | None, *, cache: str | None = None
+    ) -> list[dict[str, Any]]:
         """Link these tool schemas to every later commit on this branch (a stored per-branch setting) until
-        changed; after ``set_tools(None)`` the next commit records an empty tool set."""
+        changed; after ``set_tools(None)`` the next commit records an empty tool set. ``cache="5m" | "1h"``
+        records a prompt-cache breakpoint after the tools in the tool set (the Anthropic rendering puts
+        ``cache_control`` on the last tool; other dialects ignore it). Each schema keeps the key order given."""
         from tractkv.engine.tools import set_tools
 
-        return set_tools(self._session, tools)
+        return set_tools(self._session, tools, cache)
 
     def get_tools(self) -> list[dict[str, Any]]:
         """The tools set_tools() configured for this branch, or else the tools in force at HEAD."""

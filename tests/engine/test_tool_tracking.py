@@ -60,8 +60,10 @@ def test_tool_deduplication() -> None:
         a = t.user("a", tools=[WEATHER])
         b = t.user("b", tools=[reordered(WEATHER)])  # same content, keys in another order
         c = t.user("c", tools=[SEARCH, WEATHER])
-        assert a.toolset_id == b.toolset_id  # one stored set shared
-        assert toolset_ids(t, c.toolset_id)[1] == toolset_ids(t, a.toolset_id)[0]  # one stored schema
+        # one stored schema: identity is the canonical form; the key order is the tool set's (issue 32 item 5)
+        assert toolset_ids(t, a.toolset_id) == toolset_ids(t, b.toolset_id)
+        assert a.toolset_id != b.toolset_id
+        assert toolset_ids(t, c.toolset_id)[1] == toolset_ids(t, a.toolset_id)[0]
         assert len(t.tool_versions("get_weather")) == 1
 
 

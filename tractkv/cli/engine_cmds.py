@@ -554,14 +554,23 @@ def diff(st: CliState, a: str, b: str | None, as_json: bool) -> None:
 
 @click.command("annotate")
 @click.argument("rev", shell_complete=complete_revisions)
-@click.argument("priority", type=click.Choice(["pinned", "normal", "skip"]))
+@click.argument("priority", type=click.Choice(["pinned", "normal", "skip"]), required=False)
 @click.option("--reason", default=None, help="Why (kept in history).")
+@click.option(
+    "--cache",
+    type=click.Choice(["5m", "1h", "off"]),
+    default=None,
+    help="A prompt-cache breakpoint on the message (Anthropic's cache_control; off removes it).",
+)
 @with_state
-def annotate(st: CliState, rev: str, priority: str, reason: str | None) -> None:
-    """Mark a message pinned (survives compression), normal, or skip (left out of compile)."""
+def annotate(st: CliState, rev: str, priority: str | None, reason: str | None, cache: str | None) -> None:
+    """Mark a message pinned (survives compression), normal, or skip (left out of compile), and / or put a
+    prompt-cache breakpoint on it (--cache); what is not given is kept."""
+    if priority is None and cache is None:
+        raise click.UsageError("give a priority (pinned, normal, skip) or --cache")
     t = st.tract()
     t.rebase_appends = True  # as an append: re-made on a tip another writer moved (its target still there)
-    info = t.annotate(rev, priority, reason=reason)
+    info = t.annotate(rev, priority, reason=reason, cache=cache)
     click.echo(info.commit_id)
 
 

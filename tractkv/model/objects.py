@@ -228,19 +228,87 @@ class ToolSchema:
         return iter(())
 
 
+KeyOrder: TypeAlias = tuple[tuple[str, ...] | None, ...]
+"""The key order given for one tool's schema (:class:`ToolSet` ``order``): an entry per map of the schema in
+depth-first pre-order (a map, then the values of its keys in canonical key order; a list's items in order),
+None where the map's keys were given in canonical order, else its keys as given; trailing Nones left out
+(:func:`tractkv.engine.content.toolsets.key_order` makes it, ``apply_key_order`` applies it)."""
+
+
+def _key_orders(value: Any) -> tuple[KeyOrder | None, ...]:
+    """``order`` as tuples (the wire's lists), its shape checked: a list of None or lists of None or lists
+    of str."""
+    if not isinstance(value, list | tuple):
+        raise EncodeError("order", "a tool set's order must be a list")
+    out: list[KeyOrder | None] = []
+    for index, entry in enumerate(value):
+        if entry is None:
+            out.append(None)
+            continue
+        if not isinstance(entry, list | tuple):
+            raise EncodeError(f"order[{index}]", "a tool's key order must be a list or None")
+        maps: list[tuple[str, ...] | None] = []
+        for number, keys in enumerate(entry):
+            if keys is not None and (
+                not isinstance(keys, list | tuple) or not all(type(k) is str for k in keys)
+            ):
+                raise EncodeError(f"order[{index}][{number}]", "a map's key order must be a list of str")
+            maps.append(None if keys is None else tuple(keys))
+        out.append(tuple(maps))
+    return tuple(out)
+
+
 @attrs.frozen(kw_only=True)
 class ToolSet:
-    """An ordered list of tool-schema ids, stored once however many commits share it."""
+    """An ordered list of tool-schema ids, stored once however many commits share it, with the key order each
+    schema was given in.
+
+    A tool schema's id is its canonical form (sorted keys), so one schema given in two key orders is one
+    ``tool`` object; the order is the tool set's: ``order`` holds one :data:`KeyOrder` (or None: canonical
+    order) per tool, and is empty when every tool was given in canonical order (so a tool set written before
+    orders were kept has the same id). Compile returns each schema in its tool set's order.
+    """
 
     KIND: ClassVar[str] = "toolset"
     tools: tuple[ObjectId, ...] = attrs.field(converter=_oid_tuple, validator=_check_oids)
+    order: tuple[KeyOrder | None, ...] = attrs.field(default=(), converter=_key_orders)
+    #: a prompt-cache breakpoint after the tools (``"5m"`` / ``"1h"``; Anthropic's ``cache_control`` on the
+    #: last tool), or None
+    cache: str | None = attrs.field(default=None, validator=_check_str)
+
+    @order.validator
+    def _check_order(self, _attribute: attrs.Attribute[Any], value: tuple[KeyOrder | None, ...]) -> None:
+        if not value:
+            return
+        if len(value) != len(self.tools):
+            raise EncodeError("order", f"{len(value)} key orders for {len(self.tools)} tools")
+        if all(entry is None for entry in value):
+            raise EncodeError("order", "every tool in canonical key order: the order is left out")
+        for index, entry in enumerate(value):
+            if entry is not None and (not entry or entry[-1] is None):
+                raise EncodeError(f"order[{index}]", "a key order is non-empty and ends with a map's keys")
+            for number, keys in enumerate(entry or ()):
+                if keys is not None and len(set(keys)) != len(keys):
+                    raise EncodeError(f"order[{index}][{number}]", "a map's keys are listed once each")
 
     def to_wire(self) -> dict[str, Any]:
-        return {"tools": [oid_to_raw(o) for o in self.tools]}
+        wire: dict[str, Any] = {"tools": [oid_to_raw(o) for o in self.tools]}
+        if self.order:
+            wire["order"] = [
+                None if entry is None else [None if keys is None else list(keys) for keys in entry]
+                for entry in self.order
+            ]
+        if self.cache is not None:
+            wire["cache"] = self.cache
+        return wire
 
     @classmethod
     def from_wire(cls, wire: dict[str, Any]) -> ToolSet:
-        return cls(tools=_oids(_take(wire, "tools")))
+        return cls(
+            tools=_oids(_take(wire, "tools")),
+            order=_take(wire, "order", ()),
+            cache=_take(wire, "cache", None),
+        )
 
     def iter_links(self) -> Iterator[ObjectId]:
         return iter(self.tools)

@@ -8,7 +8,7 @@ from typing import Final
 from tractkv.errors import StoreFormatError
 from tractkv.store.reader import META_FORMAT, META_SEQ, RawWriter, Table
 
-STORE_FORMAT: Final = 2  # kept in meta["format"]; a store with a higher number is refused on open
+STORE_FORMAT: Final = 3  # kept in meta["format"]; a store with a higher number is refused on open
 
 Migration = Callable[[RawWriter], None]
 """Upgrades a store from format N to N + 1 in place, inside the opening write transaction."""
@@ -23,13 +23,25 @@ def _drop_counter(writer: RawWriter) -> None:
     writer.delete(Table.META, META_SEQ)
 
 
-MIGRATIONS: dict[int, Migration] = {1: _drop_counter}
-"""``MIGRATIONS[n]`` upgrades a store of format ``n`` to ``n + 1``; :func:`ensure_format` runs every step a
-store needs in the opening transaction. 1 -> 2: the sequence counter row is dropped (:func:`_drop_counter`)."""
+def _key_orders(writer: RawWriter) -> None:
+    """Format 2 -> 3: tool sets may record the key order their schemas were given in (``ToolSet.order``,
+    docs/format.md "Tool schemas"). A format-2 store holds none (it never kept an order, so there is none to
+    recover) and compiles as before, in canonical key order: nothing to rewrite.
 
-READABLE_AS_IS: Final = frozenset({1})
+    Why a new format and not only new code: a format-2 tractkv refuses a tool set with an order as an object
+    with an unknown field, in the middle of a compile; with the number raised it refuses the store on open,
+    saying to upgrade."""
+    del writer
+
+
+MIGRATIONS: dict[int, Migration] = {1: _drop_counter, 2: _key_orders}
+"""``MIGRATIONS[n]`` upgrades a store of format ``n`` to ``n + 1``; :func:`ensure_format` runs every step a
+store needs in the opening transaction. 1 -> 2: the sequence counter row is dropped (:func:`_drop_counter`);
+2 -> 3: tool sets may hold key orders, nothing stored changes (:func:`_key_orders`)."""
+
+READABLE_AS_IS: Final = frozenset({1, 2})
 """Older formats a read-only open reads without migrating (so it writes nothing): format 1 differs from 2 only
-in the counter row, which no read uses."""
+in the counter row, which no read uses; format 2 from 3 only in holding no tool set with a key order."""
 
 
 def ensure_format(writer: RawWriter) -> int:

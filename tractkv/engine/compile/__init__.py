@@ -42,6 +42,7 @@ if TYPE_CHECKING:
     from .slots import (
         CHUNK_PREFIX,
         CKPT_PREFIX,
+        PRIORITY_NAMES,
         Slot,
         is_stale_row,
     )
@@ -63,6 +64,7 @@ else:
             "Compiler": ".compiler",
             "Conflict": ".merge3",
             "Fit": ".window",
+            "PRIORITY_NAMES": ".slots",
             "REL_PREFIX": ".relations",
             "Slot": ".slots",
             "SpawnIndex": ".relations",
@@ -90,6 +92,7 @@ __all__ = [
     "CHECKPOINT_EVERY",
     "CHUNK_PREFIX",
     "CKPT_PREFIX",
+    "PRIORITY_NAMES",
     "REL_PREFIX",
     "CompileState",
     "Compiler",

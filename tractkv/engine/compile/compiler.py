@@ -18,8 +18,8 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from tractkv.engine.compile.state import CompileState, bulk
-from tractkv.engine.compile.view import View
-from tractkv.engine.content import MERGE, Message, TokenCounter
+from tractkv.engine.compile.view import View, annotation_cache
+from tractkv.engine.content import MERGE, Message, TokenCounter, apply_key_order
 from tractkv.engine.history import ancestors, merge_base
 from tractkv.engine.values import CompiledContext, FrozenPrefix
 from tractkv.ids import ObjectId
@@ -239,7 +239,9 @@ class Compiler:
         base = self.state_at(reader, base_oid)
         from tractkv.engine.compile.merge3 import merge_states  # lazy: only a merge loads the three-way merge
 
-        merged, conflicts = merge_states(base, ours, theirs, strategy)
+        merged, conflicts = merge_states(
+            base, ours, theirs, strategy, lambda slot: annotation_cache(reader, slot)
+        )
         if ours.ancestors is None and ours.head is not None:
             ours.ancestors = ancestors(reader, ours.head)
         assert ours.ancestors is not None or ours.head is None
@@ -326,18 +328,32 @@ def render_all(reader: Reader) -> None:
             _LAZY.pop(key, None)
 
 
+class ToolDefinitions(tuple[dict[str, Any], ...]):
+    """The schemas of a tool set (a tuple) with its prompt-cache breakpoint (``cache``: ``"5m"`` / ``"1h"`` /
+    None), which :func:`context_of` hands to the compiled context."""
+
+    cache: str | None = None
+
+
 def load_tools(reader: Reader, toolset_id: ObjectId | None) -> tuple[dict[str, Any], ...]:
-    """The schemas of a tool set, in order (empty for None)."""
+    """The schemas of a tool set, in order (empty for None), each with its keys in the order the tool set
+    records (:func:`~tractkv.engine.content.apply_key_order`; canonical order where it records none); a
+    :class:`ToolDefinitions` when the set has a cache breakpoint."""
     if toolset_id is None:
         return ()
     toolset = reader[toolset_id]
     assert isinstance(toolset, ToolSet)
     schemas = []
-    for tool_id in toolset.tools:
+    for index, tool_id in enumerate(toolset.tools):
         tool = reader[tool_id]
         assert isinstance(tool, ToolSchema)
-        schemas.append(tool.schema)
-    return tuple(schemas)
+        order = toolset.order[index] if toolset.order else None
+        schemas.append(tool.schema if order is None else apply_key_order(tool.schema, order))
+    if toolset.cache is None:
+        return tuple(schemas)
+    marked = ToolDefinitions(schemas)
+    marked.cache = toolset.cache
+    return marked
 
 
 def context_of(
@@ -367,6 +383,7 @@ def context_of(
         token_source=counter.name,
         head=state.head,
         tools=tools,
+        tools_cache=getattr(tools, "cache", None),
         repairs=tuple(view.pairing.repairs),
         open_calls=tuple(view.pairing.open),
     )

@@ -4,6 +4,7 @@ that ours lacks; a message or tool set changed on both sides differently is a :c
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import attrs
@@ -25,7 +26,7 @@ class Conflict:
     ``ours_id`` / ``theirs_id`` are each side's content blob (the tool set id for kind ``tools``)."""
 
     target: ObjectId | None  # the message commit, or None for the tool set
-    kind: str  # "content", "priority", "content+priority", "tools"
+    kind: str  # "content", "priority", "cache" or several joined by "+" ("content+priority"), or "tools"
     ours: str  # a short description of ours' version
     theirs: str
     ours_id: ObjectId | None = attrs.field(default=None, eq=False)
@@ -40,18 +41,58 @@ class Conflict:
         return f"{where}: {self.kind} changed on both sides ({ours}: {self.ours}; {theirs}: {self.theirs})"
 
 
-def _describe(slot: Slot | None) -> str:
-    """A side's priority (``pinned``, ``normal``, ``skip``); merge adds the start of its text."""
-    return "absent" if slot is None else PRIORITY_NAMES[slot.priority]
+def _describe(slot: Slot | None, cache: str | None = None) -> str:
+    """A side's priority (``pinned``, ``normal``, ``skip``) and its cache breakpoint when it has one; merge
+    adds the start of its text."""
+    if slot is None:
+        return "absent"
+    return PRIORITY_NAMES[slot.priority] + ("" if cache is None else f", cache {cache}")
+
+
+def _no_cache(_slot: Slot) -> str | None:
+    return None
+
+
+Version = tuple[ObjectId, int, str | None]
+
+
+def _version(slot: Slot | None, cache_of: Callable[[Slot], str | None]) -> Version | None:
+    """A message's version as the merge compares it: content, priority, cache breakpoint."""
+    if slot is None:
+        return None
+    return slot.blob, slot.priority, None if slot.annotation is None else cache_of(slot)
+
+
+def _conflict(ours: Slot, theirs: Slot, our_key: Version | None, their_key: Version | None) -> Conflict:
+    """The conflict of a message both sides changed differently (``*_key``: each side's :func:`_version`)."""
+    assert our_key is not None
+    assert their_key is not None
+    kinds = [
+        k for k, a, b in zip(("content", "priority", "cache"), our_key, their_key, strict=True) if a != b
+    ]
+    return Conflict(
+        theirs.commit,
+        "+".join(kinds),
+        _describe(ours, our_key[2]),
+        _describe(theirs, their_key[2]),
+        ours.blob,
+        theirs.blob,
+    )
 
 
 def merge_states(
-    base: CompileState, ours: CompileState, theirs: CompileState, strategy: str
+    base: CompileState,
+    ours: CompileState,
+    theirs: CompileState,
+    strategy: str,
+    cache_of: Callable[[Slot], str | None] = _no_cache,
 ) -> tuple[CompileState, list[Conflict]]:
     """Three-way merge of compile states (see the module doc). Returns the merged state and the conflicts.
 
     ``strategy`` settles conflicts: ``ours`` keeps ours' version, ``theirs`` takes theirs'; ``auto`` keeps
-    ours' (callers refuse an ``auto`` merge that has conflicts before it is committed).
+    ours' (callers refuse an ``auto`` merge that has conflicts before it is committed). A message's version
+    is its content, priority and cache breakpoint (``cache_of``: the one its latest annotation states), so a
+    breakpoint set on one side alone is merged as a priority is.
     """
     take_theirs = strategy == "theirs"
     merged = ours.copy()
@@ -70,28 +111,16 @@ def merge_states(
                 merged.index[their_slot.source] = position
             continue
         our_slot = merged.slots[position]
-        if (our_slot.blob, our_slot.priority) == (their_slot.blob, their_slot.priority):
+        if our_slot is their_slot:
             continue
-        base_slot = base_slots.get(their_slot.commit)
-        base_key = None if base_slot is None else (base_slot.blob, base_slot.priority)
-        ours_changed = (our_slot.blob, our_slot.priority) != base_key
-        theirs_changed = (their_slot.blob, their_slot.priority) != base_key
+        our_key, their_key = _version(our_slot, cache_of), _version(their_slot, cache_of)
+        if our_key == their_key:
+            continue
+        base_key = _version(base_slots.get(their_slot.commit), cache_of)
+        ours_changed = our_key != base_key
+        theirs_changed = their_key != base_key
         if ours_changed and theirs_changed:
-            kinds = []
-            if our_slot.blob != their_slot.blob:
-                kinds.append("content")
-            if our_slot.priority != their_slot.priority:
-                kinds.append("priority")
-            conflicts.append(
-                Conflict(
-                    their_slot.commit,
-                    "+".join(kinds),
-                    _describe(our_slot),
-                    _describe(their_slot),
-                    our_slot.blob,
-                    their_slot.blob,
-                )
-            )
+            conflicts.append(_conflict(our_slot, their_slot, our_key, their_key))
             use_theirs = take_theirs
         else:
             use_theirs = theirs_changed

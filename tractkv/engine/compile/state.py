@@ -527,7 +527,11 @@ class CompileState:
             code = slot.code  # kind, role and priority packed (Slot)
             if code & 3 == skip or (code >> 4 == _REASONING and not include_reasoning):
                 continue
-            view.add(messages.get(slot.raw_blob, slot), slot)
+            extra = slot.extra  # an annotated slot renders through the view's load (its cache breakpoint)
+            view.add(
+                slot if extra is not None and extra[2] is not None else messages.get(slot.raw_blob, slot),
+                slot,
+            )
         if include_reasoning:
             view.finish()  # a rendering with reasoning is built whole each time, never extended
         else:

@@ -9,6 +9,8 @@ from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any, Protocol
 
+import attrs
+
 from tractkv.engine.compile.pairing import PLACEHOLDER_TEXT, Pairing, placeholder_tokens
 from tractkv.engine.content import MESSAGE_ROLES, Message, TokenCounter, to_message
 from tractkv.errors import ContentError, DecodeError
@@ -488,7 +490,25 @@ class _Renderer:
             message = self.messages[slot.raw_blob] = to_message(
                 _payload(self.reader, slot.blob), _media_loader(self.media, self.reader)
             )
+        annotation = slot.annotation
+        if annotation is not None:  # its cache breakpoint, cached by blob and annotation (read once)
+            key = slot.raw_blob + oid_to_raw(annotation)
+            marked = self.messages.get(key)
+            if marked is None:
+                cache = annotation_cache(self.reader, slot)
+                marked = self.messages[key] = message if cache is None else attrs.evolve(message, cache=cache)
+            return marked
         return message
+
+
+def annotation_cache(reader: Reader, slot: Slot) -> str | None:
+    """The cache breakpoint of a slot's message: the one its latest annotation states (``"5m"`` / ``"1h"``),
+    or None."""
+    if slot.annotation is None:
+        return None
+    commit = reader.get_commit(slot.annotation)
+    cache = None if commit.content is None else _payload(reader, commit.content).get("cache")
+    return cache if isinstance(cache, str) else None
 
 
 def summary_of_slots(slots: list[Slot], chunks: int) -> ViewSummary | None:

@@ -98,6 +98,7 @@ DIALOGUE_ROLES = frozenset({"user", "assistant", "tool"})
 _PLAIN_ROLES = frozenset({"user", "assistant"})  # a tool message needs its call id: never plain text
 ARTIFACT_ROLES = frozenset({"user", "assistant"})
 PRIORITIES = ("normal", "pinned", "skip")
+CACHE_TTLS = ("5m", "1h")  # an Anthropic prompt-cache breakpoint's lifetimes (an annotation's ``cache``)
 
 ANNOTATION = "annotation"
 MERGE = "merge"
@@ -209,6 +210,7 @@ class Message:
     tool_call_id: str | None = None
     is_error: bool = False
     parts: tuple[Part, ...] = ()
+    cache: str | None = None  # a prompt-cache breakpoint set by an annotation ("5m" / "1h"): Anthropic's
 
     def to_dict(self) -> dict[str, Any]:
         """The neutral dict form: ``role`` and ``content`` plus whichever extras are set (``parts`` as
@@ -224,6 +226,8 @@ class Message:
             out["is_error"] = True
         if self.parts:
             out["parts"] = [p.to_dict() for p in self.parts]
+        if self.cache is not None:
+            out["cache"] = self.cache
         return out
 
 
@@ -238,13 +242,14 @@ def text_message(role: str, text: str) -> Message:
     _m_tool_call_id(message, None)
     _m_is_error(message, False)
     _m_parts(message, ())
+    _m_cache(message, None)
     return message
 
 
 _new = object.__new__
 # Message's slot setters in field order (a field added to Message fails this unpacking at import;
 # tests/engine/test_commit_info.py compares text_message with the constructor's message).
-_m_role, _m_content, _m_name, _m_tool_calls, _m_tool_call_id, _m_is_error, _m_parts = (
+_m_role, _m_content, _m_name, _m_tool_calls, _m_tool_call_id, _m_is_error, _m_parts, _m_cache = (
     Message.__dict__[field.name].__set__ for field in attrs.fields(Message)
 )
 

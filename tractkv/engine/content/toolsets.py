@@ -52,16 +52,17 @@ reads any stored definition without raising, as close to what was given as the p
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 import attrs
 
+from tractkv.codec import canonical_keys
 from tractkv.engine.content.payload import check_json
 from tractkv.engine.content.tokens import TokenCounter
 from tractkv.errors import ContentError, InvalidInput
 from tractkv.ids import ObjectId
-from tractkv.model import ToolSchema, ToolSet, object_id
+from tractkv.model import KeyOrder, ToolSchema, ToolSet, object_id
 from tractkv.store import WriteBatch
 
 ACTIVE_TOOLS = b"tools:"  # meta key prefix: branch ref -> tool set id set_tools() links to later commits
@@ -272,9 +273,88 @@ def _sdk_dump(value: object) -> object:
         raise InvalidInput(f"cannot read the tool definition {type(value).__name__}: {exc}") from None
 
 
-def put_toolset(batch: WriteBatch, schemas: list[ToolSchema]) -> ObjectId:
-    """Stage the schemas and the ordered tool set of their ids (each encoded once); returns the set's id."""
-    return batch.put(ToolSet(tools=tuple(batch.put(s) for s in schemas)))
+def put_toolset(batch: WriteBatch, schemas: list[ToolSchema], cache: str | None = None) -> ObjectId:
+    """Stage the schemas and the ordered tool set of their ids (each encoded once), with the key order each
+    schema was given in (:func:`key_order`) and the tools' cache breakpoint; returns the set's id."""
+    tools = tuple(batch.put(s) for s in schemas)
+    orders = tuple(key_order(s.schema) for s in schemas)
+    return batch.put(ToolSet(tools=tools, order=orders if any(orders) else (), cache=cache))
+
+
+# --- key order ----------------------------------------------------------------------------------------------
+# A tool's id is its canonical form (sorted keys), so the order a schema was given in is kept beside it, in the
+# tool set (ToolSet.order, model.KeyOrder): one entry per map of the schema, numbered in depth-first pre-order
+# (a map, then the values of its keys in canonical order; a list's items in order), None when the map's keys
+# were given in canonical order, else the keys as given; trailing Nones left out, None when all are.
+
+
+def key_order(schema: Mapping[str, Any]) -> KeyOrder | None:
+    """The key order ``schema`` was given in, relative to its canonical form (None: canonical order)."""
+    entries: list[tuple[str, ...] | None] = []
+    for given, canonical in _maps(schema):
+        entries.append(None if given == canonical else given)
+    while entries and entries[-1] is None:
+        entries.pop()
+    return tuple(entries) or None
+
+
+def key_maps(schema: Mapping[str, Any]) -> tuple[tuple[str, ...], ...]:
+    """The canonical keys of each map of ``schema``, in the numbering :class:`~tractkv.model.KeyOrder` uses."""
+    return tuple(canonical for _, canonical in _maps(schema))
+
+
+def key_order_problem(maps: tuple[tuple[str, ...], ...], order: KeyOrder) -> str | None:
+    """Why ``order`` is not a key order of a schema whose maps hold ``maps`` (:func:`key_maps`), or None.
+
+    Each entry names a map the schema has; a listed order holds exactly that map's keys and differs from
+    their canonical order (which is written None), so one order has one spelling and one tool set id."""
+    if len(order) > len(maps):
+        return f"{len(order)} maps ordered, the schema has {len(maps)}"
+    for number, keys in enumerate(order):
+        if keys is None:
+            continue
+        if keys == maps[number]:
+            return f"map {number} is listed in canonical order (written None)"
+        if sorted(keys) != sorted(maps[number]):
+            return f"map {number} lists keys {list(keys)}, the schema's are {list(maps[number])}"
+    return None
+
+
+def apply_key_order(schema: Mapping[str, Any], order: KeyOrder | None) -> dict[str, Any]:
+    """``schema`` with its maps' keys in ``order`` (:func:`key_order`) and canonical order where it has none.
+    Never raises: an entry that does not fit its map (a damaged store; receive refuses one) is ignored."""
+    ordered: dict[str, Any] = _ordered(schema, order or (), [0])
+    return ordered
+
+
+def _ordered(value: Any, order: KeyOrder, counter: list[int]) -> Any:
+    if isinstance(value, Mapping):
+        number = counter[0]
+        counter[0] += 1
+        canonical = canonical_keys(value)
+        keys = order[number] if number < len(order) else None
+        values = {key: _ordered(value[key], order, counter) for key in canonical}  # numbering: canonical
+        if keys is None or sorted(keys) != sorted(canonical):
+            return values
+        return {key: values[key] for key in keys}
+    if isinstance(value, list | tuple):
+        return [_ordered(item, order, counter) for item in value]
+    return value
+
+
+def _maps(schema: Mapping[str, Any]) -> Iterator[tuple[tuple[str, ...], tuple[str, ...]]]:
+    """Each map of ``schema`` as (its keys as given, its keys in canonical order), in the numbering of
+    :class:`~tractkv.model.KeyOrder` (without recursion)."""
+    stack: list[Any] = [schema]
+    while stack:
+        value = stack.pop()
+        if isinstance(value, Mapping):
+            given = tuple(value)
+            canonical = canonical_keys(given)
+            yield given, canonical
+            stack.extend(value[key] for key in reversed(canonical))
+        elif isinstance(value, list | tuple):
+            stack.extend(reversed(value))
 
 
 def tool_schema(tool: Any) -> ToolSchema:

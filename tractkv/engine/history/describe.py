@@ -101,6 +101,8 @@ def describe_commit(info: CommitInfo) -> CommitDescription:
         if target is None and info.operation == "trim":  # a budget's trim: its note says what it skips
             return _bookkeeping(common, "annotation", info.message or "trim", ())
         summary = f"{data.get('priority')} {short_id(target)}"
+        if data.get("cache"):
+            summary += f" cache {data.get('cache')}"
         if data.get("reason"):
             summary += f" ({data.get('reason')})"
         return _bookkeeping(common, "annotation", summary, (target,) if target else ())

@@ -45,7 +45,10 @@ The rules, by kind (an object's "tag" is its kind, or for a blob the content typ
   non-empty string) is the ``name`` field. Today's shape rules (name pattern, object schemas,
   known fields) are input policy, not applied here: a store written before them must stay valid, and
   rendering reads any stored definition without failing (:func:`~tractkv.engine.content.toolsets.read_stored`).
-* **toolset**: every entry is a tool schema.
+* **toolset**: every entry is a tool schema; a key order (``order``) holds one entry per tool, and each
+  tool's fits its schema: it names maps the schema has, each listed map's keys exactly, never in canonical
+  order (written None), so one key order has one spelling (:func:`~tractkv.engine.content.key_order_problem`;
+  a tool's tag carries its maps' keys, :class:`ToolTag`).
 * **usage**: ``start`` / ``end`` in ``[TS_MIN, TS_MAX]`` (ints, not booleans), ``rlen`` a non-negative int,
   ``commit`` and ``heads`` commits, ``children`` usage records forming a tree: a nested execution ran inside
   one other, so a record lists a child once, a child is listed by one record (a ``tool_result`` commit's
@@ -78,6 +81,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from tractkv.engine.content import (
     ANNOTATION,
+    CACHE_TTLS,
     MEDIA_LINK,
     MERGE,
     MERGE_STRATEGIES,
@@ -85,6 +89,8 @@ from tractkv.engine.content import (
     PRIORITIES,
     TOOL_ORIGINAL,
     canonical_payload,
+    key_maps,
+    key_order_problem,
     legacy_name,
     media_ids,
     sniff,
@@ -171,6 +177,18 @@ class UsageTag(str):
         return self
 
 
+class ToolTag(str):
+    """The tag of a valid tool schema (``tool``) with the canonical keys of each of its maps (``maps``, in the
+    numbering of :class:`~tractkv.model.KeyOrder`), which a tool set's key order for it must fit."""
+
+    maps: tuple[tuple[str, ...], ...]
+
+    def __new__(cls, maps: tuple[tuple[str, ...], ...]) -> ToolTag:
+        self = super().__new__(cls, ToolSchema.KIND)
+        self.maps = maps
+        return self
+
+
 TagOf = Callable[[ObjectId], str | None]
 """The tag of the object with an id (see :func:`tag`), or None when the object is not available."""
 
@@ -205,7 +223,7 @@ def _tool_tag(obj: ToolSchema) -> str:
         return f"{INVALID}tool schema has no name (function.name for an OpenAI chat tool, else name)"
     if name != obj.name:
         return f"{INVALID}tool named {obj.name!r} holds a schema named {name!r}"
-    return obj.KIND
+    return ToolTag(key_maps(obj.schema))
 
 
 def _blob_tag(data: object) -> str:
@@ -260,9 +278,11 @@ def _message_tag(kind: str, data: dict[str, Any]) -> MessageTag:
 
 def _check_bookkeeping(kind: str, data: dict[str, Any]) -> None:
     if kind == ANNOTATION:
-        _fields(data, {"type", "priority"}, {"reason"})
+        _fields(data, {"type", "priority"}, {"reason", "cache"})
         if data["priority"] not in PRIORITIES:
             raise ContentError(f"priority must be one of {PRIORITIES}")
+        if "cache" in data and data["cache"] not in CACHE_TTLS:
+            raise ContentError(f"cache must be one of {CACHE_TTLS}")
         if "reason" in data and not isinstance(data["reason"], str):
             raise ContentError("reason must be a string")
     elif kind == MERGE:
@@ -308,8 +328,15 @@ def check(
         if now_us is not None:
             check_not_future(obj.created_at, now_us)
     elif isinstance(obj, ToolSet):
+        if obj.cache is not None and obj.cache not in CACHE_TTLS:
+            raise ObjectRuleError(f"cache must be one of {CACHE_TTLS}, not {obj.cache!r}")
         for index, oid in enumerate(obj.tools):
-            _want(tag_of, f"tools[{index}]", oid, ("tool",))
+            found = _want(tag_of, f"tools[{index}]", oid, ("tool",))
+            order = obj.order[index] if obj.order else None
+            if order is not None:
+                problem = key_order_problem(found.maps if isinstance(found, ToolTag) else (), order)
+                if problem is not None:
+                    raise ObjectRuleError(f"order[{index}] is not a key order of tools[{index}]: {problem}")
     elif isinstance(obj, UsageRecord):
         _check_usage(obj, tag_of, claims)
     elif isinstance(obj, ToolSchema):

@@ -21,9 +21,10 @@ from contextlib import contextmanager
 from typing import Any, TypeVar
 
 from tractkv import codec
-from tractkv.engine.compile import CompileState
+from tractkv.engine.compile import PRIORITY_NAMES, CompileState, Slot
 from tractkv.engine.content import (
     ANNOTATION,
+    CACHE_TTLS,
     MEDIA_LINK,
     PRIORITIES,
     check_json,
@@ -556,29 +557,33 @@ class Session(SessionMoves):
         )
         return self.info(oid, commit, payload)
 
-    def annotate(self, target: str, priority: str, reason: str | None = None) -> CommitInfo:
-        """Set a message's priority with an annotation commit (see :meth:`tractkv.Tract.annotate`)."""
-        if priority not in PRIORITIES:
-            raise InvalidInput(f"priority must be one of {PRIORITIES}, not {priority!r}")
-        if reason is not None and not isinstance(reason, str):
-            raise InvalidInput("reason must be a string")
+    def annotate(
+        self, target: str, priority: str | None, reason: str | None = None, cache: str | None = None
+    ) -> CommitInfo:
+        """Set a message's priority and / or cache breakpoint with an annotation commit (see
+        :meth:`tractkv.Tract.annotate`). An annotation states both: the one not given is carried from the
+        message's latest annotation (computed on the tip the commit is made on, a raced one too)."""
+        _check_annotation(priority, cache, reason)
         tip = self.writable("annotate")
         target_id = self.message_target(target)
-        payload: dict[str, Any] = {"type": ANNOTATION, "priority": priority}
-        if reason:
-            payload["reason"] = reason
-        blob = Blob(data=payload)
+        payload: dict[
+            str, Any
+        ] = {}  # filled by build, from the tip it is made on (commit_with reads it after)
 
         def build(batch: WriteBatch, parent: ObjectId | None, parent_commit: Commit | None) -> Commit:
-            if parent != tip.head and target_id not in self.compiler.state_at(self.store, parent).index:
+            state = self.compiler.state_at(self.store, parent) if parent != tip.head else self.head_state()
+            position = state.index.get(target_id)
+            if position is None:
                 # re-made on a tip another handle moved (rebase): only while its target is still there
                 raise InvalidInput(
                     f"{target_id[:12]} is no longer a message in the history of {self.where()} (another "
                     "handle moved the branch): nothing was written"
                 )
+            payload.clear()
+            payload.update(_annotation(batch, state.slots[position], priority, cache, reason))
             return Commit(
                 parents=(parent,) if parent is not None else (),
-                content=batch.put(blob),
+                content=batch.put(Blob(data=payload)),
                 operation="annotate",
                 edit_target=target_id,
                 message=reason,
@@ -588,13 +593,44 @@ class Session(SessionMoves):
         oid, commit = self.commit_with(
             build,
             "annotate",
-            f"{priority} {target_id[:12]}",
+            " ".join(x for x in (priority, None if cache is None else f"cache={cache}", target_id[:12]) if x),
             tip=tip,
             action="annotate",
             payload=payload,
             rebase=self.rebase_appends,  # an annotation adds a commit as an append does: re-made on a raced tip
         )
         return self.info(oid, commit, payload)
+
+
+def _check_annotation(priority: str | None, cache: str | None, reason: str | None) -> None:
+    if priority is not None and priority not in PRIORITIES:
+        raise InvalidInput(f"priority must be one of {PRIORITIES}, not {priority!r}")
+    if cache is not None and cache not in (*CACHE_TTLS, "off"):
+        raise InvalidInput(f"cache must be one of {(*CACHE_TTLS, 'off')} (--cache), not {cache!r}")
+    if priority is None and cache is None:
+        raise InvalidInput("annotate needs a priority or a cache breakpoint (cache=)")
+    if reason is not None and not isinstance(reason, str):
+        raise InvalidInput("reason must be a string")
+
+
+def _annotation(
+    reader: WriteBatch, slot: Slot, priority: str | None, cache: str | None, reason: str | None
+) -> dict[str, Any]:
+    """The annotation blob's data for ``slot``: ``priority`` and ``cache`` as given, else as the slot's latest
+    annotation states them (``cache="off"`` removes the breakpoint)."""
+    latest: dict[str, Any] = {}
+    if slot.annotation is not None:
+        content = reader.get_commit(slot.annotation).content
+        found = None if content is None else reader.get(content)
+        if isinstance(found, Blob) and isinstance(found.data, dict):
+            latest = found.data
+    payload: dict[str, Any] = {"type": ANNOTATION, "priority": priority or PRIORITY_NAMES[slot.priority]}
+    kept = latest.get("cache") if cache is None else cache
+    if kept in CACHE_TTLS:
+        payload["cache"] = kept
+    if reason:
+        payload["reason"] = reason
+    return payload
 
 
 def append_text_general(session: Session, role: str, text: str) -> CommitInfo:

@@ -12,9 +12,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from tractkv.engine.content import ACTIVE_TOOLS, put_toolset, tool_schemas
+from tractkv.engine.content import ACTIVE_TOOLS, CACHE_TTLS, put_toolset, tool_schemas
 from tractkv.engine.session import Session
-from tractkv.errors import DetachedHead
+from tractkv.errors import DetachedHead, InvalidInput
 from tractkv.ids import ObjectId
 from tractkv.store import Table
 
@@ -24,20 +24,25 @@ def setting_key(ref: str | None) -> bytes | None:
     return None if ref is None else ACTIVE_TOOLS + ref.encode()
 
 
-def set_tools(session: Session, tools: list[dict[str, Any]] | None) -> list[dict[str, Any]]:
+def set_tools(
+    session: Session, tools: list[dict[str, Any]] | None, cache: str | None = None
+) -> list[dict[str, Any]]:
     """Store the tools later commits of the session's branch link (None: clear them); returns them.
+    ``cache`` (``"5m"`` / ``"1h"``) puts a prompt-cache breakpoint after them (recorded in the tool set).
 
     Raises:
         DetachedHead: HEAD is detached (a setting belongs to a branch).
         InvalidInput: inside a batch, or a malformed tool definition.
     """
     session.check_writes("set_tools", in_batch=False)
+    if cache is not None and (cache not in CACHE_TTLS or not tools):
+        raise InvalidInput(f"cache must be one of {CACHE_TTLS} and needs tools, not {cache!r}")
     key = setting_key(session.branch_ref)
     if key is None:
         raise DetachedHead(str(session.detached), "set tools")
     schemas = tool_schemas(tools) if tools is not None else []  # None: the empty set, linked once
     batch = session.store.new_batch()
-    toolset_id = put_toolset(batch, schemas)
+    toolset_id = put_toolset(batch, schemas, cache)
     batch.table_put(Table.META, key, toolset_id.encode())
     session.store.apply(batch)
     return get_tools(session)

@@ -159,6 +159,10 @@ class CommitInfo:
         return dict(to_jsonable(self))
 
 
+MAX_CACHE_BREAKPOINTS = 4
+"""The most ``cache_control`` breakpoints an Anthropic request may hold (system, tools and messages together)."""
+
+
 @attrs.frozen(kw_only=True)
 class CompiledContext:
     """The exact context a model call needs, compiled from one commit.
@@ -186,6 +190,7 @@ class CompiledContext:
     token_source: str
     head: ObjectId | None = None
     tools: tuple[dict[str, Any], ...] = attrs.field(default=(), eq=False, hash=False)
+    tools_cache: str | None = None  # the tool set's prompt-cache breakpoint (set_tools(cache=)): Anthropic's
     repairs: tuple[Repair, ...] = ()
     open_calls: tuple[str, ...] = ()
     dropped: tuple[ObjectId, ...] = ()
@@ -345,7 +350,36 @@ class CompiledContext:
         if strict:
             self.check_pairing()
 
-        return anthropic_params(self.messages, copy.deepcopy(list(self.tools)))
+        params = anthropic_params(self.messages, copy.deepcopy(list(self.tools)), self.tools_cache)
+        self._check_breakpoints(params)
+        return params
+
+    def _check_breakpoints(self, params: dict[str, Any]) -> None:
+        """Refuse a request with more cache breakpoints than Anthropic takes, naming each."""
+        system = params.get("system")
+        blocks = [*(system if isinstance(system, list) else ()), *params.get("tools", ())]
+        for turn in params["messages"]:
+            blocks.extend(turn["content"] if isinstance(turn["content"], list) else ())
+        count = sum(1 for block in blocks if "cache_control" in block)
+        if count <= MAX_CACHE_BREAKPOINTS:
+            return
+        named = [
+            f"{'system prompt' if m.role == 'system' else f'{m.role} message'} {i} "
+            f"({self.commit_ids[i][:12]}, {m.cache})"
+            for i, m in enumerate(self.messages)
+            if m.cache is not None
+        ]
+        named.extend(
+            f"tool {t.get('name')!r} (its own cache_control)"
+            for t in params.get("tools", ())[: -1 if self.tools_cache else None]
+            if "cache_control" in t
+        )
+        if self.tools_cache is not None:
+            named.append(f"the tools (set_tools(cache={self.tools_cache!r}))")
+        raise InvalidInput(
+            f"Anthropic takes at most {MAX_CACHE_BREAKPOINTS} cache breakpoints; this context has {count}: "
+            f"{'; '.join(named)} (remove some with annotate(rev, cache='off') / --cache off)"
+        )
 
 
 def _left_out_part(part: Any, dialect: str) -> tuple[str, str]:

@@ -38,7 +38,9 @@ def messages_to_anthropic(messages: Sequence[Message]) -> dict[str, Any]:
     source; ``title`` kept, ``detail`` has no Anthropic field), also inside a ``tool_result``'s content when
     the result has parts; a refusal part is sent as text. Text that is empty or only whitespace is not sent
     (the API rejects such blocks), so a message with no other block is left out of this rendering only, and
-    an empty tool result is sent without ``content``.
+    an empty tool result is sent without ``content``. A message's cache breakpoint (``Message.cache``, set
+    by an annotation) is ``cache_control`` on its last block that is not thinking (a text block then stays a
+    block); when a leading system message carries one, ``system`` is a list of text blocks, one per message.
 
     The API's other request rules, kept here: the first turn is a user turn (a user turn with
     :data:`ANTHROPIC_START` is put first when the context starts with an assistant turn or has no turn at
@@ -46,13 +48,13 @@ def messages_to_anthropic(messages: Sequence[Message]) -> dict[str, Any]:
     tool call ids match ``^[a-zA-Z0-9_-]+$`` and are unique in the request (others are rewritten, see
     :class:`_AnthropicIds`, with their results).
     """
-    system: list[str] = []
+    system: list[Message] = []
     turns: list[tuple[str, list[dict[str, Any]]]] = []
     leading = True
     ids = _AnthropicIds()
     for message in messages:
         if message.role == "system" and leading:
-            system.append(message.content)
+            system.append(message)
             continue
         leading = False
         role = "assistant" if message.role == "assistant" else "user"
@@ -85,6 +87,8 @@ def messages_to_anthropic(messages: Sequence[Message]) -> dict[str, Any]:
             )
         if not blocks:
             continue
+        if message.cache is not None:
+            _mark(blocks, message.cache)
         if turns and turns[-1][0] == role:
             turns[-1][1].extend(blocks)
         else:
@@ -100,9 +104,36 @@ def messages_to_anthropic(messages: Sequence[Message]) -> dict[str, Any]:
         turns.insert(0, ("user", [{"type": "text", "text": ANTHROPIC_START}]))
     rendered: list[dict[str, Any]] = []
     for role, blocks in turns:
-        simple = len(blocks) == 1 and blocks[0]["type"] == "text"
+        simple = len(blocks) == 1 and blocks[0]["type"] == "text" and "cache_control" not in blocks[0]
         rendered.append({"role": role, "content": blocks[0]["text"] if simple else blocks})
-    return {"messages": rendered, "system": "\n\n".join(system)}
+    return {"messages": rendered, "system": _system(system)}
+
+
+def cache_control(ttl: str) -> dict[str, str]:
+    """Anthropic's ``cache_control`` for a breakpoint's lifetime (``5m`` is the API's default ttl)."""
+    return {"type": "ephemeral"} if ttl == "5m" else {"type": "ephemeral", "ttl": ttl}
+
+
+def _mark(blocks: list[dict[str, Any]], ttl: str) -> None:
+    """Put a cache breakpoint on a message's last block that may carry one (thinking blocks cannot)."""
+    for block in reversed(blocks):
+        if block["type"] not in _THINKING:
+            block["cache_control"] = cache_control(ttl)
+            return
+
+
+def _system(system: list[Message]) -> str | list[dict[str, Any]]:
+    """The leading system messages: their texts joined, or, when one carries a cache breakpoint, one text
+    block per (non-blank) message, each marked one with ``cache_control``."""
+    if all(m.cache is None for m in system):
+        return "\n\n".join(m.content for m in system)
+    blocks: list[dict[str, Any]] = []
+    for message in system:
+        if message.content.strip():
+            blocks.append({"type": "text", "text": message.content})
+            if message.cache is not None:
+                blocks[-1]["cache_control"] = cache_control(message.cache)
+    return blocks
 
 
 ANTHROPIC_START = "(conversation start)"
@@ -155,7 +186,7 @@ def _strip_final_text(turns: list[tuple[str, list[dict[str, Any]]]]) -> None:
         return
     text = blocks[-1]["text"].rstrip()
     if text:
-        blocks[-1] = {"type": "text", "text": text}
+        blocks[-1] = {**blocks[-1], "text": text}  # a cache_control on it stays
     else:
         del blocks[-1]
         if not blocks:
@@ -223,14 +254,19 @@ def tool_to_anthropic(schema: Mapping[str, Any]) -> dict[str, Any]:
     return function_fields(spec, "input_schema", strict="given")
 
 
-def anthropic_params(messages: Sequence[Message], tools: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
-    """Keyword arguments for ``client.messages.create``: system (when set), messages, tools (when any)."""
+def anthropic_params(
+    messages: Sequence[Message], tools: Sequence[Mapping[str, Any]], tools_cache: str | None = None
+) -> dict[str, Any]:
+    """Keyword arguments for ``client.messages.create``: system (when set), messages, tools (when any);
+    ``tools_cache`` puts a cache breakpoint on the last tool."""
     rendered = messages_to_anthropic(messages)
     params: dict[str, Any] = {"messages": rendered["messages"]}
     if rendered["system"]:
         params["system"] = rendered["system"]
     if tools:
         params["tools"] = [tool_to_anthropic(t) for t in tools]
+        if tools_cache is not None:
+            params["tools"][-1]["cache_control"] = cache_control(tools_cache)
     return params
 
 
