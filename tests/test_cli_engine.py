@@ -313,3 +313,23 @@ def test_compile_format_responses_and_left_out_items(store: str) -> None:
     assert code == 0
     assert "left out: the Responses item ws_1 (web_search_call)" in err
     assert "ws_1" not in out
+
+
+def test_compile_format_responses_names_reasoning_it_cannot_send(store: str) -> None:
+    """A reply cut off while reasoning: --format responses leaves its reasoning item out and says so."""
+    reply = {
+        "id": "resp_1",
+        "object": "response",
+        "model": "m",
+        "status": "incomplete",
+        "error": None,
+        "output": [{"type": "reasoning", "id": "rs_1", "summary": []}],
+    }
+    with Tract.open(store) as t:
+        t.user("Think.")
+        t.record_response(reply)
+        t.user("Go on.")
+    code, out, err = run(store, "compile", "--format", "responses")
+    assert code == 0
+    assert "left out: the Responses item rs_1 (reasoning) has no output after it" in err
+    assert "rs_1" not in out

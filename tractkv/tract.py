@@ -828,7 +828,8 @@ class Tract:
         :mod:`tractkv.engine.tools.results`), and return the commit. ``tool_result`` hooks (:meth:`on`) decide
         first: rejected, None is returned; left undecided, the :class:`~tractkv.engine.tools.hooks.PendingToolResult`
         is returned, to be approved later. Without hooks, :meth:`configure_tool_summarization` may summarize
-        it. ``edit=<result commit>`` replaces an earlier result (no hooks run: the caller decided);
+        it. ``edit=<result commit>`` replaces an earlier result (no hooks run: the caller decided; given text
+        or JSON, the result's images and documents stay, as in any edit that gives no parts of its own);
         ``hooks=False`` commits it as given. ``name`` None means the tool the call names (a given name must
         be that one). The raw text stays recoverable (:meth:`original_of`); ``usages``
         (the call's usage records) are stored and linked in the same commit. The result carries the tools the

@@ -12,7 +12,7 @@ from click.testing import CliRunner
 from conftest import patch_compile
 
 import tractkv.engine.compile.state
-from tractkv import Tract, codec
+from tractkv import HeuristicCounter, Tract, codec
 from tractkv.cli import cli
 from tractkv.engine.compile import (
     CHUNK_PREFIX,
@@ -102,7 +102,7 @@ def head_key(path: str) -> bytes:
     return CKPT_PREFIX + oid_to_raw(head)
 
 
-COUNTER = "heuristic"  # the default counter's name: checkpoints of other counters are never loaded
+COUNTER = HeuristicCounter.name  # the default counter's name: checkpoints of other counters are never loaded
 
 
 def load(path: str) -> CompileState | None:

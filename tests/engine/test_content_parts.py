@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from tractkv import Tract
+from tractkv import CommitInfo, Tract
 from tractkv.engine.content import Message, Part, content_objects, media_ids
 from tractkv.engine.content.tokens import IMAGE_TOKENS, PDF_PAGE_TOKENS, image_tokens
 from tractkv.engine.history import check_commit
@@ -570,3 +570,44 @@ def test_a_python_edit_keeps_the_parts_unless_it_gives_its_own(tract: Tract) -> 
         {"type": "dialogue", "role": "assistant", "text": "mine"}, operation="edit", edit_target=doc.commit_id
     )
     assert not tract.compile().messages[1].parts
+
+
+def test_a_tool_result_edit_keeps_its_images_and_documents_unless_it_gives_its_own(tract: Tract) -> None:
+    """Issue 32 item 7: ``tool_result(edit=)`` with text (or JSON) wrote the new text alone, so the result's
+    images and PDFs left the context, while ``t.commit(..., operation="edit")`` kept them. One rule
+    (``content.kept_by_edit``) for every edit: parts are kept unless the edit gives its own."""
+    tract.user("take a screenshot and fetch the spec")
+    tract.assistant("", tool_calls=[{"id": "c1", "name": "shot", "arguments": {}}])
+    image = {"type": "image", "data": PNG, "media_type": "image/png"}
+    document = {"type": "document", "data": PDF, "media_type": "application/pdf"}
+    result = tract.tool_result("c1", "shot", [image, {"type": "text", "text": "the page"}, document])
+    assert isinstance(result, CommitInfo)
+    shown = tract._session.message_content(result.commit_id)["parts"]
+    edit = tract.tool_result("c1", "shot", "the page, checked", edit=result.commit_id)
+    assert isinstance(edit, CommitInfo)
+    assert tract._session.message_content(result.commit_id)["parts"] == [
+        shown[0],
+        {"type": "text", "text": "the page, checked"},
+        shown[2],
+    ]
+    commit = tract.store.get_commit(edit.commit_id)
+    assert commit is not None
+    assert set(commit.links["media"]) == {shown[0]["media"], shown[2]["media"]}
+    message = tract.compile().messages[-1]
+    assert [p.type for p in message.parts] == ["image", "text", "document"]
+    assert (message.parts[0].data, message.parts[2].data) == (PNG, PDF)
+    assert message.content == "the page, checked"
+    tract.tool_result("c1", "shot", {"status": "ok"}, edit=result.commit_id)  # a JSON value is text too
+    assert [p.type for p in tract.compile().messages[-1].parts] == ["image", "text", "document"]
+    assert tract.compile().messages[-1].content == '{"status": "ok"}'
+    # Tract.commit of a tool result payload, the same rule
+    tract.commit(
+        {"type": "dialogue", "role": "tool", "text": "via commit", "tool_call_id": "c1", "name": "shot"},
+        operation="edit",
+        edit_target=result.commit_id,
+    )
+    assert [p.type for p in tract.compile().messages[-1].parts] == ["image", "text", "document"]
+    # its own parts replace them
+    tract.tool_result("c1", "shot", [{"type": "text", "text": "text only"}], edit=result.commit_id)
+    assert not tract.compile().messages[-1].parts
+    assert tract.compile().messages[-1].content == "text only"

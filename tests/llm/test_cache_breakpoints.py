@@ -97,17 +97,17 @@ def test_a_message_with_tool_calls_or_thinking_marks_its_last_block_that_may_car
             tool_calls=[{"id": "c1", "name": "get_weather", "arguments": {}}],
         )
         result = t.tool_result("c1", "get_weather", "sunny")
-        t.annotate(call.commit_id, cache="5m")
-        t.annotate(result.commit_id, cache="1h")
+        t.annotate(call.commit_id, cache="1h")  # 1h before 5m: Anthropic refuses a 1h entry after a 5m one
+        t.annotate(result.commit_id, cache="5m")
         messages = t.compile().to_anthropic_params()["messages"]
     assert messages[1]["content"][-1] == {
         "type": "tool_use",
         "id": "c1",
         "name": "get_weather",
         "input": {},
-        "cache_control": FIVE,
+        "cache_control": HOUR,
     }
-    assert messages[2]["content"][0]["cache_control"] == HOUR
+    assert messages[2]["content"][0]["cache_control"] == FIVE
 
 
 def test_a_fifth_breakpoint_is_refused_naming_them_all() -> None:

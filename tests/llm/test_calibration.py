@@ -513,7 +513,7 @@ def test_cli_status_text_and_json_say_reported_or_estimated(tmp_path: Path) -> N
         assert result.exit_code == 0, result.output
         return result.output
 
-    assert f"tokens    {estimated} (estimated, heuristic)" in status()
+    assert f"tokens    {estimated} (estimated, heuristic-2)" in status()
     assert json.loads(status("--json"))["count_source"] == "estimated"
     with Tract.open(store) as t:
         reply = t.record_response(openai_reply())
@@ -521,7 +521,7 @@ def test_cli_status_text_and_json_say_reported_or_estimated(tmp_path: Path) -> N
         after = estimate(t)
     text = status()
     assert (
-        f"tokens    {OPENAI_COUNT} (reported by {reply.commit_id[:12]}; estimated {after}, heuristic), "
+        f"tokens    {OPENAI_COUNT} (reported by {reply.commit_id[:12]}; estimated {after}, heuristic-2), "
         f"{OPENAI_COUNT / 10_000:.0%} of a 10000-token budget"
     ) in text
     data = json.loads(status("--json"))

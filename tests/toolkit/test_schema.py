@@ -128,3 +128,29 @@ def test_refs_are_followed_recursively() -> None:
     schema = {"type": "array", "items": {"$ref": "#"}, "maxItems": 1}
     assert validate([[[]]], schema) == []
     assert validate([[[], []]], schema) == ["$[0]: more than 1 items"]
+
+
+def test_nested_unevaluated_properties_cost_grows_polynomially(monkeypatch: pytest.MonkeyPatch) -> None:
+    # each level asks what the level below evaluated, and whether the value is valid against it: without
+    # remembering both per (value, schema), 16 levels took a minute (2**depth checks)
+    from tractkv.toolkit import schema as module
+
+    calls = 0
+    check = module._Validator.check
+
+    def counted(self: Any, *args: Any) -> None:
+        nonlocal calls
+        calls += 1
+        assert calls < 25 * 25 * 4, "exponential: each level re-validated the levels below it"
+        check(self, *args)
+
+    monkeypatch.setattr(module._Validator, "check", counted)
+    nested: dict[str, Any] = {"properties": {"a": {}}}
+    for _ in range(25):  # a registered schema nests 64 JSON levels at most: 31 of these
+        nested = {"type": "object", "allOf": [nested], "unevaluatedProperties": False}
+    check_parameters_schema(nested, "t")
+    assert validate({"a": 1}, nested) == []
+    assert validate({"a": 1, "b": 2}, nested)[0] == (
+        "$: unexpected property 'b' (no 'properties', 'patternProperties' or 'additionalProperties' here or in "
+        "a subschema that applies covers it)"
+    )

@@ -1,6 +1,8 @@
 """tractkv.toolkit.schema against jsonschema (Draft 2020-12, a format checker for exactly the supported formats):
-a fixed table of the tricky cases, and a hypothesis differential test over random schemas built from exactly
-the supported keywords (nested, with ``$defs`` / ``$ref`` and recursion) and random or schema-derived values.
+a fixed table of the tricky cases, and hypothesis differential tests over random schemas built from exactly
+the supported keywords (nested, with ``$defs`` / ``$ref`` and recursion) and random or schema-derived values:
+one over every keyword, one focused on the applicators over objects and arrays (``patternProperties``,
+``propertyNames``, ``if``, ``contains``, the dependencies, ``unevaluatedProperties``).
 
 ``TRACTKV_SCHEMA_EXAMPLES`` sets how many examples the differential test runs (the suite's default keeps it
 to a few seconds; run it with 50000 to hunt for disagreements).
@@ -8,7 +10,9 @@ to a few seconds; run it with 50000 to hunt for disagreements).
 
 from __future__ import annotations
 
+import copy
 import os
+import re
 from collections.abc import Iterator
 from typing import Any
 
@@ -64,8 +68,9 @@ def test_jsonschema_misses_some_repeated_arrays_and_the_reference_does_not() -> 
 
 
 def test_the_reference_checks_every_supported_format_and_no_annotation_format() -> None:
-    # date-time / time, duration, uri / uri-reference need the test group's rfc3339-validator, isoduration,
-    # rfc3986-validator (jsonschema[format-nongpl]'s): without them jsonschema would skip those formats
+    # date-time / time, duration, hostname, uri / uri-reference need the test group's rfc3339-validator,
+    # isoduration, fqdn, rfc3986-validator (jsonschema[format-nongpl]'s): without them jsonschema would skip
+    # those formats
     assert set(FORMATS) <= set(DRAFT_CHECKERS)
     assert set(CHECKER.checkers) == set(FORMATS)
     assert not ANNOTATION_FORMATS & set(DRAFT_CHECKERS)  # jsonschema never checks binary, password, ...
@@ -86,6 +91,31 @@ TREE = {
             "additionalProperties": False,
         }
     },
+}
+
+COND = {
+    "if": {"properties": {"kind": {"const": "a"}}},
+    "then": {"required": ["x"]},
+    "else": {"required": ["y"]},
+}
+UNEVALUATED_ANY = {
+    "anyOf": [{"properties": {"a": {"type": "string"}}}, {"properties": {"b": {}}}],
+    "unevaluatedProperties": False,
+}
+UNEVALUATED_IF = {
+    "if": {"properties": {"a": {"const": 1}}},
+    "then": {"properties": {"b": {}}},
+    "unevaluatedProperties": False,
+}
+UNEVALUATED_REF = {
+    "$defs": {"base": {"properties": {"a": {}}}},
+    "$ref": "#/$defs/base",
+    "unevaluatedProperties": False,
+}
+UNEVALUATED_DEPENDENT = {
+    "dependentSchemas": {"a": {"properties": {"b": {}}}},
+    "properties": {"a": {}},
+    "unevaluatedProperties": False,
 }
 
 TRICKY: list[tuple[str, Any, Any]] = [
@@ -201,6 +231,146 @@ TRICKY: list[tuple[str, Any, Any]] = [
     ("uri-reference colon first", {"format": "uri-reference"}, ":a"),
     ("binary is an annotation", {"format": "binary"}, "\x00 anything"),
     ("password is an annotation", {"format": "password"}, ""),
+    ("hostname", {"format": "hostname"}, "api.example.com"),
+    ("hostname one label", {"format": "hostname"}, "localhost"),
+    ("hostname final dot", {"format": "hostname"}, "example.com."),
+    ("hostname upper case", {"format": "hostname"}, "EXAMPLE.COM"),
+    ("hostname empty", {"format": "hostname"}, ""),
+    ("hostname leading hyphen", {"format": "hostname"}, "-a.com"),
+    ("hostname trailing hyphen", {"format": "hostname"}, "a-.com"),
+    ("hostname underscore", {"format": "hostname"}, "a_b.com"),
+    ("hostname empty label", {"format": "hostname"}, "a..com"),
+    ("hostname 63-character label", {"format": "hostname"}, "a" * 63 + ".com"),
+    ("hostname 64-character label", {"format": "hostname"}, "a" * 64 + ".com"),
+    ("hostname 253 characters", {"format": "hostname"}, ".".join(["a" * 63] * 3 + ["a" * 61])),
+    ("hostname 254 characters", {"format": "hostname"}, ".".join(["a" * 63] * 3 + ["a" * 62])),
+    ("hostname non-ascii", {"format": "hostname"}, "bücher.de"),
+    ("hostname with a newline", {"format": "hostname"}, "example.com\n"),  # fqdn's "$"
+    ("hostname non-ascii digits", {"format": "hostname"}, "\u0661\u0662.com"),  # fqdn's "\d"
+    ("hostname ignores numbers", {"format": "hostname"}, 3),
+    # names of properties
+    ("propertyNames pattern", {"propertyNames": {"pattern": "^[a-z]+$"}}, {"ab": 1, "Ab": 2}),
+    ("propertyNames all match", {"propertyNames": {"pattern": "^[a-z]+$", "maxLength": 2}}, {"ab": 1}),
+    ("propertyNames false, empty object", {"propertyNames": False}, {}),
+    ("propertyNames false", {"propertyNames": False}, {"a": 1}),
+    ("propertyNames ignores arrays", {"propertyNames": False}, ["a"]),
+    (
+        "zod 4 record",
+        {
+            "type": "object",
+            "propertyNames": {"type": "string", "pattern": "^[a-z]+$"},
+            "additionalProperties": {"type": "number"},
+        },
+        {"ab": 1, "cd": "x"},
+    ),
+    ("patternProperties", {"patternProperties": {"^a": {"type": "integer"}}}, {"ab": "x"}),
+    ("patternProperties no match", {"patternProperties": {"^a": {"type": "integer"}}}, {"b": "x"}),
+    ("patternProperties unanchored", {"patternProperties": {"b": {"type": "integer"}}}, {"abc": "x"}),
+    (
+        "patternProperties and properties both apply",
+        {"properties": {"ab": {"minimum": 5}}, "patternProperties": {"^a": {"maximum": 3}}},
+        {"ab": 4},
+    ),
+    (
+        "patternProperties then additionalProperties",
+        {"patternProperties": {"^a": {}}, "additionalProperties": False},
+        {"ab": 1, "b": 2},
+    ),
+    (
+        "patternProperties cover every name",
+        {"patternProperties": {"^a": {}, "^b": {}}, "additionalProperties": False},
+        {"ab": 1, "b": 2},
+    ),
+    # jsonschema joins the patterns with "|" to tell additional names: "" alone joins to "", which it skips
+    ("empty pattern alone", {"patternProperties": {"": {}}, "additionalProperties": False}, {"x": 1}),
+    (
+        "empty pattern and another",
+        {"patternProperties": {"": {}, "q": {}}, "additionalProperties": False},
+        {"x": 1},
+    ),
+    ("dependentRequired", {"dependentRequired": {"a": ["b"]}}, {"a": 1}),
+    ("dependentRequired met", {"dependentRequired": {"a": ["b"]}}, {"a": 1, "b": 2}),
+    ("dependentRequired absent", {"dependentRequired": {"a": ["b"]}}, {"b": 1}),
+    ("dependentSchemas", {"dependentSchemas": {"a": {"required": ["c"]}}}, {"a": 1}),
+    ("dependentSchemas absent", {"dependentSchemas": {"a": {"required": ["c"]}}}, {"c": 1}),
+    # conditions
+    ("if then", COND, {"kind": "a", "y": 1}),
+    ("if else", COND, {"kind": "b", "y": 1}),
+    ("if then met", COND, {"kind": "a", "x": 1}),
+    ("then without if", {"then": False}, 1),
+    ("else without if", {"else": False}, 1),
+    ("if false", {"if": False, "else": {"type": "integer"}}, "x"),
+    # contains
+    ("contains none", {"contains": {"type": "integer"}}, ["a"]),
+    ("contains empty", {"contains": {"type": "integer"}}, []),
+    ("contains one", {"contains": {"type": "integer"}}, ["a", 1]),
+    ("contains 1.0", {"contains": {"type": "integer"}}, [1.0]),
+    ("minContains 0", {"contains": {"type": "integer"}, "minContains": 0}, []),
+    ("maxContains", {"contains": {"type": "integer"}, "maxContains": 1}, [1, 2]),
+    ("minContains 2", {"contains": {"type": "integer"}, "minContains": 2}, [1, "a"]),
+    (
+        "minContains 0 maxContains 0",
+        {"contains": {"type": "integer"}, "minContains": 0, "maxContains": 0},
+        [1],
+    ),
+    ("minContains without contains", {"minContains": 2}, []),
+    ("contains ignores strings", {"contains": False}, "x"),
+    # unevaluatedProperties, with the annotations of the subschemas that apply
+    ("unevaluated", {"properties": {"a": {}}, "unevaluatedProperties": False}, {"a": 1, "b": 1}),
+    (
+        "unevaluated through allOf",
+        {"allOf": [{"properties": {"a": {}}}], "unevaluatedProperties": False},
+        {"a": 1},
+    ),
+    ("unevaluated: an invalid anyOf option", UNEVALUATED_ANY, {"a": 1, "b": 1}),
+    ("unevaluated: both anyOf options", UNEVALUATED_ANY, {"a": "x", "b": 1}),
+    ("unevaluated through if and then", UNEVALUATED_IF, {"a": 1, "b": 2}),
+    ("unevaluated: if fails", UNEVALUATED_IF, {"a": 2, "b": 2}),
+    (
+        "unevaluated through else",
+        {"if": {"required": ["z"]}, "else": {"properties": {"a": {}}}, "unevaluatedProperties": False},
+        {"a": 1},
+    ),
+    ("unevaluated through $ref", UNEVALUATED_REF, {"a": 1}),
+    ("unevaluated through $ref, one more", UNEVALUATED_REF, {"a": 1, "b": 1}),
+    ("unevaluated through dependentSchemas", UNEVALUATED_DEPENDENT, {"a": 1, "b": 2}),
+    ("unevaluated: dependentSchemas absent", UNEVALUATED_DEPENDENT, {"b": 2}),
+    (
+        "unevaluated: not annotates nothing",
+        {"not": {"not": {"properties": {"a": {}}}}, "unevaluatedProperties": False},
+        {"a": 1},
+    ),
+    (
+        "unevaluated: nested unevaluated",
+        {"allOf": [{"unevaluatedProperties": True}], "unevaluatedProperties": False},
+        {"a": 1},
+    ),
+    (
+        "unevaluated schema",
+        {"properties": {"a": {}}, "unevaluatedProperties": {"type": "integer"}},
+        {"a": "x", "b": "y"},
+    ),
+    (
+        "unevaluated schema met",
+        {"properties": {"a": {}}, "unevaluatedProperties": {"type": "integer"}},
+        {"a": "x", "b": 1},
+    ),
+    (
+        "unevaluated after additionalProperties",
+        {"additionalProperties": {"type": "integer"}, "unevaluatedProperties": False},
+        {"x": 1},
+    ),
+    (
+        "unevaluated after patternProperties",
+        {"patternProperties": {"^a": {}}, "unevaluatedProperties": False},
+        {"ab": 1},
+    ),
+    (
+        "unevaluated in a property",
+        {"properties": {"o": {"properties": {"a": {}}, "unevaluatedProperties": False}}},
+        {"o": {"a": 1, "b": 2}},
+    ),
+    ("unevaluated ignores arrays", {"unevaluatedProperties": False}, [1]),
     # combinators and boolean schemas
     ("oneOf: two match", {"oneOf": [{"type": "integer"}, {"minimum": 0}]}, 3),
     ("oneOf: one matches", {"oneOf": [{"type": "integer"}, {"minimum": 0}]}, -3),
@@ -369,7 +539,39 @@ uri_strings = _parts(
         (("", "", "\n"), ("\n\n", " ")),
     ]
 ) | st.text(alphabet=":/?#[]@%a1 ä", max_size=6)
+# host names: labels of letters, digits, hyphens (not at an edge), 63 at most, a final dot, 253 characters
+# at most; upper case, an underscore, non-ASCII letters and digits, a trailing newline
+hostname_strings = (
+    _parts(
+        [
+            (
+                ("example", "a", "x-1", "A1", "xn--bcher-kva", "a" * 63, "1"),
+                ("-a", "a-", "a_b", "a" * 64, "", "é"),
+            ),
+            (("", ".com", ".co.uk", ".EXAMPLE", ".a-b"), (".", "..com", ".-x", ". x")),
+            (
+                ("", "", ".", "\n"),
+                ("\n\n", " ", ".."),
+            ),
+        ]
+    )
+    | st.sampled_from(
+        (
+            ".".join(["a" * 63] * 4),  # 255 characters
+            ".".join(["a" * 63] * 3 + ["a" * 61]),  # 253
+            ".".join(["a" * 63] * 3 + ["a" * 61]) + ".",  # 253 and a final dot
+            ".".join(["a" * 63] * 3 + ["a" * 62]),  # 254
+            "\u0661\u0662.com",  # Arabic-Indic digits: Python's \d
+            "\u017f.com",  # long s: case-insensitively an "s"
+            "\u212a.com",  # Kelvin sign: lower-cased to "k"
+            "\u0130.com",  # dotted capital I: lower-cased to two characters
+            "",
+        )
+    )
+    | st.text(alphabet="ab-._1Aé\n", max_size=6)
+)
 FORMAT_STRINGS = {
+    "hostname": hostname_strings,
     "time": time_strings,
     "date-time": date_time_strings,
     "duration": duration_strings,
@@ -411,6 +613,9 @@ SCALAR_KEYWORDS = (
     "maxItems",
     "uniqueItems",
     "description",
+    "minContains",
+    "maxContains",
+    "dependentRequired",
 )
 NESTED_KEYWORDS = (
     "properties",
@@ -421,8 +626,24 @@ NESTED_KEYWORDS = (
     "anyOf",
     "oneOf",
     "not",
+    "patternProperties",
+    "propertyNames",
+    "if",
+    "then",
+    "else",
+    "contains",
+    "dependentSchemas",
+    "unevaluatedProperties",
 )
-DESCENDING = {"properties", "additionalProperties", "items", "prefixItems"}
+# the keywords applying their schemas below the value (to a property, a name or an item): a $ref there may
+# recurse; the others apply in place, where a $ref may only name an earlier def
+DESCENDING = {
+    *("properties", "additionalProperties", "items", "prefixItems", "patternProperties", "propertyNames"),
+    *("contains", "unevaluatedProperties"),
+}
+# names of properties: the keys the values use, and patterns over them ("" matches every name, and is
+# jsonschema's quirk beside additionalProperties: joined alone it is the empty regex, which it skips)
+KEY_PATTERNS = ("^a", "b$", "^[ab]*$", "a|c", "[^a]", "", "^.$", "^(?:b|c)")
 
 
 @st.composite
@@ -474,6 +695,19 @@ def keyword_values(
         "items": child,
         "not": child,
         "prefixItems": st.lists(child, min_size=1, max_size=3),
+        "minContains": st.integers(0, 3),
+        "maxContains": st.integers(0, 3),
+        "dependentRequired": st.dictionaries(
+            st.sampled_from(KEYS), st.lists(st.sampled_from(KEYS), max_size=2, unique=True), max_size=2
+        ),
+        "patternProperties": st.dictionaries(st.sampled_from(KEY_PATTERNS), child, min_size=1, max_size=3),
+        "propertyNames": child,
+        "if": child,
+        "then": child,
+        "else": child,
+        "contains": child,
+        "dependentSchemas": st.dictionaries(st.sampled_from(KEYS), child, min_size=1, max_size=2),
+        "unevaluatedProperties": child,
     }
     if keyword in simple:
         return simple[keyword]
@@ -507,19 +741,35 @@ def derived(draw: st.DrawFn, schema: Any, root: dict[str, Any], depth: int = 4) 
     for keyword in ("allOf", "anyOf", "oneOf"):
         if keyword in schema and draw(st.booleans()):
             return draw(derived(draw(st.sampled_from(schema[keyword])), root, depth - 1))
+    for keyword in ("if", "then", "else"):
+        if keyword in schema and draw(st.integers(0, 3)) == 0:
+            return draw(derived(schema[keyword], root, depth - 1))
     raw = schema.get("type", draw(st.sampled_from(JSON_TYPES)))
     kind = raw if isinstance(raw, str) else draw(st.sampled_from(raw))
     if kind == "object":
         properties = schema.get("properties", {})
         names = set(schema.get("required", [])) | set(draw(st.lists(st.sampled_from(KEYS), max_size=3)))
-        extra = schema.get("additionalProperties", True)
-        return {n: draw(derived(properties.get(n, extra), root, depth - 1)) for n in sorted(names)}
+        extra = schema.get("additionalProperties", schema.get("unevaluatedProperties", True))
+        patterns = schema.get("patternProperties", {})
+        out = {}
+        for name in sorted(names):
+            matching = [option for pattern, option in patterns.items() if re.search(pattern, name)]
+            shape = properties.get(name, draw(st.sampled_from(matching)) if matching else extra)
+            out[name] = draw(derived(shape, root, depth - 1))
+        return out
     if kind == "array":
         low = schema.get("minItems", 0)
         count = draw(st.integers(low, max(low, schema.get("maxItems", 3))))
         prefix = schema.get("prefixItems", [])
         items = schema.get("items", True)
-        return [draw(derived(prefix[i] if i < len(prefix) else items, root, depth - 1)) for i in range(count)]
+        out_items = [
+            draw(derived(prefix[i] if i < len(prefix) else items, root, depth - 1)) for i in range(count)
+        ]
+        if "contains" in schema and draw(st.booleans()):  # a few items shaped after contains
+            out_items += [
+                draw(derived(schema["contains"], root, depth - 1)) for _ in range(draw(st.integers(0, 2)))
+            ]
+        return out_items
     if kind == "string":
         return draw(strings)
     if kind in ("integer", "number"):
@@ -558,4 +808,123 @@ def test_format_verdicts_equal_jsonschema(data: st.DataObject) -> None:
     errors = validate(text, schema)
     verdict = jsonschema_verdict(text, schema)
     event(f"{name} {'valid' if verdict else 'invalid'}")
+    assert (not errors) == verdict, errors
+
+
+# ----- the applicators over objects and arrays, and unevaluatedProperties, on their own -----
+# Shallow schemas mostly of the keywords that apply schemas to an object's names and properties or an array's
+# items, over values made of a few keys and scalars, so each keyword's decision (often the one that tips the
+# verdict) is exercised: the broad test above rarely gets a value that is valid apart from one of them.
+
+FOCUS_SCALARS = (0, 1, 2, -1, 1.5, "a", "ab", "b", "", None, True, "a.b", "-a", "a\n", "A")
+FOCUS_LEAVES = (
+    *(True, True, {}, {}, {}),  # most leaves admit anything: a value is then often valid but for one keyword
+    False,
+    {"type": "integer"},
+    {"type": "string"},
+    {"type": "object"},
+    {"minimum": 1},
+    {"const": 1},
+    {"maxLength": 1},
+    {"pattern": "^a"},
+    {"format": "hostname"},
+    {"required": ["a"]},
+    {"required": ["b"]},
+    {"properties": {"a": {"type": "integer"}}},
+    {"properties": {"b": True}},
+    {"patternProperties": {"^c": {}}},
+    {"additionalProperties": {"type": "integer"}},
+)
+FOCUS_KEYWORDS = (
+    *("properties", "patternProperties", "additionalProperties", "propertyNames", "required"),
+    *("dependentRequired", "dependentSchemas", "unevaluatedProperties", "if", "then", "else"),
+    *("allOf", "anyOf", "oneOf", "not", "contains", "minContains", "maxContains", "items", "prefixItems"),
+)
+focus_scalars = st.sampled_from(FOCUS_SCALARS)
+focus_items = focus_scalars | st.dictionaries(st.sampled_from(KEYS), focus_scalars, max_size=2)
+# objects most of the time (most of the focus keywords apply to objects), with a few names from KEYS
+focus_values = st.one_of(
+    st.dictionaries(
+        st.sampled_from(KEYS), focus_items | st.lists(focus_scalars, max_size=2), min_size=1, max_size=3
+    ),
+    st.dictionaries(st.sampled_from(KEYS), focus_scalars, max_size=3),
+    st.lists(focus_items, max_size=4),
+    focus_scalars,
+)
+
+
+NEW_KEYWORDS = (
+    *("patternProperties", "propertyNames", "dependentRequired", "dependentSchemas", "unevaluatedProperties"),
+    *("if", "contains"),
+)
+
+
+@st.composite
+def focused(
+    draw: st.DrawFn, depth: int, inplace: tuple[str, ...], refs: tuple[str, ...], first: str | None = None
+) -> Any:
+    """A schema of the focus keywords (leaves from ``FOCUS_LEAVES``), with ``first`` among them when given;
+    ``inplace`` / ``refs`` as in :func:`schemas`."""
+    if first is None and (depth == 0 or draw(st.integers(0, 4)) == 0):
+        if inplace and draw(st.integers(0, 4)) == 0:
+            return {"$ref": "#/$defs/" + draw(st.sampled_from(inplace))}
+        return copy.deepcopy(draw(st.sampled_from(FOCUS_LEAVES)))  # the root may get $defs added
+    schema: dict[str, Any] = {}
+    if draw(st.integers(0, 3)) == 0:
+        schema["type"] = draw(st.sampled_from(("object", "array")))
+    keywords = draw(st.lists(st.sampled_from(FOCUS_KEYWORDS), min_size=1, max_size=3, unique=True))
+    if first is not None:
+        keywords = [first, *(k for k in keywords if k != first)]
+        keywords += {"if": ["then", "else"], "contains": ["minContains", "maxContains"]}.get(first, [])
+        if first == "patternProperties":  # which names are additional: jsonschema's joined patterns
+            keywords.append("additionalProperties")
+        if first == "unevaluatedProperties":  # what the subschemas applying in place evaluated
+            keywords.append(draw(st.sampled_from(("allOf", "anyOf", "oneOf", "if", "dependentSchemas"))))
+    for keyword in dict.fromkeys(keywords):
+        below = refs if keyword in DESCENDING else inplace
+        child = focused(depth - 1, below, refs)
+        if keyword == "properties":
+            schema[keyword] = draw(st.dictionaries(st.sampled_from(KEYS), child, max_size=2))
+        elif keyword == "patternProperties":
+            schema[keyword] = draw(
+                st.dictionaries(st.sampled_from(KEY_PATTERNS), child, min_size=1, max_size=2)
+            )
+        elif keyword == "dependentSchemas":
+            schema[keyword] = draw(st.dictionaries(st.sampled_from(KEYS), child, min_size=1, max_size=2))
+        elif keyword in ("allOf", "anyOf", "oneOf", "prefixItems"):
+            schema[keyword] = draw(st.lists(child, min_size=1, max_size=3))
+        elif keyword == "dependentRequired":
+            needs = st.lists(st.sampled_from(KEYS), min_size=1, max_size=2, unique=True)
+            schema[keyword] = draw(st.dictionaries(st.sampled_from(KEYS), needs, min_size=1, max_size=2))
+        elif keyword in ("required", "minContains", "maxContains"):
+            schema[keyword] = draw(keyword_values(keyword, 0, (), ()))
+        elif keyword in ("additionalProperties", "unevaluatedProperties") and draw(st.booleans()):
+            schema[keyword] = False  # the strict form, where one name too many tips the verdict
+        else:
+            schema[keyword] = draw(child)
+    if inplace and draw(st.integers(0, 4)) == 0:
+        schema["$ref"] = "#/$defs/" + draw(st.sampled_from(inplace))
+    return schema
+
+
+@st.composite
+def focused_roots(draw: st.DrawFn) -> dict[str, Any]:
+    names = tuple(f"d{i}" for i in range(draw(st.integers(0, 2))))
+    defs = {name: draw(focused(2, names[:i], names)) for i, name in enumerate(names)}
+    root = draw(focused(3, names, names, draw(st.sampled_from(NEW_KEYWORDS))))
+    root = root if isinstance(root, dict) and "$ref" not in root else {"allOf": [root]}
+    if defs:
+        root["$defs"] = defs
+    return root
+
+
+@DIFFERENTIAL
+@given(st.data())
+def test_applicator_verdicts_equal_jsonschema(data: st.DataObject) -> None:
+    root = data.draw(focused_roots(), label="schema")
+    _SchemaCheck(root, "t").run()
+    value = data.draw(focus_values, label="value")
+    errors = validate(value, root)
+    verdict = jsonschema_verdict(value, root)
+    event("valid" if verdict else "invalid")
     assert (not errors) == verdict, errors

@@ -31,26 +31,49 @@ def _handler(*, context: ToolContext, **kwargs: Any) -> str:
 
 REFUSED = [
     (
-        _params(x={"if": {"type": "string"}, "then": {"minLength": 1}}),
-        "unsupported keyword 'if' at #/properties/x/if",
+        _params(x={"type": "array", "unevaluatedItems": False}),
+        "unsupported keyword 'unevaluatedItems' at #/properties/x/unevaluatedItems",
     ),
     (
-        _params(x={"type": "object", "patternProperties": {"^a": {}}}),
-        "unsupported keyword 'patternProperties' at #/properties/x/patternProperties",
+        _params(
+            x={"dependencies": {"a": ["b"]}}
+        ),  # draft 7's spelling of dependentRequired / dependentSchemas
+        "unsupported keyword 'dependencies' at #/properties/x/dependencies",
+    ),
+    (_params(x={"$dynamicRef": "#meta"}), "unsupported keyword '$dynamicRef' at #/properties/x/$dynamicRef"),
+    (
+        _params(x={"type": "object", "patternProperties": {"[a-": {}}}),
+        "invalid regex '[a-' at #/properties/x/patternProperties/[a-",
     ),
     (
-        _params(x={"dependentRequired": {"a": ["b"]}}),
-        "unsupported keyword 'dependentRequired' at #/properties/x/dependentRequired",
+        _params(x={"propertyNames": {"pattern": "\\p{L}"}}),
+        "invalid regex '\\\\p{L}' at #/properties/x/propertyNames/pattern",
+    ),
+    (  # jsonschema would join them as "^a|(?i)b": a global flag not at the start
+        _params(x={"patternProperties": {"^a": {}, "(?i)b": {}}, "additionalProperties": False}),
+        "the patterns joined by '|' (as additionalProperties is checked) are no regex (global flags not at the "
+        "start of the expression at position 3) at #/properties/x/patternProperties",
     ),
     (
-        {**_params(), "unevaluatedProperties": False},
-        "unsupported keyword 'unevaluatedProperties' at #/unevaluatedProperties",
+        _params(x={"dependentRequired": {"a": "b"}}),
+        "'dependentRequired' must map names to lists of distinct property names at "
+        "#/properties/x/dependentRequired",
     ),
+    (_params(x={"dependentRequired": {"a": ["b", "b"]}}), "'dependentRequired' must map names to lists"),
+    (_params(x={"dependentSchemas": {"a": 3}}), "a schema must be an object or a boolean, not 3"),
+    (_params(x={"contains": {}, "minContains": -1}), "'minContains' must be a non-negative integer"),
+    (_params(x={"maxContains": 1.5}), "'maxContains' must be a non-negative integer"),
+    (_params(x={"propertyNames": [{"type": "string"}]}), "'propertyNames' must be one schema"),
+    (_params(x={"if": "x"}), 'a schema must be an object or a boolean, not "x" at #/properties/x/if'),
     (
-        _params(x={"type": "array", "items": {"contains": {"const": 1}}}),
-        "unsupported keyword 'contains' at #/properties/x/items/contains",
+        {**_params(), "dependentSchemas": {"a": {"$ref": "#"}}},
+        "a '$ref' loop that never descends into the value",
     ),
-    (_params(x={"propertyNames": {"pattern": "^a"}}), "unsupported keyword 'propertyNames'"),
+    ({**_params(), "if": True, "else": {"allOf": [{"$ref": "#"}]}}, "a '$ref' loop"),
+    (
+        _params(x={"type": "string", "format": "idn-hostname"}),  # jsonschema checks it (idna); not mirrored
+        'unknown format "idn-hostname" (checked: date, date-time, duration, email',
+    ),
     (
         _params(x={"$ref": "https://example.com/place.json"}),
         "unsupported or unresolvable '$ref' 'https://example.com/place.json'",
@@ -62,10 +85,6 @@ REFUSED = [
     (_params(x={"$ref": "#place"}), "anchors are not supported"),
     (_params(x={"type": "string", "pattern": "[a-"}), "invalid regex '[a-'"),
     (_params(x={"type": "string", "pattern": "\\p{L}"}), "invalid regex"),
-    (
-        _params(x={"type": "string", "format": "hostname"}),  # jsonschema checks it (fqdn); not mirrored here
-        'unknown format "hostname" (checked: date, date-time, duration, email',
-    ),
     (_params(x={"type": "string", "format": "zip-code"}), 'unknown format "zip-code"'),
     (_params(x={"type": "string", "format": "emial"}), "accepted unchecked: binary, byte, double"),  # a typo
     (
@@ -284,6 +303,7 @@ RECORDED_ONLY = {
             "patternProperties": {"^x-": {"type": "string"}},
             "dependentRequired": {"key": ["scope"]},
             "unevaluatedProperties": False,
+            "$dynamicAnchor": "meta",
         },
     },
 }
@@ -296,5 +316,95 @@ def test_tool_schemas_only_recorded_keep_any_keyword(tract: Tract) -> None:
     other = {**RECORDED_ONLY, "function": {**RECORDED_ONLY["function"], "name": "other"}}
     tract.user("again", tools=[other])
     assert tract.get_commit_tools("HEAD") == [other]
-    with pytest.raises(InvalidInput, match="unsupported keyword 'if'"):
+    with pytest.raises(InvalidInput, match="unsupported keyword '\\$dynamicAnchor'"):
         ToolDefinition("lookup", "Find a key.", RECORDED_ONLY["function"]["parameters"], _handler)
+
+
+# The keywords registration refused before issue 33: zod 4's records (propertyNames), header maps
+# (patternProperties), conditions, contains, dependencies, unevaluatedProperties and hostname, in one tool
+NEWER = _params(
+    scores={
+        "type": "object",
+        "propertyNames": {"type": "string", "pattern": "^[a-z]+$"},
+        "additionalProperties": {"type": "number"},
+    },
+    headers={
+        "type": "object",
+        "patternProperties": {"^x-": {"type": "string"}},
+        "additionalProperties": False,
+    },
+    target={
+        "type": "object",
+        "properties": {"kind": {"enum": ["host", "ip"]}, "value": {"type": "string"}},
+        "required": ["kind", "value"],
+        "if": {"properties": {"kind": {"const": "host"}}},
+        "then": {"properties": {"value": {"format": "hostname"}}},
+        "else": {"properties": {"value": {"format": "ipv4"}}},
+    },
+    steps={"type": "array", "contains": {"const": "deploy"}, "maxContains": 1},
+    auth={
+        "type": "object",
+        "properties": {"user": {"type": "string"}, "password": {"type": "string"}},
+        "dependentRequired": {"user": ["password"]},
+    },
+    options={
+        "type": "object",
+        "allOf": [{"properties": {"verbose": {"type": "boolean"}}}],
+        "dependentSchemas": {"dry": {"properties": {"dry": {"const": True}}}},
+        "unevaluatedProperties": False,
+    },
+)
+NEWER_GOOD = {
+    "scores": {"alice": 1, "bob": 2.5},
+    "headers": {"x-trace": "1"},
+    "target": {"kind": "host", "value": "api.example.com"},
+    "steps": ["build", "deploy"],
+    "auth": {"user": "u", "password": "p"},
+    "options": {"verbose": True, "dry": True},
+}
+NEWER_BAD = {
+    "scores": {"alice": 1, "Bob": 2, "carol": "x"},
+    "headers": {"x-trace": 1, "accept": "*/*"},
+    "target": {"kind": "ip", "value": "api.example.com"},
+    "steps": ["deploy", "test", "deploy"],
+    "auth": {"user": "u"},
+    "options": {"verbose": True, "dry": False, "color": "red"},
+}
+NEWER_PROBLEMS = [
+    "the name of arguments.scores.Bob: \"Bob\" does not match the pattern '^[a-z]+$'",
+    "arguments.scores.carol: expected number, got string",
+    "arguments.headers.x-trace: expected string, got integer",
+    "arguments.headers: unexpected property 'accept' (allowed: none, or a name matching '^x-')",
+    'arguments.target.value: "api.example.com" is not a valid ipv4 (applies because it does not match the '
+    "schema's 'if')",
+    "arguments.steps: more than 1 items match the 'contains' schema",
+    "arguments.auth: missing property 'password' (required when 'user' is present)",
+    "arguments.options.dry: must be true (applies because property 'dry' is present)",
+    "arguments.options: unexpected property 'color' (no 'properties', 'patternProperties' or "
+    "'additionalProperties' here or in a subschema that applies covers it)",
+]
+
+
+def test_the_keywords_once_refused_register_and_are_enforced(tract: Tract) -> None:
+    import jsonschema
+
+    seen: list[dict[str, Any]] = []
+
+    def deploy(*, context: ToolContext, **arguments: Any) -> str:
+        seen.append(arguments)
+        return "deployed"
+
+    ex = ToolExecutor(tract, profile=None)
+    ex.register(ToolDefinition("deploy", "Deploy.", NEWER, deploy))
+    assert ex.execute("deploy", NEWER_GOOD).success
+    bad = ex.execute("deploy", NEWER_BAD)
+    assert not bad.success
+    assert sorted(bad.error.removeprefix("invalid arguments: ").split("; ")) == sorted(NEWER_PROBLEMS)
+    assert seen == [NEWER_GOOD]  # the bad call never ran
+    checker = jsonschema.Draft202012Validator.FORMAT_CHECKER
+    assert jsonschema.Draft202012Validator(NEWER, format_checker=checker).is_valid(NEWER_GOOD)
+    jsonschema_errors = list(
+        jsonschema.Draft202012Validator(NEWER, format_checker=checker).iter_errors(NEWER_BAD)
+    )
+    assert len(jsonschema_errors) == len(NEWER_PROBLEMS)  # one problem each, as jsonschema finds them
+    assert [u.status for u in tract.tool_usages()] == ["success", "error"]

@@ -469,8 +469,9 @@ def compile_cmd(
     """The context a model call needs, from HEAD (or --at REV). Each repair compile made so that tool calls
     and results pair up is printed to stderr as 'repaired: ...'; --strict fails instead. Every format but
     text prints JSON, so --json keeps --format openai / responses / anthropic / gemini / json as they are
-    (that format's JSON) and only changes text to json. What a provider format leaves out (an OpenAI
-    Responses built-in tool item, a Gemini part another dialect has no form for) is printed to stderr as
+    (that format's JSON) and only changes text to json. What a provider format leaves out
+    (:meth:`CompiledContext.left_out`: an OpenAI Responses built-in tool item, a Gemini part another dialect
+    has no form for; for responses, a reasoning item with no output after it) is printed to stderr as
     'left out: ...'."""
     ctx = st.tract(readonly=True).compile(
         at=at, include_reasoning=include_reasoning, strict=strict, max_tokens=max_tokens

@@ -9,31 +9,43 @@ Supported keywords:
   properties or items is fine, a ``$ref`` loop that never descends into the value is refused.
 * any value: ``type`` (a name or a list of names; ``1.0`` is an ``integer``, ``true`` never a number),
   ``enum`` / ``const`` (JSON equality: ``1 == 1.0``, ``true != 1``), ``allOf`` / ``anyOf`` / ``oneOf`` /
-  ``not``, boolean schemas ``true`` / ``false``; ``nullable: true`` (the OpenAPI spelling) also admits
-  ``null`` (the one extension; jsonschema ignores it).
+  ``not``, ``if`` / ``then`` / ``else``, boolean schemas ``true`` / ``false``; ``nullable: true`` (the
+  OpenAPI spelling) also admits ``null`` (the one extension; jsonschema ignores it).
 * numbers: ``minimum`` / ``maximum`` / ``exclusiveMinimum`` / ``exclusiveMaximum``, ``multipleOf`` (as
   jsonschema computes it: a float divisor divides in floating point, so ``0.3`` is not a multiple of ``0.1``).
-* strings: ``minLength`` / ``maxLength`` (in code points), ``pattern`` (Python ``re.search``, unanchored),
-  ``format``: one of :data:`FORMATS` (checked as jsonschema does with ``jsonschema[format-nongpl]``), or one
-  of :data:`ANNOTATION_FORMATS` (OpenAPI's ``binary``, ``password``, ...: jsonschema never checks them, so
-  neither does this module).
-* objects: ``properties``, ``required``, ``additionalProperties`` (a boolean or a schema).
+* strings: ``minLength`` / ``maxLength`` (in code points), ``pattern``, ``format``: one of :data:`FORMATS`
+  (checked as jsonschema does with ``jsonschema[format-nongpl]``), or one of :data:`ANNOTATION_FORMATS`
+  (OpenAPI's ``binary``, ``password``, ...: jsonschema never checks them, so neither does this module).
+* objects: ``properties``, ``required``, ``additionalProperties`` (a boolean or a schema; the names in no
+  ``properties`` and matching no ``patternProperties`` pattern), ``patternProperties``, ``propertyNames``,
+  ``dependentRequired``, ``dependentSchemas``, ``unevaluatedProperties`` (with the annotations of
+  ``properties`` / ``patternProperties`` / ``additionalProperties`` / ``unevaluatedProperties`` collected
+  through ``$ref``, ``allOf``, the valid options of ``anyOf`` / ``oneOf``, ``if`` / ``then`` / ``else`` and
+  ``dependentSchemas``, as jsonschema collects them: :meth:`_Validator.evaluated`).
 * arrays: ``prefixItems``, ``items`` (the items after the prefix), ``minItems`` / ``maxItems``,
-  ``uniqueItems`` (JSON equality).
+  ``uniqueItems`` (JSON equality), ``contains`` with ``minContains`` / ``maxContains``.
 * annotations, accepted and ignored: ``title``, ``description``, ``default``, ``examples``, ``deprecated``,
   ``readOnly``, ``writeOnly``, ``$comment``, ``discriminator`` (as pydantic emits it); ``$schema`` and
   ``$id`` at the root only.
 
-:func:`check_parameters_schema` (run when a tool is registered) refuses any other keyword (``if``,
-``patternProperties``, ``contains``, a remote ``$ref``, ...), a regex Python cannot compile and an unknown
-format, naming the keyword and where it is (a JSON pointer into the schema). :func:`validate` returns every
-problem found as ``"<path>: <what is wrong>"`` (``$`` is the root), so the model is told all of its mistakes
-at once. NaN and infinities (not JSON) are no numbers here.
+:func:`check_parameters_schema` (run when a tool is registered) refuses any other keyword
+(``unevaluatedItems``, ``dependencies``, ``$anchor``, a remote ``$ref``, ...), a regex Python cannot compile
+and an unknown format, naming the keyword and where it is (a JSON pointer into the schema). :func:`validate`
+returns every problem found as ``"<path>: <what is wrong>"`` (``$`` is the root), so the model is told all of
+its mistakes at once. NaN and infinities (not JSON) are no numbers here.
+
+Regexes (``pattern``, the keys of ``patternProperties``, a ``pattern`` inside ``propertyNames``) are Python
+``re`` patterns searched unanchored (``re.search``), as jsonschema runs them, not ECMA-262: a pattern Python
+cannot compile (ECMA-262's ``\\p{L}``, ``(?<name>...)``, ``\\cA``) is refused at registration, and where the
+dialects differ Python's reading holds (``\\d`` and ``\\w`` take non-ASCII digits and letters, ``$`` also
+matches before a final newline). Beside ``additionalProperties``, the ``patternProperties`` patterns must also
+compile joined by ``|`` (how jsonschema tells the additional names).
 """
 
 from __future__ import annotations
 
 import calendar
+import contextlib
 import decimal
 import functools
 import ipaddress
@@ -92,6 +104,17 @@ SUPPORTED = frozenset(
         "properties",
         "required",
         "additionalProperties",
+        "patternProperties",
+        "propertyNames",
+        "dependentRequired",
+        "dependentSchemas",
+        "unevaluatedProperties",
+        "if",
+        "then",
+        "else",
+        "contains",
+        "minContains",
+        "maxContains",
         "items",
         "prefixItems",
         "minItems",
@@ -312,11 +335,29 @@ def _is_uri_reference(text: str) -> bool:
     return _URI_REFERENCE.fullmatch(text) is not None
 
 
+# fqdn's "preferred name syntax" (RFC 1035 / 3696), as jsonschema checks ``hostname`` with it: matched (not
+# searched) case-insensitively on the lower-cased name, so ``$`` also matches before a final newline and ``\d``
+# takes any Unicode digit, as there
+_HOSTNAME = re.compile(r"^((?![-])[-A-Z\d]{1,63}(?<!-)[.])*(?!-)[-A-Z\d]{1,63}(?<!-)[.]?$", re.IGNORECASE)
+
+
+def _is_hostname(text: str) -> bool:
+    """A ``hostname`` as jsonschema checks it with ``fqdn`` (``FQDN(text, min_labels=1).is_valid``; the empty
+    string is none): labels of 1-63 letters, digits and inner hyphens, dot-separated, an optional final dot,
+    at most 253 characters besides it."""
+    if not text:
+        return False
+    name = text.lower()
+    length = len(name) - 1 if name.endswith(".") else len(name)
+    return length <= 253 and _HOSTNAME.match(name) is not None  # a match has a label: min_labels=1 holds
+
+
 FORMATS: dict[str, Callable[[str], bool]] = {
     "date": _is_date,
     "date-time": _is_date_time,
     "duration": _is_duration,
     "email": _is_email,
+    "hostname": _is_hostname,
     "idn-email": _is_email,
     "ipv4": _is_ipv4,
     "ipv6": _is_ipv6,
@@ -327,26 +368,36 @@ FORMATS: dict[str, Callable[[str], bool]] = {
     "uuid": _is_uuid,
 }
 """The formats asserted, each checked as jsonschema's ``FormatChecker`` does (``date-time`` / ``time``,
-``duration`` and ``uri`` / ``uri-reference`` as with the packages of ``jsonschema[format-nongpl]``:
-``rfc3339-validator``, ``isoduration``, ``rfc3986-validator``), by this module's own code."""
+``duration``, ``hostname`` and ``uri`` / ``uri-reference`` as with the packages of ``jsonschema[format-nongpl]``:
+``rfc3339-validator``, ``isoduration``, ``fqdn``, ``rfc3986-validator``), by this module's own code."""
 
 _FORMAT_HINTS = {
     "date-time": "RFC 3339 with an offset, e.g. 2024-05-01T12:30:00Z or 2024-05-01T12:30:00+02:00",
     "time": "RFC 3339 with an offset, e.g. 12:30:00Z or 12:30:00.5+02:00",
     "duration": "ISO 8601, e.g. P3D, P1W, PT1H30M, PT0.5S",
     "uri": "an absolute URI with a scheme, e.g. https://example.com/path",
+    "hostname": "labels of letters, digits and inner hyphens, e.g. api.example.com",
 }
 
 ANNOTATION_FORMATS = frozenset({"binary", "byte", "password", "int32", "int64", "float", "double"})
 """OpenAPI's formats (pydantic emits ``binary`` for ``bytes``, ``password`` for ``SecretStr``): jsonschema
 checks none of them, so they are accepted as annotations and not checked. Any other format name (a typo such
-as ``emial``, or one jsonschema checks with a package this module does not mirror, such as ``hostname``) is
-refused at registration."""
+as ``emial``, or one jsonschema checks with a package this module does not mirror, such as ``idn-hostname``)
+is refused at registration."""
 
 
 @functools.lru_cache(maxsize=1024)
 def _regex(pattern: str) -> re.Pattern[str]:
     return re.compile(pattern)
+
+
+@functools.lru_cache(maxsize=256)
+def _joined(patterns: tuple[str, ...]) -> re.Pattern[str] | None:
+    """The ``patternProperties`` patterns joined by ``|``, as jsonschema tells additional properties with them
+    (None when that is the empty string: jsonschema then counts every name not in ``properties`` as
+    additional, even with a ``""`` pattern)."""
+    joined = "|".join(patterns)
+    return re.compile(joined) if joined else None
 
 
 def _is_number(value: object) -> bool:
@@ -471,12 +522,21 @@ def validate(value: Any, schema: dict[str, Any], path: str = "$") -> list[str]:
     return errors
 
 
+_OBJECT_APPLICATORS = frozenset(
+    {"propertyNames", "dependentRequired", "dependentSchemas", "unevaluatedProperties"}
+)
+
+
 class _Validator:
     """One validation against one root schema (the root is where ``$ref`` s are resolved)."""
 
     def __init__(self, root: object) -> None:
         self.root = root
         self._refs: dict[str, object] = {}
+        # verdicts and evaluated names by (id(value), id(schema)): every value and schema lives as long as the
+        # call. Without them unevaluatedProperties at each level of nested allOf would cost 2**depth.
+        self._valid: dict[tuple[int, int], bool] = {}
+        self._evaluated: dict[tuple[int, int], set[str]] = {}
 
     def errors(self, value: Any, schema: object, path: str) -> list[str]:
         found: list[str] = []
@@ -543,22 +603,131 @@ class _Validator:
                 errors.append(f"{path}: matches more than one of the exclusive shapes (oneOf {which})")
         if "not" in schema and not self.errors(value, schema["not"], path):
             errors.append(f"{path}: matches a shape it must not match")
+        if "if" in schema:
+            if self.valid(value, schema["if"]):
+                if "then" in schema:
+                    self._because(value, schema["then"], path, errors, "it matches the schema's 'if'")
+            elif "else" in schema:
+                self._because(value, schema["else"], path, errors, "it does not match the schema's 'if'")
+
+    def _because(self, value: Any, schema: object, path: str, errors: list[str], reason: str) -> None:
+        """The problems of ``value`` against a conditional schema, each saying why that schema applies."""
+        errors.extend(f"{problem} (applies because {reason})" for problem in self.errors(value, schema, path))
+
+    def valid(self, value: Any, schema: object) -> bool:
+        key = (id(value), id(schema))
+        if key not in self._valid:
+            self._valid[key] = not self.errors(value, schema, "$")
+        return self._valid[key]
 
     def _object(self, value: dict[str, Any], schema: dict[str, Any], path: str, errors: list[str]) -> None:
         properties = schema.get("properties") or {}
         for name in schema.get("required") or ():
             if name not in value:
                 errors.append(f"{path}: missing required property {name!r}")
+        patterns = schema.get("patternProperties") or {}
         extra = schema.get("additionalProperties", True)
+        # additional: in no ``properties`` and matching no pattern, which jsonschema tests with the patterns
+        # joined by "|" (one search; the registration checked that they compile so)
+        joined = _joined(tuple(patterns)) if patterns and extra is not True else None
         for key, item in value.items():
             child = f"{path}.{key}"
             if key in properties:
                 self.check(item, properties[key], child, errors)
-            elif extra is False:
+            if patterns:
+                for pattern, option in patterns.items():
+                    if _regex(pattern).search(key):
+                        self.check(item, option, child, errors)
+            if extra is True or key in properties or (joined is not None and joined.search(key)):
+                continue
+            if extra is False:
                 allowed = ", ".join(sorted(properties)) or "none"
-                errors.append(f"{path}: unexpected property {key!r} (allowed: {allowed})")
-            elif isinstance(extra, dict):
+                matching = f", or a name matching {' or '.join(map(repr, patterns))}" if patterns else ""
+                errors.append(f"{path}: unexpected property {key!r} (allowed: {allowed}{matching})")
+            else:
                 self.check(item, extra, child, errors)
+        if not _OBJECT_APPLICATORS.isdisjoint(schema):
+            self._object_applicators(value, schema, path, errors)
+
+    def _object_applicators(
+        self, value: dict[str, Any], schema: dict[str, Any], path: str, errors: list[str]
+    ) -> None:
+        """``propertyNames``, ``dependentRequired``, ``dependentSchemas``, ``unevaluatedProperties``."""
+        if "propertyNames" in schema:
+            for key in value:
+                self.check(key, schema["propertyNames"], f"the name of {path}.{key}", errors)
+        for name, needed in (schema.get("dependentRequired") or {}).items():
+            if name in value:
+                for other in needed:
+                    if other not in value:
+                        errors.append(
+                            f"{path}: missing property {other!r} (required when {name!r} is present)"
+                        )
+        for name, option in (schema.get("dependentSchemas") or {}).items():
+            if name in value:
+                self._because(value, option, path, errors, f"property {name!r} is present")
+        if "unevaluatedProperties" in schema:
+            self._unevaluated(value, schema, path, errors)
+
+    def _unevaluated(
+        self, value: dict[str, Any], schema: dict[str, Any], path: str, errors: list[str]
+    ) -> None:
+        """``unevaluatedProperties``: the properties no keyword here or in a subschema that applies evaluated
+        (see :meth:`evaluated`) must match it."""
+        rest = schema["unevaluatedProperties"]
+        evaluated = self.evaluated(value, schema)
+        for key, item in value.items():
+            if key in evaluated:
+                continue
+            if rest is False:
+                errors.append(
+                    f"{path}: unexpected property {key!r} (no 'properties', 'patternProperties' or "
+                    "'additionalProperties' here or in a subschema that applies covers it)"
+                )
+            else:
+                self.check(item, rest, f"{path}.{key}", errors)
+
+    def evaluated(self, value: dict[str, Any], schema: object) -> set[str]:
+        """The names of ``value``'s properties that ``schema`` evaluates, exactly as jsonschema finds them
+        for ``unevaluatedProperties`` (``find_evaluated_property_keys_by_schema``): those named by
+        ``properties``, valid against ``additionalProperties`` / ``unevaluatedProperties`` or matching a
+        ``patternProperties`` pattern, and the ones evaluated by the schemas applying in place: a ``$ref``'s
+        target, the ``dependentSchemas`` of present properties, each ``allOf`` / ``anyOf`` / ``oneOf`` option
+        the value is valid against, ``if`` and ``then`` when ``if`` holds, else ``else``."""
+        if not isinstance(schema, dict):
+            return set()
+        memo = (id(value), id(schema))
+        if memo in self._evaluated:
+            return self._evaluated[memo]
+        keys = self._evaluated[memo] = set()  # a cycle back here (refused at registration) adds nothing
+        ref = schema.get("$ref")
+        if isinstance(ref, str):
+            with contextlib.suppress(_Unresolvable):  # reported by check()
+                keys |= self.evaluated(value, self.resolve(ref))
+        properties = schema.get("properties")
+        if isinstance(properties, dict):
+            keys.update(key for key in properties if key in value)
+        for keyword in ("additionalProperties", "unevaluatedProperties"):
+            if keyword in schema:
+                option = schema[keyword]
+                keys.update(k for k, v in value.items() if k not in keys and self.valid(v, option))
+        for pattern in schema.get("patternProperties") or ():
+            keys.update(key for key in value if _regex(pattern).search(key))
+        for name, option in (schema.get("dependentSchemas") or {}).items():
+            if name in value:
+                keys |= self.evaluated(value, option)
+        for keyword in ("allOf", "oneOf", "anyOf"):
+            for option in schema.get(keyword) or ():
+                if self.valid(value, option):
+                    keys |= self.evaluated(value, option)
+        if "if" in schema:
+            if self.valid(value, schema["if"]):
+                keys |= self.evaluated(value, schema["if"])
+                if "then" in schema:
+                    keys |= self.evaluated(value, schema["then"])
+            elif "else" in schema:
+                keys |= self.evaluated(value, schema["else"])
+        return keys
 
     def _array(
         self, value: list[Any] | tuple[Any, ...], schema: dict[str, Any], path: str, errors: list[str]
@@ -577,6 +746,8 @@ class _Validator:
             elif items is not True:
                 for index in range(len(prefix), len(value)):
                     self.check(value[index], items, f"{path}[{index}]", errors)
+        if "contains" in schema:
+            self._contains(value, schema, path, errors)
         if schema.get("uniqueItems") is True:
             seen: dict[object, int] = {}
             for index, item in enumerate(value):
@@ -584,6 +755,24 @@ class _Validator:
                 if earlier != index:
                     errors.append(f"{path}: items {earlier} and {index} are equal (items must be unique)")
                     break
+
+    def _contains(
+        self, value: list[Any] | tuple[Any, ...], schema: dict[str, Any], path: str, errors: list[str]
+    ) -> None:
+        """``contains`` with ``minContains`` (default 1) and ``maxContains``."""
+        low, high = schema.get("minContains", 1), schema.get("maxContains", len(value))
+        matches = 0
+        for item in value:
+            if self.valid(item, schema["contains"]):
+                matches += 1
+                if matches > high:
+                    errors.append(f"{path}: more than {high} items match the 'contains' schema")
+                    return
+        if matches < low:
+            if not matches:
+                errors.append(f"{path}: no item matches the 'contains' schema")
+            else:
+                errors.append(f"{path}: {matches} items match the 'contains' schema, fewer than {low}")
 
 
 def _string(value: str, schema: dict[str, Any], path: str, errors: list[str]) -> None:
@@ -697,6 +886,7 @@ class _SchemaCheck:
                     "supported keywords are listed in the README's toolkit section)",
                 )
             self.keyword(key, value, here)
+        self.joined(node, pointer)
 
     def keyword(self, key: str, value: Any, here: str) -> None:
         if key == "$ref":
@@ -708,11 +898,23 @@ class _SchemaCheck:
                 raise self.fail(here, f"unsupported or unresolvable '$ref' {value!r}: {exc}") from None
             if not isinstance(target, dict | bool):
                 raise self.fail(here, f"'$ref' {value!r} does not point at a schema")
-        elif key in ("$defs", "definitions", "properties"):
+        elif key in ("$defs", "definitions", "properties", "dependentSchemas", "patternProperties"):
             if not isinstance(value, dict):
                 raise self.fail(here, f"{key!r} must map names to schemas")
             for name, child in value.items():
+                if key == "patternProperties":
+                    self.regex(name, _pointer(here, name))
                 self.schema(child, _pointer(here, name))
+        elif key == "dependentRequired":
+            if not isinstance(value, dict) or not all(
+                isinstance(names, list)
+                and all(isinstance(n, str) for n in names)
+                and len(set(names)) == len(names)
+                for names in value.values()
+            ):
+                raise self.fail(
+                    here, "'dependentRequired' must map names to lists of distinct property names"
+                )
         elif key == "type":
             names = [value] if isinstance(value, str) else value
             if (
@@ -733,7 +935,10 @@ class _SchemaCheck:
                 raise self.fail(here, f"{key!r} must be a non-empty list of schemas")
             for index, child in enumerate(value):
                 self.schema(child, _pointer(here, index))
-        elif key in ("not", "additionalProperties", "items"):
+        elif key in (
+            *("not", "additionalProperties", "items", "propertyNames", "unevaluatedProperties"),
+            *("if", "then", "else", "contains"),
+        ):
             if isinstance(value, list):
                 raise self.fail(here, f"{key!r} must be one schema (a list is 'prefixItems' in 2020-12)")
             self.schema(value, here)
@@ -742,16 +947,13 @@ class _SchemaCheck:
                 raise self.fail(here, f"{key!r} must be a number")
             if key == "multipleOf" and value <= 0:
                 raise self.fail(here, "'multipleOf' must be more than 0")
-        elif key in ("minLength", "maxLength", "minItems", "maxItems"):
+        elif key in ("minLength", "maxLength", "minItems", "maxItems", "minContains", "maxContains"):
             if not _is_type(value, "integer") or value < 0:
                 raise self.fail(here, f"{key!r} must be a non-negative integer")
         elif key == "pattern":
             if not isinstance(value, str):
                 raise self.fail(here, "'pattern' must be a string")
-            try:
-                _regex(value)
-            except (re.error, OverflowError, RecursionError) as exc:
-                raise self.fail(here, f"invalid regex {value!r} ({exc})") from None
+            self.regex(value, here)
         elif key == "format":
             if value not in FORMATS and value not in ANNOTATION_FORMATS:
                 raise self.fail(
@@ -767,9 +969,31 @@ class _SchemaCheck:
             raise self.fail(here, "'required' must be a list of distinct property names")
         # "const" takes any value
 
+    def regex(self, pattern: str, here: str) -> None:
+        try:
+            _regex(pattern)
+        except (re.error, OverflowError, RecursionError) as exc:
+            raise self.fail(here, f"invalid regex {pattern!r} ({exc})") from None
+
+    def joined(self, node: dict[str, Any], pointer: str) -> None:
+        """``patternProperties`` beside ``additionalProperties``: jsonschema tells additional names with the
+        patterns joined by ``|``, which must compile as one regex too (a global flag such as ``(?i)`` after
+        the first pattern, or a group name used twice, does not)."""
+        patterns = node.get("patternProperties")
+        if "additionalProperties" not in node or not isinstance(patterns, dict):
+            return
+        try:
+            _joined(tuple(patterns))
+        except (re.error, OverflowError, RecursionError) as exc:
+            raise self.fail(
+                _pointer(pointer, "patternProperties"),
+                f"the patterns joined by '|' (as additionalProperties is checked) are no regex ({exc})",
+            ) from None
+
     def loops(self) -> None:
-        """Refuse a cycle of ``$ref`` / ``allOf`` / ``anyOf`` / ``oneOf`` / ``not`` that never moves into a
-        property or an item: validating with it would never end."""
+        """Refuse a cycle of the keywords applying a schema to the value itself (``$ref``, ``allOf`` /
+        ``anyOf`` / ``oneOf``, ``not``, ``if`` / ``then`` / ``else``, ``dependentSchemas``) that never moves
+        into a property, a name or an item: validating with it would never end."""
         state: dict[int, int] = {}  # id -> 1 on the current path, 2 done
 
         def edges(node: dict[str, Any]) -> list[object]:
@@ -778,8 +1002,8 @@ class _SchemaCheck:
                 out.append(_resolve(self.root, node["$ref"]))
             for key in ("allOf", "anyOf", "oneOf"):
                 out.extend(node.get(key) or ())
-            if "not" in node:
-                out.append(node["not"])
+            out.extend(node[key] for key in ("not", "if", "then", "else") if key in node)
+            out.extend((node.get("dependentSchemas") or {}).values())
             return [n for n in out if isinstance(n, dict)]
 
         for start in list(self.nodes):

@@ -869,9 +869,10 @@ def _pydantic_schemas(
 
 
 def _keys_as_properties(schema: Any, defs: Mapping[str, Any], where: str) -> Any:
-    """``schema`` with pydantic's ``propertyNames`` (a ``dict[Color, V]``'s key rule, a keyword the validator
-    does not support) said as the stdlib generator says it: each allowed key an optional property, no other
-    key. A key rule that is not a set of strings (``dict[UUID, V]``: a format) is refused, never dropped."""
+    """``schema`` with pydantic's ``propertyNames`` (a ``dict[Color, V]``'s key rule) said as the stdlib
+    generator says it, so a stdlib and a pydantic type give one schema, which strict mode can express: each
+    allowed key an optional property, no other key. A key rule that is not a set of strings (``dict[UUID,
+    V]``: a format) is refused, never dropped."""
     if not isinstance(schema, dict):
         return schema
     out: dict[str, Any] = {}

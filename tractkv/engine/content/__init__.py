@@ -85,6 +85,7 @@ if TYPE_CHECKING:
         responses_reply,
         responses_result,
         responses_usage,
+        unsent_reasoning,
     )
     from .tokens import (
         DEFAULT_COUNTER,
@@ -189,6 +190,7 @@ else:
             "to_message": ".payload",
             "tool_schemas": ".toolsets",
             "tool_tokens": ".toolsets",
+            "unsent_reasoning": ".render.responses",
         },
     )
 
@@ -270,4 +272,5 @@ __all__ = [
     "to_message",
     "tool_schemas",
     "tool_tokens",
+    "unsent_reasoning",
 ]

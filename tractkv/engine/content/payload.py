@@ -518,8 +518,9 @@ def kept_by_edit(given: object, new: dict[str, Any], shown: dict[str, Any]) -> d
     instead: ``shown``'s parts (images, documents, thinking, refusals, in place, as stored: media by id) with
     its text parts replaced by one holding ``new``'s text, where the first stood (first when there was none;
     none when the text is empty), and a Responses ``function_call`` item left out unless ``new`` keeps its
-    call. Otherwise None: ``new`` is stored as it is. ``Session.commit`` applies it
-    (and so ``Tract.commit``, the CLI's ``commit --edit`` and the built-in commit tool)."""
+    call. Otherwise None: ``new`` is stored as it is. ``Session.commit`` applies it (and so ``Tract.commit``,
+    the CLI's ``commit --edit`` and the built-in commit tool), and so does ``tool_result(edit=)`` given text or
+    JSON (``ToolResults.commit_result``: the CLI's ``commit --edit`` of a tool result)."""
     parts = shown.get("parts")
     if (
         "parts" in new

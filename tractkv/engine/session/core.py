@@ -138,7 +138,9 @@ class SessionCore:
             self._save_head()
 
     def close(self) -> None:
-        """Write a compile checkpoint for HEAD if useful (never in read-only mode)."""
+        """Write a compile checkpoint for HEAD if useful (never in read-only mode): after commits, or after a
+        long replay found no usable checkpoint (``compiler.unsaved``: e.g. one made with another counter, which
+        this open rebuilt from objects and would otherwise rebuild again at every open)."""
         if self.closed:
             return
         try:
@@ -150,7 +152,7 @@ class SessionCore:
                 not self.readonly
                 and self._batch is None
                 and self._state is not None
-                and self._since_checkpoint
+                and (self._since_checkpoint or self.compiler.unsaved)
             ):
                 self.compiler.flush(self.store, self._state)
         finally:

@@ -30,7 +30,7 @@ from typing import Any
 import attrs
 
 from tractkv.engine.compile import commit_info
-from tractkv.engine.content import content_objects
+from tractkv.engine.content import content_objects, kept_by_edit
 from tractkv.engine.session import Session, Tip
 from tractkv.engine.tools.hooks import APPROVED, REJECTED, HookRegistry, PendingToolResult
 from tractkv.engine.tools.queries import ToolTurn, call_names, context_infos, tool_infos, tool_turns
@@ -178,6 +178,8 @@ class ToolResults:
         target = None
         if edit is not None:
             target = self._result_target(edit, tool_call_id)
+            if parsed is None:  # text or JSON: the result's images and documents stay (one rule for edits)
+                parts = self._kept_parts(target, text) or parts
         else:
             self._check_open(tool_call_id)
         if edit is not None or not hooks or self._running:  # edit=: the caller decided already
@@ -263,6 +265,14 @@ class ToolResults:
             return content_objects(payload, self.session.stored_media), None
         except ContentError as exc:
             return None, exc
+
+    def _kept_parts(self, target: ObjectId, text: str) -> list[dict[str, Any]]:
+        """The parts of an edit of result ``target`` given ``text`` and no parts: the target's as it shows now,
+        its text replaced (:func:`~tractkv.engine.content.kept_by_edit`, as for any edit); [] when it has
+        none."""
+        new = {"type": "dialogue", "role": "tool", "text": text}
+        kept = kept_by_edit(None, new, self.session.message_content(target))
+        return list(kept["parts"]) if kept is not None else []
 
     def _result_target(self, rev: str, tool_call_id: str) -> ObjectId:
         session = self.session

@@ -221,6 +221,8 @@ class CompiledContext:
         * an OpenAI Responses provider item (a built-in tool call such as ``web_search_call``: only the
           Responses dialect can send it back), for every dialect but ``"responses"``; ``call_id`` the item's
           ``id`` (else its type);
+        * for ``"responses"``, a reasoning item with no output after it in its message (a reply cut off while
+          reasoning, or its output edited away), which the API refuses alone; ``call_id`` its ``id``;
         * a Gemini part kept verbatim (``executable_code``, ``inline_data`` a model made, ...), for every
           dialect but ``"gemini"``; ``call_id`` its fields, e.g. ``gemini:executable_code``;
         * an Anthropic ``redacted_thinking`` block, for ``"gemini"`` (Gemini has no form for another model's
@@ -245,6 +247,18 @@ class CompiledContext:
                 name, what = _left_out_part(part, dialect)
                 if name:
                     detail = f"{what} has no {dialect} form: left out"
+                    repairs.append(
+                        Repair(kind="dropped_item", commit_id=commit_id, call_id=name, detail=detail)
+                    )
+            if dialect == "responses" and message.parts:
+                from tractkv.engine.content import unsent_reasoning
+
+                for item in unsent_reasoning(message):
+                    name = str(item.get("id"))
+                    detail = (
+                        f"the Responses item {name} (reasoning) has no output after it in its message "
+                        "(the API refuses it alone): left out"
+                    )
                     repairs.append(
                         Repair(kind="dropped_item", commit_id=commit_id, call_id=name, detail=detail)
                     )
@@ -344,6 +358,8 @@ class CompiledContext:
 
         Raises:
             ToolPairingError: ``strict`` and compile made repairs (see :meth:`check_pairing`).
+            InvalidInput: cache breakpoints Anthropic refuses: more than :data:`MAX_CACHE_BREAKPOINTS`, or a
+                ``1h`` one after a ``5m`` one (tools, then system, then messages); the message names them.
         """
         from tractkv.engine.content import anthropic_params
 
@@ -352,6 +368,7 @@ class CompiledContext:
 
         params = anthropic_params(self.messages, copy.deepcopy(list(self.tools)), self.tools_cache)
         self._check_breakpoints(params)
+        _check_ttl_order(params)
         return params
 
     def _check_breakpoints(self, params: dict[str, Any]) -> None:
@@ -380,6 +397,28 @@ class CompiledContext:
             f"Anthropic takes at most {MAX_CACHE_BREAKPOINTS} cache breakpoints; this context has {count}: "
             f"{'; '.join(named)} (remove some with annotate(rev, cache='off') / --cache off)"
         )
+
+
+def _check_ttl_order(params: dict[str, Any]) -> None:
+    """Refuse a request with a 1h cache breakpoint after a 5m one: Anthropic builds the cache in the order tools,
+    system, messages, and takes entries with a longer TTL only before shorter ones."""
+    system = params.get("system")
+    marks = [(f"tool {t.get('name')!r}", t) for t in params.get("tools", ())]
+    marks += [(f"system block {i}", b) for i, b in enumerate(system if isinstance(system, list) else ())]
+    for i, turn in enumerate(params["messages"]):
+        blocks = turn["content"] if isinstance(turn["content"], list) else ()
+        marks += [(f"messages[{i}] ({turn['role']})", b) for b in blocks]
+    short = None
+    for where, block in marks:
+        control = block.get("cache_control")
+        ttl = control.get("ttl", "5m") if isinstance(control, dict) else None
+        if ttl == "5m" and short is None:
+            short = where
+        elif ttl == "1h" and short is not None:
+            raise InvalidInput(
+                f"Anthropic takes 1h cache breakpoints only before 5m ones (tools, then system, then messages): "
+                f"the 1h breakpoint on {where} comes after the 5m one on {short} (change one's cache=)"
+            )
 
 
 def _left_out_part(part: Any, dialect: str) -> tuple[str, str]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -32,11 +33,13 @@ def messages_to_openai(messages: Sequence[Message]) -> list[dict[str, Any]]:
     becomes a text part (its title, if any, on the first line) and a document by URL a text part naming the
     URL (chat completions take neither). An assistant message sends its text as ``content``, a refusal part
     as the ``refusal`` field (its content a list of text parts when it has several), and leaves thinking
-    out (OpenAI has no field for it). A tool call recorded with an ``extra_content`` object (Gemini's
-    OpenAI-compatible endpoint: its thought signature) sends it back on that call, and no other does. A
-    ``tool`` message takes text only, so a result's images and documents follow, after the last result of
-    that run of results, in ONE user message that starts with a text naming the call ids they belong to;
-    the pairing of calls and results is unchanged (every result still directly follows its call's run).
+    out (OpenAI has no field for it). A message's ``name`` is sent with each character Chat refuses in a
+    name (whitespace, ``<``, ``|``, ``\\``, ``/``, ``>``) as ``_``. A tool call recorded with an
+    ``extra_content`` object (Gemini's OpenAI-compatible endpoint: its thought signature) sends it back on that
+    call, and no other does. A ``tool`` message takes text only, so a result's images and documents follow,
+    after the last result of that run of results, in ONE user message that starts with a text naming the call
+    ids they belong to; the pairing of calls and results is unchanged (every result still directly follows its
+    call's run).
     """
     out: list[dict[str, Any]] = []
     attachments: list[tuple[str, list[dict[str, Any]]]] = []  # (call id, media parts) of the current run
@@ -62,7 +65,7 @@ def messages_to_openai(messages: Sequence[Message]) -> list[dict[str, Any]]:
                 if not message.content:
                     entry["content"] = "(its images or documents follow in the next user message)"
         elif message.name is not None and message.role in ("user", "assistant", "system"):
-            entry["name"] = message.name
+            entry["name"] = _CHAT_NAME_REFUSED.sub("_", message.name) or "_"
         if message.role == "assistant":
             refusal = "".join(p.refusal or "" for p in message.parts if p.type == "refusal")
             if refusal:
@@ -75,6 +78,10 @@ def messages_to_openai(messages: Sequence[Message]) -> list[dict[str, Any]]:
     if attachments:
         out.append(_openai_attachments(attachments))
     return out
+
+
+_CHAT_NAME_REFUSED = re.compile(r"[\s<|\\/>]")
+"""The characters Chat refuses in a message's ``name`` (it must match ``^[^\\s<|\\\\/>]+$``)."""
 
 
 def _openai_call(call: ToolCall, parts: Sequence[Part]) -> dict[str, Any]:

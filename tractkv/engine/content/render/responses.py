@@ -219,12 +219,15 @@ def messages_to_responses(messages: Sequence[Message]) -> tuple[str | None, list
     """``(instructions, input)``: the system messages before the first other message joined as
     ``instructions`` (None when there are none), every other message as input items.
 
+    A message's ``name`` (the API has no field for it) prefixes its first text as ``<name>: `` (a text
+    ``<name>:`` is added first to a user message with no text; an assistant message with no text sends none).
     User (and later system) messages: ``{"role", "content"}``, the content a string, or a list of
     ``input_text`` / ``input_image`` (a data: URL or the https URL; ``detail`` kept) / ``input_file`` (a PDF
     as a data: URL; a text document as ``input_text``) parts. An assistant message: its parts in order, text
     and refusals as one ``{"role": "assistant", "content": <text>}`` each run, each ``responses_item`` part
     verbatim (reasoning ahead of its function_call, as received), thinking left out; then each tool call no
-    function_call item carried, as ``{"type": "function_call", "call_id", "name", "arguments": <JSON>}``. A
+    function_call item carried, as ``{"type": "function_call", "call_id", "name", "arguments": <JSON>}``; a
+    reasoning item with no output after it in its message is left out (:func:`unsent_reasoning`). A
     tool result: ``{"type": "function_call_output", "call_id", "output": <text>}``, its images and documents
     as the output's list of input parts.
     """
@@ -249,7 +252,9 @@ def _assistant_items(message: Message) -> list[dict[str, Any]]:
 
     def flush() -> None:
         if "".join(text).strip():
-            items.append({"role": "assistant", "content": "".join(text)})
+            named = message.name and not any(item.get("role") == "assistant" for item in items)
+            prefix = f"{message.name}: " if named else ""  # no name field: it prefixes the first text
+            items.append({"role": "assistant", "content": prefix + "".join(text)})
         text.clear()
 
     for part in message.parts or (Part(type="text", text=message.content),):
@@ -269,7 +274,27 @@ def _assistant_items(message: Message) -> list[dict[str, Any]]:
             items.append(
                 {"type": "function_call", "call_id": call.id, "name": call.name, "arguments": arguments}
             )
+    while items and items[-1].get("type") == "reasoning":
+        items.pop()  # reasoning with no output after it (a reply cut off while reasoning): refused alone
     return items
+
+
+def unsent_reasoning(message: Message) -> list[dict[str, Any]]:
+    """The reasoning items of an assistant message that :func:`messages_to_responses` leaves out: those with no
+    output after them in the message (no tool call, other item, or non-blank text or refusal: a reply cut off
+    while reasoning, or its output edited away), which the API refuses ("a reasoning item provided without its
+    required following item")."""
+    if message.role != "assistant" or message.tool_calls:
+        return []
+    out: list[dict[str, Any]] = []
+    for part in reversed(message.parts):
+        if part.type == "responses_item" and part.item is not None:
+            if part.item.get("type") != "reasoning":
+                break
+            out.append(part.item)
+        elif part.type in ("text", "refusal") and (part.text or part.refusal or "").strip():
+            break
+    return out[::-1]
 
 
 def _tool_output(message: Message) -> dict[str, Any]:
@@ -283,7 +308,14 @@ def _input_content(message: Message) -> str | list[dict[str, Any]]:
     if not message.parts:
         text = message.content
         return f"{message.name}: {text}" if message.name else text
-    return _input_parts(message.parts)
+    parts = _input_parts(message.parts)
+    if message.name:  # no name field: it prefixes the first text, as for Anthropic
+        first = next((p for p in parts if p["type"] == "input_text"), None)
+        if first is None:
+            parts.insert(0, {"type": "input_text", "text": f"{message.name}:"})
+        else:
+            first["text"] = f"{message.name}: {first['text']}"
+    return parts
 
 
 def _input_parts(parts: Sequence[Part]) -> list[dict[str, Any]]:
