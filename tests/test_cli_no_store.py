@@ -34,6 +34,7 @@ INVOCATIONS: dict[str, list[str]] = {
     "fsck": ["fsck"],
     "gc": ["gc"],
     "log": ["log"],
+    "mcp": ["mcp"],
     "merge": ["merge", "other"],
     "pull": ["pull"],
     "push": ["push"],

@@ -33,6 +33,10 @@ LAZY_MODULES = (
     "tractkv.engine.compile.diff",
     "tractkv.store.fsck",  # fsck, FsckReport, Problem
     "tractkv.store.memory",  # MemoryStore
+    "tractkv.integrations.mcp",  # MCPConnection (extra mcp)
+    "tractkv.integrations.mcp_server",  # `tractkv mcp`, create_server (extra mcp)
+    "mcp",  # the MCP SDK: only the MCP integration imports it
+    "mcp_types",
     "difflib",
     "json",
     "base64",

@@ -91,6 +91,7 @@ EXPECTED_ALL = [
     "ToolCall",
     "ToolHookError",
     "ToolPairingError",
+    "ToolServerUnavailable",
     "Tract",
     "TractError",
     "TransferError",

@@ -36,6 +36,7 @@ and build their message in ``__init__``.
     ├── ToolHookError                        a tool_result hook raised a non-tractkv exception (wrapped)
     ├── NoLLMConfigured                      summarize / compress / generate with no model set
     ├── ModelCallFailed                      a model client raised a non-tractkv error (wrapped)
+    ├── ToolServerUnavailable                an MCP server could not be started, reached or initialized
     ├── LLMError                             a model call failed (tractkv.llm clients, ScriptedLLM)
     │   ├── LLMHTTPError                     the API answered an error status (.status), retries spent
     │   ├── MalformedResponse                the reply is not JSON of the shape the API documents
@@ -405,6 +406,17 @@ class NoLLMConfigured(TractError):
 
 class ModelCallFailed(TractError):
     """A model client raised something that is not a tractkv error (wrapped so callers catch one root)."""
+
+
+class ToolServerUnavailable(TractError):
+    """An MCP server (:mod:`tractkv.integrations.mcp`) could not be started, reached or initialized in time,
+    or its connection is closed. ``.server`` names it, ``.reason`` says what happened. Nothing was left
+    running."""
+
+    def __init__(self, server: str, reason: str) -> None:
+        self.server = server
+        self.reason = reason
+        super().__init__(f"MCP server {server}: {reason}")
 
 
 # --- llm (tractkv.llm) ----------------------------------------------------------------------------------

@@ -193,7 +193,8 @@ REFUSALS: list[tuple[object, str]] = [
     ({"type": "function", "name": "a", "input_schema": PARAMS}, "unknown fields ['input_schema']"),
     ({"name": "a", "input_schema": PARAMS, "parameters": PARAMS}, "unknown fields ['parameters']"),
     ({"name": "a", "parameters": PARAMS, "title": "A"}, "unknown fields ['title']"),
-    ({"name": "a", "input_schema": PARAMS, "title": "A"}, "unknown fields ['title']"),
+    # an Anthropic tool with a field neither Anthropic nor MCP has (with `title` it would be an mcp 2.x dump)
+    ({"name": "a", "input_schema": PARAMS, "surprise": "A"}, "unknown fields ['surprise']"),
     ({"name": "a", "inputSchema": PARAMS, "input_schema": PARAMS}, "one shape per tool"),
     ({"type": "function", "function": {"name": "a", "strict": "yes"}}, "strict must be a boolean"),
     ({"name": "a", "description": 3}, "description must be a string"),

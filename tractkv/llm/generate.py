@@ -54,9 +54,9 @@ def prepare(session: Session, tools: list[dict[str, Any]] | None) -> Request:
     ctx = session.compile()
     if ctx.open_calls:  # a tool run in progress: providers refuse a call left unanswered
         raise UnansweredToolCalls(ctx.open_calls)
-    offered = list(tools) if tools is not None else list(ctx.tools)
-    if tools is not None:
-        tool_schemas(offered)  # refuse a misshapen tool before the model is paid for, not at commit
+    # given tools are checked (a misshapen tool is refused before the model is paid for, not at commit) and
+    # read as tool_schemas reads them: an MCP tools/list result offers its tools, an SDK object its dump
+    offered = [s.schema for s in tool_schemas(tools)] if tools is not None else list(ctx.tools)
     return Request(tip=tip, messages=tuple(ctx.messages), offered=offered, given=tools is not None)
 
 

@@ -171,6 +171,12 @@ class ToolResult:
     ones first, its own last), which the agent loop links from the tool_result commit so the usage tree
     travels with the branch. Link them yourself with ``t.tool_result(..., usages=result.usage_objects)``;
     until then (a direct ``executor.execute``) the record is kept and shown from the local ``usage`` table.
+
+    ``parts`` holds a result that is more than text (an MCP tool's images and resources, say): content parts
+    as :meth:`~tractkv.Tract.tool_result` takes them (``str``, ``{"type": "text", "text"}``, ``{"type":
+    "image" | "document", "data": bytes, "media_type"}``...). ``output`` is then its text, which the usage
+    record keeps; the agent loop commits :attr:`content`, the parts themselves. A handler returns them as
+    ``ToolResult(name, True, output=text, parts=[...])``.
     """
 
     tool_name: str
@@ -179,6 +185,13 @@ class ToolResult:
     error: str = ""
     usage_id: str | None = attrs.field(default=None, kw_only=True)
     usage_objects: tuple[UsageRecord, ...] = attrs.field(default=(), kw_only=True, eq=False, repr=False)
+    parts: tuple[Any, ...] = attrs.field(default=(), kw_only=True, eq=False, repr=False, converter=tuple)
+
+    @property
+    def content(self) -> str | list[Any]:
+        """What the agent loop commits as the result: the parts of a successful result that has them, else
+        :attr:`text`."""
+        return list(self.parts) if self.success and self.parts else self.text
 
     @property
     def text(self) -> str:

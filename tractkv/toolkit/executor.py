@@ -1,7 +1,9 @@
 """``ToolExecutor``: run tools by name for a model, with checked arguments and recorded usage.
 
 ``execute(name, arguments)`` never raises for anything the model or a tool did: an unknown tool, an
-argument the tool does not declare (arguments are whitelisted against the schema, never passed through),
+argument the tool does not declare (arguments are whitelisted against the schema, never passed through;
+only a schema that says ``additionalProperties`` or ``patternProperties`` with a handler taking
+``**kwargs``, such as an MCP server's tool, takes others, checked against what the schema says of them),
 an argument that breaks the schema, and an exception inside the handler all come back as
 ``ToolResult(success=False, error=...)``. Each execution, failed or not, publishes ``tool_start`` and then
 ``tool_complete`` or ``tool_error`` on the executor's :class:`EventBus`, and leaves a usage record
@@ -24,6 +26,7 @@ record (``heads``): a record may only link what its store holds.
 from __future__ import annotations
 
 import contextvars
+import inspect
 import json
 import logging
 import threading
@@ -196,6 +199,7 @@ class ToolExecutor:
         self.result_limit = result_limit
         self._clock = clock or (lambda: time.time_ns() // 1000)
         self._tools: dict[str, ToolDefinition] = {t.name: t for t in profile_tools(profile, overrides)}
+        self._refreshers: list[Callable[[], None]] = []
         for item in tools:
             self.register(item)
 
@@ -295,6 +299,23 @@ class ToolExecutor:
         self._tools[definition.name] = definition
         return definition
 
+    def add_refresher(self, refresh: Callable[[], None]) -> None:
+        """Call ``refresh()`` before this executor lists its tools (:meth:`schemas`, :meth:`definitions`,
+        :meth:`available_tools`) and before each :meth:`execute`, in the thread that asks: a source of tools
+        that change while it is used (an MCP server announcing ``tools/list_changed``, see
+        :mod:`tractkv.integrations.mcp`) registers and unregisters them there. A refresher that raises is
+        logged and skipped."""
+        if not callable(refresh):
+            raise InvalidInput("add_refresher() takes a function of no arguments")
+        self._refreshers.append(refresh)
+
+    def _refresh(self) -> None:
+        for refresh in tuple(self._refreshers):
+            try:
+                refresh()
+            except Exception:
+                _log.exception("a tool refresher of %r raised", self)
+
     def unregister(self, name: str) -> None:
         """Remove a tool (built-in or registered)."""
         if self._tools.pop(name, None) is None:
@@ -307,10 +328,12 @@ class ToolExecutor:
     def available_tools(self) -> list[str]:
         """The names of the tools this executor runs: the profile's built-ins first, then registered ones in
         registration order (as the reference; :meth:`definitions` gives the definitions)."""
+        self._refresh()
         return list(self._tools)
 
     def definitions(self) -> list[ToolDefinition]:
         """The definitions of the tools this executor runs, in :meth:`available_tools` order."""
+        self._refresh()
         return list(self._tools.values())
 
     @property
@@ -322,6 +345,7 @@ class ToolExecutor:
         """The tools' schemas for a request (``"openai"`` or ``"anthropic"``)."""
         if format not in FORMATS:
             raise InvalidInput(f"format must be one of {FORMATS}, not {format!r}")
+        self._refresh()
         return [t.to_format(format) for t in self._tools.values()]
 
     # --- running ------------------------------------------------------------------------------------------
@@ -340,7 +364,7 @@ class ToolExecutor:
         if not isinstance(arguments, dict):
             return definition, f"arguments must be a JSON object, not {type(arguments).__name__}", None
         declared = definition.parameters.get("properties", {})
-        undeclared = sorted(k for k in arguments if k not in declared)
+        undeclared = [] if _open_schema(definition) else sorted(k for k in arguments if k not in declared)
         if undeclared:
             takes = ", ".join(declared) or "no arguments"
             return (
@@ -434,6 +458,7 @@ class ToolExecutor:
             raise InvalidInput("tool_call_id must be a non-empty string or None")
         if commit is not None and not is_object_id(commit):
             raise InvalidInput(f"commit must be an object id, not {commit!r}")
+        self._refresh()  # a tool source's announced changes apply before the call is checked
         started = self._now()
         usage_id = new_usage_id(started)
         owner = conversation if conversation is not None else self.tract
@@ -517,7 +542,7 @@ class ToolExecutor:
             _RUNNING[usage_id] = frame
         token = _CURRENT.set(frame)
         try:
-            output, success, error_text = self._call(
+            output, success, error_text, parts = self._call(
                 definition, call_args, frame, parent_usage, tool_call_id, tool_name
             )
         except BaseException:
@@ -551,7 +576,9 @@ class ToolExecutor:
             heads=heads,
             rerun_of=rerun_of,
         )
-        result = self._complete(record, parent, nested, store, started_event, had_row=True, output=output)
+        result = self._complete(
+            record, parent, nested, store, started_event, had_row=True, output=output, parts=parts
+        )
         if parent is not None and result.success:
             return self._review_nested(result)
         return result
@@ -567,8 +594,8 @@ class ToolExecutor:
             error = f"the tool ran, but the tool_result hooks failed on its result: {_clean(_describe(exc))}"
             return attrs.evolve(result, success=False, output="", error=error)
         if text is None:
-            return attrs.evolve(result, success=False, output="", error=WITHHELD_NESTED)
-        return attrs.evolve(result, output=text) if text != result.output else result
+            return attrs.evolve(result, success=False, output="", error=WITHHELD_NESTED, parts=())
+        return attrs.evolve(result, output=text, parts=()) if text != result.output else result
 
     def _call(
         self,
@@ -578,12 +605,12 @@ class ToolExecutor:
         parent_usage: str | None,
         tool_call_id: str | None,
         tool_name: str,
-    ) -> tuple[str, bool, str]:
-        """Run the handler: (output, success, error)."""
+    ) -> tuple[str, bool, str, tuple[Any, ...]]:
+        """Run the handler: (output, success, error, content parts)."""
         handler = definition.handler
         problem = context_problem(handler)
         if problem is not None:
-            return "", False, f"not run: {problem}"
+            return "", False, f"not run: {problem}", ()
         assert handler is not None
         context = ToolContext(
             tract=self.tract,
@@ -606,13 +633,14 @@ class ToolExecutor:
             value = handler(**args, context=context)
         except Exception as exc:
             _log.debug("tool %s raised", tool_name, exc_info=True)
-            return "", False, _clean(_describe(exc))
+            return "", False, _clean(_describe(exc)), ()
         finally:
             if guard is not None:
                 guard.close(tool_name)
         if isinstance(value, ToolResult):
-            return _clean(value.output), value.success, _clean(value.error or "the tool reported a failure")
-        return _clean(_as_text(value)), True, ""
+            error = _clean(value.error or "the tool reported a failure")
+            return _clean(value.output), value.success, error, value.parts if value.success else ()
+        return _clean(_as_text(value)), True, "", ()
 
     def _complete(
         self,
@@ -624,6 +652,7 @@ class ToolExecutor:
         *,
         had_row: bool,
         output: str,
+        parts: tuple[Any, ...] = (),
     ) -> ToolResult:
         oid: ObjectId | None = None
         # a top-level answer to a call keeps an awaiting-link marker with the full output (see engine/usage_rows)
@@ -654,7 +683,23 @@ class ToolExecutor:
             error="" if success else (record.error or ""),
             usage_id=record.usage_id,
             usage_objects=objects,
+            parts=parts if success else (),
         )
+
+
+def _open_schema(definition: ToolDefinition) -> bool:
+    """Does the tool take arguments its schema does not name? Only when the schema says so explicitly
+    (``additionalProperties`` true or a schema, or ``patternProperties``) and the handler takes ``**kwargs``
+    (an MCP server's tool, say): the validator then checks them as the schema says."""
+    schema = definition.parameters
+    says = schema.get("additionalProperties", False) is not False or "patternProperties" in schema
+    if not says or definition.handler is None:
+        return False
+    try:
+        parameters = inspect.signature(definition.handler).parameters.values()
+    except (TypeError, ValueError):
+        return False
+    return any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters)
 
 
 def _summary(description: str) -> str:

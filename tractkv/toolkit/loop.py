@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any
 from tractkv.engine.tools import PendingToolResult
 from tractkv.engine.usage import interrupted_records, iter_pending, load_tree
 from tractkv.engine.values import RunResult
-from tractkv.errors import ContentTooLarge, InvalidInput, NoLLMConfigured, TractError
+from tractkv.errors import ContentError, ContentTooLarge, InvalidInput, NoLLMConfigured, TractError
 from tractkv.ids import ObjectId
 
 from .context import AgentStep
@@ -92,7 +92,6 @@ def run(
         raise InvalidInput("max_steps must be a positive integer")
     if executor is None:
         executor = ToolExecutor(tract, llm=model)  # the executor's own default: no built-in tools
-    schemas = executor.schemas("openai") or None
     usage_ids: list[str] = []
     _answer_open_calls(tract, executor, model, usage_ids)
     text = ""
@@ -103,6 +102,9 @@ def run(
                 text=text, steps=steps, stop_reason="detached", head=tract.head, usage_ids=tuple(usage_ids)
             )
         compiled = tract.compile()
+        # read each step: the tools may change during a run (an MCP server's tools/list_changed), and the
+        # reply then records the new tool set
+        schemas = executor.schemas("openai") or None
         reply = tract.generate(model, tools=schemas, **params)
         steps += 1
         payload = reply.content if isinstance(reply.content, dict) else {}
@@ -150,9 +152,7 @@ def _commit_result(tract: Tract, call_id: str, name: str, result: ToolResult) ->
     A result too large to store (``ContentTooLarge``: nothing was written) is answered by an error result
     saying so, so the model can ask for less and the loop goes on; the usage record keeps the tool's status."""
     try:
-        committed = tract.tool_result(
-            call_id, name, result.text, is_error=not result.success, usages=result.usage_objects
-        )
+        committed = _commit_content(tract, call_id, name, result)
     except ContentTooLarge as too_large:
         notice = TOO_LARGE.format(size=too_large.size, limit=too_large.limit)
         committed = tract.tool_result(
@@ -162,6 +162,23 @@ def _commit_result(tract: Tract, call_id: str, name: str, result: ToolResult) ->
         committed = committed.approve()
     if committed is None:  # a hook rejected it; the model still needs an answer to its call
         tract.tool_result(call_id, name, WITHHELD, is_error=True, usages=result.usage_objects, hooks=False)
+
+
+def _commit_content(tract: Tract, call_id: str, name: str, result: ToolResult) -> Any:
+    """Commit the result's content: its parts when it has them (a part the store refuses, a bad image say,
+    makes it its text instead, with a note), else its text."""
+    content = result.content
+    try:
+        return tract.tool_result(
+            call_id, name, content, is_error=not result.success, usages=result.usage_objects
+        )
+    except ContentTooLarge:
+        raise
+    except ContentError as exc:
+        if isinstance(content, str):
+            raise
+        text = f"{result.text}\n[the result's parts could not be kept: {exc}]"
+        return tract.tool_result(call_id, name, text, is_error=False, usages=result.usage_objects)
 
 
 def _run_deferred(tract: Tract, step: AgentStep, tools: list[dict[str, Any]] | None) -> None:

@@ -17,7 +17,23 @@ exactly as given):
   (``web_search_20250305``, ``bash_20250124``, ``text_editor_20250728``...) and its ``name`` (the type
   stands in as the name of the few that have none); its other fields are Anthropic's to check;
 * ``mcp``: an MCP tool definition ``{"name", "title"?, "description"?, "inputSchema", "outputSchema"?,
-  "annotations"?, ...}`` (further MCP fields such as ``_meta`` are kept, never sent to a provider).
+  "annotations"?, ...}`` as the protocol sends it (the mcp 1.x SDK's ``Tool.model_dump()`` too), or as the
+  mcp 2.x SDK's ``Tool.model_dump()`` gives it, snake_case: ``{"name", "title", "description",
+  "input_schema", "output_schema", "annotations", "meta", "execution", "icons"}`` (further MCP fields such as
+  ``_meta`` are kept, never sent to a provider).
+
+**Anthropic or MCP?** Both name the parameters ``input_schema`` in snake_case. A definition with
+``input_schema`` is MCP's when it carries a key only MCP has (:data:`MCP_ONLY_FIELDS`: ``title``,
+``output_schema``, ``annotations``, ``meta``, ``_meta``, ``execution``, ``icons``), even with the value None:
+``model_dump()`` always carries them, and Anthropic refuses every one of them. Else it is Anthropic's. A
+definition with only ``name``, ``description`` and ``input_schema`` fits both and reads as Anthropic's: the
+two render identically, so nothing depends on the choice. A dict holding both ``inputSchema`` and
+``input_schema`` is refused (one shape per tool).
+
+**Lists.** :func:`tool_schemas` (``set_tools``, ``commit(tools=)``, ``generate(tools=)``) takes a list of
+definitions, an MCP ``tools/list`` result (``{"tools": [...], "nextCursor"?: ...}``; its ``tools`` are the
+list) and SDK objects (anything with pydantic's ``model_dump``, such as the mcp SDK's ``Tool`` or
+``ListToolsResult``: dumped in their wire form, camelCase, its None fields left out).
 
 Rules every shape shares: the name matches ``^[a-zA-Z0-9_-]{1,64}$`` (OpenAI's and Anthropic's rule for
 function tools); a parameters schema (``parameters`` / ``input_schema`` / ``inputSchema``) is a JSON object
@@ -63,6 +79,12 @@ LEGACY = "legacy"  # a stored definition today's input rules refuse (written bef
 TOOL_NAME = re.compile(r"[a-zA-Z0-9_-]{1,64}")  # fullmatch: OpenAI's and Anthropic's function-tool name rule
 SERVER_TYPE = re.compile(r"[a-z][a-z0-9_]*_[0-9]{8}")  # fullmatch: Anthropic's versioned server tool types
 EMPTY_PARAMETERS: dict[str, Any] = {"type": "object", "properties": {}}  # what an absent schema renders as
+
+#: keys an MCP tool definition may carry and an Anthropic tool never does (camelCase and the mcp 2.x SDK's
+#: snake_case ``model_dump()`` names): one of them, with ``input_schema``, makes the definition MCP's
+MCP_ONLY_FIELDS = frozenset(
+    {"title", "output_schema", "outputSchema", "annotations", "meta", "_meta", "execution", "icons"}
+)
 
 _OPENAI_TOP = frozenset({"type", "function"})
 _OPENAI_FUNCTION = frozenset({"name", "description", "parameters", "strict"})
@@ -113,13 +135,14 @@ def read_tool(tool: object) -> ToolSpec:
         tool = tool.schema
     if not isinstance(tool, Mapping):
         raise InvalidInput(f"a tool definition must be a dict, not {type(tool).__name__}")
+    mcp_only = not MCP_ONLY_FIELDS.isdisjoint(tool)  # before dropping None: model_dump() carries them all
     tool = _present(tool)
     kind = tool.get("type")
     if kind == "function" and "function" in tool:
         return _openai_chat(tool)
     if kind == "function":
         return _responses(tool)
-    if "inputSchema" in tool and kind is None:
+    if kind is None and ("inputSchema" in tool or (mcp_only and "input_schema" in tool)):
         return _mcp(tool)
     if "parameters" in tool and kind is None and "input_schema" not in tool:
         return _function(tool)
@@ -216,20 +239,38 @@ def _legacy_parameters(value: object) -> Mapping[str, Any] | None:
 
 
 def tool_schemas(tools: object) -> list[ToolSchema]:
-    """The stored schemas of a tools list (validated, before anything is staged).
+    """The stored schemas of a tools list (validated, before anything is staged): a list of definitions, an
+    MCP ``tools/list`` result or SDK objects (see the module docstring, "Lists").
 
     Raises:
-        InvalidInput: not a list, a definition :func:`tool_schema` refuses, or two tools of one name.
+        InvalidInput: not a list (nor a tools/list result), a definition :func:`tool_schema` refuses, or two
+            tools of one name.
     """
+    tools = _sdk_dump(tools)
+    if isinstance(tools, Mapping) and "name" not in tools and isinstance(tools.get("tools"), list | tuple):
+        tools = tools["tools"]  # an MCP tools/list result
     if not isinstance(tools, list | tuple):
-        raise InvalidInput("tools must be a list of tool definitions")
-    schemas = [tool_schema(t) for t in tools]
+        raise InvalidInput("tools must be a list of tool definitions (or an MCP tools/list result)")
+    schemas = [tool_schema(_sdk_dump(t)) for t in tools]
     seen: set[str] = set()
     for schema in schemas:
         if schema.name in seen:
             raise InvalidInput(f"two tools are named {schema.name!r}: a tool set holds one tool per name")
         seen.add(schema.name)
     return schemas
+
+
+def _sdk_dump(value: object) -> object:
+    """An SDK object (pydantic: the mcp SDK's ``Tool``, ``ListToolsResult``...) as its wire-form dict (by
+    alias, JSON values, None fields left out); anything else as it is."""
+    if isinstance(value, Mapping | list | tuple | ToolSchema) or not callable(
+        getattr(value, "model_dump", None)
+    ):
+        return value
+    try:
+        return value.model_dump(by_alias=True, mode="json", exclude_none=True)  # type: ignore[attr-defined]
+    except Exception as exc:
+        raise InvalidInput(f"cannot read the tool definition {type(value).__name__}: {exc}") from None
 
 
 def put_toolset(batch: WriteBatch, schemas: list[ToolSchema], cache: str | None = None) -> ObjectId:
@@ -428,18 +469,25 @@ def _server(tool: Mapping[str, Any], kind: str) -> ToolSpec:
 
 
 def _mcp(tool: Mapping[str, Any]) -> ToolSpec:
+    """An MCP tool, camelCase (the protocol, mcp 1.x dumps) or snake_case (mcp 2.x ``model_dump()``)."""
     name = _name(tool.get("name"), "name")
-    mixed = sorted(k for k in ("input_schema", "parameters", "function") if k in tool)
+    camel = "inputSchema" in tool
+    schema_key, output_key = ("inputSchema", "outputSchema") if camel else ("input_schema", "output_schema")
+    other = ("input_schema", "output_schema") if camel else ("inputSchema", "outputSchema")
+    mixed = sorted(k for k in (*other, "parameters", "function") if k in tool)
     if mixed:
-        raise InvalidInput(f"MCP tool {name!r} (inputSchema) also has {mixed}: one shape per tool")
+        raise InvalidInput(f"MCP tool {name!r} ({schema_key}) also has {mixed}: one shape per tool")
     for key in ("title", "description"):
         if key in tool and not isinstance(tool[key], str):
             raise InvalidInput(f"MCP tool {name!r}: {key} must be a string")
-    if "annotations" in tool and not isinstance(tool["annotations"], Mapping):
-        raise InvalidInput(f"MCP tool {name!r}: annotations must be a dict")
-    if "outputSchema" in tool:
-        _parameters(tool, "outputSchema", name)
-    parameters = _parameters(tool, "inputSchema", name)
+    for key in ("annotations", "meta", "_meta", "execution"):
+        if key in tool and not isinstance(tool[key], Mapping):
+            raise InvalidInput(f"MCP tool {name!r}: {key} must be a dict")
+    if "icons" in tool and not isinstance(tool["icons"], list):
+        raise InvalidInput(f"MCP tool {name!r}: icons must be a list")
+    if output_key in tool:
+        _parameters(tool, output_key, name)
+    parameters = _parameters(tool, schema_key, name)
     return ToolSpec(
         shape=MCP, name=name, description=tool.get("description"), parameters=parameters, fields=tool
     )
