@@ -10,7 +10,7 @@ from click.testing import CliRunner
 
 from tractkv import Tract
 from tractkv.cli import DEBUG_ENV, cli
-from tractkv.errors import CorruptObject
+from tractkv.errors import CorruptObject, InvalidInput
 
 
 def _store(tmp_path: Path) -> str:
@@ -98,3 +98,13 @@ def test_unknown_viewer_pages_are_html_and_unknown_api_routes_json(tmp_path: Pat
         wrong = client.delete("/ui/")
         assert wrong.status_code == 405
         assert wrong.headers["content-type"].startswith("text/html")
+
+
+@pytest.mark.parametrize("path", ["store-dir", Path("store-dir"), b"store-dir"])
+def test_a_tract_given_a_path_instead_of_a_store_says_so(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, path: object
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(InvalidInput, match=r"Tract\.open\(path\)"):
+        Tract(path)  # type: ignore[arg-type]
+    assert list(tmp_path.iterdir()) == []  # nothing created

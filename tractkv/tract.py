@@ -16,6 +16,7 @@ is re-made on top of the new tip.
 
 from __future__ import annotations
 
+import os
 import warnings
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -83,6 +84,8 @@ class Tract:
         llm: LLMClient | None = None,
         readonly: bool = False,
     ) -> None:
+        if isinstance(store, (str, bytes, os.PathLike)):
+            raise InvalidInput(f"Tract() takes a store object, not the path {store!r}: use Tract.open(path)")
         _check_llm(llm)  # before the session records HEAD
         self._store = store
         self._owns_store = owns_store
