@@ -315,7 +315,7 @@ class AsyncTract:
             return gen.AsyncGenerationStream(
                 gen.open_stream(model, request, params, asynchronous=True), commit
             )
-        return await commit(await acall_model(model, request.messages, request.offered or None, params))
+        return await commit(await acall_model(model, request.messages, request.tools, params))
 
     async def chat(
         self,

@@ -988,7 +988,7 @@ class Tract:
     def prepare_reply(self, tools: list[dict[str, Any]] | None = None) -> PreparedReply:
         """The first half of :meth:`generate`, for a caller that calls the model itself (``AsyncTract`` awaits
         it on an event loop): checks HEAD may take a reply and compiles what the model is sent
-        (``.request.messages``, ``.request.offered``); ``.commit(response, params)`` then commits the reply as
+        (``.request.messages``, ``.request.tools``); ``.commit(response, params)`` then commits the reply as
         :meth:`generate` does, on the tip read here (:class:`ConcurrentUpdate` if the branch moved).
 
         Raises:

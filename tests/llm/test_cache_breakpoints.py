@@ -16,6 +16,7 @@ from tractkv import InvalidInput, Tract
 from tractkv.cli import cli
 from tractkv.engine.history import validate
 from tractkv.engine.history.describe import describe_commit
+from tractkv.llm import AnthropicClient
 from tractkv.model import Blob, ToolSet
 from tractkv.store import LmdbStore
 from tractkv.store.fsck import fsck
@@ -127,6 +128,32 @@ def test_a_fifth_breakpoint_is_refused_naming_them_all() -> None:
         t.annotate(extra.commit_id, cache="off")  # removing one makes it fit again
         assert t.compile().to_anthropic_params()
         assert t.compile().to_openai_params()  # never refused for other dialects
+
+
+def test_generate_through_the_anthropic_client_sends_the_tools_breakpoint(recorder: Recorder) -> None:
+    recorder.reply(anthropic_message())
+    sdk = anthropic.Anthropic(base_url=recorder.url, api_key="x", max_retries=0)
+    with marked() as t, AnthropicClient("m", client=sdk, max_tokens=10) as client:
+        t.generate(client)
+        assert t.log()[0].content["role"] == "assistant"
+    [request] = recorder.requests
+    for key in ("system", "messages", "tools"):  # as compile().to_anthropic_params() renders them
+        assert json.dumps(request.body[key]) == json.dumps(EXPECTED[key])
+
+
+def test_generate_through_the_anthropic_client_refuses_a_fifth_breakpoint(recorder: Recorder) -> None:
+    recorder.reply(anthropic_message())
+    sdk = anthropic.Anthropic(base_url=recorder.url, api_key="x", max_retries=0)
+    with marked() as t, AnthropicClient("m", client=sdk, max_tokens=10) as client:
+        t.annotate(t.log()[2].commit_id, cache="5m")
+        extra = t.assistant("Costs fell.")
+        t.user("And margins?")
+        t.annotate(extra.commit_id, cache="5m")
+        head = t.head
+        with pytest.raises(InvalidInput, match="at most 4 cache breakpoints; this request has 5"):
+            t.generate(client)
+        assert t.head == head  # nothing committed
+    assert recorder.requests == []  # nothing sent
 
 
 def test_priority_and_cache_are_kept_independently() -> None:

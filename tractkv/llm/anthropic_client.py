@@ -61,7 +61,14 @@ class AnthropicClient(SDKClient):
     def _request(
         self, messages: Sequence[Message], tools: Sequence[Mapping[str, Any]] | None
     ) -> dict[str, Any]:
-        return {"model": self.model, "max_tokens": self.max_tokens, **anthropic_params(messages, tools or ())}
+        # a session's tools carry its set_tools(cache=) breakpoint (ToolDefinitions.cache); the renderer checks
+        # the request's breakpoints (at most 4, no 1h after a 5m) before anything is sent
+        cache = getattr(tools, "cache", None)
+        return {
+            "model": self.model,
+            "max_tokens": self.max_tokens,
+            **anthropic_params(messages, tools or (), cache),
+        }
 
     def _send(self, client: Any, body: dict[str, Any]) -> Any:
         return sdk_call(client.messages.create, body)

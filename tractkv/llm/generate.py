@@ -12,11 +12,12 @@ from __future__ import annotations
 
 import copy
 import functools
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, Generic, TypeVar
 
 import attrs
 
+from tractkv.engine.compile.compiler import marked_tools
 from tractkv.engine.content import Message, content_blob, tool_schemas
 from tractkv.engine.session import Session, Tip
 from tractkv.engine.values import CommitInfo
@@ -40,12 +41,22 @@ C = TypeVar("C")
 class Request:
     """What a generation sends, read from the session when it starts: the tip its reply commits on (or not
     at all), the compiled messages, the tools offered (``given``: passed by the caller rather than the
-    context's)."""
+    context's) and the context's tools cache breakpoint (``set_tools(cache=)``; None for given tools)."""
 
     tip: Tip
     messages: tuple[Message, ...]
     offered: list[dict[str, Any]]
     given: bool
+    tools_cache: str | None = None
+
+    @property
+    def tools(self) -> Sequence[dict[str, Any]] | None:
+        """The tools the model is sent (None when none): :attr:`offered`, as a
+        :class:`~tractkv.engine.compile.compiler.ToolDefinitions` carrying :attr:`tools_cache` when set (the
+        Anthropic client puts it on the last tool as ``cache_control``)."""
+        if not self.offered:
+            return None
+        return marked_tools(self.offered, self.tools_cache) if self.tools_cache is not None else self.offered
 
 
 def prepare(session: Session, tools: list[dict[str, Any]] | None) -> Request:
@@ -57,7 +68,10 @@ def prepare(session: Session, tools: list[dict[str, Any]] | None) -> Request:
     # given tools are checked (a misshapen tool is refused before the model is paid for, not at commit) and
     # read as tool_schemas reads them: an MCP tools/list result offers its tools, an SDK object its dump
     offered = [s.schema for s in tool_schemas(tools)] if tools is not None else list(ctx.tools)
-    return Request(tip=tip, messages=tuple(ctx.messages), offered=offered, given=tools is not None)
+    cache = None if tools is not None else ctx.tools_cache
+    return Request(
+        tip=tip, messages=tuple(ctx.messages), offered=offered, given=tools is not None, tools_cache=cache
+    )
 
 
 @attrs.frozen
@@ -113,7 +127,7 @@ def generate(
     for their results raises :class:`UnansweredToolCalls`, before the model is called.
     """
     request = prepare(session, tools)
-    response = call_model(model, request.messages, request.offered or None, params)
+    response = call_model(model, request.messages, request.tools, params)
     return commit_reply(session, request, response, params)
 
 
@@ -241,7 +255,7 @@ def open_stream(model: object, request: Request, params: Mapping[str, Any], *, a
     if not callable(method):
         raise InvalidInput(f"{type(model).__name__} cannot stream (it has no {name} method)")
     try:
-        stream = method(request.messages, tools=request.offered or None, **params)
+        stream = method(request.messages, tools=request.tools, **params)
     except TractError:
         raise
     except Exception as exc:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import weakref
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
 from tractkv.engine.compile.state import CompileState, bulk
@@ -349,10 +349,13 @@ def load_tools(reader: Reader, toolset_id: ObjectId | None) -> tuple[dict[str, A
         assert isinstance(tool, ToolSchema)
         order = toolset.order[index] if toolset.order else None
         schemas.append(tool.schema if order is None else apply_key_order(tool.schema, order))
-    if toolset.cache is None:
-        return tuple(schemas)
+    return tuple(schemas) if toolset.cache is None else marked_tools(schemas, toolset.cache)
+
+
+def marked_tools(schemas: Iterable[dict[str, Any]], cache: str) -> ToolDefinitions:
+    """``schemas`` as :class:`ToolDefinitions` with the cache breakpoint ``cache``."""
     marked = ToolDefinitions(schemas)
-    marked.cache = toolset.cache
+    marked.cache = cache
     return marked
 
 

@@ -159,10 +159,6 @@ class CommitInfo:
         return dict(to_jsonable(self))
 
 
-MAX_CACHE_BREAKPOINTS = 4
-"""The most ``cache_control`` breakpoints an Anthropic request may hold (system, tools and messages together)."""
-
-
 @attrs.frozen(kw_only=True)
 class CompiledContext:
     """The exact context a model call needs, compiled from one commit.
@@ -358,21 +354,24 @@ class CompiledContext:
 
         Raises:
             ToolPairingError: ``strict`` and compile made repairs (see :meth:`check_pairing`).
-            InvalidInput: cache breakpoints Anthropic refuses: more than :data:`MAX_CACHE_BREAKPOINTS`, or a
-                ``1h`` one after a ``5m`` one (tools, then system, then messages); the message names them.
+            InvalidInput: cache breakpoints Anthropic refuses: more than
+                :data:`~tractkv.engine.content.render.anthropic.MAX_CACHE_BREAKPOINTS`, or a ``1h`` one after
+                a ``5m`` one (tools, then system, then messages); the message names them.
         """
-        from tractkv.engine.content import anthropic_params
+        from tractkv.engine.content.render.anthropic import check_cache_breakpoints, render_anthropic_params
 
         if strict:
             self.check_pairing()
 
-        params = anthropic_params(self.messages, copy.deepcopy(list(self.tools)), self.tools_cache)
-        self._check_breakpoints(params)
-        _check_ttl_order(params)
+        params = render_anthropic_params(self.messages, copy.deepcopy(list(self.tools)), self.tools_cache)
+        self._check_breakpoints(params)  # the count, naming the commits; then the renderer's checks
+        check_cache_breakpoints(params)
         return params
 
     def _check_breakpoints(self, params: dict[str, Any]) -> None:
-        """Refuse a request with more cache breakpoints than Anthropic takes, naming each."""
+        """Refuse a request with more cache breakpoints than Anthropic takes, naming each (commits included)."""
+        from tractkv.engine.content.render.anthropic import MAX_CACHE_BREAKPOINTS
+
         system = params.get("system")
         blocks = [*(system if isinstance(system, list) else ()), *params.get("tools", ())]
         for turn in params["messages"]:
@@ -397,28 +396,6 @@ class CompiledContext:
             f"Anthropic takes at most {MAX_CACHE_BREAKPOINTS} cache breakpoints; this context has {count}: "
             f"{'; '.join(named)} (remove some with annotate(rev, cache='off') / --cache off)"
         )
-
-
-def _check_ttl_order(params: dict[str, Any]) -> None:
-    """Refuse a request with a 1h cache breakpoint after a 5m one: Anthropic builds the cache in the order tools,
-    system, messages, and takes entries with a longer TTL only before shorter ones."""
-    system = params.get("system")
-    marks = [(f"tool {t.get('name')!r}", t) for t in params.get("tools", ())]
-    marks += [(f"system block {i}", b) for i, b in enumerate(system if isinstance(system, list) else ())]
-    for i, turn in enumerate(params["messages"]):
-        blocks = turn["content"] if isinstance(turn["content"], list) else ()
-        marks += [(f"messages[{i}] ({turn['role']})", b) for b in blocks]
-    short = None
-    for where, block in marks:
-        control = block.get("cache_control")
-        ttl = control.get("ttl", "5m") if isinstance(control, dict) else None
-        if ttl == "5m" and short is None:
-            short = where
-        elif ttl == "1h" and short is not None:
-            raise InvalidInput(
-                f"Anthropic takes 1h cache breakpoints only before 5m ones (tools, then system, then messages): "
-                f"the 1h breakpoint on {where} comes after the 5m one on {short} (change one's cache=)"
-            )
 
 
 def _left_out_part(part: Any, dialect: str) -> tuple[str, str]:

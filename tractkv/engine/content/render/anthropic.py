@@ -17,7 +17,7 @@ from tractkv.engine.content.render.common import (
     json_values,
 )
 from tractkv.engine.content.toolsets import ANTHROPIC, ANTHROPIC_SERVER, EMPTY_PARAMETERS, read_stored
-from tractkv.errors import MalformedResponse
+from tractkv.errors import InvalidInput, MalformedResponse
 
 
 def messages_to_anthropic(messages: Sequence[Message]) -> dict[str, Any]:
@@ -254,11 +254,29 @@ def tool_to_anthropic(schema: Mapping[str, Any]) -> dict[str, Any]:
     return function_fields(spec, "input_schema", strict="given")
 
 
+MAX_CACHE_BREAKPOINTS = 4
+"""The most ``cache_control`` breakpoints an Anthropic request may hold (system, tools and messages together)."""
+
+
 def anthropic_params(
     messages: Sequence[Message], tools: Sequence[Mapping[str, Any]], tools_cache: str | None = None
 ) -> dict[str, Any]:
     """Keyword arguments for ``client.messages.create``: system (when set), messages, tools (when any);
-    ``tools_cache`` puts a cache breakpoint on the last tool."""
+    ``tools_cache`` puts a cache breakpoint on the last tool.
+
+    Raises:
+        InvalidInput: cache breakpoints Anthropic refuses (see :func:`check_cache_breakpoints`).
+    """
+    params = render_anthropic_params(messages, tools, tools_cache)
+    check_cache_breakpoints(params)
+    return params
+
+
+def render_anthropic_params(
+    messages: Sequence[Message], tools: Sequence[Mapping[str, Any]], tools_cache: str | None = None
+) -> dict[str, Any]:
+    """:func:`anthropic_params` without :func:`check_cache_breakpoints` (for a caller that checks first and
+    names the breakpoints better)."""
     rendered = messages_to_anthropic(messages)
     params: dict[str, Any] = {"messages": rendered["messages"]}
     if rendered["system"]:
@@ -268,6 +286,46 @@ def anthropic_params(
         if tools_cache is not None:
             params["tools"][-1]["cache_control"] = cache_control(tools_cache)
     return params
+
+
+def _cache_marks(params: Mapping[str, Any]) -> list[tuple[str, Mapping[str, Any]]]:
+    """Every block of a request that may carry ``cache_control``, named by place, in Anthropic's cache order
+    (tools, then system, then messages)."""
+    system = params.get("system")
+    marks = [(f"tool {t.get('name')!r}", t) for t in params.get("tools", ())]
+    marks += [(f"system block {i}", b) for i, b in enumerate(system if isinstance(system, list) else ())]
+    for i, turn in enumerate(params["messages"]):
+        blocks = turn["content"] if isinstance(turn["content"], list) else ()
+        marks += [(f"messages[{i}] ({turn['role']})", b) for b in blocks]
+    return marks
+
+
+def check_cache_breakpoints(params: Mapping[str, Any]) -> None:
+    """Refuse a request Anthropic would refuse for its cache breakpoints: more than
+    :data:`MAX_CACHE_BREAKPOINTS`, or a 1h one after a 5m one (Anthropic builds the cache in the order tools,
+    system, messages, and takes entries with a longer TTL only before shorter ones).
+
+    Raises:
+        InvalidInput: naming the breakpoints by place.
+    """
+    marks = _cache_marks(params)
+    marked = [where for where, block in marks if "cache_control" in block]
+    if len(marked) > MAX_CACHE_BREAKPOINTS:
+        raise InvalidInput(
+            f"Anthropic takes at most {MAX_CACHE_BREAKPOINTS} cache breakpoints; this request has "
+            f"{len(marked)}: {'; '.join(marked)} (remove some with annotate(rev, cache='off') / --cache off)"
+        )
+    short = None
+    for where, block in marks:
+        control = block.get("cache_control")
+        ttl = control.get("ttl", "5m") if isinstance(control, dict) else None
+        if ttl == "5m" and short is None:
+            short = where
+        elif ttl == "1h" and short is not None:
+            raise InvalidInput(
+                f"Anthropic takes 1h cache breakpoints only before 5m ones (tools, then system, then messages): "
+                f"the 1h breakpoint on {where} comes after the 5m one on {short} (change one's cache=)"
+            )
 
 
 def anthropic_reply(
