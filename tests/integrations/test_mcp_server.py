@@ -282,3 +282,22 @@ def test_without_the_mcp_extra_the_command_and_the_client_say_which_extra_to_ins
     assert (
         "MissingExtra: tractkv.integrations.mcp needs the mcp extra: pip install 'tractkv[mcp]'" in out.stderr
     )
+
+
+def test_a_result_part_that_cannot_be_mcp_content_is_an_error_result() -> None:
+    t = Tract.open()
+    executor = ToolExecutor(t, profile="self")
+
+    @executor.register
+    def broken(*, context: Any) -> ToolResult:
+        """An image part without its media type."""
+        return ToolResult("broken", True, output="x", parts=[{"type": "image", "data": b"\x89PNG"}])
+
+    async def drive() -> Any:
+        async with Client(create_server(executor)) as client:
+            return await client.call_tool("broken", {})
+
+    result = anyio.run(drive)
+    assert result.is_error
+    assert "broken" in result.content[0].text
+    t.close()

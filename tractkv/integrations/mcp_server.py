@@ -100,7 +100,11 @@ def _server(executor: ToolExecutor, name: str, runner: _Worker) -> Server[Any]:
     async def call_tool(_ctx: Any, params: mcp_types.CallToolRequestParams) -> mcp_types.CallToolResult:
         arguments = dict(params.arguments or {})
         result = await runner.run(lambda: executor.execute(params.name, arguments))
-        return _mcp_result(result)
+        try:
+            return _mcp_result(result)
+        except Exception as exc:  # a part that cannot be MCP content: an error result, not a protocol error
+            text = f"tool {params.name!r} returned a result that cannot be sent over MCP: {exc!r}"
+            return mcp_types.CallToolResult(content=[mcp_types.TextContent(text=text)], is_error=True)
 
     return Server(
         name,
