@@ -301,3 +301,33 @@ def test_a_result_part_that_cannot_be_mcp_content_is_an_error_result() -> None:
     assert result.is_error
     assert "broken" in result.content[0].text
     t.close()
+
+
+def test_the_token_gate_passes_only_http_and_lifespan_scopes() -> None:
+    from tractkv.integrations.mcp_server import _TokenGate
+    from tractkv.sync.auth import TokenTable
+
+    reached: list[str] = []
+
+    async def app(scope: Any, receive: Any, send: Any) -> None:
+        reached.append(scope["type"])
+
+    gate = _TokenGate(app, TokenTable({ADMIN: ["admin"]}))
+    sent: list[dict[str, Any]] = []
+
+    async def send(message: dict[str, Any]) -> None:
+        sent.append(message)
+
+    async def receive() -> dict[str, Any]:
+        return {"type": "websocket.connect"}
+
+    async def drive() -> None:
+        headers = [(b"authorization", f"Bearer {ADMIN}".encode())]
+        await gate({"type": "websocket", "path": "/mcp", "headers": headers}, receive, send)
+        with pytest.raises(ValueError, match="weird"):
+            await gate({"type": "weird"}, receive, send)
+        await gate({"type": "lifespan"}, receive, send)
+
+    anyio.run(drive)
+    assert reached == ["lifespan"]
+    assert sent == [{"type": "websocket.close", "code": 1008}]

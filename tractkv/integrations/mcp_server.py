@@ -211,12 +211,18 @@ def http_app(server: Server[Any], host: str, tokens: TokenTable | None) -> Any:
 
 
 class _TokenGate:
-    """ASGI middleware: every HTTP request needs a bearer token with the ``admin`` scope (see the module doc)."""
+    """ASGI middleware: every HTTP request needs a bearer token with the ``admin`` scope (see the module doc);
+    only HTTP and lifespan scopes pass (a websocket is closed unaccepted, any other type refused)."""
 
     def __init__(self, app: Any, tokens: TokenTable) -> None:
         self.app, self.tokens = app, tokens
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] == "websocket":  # not served: closed before it is accepted (a 403 to the client)
+            await send({"type": "websocket.close", "code": 1008})
+            return
+        if scope["type"] not in ("http", "lifespan"):
+            raise ValueError(f"the MCP server does not serve ASGI {scope['type']!r} connections")
         if scope["type"] == "http":
             from tractkv.errors import AuthError
 
