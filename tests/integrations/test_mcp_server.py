@@ -331,3 +331,27 @@ def test_the_token_gate_passes_only_http_and_lifespan_scopes() -> None:
     anyio.run(drive)
     assert reached == ["lifespan"]
     assert sent == [{"type": "websocket.close", "code": 1008}]
+
+
+def test_serve_http_runs_off_the_main_thread(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import uvicorn
+
+    from tractkv.integrations.mcp_server import serve_http
+
+    ran: list[str] = []
+    monkeypatch.setattr(uvicorn.Server, "run", lambda self, sockets=None: ran.append("run"))
+    failures: list[BaseException] = []
+    urls: list[str] = []
+
+    def serve() -> None:
+        try:
+            serve_http(_store(tmp_path / "s"), "self", "127.0.0.1", 0, None, on_ready=urls.append)
+        except BaseException as exc:
+            failures.append(exc)
+
+    thread = threading.Thread(target=serve)
+    thread.start()
+    thread.join(30)
+    assert failures == []
+    assert ran == ["run"]
+    assert urls[0].startswith("http://127.0.0.1:")

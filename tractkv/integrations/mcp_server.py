@@ -32,6 +32,7 @@ import concurrent.futures
 import contextlib
 import json
 import signal
+import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -278,10 +279,13 @@ def serve_http(
             raise KeyboardInterrupt
 
         # uvicorn shuts down gracefully on SIGINT or SIGTERM, then re-raises the signal: both end it normally
-        previous = signal.signal(signal.SIGTERM, interrupt)
+        # (signal handlers can only be installed on the main thread: elsewhere the caller's are left alone)
+        main = threading.current_thread() is threading.main_thread()
+        previous = signal.signal(signal.SIGTERM, interrupt) if main else None
         try:
             uvicorn.Server(config).run(sockets=[sock])
         except KeyboardInterrupt:
             pass
         finally:
-            signal.signal(signal.SIGTERM, previous)
+            if main:
+                signal.signal(signal.SIGTERM, previous)
