@@ -355,3 +355,28 @@ def test_serve_http_runs_off_the_main_thread(tmp_path: Path, monkeypatch: pytest
     assert failures == []
     assert ran == ["run"]
     assert urls[0].startswith("http://127.0.0.1:")
+
+
+def _tool_threads() -> list[threading.Thread]:
+    return [th for th in threading.enumerate() if th.name.startswith("tractkv-mcp-tools")]
+
+
+def test_create_server_leaves_no_worker_thread_behind() -> None:
+    import time
+
+    before = len(_tool_threads())
+    for _ in range(3):
+        t = Tract.open()
+        server = create_server(ToolExecutor(t, profile="self"))
+
+        async def drive(server: Any = server) -> None:
+            for _run in range(2):  # a server may run again: it gets a worker again
+                async with Client(server) as client:
+                    assert not (await client.call_tool("status", {})).is_error
+
+        anyio.run(drive)
+        deadline = time.monotonic() + 5
+        while len(_tool_threads()) > before and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert len(_tool_threads()) == before
+        t.close()

@@ -33,7 +33,7 @@ import contextlib
 import json
 import signal
 import threading
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from typing import TYPE_CHECKING, Any
 
 from tractkv.errors import InvalidInput
@@ -59,30 +59,62 @@ PROFILES = ("self", "supervisor", "full")
 
 
 class _Worker:
-    """The one thread the tract is used from (a Tract belongs to one thread at a time)."""
+    """The one thread the tract is used from (a Tract belongs to one thread at a time), started at its first
+    use. A server of :func:`create_server` owns its worker: the thread ends with the server's last run (its
+    lifespan, :meth:`serving`) and a later run starts another."""
 
     def __init__(self) -> None:
-        self.pool = concurrent.futures.ThreadPoolExecutor(
-            max_workers=1, thread_name_prefix="tractkv-mcp-tools"
-        )
+        self._lock = threading.Lock()
+        self._pool: concurrent.futures.ThreadPoolExecutor | None = None
+        self._runs = 0
+
+    @property
+    def pool(self) -> concurrent.futures.ThreadPoolExecutor:
+        with self._lock:
+            if self._pool is None:
+                self._pool = concurrent.futures.ThreadPoolExecutor(
+                    max_workers=1, thread_name_prefix="tractkv-mcp-tools"
+                )
+            return self._pool
 
     async def run(self, fn: Callable[[], Any]) -> Any:
         return await asyncio.wrap_future(self.pool.submit(fn))
 
     def close(self) -> None:
-        self.pool.shutdown(wait=True)
+        with self._lock:
+            pool, self._pool = self._pool, None
+        if pool is not None:
+            pool.shutdown(wait=True)
+
+    @contextlib.asynccontextmanager
+    async def serving(self, _server: Any) -> AsyncIterator[dict[str, Any]]:
+        """A server's lifespan: when its last run ends, the thread ends (after the work it was given)."""
+        with self._lock:
+            self._runs += 1
+        try:
+            yield {}
+        finally:
+            with self._lock:
+                self._runs -= 1
+                pool = self._pool if self._runs == 0 else None
+                if pool is not None:
+                    self._pool = None
+            if pool is not None:
+                pool.shutdown(wait=False)  # never blocks the event loop; the idle thread exits at once
 
 
 def create_server(executor: ToolExecutor, *, name: str = "tractkv") -> Server[Any]:
     """An SDK server (``mcp.server.Server``) offering ``executor``'s tools; calls run ``executor.execute``
-    on one worker thread of its own, one at a time (use the executor's tract from no other thread meanwhile).
+    on one worker thread of its own, one at a time (use the executor's tract from no other thread meanwhile);
+    the thread ends when the server's run ends (the next run starts another).
     Connect it in-process (``mcp.Client(server)``) or run it with the SDK's transports."""
     if not isinstance(executor, ToolExecutor):
         raise InvalidInput(f"create_server() takes a ToolExecutor, not {type(executor).__name__}")
-    return _server(executor, name, _Worker())
+    return _server(executor, name, _Worker(), owned=True)
 
 
-def _server(executor: ToolExecutor, name: str, runner: _Worker) -> Server[Any]:
+def _server(executor: ToolExecutor, name: str, runner: _Worker, *, owned: bool = False) -> Server[Any]:
+    """The server; ``owned``: its runs own ``runner`` (its thread ends with the last), else the caller does."""
 
     async def list_tools(_ctx: Any, _params: Any) -> mcp_types.ListToolsResult:
         definitions = await runner.run(executor.definitions)
@@ -107,12 +139,14 @@ def _server(executor: ToolExecutor, name: str, runner: _Worker) -> Server[Any]:
             text = f"tool {params.name!r} returned a result that cannot be sent over MCP: {exc!r}"
             return mcp_types.CallToolResult(content=[mcp_types.TextContent(text=text)], is_error=True)
 
+    extra: dict[str, Any] = {"lifespan": runner.serving} if owned else {}
     return Server(
         name,
         version=_version(),
         instructions="Tools acting on a tractkv store: a versioned, branchable LLM context.",
         on_list_tools=list_tools,
         on_call_tool=call_tool,
+        **extra,
     )
 
 
