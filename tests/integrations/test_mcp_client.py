@@ -327,3 +327,39 @@ def test_refresh_lists_the_tools_again_when_the_server_changed_them_quietly(clea
         assert executor.execute("hidden", {}).output == "found"  # the executor picked the new list up
         server.refresh()
         assert server.version == 2  # a listing that changed nothing is no new version
+
+
+def test_refresh_raises_when_listing_fails_or_times_out_and_bad_results_are_invalid_input(
+    clean: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import anyio
+    from mcp.server.mcpserver import MCPServer
+
+    from tractkv.integrations import mcp as mcp_module
+
+    with pytest.raises(InvalidInput):
+        result_from_mcp("f", {"content": "nope"})
+    app = MCPServer("inproc")
+
+    @app.tool()
+    def echo(text: str) -> str:
+        """Echo the text."""
+        return text
+
+    with MCPConnection(app, timeout=0.5) as server:
+
+        async def failing(client: Any, cursor: str | None) -> Any:
+            raise RuntimeError("listing broke")
+
+        monkeypatch.setattr(mcp_module, "_list_page", failing)
+        with pytest.raises(ToolServerUnavailable, match="listing broke"):
+            server.refresh()
+
+        async def hanging(client: Any, cursor: str | None) -> Any:
+            await anyio.sleep(5)
+
+        monkeypatch.setattr(mcp_module, "_list_page", hanging)
+        with pytest.raises(ToolServerUnavailable, match="no answer"):
+            server.refresh()
+        monkeypatch.undo()
+        assert [tool["name"] for tool in server.refresh()] == ["echo"]

@@ -282,3 +282,101 @@ def test_without_the_mcp_extra_the_command_and_the_client_say_which_extra_to_ins
     assert (
         "MissingExtra: tractkv.integrations.mcp needs the mcp extra: pip install 'tractkv[mcp]'" in out.stderr
     )
+
+
+def test_a_result_part_that_cannot_be_mcp_content_is_an_error_result() -> None:
+    t = Tract.open()
+    executor = ToolExecutor(t, profile="self")
+
+    @executor.register
+    def broken(*, context: Any) -> ToolResult:
+        """An image part without its media type."""
+        return ToolResult("broken", True, output="x", parts=[{"type": "image", "data": b"\x89PNG"}])
+
+    async def drive() -> Any:
+        async with Client(create_server(executor)) as client:
+            return await client.call_tool("broken", {})
+
+    result = anyio.run(drive)
+    assert result.is_error
+    assert "broken" in result.content[0].text
+    t.close()
+
+
+def test_the_token_gate_passes_only_http_and_lifespan_scopes() -> None:
+    from tractkv.integrations.mcp_server import _TokenGate
+    from tractkv.sync.auth import TokenTable
+
+    reached: list[str] = []
+
+    async def app(scope: Any, receive: Any, send: Any) -> None:
+        reached.append(scope["type"])
+
+    gate = _TokenGate(app, TokenTable({ADMIN: ["admin"]}))
+    sent: list[dict[str, Any]] = []
+
+    async def send(message: dict[str, Any]) -> None:
+        sent.append(message)
+
+    async def receive() -> dict[str, Any]:
+        return {"type": "websocket.connect"}
+
+    async def drive() -> None:
+        headers = [(b"authorization", f"Bearer {ADMIN}".encode())]
+        await gate({"type": "websocket", "path": "/mcp", "headers": headers}, receive, send)
+        with pytest.raises(ValueError, match="weird"):
+            await gate({"type": "weird"}, receive, send)
+        await gate({"type": "lifespan"}, receive, send)
+
+    anyio.run(drive)
+    assert reached == ["lifespan"]
+    assert sent == [{"type": "websocket.close", "code": 1008}]
+
+
+def test_serve_http_runs_off_the_main_thread(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import uvicorn
+
+    from tractkv.integrations.mcp_server import serve_http
+
+    ran: list[str] = []
+    monkeypatch.setattr(uvicorn.Server, "run", lambda self, sockets=None: ran.append("run"))
+    failures: list[BaseException] = []
+    urls: list[str] = []
+
+    def serve() -> None:
+        try:
+            serve_http(_store(tmp_path / "s"), "self", "127.0.0.1", 0, None, on_ready=urls.append)
+        except BaseException as exc:
+            failures.append(exc)
+
+    thread = threading.Thread(target=serve)
+    thread.start()
+    thread.join(30)
+    assert failures == []
+    assert ran == ["run"]
+    assert urls[0].startswith("http://127.0.0.1:")
+
+
+def _tool_threads() -> list[threading.Thread]:
+    return [th for th in threading.enumerate() if th.name.startswith("tractkv-mcp-tools")]
+
+
+def test_create_server_leaves_no_worker_thread_behind() -> None:
+    import time
+
+    before = len(_tool_threads())
+    for _ in range(3):
+        t = Tract.open()
+        server = create_server(ToolExecutor(t, profile="self"))
+
+        async def drive(server: Any = server) -> None:
+            for _run in range(2):  # a server may run again: it gets a worker again
+                async with Client(server) as client:
+                    assert not (await client.call_tool("status", {})).is_error
+
+        anyio.run(drive)
+        deadline = time.monotonic() + 5
+        while len(_tool_threads()) > before and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert len(_tool_threads()) == before
+        t.close()

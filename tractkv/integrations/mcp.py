@@ -296,7 +296,7 @@ class MCPConnection:
             return future.result(timeout=timeout)
         except concurrent.futures.TimeoutError:
             future.cancel()
-            raise TimeoutError(f"no answer from the MCP server {self.name} within {timeout:g} s") from None
+            raise ToolServerUnavailable(self.name, f"no answer within {timeout:g} s") from None
 
     @property
     def closed(self) -> bool:
@@ -318,13 +318,24 @@ class MCPConnection:
         return [t.model_dump(by_alias=True, mode="json", exclude_none=True) for t in listing]
 
     def refresh(self) -> list[dict[str, Any]]:
-        """List the server's tools again now (the connection also does on every announced change)."""
+        """List the server's tools again now (the connection also does on every announced change).
+
+        Raises:
+            ToolServerUnavailable: the connection is closed or lost, the server did not answer in time, or
+                listing its tools failed.
+        """
 
         async def relist() -> None:
             if self._client is None:
                 raise ToolServerUnavailable(self.name, self._lost or "not connected")
-            self._stale = True
-            await self._refresh_if_stale()
+            assert self._refresh_lock is not None
+            async with self._refresh_lock:
+                try:
+                    await self._relist()
+                except Exception as exc:
+                    raise ToolServerUnavailable(
+                        self.name, f"listing its tools failed: {_reason(exc)}"
+                    ) from exc
 
         self._submit(relist(), self.timeout)
         return self.tools()
@@ -512,7 +523,10 @@ def result_from_mcp(tool_name: str, result: Any) -> ToolResult:
     """An MCP ``CallToolResult`` (SDK object or its dict) as a :class:`~tractkv.toolkit.ToolResult`: content
     as parts, ``isError`` as an error result (see the module doc, "Results")."""
     if isinstance(result, Mapping):
-        result = mcp_types.CallToolResult.model_validate(result)
+        try:
+            result = mcp_types.CallToolResult.model_validate(result)
+        except ValueError as exc:  # pydantic's ValidationError
+            raise InvalidInput(f"not an MCP CallToolResult for tool {tool_name!r}: {exc}") from exc
     parts: list[Any] = []
     texts: list[str] = []
     for block in result.content:

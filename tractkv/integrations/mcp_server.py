@@ -32,7 +32,8 @@ import concurrent.futures
 import contextlib
 import json
 import signal
-from collections.abc import Callable
+import threading
+from collections.abc import AsyncIterator, Callable
 from typing import TYPE_CHECKING, Any
 
 from tractkv.errors import InvalidInput
@@ -58,30 +59,62 @@ PROFILES = ("self", "supervisor", "full")
 
 
 class _Worker:
-    """The one thread the tract is used from (a Tract belongs to one thread at a time)."""
+    """The one thread the tract is used from (a Tract belongs to one thread at a time), started at its first
+    use. A server of :func:`create_server` owns its worker: the thread ends with the server's last run (its
+    lifespan, :meth:`serving`) and a later run starts another."""
 
     def __init__(self) -> None:
-        self.pool = concurrent.futures.ThreadPoolExecutor(
-            max_workers=1, thread_name_prefix="tractkv-mcp-tools"
-        )
+        self._lock = threading.Lock()
+        self._pool: concurrent.futures.ThreadPoolExecutor | None = None
+        self._runs = 0
+
+    @property
+    def pool(self) -> concurrent.futures.ThreadPoolExecutor:
+        with self._lock:
+            if self._pool is None:
+                self._pool = concurrent.futures.ThreadPoolExecutor(
+                    max_workers=1, thread_name_prefix="tractkv-mcp-tools"
+                )
+            return self._pool
 
     async def run(self, fn: Callable[[], Any]) -> Any:
         return await asyncio.wrap_future(self.pool.submit(fn))
 
     def close(self) -> None:
-        self.pool.shutdown(wait=True)
+        with self._lock:
+            pool, self._pool = self._pool, None
+        if pool is not None:
+            pool.shutdown(wait=True)
+
+    @contextlib.asynccontextmanager
+    async def serving(self, _server: Any) -> AsyncIterator[dict[str, Any]]:
+        """A server's lifespan: when its last run ends, the thread ends (after the work it was given)."""
+        with self._lock:
+            self._runs += 1
+        try:
+            yield {}
+        finally:
+            with self._lock:
+                self._runs -= 1
+                pool = self._pool if self._runs == 0 else None
+                if pool is not None:
+                    self._pool = None
+            if pool is not None:
+                pool.shutdown(wait=False)  # never blocks the event loop; the idle thread exits at once
 
 
 def create_server(executor: ToolExecutor, *, name: str = "tractkv") -> Server[Any]:
     """An SDK server (``mcp.server.Server``) offering ``executor``'s tools; calls run ``executor.execute``
-    on one worker thread of its own, one at a time (use the executor's tract from no other thread meanwhile).
+    on one worker thread of its own, one at a time (use the executor's tract from no other thread meanwhile);
+    the thread ends when the server's run ends (the next run starts another).
     Connect it in-process (``mcp.Client(server)``) or run it with the SDK's transports."""
     if not isinstance(executor, ToolExecutor):
         raise InvalidInput(f"create_server() takes a ToolExecutor, not {type(executor).__name__}")
-    return _server(executor, name, _Worker())
+    return _server(executor, name, _Worker(), owned=True)
 
 
-def _server(executor: ToolExecutor, name: str, runner: _Worker) -> Server[Any]:
+def _server(executor: ToolExecutor, name: str, runner: _Worker, *, owned: bool = False) -> Server[Any]:
+    """The server; ``owned``: its runs own ``runner`` (its thread ends with the last), else the caller does."""
 
     async def list_tools(_ctx: Any, _params: Any) -> mcp_types.ListToolsResult:
         definitions = await runner.run(executor.definitions)
@@ -100,14 +133,20 @@ def _server(executor: ToolExecutor, name: str, runner: _Worker) -> Server[Any]:
     async def call_tool(_ctx: Any, params: mcp_types.CallToolRequestParams) -> mcp_types.CallToolResult:
         arguments = dict(params.arguments or {})
         result = await runner.run(lambda: executor.execute(params.name, arguments))
-        return _mcp_result(result)
+        try:
+            return _mcp_result(result)
+        except Exception as exc:  # a part that cannot be MCP content: an error result, not a protocol error
+            text = f"tool {params.name!r} returned a result that cannot be sent over MCP: {exc!r}"
+            return mcp_types.CallToolResult(content=[mcp_types.TextContent(text=text)], is_error=True)
 
+    extra: dict[str, Any] = {"lifespan": runner.serving} if owned else {}
     return Server(
         name,
         version=_version(),
         instructions="Tools acting on a tractkv store: a versioned, branchable LLM context.",
         on_list_tools=list_tools,
         on_call_tool=call_tool,
+        **extra,
     )
 
 
@@ -207,12 +246,18 @@ def http_app(server: Server[Any], host: str, tokens: TokenTable | None) -> Any:
 
 
 class _TokenGate:
-    """ASGI middleware: every HTTP request needs a bearer token with the ``admin`` scope (see the module doc)."""
+    """ASGI middleware: every HTTP request needs a bearer token with the ``admin`` scope (see the module doc);
+    only HTTP and lifespan scopes pass (a websocket is closed unaccepted, any other type refused)."""
 
     def __init__(self, app: Any, tokens: TokenTable) -> None:
         self.app, self.tokens = app, tokens
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] == "websocket":  # not served: closed before it is accepted (a 403 to the client)
+            await send({"type": "websocket.close", "code": 1008})
+            return
+        if scope["type"] not in ("http", "lifespan"):
+            raise ValueError(f"the MCP server does not serve ASGI {scope['type']!r} connections")
         if scope["type"] == "http":
             from tractkv.errors import AuthError
 
@@ -268,10 +313,13 @@ def serve_http(
             raise KeyboardInterrupt
 
         # uvicorn shuts down gracefully on SIGINT or SIGTERM, then re-raises the signal: both end it normally
-        previous = signal.signal(signal.SIGTERM, interrupt)
+        # (signal handlers can only be installed on the main thread: elsewhere the caller's are left alone)
+        main = threading.current_thread() is threading.main_thread()
+        previous = signal.signal(signal.SIGTERM, interrupt) if main else None
         try:
             uvicorn.Server(config).run(sockets=[sock])
         except KeyboardInterrupt:
             pass
         finally:
-            signal.signal(signal.SIGTERM, previous)
+            if main:
+                signal.signal(signal.SIGTERM, previous)

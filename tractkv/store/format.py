@@ -25,23 +25,27 @@ def _drop_counter(writer: RawWriter) -> None:
 
 def _key_orders(writer: RawWriter) -> None:
     """Format 2 -> 3: tool sets may record the key order their schemas were given in (``ToolSet.order``,
-    docs/format.md "Tool schemas"). A format-2 store holds none (it never kept an order, so there is none to
-    recover) and compiles as before, in canonical key order: nothing to rewrite.
+    docs/format.md "Tool schemas") and a prompt-cache breakpoint after the tools (``ToolSet.cache``), and an
+    annotation may carry a cache breakpoint (its ``cache`` field). A format-2 store holds none of them (it
+    never kept an order, so there is none to recover) and compiles as before, in canonical key order with no
+    breakpoints: nothing to rewrite.
 
-    Why a new format and not only new code: a format-2 tractkv refuses a tool set with an order as an object
-    with an unknown field, in the middle of a compile; with the number raised it refuses the store on open,
-    saying to upgrade."""
+    Why a new format and not only new code: a format-2 tractkv refuses a tool set with an order or a cache,
+    or an annotation with a cache, as an object with an unknown field, in the middle of a compile; with the
+    number raised it refuses the store on open, saying to upgrade."""
     del writer
 
 
 MIGRATIONS: dict[int, Migration] = {1: _drop_counter, 2: _key_orders}
 """``MIGRATIONS[n]`` upgrades a store of format ``n`` to ``n + 1``; :func:`ensure_format` runs every step a
 store needs in the opening transaction. 1 -> 2: the sequence counter row is dropped (:func:`_drop_counter`);
-2 -> 3: tool sets may hold key orders, nothing stored changes (:func:`_key_orders`)."""
+2 -> 3: tool sets may hold key orders and cache breakpoints, annotations cache breakpoints, nothing stored
+changes (:func:`_key_orders`)."""
 
 READABLE_AS_IS: Final = frozenset({1, 2})
 """Older formats a read-only open reads without migrating (so it writes nothing): format 1 differs from 2 only
-in the counter row, which no read uses; format 2 from 3 only in holding no tool set with a key order."""
+in the counter row, which no read uses; format 2 from 3 only in holding no tool set with a key order or a
+cache breakpoint (``ToolSet.order``, ``ToolSet.cache``) and no annotation with a ``cache`` field."""
 
 
 def ensure_format(writer: RawWriter) -> int:
