@@ -6,6 +6,7 @@ exactly as before, is read as it is by a read-only open and migrated by a writin
 
 from __future__ import annotations
 
+import importlib.util
 import json
 from pathlib import Path
 from typing import Any
@@ -306,7 +307,15 @@ def _as_format_2(path: str) -> None:
 def test_a_format_2_store_compiles_as_before_and_migrates_on_a_writing_open(tmp_path: Path) -> None:
     """The golden objects (tests/store/test_golden_and_codec.py) as a format-2 store left them: its tool set
     has no order, compiles in canonical order, is read as it is read-only and migrated by a writing open."""
-    from tests.store.test_golden_and_codec import BLOB, COMMIT, TOOL, TOOLSET
+    # loaded by path: pytest's rootdir import mode puts tests/ on sys.path, not the repository (no `tests.` package)
+    spec = importlib.util.spec_from_file_location(
+        "golden_and_codec", Path(__file__).parents[1] / "store" / "test_golden_and_codec.py"
+    )
+    assert spec is not None
+    assert spec.loader is not None
+    golden = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(golden)
+    BLOB, COMMIT, TOOL, TOOLSET = golden.BLOB, golden.COMMIT, golden.TOOL, golden.TOOLSET  # noqa: N806
 
     path = str(tmp_path / "old")
     with LmdbStore(path, durable=False) as st:
