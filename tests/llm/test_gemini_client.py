@@ -17,6 +17,7 @@ from google.genai import types
 
 from tractkv import Tract
 from tractkv.aio import AsyncTract
+from tractkv.engine.content import Message
 from tractkv.errors import InvalidInput, LLMError, LLMHTTPError, MalformedResponse
 from tractkv.llm import GeminiClient, StreamDelta
 
@@ -331,3 +332,14 @@ def test_async_generate_and_stream_over_the_aio_client(recorder: Recorder) -> No
     assert streamed.commit_id == want.commit_id
     assert [d.type for d in deltas].count("tool_call") == 2
     assert recorder.requests[1].headers.get("x-goog-api-client")  # the SDK's own request
+
+
+def test_a_config_object_keeps_the_rendered_system_instruction_and_tools(recorder: Recorder) -> None:
+    recorder.reply(text_reply())
+    messages = [Message(role="system", content="Answer briefly."), Message(role="user", content="Hi")]
+    client_for(recorder).chat(messages, [WEATHER], config=types.GenerateContentConfig(temperature=0.1))
+    [request] = recorder.requests
+    body = request.body
+    assert body["systemInstruction"]["parts"] == [{"text": "Answer briefly."}]
+    assert body["tools"][0]["functionDeclarations"][0]["name"] == "get_weather"
+    assert body["generationConfig"] == {"temperature": 0.1}

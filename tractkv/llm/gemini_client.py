@@ -75,7 +75,10 @@ class GeminiClient(SDKClient):
     def _arguments(self, body: dict[str, Any]) -> dict[str, Any]:
         """``generate_content``'s arguments: ``model``, ``contents`` and everything else as its ``config``."""
         config = {k: v for k, v in body.items() if k not in ("model", "contents", "config")}
-        config.update(body.get("config") or {})
+        given = body.get("config") or {}
+        if hasattr(given, "model_dump"):  # a GenerateContentConfig: its unset (None) fields must not win
+            given = given.model_dump(exclude_none=True)
+        config.update(given)
         genai = load_sdk("google.genai", self.EXTRA, "GeminiClient")
         try:
             checked = genai.types.GenerateContentConfig.model_validate(config)
