@@ -640,3 +640,22 @@ def test_leaving_the_with_block_closes_the_response_a_bare_break_does_not() -> N
     asyncio.run(main())
     assert len(closed) == 4
     sdk.close()
+
+
+def test_a_repeated_tool_call_signature_is_kept_once_and_arguments_and_content_are_joined() -> None:
+    folder = ChatChunkFolder()
+    signature = {"google": {"thought_signature": "c2ln"}}
+    pieces = [
+        {"index": 0, "id": "c1", "type": "function", "function": {"name": "f", "arguments": '{"a"'}},
+        {"index": 0, "function": {"arguments": ": 1}"}, "extra_content": signature},
+        {"index": 0, "function": {"arguments": ""}, "extra_content": signature},
+    ]
+    for n, piece in enumerate(pieces):
+        delta = {"content": "ab"[n] if n < 2 else None, "tool_calls": [piece]}
+        folder.add({"id": "x", "choices": [{"index": 0, "delta": delta, "finish_reason": None}]})
+    folder.add({"id": "x", "choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]})
+    message = folder.body()["choices"][0]["message"]
+    [call] = message["tool_calls"]
+    assert call["extra_content"] == signature
+    assert call["function"]["arguments"] == '{"a": 1}'
+    assert message["content"] == "ab"
