@@ -343,3 +343,21 @@ def test_a_config_object_keeps_the_rendered_system_instruction_and_tools(recorde
     assert body["systemInstruction"]["parts"] == [{"text": "Answer briefly."}]
     assert body["tools"][0]["functionDeclarations"][0]["name"] == "get_weather"
     assert body["generationConfig"] == {"temperature": 0.1}
+
+
+@pytest.mark.parametrize("finish", ["MAX_TOKENS", "SAFETY"])
+def test_a_candidate_without_parts_is_refused_alike_streamed_or_not(recorder: Recorder, finish: str) -> None:
+    candidate: dict[str, Any] = {"finishReason": finish, "index": 0}
+    if finish == "MAX_TOKENS":
+        candidate["content"] = {"role": "model"}  # thinking spent the budget
+    body = {"candidates": [candidate], "usageMetadata": {"promptTokenCount": 5, "totalTokenCount": 5}}
+    client = client_for(recorder)
+    recorder.reply(body)
+    t = weather_tract()
+    head = t.head
+    with pytest.raises(MalformedResponse, match=f"finish_reason {finish}"):
+        t.generate(client)
+    recorder.stream([sse(None, body)])
+    with pytest.raises(MalformedResponse, match=f"finish_reason {finish}"):
+        list(t.generate(client, stream=True))
+    assert t.head == head
