@@ -27,7 +27,7 @@ from tractkv.errors import (
 )
 from tractkv.llm import AnthropicClient, OpenAIClient, ScriptedLLM
 from tractkv.llm.folders import ChatChunkFolder
-from tractkv.llm.streaming import ChatStream, StreamDelta
+from tractkv.llm.streaming import AsyncChatStream, ChatStream, StreamDelta
 
 from .conftest import (
     RETRY_NOW,
@@ -659,3 +659,32 @@ def test_a_repeated_tool_call_signature_is_kept_once_and_arguments_and_content_a
     assert call["extra_content"] == signature
     assert call["function"]["arguments"] == '{"a": 1}'
     assert message["content"] == "ab"
+
+
+def test_a_stream_whose_opening_failed_raises_again_and_never_resends() -> None:
+    import asyncio
+
+    sent = []
+
+    def opener() -> Any:
+        sent.append(1)
+        raise LLMError("429")
+
+    stream = ChatStream(opener, ChatChunkFolder())
+    for _ in range(3):
+        with pytest.raises(LLMError, match="429"):
+            next(stream)
+    assert len(sent) == 1
+
+    async def aopener() -> tuple[Any, bool]:
+        sent.append(2)
+        raise LLMError("503")
+
+    async def main() -> None:
+        astream = AsyncChatStream(aopener, ChatChunkFolder())
+        for _ in range(3):
+            with pytest.raises(LLMError, match="503"):
+                await anext(astream)
+
+    asyncio.run(main())
+    assert sent == [1, 2]
