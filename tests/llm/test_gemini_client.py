@@ -361,3 +361,14 @@ def test_a_candidate_without_parts_is_refused_alike_streamed_or_not(recorder: Re
     with pytest.raises(MalformedResponse, match=f"finish_reason {finish}"):
         list(t.generate(client, stream=True))
     assert t.head == head
+
+
+def test_streamed_function_call_arguments_are_refused_up_front(recorder: Recorder) -> None:
+    calling = {"function_calling_config": {"mode": "AUTO", "stream_function_call_arguments": True}}
+    client = client_for(recorder)
+    messages = [Message(role="user", content="Hi")]
+    with pytest.raises(InvalidInput, match="stream_function_call_arguments"):
+        list(client.chat_stream(messages, [WEATHER], tool_config=calling))
+    with pytest.raises(InvalidInput, match="stream_function_call_arguments"):
+        client.chat(messages, [WEATHER], tool_config=calling)
+    assert recorder.requests == []

@@ -84,6 +84,12 @@ class GeminiClient(SDKClient):
             checked = genai.types.GenerateContentConfig.model_validate(config)
         except ValueError as exc:  # pydantic's ValidationError: a field the config does not have
             raise InvalidInput(f"GeminiClient: not a GenerateContentConfig: {exc}") from None
+        calling = getattr(checked.tool_config, "function_calling_config", None)
+        if getattr(calling, "stream_function_call_arguments", None):
+            raise InvalidInput(
+                "GeminiClient: stream_function_call_arguments is not supported (a streamed reply is folded "
+                "from whole function calls, not partial_args)"
+            )
         return {"model": body["model"], "contents": body["contents"], "config": checked}
 
     def _send(self, client: Any, body: dict[str, Any]) -> Any:
