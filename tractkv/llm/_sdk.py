@@ -407,3 +407,11 @@ class SDKClient:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        """:meth:`aclose` (the async SDK client made on first use), then :meth:`close` (a sync one made)."""
+        await self.aclose()
+        self.close()
