@@ -247,3 +247,14 @@ def test_unreachable_server_and_sdk_refusals_are_llm_errors(recorder: Recorder) 
     with pytest.raises(LLMError, match="cannot reach") as info:
         client.chat(HELLO)
     assert not isinstance(info.value, LLMHTTPError)
+
+
+def test_an_sdk_refusal_before_sending_is_invalid_input_not_a_malformed_reply(recorder: Recorder) -> None:
+    client = AnthropicClient(
+        "claude-opus-4-1",
+        client=anthropic.Anthropic(api_key="x", base_url=recorder.url),
+        max_tokens=64000,
+    )
+    with pytest.raises(InvalidInput, match="Streaming is required"):
+        client.chat([Message(role="user", content="hi")])
+    assert recorder.requests == []

@@ -17,6 +17,7 @@ from google.genai import types
 
 from tractkv import Tract
 from tractkv.aio import AsyncTract
+from tractkv.engine.content import Message
 from tractkv.errors import InvalidInput, LLMError, LLMHTTPError, MalformedResponse
 from tractkv.llm import GeminiClient, StreamDelta
 
@@ -331,3 +332,43 @@ def test_async_generate_and_stream_over_the_aio_client(recorder: Recorder) -> No
     assert streamed.commit_id == want.commit_id
     assert [d.type for d in deltas].count("tool_call") == 2
     assert recorder.requests[1].headers.get("x-goog-api-client")  # the SDK's own request
+
+
+def test_a_config_object_keeps_the_rendered_system_instruction_and_tools(recorder: Recorder) -> None:
+    recorder.reply(text_reply())
+    messages = [Message(role="system", content="Answer briefly."), Message(role="user", content="Hi")]
+    client_for(recorder).chat(messages, [WEATHER], config=types.GenerateContentConfig(temperature=0.1))
+    [request] = recorder.requests
+    body = request.body
+    assert body["systemInstruction"]["parts"] == [{"text": "Answer briefly."}]
+    assert body["tools"][0]["functionDeclarations"][0]["name"] == "get_weather"
+    assert body["generationConfig"] == {"temperature": 0.1}
+
+
+@pytest.mark.parametrize("finish", ["MAX_TOKENS", "SAFETY"])
+def test_a_candidate_without_parts_is_refused_alike_streamed_or_not(recorder: Recorder, finish: str) -> None:
+    candidate: dict[str, Any] = {"finishReason": finish, "index": 0}
+    if finish == "MAX_TOKENS":
+        candidate["content"] = {"role": "model"}  # thinking spent the budget
+    body = {"candidates": [candidate], "usageMetadata": {"promptTokenCount": 5, "totalTokenCount": 5}}
+    client = client_for(recorder)
+    recorder.reply(body)
+    t = weather_tract()
+    head = t.head
+    with pytest.raises(MalformedResponse, match=f"finish_reason {finish}"):
+        t.generate(client)
+    recorder.stream([sse(None, body)])
+    with pytest.raises(MalformedResponse, match=f"finish_reason {finish}"):
+        list(t.generate(client, stream=True))
+    assert t.head == head
+
+
+def test_streamed_function_call_arguments_are_refused_up_front(recorder: Recorder) -> None:
+    calling = {"function_calling_config": {"mode": "AUTO", "stream_function_call_arguments": True}}
+    client = client_for(recorder)
+    messages = [Message(role="user", content="Hi")]
+    with pytest.raises(InvalidInput, match="stream_function_call_arguments"):
+        list(client.chat_stream(messages, [WEATHER], tool_config=calling))
+    with pytest.raises(InvalidInput, match="stream_function_call_arguments"):
+        client.chat(messages, [WEATHER], tool_config=calling)
+    assert recorder.requests == []

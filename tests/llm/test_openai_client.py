@@ -378,3 +378,22 @@ def test_generate_commits_the_reply(recorder: Recorder, client: OpenAIClient, ap
     assert info.generation_config is not None
     assert info.generation_config["temperature"] == 0
     assert info.generation_config["model"] == "gpt-test-0613"
+
+
+def test_async_with_closes_the_async_client_made_on_first_use(recorder: Recorder) -> None:
+    import asyncio
+
+    recorder.reply(reply("responses"))
+
+    async def main() -> OpenAIClient:
+        async with OpenAIClient("gpt-test", base_url=f"{recorder.url}/v1", api_key="k") as client:
+            await client.achat(HELLO)
+            assert client._async is not None
+            assert not client._async.is_closed()
+        return client
+
+    client = asyncio.run(main())
+    assert client._async is not None
+    assert client._async.is_closed()
+    assert client._sync is not None
+    assert client._sync.is_closed()

@@ -27,7 +27,7 @@ from tractkv.errors import (
 )
 from tractkv.llm import AnthropicClient, OpenAIClient, ScriptedLLM
 from tractkv.llm.folders import ChatChunkFolder
-from tractkv.llm.streaming import ChatStream, StreamDelta
+from tractkv.llm.streaming import AsyncChatStream, ChatStream, StreamDelta
 
 from .conftest import (
     RETRY_NOW,
@@ -640,3 +640,51 @@ def test_leaving_the_with_block_closes_the_response_a_bare_break_does_not() -> N
     asyncio.run(main())
     assert len(closed) == 4
     sdk.close()
+
+
+def test_a_repeated_tool_call_signature_is_kept_once_and_arguments_and_content_are_joined() -> None:
+    folder = ChatChunkFolder()
+    signature = {"google": {"thought_signature": "c2ln"}}
+    pieces = [
+        {"index": 0, "id": "c1", "type": "function", "function": {"name": "f", "arguments": '{"a"'}},
+        {"index": 0, "function": {"arguments": ": 1}"}, "extra_content": signature},
+        {"index": 0, "function": {"arguments": ""}, "extra_content": signature},
+    ]
+    for n, piece in enumerate(pieces):
+        delta = {"content": "ab"[n] if n < 2 else None, "tool_calls": [piece]}
+        folder.add({"id": "x", "choices": [{"index": 0, "delta": delta, "finish_reason": None}]})
+    folder.add({"id": "x", "choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]})
+    message = folder.body()["choices"][0]["message"]
+    [call] = message["tool_calls"]
+    assert call["extra_content"] == signature
+    assert call["function"]["arguments"] == '{"a": 1}'
+    assert message["content"] == "ab"
+
+
+def test_a_stream_whose_opening_failed_raises_again_and_never_resends() -> None:
+    import asyncio
+
+    sent = []
+
+    def opener() -> Any:
+        sent.append(1)
+        raise LLMError("429")
+
+    stream = ChatStream(opener, ChatChunkFolder())
+    for _ in range(3):
+        with pytest.raises(LLMError, match="429"):
+            next(stream)
+    assert len(sent) == 1
+
+    async def aopener() -> tuple[Any, bool]:
+        sent.append(2)
+        raise LLMError("503")
+
+    async def main() -> None:
+        astream = AsyncChatStream(aopener, ChatChunkFolder())
+        for _ in range(3):
+            with pytest.raises(LLMError, match="503"):
+                await anext(astream)
+
+    asyncio.run(main())
+    assert sent == [1, 2]

@@ -15,6 +15,7 @@ import contextlib
 import functools
 import importlib
 import inspect
+import json
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar, Self
 
@@ -99,7 +100,10 @@ def translated(
     - an error status, once the SDK's retries are spent: :class:`LLMHTTPError` (``.status``, ``.attempts``);
     - an error the provider reported in a stream that had ``started`` (an error event): :class:`LLMError`;
     - a server the SDK could not reach (or a timeout), or a stream that broke off: :class:`LLMError`;
-    - a reply the SDK could not decode (not JSON, the wrong shape): :class:`MalformedResponse`;
+    - a reply the SDK could not decode (not JSON, the wrong shape), or a ``ValueError`` in a stream that had
+      ``started``: :class:`MalformedResponse`;
+    - any other ``ValueError`` (the SDK refusing the call before sending it, e.g. anthropic's "Streaming is
+      required" for a large ``max_tokens``): :class:`InvalidInput` with the SDK's message;
     - parameters the SDK's method does not take (a ``TypeError`` from the call): :class:`InvalidInput`;
     - any other error of the SDK: :class:`LLMError`.
     """
@@ -124,13 +128,22 @@ def translated(
     if "APIConnectionError" in names or is_transport_error(exc):  # APITimeoutError too
         cause = exc.__cause__ or exc
         return LLMError(f"cannot reach {url}: {name}: {cause!r}")
-    if "APIResponseValidationError" in names or isinstance(exc, ValueError):
+    if "APIResponseValidationError" in names or (isinstance(exc, ValueError) and (started or _decoding(exc))):
         return MalformedResponse(f"{name}: {exc}"[:MAX_DETAIL], url)
+    if isinstance(exc, ValueError):  # the SDK refused the call before sending it
+        return InvalidInput(f"{where} refused the call: {exc}")
     if isinstance(exc, TypeError):
         return InvalidInput(f"{where} refused the call's parameters: {exc}")
     if type(exc).__module__.split(".", 1)[0] == sdk:
         return LLMError(f"{name}: {_detail(exc)}")
     return LLMError(f"{where} failed: {exc!r}")
+
+
+def _decoding(exc: BaseException) -> bool:
+    """Whether ``exc`` is an error reading a reply (JSON or pydantic validation), not a refusal up front."""
+    return isinstance(exc, (json.JSONDecodeError, UnicodeError)) or any(
+        k.__name__ == "ValidationError" and k.__module__.startswith("pydantic") for k in type(exc).__mro__
+    )
 
 
 @functools.cache
@@ -393,4 +406,12 @@ class SDKClient:
         return self
 
     def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        """:meth:`aclose` (the async SDK client made on first use), then :meth:`close` (a sync one made)."""
+        await self.aclose()
         self.close()

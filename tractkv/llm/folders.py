@@ -47,19 +47,31 @@ def as_dict(value: object) -> dict[str, Any]:
     return out
 
 
-def merge(into: dict[str, Any], delta: Mapping[str, Any]) -> None:
+# the Chat fields whose strings stream in pieces (dotted paths from the message); any other string keeps
+# the value that arrived first (a signature or an id repeated by a later delta is not doubled)
+CHAT_JOINED = frozenset(
+    {"content", "refusal", "reasoning_content", "reasoning", "audio.data", "audio.transcript"}
+)
+
+
+def merge(
+    into: dict[str, Any], delta: Mapping[str, Any], joined: frozenset[str] | None = None, _at: str = ""
+) -> None:
     """Fold a delta object into what arrived before: strings joined, lists extended, objects merged, other
-    values replaced; None never overwrites a value."""
+    values replaced; None never overwrites a value. With ``joined`` (dotted paths), only the strings at those
+    paths are joined; another string keeps the first value that arrived."""
     for key, value in delta.items():
         old = into.get(key)
+        path = f"{_at}{key}"
         if value is None:
             into.setdefault(key, None)
         elif isinstance(value, str) and isinstance(old, str):
-            into[key] = old + value
+            if joined is None or path in joined:
+                into[key] = old + value
         elif isinstance(value, list) and isinstance(old, list):
             old.extend(value)
         elif isinstance(value, Mapping) and isinstance(old, dict):
-            merge(old, value)
+            merge(old, value, joined, f"{path}.")
         else:
             into[key] = json.loads(json.dumps(value))  # a copy: later deltas extend ours, not the event's
 
@@ -100,7 +112,7 @@ class ChatChunkFolder:
                 if key == "delta" and isinstance(value, Mapping):
                     deltas.extend(self._delta(index, choice["message"], value))
                 elif key not in ("index", "delta"):
-                    merge(choice, {key: value})
+                    merge(choice, {key: value}, frozenset())
         return deltas
 
     def _delta(self, index: int, message: dict[str, Any], delta: Mapping[str, Any]) -> list[StreamDelta]:
@@ -112,7 +124,7 @@ class ChatChunkFolder:
             if key == "role":
                 message[key] = value
                 continue
-            merge(message, {key: value})
+            merge(message, {key: value}, CHAT_JOINED)
             if key in ("content", "refusal") and isinstance(value, str) and value:
                 out.append(
                     StreamDelta(type="text" if key == "content" else "refusal", text=value, index=index)
@@ -138,12 +150,12 @@ class ChatChunkFolder:
                 if field in ("id", "type") and value and not call.get(field):
                     call[field] = value
                 elif field not in ("index", "function", "id", "type"):
-                    merge(call, {field: value})
+                    merge(call, {field: value}, frozenset())
             for field, value in function.items():
                 if field == "name" and value and not call["function"].get("name"):
                     call["function"]["name"] = value
                 elif field != "name":
-                    merge(call["function"], {field: value})
+                    merge(call["function"], {field: value}, frozenset({"arguments"}))
             fragment = function.get("arguments")
             if first or fragment:
                 out.append(

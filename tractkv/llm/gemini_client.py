@@ -75,12 +75,21 @@ class GeminiClient(SDKClient):
     def _arguments(self, body: dict[str, Any]) -> dict[str, Any]:
         """``generate_content``'s arguments: ``model``, ``contents`` and everything else as its ``config``."""
         config = {k: v for k, v in body.items() if k not in ("model", "contents", "config")}
-        config.update(body.get("config") or {})
+        given = body.get("config") or {}
+        if hasattr(given, "model_dump"):  # a GenerateContentConfig: its unset (None) fields must not win
+            given = given.model_dump(exclude_none=True)
+        config.update(given)
         genai = load_sdk("google.genai", self.EXTRA, "GeminiClient")
         try:
             checked = genai.types.GenerateContentConfig.model_validate(config)
         except ValueError as exc:  # pydantic's ValidationError: a field the config does not have
             raise InvalidInput(f"GeminiClient: not a GenerateContentConfig: {exc}") from None
+        calling = getattr(checked.tool_config, "function_calling_config", None)
+        if getattr(calling, "stream_function_call_arguments", None):
+            raise InvalidInput(
+                "GeminiClient: stream_function_call_arguments is not supported (a streamed reply is folded "
+                "from whole function calls, not partial_args)"
+            )
         return {"model": body["model"], "contents": body["contents"], "config": checked}
 
     def _send(self, client: Any, body: dict[str, Any]) -> Any:

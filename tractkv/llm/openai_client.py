@@ -44,12 +44,14 @@ class OpenAIClient(SDKClient):
 
     Other ``params`` of a call go to the SDK's method as given (None values dropped): ``temperature``,
     ``reasoning``, ``store``, ``include``, ``max_output_tokens`` (``max_tokens`` for Chat Completions),
-    ``extra_body`` for fields the SDK does not know...
+    ``extra_body`` for fields the SDK does not know... A parameter the SDK's method does not take is not
+    refused here: it is moved into the request's ``extra_body`` and sent as a body field, so the API is the
+    one to accept it or answer with an error status (LLMHTTPError).
 
     Raises (from :meth:`chat`): LLMHTTPError (an error status once the SDK's retries are spent: ``.status``,
     ``.attempts``), MalformedResponse (a reply that is not of the API's shape), LLMError (unreachable, a
     timeout), InvalidInput (an item that is not a Message, a ``stream`` parameter: streaming is
-    :meth:`chat_stream`, a parameter the SDK's method does not take).
+    :meth:`chat_stream`, a call the SDK refuses before sending it).
     """
 
     SDK = "openai"

@@ -287,11 +287,15 @@ class LLMResponse:
             raise MalformedResponse(f"candidates[{choice}] is not an object")
         finish = _optional_str(gemini_field(candidate, "finish_reason"))
         content = gemini_field(candidate, "content")
-        if content is None:
-            raise MalformedResponse(f"candidates[{choice}] has no content (finish_reason {finish})")
+        if content is None:  # SAFETY, or MAX_TOKENS spent thinking: no parts, as a stream reads it
+            content = {"role": "model", "parts": []}
         parts, calls = gemini_reply(
             content, response_id=gemini_field(body, "response_id"), candidate=choice, strict=strict
         )
+        if not parts:  # streamed or not: an empty reply cannot be committed, so say why it is empty
+            raise MalformedResponse(
+                f"candidates[{choice}] has no content (finish_reason {finish}): an empty reply, nothing to commit"
+            )
         return cls(
             text=reply_text(parts),
             tool_calls=calls,

@@ -87,6 +87,7 @@ class _Folding:
         self._pending: deque[StreamDelta] = deque()
         self._events: Any = None
         self._closed = False
+        self._failed: Exception | None = None  # what a failed iteration raised; raised again, never resent
         self.response: LLMResponse | None = None
 
     @property
@@ -128,6 +129,19 @@ class ChatStream(_Folding):
         return self
 
     def __next__(self) -> StreamDelta:
+        """The next delta. Once an iteration failed (the opening or the stream), each further one raises the
+        same error again: the request is never sent a second time."""
+        if self._failed is not None:
+            raise self._failed
+        try:
+            return self._next()
+        except StopIteration:
+            raise
+        except Exception as exc:
+            self._failed = exc
+            raise
+
+    def _next(self) -> StreamDelta:
         while not self._pending:
             if self.response is not None:
                 raise StopIteration
@@ -184,6 +198,18 @@ class AsyncChatStream(_Folding):
         return self
 
     async def __anext__(self) -> StreamDelta:
+        """As :meth:`ChatStream.__next__`: a failed stream raises its error again and sends nothing."""
+        if self._failed is not None:
+            raise self._failed
+        try:
+            return await self._anext()
+        except StopAsyncIteration:
+            raise
+        except Exception as exc:
+            self._failed = exc
+            raise
+
+    async def _anext(self) -> StreamDelta:
         while not self._pending:
             if self.response is not None:
                 raise StopAsyncIteration

@@ -130,15 +130,17 @@ def gemini_reply(
     ``thought_signature`` as bytes when it had one.
 
     Raises:
-        MalformedResponse: no ``parts`` list, a part that is not an object, a signature that is neither bytes
+        MalformedResponse: ``content`` not an object or ``parts`` neither a list nor missing (missing or None
+            reads as no parts), a part that is not an object, a signature that is neither bytes
             nor base64, a function_call without a string ``name`` or with ``args`` that are not an object,
             text that is not a string; with ``strict``, a part of no known kind. Each names the part and field.
     """
-    if not isinstance(content, Mapping) or not isinstance(content.get("parts"), list):
+    if not isinstance(content, Mapping) or not isinstance(content.get("parts", []), (list, type(None))):
         raise MalformedResponse("the candidate's content needs a 'parts' list")
+    listed = content.get("parts") or []  # no parts (MAX_TOKENS while thinking, SAFETY): an empty reply
     parts: list[dict[str, Any]] = []
     calls: list[tuple[str | None, str, dict[str, Any], int]] = []  # (id or None, name, args, part index)
-    for index, raw in enumerate(content["parts"]):
+    for index, raw in enumerate(listed):
         where = f"candidates[{candidate}].content.parts[{index}]"
         if not isinstance(raw, Mapping):
             raise MalformedResponse(f"{where} is not an object")
