@@ -17,7 +17,7 @@ from typing import Any, Generic, TypeVar
 
 import attrs
 
-from tractkv.engine.compile.compiler import marked_tools
+from tractkv.engine.compile import marked_tools
 from tractkv.engine.content import Message, content_blob, tool_schemas
 from tractkv.engine.session import Session, Tip
 from tractkv.engine.values import CommitInfo

@@ -23,6 +23,7 @@ if TYPE_CHECKING:
         Compiler,
         context_of,
         load_tools,
+        marked_tools,
         merge_payload,
         render_all,
     )
@@ -80,6 +81,7 @@ else:
             "is_stale_rel": ".relations",
             "is_stale_row": ".slots",
             "load_tools": ".compiler",
+            "marked_tools": ".compiler",
             "merge_payload": ".compiler",
             "placeholder_tokens": ".pairing",
             "render_all": ".compiler",
@@ -112,6 +114,7 @@ __all__ = [
     "is_stale_rel",
     "is_stale_row",
     "load_tools",
+    "marked_tools",
     "merge_payload",
     "placeholder_tokens",
     "render_all",

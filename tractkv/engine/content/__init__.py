@@ -54,10 +54,13 @@ if TYPE_CHECKING:
         to_message,
     )
     from .render.anthropic import (
+        MAX_CACHE_BREAKPOINTS,
         anthropic_params,
         anthropic_reply,
         anthropic_usage,
+        check_cache_breakpoints,
         messages_to_anthropic,
+        render_anthropic_params,
     )
     from .render.common import (
         reply_provider,
@@ -138,7 +141,10 @@ else:
             "TiktokenCounter": ".tokens",
             "TokenCounter": ".tokens",
             "ToolCall": ".payload",
+            "MAX_CACHE_BREAKPOINTS": ".render.anthropic",
             "anthropic_params": ".render.anthropic",
+            "check_cache_breakpoints": ".render.anthropic",
+            "render_anthropic_params": ".render.anthropic",
             "apply_key_order": ".toolsets",
             "anthropic_reply": ".render.anthropic",
             "anthropic_usage": ".render.anthropic",
@@ -200,6 +206,7 @@ __all__ = [
     "CACHE_TTLS",
     "DEFAULT_COUNTER",
     "EMPTY_TOOLSET_ID",
+    "MAX_CACHE_BREAKPOINTS",
     "MAX_JSON_DEPTH",
     "MEDIA_LINK",
     "MERGE",
@@ -227,6 +234,7 @@ __all__ = [
     "b64",
     "byte_size",
     "canonical_payload",
+    "check_cache_breakpoints",
     "check_json",
     "content_blob",
     "content_objects",
@@ -260,6 +268,7 @@ __all__ = [
     "put_toolset",
     "raster_type",
     "read_stored",
+    "render_anthropic_params",
     "reply_provider",
     "reply_text",
     "responses_params",

@@ -358,7 +358,7 @@ class CompiledContext:
                 :data:`~tractkv.engine.content.render.anthropic.MAX_CACHE_BREAKPOINTS`, or a ``1h`` one after
                 a ``5m`` one (tools, then system, then messages); the message names them.
         """
-        from tractkv.engine.content.render.anthropic import check_cache_breakpoints, render_anthropic_params
+        from tractkv.engine.content import check_cache_breakpoints, render_anthropic_params
 
         if strict:
             self.check_pairing()
@@ -370,7 +370,7 @@ class CompiledContext:
 
     def _check_breakpoints(self, params: dict[str, Any]) -> None:
         """Refuse a request with more cache breakpoints than Anthropic takes, naming each (commits included)."""
-        from tractkv.engine.content.render.anthropic import MAX_CACHE_BREAKPOINTS
+        from tractkv.engine.content import MAX_CACHE_BREAKPOINTS
 
         system = params.get("system")
         blocks = [*(system if isinstance(system, list) else ()), *params.get("tools", ())]
