@@ -10,11 +10,11 @@ from typing import Any
 from tractkv.engine.content.media import TEXT, b64
 from tractkv.engine.content.payload import Message, Part, ToolCall
 from tractkv.engine.content.render.common import (
-    _count,
     _string_field,
     check_arguments,
     function_fields,
     json_values,
+    normalized_usage,
 )
 from tractkv.engine.content.toolsets import ANTHROPIC, ANTHROPIC_SERVER, EMPTY_PARAMETERS, read_stored
 from tractkv.errors import InvalidInput, MalformedResponse
@@ -390,11 +390,4 @@ def anthropic_usage(usage: object) -> dict[str, Any] | None:
     Raises:
         MalformedResponse: usage that is not an object, or without non-negative integer token counts.
     """
-    if usage is None:
-        return None
-    if not isinstance(usage, Mapping):
-        raise MalformedResponse(f"usage must be an object, not {type(usage).__name__}")
-    out = json_values(usage)
-    out["input_tokens"] = _count(usage, ("input_tokens",))
-    out["output_tokens"] = _count(usage, ("output_tokens",))
-    return out
+    return normalized_usage(usage, ("input_tokens",), ("output_tokens",))

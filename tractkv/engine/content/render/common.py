@@ -126,6 +126,34 @@ def _count(usage: Mapping[str, Any], names: tuple[str, ...]) -> int:
     raise MalformedResponse(f"usage has no {' or '.join(names)} count")
 
 
+def normalized_usage(
+    usage: object,
+    inputs: tuple[str, ...],
+    outputs: tuple[str, ...],
+    details: tuple[tuple[str, str, str], ...] = (),
+) -> dict[str, Any] | None:
+    """A reply's ``usage`` as every dialect's reader keeps it (None when there is none): the provider's own
+    fields (JSON values), ``input_tokens`` / ``output_tokens`` read from the first of ``inputs`` / ``outputs``
+    present, and for each ``(details, field, name)`` the count ``usage[details][field]`` as ``name`` when
+    reported and not already set.
+
+    Raises:
+        MalformedResponse: usage that is not an object, or without non-negative integer token counts.
+    """
+    if usage is None:
+        return None
+    if not isinstance(usage, Mapping):
+        raise MalformedResponse(f"usage must be an object, not {type(usage).__name__}")
+    out = json_values(usage)
+    out["input_tokens"] = _count(usage, inputs)
+    out["output_tokens"] = _count(usage, outputs)
+    for where, field, name in details:
+        value = out[where].get(field) if isinstance(out.get(where), dict) else None
+        if _is_count(value) and name not in out:
+            out[name] = value
+    return out
+
+
 def json_values(value: Mapping[str, Any], depth: int = 8) -> dict[str, Any]:
     """A copy of ``value`` holding only JSON values (str keys; str, int, finite float, bool, lists, objects),
     None values and anything else left out, nesting cut at ``depth`` (a provider's usage and blocks are

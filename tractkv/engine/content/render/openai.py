@@ -12,13 +12,12 @@ from typing import Any
 from tractkv.engine.content.media import PDF, data_url
 from tractkv.engine.content.payload import Message, Part, ToolCall
 from tractkv.engine.content.render.common import (
-    _count,
-    _is_count,
     _no_constant,
     _string_field,
     check_arguments,
     function_fields,
     json_values,
+    normalized_usage,
 )
 from tractkv.engine.content.toolsets import ANTHROPIC_SERVER, read_stored
 from tractkv.errors import MalformedResponse
@@ -291,18 +290,12 @@ def openai_usage(usage: object) -> dict[str, Any] | None:
     Raises:
         MalformedResponse: usage that is not an object, or without non-negative integer token counts.
     """
-    if usage is None:
-        return None
-    if not isinstance(usage, Mapping):
-        raise MalformedResponse(f"usage must be an object, not {type(usage).__name__}")
-    out = json_values(usage)
-    out["input_tokens"] = _count(usage, ("prompt_tokens", "input_tokens"))
-    out["output_tokens"] = _count(usage, ("completion_tokens", "output_tokens"))
-    for details, field, name in (
-        ("prompt_tokens_details", "cached_tokens", "cache_read_input_tokens"),
-        ("completion_tokens_details", "reasoning_tokens", "reasoning_tokens"),
-    ):
-        value = out.get(details, {}).get(field) if isinstance(out.get(details), dict) else None
-        if _is_count(value) and name not in out:
-            out[name] = value
-    return out
+    return normalized_usage(
+        usage,
+        ("prompt_tokens", "input_tokens"),
+        ("completion_tokens", "output_tokens"),
+        (
+            ("prompt_tokens_details", "cached_tokens", "cache_read_input_tokens"),
+            ("completion_tokens_details", "reasoning_tokens", "reasoning_tokens"),
+        ),
+    )

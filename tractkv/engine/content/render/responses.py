@@ -19,11 +19,10 @@ from typing import Any
 from tractkv.engine.content.media import PDF, data_url
 from tractkv.engine.content.payload import Message, Part, ToolCall
 from tractkv.engine.content.render.common import (
-    _count,
-    _is_count,
     _string_field,
     function_fields,
     json_values,
+    normalized_usage,
 )
 from tractkv.engine.content.toolsets import ANTHROPIC_SERVER, read_stored
 from tractkv.errors import InvalidInput, MalformedResponse
@@ -142,21 +141,15 @@ def responses_usage(usage: object) -> dict[str, Any] | None:
     Raises:
         MalformedResponse: usage that is not an object, or without non-negative integer token counts.
     """
-    if usage is None:
-        return None
-    if not isinstance(usage, Mapping):
-        raise MalformedResponse(f"usage must be an object, not {type(usage).__name__}")
-    out = json_values(usage)
-    out["input_tokens"] = _count(usage, ("input_tokens",))
-    out["output_tokens"] = _count(usage, ("output_tokens",))
-    for details, field, name in (
-        ("input_tokens_details", "cached_tokens", "cache_read_input_tokens"),
-        ("output_tokens_details", "reasoning_tokens", "reasoning_tokens"),
-    ):
-        value = out.get(details, {}).get(field) if isinstance(out.get(details), dict) else None
-        if _is_count(value) and name not in out:
-            out[name] = value
-    return out
+    return normalized_usage(
+        usage,
+        ("input_tokens",),
+        ("output_tokens",),
+        (
+            ("input_tokens_details", "cached_tokens", "cache_read_input_tokens"),
+            ("output_tokens_details", "reasoning_tokens", "reasoning_tokens"),
+        ),
+    )
 
 
 def responses_result(item: object) -> tuple[str, str | list[dict[str, Any]]]:
