@@ -10,7 +10,7 @@ from tractkv.cli import cli
 
 README = (Path(__file__).resolve().parent.parent / "README.md").read_text()
 ROWS = [line for line in README.splitlines() if line.startswith("| `tractkv ")]
-COMMON = {"--help", "--json"}  # --json: "read commands take --json", said once above the table
+COMMON = {"--help", "--json", "--store", "-C"}  # said once above the table: --json (read commands), --store, -C (all)
 
 
 def _commands() -> list[tuple[str, click.Command]]:
