@@ -34,6 +34,7 @@ from tractkv.engine.usage import (
     STATUSES,
     USAGE_LINK,
     ToolStats,
+    ToolUsage,
     UsageNode,
     flatten,
     select_trees,
@@ -136,6 +137,10 @@ class UsagePage:
     stats: dict[str, ToolStats]
     tool_names: tuple[str, ...]
     matching: frozenset[str]  # usage ids that match the filter (every shown one when there is no filter)
+    shown: frozenset[str]  # the usage ids this page shows (its groups' trees)
+    reruns: dict[
+        str, tuple[ToolUsage, ...]
+    ]  # a failed execution's id -> its re-runs, oldest first (whole history)
     filtered: bool  # a tool or status filter is applied
     start: int
     limit: int
@@ -523,6 +528,10 @@ class Inspector:
                     if isinstance(c, Commit):
                         info = commit_info(reader, cid, c, self.counter)
                 out.append(UsageGroup(commit=cid, info=info, roots=tuple(members)))
+        reruns: dict[str, list[ToolUsage]] = {}
+        for u in every:
+            if u.rerun_of is not None:
+                reruns.setdefault(u.rerun_of, []).append(u)
         return UsagePage(
             ref=ref,
             head=head,
@@ -530,6 +539,8 @@ class Inspector:
             stats=stats,
             tool_names=tuple(sorted({u.tool_name for u in every})),
             matching=matching,
+            shown=frozenset(u.id for g in out for r in g.roots for _, u in r.walk()),
+            reruns={k: tuple(sorted(v, key=lambda u: u.started_at)) for k, v in reruns.items()},
             filtered=tool is not None or status is not None,
             start=start,
             limit=limit,
