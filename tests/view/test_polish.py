@@ -59,32 +59,19 @@ def test_error_pages_keep_the_nav_bar(client: TestClient) -> None:
         assert response.status_code == status, path
         assert NAV in response.text, path
         assert "<h1>" in response.text
-    # a hub with tokens: its error pages keep the sign-out button too
-    with TemporaryHub() as locked:
-        response = locked.get("/ui/nothing", headers={"Authorization": f"Bearer {READER}"})
-        assert response.status_code == 404
-        assert NAV in response.text
-        assert 'action="/ui/logout"' in response.text
 
 
-class TemporaryHub:
-    """A hub with a read token over an empty store, as a test client."""
-
-    def __enter__(self) -> TestClient:
-        import tempfile
-
-        self._dir = tempfile.TemporaryDirectory()
-        with Tract.open(self._dir.name + "/s") as t:
-            t.user("hello")
-        self._store = LmdbStore(self._dir.name + "/s")
-        app, _ = create_app(self._store, tokens=TokenTable({READER: ["read"]}))
-        self._client = TestClient(app, base_url="http://127.0.0.1")
-        return self._client.__enter__()
-
-    def __exit__(self, *exc: object) -> None:
-        self._client.__exit__(*exc)
-        self._store.close()
-        self._dir.cleanup()
+def test_error_pages_of_a_hub_with_tokens_keep_the_sign_out_button(tmp_path: Path) -> None:
+    with Tract.open(str(tmp_path / "s")) as t:
+        t.user("hello")
+    with LmdbStore(tmp_path / "s") as st:
+        app, _ = create_app(st, tokens=TokenTable({READER: ["read"]}))
+        with TestClient(app, base_url="http://127.0.0.1") as locked:
+            for path in ("/ui/nothing", "/ui/commit/" + "0" * 64):
+                response = locked.get(path, headers={"Authorization": f"Bearer {READER}"})
+                assert response.status_code == 404
+                assert NAV in response.text
+                assert 'action="/ui/logout"' in response.text
 
 
 def test_a_typo_in_the_compare_form_shows_the_form_again(client: TestClient) -> None:

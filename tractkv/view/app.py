@@ -402,7 +402,7 @@ class Viewer:
                 raise
             rev = getattr(exc, "rev", None)
             invalid = "a" if rev == a else "b" if rev == b else None
-            body = pages.diff_body(None, a, b, ref, str(shown), invalid)
+            body = pages.diff_intro(a, b, ref, str(shown), invalid)
             raise _FormRefused(exc, "Compare two commits", body, ref) from exc
         title = f"Diff {a} → {b}" if view else "Compare two commits"
         return title, pages.diff_body(view, a, b, ref), ref, False

@@ -137,7 +137,6 @@ class UsagePage:
     stats: dict[str, ToolStats]
     tool_names: tuple[str, ...]
     matching: frozenset[str]  # usage ids that match the filter (every shown one when there is no filter)
-    shown: frozenset[str]  # the usage ids this page shows (its groups' trees)
     reruns: dict[
         str, tuple[ToolUsage, ...]
     ]  # a failed execution's id -> its re-runs, oldest first (whole history)
@@ -503,7 +502,6 @@ class Inspector:
             roots = usage_forest(reader, head)
             every = flatten(roots)
             stats = usage_stats(every)
-
             matching = frozenset(
                 u.id
                 for u in every
@@ -528,10 +526,9 @@ class Inspector:
                     if isinstance(c, Commit):
                         info = commit_info(reader, cid, c, self.counter)
                 out.append(UsageGroup(commit=cid, info=info, roots=tuple(members)))
-        reruns: dict[str, list[ToolUsage]] = {}
-        for u in every:
-            if u.rerun_of is not None:
-                reruns.setdefault(u.rerun_of, []).append(u)
+        reruns: dict[str, list[ToolUsage]] = {}  # "" gathers the executions that re-ran nothing
+        for u in every:  # in history order: a re-run comes after what it re-ran
+            reruns.setdefault(u.rerun_of or "", []).append(u)
         return UsagePage(
             ref=ref,
             head=head,
@@ -539,8 +536,7 @@ class Inspector:
             stats=stats,
             tool_names=tuple(sorted({u.tool_name for u in every})),
             matching=matching,
-            shown=frozenset(u.id for g in out for r in g.roots for _, u in r.walk()),
-            reruns={k: tuple(sorted(v, key=lambda u: u.started_at)) for k, v in reruns.items()},
+            reruns={k: tuple(v) for k, v in reruns.items() if k},
             filtered=tool is not None or status is not None,
             start=start,
             limit=limit,

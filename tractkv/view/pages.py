@@ -14,7 +14,7 @@ from urllib.parse import urlencode
 
 from tractkv.engine.content import Message, ToolCall, read_stored, schema_name
 from tractkv.engine.history import describe_commit
-from tractkv.engine.usage import RERUNNABLE, STATUSES, ToolStats, UsageNode
+from tractkv.engine.usage import RERUNNABLE, STATUSES, ToolStats, ToolUsage, UsageNode
 from tractkv.engine.values import CommitInfo, DiffEntry, StatusInfo
 from tractkv.ids import ObjectId
 
@@ -953,39 +953,7 @@ def usage_node(node: UsageNode, page: UsagePage, depth: int) -> Markup:
         detail.append(
             el("div", el("span", "result" + note, class_="key"), _clip(u.result, SHOWN_RESULT, "text result"))
         )
-    refs = []
-    if u.commit_id:
-        target = url(f"/ui/commit/{u.commit_id}", ref=page.ref) + (
-            f"#call-{u.tool_call_id}" if u.tool_call_id else ""
-        )
-        refs.append(
-            join(
-                "started by ",
-                join("call ", el("code", u.tool_call_id), " in ") if u.tool_call_id else None,
-                el("a", short(u.commit_id), href=target, class_="oid started-by", title=u.commit_id),
-            )
-        )
-    if u.result_commit:
-        refs.append(join("answered in ", commit_link(u.result_commit, page.ref)))
-    if u.heads:
-        refs.append(join("child conversation ", join(commit_link(h, page.ref) for h in u.heads)))
-    if u.rerun_of:
-        refs.append(join("re-run of ", el("a", u.rerun_of, href=_usage_href(u.rerun_of, u.commit_id, page))))
-    reruns = page.reruns.get(u.id, ())
-    if reruns:
-        refs.append(
-            join(
-                "re-run as ",
-                join(
-                    join(
-                        el("a", r.id, href=_usage_href(r.id, r.commit_id, page), class_="rerun-link"),
-                        " ",
-                        status_badge(r.status),
-                    )
-                    for r in reruns
-                ),
-            )
-        )
+    refs, reruns = _usage_refs(u, page), page.reruns.get(u.id, ())
     if refs:
         detail.append(el("div", [el("span", r) for r in refs], class_="fact refs"))
     if (
@@ -1023,10 +991,49 @@ def usage_node(node: UsageNode, page: UsagePage, depth: int) -> Markup:
     )
 
 
+def _usage_refs(u: ToolUsage, page: UsagePage) -> list[Markup]:
+    """What an execution links to: the call that started it, the commit it answered in, the child
+    conversations it ran, the execution it re-ran and the re-runs of it."""
+    refs: list[Markup] = []
+    if u.commit_id:
+        target = url(f"/ui/commit/{u.commit_id}", ref=page.ref) + (
+            f"#call-{u.tool_call_id}" if u.tool_call_id else ""
+        )
+        refs.append(
+            join(
+                "started by ",
+                join("call ", el("code", u.tool_call_id), " in ") if u.tool_call_id else None,
+                el("a", short(u.commit_id), href=target, class_="oid started-by", title=u.commit_id),
+            )
+        )
+    if u.result_commit:
+        refs.append(join("answered in ", commit_link(u.result_commit, page.ref)))
+    if u.heads:
+        refs.append(join("child conversation ", join(commit_link(h, page.ref) for h in u.heads)))
+    if u.rerun_of:
+        refs.append(join("re-run of ", el("a", u.rerun_of, href=_usage_href(u.rerun_of, u.commit_id, page))))
+    reruns = page.reruns.get(u.id, ())
+    if reruns:
+        refs.append(
+            join(
+                "re-run as ",
+                join(
+                    join(
+                        el("a", r.id, href=_usage_href(r.id, r.commit_id, page), class_="rerun-link"),
+                        " ",
+                        status_badge(r.status),
+                    )
+                    for r in reruns
+                ),
+            )
+        )
+    return refs
+
+
 def _usage_href(usage_id: str, commit: str | None, page: UsagePage) -> str:
     """A link to execution ``usage_id``: its anchor when this page shows it, else the usage page of the
     message that started it (which does), at its anchor."""
-    if usage_id in page.shown:
+    if any(x.id == usage_id for g in page.groups for root in g.roots for _, x in root.walk()):
         return f"#u-{usage_id}"
     return url("/ui/usage", ref=page.ref, commit=commit) + f"#u-{usage_id}"
 
@@ -1163,17 +1170,12 @@ def diff_form(a: str, b: str, ref: str | None, invalid: str | None = None) -> Ma
     )
 
 
-def diff_body(
-    view: DiffView | None,
-    a: str,
-    b: str,
-    ref: str | None,
-    error: str | None = None,
-    invalid: str | None = None,
+def diff_intro(
+    a: str, b: str, ref: str | None, error: str | None = None, invalid: str | None = None
 ) -> Markup:
-    """Two commits' difference: the messages of their compiled contexts and their tools in force; or the form
-    alone, filled in, with ``error`` (what was wrong with what it was given; ``invalid``: which field)."""
-    parts = [
+    """The Compare page's heading and form, filled in; ``error``: what was wrong with what the form was given
+    (shown above it), ``invalid``: the field ("a" or "b") it is about."""
+    return join(
         el("h1", "Compare two commits"),
         el(
             "p",
@@ -1182,7 +1184,12 @@ def diff_body(
         ),
         el("p", error, class_="error-text form-error", role="alert") if error else None,
         diff_form(a, b, ref, invalid),
-    ]
+    )
+
+
+def diff_body(view: DiffView | None, a: str, b: str, ref: str | None) -> Markup:
+    """Two commits' difference: the messages of their compiled contexts and their tools in force."""
+    parts = [diff_intro(a, b, ref)]
     if view is None:
         return join(parts)
     changes = view.context
