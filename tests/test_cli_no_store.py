@@ -195,3 +195,29 @@ def test_the_store_after_the_command_wins_and_dash_c_chains(tmp_path: Path) -> N
     bad = runner.invoke(cli, ["log", "-C", str(tmp_path / "no-such-dir")])
     assert bad.exit_code == 2
     assert "cannot change to" in bad.stderr
+
+
+def test_a_command_added_later_gets_the_global_options(tmp_path: Path) -> None:
+    """A new command needs nothing for `--store` / `-C`: registering it (even a subcommand added to a group
+    after the group was registered) is enough."""
+
+    @click.group("scratch-group")
+    def group() -> None:
+        pass
+
+    cli.add_command(group)
+    try:
+
+        @group.command("where")
+        @click.pass_context
+        def where(ctx: click.Context) -> None:
+            from tractkv.cli.common import state
+
+            click.echo(state(ctx).store_path)
+            click.echo(Path.cwd())
+
+        out = CliRunner().invoke(cli, ["scratch-group", "where", "-C", str(tmp_path), "--store", "s"])
+        assert out.exit_code == 0, out.output
+        assert out.stdout.splitlines() == ["s", str(tmp_path)]
+    finally:
+        cli.commands.pop("scratch-group")

@@ -47,6 +47,8 @@ class _Group(click.Group):
         super().add_command(cmd, name)
 
     def main(self, *args: Any, **kwargs: Any) -> Any:
+        for command in self.commands.values():  # a subcommand added to a group after it was registered
+            add_global_options(command)
         cwd = os.getcwd()  # -C changes it; an in-process caller (tests, click's runner) gets it back
         try:
             return super().main(*args, **kwargs)
