@@ -185,7 +185,8 @@ def commit(
     Read from stdin, the text must be UTF-8; its trailing whitespace is stripped (as git does) unless
     --verbatim. A tool result (--tool-call-id) must answer a call that waits for a result on the branch,
     as Tract.tool_result requires. An append that loses a race with another writer is re-made on the new tip;
-    an edit is refused instead (run it again)."""
+    an edit is refused instead (run it again). A TEXT that starts with '-' goes after `--`:
+    `tractkv commit --tool-call-id c1 -- "-3C, snow"`."""
     meta = _json_option(metadata, "--metadata") if metadata is not None else None
     calls = [_json_option(call, "--tool-call") for call in tool_calls]  # checked before stdin is read
     if text is None:
