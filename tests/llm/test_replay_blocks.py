@@ -507,3 +507,12 @@ def test_the_rules_catch_what_the_renderer_must_not_do() -> None:
     late = {"role": "assistant", "content": [{"type": "text", "text": "a"}, *interleaved()]}
     with pytest.raises(RuleBroken, match="starts with its thinking"):
         check_anthropic({"messages": [{"role": "user", "content": "q"}, late]}, open_tail=True)
+
+
+def test_the_chat_rules_take_an_audio_reply_by_id_only() -> None:
+    base = [{"role": "user", "content": "hi"}]
+    check_chat({"messages": [*base, {"role": "assistant", "audio": {"id": "audio_1"}}]})
+    with pytest.raises(RuleBroken, match="audio is"):
+        check_chat({"messages": [*base, {"role": "assistant", "audio": {"id": "audio_1", "data": "UklG"}}]})
+    with pytest.raises(RuleBroken, match="needs content"):
+        check_chat({"messages": [*base, {"role": "assistant"}]})
