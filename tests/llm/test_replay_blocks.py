@@ -516,3 +516,17 @@ def test_the_chat_rules_take_an_audio_reply_by_id_only() -> None:
         check_chat({"messages": [*base, {"role": "assistant", "audio": {"id": "audio_1", "data": "UklG"}}]})
     with pytest.raises(RuleBroken, match="needs content"):
         check_chat({"messages": [*base, {"role": "assistant"}]})
+
+
+def test_a_named_ordered_reply_keeps_its_thinking_first() -> None:
+    with Tract.open() as t:
+        t.user("Weather?")
+        info = t.record_response(message([b for b in interleaved() if b["type"] != "text"]))
+        t.commit({**info.content, "name": "scout"}, operation="edit", edit_target=info.commit_id)
+        t.tool_result("toolu_01A", "weather", "18°C")
+        t.tool_result("toolu_01B", "weather", "9°C")
+        params = t.compile().to_anthropic_params()
+    sent = params["messages"][1]["content"]
+    assert [b["type"] for b in sent] == ["thinking", "text", "tool_use", "thinking", "tool_use"]
+    assert sent[1] == {"type": "text", "text": "scout:"}
+    check_anthropic(params)

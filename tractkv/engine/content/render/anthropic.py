@@ -170,7 +170,8 @@ def _tool_use(call: ToolCall, ids: _AnthropicIds, part: Part | None = None) -> d
 
 def _ordered_blocks(message: Message, ids: _AnthropicIds) -> list[dict[str, Any]]:
     """An ordered message's blocks: each part in order, each ``tool_use`` where its ``anthropic_call`` part
-    stands (a call with none, after the rest), the name prefix as for any message."""
+    stands (a call with none, after the rest), the name prefix as for any message (a ``<name>:`` text it adds
+    goes after the leading thinking, which stays first)."""
     calls = {c.id: c for c in message.tool_calls}
     placed: set[str] = set()
     rebuilt: list[dict[str, Any]] = []
@@ -180,8 +181,13 @@ def _ordered_blocks(message: Message, ids: _AnthropicIds) -> list[dict[str, Any]
             rebuilt.append(_tool_use(calls[part.call_id], ids, part))
         else:
             rebuilt.extend(_anthropic_parts((part,)))
-    if message.name is not None:
-        _prefix_name(rebuilt, message.name)
+    if message.name is not None:  # on its first text, or a text of its own after the leading thinking
+        lead = 0
+        while lead < len(rebuilt) and rebuilt[lead]["type"] in _THINKING:
+            lead += 1
+        rest = rebuilt[lead:]
+        _prefix_name(rest, message.name)
+        rebuilt[lead:] = rest
     rebuilt.extend(_tool_use(c, ids) for c in message.tool_calls if c.id not in placed)
     return rebuilt
 
