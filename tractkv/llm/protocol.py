@@ -66,7 +66,8 @@ class LLMResponse:
 
     Attributes:
         text: the reply's text: its text parts joined ("" when it only calls tools or refuses).
-        tool_calls: the tools it calls, arguments decoded (a dict, never a JSON string).
+        tool_calls: the tools it calls, arguments decoded (a dict, never a JSON string; ``{}`` with the
+            exact string as ``invalid_arguments`` when the model wrote arguments that are not a JSON object).
         parts: the reply's content in the order the provider sent it, as payload parts: ``{"type": "text",
             "text"}``, ``{"type": "thinking", "thinking", "signature"}``, ``{"type": "redacted_thinking",
             "data"}``, ``{"type": "refusal", "refusal"}``, ``{"type": "responses_item", "item"}`` (an OpenAI
@@ -128,7 +129,8 @@ class LLMResponse:
         """The reply as dialogue content to commit (what :func:`tractkv.engine.content.payload.normalize` accepts).
 
         ``{"type": "dialogue", "role": "assistant", "text": ..., "parts": [...], "tool_calls": [{"id", "name",
-        "arguments"}, ...]}``. ``parts`` (every part, in order) is there only when the reply is more than one
+        "arguments"}, ...]}`` (a call whose arguments were not a JSON object also has ``invalid_arguments``,
+        the exact string). ``parts`` (every part, in order) is there only when the reply is more than one
         text: thinking, a refusal, several text blocks, or a text with Gemini's ``thought_signature``;
         ``tool_calls`` only when the reply calls tools.
         Everything is a copy: changing the payload does not change this response.
@@ -137,9 +139,7 @@ class LLMResponse:
         if len(self.parts) > 1 or any(set(p) != {"type", "text"} for p in self.parts):  # not one plain text
             payload["parts"] = [dict(p) for p in self.parts]
         if self.tool_calls:
-            payload["tool_calls"] = [
-                {"id": c.id, "name": c.name, "arguments": copy.deepcopy(c.arguments)} for c in self.tool_calls
-            ]
+            payload["tool_calls"] = [copy.deepcopy(c.to_payload()) for c in self.tool_calls]
         return payload
 
     @classmethod

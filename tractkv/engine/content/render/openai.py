@@ -4,15 +4,13 @@
 from __future__ import annotations
 
 import copy
-import json
 import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from tractkv.engine.content.media import PDF, data_url
-from tractkv.engine.content.payload import Message, Part, ToolCall
+from tractkv.engine.content.payload import Message, Part, ToolCall, parse_arguments
 from tractkv.engine.content.render.common import (
-    _no_constant,
     _string_field,
     check_arguments,
     function_fields,
@@ -89,10 +87,7 @@ def _openai_call(call: ToolCall, parts: Sequence[Part]) -> dict[str, Any]:
     out: dict[str, Any] = {
         "id": call.id,
         "type": "function",
-        "function": {
-            "name": call.name,
-            "arguments": json.dumps(call.arguments, ensure_ascii=False, separators=(",", ":")),
-        },
+        "function": {"name": call.name, "arguments": call.arguments_text},
     }
     for part in parts:
         if part.type == "gemini_call" and part.call_id == call.id and part.extra_content is not None:
@@ -170,10 +165,14 @@ def openai_params(messages: Sequence[Message], tools: Sequence[Mapping[str, Any]
 def openai_tool_call(raw: object, index: int) -> ToolCall:
     """One OpenAI tool call (``{"id", "type": "function", "function": {"name", "arguments"}}``, arguments a
     JSON string or an object) as a :class:`ToolCall`; the flat ``{"id", "name", "arguments"}`` form and
-    :class:`ToolCall` values pass too. Empty arguments (``""`` or missing) mean ``{}``.
+    :class:`ToolCall` values pass too. Empty arguments (``""`` or missing) mean ``{}``. An arguments string
+    that holds no JSON object a payload can store (invalid or truncated JSON, an array, NaN, ...:
+    :func:`~tractkv.engine.content.payload.parse_arguments`) is kept exactly as ``invalid_arguments``, with
+    ``arguments`` ``{}``: the call is recorded and sent back to OpenAI as it came.
 
     Raises:
-        MalformedResponse: not an object, no name or id, or arguments that are not a JSON object.
+        MalformedResponse: not an object, no name or id, or arguments that are neither a string nor a JSON
+            object.
     """
     if isinstance(raw, ToolCall):
         return raw
@@ -183,23 +182,19 @@ def openai_tool_call(raw: object, index: int) -> ToolCall:
     name, arguments = function.get("name"), function.get("arguments")
     if not isinstance(name, str) or not name:
         raise MalformedResponse(f"tool_calls[{index}] has no function name")
-    if arguments is None or (isinstance(arguments, str) and not arguments.strip()):
-        arguments = {}
-    elif isinstance(arguments, str):  # OpenAI sends arguments as a JSON string
-        try:
-            arguments = json.loads(arguments, parse_constant=_no_constant)
-        except json.JSONDecodeError as exc:
-            raise MalformedResponse(f"tool_calls[{index}] ({name}) arguments are not JSON: {exc}") from None
-        except ValueError as exc:  # NaN / Infinity: not JSON, and no store could hold them
-            raise MalformedResponse(f"tool_calls[{index}] ({name}) arguments hold {exc}") from None
-        except RecursionError:  # hostile nesting ("[[[[..."): refused like any other bad JSON
-            raise MalformedResponse(f"tool_calls[{index}] ({name}) arguments are nested too deeply") from None
-    if not isinstance(arguments, Mapping):
-        raise MalformedResponse(f"tool_calls[{index}] ({name}) arguments must be a JSON object")
-    check_arguments(arguments, f"tool_calls[{index}] ({name}) arguments")
     call_id = raw.get("id")
     if not isinstance(call_id, str) or not call_id:
         raise MalformedResponse(f"tool_calls[{index}] ({name}) has no id")
+    if isinstance(arguments, str):  # OpenAI sends arguments as a JSON string
+        parsed = parse_arguments(arguments)
+        if parsed is None:  # what the model wrote is not a JSON object: kept as it is
+            return ToolCall(id=call_id, name=name, arguments={}, invalid_arguments=arguments)
+        arguments = parsed
+    elif arguments is None:
+        arguments = {}
+    if not isinstance(arguments, Mapping):
+        raise MalformedResponse(f"tool_calls[{index}] ({name}) arguments must be a JSON object")
+    check_arguments(arguments, f"tool_calls[{index}] ({name}) arguments")
     return ToolCall(id=call_id, name=name, arguments=dict(arguments))
 
 
