@@ -24,7 +24,16 @@ from tractkv.toolkit import ToolContext, ToolExecutor, tool
 from .conftest import Recorder, openai_completion, response_body
 
 CUT_OFF = '{"city": "Par'
-WRITTEN = [CUT_OFF, "[1, 2]", '{"x": NaN}', "42", '{"a": 1} trailing', "{'single': 'quotes'}", '{"n": 1e999}']
+WRITTEN = [
+    CUT_OFF,
+    "[1, 2]",
+    '{"x": NaN}',
+    "42",
+    '{"a": 1} trailing',
+    "{'single': 'quotes'}",
+    '{"n": 1e999}',
+    "[" * 10**5,  # hostile nesting: kept as the string it is, never decoded (it was refused before)
+]
 
 
 def chat_call(arguments: str, call_id: str = "call_1", name: str = "get_weather") -> dict[str, Any]:
@@ -38,7 +47,7 @@ def recorded(arguments: str) -> Tract:
     return t
 
 
-@pytest.mark.parametrize("written", WRITTEN)
+@pytest.mark.parametrize("written", WRITTEN, ids=[w[:20] for w in WRITTEN])
 def test_a_chat_call_with_arguments_that_are_not_an_object_is_recorded_exactly(written: str) -> None:
     t = recorded(written)
     calls = t.log(1)[0].content["tool_calls"]

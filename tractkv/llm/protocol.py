@@ -40,6 +40,7 @@ PART_FIELDS = {
     "text": ("text",),
     "thinking": ("thinking", "signature"),
     "redacted_thinking": ("data",),
+    "reasoning": ("reasoning",),
     "refusal": ("refusal",),
     "responses_item": ("item",),
     "gemini_thought": ("text",),

@@ -35,6 +35,9 @@ document            ``media_type``, ``media``, or ``url`` (https, a PDF); option
                     ``title``
 thinking            ``thinking``, ``signature`` (Anthropic extended thinking)          assistant
 redacted_thinking   ``data`` (Anthropic's opaque string)                               assistant
+reasoning           ``reasoning``: reasoning text a provider sent without a           assistant
+                    signature (an OpenAI-compatible ``reasoning_content``, a
+                    LangChain ``reasoning`` block); never sent back as thinking
 refusal             ``refusal``                                                       assistant
 responses_item      ``item``: an OpenAI Responses output item other than a message,   assistant
                     verbatim (``reasoning``, ``function_call``, built-in tool calls)
@@ -174,7 +177,8 @@ class Part:
 
     ``type`` says which fields are set: ``text`` (``text``); ``image`` / ``document`` (``media_type`` and
     ``data`` with ``media`` its blob id, or ``url``; ``detail`` / ``title``); ``thinking`` (``thinking``,
-    ``signature``); ``redacted_thinking`` (``redacted``: Anthropic's opaque data); ``refusal``
+    ``signature``); ``redacted_thinking`` (``redacted``: Anthropic's opaque data); ``reasoning``
+    (``thinking``: unsigned reasoning text); ``refusal``
     (``refusal``); ``responses_item`` (``item``: an OpenAI Responses output item, verbatim); Gemini's
     ``gemini_thought`` (``text``), ``gemini_call`` (``call_id``, ``made_id``, ``extra_content``) and
     ``gemini_part`` (``item``: the part, verbatim). ``thought_signature`` is a Gemini signature (bytes) on a
@@ -221,6 +225,8 @@ class Part:
             return {"type": "thinking", "thinking": self.thinking, "signature": self.signature}
         if kind == "redacted_thinking":
             return {"type": "redacted_thinking", "data": self.redacted}
+        if kind == "reasoning":
+            return {"type": "reasoning", "reasoning": self.thinking}
         if kind == "responses_item":
             return {"type": "responses_item", "item": self.item}
         if kind == "gemini_part":
@@ -581,7 +587,9 @@ def _canonical(content: object, media: dict[str, Blob], stored: StoredMedia | No
 # --- content parts ----------------------------------------------------------------------------------------
 
 GEMINI_PARTS = frozenset({"gemini_thought", "gemini_call", "gemini_part"})
-ASSISTANT_PARTS = frozenset({"thinking", "redacted_thinking", "refusal", "responses_item", *GEMINI_PARTS})
+ASSISTANT_PARTS = frozenset(
+    {"thinking", "redacted_thinking", "reasoning", "refusal", "responses_item", *GEMINI_PARTS}
+)
 MEDIA_PARTS = frozenset({"image", "document"})
 DETAILS = ("auto", "high", "low")
 
@@ -741,6 +749,11 @@ def _part(
         elif kind == "redacted_thinking":
             _keys(item, where, {"type", "data"})
             fields = {"data": item.get("data")}
+        elif kind == "reasoning":
+            _keys(item, where, {"type", "reasoning"})
+            fields = {"reasoning": item.get("reasoning")}
+            if fields["reasoning"] == "":
+                raise ContentError(f"{where}: an empty reasoning part (leave it out instead)")
         else:
             _keys(item, where, {"type", "refusal"})
             fields = {"refusal": item.get("refusal")}
@@ -1140,6 +1153,8 @@ def _to_part(p: dict[str, Any], load_media: MediaLoader) -> Part:
         return Part(type=kind, thinking=p["thinking"], signature=p["signature"])
     if kind == "redacted_thinking":
         return Part(type=kind, redacted=p["data"])
+    if kind == "reasoning":
+        return Part(type=kind, thinking=p["reasoning"])
     if kind == "responses_item":
         return Part(type=kind, item=p["item"])
     return Part(type="refusal", refusal=p["refusal"])
@@ -1210,6 +1225,8 @@ def part_markers(parts: object, sizes: dict[str, int] | None = None) -> str:
             markers.append(f"[thinking {len(str(part.get('thinking', '')))} chars]")
         elif kind == "redacted_thinking":
             markers.append("[redacted thinking]")
+        elif kind == "reasoning":
+            markers.append(f"[reasoning {len(str(part.get('reasoning', '')))} chars]")
         elif kind == "refusal":
             markers.append(f"[refusal: {part.get('refusal')}]")
         elif kind == "responses_item":

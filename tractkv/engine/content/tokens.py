@@ -22,7 +22,8 @@ than text (:func:`part_tokens`), by these documented estimates:
   item's summary through the counter plus ``len(encrypted_content) / 4``, another item ``len(JSON) / 4``
   (a function_call none: it is counted as the tool call); **gemini_thought**: its text through the counter;
   **gemini_part**: ``len(JSON) / 4`` (bytes as their repr); a ``thought_signature`` and a **gemini_call**
-  nothing (the signature is not billed as text; the call is counted as the tool call).
+  nothing (the signature is not billed as text; the call is counted as the tool call); **reasoning**
+  (unsigned reasoning text) nothing: no dialect sends it.
 """
 
 from __future__ import annotations

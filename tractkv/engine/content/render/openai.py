@@ -201,20 +201,27 @@ def openai_tool_call(raw: object, index: int) -> ToolCall:
 def openai_reply(message: Mapping[str, Any]) -> tuple[tuple[dict[str, Any], ...], tuple[ToolCall, ...]]:
     """The parts and tool calls of an assistant message in OpenAI's shape.
 
-    Parts, in order: the ``content`` (a string, or a list of ``text`` / ``output_text`` / ``refusal`` parts,
+    Parts, in order: LiteLLM's ``thinking_blocks`` (a Claude reply through LiteLLM: ``thinking`` with its
+    ``signature``, ``redacted_thinking`` with its ``data``, as the Anthropic reader keeps them, so the
+    Anthropic dialect sends them back; a thinking block without a signature is ``reasoning``); else a
+    ``reasoning_content`` string (DeepSeek, vLLM, LiteLLM for other providers) as ``{"type": "reasoning",
+    "reasoning"}``, unsigned text no dialect sends back; then the ``content`` (a string, or a list of ``text`` /
+    ``output_text`` / ``refusal`` parts,
     as some OpenAI-compatible servers send) as ``{"type": "text", "text"}`` parts (empty text left out), then
     the message's ``refusal`` as ``{"type": "refusal", "refusal"}``, then for each tool call with an
     ``extra_content`` object (Gemini's OpenAI-compatible endpoint sends ``{"google": {"thought_signature"}}``
     there) ``{"type": "gemini_call", "call_id", "extra_content"}``, which :func:`messages_to_openai` sends back
     on that call. The fields a message has no place for
     (``annotations``, ``audio``, the deprecated ``function_call``, some servers' ``reasoning_content``) are
-    :func:`openai_extras`.
+    :func:`openai_extras` (``reasoning_content`` only when it is neither a part nor the thinking blocks'
+    text).
 
     Raises:
         MalformedResponse: content that is neither text, None nor a list of parts; a refusal that is not a
-            string; ``tool_calls`` not a list, or a malformed call.
+            string; ``tool_calls`` not a list, or a malformed call; ``thinking_blocks`` not a list of
+            thinking / redacted_thinking blocks with string fields.
     """
-    parts: list[dict[str, Any]] = []
+    parts = _reasoning_parts(message)
     content = message.get("content")
     if isinstance(content, str):
         if content:
@@ -254,6 +261,38 @@ def openai_reply(message: Mapping[str, Any]) -> tuple[tuple[dict[str, Any], ...]
     return tuple(parts), read
 
 
+def _reasoning_parts(message: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The parts of a message's ``thinking_blocks`` (LiteLLM) or, without any, its ``reasoning_content``."""
+    blocks = message.get("thinking_blocks")
+    if blocks is None or blocks == []:
+        reasoning = message.get("reasoning_content")
+        return (
+            [{"type": "reasoning", "reasoning": reasoning}]
+            if isinstance(reasoning, str) and reasoning
+            else []
+        )
+    if not isinstance(blocks, list):
+        raise MalformedResponse(f"thinking_blocks must be a list, not {type(blocks).__name__}")
+    parts: list[dict[str, Any]] = []
+    for index, block in enumerate(blocks):
+        where = f"thinking_blocks[{index}]"
+        kind = block.get("type") if isinstance(block, Mapping) else None
+        if kind == "redacted_thinking":
+            parts.append({"type": kind, "data": _string_field(block, "data", where)})
+        elif kind == "thinking":
+            thinking = _string_field(block, "thinking", where)
+            signature = block.get("signature")
+            if isinstance(signature, str) and signature:
+                parts.append({"type": kind, "thinking": thinking, "signature": signature})
+            elif signature is not None and not isinstance(signature, str):
+                raise MalformedResponse(f"{where} thinking block has a signature that is not a string")
+            elif thinking:  # unsigned: nothing Anthropic would take back as thinking
+                parts.append({"type": "reasoning", "reasoning": thinking})
+        else:
+            raise MalformedResponse(f"{where} is not a thinking or redacted_thinking block")
+    return parts
+
+
 OPENAI_EXTRA_FIELDS = ("annotations", "audio", "function_call", "reasoning_content")
 
 
@@ -267,11 +306,23 @@ def openai_extras(message: Mapping[str, Any]) -> tuple[dict[str, Any], ...]:
     extras = []
     for field in OPENAI_EXTRA_FIELDS:
         value = message.get(field)
+        if field == "reasoning_content" and _reasoning_read(message, value):
+            continue
         if value not in (None, "", [], {}):
             kept = json_values({"value": value})
             if "value" in kept:
                 extras.append({"type": "openai_field", "field": field, "value": kept["value"]})
     return tuple(extras)
+
+
+def _reasoning_read(message: Mapping[str, Any], reasoning: object) -> bool:
+    """Whether :func:`openai_reply` read ``reasoning_content`` into the parts: as a ``reasoning`` part (no
+    thinking blocks), or as the thinking blocks' text joined (LiteLLM's copy of them)."""
+    blocks = message.get("thinking_blocks")
+    if not isinstance(blocks, list) or not blocks:
+        return isinstance(reasoning, str)
+    joined = "".join(str(b.get("thinking") or "") for b in blocks if isinstance(b, Mapping))
+    return reasoning == joined
 
 
 def openai_usage(usage: object) -> dict[str, Any] | None:
