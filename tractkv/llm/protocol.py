@@ -313,7 +313,9 @@ class LLMResponse:
         """A provider's complete reply, whichever provider: an OpenAI ``ChatCompletion``, an OpenAI Responses
         ``Response``, an Anthropic ``Message`` or a Gemini ``GenerateContentResponse``, as the SDK object
         (anything with ``model_dump()``), its ``model_dump()`` dict or the JSON body as a plain dict. The shape
-        says which (:func:`~tractkv.engine.content.reply_provider`).
+        says which (:func:`~tractkv.engine.content.reply_provider`). A LiteLLM ``ModelResponse`` is a chat
+        completion (its Claude ``thinking_blocks`` kept as signed thinking); a LangChain ``AIMessage`` /
+        ``AIMessageChunk`` (or its dump) is read by :func:`tractkv.llm.adapters.langchain_reply`.
 
         An OpenAI completion may hold several choices (``n > 1``): ``choice`` picks one (the first by
         default); the others are not read; for Gemini it picks the candidate. ``strict`` refuses a Responses
@@ -331,6 +333,17 @@ class LLMResponse:
             raise InvalidInput(f"choice must be a non-negative int, not {choice!r}")
         body = _as_body(response)
         provider = reply_provider(body)
+        if provider is None and body.get("type") in ("ai", "AIMessageChunk"):
+            from tractkv.llm.adapters import langchain_body, langchain_reply  # loaded for such a reply only
+
+            message = langchain_body(body)
+            if message is not None:
+                if choice:
+                    raise InvalidInput("a LangChain AI message has one reply: choice must be 0")
+                try:
+                    return cls(**langchain_reply(message), raw=body)
+                except MalformedResponse as exc:
+                    raise InvalidResponse(exc.reason) from None
         try:
             if provider == "openai":
                 return cls.from_openai(body, choice=choice)
@@ -524,6 +537,8 @@ def _unknown_shape(body: Mapping[str, Any]) -> str:
         )
     if kind == "response":
         return "a Responses API object needs an 'output' list"
+    if isinstance(kind, str) and "additional_kwargs" in body and "content" in body:
+        return f"a LangChain {kind} message: only an AI message (AIMessage, AIMessageChunk) is a reply"
     if body.get("type") == "message":
         return "an Anthropic message needs a 'content' list of blocks"
     return (
