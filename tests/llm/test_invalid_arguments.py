@@ -251,3 +251,31 @@ def test_a_call_stored_before_keeps_its_id_and_its_rendering() -> None:
     assert ctx.to_openai_params()["messages"][1]["tool_calls"][0]["function"]["arguments"] == "{}"
     assert ctx.to_responses_params()["input"][1]["arguments"] == CUT_OFF  # the item, verbatim
     assert ctx.left_out("anthropic") == ()
+
+
+def test_json_output_shows_the_string() -> None:
+    from tractkv.engine.content import ToolCall
+    from tractkv.model import to_jsonable
+
+    call = ToolCall(id="c", name="f", arguments={}, invalid_arguments=CUT_OFF)
+    assert to_jsonable(call) == {"id": "c", "name": "f", "arguments": {}, "invalid_arguments": CUT_OFF}
+    assert to_jsonable(ToolCall(id="c", name="f")) == {"id": "c", "name": "f", "arguments": {}}
+
+
+def test_people_see_the_string_in_the_cli_the_export_and_the_viewer(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from tractkv.cli import cli
+    from tractkv.view.pages import _call_text
+
+    store = str(tmp_path / "s")
+    with Tract.open(store, durable=False) as t:
+        t.user("Weather in Paris?")
+        t.record_response(openai_completion(None, [chat_call(CUT_OFF)]))
+        call = t.compile().messages[-1].tool_calls[0]
+    runner = CliRunner()
+    shown = runner.invoke(cli, ["--store", store, "compile", "--format", "text"])
+    assert f"-> get_weather({CUT_OFF}) id=call_1" in shown.output
+    exported = runner.invoke(cli, ["--store", store, "export", "--format", "markdown"])
+    assert CUT_OFF in exported.output
+    assert _call_text(call) == f"call get_weather (call_1):\n{CUT_OFF}"

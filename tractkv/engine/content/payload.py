@@ -127,10 +127,15 @@ class ToolCall:
     invalid_arguments: str | None = None
 
     def to_payload(self) -> dict[str, Any]:
+        """The stored form: ``{"id", "name", "arguments"}``, plus ``invalid_arguments`` when set."""
         out = {"id": self.id, "name": self.name, "arguments": self.arguments}
         if self.invalid_arguments is not None:
             out["invalid_arguments"] = self.invalid_arguments
         return out
+
+    def to_dict(self) -> dict[str, Any]:
+        """The stored form (:meth:`to_payload`): what ``to_jsonable`` and ``--json`` show."""
+        return self.to_payload()
 
     @property
     def arguments_text(self) -> str:
