@@ -80,6 +80,21 @@ def test_openai_arguments_no_store_could_hold_as_values_are_kept_as_the_string(w
         }
 
 
+def test_openai_arguments_at_the_depth_limit_are_an_object_and_one_deeper_the_string() -> None:
+    with Tract.open() as t:
+        t.user("hi")
+        at_limit = t.record_response(openai_reply(json.dumps(nested(MAX_ARGUMENT_DEPTH))))
+        assert at_limit.content["tool_calls"][0]["arguments"] == nested(MAX_ARGUMENT_DEPTH)
+        deeper = json.dumps(nested(MAX_ARGUMENT_DEPTH + 1))
+        over = t.record_response(openai_reply(deeper))
+        assert over.content["tool_calls"][0] == {
+            "id": "c1",
+            "name": "f",
+            "arguments": {},
+            "invalid_arguments": deeper,
+        }
+
+
 def test_arguments_at_the_depth_limit_are_recorded() -> None:
     with Tract.open() as t:
         t.user("hi")

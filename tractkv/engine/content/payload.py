@@ -165,11 +165,15 @@ def parse_arguments(text: str) -> dict[str, Any] | None:
         return None
     if not isinstance(value, dict):
         return None
-    try:
-        check_json(value, "arguments")
-    except ContentError:
+    try:  # the walk of check_json, the arguments counted at the depth they are stored at
+        _json_walk(value, _ARGUMENTS_DEPTH, False, True, {}, set())
+    except (_NotJson, _TooMany):
         return None
     return value
+
+
+_ARGUMENTS_DEPTH = 3  # a payload's arguments object nests as deep as the codec allows less 2 levels (payload,
+# tool_calls list): render.common.MAX_ARGUMENT_DEPTH, what the reply readers check
 
 
 def _not_json_constant(name: str) -> Any:
