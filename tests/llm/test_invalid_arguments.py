@@ -215,6 +215,12 @@ def test_the_agent_loop_answers_such_a_call_with_an_error_result() -> None:
     assert (failed.status, failed.tool_call_id) == ("error", "call_1")
     # the model saw its own string and the error on its next call
     assert llm.calls[1].messages[1].tool_calls[0].invalid_arguments == CUT_OFF
+    # re-running the failed execution fails again for the same reason, not for a made-up argument
+    executor = ToolExecutor(t, profile=None, tools=[get_weather])
+    rerun = toolkit.rerun_tool_usage(t, failed.id, executor)
+    assert (rerun.status, rerun.rerun_of) == ("error", failed.id)
+    assert "not a JSON object" in str(rerun.error)
+    assert ran == ["Paris"]
 
 
 OLD_PAYLOAD = {  # what a Responses reply with cut-off arguments stored before invalid_arguments existed
