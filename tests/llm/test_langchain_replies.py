@@ -162,6 +162,11 @@ def test_a_chunk_keeps_its_streamed_argument_strings() -> None:
     ]
 
 
+def test_a_plain_dict_in_the_dump_shape_is_read_too() -> None:
+    info = recorded({"type": "ai", "content": "Hello."}).log(1)[0]
+    assert info.content == {"type": "dialogue", "role": "assistant", "text": "Hello."}
+
+
 def test_a_reasoning_content_kwarg_is_reasoning_text() -> None:
     reply = AIMessage(content="4", additional_kwargs={"reasoning_content": "2 + 2."})
     info = recorded(reply).log(1)[0]

@@ -1,8 +1,9 @@
 """Replies that came through another framework, read into the fields of an
 :class:`~tractkv.llm.protocol.LLMResponse` (which :meth:`~tractkv.llm.protocol.LLMResponse.from_provider` builds).
 
-LangChain's ``AIMessage`` / ``AIMessageChunk`` (the object, its ``model_dump()``, or ``messages_to_dict``'s
-``{"type": "ai", "data": {...}}``), recognized by its shape: nothing of LangChain is imported, here or at
+LangChain's ``AIMessage`` / ``AIMessageChunk`` (the object, its ``model_dump()``, a dict of that shape such as
+``{"type": "ai", "content": ...}``, or ``messages_to_dict``'s ``{"type": "ai", "data": {...}}``), recognized by
+its shape: nothing of LangChain is imported, here or at
 ``import tractkv``. (A LiteLLM ``ModelResponse`` is a chat completion: the OpenAI reader reads its
 ``thinking_blocks`` and ``reasoning_content``.)
 """
@@ -24,7 +25,6 @@ from tractkv.errors import ContentError, MalformedResponse
 
 LANGCHAIN_AI_TYPES = ("ai", "AIMessageChunk")
 """The ``type`` of a LangChain AI message's dump (``AIMessage``, ``AIMessageChunk``)."""
-_MESSAGE_KEYS = {"content", "additional_kwargs", "response_metadata"}
 _SKIPPED_KWARGS = {"tool_calls", "function_call", "refusal", "reasoning_content"}  # read, or the calls again
 
 
@@ -34,7 +34,7 @@ def langchain_body(body: Mapping[str, Any]) -> Mapping[str, Any] | None:
     data = body.get("data")
     if body.get("type") in LANGCHAIN_AI_TYPES and isinstance(data, Mapping) and "content" in data:
         body = data  # messages_to_dict: {"type": "ai", "data": {...}}
-    if body.get("type") in LANGCHAIN_AI_TYPES and _MESSAGE_KEYS & set(body) == _MESSAGE_KEYS:
+    if body.get("type") in LANGCHAIN_AI_TYPES and "content" in body:
         return body
     return None
 
