@@ -22,6 +22,8 @@ from .conftest import Recorder, anthropic_message
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # never fetch the price list: loopback only
 litellm = pytest.importorskip("litellm")
+# litellm's own TypedDicts make pydantic warn (ReadOnly items) when it builds their schemas: not ours
+pytestmark = pytest.mark.filterwarnings("ignore:Item.* the `ReadOnly` qualifier:UserWarning")
 
 THINKING = {
     "type": "thinking",
