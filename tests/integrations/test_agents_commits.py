@@ -139,6 +139,13 @@ def test_a_runner_with_function_tools_leaves_real_tool_turns(
         assert ctx.token_count > 0
         assert [tool["name"] for tool in ctx.tools] == ["weather"]  # the agent's tools are in force
         assert [tool["function"]["name"] for tool in _params(ctx, "openai")["tools"]] == ["weather"]
+        # every execution is a usage record, linked from its result: tool_usages and the stats read them
+        usages = t.tool_usages()
+        assert [(u.tool_name, u.status, u.tool_call_id, u.arguments, u.result) for u in usages] == [
+            ("weather", "success", calls[0], {"city": "Paris"}, "sunny"),
+            ("weather", "success", calls[1], {"city": "Rome"}, "rain"),
+        ]
+        assert t.tool_usage_stats()["weather"].count == 2
         # each model turn's first commit carries the request's token usage the SDK reported
         assert [(c.role, c.usage["input_tokens"], c.usage["output_tokens"]) for c in t.log() if c.usage] == [
             ("assistant", 10, 2),

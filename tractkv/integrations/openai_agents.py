@@ -58,7 +58,8 @@ import contextlib
 import random
 import threading
 import time
-from typing import TYPE_CHECKING, Any
+from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from tractkv.errors import (
     BranchNotFound,
@@ -82,6 +83,7 @@ from tractkv.engine import open_session
 from tractkv.engine.content import MAX_JSON_DEPTH, check_json, content_objects, responses_usage
 from tractkv.engine.history import HEADS
 from tractkv.engine.session import Session
+from tractkv.engine.usage import DEFAULT_RESULT_LIMIT, USAGE_LINK, new_usage_id, truncate
 from tractkv.integrations.agents_items import (
     INSTRUCTION,
     RESULT,
@@ -95,7 +97,8 @@ from tractkv.integrations.agents_items import (
     turn_payload,
     user_content,
 )
-from tractkv.model import Blob, Commit
+from tractkv.model import Blob, Commit, UsageRecord
+from tractkv.store import WriteBatch
 from tractkv.tract import Tract
 
 if TYPE_CHECKING:
@@ -108,6 +111,7 @@ KEY = "agents"
 FORMAT = 1  # an item record: {"v": 1, "item": <the item>}
 POP_FORMAT = 2  # a pop of a turn's later item: {"v": 2, "pop": <its commit id>} on an edit of the turn
 MAX_APPEND_ATTEMPTS = 16  # add_items re-made on a tip another writer moved, at most this many times
+EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 MAX_DEPTH = MAX_JSON_DEPTH  # nesting of an item's JSON value (what a commit's metadata may hold)
 
 
@@ -321,7 +325,7 @@ class TractkvSession:
                     with session.batch():
                         turn = self._turn_now(visible)
                         usages = self._turn_usages(wrapper, items, turn is not None)
-                        made: dict[str, tuple[ObjectId, str]] = {}
+                        made: dict[str, _Call] = {}
                         for index, item in enumerate(items):
                             extra: dict[str, Any] = {"tools": tools} if index == 0 and tools else {}
                             if turn is None and item_kind(item) == TURN and usages:
@@ -344,7 +348,7 @@ class TractkvSession:
         session: Session,
         item: dict[str, Any],
         turn: tuple[ObjectId, dict[str, Any]] | None,
-        made: dict[str, tuple[ObjectId, str]],
+        made: dict[str, _Call],
         visible: list[tuple[ObjectId, Any]],
         extra: dict[str, Any],
     ) -> tuple[ObjectId, dict[str, Any]] | None:
@@ -374,16 +378,18 @@ class TractkvSession:
             )
             message = turn[0] if turn else info.commit_id
             for call in calls:
-                made[call["id"]] = (message, call["name"])
+                made[call["id"]] = _Call(message, call["name"], call["arguments"], _us(info.created_at))
             return message, blob.data
         reply_to: ObjectId | None = None
+        record: UsageRecord | None = None
         try:
             if kind == RESULT:
                 answered = made.get(str(item.get("call_id"))) or self._call_of(visible, item.get("call_id"))
                 if answered is None:
                     raise ContentError("its call is no tool call of this session's turns")
-                reply_to = answered[0]
-                blob, media = result_content(item, answered[1])
+                reply_to = answered.message
+                blob, media = result_content(item, answered.name)
+                record = _execution(answered, str(item.get("call_id")), blob, session.clock())
             elif kind == USER:
                 blob, media = user_content(item)
             elif kind == INSTRUCTION:
@@ -392,9 +398,19 @@ class TractkvSession:
                 blob, media = note(item)
         except (ContentError, InvalidInput):
             blob, media = note(item)
-            reply_to = None
+            reply_to, record = None, None
+
+        def stage(batch: WriteBatch) -> dict[str, tuple[ObjectId, ...]]:
+            return {USAGE_LINK: (batch.put(record),)} if record is not None else {}
+
         session.commit_content(
-            blob, operation="append", reply_to=reply_to, metadata=metadata, tools=tools, media=media
+            blob,
+            operation="append",
+            reply_to=reply_to,
+            metadata=metadata,
+            tools=tools,
+            media=media,
+            stage=stage if record is not None else None,
         )
         return None
 
@@ -435,16 +451,19 @@ class TractkvSession:
             return None
         return message, data
 
-    def _call_of(self, visible: list[tuple[ObjectId, Any]], call_id: object) -> tuple[ObjectId, str] | None:
-        """The message commit and tool name of the visible function_call ``call_id``, when its turn shows
-        it as a tool call (None otherwise: a call stored as a note answers as a note)."""
+    def _call_of(self, visible: list[tuple[ObjectId, Any]], call_id: object) -> _Call | None:
+        """The visible function_call ``call_id`` (its turn's commit, tool name, arguments, when it was
+        stored), when its turn shows it as a tool call (None otherwise: a call stored as a note answers as a
+        note)."""
         for oid, item in reversed(visible):
             if item.get("type") == "function_call" and item.get("call_id") == call_id:
                 message = self._target[oid]
                 data = self._payload(message) or {}
                 for call in data.get("tool_calls", ()) if data.get("role") == "assistant" else ():
                     if isinstance(call, dict) and call.get("id") == call_id:
-                        return message, str(call.get("name"))
+                        arguments = call.get("arguments")
+                        started = self.tract.store.get_commit(oid).created_at
+                        return _Call(message, str(call.get("name")), arguments, started)
                 return None
         return None
 
@@ -570,3 +589,40 @@ def _function(name: str, description: str, parameters: Any, strict: bool) -> dic
         "parameters": parameters,
         "strict": strict,
     }
+
+
+class _Call(NamedTuple):
+    """A tool call of a turn, as a result answering it needs it."""
+
+    message: ObjectId  # the turn's commit (the result's reply_to, its usage record's commit)
+    name: str
+    arguments: Any
+    started: int  # µs since the epoch: when the call was stored
+
+
+def _us(when: datetime) -> int:
+    return (when - EPOCH) // timedelta(microseconds=1)
+
+
+def _execution(call: _Call, call_id: str, blob: Blob, now_us: int) -> UsageRecord:
+    """The usage record of the execution a function_call_output reports: the call's tool, arguments and
+    result (cut to the toolkit's limit), ``start`` when the call was stored and ``end`` when its result was
+    (the SDK ran the tool between the two: its own timing is not in the items), status ``success`` (an
+    output is all the SDK stores: a tool's error reaches the model as its output text)."""
+    data = blob.data if isinstance(blob.data, dict) else {}
+    text = data.get("text") or "".join(
+        p.get("text", "") for p in data.get("parts", ()) if isinstance(p, dict) and p.get("type") == "text"
+    )
+    result, full = truncate(str(text), DEFAULT_RESULT_LIMIT)
+    return UsageRecord(
+        usage_id=new_usage_id(call.started),
+        tool_name=call.name,
+        status="success",
+        started_at=call.started,
+        completed_at=max(call.started, now_us),
+        arguments=call.arguments if isinstance(call.arguments, dict) and call.arguments else None,
+        result=result,
+        result_chars=full,
+        commit=call.message,
+        tool_call_id=call_id,
+    )
