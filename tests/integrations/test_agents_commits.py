@@ -214,6 +214,16 @@ ITEMS: list[dict[str, Any]] = [
         ],
     },
     {"type": "computer_call_output", "call_id": "cc_1", "output": {"type": "computer_screenshot"}},
+    # another provider's reply through the SDK (LiteLLM): its reasoning a note, the placeholder id left out
+    {"type": "reasoning", "id": "__fake_id__", "summary": [], "provider_data": {"model": "claude"}},
+    {
+        "type": "function_call",
+        "id": "__fake_id__",
+        "call_id": "c9",
+        "name": "lookup",
+        "arguments": "{}",
+        "provider_data": {"model": "claude"},
+    },
     {"type": "function_call_output", "call_id": "nowhere", "output": "orphan"},
     {"no": "shape"},
 ]
@@ -236,6 +246,8 @@ def test_each_item_becomes_the_commit_a_user_expects(tmp_path: Path) -> None:
             ("append", "dialogue", "tool"),
             ("append", "dialogue", "assistant"),  # a new turn after the result
             ("edit", "dialogue", "assistant"),  # computer_call_output: a provider item of the turn
+            ("append", "reasoning", "assistant"),  # another provider's reasoning: a note
+            ("append", "dialogue", "assistant"),  # its call: a turn of its own
             ("append", "reasoning", "assistant"),  # a result whose call is no call of the session: a note
             ("append", "reasoning", "assistant"),  # no known shape: a note, as before
         ]
@@ -250,7 +262,10 @@ def test_each_item_becomes_the_commit_a_user_expects(tmp_path: Path) -> None:
             "assistant",
             "tool",
             "assistant",
+            "assistant",  # c9: a tool run in progress at the end of the context
         ]
+        call = {"type": "function_call", "call_id": "c9", "name": "lookup", "arguments": "{}"}
+        assert ctx.messages[6].parts[0].item == call
         user = ctx.messages[2]
         assert [p.type for p in user.parts] == ["text", "image"]
         assert user.parts[1].detail == "low"

@@ -9,7 +9,8 @@ An item is a Responses API input item (JSON). Its commit's content is what a tra
   other item type: ``web_search_call``, ``file_search_call``, ``computer_call``, ...) are one **assistant
   turn**: a run of them is one ``dialogue`` assistant message, as a Responses reply recorded by
   ``record_response`` is (text and refusal parts; every other item verbatim as a ``responses_item`` part, in
-  order; a ``function_call`` also one of the message's tool calls, so compile pairs its result and every
+  order, as the SDK sends it to the Responses API: its placeholder id ``__fake_id__`` and ``provider_data``
+  left out, another provider's reasoning a note; a ``function_call`` also one of the message's tool calls, so compile pairs its result and every
   dialect sends it). The run's first item appends the message; each further item is an ``edit`` of it giving
   the whole turn so far, so compile, the tool queries and every renderer see one turn (parallel calls in one
   assistant message, a reasoning item ahead of the call it preceded, ``encrypted_content`` kept);
@@ -33,6 +34,7 @@ from tractkv.errors import ContentError, InvalidInput
 from tractkv.model import Blob
 
 USER, INSTRUCTION, TURN, RESULT, OTHER = "user", "instruction", "turn", "result", "other"
+FAKE_ID = "__fake_id__"  # the SDK's placeholder id of an item from a provider that gives none
 NO_OUTPUT = "(no output)"  # what an empty function_call_output shows (a tool message is never empty)
 
 
@@ -124,7 +126,14 @@ def turn_parts(item: dict[str, Any]) -> tuple[list[dict[str, Any]], list[dict[st
             else:
                 raise ContentError(f"an assistant message part of type {kind!r}")
         return parts, []
-    kept = {k: v for k, v in item.items() if v is not None}
+    # as the SDK sends items to the Responses API: its placeholder id and other providers' data left out
+    kept = {k: v for k, v in item.items() if v is not None and k != "provider_data"}
+    if kept.get("id") == FAKE_ID:
+        del kept["id"]
+    if kept.get("type") == "reasoning" and item.get("provider_data"):
+        raise ContentError(
+            "another provider's reasoning (provider_data): the Responses API takes only its own"
+        )
     part = {"type": "responses_item", "item": kept}
     if kept.get("type") != "function_call":
         return [part], []
