@@ -10,10 +10,11 @@ An item is a Responses API input item (JSON). Its commit's content is what a tra
   turn**: a run of them is one ``dialogue`` assistant message, as a Responses reply recorded by
   ``record_response`` is (text and refusal parts; every other item verbatim as a ``responses_item`` part, in
   order, as the SDK sends it to the Responses API: its placeholder id ``__fake_id__`` and ``provider_data``
-  left out, another provider's reasoning a note; a ``function_call`` also one of the message's tool calls, so compile pairs its result and every
-  dialect sends it). The run's first item appends the message; each further item is an ``edit`` of it giving
-  the whole turn so far, so compile, the tool queries and every renderer see one turn (parallel calls in one
-  assistant message, a reasoning item ahead of the call it preceded, ``encrypted_content`` kept);
+  left out, another provider's reasoning a note; a ``function_call`` also one of the message's tool calls, so
+  compile pairs its result and every dialect sends it). The run's first item appends the message; each
+  further item is an ``edit`` of it giving the whole turn so far, so compile, the tool queries and every
+  renderer see one turn (parallel calls in one assistant message, a reasoning item ahead of the call it
+  preceded, ``encrypted_content`` kept);
 * a ``function_call_output``: a ``dialogue`` tool message answering its call (``tool_call_id``, the call's
   tool ``name``, ``reply_to`` the turn's commit), its output text (``(no output)`` for an empty one), or its
   parts.
