@@ -169,6 +169,9 @@ def test_a_runner_with_function_tools_leaves_real_tool_turns(
             assert '"city"' in page.text.replace("&#34;", '"').replace("&quot;", '"')
             results = [client.get(f"/ui/commit/{r.commit_id}", params={"ref": ref}) for r in turns[0].results]
             assert all(r.status_code == 200 for r in results)
+            usage = client.get("/ui/usage", params={"ref": ref})  # the tool usage page lists both runs
+            assert usage.status_code == 200
+            assert usage.text.count(">weather<") >= 2, usage.text
             assert "sunny" in results[0].text
             assert "rain" in results[1].text
     if responses:  # the SDK's second request sent the session's items back: tractkv gave them as stored
