@@ -195,6 +195,7 @@ class TractkvSession:
         self._content: dict[ObjectId, ObjectId] = {}  # message commit -> its content blob now
         self._hidden: set[ObjectId] = set()  # message commits a skip annotation hides
         self._popped: set[ObjectId] = set()  # items of a turn a pop took out of it
+        self._visible: list[tuple[ObjectId, Any]] | None = []  # the items shown, None: to be made again
         self._usage: tuple[Any, int] = (
             None,
             0,
@@ -235,16 +236,22 @@ class TractkvSession:
             else:
                 chain.reverse()
             if cursor is None:  # not a descendant of what we read, or a merge: from scratch
-                self._items, self._target, self._content = {}, {}, {}
-                self._hidden, self._popped = set(), set()
+                self._forget()
             for oid, commit in chain:
                 self._take(oid, commit)
             self._tip = tip
-        return [
-            (oid, item)
-            for oid, item in self._items.items()
-            if oid not in self._popped and self._target[oid] not in self._hidden
-        ]
+        if self._visible is None:  # a skip, unskip or pop since: the list is made again
+            self._visible = [
+                (oid, item)
+                for oid, item in self._items.items()
+                if oid not in self._popped and self._target[oid] not in self._hidden
+            ]
+        return self._visible  # the callers only read it
+
+    def _forget(self) -> None:
+        self._items, self._target, self._content = {}, {}, {}
+        self._hidden, self._popped = set(), set()
+        self._visible = []
 
     def _take(self, oid: ObjectId, commit: Commit) -> None:
         target = commit.edit_target
@@ -258,6 +265,7 @@ class TractkvSession:
                 self._hidden.add(message)
             elif priority in ("normal", "pinned"):
                 self._hidden.discard(message)
+            self._visible = None
             return
         edit = commit.operation == "edit" and message is not None and commit.content is not None
         if edit and message is not None and commit.content is not None:
@@ -273,6 +281,7 @@ class TractkvSession:
             if not edit or item_oid is None or self._target.get(item_oid) != message:
                 raise DecodeError(f"{where}: not an Agents SDK pop of an item of its turn", oid)
             self._popped.add(item_oid)
+            self._visible = None
             return
         if not (
             isinstance(record, dict) and record.get("v") == FORMAT and isinstance(record.get("item"), dict)
@@ -281,6 +290,7 @@ class TractkvSession:
         problem = json_problem(record["item"], read=True)  # a store may come from another machine
         if problem is not None:
             raise DecodeError(f"{where}: an Agents SDK item that is not a JSON value: {problem}", oid)
+        fresh = oid not in self._items  # (a commit read again after a failed read is not shown twice)
         self._items[oid] = record["item"]
         if edit and message is not None:
             self._target[oid] = message  # a further item of an assistant turn: an edit of its message
@@ -288,6 +298,8 @@ class TractkvSession:
             self._target[oid] = oid
             if commit.content is not None:
                 self._content[oid] = commit.content
+        if fresh and self._visible is not None and self._target[oid] not in self._hidden:
+            self._visible.append((oid, record["item"]))
 
     def _get(self, limit: int | None) -> list[Any]:
         limit = resolve_session_limit(limit, self.session_settings)
@@ -501,8 +513,8 @@ class TractkvSession:
                 self._writer = None
             with contextlib.suppress(BranchNotFound):  # never written, or deleted by another handle
                 self.tract.delete_branch(name, force=True)
-            self._tip, self._items, self._target, self._content = None, {}, {}, {}
-            self._hidden, self._popped = set(), set()
+            self._tip = None
+            self._forget()
 
     # --- the SDK's protocol -------------------------------------------------------------------------------
 
