@@ -502,7 +502,7 @@ class TractkvSession:
                     metadata={KEY: {"v": POP_FORMAT, "pop": str(oid)}},
                 )
             self._refresh()
-            return item
+            return _copy(item)  # the caller may edit it
 
     def _clear(self) -> None:
         with self._lock:
