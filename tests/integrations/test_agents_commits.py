@@ -407,8 +407,9 @@ def test_a_session_written_by_the_code_before_reads_as_it_did_and_goes_on(tmp_pa
         assert asyncio.run(session.get_items()) == items
         assert asyncio.run(session.pop_item()) == items[-1]  # an item the old code wrote: a skip, as before
         assert asyncio.run(session.get_items()) == items[:-1]
-        with Tract.open(store) as t:
-            t.branch("elsewhere")  # the clone stands on the session's branch: a checked-out one is kept
+    with Tract.open(store) as t:
+        t.branch("elsewhere")  # the clone stood on the session's branch: a checked-out one is kept
+    with TractkvSession("old", store) as session:
         asyncio.run(session.clear_session())
         assert asyncio.run(session.get_items()) == []
 
