@@ -196,10 +196,8 @@ class TractkvSession:
         self._hidden: set[ObjectId] = set()  # message commits a skip annotation hides
         self._popped: set[ObjectId] = set()  # items of a turn a pop took out of it
         self._visible: list[tuple[ObjectId, Any]] | None = []  # the items shown, None: to be made again
-        self._usage: tuple[Any, int] = (
-            None,
-            0,
-        )  # the run's SDK Usage, and how many of its requests are written
+        # the run's SDK Usage and how many of its requests are written (after this add_items lands)
+        self._usage: tuple[Any, int] = (None, 0)
         self._usage_after = self._usage
 
     def close(self) -> None:
@@ -267,8 +265,9 @@ class TractkvSession:
                 self._hidden.discard(message)
             self._visible = None
             return
-        edit = commit.operation == "edit" and message is not None and commit.content is not None
-        if edit and message is not None and commit.content is not None:
+        edit = False
+        if commit.operation == "edit" and message is not None and commit.content is not None:
+            edit = True
             self._content[message] = commit.content  # the turn as it stands (an item, a pop, any edit)
         meta = commit.metadata
         record = meta.get(KEY) if isinstance(meta, dict) else None
@@ -489,7 +488,7 @@ class TractkvSession:
             if message == oid:  # an item with a message of its own: hidden (a skip, tractkv's own rule)
                 self._session().annotate(oid, "skip", "Agents SDK pop_item")
             else:  # a further item of an assistant turn: the turn goes back to what it was before it
-                before = next(o for o, _i in reversed(visible[:-1]) if self._target[o] == message)
+                before = next((o for o, _i in reversed(visible[:-1]) if self._target[o] == message), message)
                 content = self.tract.store.get_commit(before).content
                 blob = self.tract.store.get(content) if content is not None else None
                 if not isinstance(blob, Blob) or not isinstance(blob.data, dict):
