@@ -537,7 +537,8 @@ def compile_cmd(
 @json_option
 @with_state
 def diff(st: CliState, a: str, b: str | None, as_json: bool) -> None:
-    """Message-level changes between the compiled contexts of A and B (default HEAD)."""
+    """Changes between the compiled contexts of A and B (default HEAD): messages added (+), removed (-),
+    modified (~), then tools added, removed or given another schema."""
     result = st.tract(readonly=True).diff(a, b)
     if as_json:
         echo_json(to_jsonable(result))
@@ -550,6 +551,9 @@ def diff(st: CliState, a: str, b: str | None, as_json: bool) -> None:
         text = clip(msg.content if msg else "", 72)
         role = msg.role if msg else ""
         click.echo(f"{sign.get(e.change, '?')} {short_id(e.commit_id)} [{role}] {text}")
+    for tool in result.tools:  # the tool set's changes, by name
+        keys = f" ({', '.join(tool.changed_keys)})" if tool.changed_keys else ""
+        click.echo(f"{sign.get(tool.change, '~')} tool {tool.name}{keys}")
     note(f"token delta {result.token_delta:+d}")
 
 

@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     )
     from .repairs import Repair
     from .reports import (
+        BlameEntry,
         BranchInfo,
         BudgetOverrun,
         ChildInfo,
@@ -27,12 +28,15 @@ if TYPE_CHECKING:
         ParentInfo,
         ReflogEntry,
         RunResult,
+        SearchHit,
         StatusInfo,
+        ToolChange,
     )
 else:
     __getattr__, __dir__ = _lazy.lazy_exports(
         __name__,
         {
+            "BlameEntry": ".reports",
             "BranchInfo": ".reports",
             "BudgetOverrun": ".reports",
             "ChildInfo": ".reports",
@@ -47,12 +51,15 @@ else:
             "ReflogEntry": ".reports",
             "Repair": ".repairs",
             "RunResult": ".reports",
+            "SearchHit": ".reports",
             "StatusInfo": ".reports",
+            "ToolChange": ".reports",
             "timestamp": ".records",
         },
     )
 
 __all__ = [
+    "BlameEntry",
     "BranchInfo",
     "BudgetOverrun",
     "ChildInfo",
@@ -67,6 +74,8 @@ __all__ = [
     "ReflogEntry",
     "Repair",
     "RunResult",
+    "SearchHit",
     "StatusInfo",
+    "ToolChange",
     "timestamp",
 ]

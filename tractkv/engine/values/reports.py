@@ -97,10 +97,78 @@ class ContextDiff:
     target: ObjectId | None
     entries: tuple[DiffEntry, ...]
     token_delta: int
+    tools: tuple[ToolChange, ...] = ()  # the tool set's changes, by name (added, removed, changed)
 
     @property
     def is_empty(self) -> bool:
-        return not self.entries
+        return not self.entries and not self.tools
+
+
+@attrs.frozen(kw_only=True)
+class ToolChange:
+    """One tool's change between the tool sets in force at two commits: ``added``, ``removed`` or ``changed``
+    (same name, another schema); ``before`` / ``after`` are the schemas (None on the side without it)."""
+
+    change: str
+    name: str
+    before: dict[str, Any] | None = attrs.field(eq=False, hash=False)
+    after: dict[str, Any] | None = attrs.field(eq=False, hash=False)
+
+    @property
+    def changed_keys(self) -> tuple[str, ...]:
+        """For ``changed``: the top-level schema keys whose values differ (``description``, ``parameters``...)."""
+        if self.before is None or self.after is None:
+            return ()
+        keys = set(self.before) | set(self.after)
+        return tuple(sorted(k for k in keys if self.before.get(k) != self.after.get(k)))
+
+
+@attrs.frozen(kw_only=True)
+class SearchHit:
+    """One field of one commit matching a search (:func:`tractkv.engine.search.search`).
+
+    ``field`` is what matched: ``text`` (a message's text), ``tool_name`` / ``arguments`` (a tool call's name
+    or its JSON arguments; ``tool`` names the call's tool), ``tool_result`` (a tool result's text), ``note``
+    (the commit's note), ``metadata`` (its metadata as compact JSON), ``reason`` (an annotation's reason).
+    ``snippet`` is the matching line (cut around the match), the match at ``snippet[start:end]``; ``offset``
+    is where the match starts in the whole field."""
+
+    commit_id: ObjectId
+    operation: str
+    role: str | None
+    tool: str | None
+    field: str
+    snippet: str
+    start: int
+    end: int
+    offset: int
+    created_at: datetime
+
+    @property
+    def match(self) -> str:
+        return self.snippet[self.start : self.end]
+
+
+@attrs.frozen(kw_only=True)
+class BlameEntry:
+    """Where one message of a compiled context comes from (:func:`tractkv.engine.blame.blame`).
+
+    ``commit_id`` is the commit that wrote the message (its origin: an append, or the compress commit of a
+    summary); ``shown`` the commit whose content compile shows (its latest edit, else the origin); ``edits``,
+    ``annotations`` the commits that edited or annotated it, oldest first; ``compressed`` the messages a
+    summary replaced; ``placeholder``: a result compile made for an unanswered call (its origin is the call's
+    commit)."""
+
+    index: int
+    commit_id: ObjectId
+    role: str
+    operation: str
+    shown: ObjectId
+    edits: tuple[ObjectId, ...] = ()
+    annotations: tuple[ObjectId, ...] = ()
+    compressed: tuple[ObjectId, ...] = ()
+    placeholder: bool = False
+    created_at: datetime | None = None
 
 
 @attrs.frozen(kw_only=True)
