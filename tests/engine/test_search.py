@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 from tractkv import SearchHit, Tract, codec
 from tractkv.engine import search as search_mod
 from tractkv.engine.search import CHUNK_PREFIX, TIP_PREFIX, check_index
+from tractkv.engine.search_chunks import decode, encode
 from tractkv.errors import InvalidInput, UnknownRevision
 from tractkv.store import MemoryStore, Table
 
@@ -153,7 +154,7 @@ def test_the_index_is_stored_extended_and_replaced(tmp_path: Path) -> None:
     tips = [k for k in rows if k.startswith(TIP_PREFIX)]
     assert len(tips) == 1
     assert len(rows) == 3
-    full = next(k for k, v in rows.items() if k.startswith(CHUNK_PREFIX) and len(codec.loads(v)) == 1024)
+    full = next(k for k, v in rows.items() if k.startswith(CHUNK_PREFIX) and codec.loads(v)["n"] == 1024)
     t.user("message 7 again")
     search_mod.clear_caches()  # as a new process would: the stored record is read and extended
     assert len(t.search("message 7")) == 112
@@ -184,6 +185,7 @@ def test_damage_is_found_by_fsck_ignored_by_search_and_dropped_by_repair(tmp_pat
     raw = t.store.table_get(Table.DERIVED, key)
     assert raw is not None
     batch = t.store.new_batch()
+    assert b"alpha" in raw
     batch.table_put(Table.DERIVED, key, raw.replace(b"alpha", b"gamma"))
     t.store.apply(batch)
     problems, damaged, _ = check_index(t.store)
@@ -202,9 +204,9 @@ def test_fsck_checks_entries_against_the_commits(tmp_path: Path) -> None:
     t.search("alpha")
     rows = _index_rows(t)
     key = next(k for k in rows if k.startswith(CHUNK_PREFIX))
-    records = codec.loads(rows[key])
+    records = decode(key, rows[key]).records()
     records[0][4][0][2] = "forged"
-    forged_key, forged = search_mod._chunk_bytes(records)
+    forged_key, forged, _ = encode(records)
     batch = t.store.new_batch()
     batch.table_put(Table.DERIVED, forged_key, forged)
     t.store.apply(batch)

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import sys
+from typing import Any
 
 import click
 
@@ -27,31 +28,19 @@ NO_MATCH = 1  # git grep's exit code when nothing matched
 @click.argument("pattern")
 @click.argument("rev", required=False, shell_complete=complete_revisions)
 @with_state
-def grep(
-    st: CliState,
-    ignore_case: bool,
-    regex: bool,
-    role: str | None,
-    tool: str | None,
-    in_context: bool,
-    after: str | None,
-    limit: int | None,
-    as_json: bool,
-    pattern: str,
-    rev: str | None,
-) -> None:
+def grep(st: CliState, pattern: str, rev: str | None, as_json: bool, **options: Any) -> None:
     """Find PATTERN in the history of REV (default HEAD): message text, tool calls (name, arguments), tool
     results, notes and metadata; one line per matching field, newest first. Exit 1 when nothing matches."""
     hits = st.tract().search(  # writable: the index it builds is saved in the store's derived table
         pattern,
-        regex=regex,
-        ignore_case=ignore_case,
-        role=role,
-        tool=tool,
-        scope="context" if in_context else "history",
+        regex=options["regex"],
+        ignore_case=options["ignore_case"],
+        role=options["role"],
+        tool=options["tool"],
+        scope="context" if options["in_context"] else "history",
         branch=rev,
-        after=after,
-        limit=limit,
+        after=options["after"],
+        limit=options["limit"],
     )
     if as_json:
         echo_json(to_jsonable(hits))

@@ -16,16 +16,16 @@ included; ``"context"`` only the messages compile sends now, at their shown vers
 the id of the message it edited).
 
 **The index** (history scope) lives in the local ``derived`` table, a cache like compile checkpoints: never
-synced, rebuilt on demand from objects, verified before it is trusted, checked by ``fsck`` (:func:`check_index`)
-and dropped by ``gc``. Rows: ``grep:1:<tip>`` (a record: the chunk keys of the tip's history, in causal
-order, and the commit count) and ``gchunk:1:<hash>`` (content-addressed: the key is blake3 of the value, so
-two tips of one growing branch share every full chunk). A chunk holds the extracted fields of
-:data:`CHUNK_COMMITS` consecutive commits, boundaries counted from the root, so the index of a tip is a pure
-function of the tip: a new tip extends its first parent's record when the commits in between are not merges
-(at most :data:`EXTEND_LIMIT`), else it is built from a walk of the whole history. A writable session saves
-the record it built (and drops the record it replaced when no ref names that tip); a read-only one (the
-viewer, a read-only Tract) keeps it in memory only. Decoded chunks are cached per process by hash, records
-by tip id: both names are content addresses, valid in any store.
+synced, rebuilt on demand from objects, verified before it is trusted, checked by ``fsck``
+(:func:`check_index`) and dropped by ``gc``. Rows: ``grep:1:<tip>`` (a record: the chunk keys of the tip's
+history, in causal order) and ``gchunk:1:<hash>`` (content-addressed: the key is blake3 of the value, so two
+tips of one growing branch share every full chunk; the format: :mod:`tractkv.engine.search_chunks`). A chunk
+holds the extracted fields of :data:`CHUNK_COMMITS` consecutive commits, boundaries counted from the root,
+so the index of a tip is a pure function of the tip: a new tip extends its first parent's record when the
+commits in between are not merges (at most :data:`EXTEND_LIMIT`), else it is built from a walk of the whole
+history. A writable session saves the record it built (and drops the record it replaced when no ref names
+that tip); a read-only one (the viewer, a read-only Tract) keeps it in memory only. Decoded chunks are cached
+per process by hash, records by tip id: both names are content addresses, valid in any store.
 
 Matching a literal runs one C-level regex search over each chunk's fields joined by a separator that no
 query crosses (a query holding it is matched field by field), so a search costs a pass over the text, not a
@@ -44,9 +44,20 @@ from typing import TYPE_CHECKING, Any
 from tractkv import codec
 from tractkv.engine.content import ANNOTATION, MESSAGE_TYPES, TOOL_ORIGINAL, freeform_text
 from tractkv.engine.history import ancestors, parents_first
+from tractkv.engine.search_chunks import (
+    CHUNK_COMMITS,
+    CHUNK_PREFIX,
+    FIELDS,
+    SEP,
+    TIP_PREFIX,
+    Chunk,
+    Record,
+    decode,
+    encode,
+)
 from tractkv.engine.values import SearchHit, timestamp
 from tractkv.errors import DecodeError, InvalidInput, TractError
-from tractkv.ids import ObjectId, hash_bytes, oid_to_raw, raw_to_oid
+from tractkv.ids import ObjectId, oid_to_raw, raw_to_oid
 from tractkv.model import Blob, Commit
 from tractkv.store import Reader, Store, Table
 
@@ -54,40 +65,11 @@ if TYPE_CHECKING:
     from tractkv.engine.session import Session
     from tractkv.store.fsck import Problem
 
-INDEX_FORMAT = 1
-TIP_PREFIX = b"grep:%d:" % INDEX_FORMAT
-CHUNK_PREFIX = b"gchunk:%d:" % INDEX_FORMAT
-CHUNK_COMMITS = 1024  # commits per chunk
 EXTEND_LIMIT = 4096  # first-parent commits walked to find an indexed ancestor before a full build
 SCOPES = ("history", "context")
-FIELDS = ("text", "tool_name", "arguments", "tool_result", "original", "reason", "note", "metadata")
 SNIPPET_CONTEXT = 60  # characters kept on each side of a match (within its line)
-_SEP = "\x00"  # joins a chunk's fields for one literal search: a match never spans it unless the query has it
 
-# one commit's record in a chunk: [raw id, ts, op, role, [[field, tool, text], ...]]
-Record = list[Any]
-
-
-class _Chunk:
-    """A decoded chunk, with its fields flattened and joined for literal search."""
-
-    __slots__ = ("fields", "joined", "records", "starts")
-
-    def __init__(self, records: list[Record]) -> None:
-        self.records = records
-        self.fields: list[tuple[int, str, str | None, str]] = []  # (record index, field, tool, text)
-        for index, record in enumerate(records):
-            for field, tool, text in record[4]:
-                self.fields.append((index, field, tool, text))
-        self.starts: list[int] = []
-        position = 0
-        for field in self.fields:
-            self.starts.append(position)
-            position += len(field[3]) + 1
-        self.joined = _SEP.join(f[3] for f in self.fields)
-
-
-_CHUNKS: OrderedDict[bytes, _Chunk] = OrderedDict()  # chunk key -> decoded chunk (verified), LRU
+_CHUNKS: OrderedDict[bytes, Chunk] = OrderedDict()  # chunk key -> decoded chunk (verified), LRU
 _TIPS: OrderedDict[ObjectId, tuple[bytes, ...]] = OrderedDict()  # tip -> its chunk keys, LRU
 _MAX_CHUNKS = 256
 _MAX_TIPS = 64
@@ -165,12 +147,7 @@ def _record(reader: Reader, oid: ObjectId, commit: Commit) -> Record:
 # --- the index ------------------------------------------------------------------------------------------------
 
 
-def _chunk_bytes(records: list[Record]) -> tuple[bytes, bytes]:
-    raw = codec.dumps_local(records)  # lists, str, bytes, ints, None only: deterministic bytes
-    return CHUNK_PREFIX + bytes.fromhex(hash_bytes(raw)), raw
-
-
-def _read_chunk(reader: Reader, key: bytes) -> _Chunk:
+def _read_chunk(reader: Reader, key: bytes) -> Chunk:
     cached = _CHUNKS.get(key)
     if cached is not None:
         _CHUNKS.move_to_end(key)
@@ -178,45 +155,9 @@ def _read_chunk(reader: Reader, key: bytes) -> _Chunk:
     raw = _PENDING.get(key) or reader.table_get(Table.DERIVED, key)
     if raw is None:
         raise DecodeError(f"search index chunk {key[len(CHUNK_PREFIX) :].hex()} is missing")
-    chunk = _Chunk(_decode_chunk(key, raw))
+    chunk = decode(key, raw)
     _remember(_CHUNKS, key, chunk, _MAX_CHUNKS)
     return chunk
-
-
-def _decode_chunk(key: bytes, raw: bytes) -> list[Record]:
-    """A chunk's records, verified: its key is the hash of its bytes, each record has the shape."""
-    if bytes.fromhex(hash_bytes(raw)) != key[len(CHUNK_PREFIX) :]:
-        raise DecodeError("search index chunk: its bytes do not hash to its key")
-    try:
-        records = codec.loads(raw)
-    except DecodeError as exc:
-        raise DecodeError(f"search index chunk: {exc.reason}") from exc
-    if not isinstance(records, list) or not 0 < len(records) <= CHUNK_COMMITS:
-        raise DecodeError("search index chunk: not a list of 1-1024 records")
-    for record in records:
-        if not (
-            isinstance(record, list)
-            and len(record) == 5
-            and isinstance(record[0], bytes)
-            and len(record[0]) == 32
-            and isinstance(record[1], int)
-            and isinstance(record[2], str)
-            and (record[3] is None or isinstance(record[3], str))
-            and isinstance(record[4], list)
-            and all(_field_ok(f) for f in record[4])
-        ):
-            raise DecodeError("search index chunk: a record of the wrong shape")
-    return records
-
-
-def _field_ok(field: object) -> bool:
-    return (
-        isinstance(field, list)
-        and len(field) == 3
-        and field[0] in FIELDS
-        and (field[1] is None or isinstance(field[1], str))
-        and isinstance(field[2], str)
-    )
 
 
 def _read_tip(reader: Reader, tip: ObjectId) -> tuple[bytes, ...] | None:
@@ -294,7 +235,7 @@ def index_for(session: Session, tip: ObjectId) -> tuple[bytes, ...]:
     if found is not None:
         base, new = found
         base_keys = _read_tip(reader, base) or ()
-        last = _read_chunk(reader, base_keys[-1]).records if base_keys else []
+        last = _read_chunk(reader, base_keys[-1]).records() if base_keys else []
         keep = list(base_keys[:-1]) if len(last) < CHUNK_COMMITS else list(base_keys)
         records = (last if len(last) < CHUNK_COMMITS else []) + [_record(reader, o, c) for o, c in new]
     else:
@@ -302,11 +243,10 @@ def index_for(session: Session, tip: ObjectId) -> tuple[bytes, ...]:
         records = [_record(reader, o, c) for o, c in history_of(reader, tip)]
     rows: dict[bytes, bytes] = {}
     for start in range(0, len(records), CHUNK_COMMITS):
-        part = records[start : start + CHUNK_COMMITS]
-        key, raw = _chunk_bytes(part)
+        key, raw, chunk = encode(records[start : start + CHUNK_COMMITS])
         rows[key] = raw
         keep.append(key)
-        _remember(_CHUNKS, key, _Chunk(part), _MAX_CHUNKS)
+        _remember(_CHUNKS, key, chunk, _MAX_CHUNKS)
     keys = tuple(keep)
     _remember(_TIPS, tip, keys, _MAX_TIPS)
     if writable:
@@ -343,7 +283,7 @@ def _save(
     batch = store.new_batch()
     for key in keys:  # the new chunks, and any this process knew from another store with the same history
         if store.table_get(Table.DERIVED, key) is None:
-            raw = rows.get(key) or _PENDING.get(key) or _chunk_bytes(_read_chunk(store, key).records)[1]
+            raw = rows.get(key) or _PENDING.get(key) or _read_chunk(store, key).raw
             batch.table_put(Table.DERIVED, key, raw)
     batch.table_put(Table.DERIVED, TIP_PREFIX + oid_to_raw(tip), codec.dumps_local({"chunks": list(keys)}))
     if base is not None and base not in {
@@ -380,10 +320,10 @@ def compile_query(query: str, *, regex: bool = False, ignore_case: bool = False)
         raise InvalidInput(f"search: regular expression {query!r} is too complex") from None
 
 
-def _matches(chunk: _Chunk, pattern: re.Pattern[str], literal: bool) -> Iterator[tuple[int, re.Match[str]]]:
-    """(field position, match) of each field of a chunk the pattern matches (its first match), in order."""
-    if literal and _SEP not in pattern.pattern:
-        joined, starts, fields = chunk.joined, chunk.starts, chunk.fields
+def _matches(chunk: Chunk, pattern: re.Pattern[str], literal: bool) -> Iterator[tuple[int, re.Match[str]]]:
+    """(field, match) of each field of a chunk the pattern matches (its first match), in order."""
+    if literal and SEP not in pattern.pattern:
+        joined, starts = chunk.text, chunk.starts
         position = 0
         while True:
             found = pattern.search(joined, position)
@@ -391,13 +331,15 @@ def _matches(chunk: _Chunk, pattern: re.Pattern[str], literal: bool) -> Iterator
                 return
             index = bisect_right(starts, found.start()) - 1
             start = starts[index]
-            text = fields[index][3]
-            yield index, pattern.search(text, found.start() - start)  # type: ignore[misc]  # found there
-            position = start + len(text) + 1
-    for index, field in enumerate(chunk.fields):
-        found = pattern.search(field[3])
-        if found is not None:
-            yield index, found
+            text = joined[start : chunk.end(index)]
+            match = pattern.search(text, found.start() - start)
+            if match is not None:  # always: the literal holds no separator, so it lies within one field
+                yield index, match
+            position = chunk.end(index) + 1
+    for index, text in enumerate(chunk.texts()):
+        match = pattern.search(text)
+        if match is not None:
+            yield index, match
 
 
 def snippet(text: str, found: re.Match[str]) -> tuple[str, int, int]:
@@ -411,19 +353,20 @@ def snippet(text: str, found: re.Match[str]) -> tuple[str, int, int]:
     return text[low:high], found.start() - low, end - low
 
 
-def _hit(record: Record, field: tuple[int, str, str | None, str], found: re.Match[str]) -> SearchHit:
-    text, start, end = snippet(field[3], found)
+def _hit(chunk: Chunk, index: int, found: re.Match[str]) -> SearchHit:
+    text, start, end = snippet(found.string, found)
+    record = chunk.f_rec[index]
     return SearchHit(
-        commit_id=raw_to_oid(record[0]),
-        operation=record[2],
-        role=record[3],
-        tool=field[2],
-        field=field[1],
+        commit_id=chunk.commit(record),
+        operation=chunk.ops[chunk.op[record]],
+        role=chunk.role_of(record),
+        tool=chunk.tool_of(index),
+        field=FIELDS[chunk.f_kind[index]],
         snippet=text,
         start=start,
         end=end,
         offset=found.start(),
-        created_at=timestamp(record[1]),
+        created_at=timestamp(chunk.ts[record]),
     )
 
 
@@ -457,20 +400,19 @@ def search(
     stop = ancestors(reader, session.resolve(after, reader)) if after is not None else set()
     if tip is None or limit == 0:
         return []
-    chunks = _history_chunks(session, tip) if scope == "history" else [_context_chunk(session, tip)]
+    chunks = _history_chunks(session, tip) if scope == "history" else _context_chunks(session, tip)
     out: list[SearchHit] = []
     for chunk in reversed(chunks):
         found: list[tuple[int, SearchHit]] = []
         for index, match in _matches(chunk, pattern, not regex):
-            field = chunk.fields[index]
-            record = chunk.records[field[0]]
-            if role is not None and record[3] != role:
+            record = chunk.f_rec[index]
+            if role is not None and chunk.role_of(record) != role:
                 continue
-            if tool is not None and field[2] != tool:
+            if tool is not None and chunk.tool_of(index) != tool:
                 continue
-            if stop and raw_to_oid(record[0]) in stop:
+            if stop and chunk.commit(record) in stop:
                 continue
-            found.append((-field[0], _hit(record, field, match)))
+            found.append((-record, _hit(chunk, index, match)))
         found.sort(key=lambda item: item[0])  # newest commit first; a commit's fields in their order (stable)
         out.extend(hit for _, hit in found)
         if limit is not None and len(out) >= limit:
@@ -478,7 +420,7 @@ def search(
     return out
 
 
-def _history_chunks(session: Session, tip: ObjectId) -> list[_Chunk]:
+def _history_chunks(session: Session, tip: ObjectId) -> list[Chunk]:
     reader = session.reader()
     try:
         return [_read_chunk(reader, key) for key in index_for(session, tip)]
@@ -487,8 +429,8 @@ def _history_chunks(session: Session, tip: ObjectId) -> list[_Chunk]:
         return [_read_chunk(reader, key) for key in index_for(session, tip)]
 
 
-def _context_chunk(session: Session, tip: ObjectId) -> _Chunk:
-    """The compiled context at ``tip`` as one chunk: each message as compile shows it (an edit's text) under
+def _context_chunks(session: Session, tip: ObjectId) -> list[Chunk]:
+    """The compiled context at ``tip`` as chunks: each message as compile shows it (an edit's text) under
     the id of the commit that wrote it, with that commit's note and metadata; placeholder results (they
     carry the id of the call's message, already listed) are left out."""
     reader = session.reader()
@@ -509,7 +451,7 @@ def _context_chunk(session: Session, tip: ObjectId) -> _Chunk:
             fields.append(["arguments", call.name, _json(call.arguments)])
         fields.extend(f for f in fields_of(reader, commit)[1] if f[0] in ("note", "metadata"))
         records.append([oid_to_raw(oid), commit.created_at, commit.operation, message.role, fields])
-    return _Chunk(records)
+    return [encode(records[i : i + CHUNK_COMMITS])[2] for i in range(0, len(records), CHUNK_COMMITS)]
 
 
 # --- fsck and gc ----------------------------------------------------------------------------------------------
@@ -529,7 +471,7 @@ def check_index(reader: Reader) -> tuple[list[Problem], list[bytes], int]:
 
     problems: list[Problem] = []
     damaged: list[bytes] = []
-    sound: dict[bytes, list[Record]] = {}
+    sound: dict[bytes, Chunk] = {}
     records: list[tuple[bytes, bytes]] = []
     checked = 0
 
@@ -564,21 +506,21 @@ def _describe(key: bytes) -> str:
     return f"search row {key!r}"
 
 
-def _check_chunk(reader: Reader, key: bytes, raw: bytes) -> list[Record]:
+def _check_chunk(reader: Reader, key: bytes, raw: bytes) -> Chunk:
     if len(key) != len(CHUNK_PREFIX) + 32:
         raise DecodeError("not a chunk key")
-    records = _decode_chunk(key, raw)
-    for record in records:
+    chunk = decode(key, raw)
+    for record in chunk.records():
         oid = raw_to_oid(record[0])
         commit = reader.get(oid)
         if not isinstance(commit, Commit):
             raise DecodeError(f"names {oid}, which is not a stored commit")
         if record != _record(reader, oid, commit):
             raise DecodeError(f"its entry of {oid} is not what that commit holds")
-    return records
+    return chunk
 
 
-def _check_tip(reader: Reader, key: bytes, raw: bytes, sound: dict[bytes, list[Record]]) -> None:
+def _check_tip(reader: Reader, key: bytes, raw: bytes, sound: dict[bytes, Chunk]) -> None:
     if len(key) != len(TIP_PREFIX) + 32:
         raise DecodeError("not a record key")
     tip = raw_to_oid(key[len(TIP_PREFIX) :])
@@ -589,9 +531,10 @@ def _check_tip(reader: Reader, key: bytes, raw: bytes, sound: dict[bytes, list[R
         chunk = sound.get(chunk_key)
         if chunk is None:
             raise DecodeError(f"chunk {number} ({_describe(chunk_key)}) is missing or damaged")
-        if number < len(keys) - 1 and len(chunk) != CHUNK_COMMITS:
-            raise DecodeError(f"chunk {number} holds {len(chunk)} commits, not {CHUNK_COMMITS}")
-    if sound[keys[-1]][-1][0] != oid_to_raw(tip):
+        if number < len(keys) - 1 and chunk.n != CHUNK_COMMITS:
+            raise DecodeError(f"chunk {number} holds {chunk.n} commits, not {CHUNK_COMMITS}")
+    last = sound[keys[-1]]
+    if last.commit(last.n - 1) != tip:
         raise DecodeError("its last chunk does not end at its tip")
 
 
