@@ -1,6 +1,7 @@
 """The values the engine returns: commit info and compiled contexts (``records``), the repairs compile makes
-to tool pairing (``repairs``), and what the less frequent operations report (``reports``: status, diffs,
-merges, reflog, gc, runs). Each module loads on first use of one of its names."""
+to tool pairing (``repairs``), what the less frequent operations report (``reports``: status, diffs,
+merges, reflog, gc, runs), and search hits and blame entries (``found``). Each module loads on first use
+of one of its names."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from typing import TYPE_CHECKING
 from tractkv import _lazy
 
 if TYPE_CHECKING:
+    from .found import BlameEntry, SearchHit
     from .records import (
         CommitInfo,
         CompiledContext,
@@ -17,7 +19,6 @@ if TYPE_CHECKING:
     )
     from .repairs import Repair
     from .reports import (
-        BlameEntry,
         BranchInfo,
         BudgetOverrun,
         ChildInfo,
@@ -28,7 +29,6 @@ if TYPE_CHECKING:
         ParentInfo,
         ReflogEntry,
         RunResult,
-        SearchHit,
         StatusInfo,
         ToolChange,
     )
@@ -36,7 +36,7 @@ else:
     __getattr__, __dir__ = _lazy.lazy_exports(
         __name__,
         {
-            "BlameEntry": ".reports",
+            "BlameEntry": ".found",
             "BranchInfo": ".reports",
             "BudgetOverrun": ".reports",
             "ChildInfo": ".reports",
@@ -51,7 +51,7 @@ else:
             "ReflogEntry": ".reports",
             "Repair": ".repairs",
             "RunResult": ".reports",
-            "SearchHit": ".reports",
+            "SearchHit": ".found",
             "StatusInfo": ".reports",
             "ToolChange": ".reports",
             "timestamp": ".records",
