@@ -16,7 +16,8 @@ from tractkv import SearchHit, Tract, codec
 from tractkv.engine import search as search_mod
 from tractkv.engine.search import CHUNK_PREFIX, TIP_PREFIX, check_index
 from tractkv.engine.search_chunks import decode, encode
-from tractkv.errors import InvalidInput, UnknownRevision
+from tractkv.errors import DecodeError, InvalidInput, UnknownRevision
+from tractkv.ids import hash_bytes
 from tractkv.store import MemoryStore, Table
 
 WEATHER = {
@@ -334,3 +335,25 @@ def test_hits_as_json(tract: Tract) -> None:
     assert hit["start"] == 1
     assert hit["end"] == 4
     assert hit["snippet"] == "hello"
+
+
+@pytest.mark.parametrize(
+    ("column", "value"),
+    [
+        ("op", b"\x09\x00"),  # an operation index past the table
+        ("f_rec", b"\x05\x00"),  # a field of a commit the chunk does not hold
+        ("f_start", b"\xff\x00\x00\x00"),  # a field starting past the text
+        ("ids", b"\x00" * 31),  # an id of 31 bytes
+        ("f_kind", b"\x40"),  # a field kind past FIELDS
+    ],
+)
+def test_a_hostile_chunk_whose_hash_is_right_is_refused(column: str, value: bytes) -> None:
+    """A row that hashes to its key but holds columns out of range: refused on load (a rebuild), never a
+    failure while searching."""
+    _, raw, _ = encode([[b"\x01" * 32, 1, "append", "user", [["text", None, "hello"]]]])
+    columns = codec.loads(raw)
+    columns[column] = value
+    bad = codec.dumps_local(columns)
+    key = CHUNK_PREFIX + bytes.fromhex(hash_bytes(bad))
+    with pytest.raises(DecodeError, match="search index chunk"):
+        decode(key, bad)
