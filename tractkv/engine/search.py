@@ -68,6 +68,7 @@ if TYPE_CHECKING:
 EXTEND_LIMIT = 4096  # first-parent commits walked to find an indexed ancestor before a full build
 SCOPES = ("history", "context")
 SNIPPET_CONTEXT = 60  # characters kept on each side of a match (within its line)
+_DEFAULT_ROLES = {"instruction": "system", "reasoning": "assistant"}  # artifact, freeform: user (payload.py)
 
 _CHUNKS: OrderedDict[bytes, Chunk] = OrderedDict()  # chunk key -> decoded chunk (verified), LRU
 _TIPS: OrderedDict[ObjectId, tuple[bytes, ...]] = OrderedDict()  # tip -> its chunk keys, LRU
@@ -113,7 +114,7 @@ def fields_of(reader: Reader, commit: Commit) -> tuple[str | None, list[list[Any
     if isinstance(data, dict):
         kind = data.get("type")
         if kind in MESSAGE_TYPES:
-            role = str(data.get("role") or ("system" if kind == "instruction" else "assistant"))
+            role = str(data.get("role") or _DEFAULT_ROLES.get(str(kind), "user"))
             text = freeform_text(data.get("payload")) if kind == "freeform" else data.get("text")
             tool = str(data["name"]) if role == "tool" and data.get("name") is not None else None
             if isinstance(text, str) and text:
