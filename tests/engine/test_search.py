@@ -177,7 +177,7 @@ def test_a_read_only_handle_keeps_the_index_in_memory(tmp_path: Path) -> None:
         assert _index_rows(r) == {}
 
 
-def test_damage_is_found_by_fsck_ignored_by_search_and_dropped_by_repair(tmp_path: Path) -> None:
+def test_damage_is_found_by_fsck_and_never_trusted_by_search(tmp_path: Path) -> None:
     t = Tract.open(str(tmp_path / "s"), durable=False)
     t.user("alpha")
     t.user("beta")
