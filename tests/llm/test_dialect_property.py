@@ -80,6 +80,9 @@ ANTHROPIC_REPLIES = [
     "code_container",  # code execution blocks, a tool_use called from code (caller), the container
 ]
 RESPONSES_REPLIES = ["reasoning_calls", "reasoning_text", "reasoning_only", "search_text", "refusal", "calls"]
+# chat completions, LiteLLM's among them (Claude's thinking_blocks, reasoning_content), and calls whose
+# arguments are not JSON (kept as written: issue 32, item 3)
+CHAT_REPLIES = ["calls", "refusal", "text", "litellm_thinking", "reasoning", "bad_args", "audio"]
 MESSAGES = st.one_of(
     st.tuples(st.just("user"), st.sampled_from(["text", "image", "pdf", "text_doc", "url", "named"])),
     st.tuples(st.just("system")),
@@ -106,7 +109,7 @@ GEMINI_REPLIES = ["thought_calls", "signed_text", "calls"]
 REPLIES = st.one_of(
     st.tuples(st.just("anthropic"), st.sampled_from(ANTHROPIC_REPLIES), COUNT),
     st.tuples(st.just("responses"), st.sampled_from(RESPONSES_REPLIES), COUNT),
-    st.tuples(st.just("chat"), st.sampled_from(["calls", "refusal", "text", "audio"]), COUNT),
+    st.tuples(st.just("chat"), st.sampled_from(CHAT_REPLIES), COUNT),
     st.tuples(st.just("answer"), st.sampled_from(RESULTS)),  # every open call answered: a complete turn
     *([st.tuples(st.just("gemini"), st.sampled_from(GEMINI_REPLIES), COUNT)] if GEMINI else []),
 )
@@ -462,12 +465,25 @@ class History:
 
     def chat(self, kind: str, count: int) -> None:
         message: dict[str, Any] = {"role": "assistant", "content": None}
-        if kind == "calls":
+        if kind in ("calls", "bad_args", "litellm_thinking"):
             ids = [self.fresh("call_") for _ in range(count)]
+            written = '{"k": ' if kind == "bad_args" else '{"k": 2}'  # cut off: kept as written
             message["tool_calls"] = [
-                {"id": i, "type": "function", "function": {"name": "f", "arguments": '{"k": 2}'}} for i in ids
+                {"id": i, "type": "function", "function": {"name": "f", "arguments": written}} for i in ids
             ]
             self.note_calls(ids)
+        if kind == "litellm_thinking":  # a Claude reply through LiteLLM
+            blocks = [
+                {"type": "thinking", "thinking": self.fresh("plan "), "signature": self.fresh("Eq")},
+                {"type": "redacted_thinking", "data": self.fresh("EmwK")},
+            ]
+            self.thinking.extend(blocks)
+            message["thinking_blocks"] = blocks
+            message["reasoning_content"] = blocks[0]["thinking"]
+            message["content"] = self.fresh("litellm ")
+        elif kind == "reasoning":
+            message["reasoning_content"] = self.fresh("reasoning ")
+            message["content"] = self.fresh("answer ")
         elif kind == "refusal":
             message["refusal"] = "I can't help with that."
         elif kind == "audio":  # an audio reply: no content, its audio goes back by id
@@ -477,7 +493,7 @@ class History:
                 "expires_at": 1,
                 "transcript": "hi",
             }
-        else:
+        elif kind == "text":
             message["content"] = self.fresh("chat ")
         body = {
             "id": self.fresh("chatcmpl-"),
@@ -692,6 +708,11 @@ def test_every_operation_runs() -> None:
             ("result", 3, "parts"),
             ("chat", "calls", 1),
             ("result", 4, "error"),
+            ("chat", "litellm_thinking", 1),
+            ("answer", "text"),
+            ("chat", "bad_args", 2),
+            ("answer", "error"),
+            ("chat", "reasoning", 1),
             ("branch",),
             ("call", 2, "responses", "dots"),
             ("result", 5, "json"),
@@ -715,7 +736,7 @@ def test_every_operation_runs() -> None:
     "reply",
     [("anthropic", kind, 2) for kind in ANTHROPIC_REPLIES]
     + [("responses", kind, 2) for kind in RESPONSES_REPLIES]
-    + [("chat", kind, 2) for kind in ("calls", "refusal", "text")]
+    + [("chat", kind, 2) for kind in CHAT_REPLIES]
     + [("gemini", kind, 2) for kind in (GEMINI_REPLIES if GEMINI else [])],
 )
 @pytest.mark.parametrize("result", RESULTS)

@@ -233,18 +233,6 @@ class _ListDump:
             },
             "non-negative",
         ),
-        (
-            {
-                "choices": [
-                    {
-                        "message": {
-                            "tool_calls": [{"id": "c", "function": {"name": "f", "arguments": "[" * 10**5}}]
-                        }
-                    }
-                ]
-            },
-            "nested too deeply",
-        ),
         ({"type": "message", "content": [{"type": "thinking", "thinking": "x"}]}, "'signature'"),
         ({"type": "message", "content": [{"type": "redacted_thinking"}]}, "'data'"),
         ({"type": "message", "content": [{"type": "text", "text": None}]}, "'text'"),

@@ -34,7 +34,8 @@ SDK_HAS_SERVER_TOOLS = hasattr(anthropic.types, "ServerToolUseBlockParam") and "
     inspect.signature(anthropic.resources.Messages.create).parameters
 )
 needs_server_tools = pytest.mark.skipif(
-    not SDK_HAS_SERVER_TOOLS, reason=f"anthropic {anthropic.__version__} predates server tool blocks and container="
+    not SDK_HAS_SERVER_TOOLS,
+    reason=f"anthropic {anthropic.__version__} predates server tool blocks and container=",
 )
 
 

@@ -41,6 +41,7 @@ PART_FIELDS = {
     "text": ("text",),
     "thinking": ("thinking", "signature"),
     "redacted_thinking": ("data",),
+    "reasoning": ("reasoning",),
     "refusal": ("refusal",),
     "responses_item": ("item",),
     "gemini_thought": ("text",),
@@ -78,7 +79,8 @@ class LLMResponse:
 
     Attributes:
         text: the reply's text: its text parts joined ("" when it only calls tools or refuses).
-        tool_calls: the tools it calls, arguments decoded (a dict, never a JSON string).
+        tool_calls: the tools it calls, arguments decoded (a dict, never a JSON string; ``{}`` with the
+            exact string as ``invalid_arguments`` when the model wrote arguments that are not a JSON object).
         parts: the reply's content in the order the provider sent it, as payload parts: ``{"type": "text",
             "text"}``, ``{"type": "thinking", "thinking", "signature"}``, ``{"type": "redacted_thinking",
             "data"}``, ``{"type": "refusal", "refusal"}``, ``{"type": "responses_item", "item"}`` (an OpenAI
@@ -143,7 +145,8 @@ class LLMResponse:
         """The reply as dialogue content to commit (what :func:`tractkv.engine.content.payload.normalize` accepts).
 
         ``{"type": "dialogue", "role": "assistant", "text": ..., "parts": [...], "tool_calls": [{"id", "name",
-        "arguments"}, ...]}``. ``parts`` (every part, in order) is there only when the reply is more than one
+        "arguments"}, ...]}`` (a call whose arguments were not a JSON object also has ``invalid_arguments``,
+        the exact string). ``parts`` (every part, in order) is there only when the reply is more than one
         text: thinking, a refusal, several text blocks, or a text with Gemini's ``thought_signature``;
         ``tool_calls`` only when the reply calls tools.
         Everything is a copy: changing the payload does not change this response.
@@ -152,9 +155,7 @@ class LLMResponse:
         if len(self.parts) > 1 or any(set(p) != {"type", "text"} for p in self.parts):  # not one plain text
             payload["parts"] = [dict(p) for p in self.parts]
         if self.tool_calls:
-            payload["tool_calls"] = [
-                {"id": c.id, "name": c.name, "arguments": copy.deepcopy(c.arguments)} for c in self.tool_calls
-            ]
+            payload["tool_calls"] = [copy.deepcopy(c.to_payload()) for c in self.tool_calls]
         return payload
 
     @classmethod
@@ -333,7 +334,9 @@ class LLMResponse:
         """A provider's complete reply, whichever provider: an OpenAI ``ChatCompletion``, an OpenAI Responses
         ``Response``, an Anthropic ``Message`` or a Gemini ``GenerateContentResponse``, as the SDK object
         (anything with ``model_dump()``), its ``model_dump()`` dict or the JSON body as a plain dict. The shape
-        says which (:func:`~tractkv.engine.content.reply_provider`).
+        says which (:func:`~tractkv.engine.content.reply_provider`). A LiteLLM ``ModelResponse`` is a chat
+        completion (its Claude ``thinking_blocks`` kept as signed thinking); a LangChain ``AIMessage`` /
+        ``AIMessageChunk`` (or its dump) is read by :func:`tractkv.llm.adapters.langchain_reply`.
 
         An OpenAI completion may hold several choices (``n > 1``): ``choice`` picks one (the first by
         default); the others are not read; for Gemini it picks the candidate. ``strict`` refuses a Responses
@@ -351,6 +354,17 @@ class LLMResponse:
             raise InvalidInput(f"choice must be a non-negative int, not {choice!r}")
         body = _as_body(response)
         provider = reply_provider(body)
+        if provider is None and body.get("type") in ("ai", "AIMessageChunk"):
+            from tractkv.llm.adapters import langchain_body, langchain_reply  # loaded for such a reply only
+
+            message = langchain_body(body)
+            if message is not None:
+                if choice:
+                    raise InvalidInput("a LangChain AI message has one reply: choice must be 0")
+                try:
+                    return cls(**langchain_reply(message), raw=body)
+                except MalformedResponse as exc:
+                    raise InvalidResponse(exc.reason) from None
         try:
             if provider == "openai":
                 return cls.from_openai(body, choice=choice)
@@ -545,6 +559,8 @@ def _unknown_shape(body: Mapping[str, Any]) -> str:
         )
     if kind == "response":
         return "a Responses API object needs an 'output' list"
+    if isinstance(kind, str) and "additional_kwargs" in body and "content" in body:
+        return f"a LangChain {kind} message: only an AI message (AIMessage, AIMessageChunk) is a reply"
     if body.get("type") == "message":
         return "an Anthropic message needs a 'content' list of blocks"
     return (

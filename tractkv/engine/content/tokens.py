@@ -24,7 +24,8 @@ than text (:func:`part_tokens`), by these documented estimates:
   **gemini_part**: ``len(JSON) / 4`` (bytes as their repr); a ``thought_signature`` and a **gemini_call**
   nothing (the signature is not billed as text; the call is counted as the tool call); an Anthropic
   **anthropic_block** (a server tool block) and a text part's **citations**: ``len(JSON) / 4``; an
-  **anthropic_call**, **anthropic_container** and **openai_audio** nothing.
+  **anthropic_call**, **anthropic_container** and **openai_audio** nothing; **reasoning**
+  (unsigned reasoning text) nothing: no dialect sends it.
 """
 
 from __future__ import annotations

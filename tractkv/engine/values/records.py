@@ -228,6 +228,10 @@ class CompiledContext:
         * the ``citations`` of an Anthropic text block (its text is sent), for every dialect but
           ``"anthropic"``; ``call_id`` ``citations``;
         * an OpenAI audio reply (``openai_audio``), for every dialect but ``"openai"``; ``call_id`` its id.
+        * for ``"anthropic"`` and ``"gemini"``, whose tool calls need an object, each tool call recorded with
+          ``invalid_arguments`` (arguments the model wrote that are not a JSON object): it is sent with ``{}``,
+          one ``invalid_arguments`` repair naming the call (``call_id`` its id). OpenAI's dialects send the
+          exact string and list nothing.
 
         Reasoning the dialect cannot read (Anthropic thinking, Responses reasoning, Gemini thoughts and
         signatures elsewhere) is left out without a repair, function calls go as tool calls (a ``tool_use``
@@ -252,6 +256,8 @@ class CompiledContext:
                     repairs.append(
                         Repair(kind="dropped_item", commit_id=commit_id, call_id=name, detail=detail)
                     )
+            if dialect in ("anthropic", "gemini"):
+                repairs.extend(_invalid_arguments(message, commit_id, dialect))
             if dialect == "responses" and message.parts:
                 from tractkv.engine.content import unsent_reasoning
 
@@ -402,6 +408,27 @@ class CompiledContext:
             f"Anthropic takes at most {MAX_CACHE_BREAKPOINTS} cache breakpoints; this context has {count}: "
             f"{'; '.join(named)} (remove some with annotate(rev, cache='off') / --cache off)"
         )
+
+
+def _invalid_arguments(message: Message, commit_id: ObjectId, dialect: str) -> list[Repair]:
+    """One ``invalid_arguments`` repair per tool call of ``message`` whose arguments are not a JSON object
+    (sent to ``dialect`` as ``{}``)."""
+    from tractkv.engine.values.repairs import Repair
+
+    out = []
+    for call in message.tool_calls:
+        if call.invalid_arguments is not None:
+            shown = (
+                call.invalid_arguments
+                if len(call.invalid_arguments) <= 80
+                else call.invalid_arguments[:77] + "..."
+            )
+            detail = (
+                f"tool call {call.id} ({call.name}): its arguments are not a JSON object ({shown!r}); "
+                f"{dialect} needs one: sent as {{}}"
+            )
+            out.append(Repair(kind="invalid_arguments", commit_id=commit_id, call_id=call.id, detail=detail))
+    return out
 
 
 def _left_out_part(part: Any, dialect: str) -> tuple[str, str]:

@@ -4,15 +4,13 @@
 from __future__ import annotations
 
 import copy
-import json
 import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from tractkv.engine.content.media import PDF, data_url
-from tractkv.engine.content.payload import Message, Part, ToolCall
+from tractkv.engine.content.payload import Message, Part, ToolCall, parse_arguments
 from tractkv.engine.content.render.common import (
-    _no_constant,
     _string_field,
     check_arguments,
     function_fields,
@@ -102,10 +100,7 @@ def _openai_call(call: ToolCall, parts: Sequence[Part]) -> dict[str, Any]:
     out: dict[str, Any] = {
         "id": call.id,
         "type": "function",
-        "function": {
-            "name": call.name,
-            "arguments": json.dumps(call.arguments, ensure_ascii=False, separators=(",", ":")),
-        },
+        "function": {"name": call.name, "arguments": call.arguments_text},
     }
     for part in parts:
         if part.type == "gemini_call" and part.call_id == call.id and part.extra_content is not None:
@@ -183,10 +178,14 @@ def openai_params(messages: Sequence[Message], tools: Sequence[Mapping[str, Any]
 def openai_tool_call(raw: object, index: int) -> ToolCall:
     """One OpenAI tool call (``{"id", "type": "function", "function": {"name", "arguments"}}``, arguments a
     JSON string or an object) as a :class:`ToolCall`; the flat ``{"id", "name", "arguments"}`` form and
-    :class:`ToolCall` values pass too. Empty arguments (``""`` or missing) mean ``{}``.
+    :class:`ToolCall` values pass too. Empty arguments (``""`` or missing) mean ``{}``. An arguments string
+    that holds no JSON object a payload can store (invalid or truncated JSON, an array, NaN, ...:
+    :func:`~tractkv.engine.content.payload.parse_arguments`) is kept exactly as ``invalid_arguments``, with
+    ``arguments`` ``{}``: the call is recorded and sent back to OpenAI as it came.
 
     Raises:
-        MalformedResponse: not an object, no name or id, or arguments that are not a JSON object.
+        MalformedResponse: not an object, no name or id, or arguments that are neither a string nor a JSON
+            object.
     """
     if isinstance(raw, ToolCall):
         return raw
@@ -196,30 +195,31 @@ def openai_tool_call(raw: object, index: int) -> ToolCall:
     name, arguments = function.get("name"), function.get("arguments")
     if not isinstance(name, str) or not name:
         raise MalformedResponse(f"tool_calls[{index}] has no function name")
-    if arguments is None or (isinstance(arguments, str) and not arguments.strip()):
-        arguments = {}
-    elif isinstance(arguments, str):  # OpenAI sends arguments as a JSON string
-        try:
-            arguments = json.loads(arguments, parse_constant=_no_constant)
-        except json.JSONDecodeError as exc:
-            raise MalformedResponse(f"tool_calls[{index}] ({name}) arguments are not JSON: {exc}") from None
-        except ValueError as exc:  # NaN / Infinity: not JSON, and no store could hold them
-            raise MalformedResponse(f"tool_calls[{index}] ({name}) arguments hold {exc}") from None
-        except RecursionError:  # hostile nesting ("[[[[..."): refused like any other bad JSON
-            raise MalformedResponse(f"tool_calls[{index}] ({name}) arguments are nested too deeply") from None
-    if not isinstance(arguments, Mapping):
-        raise MalformedResponse(f"tool_calls[{index}] ({name}) arguments must be a JSON object")
-    check_arguments(arguments, f"tool_calls[{index}] ({name}) arguments")
     call_id = raw.get("id")
     if not isinstance(call_id, str) or not call_id:
         raise MalformedResponse(f"tool_calls[{index}] ({name}) has no id")
+    if isinstance(arguments, str):  # OpenAI sends arguments as a JSON string
+        parsed = parse_arguments(arguments)
+        if parsed is None:  # what the model wrote is not a JSON object: kept as it is
+            return ToolCall(id=call_id, name=name, arguments={}, invalid_arguments=arguments)
+        arguments = parsed
+    elif arguments is None:
+        arguments = {}
+    if not isinstance(arguments, Mapping):
+        raise MalformedResponse(f"tool_calls[{index}] ({name}) arguments must be a JSON object")
+    check_arguments(arguments, f"tool_calls[{index}] ({name}) arguments")
     return ToolCall(id=call_id, name=name, arguments=dict(arguments))
 
 
 def openai_reply(message: Mapping[str, Any]) -> tuple[tuple[dict[str, Any], ...], tuple[ToolCall, ...]]:
     """The parts and tool calls of an assistant message in OpenAI's shape.
 
-    Parts, in order: the ``content`` (a string, or a list of ``text`` / ``output_text`` / ``refusal`` parts,
+    Parts, in order: LiteLLM's ``thinking_blocks`` (a Claude reply through LiteLLM: ``thinking`` with its
+    ``signature``, ``redacted_thinking`` with its ``data``, as the Anthropic reader keeps them, so the
+    Anthropic dialect sends them back; a thinking block without a signature is ``reasoning``); else a
+    ``reasoning_content`` string (DeepSeek, vLLM, LiteLLM for other providers) as ``{"type": "reasoning",
+    "reasoning"}``, unsigned text no dialect sends back; then the ``content`` (a string, or a list of ``text`` /
+    ``output_text`` / ``refusal`` parts,
     as some OpenAI-compatible servers send) as ``{"type": "text", "text"}`` parts (empty text left out), then
     the message's ``refusal`` as ``{"type": "refusal", "refusal"}``, then for each tool call with an
     ``extra_content`` object (Gemini's OpenAI-compatible endpoint sends ``{"google": {"thought_signature"}}``
@@ -227,13 +227,15 @@ def openai_reply(message: Mapping[str, Any]) -> tuple[tuple[dict[str, Any], ...]
     on that call, then the ``audio`` reply's ``{"type": "openai_audio", "id", "transcript", "expires_at"}``
     (sent back as ``audio: {"id"}``; the whole ``audio`` also stays among the extras). The fields a message has
     no place for (``annotations``, ``audio``, the deprecated ``function_call``, some servers' ``reasoning_content``) are
-    :func:`openai_extras`.
+    :func:`openai_extras` (``reasoning_content`` only when it is neither a part nor the thinking blocks'
+    text).
 
     Raises:
         MalformedResponse: content that is neither text, None nor a list of parts; a refusal that is not a
-            string; ``tool_calls`` not a list, or a malformed call.
+            string; ``tool_calls`` not a list, or a malformed call; ``thinking_blocks`` not a list of
+            thinking / redacted_thinking blocks with string fields.
     """
-    parts: list[dict[str, Any]] = []
+    parts = _reasoning_parts(message)
     content = message.get("content")
     if isinstance(content, str):
         if content:
@@ -292,6 +294,38 @@ def _audio_part(audio: object) -> dict[str, Any] | None:
     return part
 
 
+def _reasoning_parts(message: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The parts of a message's ``thinking_blocks`` (LiteLLM) or, without any, its ``reasoning_content``."""
+    blocks = message.get("thinking_blocks")
+    if blocks is None or blocks == []:
+        reasoning = message.get("reasoning_content")
+        return (
+            [{"type": "reasoning", "reasoning": reasoning}]
+            if isinstance(reasoning, str) and reasoning
+            else []
+        )
+    if not isinstance(blocks, list):
+        raise MalformedResponse(f"thinking_blocks must be a list, not {type(blocks).__name__}")
+    parts: list[dict[str, Any]] = []
+    for index, block in enumerate(blocks):
+        where = f"thinking_blocks[{index}]"
+        kind = block.get("type") if isinstance(block, Mapping) else None
+        if kind == "redacted_thinking":
+            parts.append({"type": kind, "data": _string_field(block, "data", where)})
+        elif kind == "thinking":
+            thinking = _string_field(block, "thinking", where)
+            signature = block.get("signature")
+            if isinstance(signature, str) and signature:
+                parts.append({"type": kind, "thinking": thinking, "signature": signature})
+            elif signature is not None and not isinstance(signature, str):
+                raise MalformedResponse(f"{where} thinking block has a signature that is not a string")
+            elif thinking:  # unsigned: nothing Anthropic would take back as thinking
+                parts.append({"type": "reasoning", "reasoning": thinking})
+        else:
+            raise MalformedResponse(f"{where} is not a thinking or redacted_thinking block")
+    return parts
+
+
 OPENAI_EXTRA_FIELDS = ("annotations", "audio", "function_call", "reasoning_content")
 
 
@@ -305,11 +339,23 @@ def openai_extras(message: Mapping[str, Any]) -> tuple[dict[str, Any], ...]:
     extras = []
     for field in OPENAI_EXTRA_FIELDS:
         value = message.get(field)
+        if field == "reasoning_content" and _reasoning_read(message, value):
+            continue
         if value not in (None, "", [], {}):
             kept = json_values({"value": value})
             if "value" in kept:
                 extras.append({"type": "openai_field", "field": field, "value": kept["value"]})
     return tuple(extras)
+
+
+def _reasoning_read(message: Mapping[str, Any], reasoning: object) -> bool:
+    """Whether :func:`openai_reply` read ``reasoning_content`` into the parts: as a ``reasoning`` part (no
+    thinking blocks), or as the thinking blocks' text joined (LiteLLM's copy of them)."""
+    blocks = message.get("thinking_blocks")
+    if not isinstance(blocks, list) or not blocks:
+        return isinstance(reasoning, str)
+    joined = "".join(str(b.get("thinking") or "") for b in blocks if isinstance(b, Mapping))
+    return reasoning == joined
 
 
 def openai_usage(usage: object) -> dict[str, Any] | None:
