@@ -133,9 +133,8 @@ def fields_of(reader: Reader, commit: Commit) -> tuple[str | None, list[list[Any
             if isinstance(text, str) and text:
                 tool = next((f[1] for f in out if f[0] == "tool_result"), None)
                 out.append(["original", tool, text])
-    if (
-        commit.message and ["reason", None, commit.message] not in out
-    ):  # an annotation's reason is its note too
+    # an annotation's reason is its note too: one hit for it
+    if commit.message and ["reason", None, commit.message] not in out:
         out.append(["note", None, commit.message])
     if commit.metadata:
         out.append(["metadata", None, _json(commit.metadata)])
