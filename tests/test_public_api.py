@@ -19,6 +19,7 @@ from tractkv import errors
 EXPECTED_ALL = [
     "ArtifactContent",
     "AuthError",
+    "BlameEntry",
     "BranchExists",
     "BranchInfo",
     "BranchNotFound",
@@ -78,6 +79,7 @@ EXPECTED_ALL = [
     "Repair",
     "RequestTooLarge",
     "ScriptExhausted",
+    "SearchHit",
     "StatusInfo",
     "Store",
     "StoreClosed",
@@ -89,6 +91,7 @@ EXPECTED_ALL = [
     "TiktokenCounter",
     "TokenCounter",
     "ToolCall",
+    "ToolChange",
     "ToolHookError",
     "ToolPairingError",
     "ToolServerUnavailable",
