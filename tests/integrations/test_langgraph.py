@@ -526,9 +526,7 @@ def test_delete_thread_uses_the_branch_delete_and_refuses_a_checked_out_thread(t
     assert "langgraph/t" not in result.output
 
 
-def test_copy_thread_prune_and_delete_for_runs(tmp_path: Path) -> None:
-    from tractkv.errors import Unsupported
-
+def test_copy_thread_and_prune_delete(tmp_path: Path) -> None:
     store = str(tmp_path / "s")
     with TractkvSaver.from_path(store) as saver:
         app = chat_graph(saver)
@@ -539,13 +537,91 @@ def test_copy_thread_prune_and_delete_for_runs(tmp_path: Path) -> None:
         assert len(app.get_state(config("src")).values["messages"]) == 2  # the source did not move
         with pytest.raises(InvalidInput, match="target exists"):
             saver.copy_thread("src", "dst")
-        with pytest.raises(Unsupported, match="keep_latest"):
-            saver.prune(["src"])
-        with pytest.raises(Unsupported, match="delete_for_runs"):
-            asyncio.run(saver.adelete_for_runs(["run"]))
+        with pytest.raises(InvalidInput, match="prune strategy"):
+            saver.prune(["src"], strategy="keep_some")
         saver.prune(["src"], strategy="delete")
         assert saver.get_tuple(config("src")) is None
         assert saver.get_tuple(config("dst")) is not None
+
+
+def _run(thread: str, run: str) -> Any:
+    return {**config(thread), "metadata": {"run_id": run}}
+
+
+def _objects(tract: Tract) -> set[str]:
+    from tractkv.store import Table
+
+    return {bytes(k).hex() for k, _v in tract.store.reader().iter_table(Table.OBJECTS)}
+
+
+def test_prune_keep_latest_moves_the_branch_and_gc_reclaims_the_rest(tmp_path: Path) -> None:
+    with TractkvSaver.from_path(str(tmp_path / "s"), durable=False) as saver:
+        app = chat_graph(saver)
+        for word in ("one", "two", "three"):
+            app.invoke({"messages": [HumanMessage(content=word)]}, config("t"))
+        app.invoke({"messages": [HumanMessage(content="other")]}, config("u"))
+        before = texts(app.get_state(config("t")).values["messages"])
+        old_tip = saver.tract.store.get_ref("refs/heads/langgraph/t")
+        history = list(saver.list(config("t")))
+        dropped = history[-1]  # the oldest checkpoint: its metadata blob is its own
+        saver.prune(["t", "absent"], strategy="keep_latest")
+        kept = list(saver.list(config("t")))
+        assert [k.config for k in kept] == [history[0].config]
+        assert texts(app.get_state(config("t")).values["messages"]) == before
+        assert len(list(saver.list(config("u")))) == 3  # another thread is untouched
+        moves = [m for m in saver.tract.reflog("langgraph/t", limit=2) if "prune" in m.message]
+        assert [m.old for m in moves] == [old_tip]  # the move is in the reflog: undoable until gc
+        assert saver.tract.gc(min_age_hours=72).removed_objects == 0  # the reflog keeps it young
+        result = saver.tract.gc(min_age_hours=0)
+        assert result.removed_objects > 0
+        assert fsck(saver.tract.store).ok
+        assert saver.get_tuple(dropped.config) is None
+        # every message the kept checkpoint reads survived gc (they were linked by the dropped commits)
+        out = app.invoke({"messages": [HumanMessage(content="four")]}, config("t"))
+        assert texts(out["messages"]) == [*before, "human: four", "ai: sure #7"]
+    with TractkvSaver.from_path(str(tmp_path / "s")) as saver:  # a fresh process reads the same
+        assert texts(chat_graph(saver).get_state(config("t")).values["messages"])[-1] == "ai: sure #7"
+
+
+def test_delete_for_runs_drops_the_runs_checkpoints_and_writes_only(tmp_path: Path) -> None:
+    with TractkvSaver.from_path(str(tmp_path / "s"), durable=False) as saver:
+        app = chat_graph(saver)
+        app.invoke({"messages": [HumanMessage(content="one")]}, _run("t", "run-1"))
+        app.invoke({"messages": [HumanMessage(content="two")]}, _run("t", "run-2"))
+        app.invoke({"messages": [HumanMessage(content="solo")]}, _run("u", "run-1"))
+        app.invoke({"messages": [HumanMessage(content="keep")]}, _run("v", "run-3"))
+        latest = texts(app.get_state(config("t")).values["messages"])
+        saver.delete_for_runs([])  # nothing
+        saver.delete_for_runs(["run-1", "never"])
+        runs = {t.metadata.get("run_id") for t in saver.list(config("t"))}
+        assert runs == {"run-2"}
+        assert saver.get_tuple(config("u")) is None  # every checkpoint of u was run-1's: its branch went
+        assert "langgraph/u" not in [b.name for b in saver.tract.list_branches()]
+        assert len(list(saver.list(config("v")))) == 3
+        saver.tract.gc(min_age_hours=0)
+        assert fsck(saver.tract.store).ok
+        # run-2's checkpoints extend run-1's message list: what they read survived gc
+        assert texts(app.get_state(config("t")).values["messages"]) == latest
+        out = app.invoke({"messages": [HumanMessage(content="three")]}, _run("t", "run-4"))
+        assert texts(out["messages"])[-2:] == ["human: three", "ai: sure #5"]
+
+
+def test_a_rewrite_refuses_a_branch_holding_commits_it_did_not_write(tmp_path: Path) -> None:
+    with TractkvSaver.from_path(str(tmp_path / "s"), durable=False) as saver:
+        app = chat_graph(saver)
+        for word in ("one", "two"):
+            app.invoke({"messages": [HumanMessage(content=word)]}, config("t"))
+        other = Tract.open(str(tmp_path / "s"), durable=False)
+        try:
+            other.switch("langgraph/t")
+            other.user("a note of my own")
+            other.branch("elsewhere")
+        finally:
+            other.close()
+        tip = saver.tract.store.get_ref("refs/heads/langgraph/t")
+        with pytest.raises(InvalidInput, match="not a LangGraph checkpoint"):
+            saver.prune(["t"], strategy="keep_latest")
+        assert saver.tract.store.get_ref("refs/heads/langgraph/t") == tip  # nothing moved
 
 
 def test_a_thread_id_too_long_for_a_branch_name_is_refused_before_the_graph_runs(tmp_path: Path) -> None:

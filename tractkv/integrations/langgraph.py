@@ -25,6 +25,10 @@ in the commit's metadata under ``"langgraph"`` plus blobs the commit links as ``
   stored or cached.
 * writes: ``{"v": 1, "kind": "writes", "checkpoint", "task", "path", "writes": [[idx, channel, <blob>]...]}``.
 
+``prune(strategy="keep_latest")`` and ``delete_for_runs`` are the exception to append-only (LangGraph's
+contract asks for them): the branch moves to a history without the dropped checkpoints (:meth:`TractkvSaver.
+_rewrite`), and ``gc`` reclaims them once the reflog entry ages.
+
 Everything a resume reads is therefore an immutable object reachable from the branch: the project's
 invariant, so a store holding threads syncs with the ordinary remotes, and a graph interrupted on one
 machine resumes on another after ``pull`` or ``clone``. An in-memory index per branch (checkpoint id ->
@@ -60,7 +64,7 @@ from typing import Any
 
 import attrs
 
-from tractkv.errors import BranchNotFound, DecodeError, InvalidInput, ObjectNotFound, Unsupported
+from tractkv.errors import BranchNotFound, ConcurrentUpdate, DecodeError, InvalidInput, ObjectNotFound
 from tractkv.ids import ObjectId, is_object_id
 from tractkv.integrations import (
     branch_component,
@@ -92,7 +96,7 @@ except ImportError as exc:  # the extra is missing (tests/integrations/test_extr
 from tractkv.engine import open_session
 from tractkv.engine.content import content_objects
 from tractkv.engine.history import HEADS
-from tractkv.engine.session import Session
+from tractkv.engine.session import Session, Tip
 from tractkv.model import Blob, Commit
 from tractkv.store import WriteBatch
 from tractkv.tract import Tract
@@ -250,6 +254,32 @@ def _values(raw: object, where: str) -> dict[str, _Ref]:
             raise DecodeError(f"{where}: value of channel {channel!r} is not [version, kind, blob]")
         out[channel] = _Ref(entry[0], entry[1], _oid(entry[2], where, f"value of {channel!r}"))
     return out
+
+
+def _record(commit: Commit) -> dict[str, Any] | None:
+    """The ``langgraph`` record of a commit (None: not one of the saver's)."""
+    meta = commit.metadata
+    record = meta.get(LINK) if isinstance(meta, dict) else None
+    return record if isinstance(record, dict) else None
+
+
+def _kept(commit: Commit, keep: set[str]) -> bool:
+    """Whether a rewrite keeping the checkpoints ``keep`` keeps ``commit`` (a checkpoint it names, a write
+    to one; anything else: not the saver's, decided by the caller)."""
+    record = _record(commit)
+    if record is None:
+        return False
+    kind = record.get("kind")
+    return record.get("id" if kind == "checkpoint" else "checkpoint") in keep
+
+
+def _linking(ids: tuple[ObjectId, ...]) -> Any:
+    """A commit's ``stage``: links ``ids`` (stored already) as ``links["langgraph"]``."""
+
+    def stage(_batch: WriteBatch) -> dict[str, tuple[ObjectId, ...]]:
+        return {LINK: ids}
+
+    return stage
 
 
 def _same(a: Any, b: Any) -> bool:
@@ -724,13 +754,23 @@ class TractkvSaver(BaseCheckpointSaver[str]):
             names = [thread_branch(thread, ns) for thread, ns in self._branches_of(str(thread_id))]
             check_not_checked_out(self.tract, names, f"LangGraph thread {thread_id!r}")
             for name in names:
-                ref = HEADS + name
-                session = self._sessions.pop(ref, None)
-                if session is not None:
-                    session.close()
-                self._branches.pop(ref, None)
-                with contextlib.suppress(BranchNotFound):  # deleted meanwhile by another handle
-                    self.tract.delete_branch(name, force=True)
+                self._delete_branch(name)
+
+    def _delete_thread_branch(self, thread_id: str, checkpoint_ns: str) -> None:
+        """Delete one branch of a thread (the namespace ``checkpoint_ns``), as :meth:`delete_thread` does."""
+        with self._lock:
+            name = thread_branch(thread_id, checkpoint_ns)
+            check_not_checked_out(self.tract, [name], f"LangGraph thread {thread_id!r}")
+            self._delete_branch(name)
+
+    def _delete_branch(self, name: str) -> None:
+        ref = HEADS + name
+        session = self._sessions.pop(ref, None)
+        if session is not None:
+            session.close()
+        self._branches.pop(ref, None)
+        with contextlib.suppress(BranchNotFound):  # deleted meanwhile by another handle
+            self.tract.delete_branch(name, force=True)
 
     def copy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
         """Copy a thread: each of its branches (root and subgraph namespaces) gets a twin for the target
@@ -749,24 +789,131 @@ class TractkvSaver(BaseCheckpointSaver[str]):
                     self.tract.branch(thread_branch(target, ns), tip, switch=False)
 
     def prune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
-        """``strategy="delete"``: :meth:`delete_thread` for each thread. ``"keep_latest"`` is
-        :class:`~tractkv.errors.Unsupported`: a thread is an append-only history that syncs (dropping its
-        older checkpoints would rewrite it on every machine); delete the thread or ``gc`` instead."""
-        if strategy != "delete":
-            raise Unsupported(
-                f"TractkvSaver.prune(strategy={strategy!r})",
-                "a thread's branch is an append-only history that syncs; only strategy='delete' is provided",
-            )
+        """``strategy="keep_latest"``: each branch of each thread (root and subgraph namespaces) keeps only
+        its latest checkpoint and that checkpoint's writes; ``"delete"``: :meth:`delete_thread` for each.
+        Keeping the latest moves the branch (see :meth:`_rewrite`): the dropped checkpoints leave the
+        thread at once and their objects go at the ``gc`` after the reflog entry ages. Threads that do not
+        exist are skipped."""
+        if strategy not in ("keep_latest", "delete"):
+            raise InvalidInput(f"prune strategy must be 'keep_latest' or 'delete', not {strategy!r}")
         for thread_id in thread_ids:
-            self.delete_thread(thread_id)
+            if strategy == "delete":
+                self.delete_thread(thread_id)
+                continue
+            with self._lock:
+                for thread, ns in self._branches_of(str(thread_id)):
+                    latest = self._branch(thread, ns).latest
+                    self._rewrite(thread, ns, {latest} if latest is not None else set(), "prune")
 
     def delete_for_runs(self, run_ids: Sequence[str]) -> None:
-        """:class:`~tractkv.errors.Unsupported`: a run's checkpoints are commits inside a thread's
-        append-only history (removing them would rewrite it); delete the thread instead."""
-        raise Unsupported(
-            "TractkvSaver.delete_for_runs",
-            "a run's checkpoints are commits in a thread's append-only history; delete the thread instead",
-        )
+        """Remove every checkpoint whose metadata names one of ``run_ids`` (``run_id``, as LangGraph records
+        it), with its writes, from every thread: each branch holding one moves to a history without them
+        (:meth:`_rewrite`); their objects go at the ``gc`` after the reflog entry ages. Reads every
+        checkpoint's metadata of the store once."""
+        runs = {str(r) for r in run_ids}
+        if not runs:
+            return
+        with self._lock:
+            for thread, ns in self._branches_of(None):
+                branch = self._branch(thread, ns)
+                keep = {
+                    ckpt.id
+                    for ckpt in branch.checkpoints.values()
+                    if str(self._loads(ckpt.meta).get("run_id")) not in runs
+                }
+                self._rewrite(thread, ns, keep, "delete_for_runs")
+
+    def _rewrite(self, thread: str, ns: str, keep: set[str], why: str) -> None:
+        """Move the thread's branch to a history holding only the checkpoints ``keep`` names and their
+        writes, in one transaction (compare-and-swapped from the tip read: another writer's move makes it
+        :class:`~tractkv.errors.ConcurrentUpdate`, nothing moved). The longest run of the history that
+        loses nothing is kept as is; each later commit kept is made again on top (a new commit with the
+        same record and a fresh timestamp), linking what its checkpoint reads that only a dropped commit
+        linked (a value it inherited, a message list node it extends), so everything a kept checkpoint
+        reads stays reachable. Merge commits after that run are not made again (the history becomes a
+        line). The old tip stays in the branch's reflog: ``reset`` to it undoes the move until ``gc``
+        ages the entry (``gc(min_age_hours=0)`` reclaims the dropped objects at once). A branch left with
+        no checkpoint is deleted as :meth:`delete_thread` deletes one. A commit the saver did not write
+        (other than a merge) is :class:`~tractkv.errors.InvalidInput`, nothing moved."""
+        branch = self._branch(thread, ns)
+        if set(branch.checkpoints) <= keep:
+            return
+        history = self._history(branch.tip)
+        name = branch.ref[len(HEADS) :]
+        base: ObjectId | None = None
+        cut = 0
+        for cut, (oid, commit) in enumerate(history):  # noqa: B007  # cut: the first commit not kept as is
+            if commit.parents != ((base,) if base is not None else ()) or not _kept(commit, keep):
+                break
+            base = oid
+        else:
+            cut = len(history)
+        tail: builtins.list[Commit] = []
+        for oid, commit in history[cut:]:
+            if _record(commit) is None:
+                if len(commit.parents) > 1:
+                    continue  # a merge: its sides' commits are in the history, made again in a line
+                raise InvalidInput(
+                    f"cannot rewrite {name}: commit {oid} is not a LangGraph checkpoint or writes commit "
+                    "(nothing was moved)"
+                )
+            if _kept(commit, keep):
+                tail.append(commit)
+        if base is None and not any(_record(c) is not None for c in tail):
+            self._delete_thread_branch(thread, ns)
+            return
+        have: set[ObjectId] = set()
+        for _done, commit in history[:cut]:
+            have.update(ObjectId(o) for o in (commit.links or {}).get(LINK, ()))
+        session = self._session(branch.ref)
+        start = session.writable(why)
+        if start.head != branch.tip:  # moved since it was read: read again
+            raise ConcurrentUpdate(branch.ref, branch.tip, start.head, f"{why} not done")
+        with session.batch():
+            session.move_branch(start, base, why, f"{why}: {len(branch.checkpoints) - len(keep)} dropped")  # type: ignore[arg-type]
+            parent = base
+            for commit in tail:
+                links = {ObjectId(o) for o in (commit.links or {}).get(LINK, ())}
+                record = _record(commit)
+                assert record is not None
+                if record.get("kind") == "checkpoint":
+                    for ref in _values(record.get("values"), name).values():
+                        self._reach(ref, have, links)
+                have |= links
+                info = session.commit_content(
+                    self._content,
+                    operation="append",
+                    message=commit.message,
+                    metadata=commit.metadata,
+                    stage=_linking(tuple(sorted(links))),
+                    tip=Tip(branch.ref, parent),
+                )
+                parent = info.commit_id
+        branch.reset()
+        self._branch(thread, ns)
+
+    def _reach(self, ref: _Ref, have: set[ObjectId], out: set[ObjectId]) -> None:
+        """Add to ``out`` what reading ``ref`` needs that ``have`` lacks (a message node's older nodes and
+        their items up to the first one held)."""
+        if ref.kind == "v":
+            if ref.oid not in have:
+                out.add(ref.oid)
+            return
+        cursor: ObjectId | None = ref.oid
+        while cursor is not None and cursor not in have:  # ends: a node names an older node
+            data = self._blob(cursor, "messages")
+            out.add(cursor)
+            items = data.get("items")
+            if not isinstance(items, list):
+                raise DecodeError("a LangGraph message list node is malformed", cursor)
+            out.update(_oid(i, "a message list", "item") for i in items)
+            prev = data.get("prev")
+            cursor = _oid(prev, f"list node {cursor}", "prev") if prev is not None else None
+
+    def _history(self, tip: ObjectId | None) -> builtins.list[tuple[ObjectId, Commit]]:
+        """Every commit reachable from ``tip``, oldest first (the order the index takes them in)."""
+        chain, _reached = self._walk(_Branch("", "", ""), tip)
+        return chain[::-1]
 
     def get_next_version(self, current: str | None, channel: None) -> str:
         """Versions unique across forks (a counter plus a random fraction), as LangGraph's own savers make."""
