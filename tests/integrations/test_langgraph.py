@@ -24,7 +24,7 @@ from tractkv.model import Blob, decode
 from tractkv.store import fsck
 
 from .conftest import ROOT, run_script
-from .lg_app import chat_graph, config, subgraph_graph, texts
+from .lg_app import chat_graph, config, react_graph, subgraph_graph, texts
 
 
 @pytest.mark.slow  # fresh interpreters
@@ -633,3 +633,44 @@ def test_a_thread_id_too_long_for_a_branch_name_is_refused_before_the_graph_runs
         long_ascii = "x" * 200  # the longest id kept as is, with room for subgraph namespaces
         out = subgraph_graph(saver).invoke({"messages": [HumanMessage(content="nested")]}, config(long_ascii))
         assert "__interrupt__" in out
+
+
+def test_a_turn_copies_and_compares_only_the_new_messages(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Per-turn cost flat in the thread's length: a read hands out the objects it handed out before (checked
+    in one C-speed pass, not copied), and a put compares no message in Python when its list starts with
+    the objects the saver handed out (the old code copied every message on each read and compared each
+    one in Python on each put)."""
+    import tractkv.integrations.langgraph as lg
+
+    calls = {"fresh": 0, "same": 0}
+    fresh, same = lg._fresh, lg._same
+
+    def counting_fresh(message: Any) -> Any:
+        calls["fresh"] += 1
+        return fresh(message)
+
+    def counting_same(a: Any, b: Any) -> bool:
+        calls["same"] += 1
+        return same(a, b)
+
+    with TractkvSaver.from_path(str(tmp_path / "s"), durable=False) as saver:
+        app = react_graph(saver)
+        for turn in range(30):
+            app.invoke({"messages": [HumanMessage(content=f"city {turn}")]}, config("t"))
+        monkeypatch.setattr(lg, "_fresh", counting_fresh)
+        monkeypatch.setattr(lg, "_same", counting_same)
+        for turn in range(5):
+            app.invoke({"messages": [HumanMessage(content=f"city x{turn}")]}, config("t"))
+        assert calls["same"] == 0
+        assert calls["fresh"] <= 5 * 4  # the new messages only (the saver's own copies), not 120+ a turn
+        first = app.get_state(config("t")).values["messages"]
+        again = app.get_state(config("t")).values["messages"]
+        assert len(first) == 140
+        assert all(a is b for a, b in zip(first, again, strict=True))
+        first[0].content = "MUTATED"  # what a read returned is edited: the next read has the stored one
+        third = app.get_state(config("t")).values["messages"]
+        assert third[0].content == "city 0"
+        assert third[0] is not first[0]
+        assert third[1] is first[1]

@@ -21,8 +21,10 @@ in the commit's metadata under ``"langgraph"`` plus blobs the commit links as ``
   node's messages (cached, else read from the store) are compared field by field with the new list's first
   ones, so a message a node edited in place is stored as edited; any other list (a message removed, replaced
   or edited) starts a new node holding every item, stored blobs reused. The cached messages are the saver's
-  own copies: what it hands LangGraph is a fresh copy on each read, so editing a read state changes nothing
-  stored or cached.
+  own copies, never handed out; a read hands out the message objects it handed out last (or LangGraph gave
+  it in ``put``), checked against those copies in one C-speed pass and replaced where someone edited them,
+  so a turn neither copies nor compares the whole conversation in Python (per-turn cost flat in the
+  thread's length) and editing a read state changes nothing stored or read next.
 * writes: ``{"v": 1, "kind": "writes", "checkpoint", "task", "path", "writes": [[idx, channel, <blob>]...]}``.
 
 ``prune(strategy="keep_latest")`` and ``delete_for_runs`` are the exception to append-only (LangGraph's
@@ -56,6 +58,8 @@ import asyncio
 import builtins
 import contextlib
 import copy
+import itertools
+import operator
 import random
 import threading
 from collections import OrderedDict
@@ -327,8 +331,24 @@ def _fresh_value(value: Any) -> Any:
     return copy.deepcopy(value)
 
 
+_DICT = operator.attrgetter("__dict__")
+_EXTRA = operator.attrgetter("__pydantic_extra__")
+
+
+def _all_same(a: Sequence[Any], b: Sequence[Any]) -> bool:
+    """Whether the messages of ``a`` hold the same content as the first ones of ``b`` (:func:`_same` for
+    each, in three passes at C speed: no Python code runs per message)."""
+    return (
+        all(map(operator.is_, map(type, a), map(type, b)))
+        and all(map(operator.eq, map(_DICT, a), map(_DICT, b)))
+        and all(map(operator.eq, map(_EXTRA, a), map(_EXTRA, b)))
+    )
+
+
 def _is_messages(value: object) -> bool:
-    return isinstance(value, list) and bool(value) and all(isinstance(m, BaseMessage) for m in value)
+    return (
+        isinstance(value, list) and bool(value) and all(map(isinstance, value, itertools.repeat(BaseMessage)))
+    )
 
 
 # --- the saver ----------------------------------------------------------------------------------------------
@@ -351,6 +371,7 @@ class TractkvSaver(BaseCheckpointSaver[str]):
         self._branches: dict[str, _Branch] = {}
         self._sessions: OrderedDict[str, Session] = OrderedDict()
         self._lists: OrderedDict[ObjectId, tuple[Any, ...]] = OrderedDict()
+        self._live: dict[ObjectId, tuple[Any, ...]] = {}  # node -> the message objects last handed out
         content, _media = content_objects(_CONTENT)
         self._content = content
 
@@ -482,7 +503,25 @@ class TractkvSaver(BaseCheckpointSaver[str]):
         self._lists[node] = messages
         self._lists.move_to_end(node)
         while len(self._lists) > MAX_LISTS:
-            self._lists.popitem(last=False)
+            old, _messages = self._lists.popitem(last=False)
+            self._live.pop(old, None)
+
+    def _read_list(self, node: ObjectId) -> builtins.list[Any]:
+        """The messages of a list node as a read hands them out: the objects the saver last handed out for
+        it (to a read, or received from LangGraph in :meth:`put`), each checked against the saver's own copy
+        in one pass at C speed (their ``__dict__``, nothing copied); a message someone edited since is
+        replaced by a fresh copy of the stored one. So a read costs no copy of the state, and an edit made
+        to what a read returned never reaches the next read (two reads may share message objects; a field
+        outside the message class's schema, pydantic's extra, is not compared). The first read of a node in
+        a process copies its messages once."""
+        private = self._messages(node)
+        live = self._live.get(node)
+        if live is None or len(live) != len(private):
+            live = tuple(_fresh(m) for m in private)
+        elif not all(map(operator.eq, map(_DICT, live), map(_DICT, private))):
+            live = tuple(m if _same(m, p) else _fresh(p) for m, p in zip(live, private, strict=True))
+        self._live[node] = live
+        return builtins.list(live)
 
     def _tuple(self, branch: _Branch, ckpt: _Checkpoint) -> CheckpointTuple:
         checkpoint = self._loads(ckpt.saved)
@@ -497,8 +536,8 @@ class TractkvSaver(BaseCheckpointSaver[str]):
             raise DecodeError(f"checkpoint {ckpt.id!r} is not a LangGraph checkpoint of that id", ckpt.commit)
         values: dict[str, Any] = {}
         for channel, ref in ckpt.values.items():
-            if ref.kind == "m":  # copies: the caller may edit what it gets, the cache must not change
-                values[channel] = [_fresh(m) for m in self._messages(ref.oid)]
+            if ref.kind == "m":  # the caller may edit what it gets: the saver's own copies never change
+                values[channel] = self._read_list(ref.oid)
             else:
                 values[channel] = self._loads(ref.oid)
         checkpoint["channel_values"] = values
@@ -630,7 +669,9 @@ class TractkvSaver(BaseCheckpointSaver[str]):
     def _stage_list(
         self, batch: WriteBatch, messages: builtins.list[Any], parent: _Ref | None, linked: set[ObjectId]
     ) -> ObjectId:
-        """Store a messages channel value as a list node (extending the parent's when it can); returns it."""
+        """Store a messages channel value as a list node (extending the parent's when it can); returns it.
+        The list extends the parent's when its first messages hold the parent's content (compared with the
+        saver's own copies at C speed, :func:`_all_same`: a message a node edited in place is seen)."""
         prefix: tuple[Any, ...] = ()
         prev: ObjectId | None = None
         if parent is not None and parent.kind == "m":
@@ -638,12 +679,13 @@ class TractkvSaver(BaseCheckpointSaver[str]):
                 prefix = self._messages(parent.oid)
             except ObjectNotFound:
                 prefix = ()
-            if len(prefix) <= len(messages) and all(map(_same, prefix, messages)):
+            if len(prefix) <= len(messages) and self._unchanged(parent.oid, prefix, messages):
                 prev = parent.oid
             else:
                 prefix = ()
         new = messages[len(prefix) :]
         if prev is not None and not new:
+            self._live[prev] = tuple(messages)
             return prev
         items: builtins.list[str] = []
         for message in new:
@@ -655,7 +697,18 @@ class TractkvSaver(BaseCheckpointSaver[str]):
             node["prev"] = str(prev)
         oid = batch.put(Blob(data=node))
         self._remember(oid, (*prefix, *map(_fresh, new)))  # not LangGraph's objects
+        self._live[oid] = tuple(messages)  # LangGraph's: what the next put's list starts with
         return oid
+
+    def _unchanged(self, node: ObjectId, prefix: tuple[Any, ...], messages: Sequence[Any]) -> bool:
+        """Whether ``messages`` starts with the content of ``prefix`` (the saver's copies of ``node``'s
+        messages). When they are the very objects the saver last handed out for the node (LangGraph's usual
+        path: a read, then puts of the lists its reducer builds on them), one C-speed pass compares their
+        fields (``__dict__``: a field a node edited in place is seen); else every message is compared."""
+        live = self._live.get(node)
+        if live is not None and len(live) == len(prefix) and all(map(operator.is_, live, messages)):
+            return all(map(operator.eq, map(_DICT, prefix), map(_DICT, messages)))
+        return _all_same(prefix, messages)
 
     def put(
         self,
