@@ -674,3 +674,216 @@ def test_a_turn_copies_and_compares_only_the_new_messages(
         assert third[0].content == "city 0"
         assert third[0] is not first[0]
         assert third[1] is first[1]
+
+
+# --- the thread's conversation as commits -------------------------------------------------------------------
+
+
+def _react_thread(path: Path, thread: str = "t") -> None:
+    with TractkvSaver.from_path(str(path), durable=False) as saver:
+        app = react_graph(saver)
+        app.invoke({"messages": [HumanMessage(content="Paris")]}, config(thread))
+        app.invoke({"messages": [HumanMessage(content="Atlantis")]}, config(thread))
+
+
+EXPECTED_CONVERSATION = [
+    ("user", "Paris", [], None),
+    ("assistant", "Let me look.", [("call_1", "lookup", {"city": "Paris"})], None),
+    ("tool", "sunny in Paris", [], "call_1"),
+    ("assistant", "It is sunny in Paris.", [], None),
+    ("user", "Atlantis", [], None),
+    ("assistant", "Let me look.", [("call_2", "lookup", {"city": "Atlantis"})], None),
+    ("tool", "Error: ValueError('no such city')\n Please fix your mistakes.", [], "call_2"),
+    ("assistant", "It is Error: ValueError('no such city')\n Please fix your mistakes..", [], None),
+]
+
+
+def _conversation(t: Tract) -> list[Any]:
+    return [
+        (m.role, m.content, [(c.id, c.name, c.arguments) for c in m.tool_calls], m.tool_call_id)
+        for m in t.compile().messages
+    ]
+
+
+def test_a_react_graph_leaves_its_conversation_on_the_branch(tmp_path: Path) -> None:
+    """The messages channel is the branch's conversation: compile (every dialect), tool queries, log."""
+    from click.testing import CliRunner
+
+    from tractkv.cli import cli
+
+    _react_thread(tmp_path / "s")
+    with Tract.open(str(tmp_path / "s")) as t:
+        t.switch("langgraph/t")
+        assert _conversation(t) == EXPECTED_CONVERSATION  # the old code: [] (hidden checkpoint notes only)
+        ctx = t.compile()
+        openai = ctx.to_openai_params()["messages"]
+        assert openai[1]["tool_calls"][0]["function"] == {"name": "lookup", "arguments": '{"city":"Paris"}'}
+        assert openai[2] == {"role": "tool", "tool_call_id": "call_1", "content": "sunny in Paris"}
+        anthropic = ctx.to_anthropic_params()["messages"]
+        assert anthropic[1]["content"][1] == {
+            "type": "tool_use",
+            "id": "call_1",
+            "name": "lookup",
+            "input": {"city": "Paris"},
+        }
+        results = [
+            block
+            for message in anthropic
+            if isinstance(message["content"], list)
+            for block in message["content"]
+            if block["type"] == "tool_result"
+        ]
+        assert [(r["tool_use_id"], r.get("is_error", False)) for r in results] == [
+            ("call_1", False),
+            ("call_2", True),
+        ]
+        responses = ctx.to_responses_params()["input"]
+        assert {"type": "function_call_output", "call_id": "call_1", "output": "sunny in Paris"} in responses
+        gemini = ctx.to_gemini_params()["contents"]
+        assert gemini[1]["parts"][1]["function_call"]["args"] == {"city": "Paris"}
+        turns = t.find_tool_turns()
+        assert [(turn.tool_names, [r.content["text"] for r in turn.results]) for turn in turns] == [
+            (("lookup",), ["sunny in Paris"]),
+            (("lookup",), ["Error: ValueError('no such city')\n Please fix your mistakes."]),
+        ]
+        assert turns[1].results[0].content.get("is_error") is True
+        assert [c.content["tool_calls"][0]["name"] for c in t.find_tool_calls()] == ["lookup", "lookup"]
+    result = CliRunner().invoke(cli, ["--store", str(tmp_path / "s"), "log", "langgraph/t", "-n", "60"])
+    assert result.exit_code == 0, result.output
+    assert "sunny in Paris" in result.output
+    assert "lookup" in result.output
+    with TractkvSaver.from_path(str(tmp_path / "s")) as saver:  # what LangGraph reads is unchanged
+        state = react_graph(saver).get_state(config("t")).values["messages"]
+        assert [m.type for m in state] == ["human", "ai", "tool", "ai"] * 2
+        assert state[6].status == "error"
+
+
+def test_the_viewer_shows_the_threads_tool_calls(tmp_path: Path) -> None:
+    from starlette.testclient import TestClient
+
+    from tractkv.store import LmdbStore
+    from tractkv.view.app import create_app
+
+    _react_thread(tmp_path / "s")
+    with LmdbStore(str(tmp_path / "s")) as st:
+        tip = st.get_ref("refs/heads/langgraph/t")
+        app, _ = create_app(st, sync=False)
+        with TestClient(app, base_url="http://127.0.0.1") as c:
+            page = c.get(f"/ui/commit/{tip}?ref=refs/heads/langgraph/t")
+            assert page.status_code == 200
+            for text in ("lookup", "sunny in Paris", "no such city", "It is sunny in Paris."):
+                assert text in page.text, text
+
+
+def _editing_graph(saver: TractkvSaver) -> Any:
+    from langchain_core.messages import AIMessage, RemoveMessage
+    from langgraph.graph import START, MessagesState, StateGraph
+
+    def model(state: MessagesState) -> dict[str, Any]:
+        last = state["messages"][-1]
+        if last.content == "forget the first":
+            return {"messages": [RemoveMessage(id=state["messages"][0].id), AIMessage(content="forgotten")]}
+        if last.content == "fix your answer":
+            answer = state["messages"][1]  # replaced by id: a new object with the same id
+            return {"messages": [AIMessage(content="corrected", id=answer.id), AIMessage(content="done")]}
+        return {"messages": [AIMessage(content=f"echo {last.content}")]}
+
+    builder = StateGraph(MessagesState)
+    builder.add_node("model", model)
+    builder.add_edge(START, "model")
+    return builder.compile(checkpointer=saver)
+
+
+def test_replaced_and_removed_messages_edit_and_hide_their_commits(tmp_path: Path) -> None:
+    with TractkvSaver.from_path(str(tmp_path / "s"), durable=False) as saver:
+        app = _editing_graph(saver)
+        for text in ("hello", "fix your answer", "forget the first"):
+            out = app.invoke({"messages": [HumanMessage(content=text)]}, config("t"))
+        assert texts(out["messages"]) == [
+            "ai: corrected",
+            "human: fix your answer",
+            "ai: done",
+            "human: forget the first",
+            "ai: forgotten",
+        ]
+    with Tract.open(str(tmp_path / "s")) as t:
+        t.switch("langgraph/t")
+        assert [(m.role, m.content) for m in t.compile().messages] == [
+            ("assistant", "corrected"),
+            ("user", "fix your answer"),
+            ("assistant", "done"),
+            ("user", "forget the first"),
+            ("assistant", "forgotten"),
+        ]
+        ops = [c.operation for c in t.log(limit=200)]
+        assert "edit" in ops
+        assert "annotate" in ops
+
+
+def test_time_travel_shows_the_forked_conversation(tmp_path: Path) -> None:
+    with TractkvSaver.from_path(str(tmp_path / "s"), durable=False) as saver:
+        app = chat_graph(saver)
+        app.invoke({"messages": [HumanMessage(content="one")]}, config("t"))
+        fork_at = app.get_state(config("t")).config
+        app.invoke({"messages": [HumanMessage(content="two")]}, config("t"))
+        app.invoke({"messages": [HumanMessage(content="other")]}, fork_at)
+        assert texts(app.get_state(config("t")).values["messages"]) == [
+            "human: one",
+            "ai: sure #1",
+            "human: other",
+            "ai: sure #3",
+        ]
+    with Tract.open(str(tmp_path / "s")) as t:
+        t.switch("langgraph/t")
+        assert [m.content for m in t.compile().messages] == ["one", "sure #1", "other", "sure #3"]
+
+
+def test_a_thread_written_before_reads_as_before_and_a_write_brings_its_conversation(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A thread the previous release wrote (the same checkpoint and writes commits, no message commits:
+    written here by this saver with the conversation turned off) reads unchanged; the first write adds
+    every message of the thread to the conversation, in order."""
+    import tractkv.integrations.langgraph as lg
+
+    with monkeypatch.context() as patch:
+        patch.setattr(lg, "MESSAGES", "no channel has this name")
+        _react_thread(tmp_path / "s")
+    with Tract.open(str(tmp_path / "s")) as t:
+        t.switch("langgraph/t")
+        assert t.compile().messages == []  # what the previous release left
+    with TractkvSaver.from_path(str(tmp_path / "s"), durable=False) as saver:
+        app = react_graph(saver)
+        state = app.get_state(config("t")).values["messages"]
+        assert [m.type for m in state] == ["human", "ai", "tool", "ai"] * 2
+        app.invoke({"messages": [HumanMessage(content="Rome")]}, config("t"))
+    with Tract.open(str(tmp_path / "s")) as t:
+        t.switch("langgraph/t")
+        conversation = _conversation(t)
+        assert conversation[:8] == EXPECTED_CONVERSATION
+        assert [c[0] for c in conversation[8:]] == ["user", "assistant", "tool", "assistant"]
+        assert len(t.find_tool_turns()) == 3
+        assert fsck(t.store).ok
+
+
+def test_pruning_keeps_the_conversation_of_the_latest_checkpoint(tmp_path: Path) -> None:
+    with TractkvSaver.from_path(str(tmp_path / "s"), durable=False) as saver:
+        app = react_graph(saver)
+        app.invoke({"messages": [HumanMessage(content="Paris")]}, _run("t", "run-1"))
+        app.invoke({"messages": [HumanMessage(content="Atlantis")]}, _run("t", "run-2"))
+        saver.delete_for_runs(["run-2"])  # the thread is back to run-1's state, and so is its conversation
+        with Tract.open(str(tmp_path / "s"), durable=False) as t:
+            t.switch("langgraph/t")
+            assert _conversation(t) == EXPECTED_CONVERSATION[:4]
+        app.invoke({"messages": [HumanMessage(content="Atlantis")]}, _run("t", "run-3"))
+        saver.prune(["t"], strategy="keep_latest")
+        assert len(list(saver.list(config("t")))) == 1
+        saver.tract.gc(min_age_hours=0)
+        assert fsck(saver.tract.store).ok
+        with Tract.open(str(tmp_path / "s"), durable=False) as t:
+            t.switch("langgraph/t")
+            conversation = _conversation(t)
+            assert [c[0] for c in conversation] == ["user", "assistant", "tool", "assistant"] * 2
+            assert [c[3] for c in conversation if c[0] == "tool"] == ["call_1", "call_2"]
+            # the history keeps run-2's hidden turn too (its skip annotation is in the log)
+            assert len(t.find_tool_turns()) == 3

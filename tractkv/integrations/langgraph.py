@@ -68,7 +68,14 @@ from typing import Any
 
 import attrs
 
-from tractkv.errors import BranchNotFound, ConcurrentUpdate, DecodeError, InvalidInput, ObjectNotFound
+from tractkv.errors import (
+    BranchNotFound,
+    ConcurrentUpdate,
+    DecodeError,
+    InvalidInput,
+    ObjectNotFound,
+    TractError,
+)
 from tractkv.ids import ObjectId, is_object_id
 from tractkv.integrations import (
     branch_component,
@@ -114,6 +121,7 @@ FORMAT = 1
 SAFE_SERDE_TYPES = frozenset({"null", "bytes", "bytearray", "msgpack", "json"})
 MAX_SESSIONS = 32  # writing sessions kept open (one per branch written recently)
 MAX_LISTS = 256  # message lists kept decoded (by node id)
+MESSAGES = "messages"  # the channel whose messages become the branch's conversation (MessagesState's)
 _CONTENT = {"type": "reasoning", "text": "LangGraph checkpoint"}
 
 
@@ -182,16 +190,30 @@ class _Branch:
     writes: dict[str, list[_Write]] = attrs.Factory(dict)
     latest: str | None = None
     commits: set[ObjectId] = attrs.Factory(set)  # every commit indexed (all parents, not the first only)
+    # the conversation the branch shows: LangChain message id -> (its message commit, its message blob)
+    shown: dict[str, tuple[ObjectId, ObjectId]] = attrs.Factory(dict)
+    by_commit: dict[ObjectId, str] = attrs.Factory(dict)  # message commit -> LangChain message id
+    shown_node: ObjectId | None = None  # the list node ``shown`` equals, when known (set by a put)
 
     def reset(self) -> None:
-        self.tip, self.latest = None, None
+        self.tip, self.latest, self.shown_node = None, None, None
         self.checkpoints.clear()
         self.writes.clear()
         self.commits.clear()
+        self.shown.clear()
+        self.by_commit.clear()
 
-    def take(self, oid: ObjectId, commit: Commit) -> None:
-        """Index one commit of the branch (commits without a ``langgraph`` record are not ours: skipped)."""
+    def take(self, oid: ObjectId, commit: Commit, annotation: Any = None) -> None:
+        """Index one commit of the branch (commits without a ``langgraph`` record are not ours: skipped, but
+        for a ``skip`` annotation of a message commit, ``annotation`` its payload, which hides it)."""
         self.commits.add(oid)
+        if commit.operation == "annotate":
+            lc_id = self.by_commit.get(commit.edit_target) if commit.edit_target is not None else None
+            if lc_id is not None and isinstance(annotation, dict) and annotation.get("priority") == "skip":
+                if self.shown.get(lc_id, (None,))[0] == commit.edit_target:
+                    del self.shown[lc_id]
+                self.shown_node = None
+            return
         meta = commit.metadata
         record = meta.get(LINK) if isinstance(meta, dict) else None
         if record is None:
@@ -200,7 +222,19 @@ class _Branch:
         if not isinstance(record, dict) or type(record.get("v")) is not int or record["v"] != FORMAT:
             raise DecodeError(f"{where}: not a LangGraph record of format {FORMAT}", oid)
         kind = record.get("kind")
-        if kind == "checkpoint":
+        if kind == "message":
+            lc_id = _text(record.get("id"), where, "id")
+            blob = _oid(record.get("blob"), where, "blob")
+            target = commit.edit_target if commit.operation == "edit" else None
+            if target is not None:
+                if self.by_commit.get(target) == lc_id and lc_id in self.shown:
+                    self.shown[lc_id] = (self.shown[lc_id][0], blob)
+            else:
+                self.shown.pop(lc_id, None)  # re-added after a removal: at the end, as compile shows it
+                self.shown[lc_id] = (oid, blob)
+                self.by_commit[oid] = lc_id
+            self.shown_node = None
+        elif kind == "checkpoint":
             ckpt = _Checkpoint(
                 id=_text(record.get("id"), where, "id"),
                 parent=_text(record.get("parent"), where, "parent", optional=True),
@@ -268,12 +302,14 @@ def _record(commit: Commit) -> dict[str, Any] | None:
 
 
 def _kept(commit: Commit, keep: set[str]) -> bool:
-    """Whether a rewrite keeping the checkpoints ``keep`` keeps ``commit`` (a checkpoint it names, a write
-    to one; anything else: not the saver's, decided by the caller)."""
+    """Whether a rewrite keeping the checkpoints ``keep`` keeps ``commit``: a checkpoint it names, a write
+    to one, every message commit and annotation (the conversation); anything else is the caller's call."""
     record = _record(commit)
     if record is None:
-        return False
+        return commit.operation == "annotate"
     kind = record.get("kind")
+    if kind == "message":
+        return True
     return record.get("id" if kind == "checkpoint" else "checkpoint") in keep
 
 
@@ -343,6 +379,61 @@ def _all_same(a: Sequence[Any], b: Sequence[Any]) -> bool:
         and all(map(operator.eq, map(_DICT, a), map(_DICT, b)))
         and all(map(operator.eq, map(_EXTRA, a), map(_EXTRA, b)))
     )
+
+
+def _text_of(content: Any) -> str:
+    """The text of a LangChain message's content: a string, or the text of its blocks joined."""
+    if isinstance(content, str):
+        return content
+    out: builtins.list[str] = []
+    for block in content if isinstance(content, list) else ():
+        if isinstance(block, str):
+            out.append(block)
+        elif isinstance(block, dict) and block.get("type") == "text" and isinstance(block.get("text"), str):
+            out.append(block["text"])
+    return "".join(out)
+
+
+def _payload(message: Any) -> dict[str, Any] | None:
+    """The tractkv content a LangChain message shows as (None: none): a human message a user turn, an AI
+    message an assistant turn with its tool calls, a tool message a tool result (``status="error"`` an
+    error result), a system message an instruction. Only text is shown (other content blocks stay in the
+    checkpoint); a tool result with no text shows as ``(no output)``, so its call keeps a result."""
+    kind = getattr(message, "type", None)
+    text = _text_of(getattr(message, "content", ""))
+    if kind == "system":
+        return {"type": "instruction", "text": text} if text else None
+    if kind == "human":
+        out: dict[str, Any] = {"type": "dialogue", "role": "user", "text": text or "(no text)"}
+    elif kind == "ai":
+        calls = [
+            {
+                "id": call.get("id") or f"{message.id}:{i}",
+                "name": call.get("name"),
+                "arguments": call.get("args") or {},
+            }
+            for i, call in enumerate(getattr(message, "tool_calls", None) or ())
+        ]
+        out = {"type": "dialogue", "role": "assistant", "text": text}
+        if calls:
+            out["tool_calls"] = calls
+        elif not text:
+            return None
+    elif kind == "tool":
+        out = {
+            "type": "dialogue",
+            "role": "tool",
+            "text": text or "(no output)",
+            "tool_call_id": str(getattr(message, "tool_call_id", "")),
+        }
+        if getattr(message, "status", None) == "error":
+            out["is_error"] = True
+    else:
+        return None
+    name = getattr(message, "name", None)
+    if isinstance(name, str) and name and kind != "tool":
+        out["name"] = name
+    return out
 
 
 def _is_messages(value: object) -> bool:
@@ -418,9 +509,16 @@ class TractkvSaver(BaseCheckpointSaver[str]):
             branch.reset()
             chain, _reached = self._walk(branch, tip)
         for oid, commit in reversed(chain):
-            branch.take(oid, commit)
+            branch.take(oid, commit, self._annotation(commit))
         branch.tip = tip
         return branch
+
+    def _annotation(self, commit: Commit) -> Any:
+        """The payload of an annotation commit (None for other commits)."""
+        if commit.operation != "annotate" or commit.content is None:
+            return None
+        obj = self.tract.store.get(commit.content)
+        return obj.data if isinstance(obj, Blob) else None
 
     def _walk(self, branch: _Branch, tip: ObjectId | None) -> tuple[list[tuple[ObjectId, Commit]], bool]:
         """The commits reachable from ``tip`` (every parent: a merge made by ``pull`` brings the other
@@ -662,14 +760,15 @@ class TractkvSaver(BaseCheckpointSaver[str]):
             tip=tip,
         )
         oid = info.commit_id
-        branch.take(oid, session.store.get_commit(oid))
+        branch.take(oid, session.reader().get_commit(oid))
         branch.tip = oid
         return oid
 
     def _stage_list(
         self, batch: WriteBatch, messages: builtins.list[Any], parent: _Ref | None, linked: set[ObjectId]
-    ) -> ObjectId:
-        """Store a messages channel value as a list node (extending the parent's when it can); returns it.
+    ) -> tuple[ObjectId, ObjectId | None, builtins.list[ObjectId]]:
+        """Store a messages channel value as a list node (extending the parent's when it can); returns it,
+        the parent's node when it extends (or is) that, and the message blobs it adds.
         The list extends the parent's when its first messages hold the parent's content (compared with the
         saver's own copies at C speed, :func:`_all_same`: a message a node edited in place is seen)."""
         prefix: tuple[Any, ...] = ()
@@ -686,19 +785,118 @@ class TractkvSaver(BaseCheckpointSaver[str]):
         new = messages[len(prefix) :]
         if prev is not None and not new:
             self._live[prev] = tuple(messages)
-            return prev
-        items: builtins.list[str] = []
-        for message in new:
-            oid = batch.put(Blob(data=self._dumps(message)))
-            linked.add(oid)
-            items.append(str(oid))
-        node: dict[str, Any] = {"lg": "messages", "items": items, "n": len(messages)}
+            return prev, prev, []
+        blobs = [batch.put(Blob(data=self._dumps(message))) for message in new]
+        linked.update(blobs)
+        node: dict[str, Any] = {"lg": "messages", "items": [str(b) for b in blobs], "n": len(messages)}
         if prev is not None:
             node["prev"] = str(prev)
         oid = batch.put(Blob(data=node))
         self._remember(oid, (*prefix, *map(_fresh, new)))  # not LangGraph's objects
         self._live[oid] = tuple(messages)  # LangGraph's: what the next put's list starts with
-        return oid
+        return oid, prev, blobs
+
+    def _forget(self, branch: _Branch) -> None:
+        """After a failed write: drop what the write may have indexed or cached that was never stored."""
+        branch.reset()
+        self._lists.clear()
+        self._live.clear()
+
+    def _node_items(self, node: ObjectId, reader: Any) -> builtins.list[ObjectId]:
+        """The message blobs of a list node, oldest first (read through ``reader``: a batch sees its own)."""
+        chain: builtins.list[builtins.list[Any]] = []
+        cursor: ObjectId | None = node
+        while cursor is not None:  # ends: a node names an older node
+            obj = reader.get(cursor)
+            data = obj.data if isinstance(obj, Blob) else None
+            if not (
+                isinstance(data, dict)
+                and data.get("lg") == "messages"
+                and isinstance(data.get("items"), list)
+            ):
+                raise DecodeError("not a LangGraph messages blob", cursor)
+            chain.append(data["items"])
+            prev = data.get("prev")
+            cursor = _oid(prev, f"list node {cursor}", "prev") if prev is not None else None
+        return [_oid(i, "a message list", "item") for items in reversed(chain) for i in items]
+
+    def _converse(
+        self,
+        session: Session,
+        branch: _Branch,
+        messages: builtins.list[Any],
+        node: ObjectId,
+        base: ObjectId | None,
+        blobs: builtins.list[ObjectId],
+    ) -> builtins.list[ObjectId]:
+        """Bring the branch's conversation (its message commits) to ``messages``, the list ``node`` stores;
+        returns the commits made. When the list extends the one the conversation shows (``base``, LangGraph's
+        usual path), each new message becomes one commit (``blobs`` are their blobs): O(new). Otherwise (the
+        first write of a thread written before, a fork from an earlier checkpoint, a message replaced or
+        removed) the list is compared with the conversation by LangChain message id: a message gone is a
+        ``skip`` annotation, one whose stored form changed an ``edit`` of its commit, a new one a commit."""
+        made: builtins.list[ObjectId] = []
+        if node == branch.shown_node:
+            return made
+        if base is None or base != branch.shown_node:
+            blobs = self._node_items(node, session.reader())
+            wanted = {m.id: i for i, m in enumerate(messages) if m.id is not None}
+            for lc_id, (commit, _blob) in builtins.list(branch.shown.items()):
+                if lc_id not in wanted:
+                    info = session.annotate(
+                        str(commit), "skip", reason="LangGraph: not in the thread's messages"
+                    )
+                    branch.take(
+                        info.commit_id, session.reader().get_commit(info.commit_id), {"priority": "skip"}
+                    )
+                    branch.tip = info.commit_id
+                    made.append(info.commit_id)
+            start = 0
+        else:
+            start = len(messages) - len(blobs)
+        for message, blob in zip(
+            messages[start:], blobs[-(len(messages) - start) :] if len(messages) > start else [], strict=True
+        ):
+            lc_id = message.id if message.id is not None else f"{node}:{start}"
+            shown = branch.shown.get(lc_id)
+            if shown is not None and shown[1] == blob:
+                continue
+            oid = self._say(session, branch, message, lc_id, blob, shown[0] if shown is not None else None)
+            if oid is not None:
+                made.append(oid)
+        branch.shown_node = node
+        return made
+
+    def _say(
+        self,
+        session: Session,
+        branch: _Branch,
+        message: Any,
+        lc_id: str,
+        blob: ObjectId,
+        target: ObjectId | None,
+    ) -> ObjectId | None:
+        """Commit one message of the conversation (an ``edit`` of ``target`` when given); None when tractkv's
+        payloads cannot show it (it stays in the checkpoint, which is what LangGraph reads)."""
+        payload = _payload(message)
+        if payload is None:
+            return None
+        try:
+            content, media = content_objects(payload)
+        except TractError:
+            return None
+        record = {"v": FORMAT, "kind": "message", "id": lc_id, "blob": str(blob)}
+        info = session.commit_content(
+            content,
+            operation="edit" if target is not None else "append",
+            target=target,
+            metadata={LINK: record},
+            stage=_linking((blob,)),
+            media=media,
+        )
+        branch.take(info.commit_id, session.reader().get_commit(info.commit_id))
+        branch.tip = info.commit_id
+        return info.commit_id
 
     def _unchanged(self, node: ObjectId, prefix: tuple[Any, ...], messages: Sequence[Any]) -> bool:
         """Whether ``messages`` starts with the content of ``prefix`` (the saver's copies of ``node``'s
@@ -725,39 +923,50 @@ class TractkvSaver(BaseCheckpointSaver[str]):
         versions = checkpoint["channel_versions"]
         with self._lock:
             branch = self._branch(thread_id, ns)
+            session = self._session(branch.ref)
+            if session.writable().head != branch.tip:  # moved since the index was read
+                branch = self._branch(thread_id, ns)
             parent = branch.checkpoints.get(parent_id) if parent_id else None
             inherited = parent.values if parent is not None else {}
             record: dict[str, Any] = {"v": FORMAT, "kind": "checkpoint", "id": checkpoint["id"]}
             if parent_id is not None:
                 record["parent"] = parent_id
-
-            def stage(batch: WriteBatch) -> dict[str, tuple[ObjectId, ...]]:
-                linked: set[ObjectId] = set()
-                refs: dict[str, list[Any]] = {}
-                for channel, version in versions.items():
-                    if channel in new_versions:
-                        if channel not in values:
-                            continue  # an emptied channel: absent from the checkpoint
-                        value = values[channel]
-                        if _is_messages(value):
-                            oid, kind = self._stage_list(batch, value, inherited.get(channel), linked), "m"
+            try:
+                with session.batch():  # the conversation's commits and the checkpoint: one transaction
+                    batch = session.reader()
+                    assert isinstance(batch, WriteBatch)
+                    linked: set[ObjectId] = set()
+                    refs: dict[str, list[Any]] = {}
+                    for channel, version in versions.items():
+                        if channel in new_versions:
+                            if channel not in values:
+                                continue  # an emptied channel: absent from the checkpoint
+                            value = values[channel]
+                            if _is_messages(value):
+                                old = inherited.get(channel)
+                                oid, base, blobs = self._stage_list(batch, value, old, linked)
+                                kind = "m"
+                                if channel == MESSAGES:
+                                    turns = self._converse(session, branch, value, oid, base, blobs)
+                                    linked.update(turns)
+                            else:
+                                oid, kind = batch.put(Blob(data=self._dumps(value))), "v"
                         else:
-                            oid, kind = batch.put(Blob(data=self._dumps(value))), "v"
-                    else:
-                        old = inherited.get(channel)
-                        if old is None or old.version != version:
-                            continue
-                        oid, kind = old.oid, old.kind
-                    linked.add(oid)
-                    refs[channel] = [version, kind, str(oid)]
-                saved_id = batch.put(Blob(data=self._dumps(saved)))
-                meta_id = batch.put(Blob(data=self._dumps(get_checkpoint_metadata(config, metadata))))
-                linked.update((saved_id, meta_id))
-                record.update({"checkpoint": str(saved_id), "metadata": str(meta_id), "values": refs})
-                return {LINK: tuple(sorted(linked))}
-
-            note = f"checkpoint {checkpoint['id']} (step {metadata.get('step')}, {metadata.get('source')})"
-            self._commit(branch, record, note, stage)
+                            old = inherited.get(channel)
+                            if old is None or old.version != version:
+                                continue
+                            oid, kind = old.oid, old.kind
+                        linked.add(oid)
+                        refs[channel] = [version, kind, str(oid)]
+                    saved_id = batch.put(Blob(data=self._dumps(saved)))
+                    meta_id = batch.put(Blob(data=self._dumps(get_checkpoint_metadata(config, metadata))))
+                    linked.update((saved_id, meta_id))
+                    record.update({"checkpoint": str(saved_id), "metadata": str(meta_id), "values": refs})
+                    note = f"checkpoint {checkpoint['id']} (step {metadata.get('step')}, {metadata.get('source')})"
+                    self._commit(branch, record, note, _linking(tuple(sorted(linked))))
+            except BaseException:
+                self._forget(branch)
+                raise
         return {
             "configurable": {"thread_id": thread_id, "checkpoint_ns": ns, "checkpoint_id": checkpoint["id"]}
         }
@@ -901,18 +1110,18 @@ class TractkvSaver(BaseCheckpointSaver[str]):
             base = oid
         else:
             cut = len(history)
-        tail: builtins.list[Commit] = []
+        tail: builtins.list[tuple[ObjectId, Commit]] = []
         for oid, commit in history[cut:]:
-            if _record(commit) is None:
+            if _record(commit) is None and commit.operation != "annotate":
                 if len(commit.parents) > 1:
                     continue  # a merge: its sides' commits are in the history, made again in a line
                 raise InvalidInput(
-                    f"cannot rewrite {name}: commit {oid} is not a LangGraph checkpoint or writes commit "
-                    "(nothing was moved)"
+                    f"cannot rewrite {name}: commit {oid} is not a LangGraph checkpoint, writes, message or "
+                    "annotation commit (nothing was moved)"
                 )
             if _kept(commit, keep):
-                tail.append(commit)
-        if base is None and not any(_record(c) is not None for c in tail):
+                tail.append((oid, commit))
+        if not any(ckpt in keep for ckpt in branch.checkpoints):
             self._delete_thread_branch(thread, ns)
             return
         have: set[ObjectId] = set()
@@ -922,28 +1131,67 @@ class TractkvSaver(BaseCheckpointSaver[str]):
         start = session.writable(why)
         if start.head != branch.tip:  # moved since it was read: read again
             raise ConcurrentUpdate(branch.ref, branch.tip, start.head, f"{why} not done")
-        with session.batch():
-            session.move_branch(start, base, why, f"{why}: {len(branch.checkpoints) - len(keep)} dropped")  # type: ignore[arg-type]
-            parent = base
-            for commit in tail:
-                links = {ObjectId(o) for o in (commit.links or {}).get(LINK, ())}
-                record = _record(commit)
-                assert record is not None
-                if record.get("kind") == "checkpoint":
-                    for ref in _values(record.get("values"), name).values():
-                        self._reach(ref, have, links)
-                have |= links
-                info = session.commit_content(
-                    self._content,
-                    operation="append",
-                    message=commit.message,
-                    metadata=commit.metadata,
-                    stage=_linking(tuple(sorted(links))),
-                    tip=Tip(branch.ref, parent),
+        try:
+            with session.batch():
+                dropped = f"{why}: {len(branch.checkpoints) - len(keep)} checkpoints dropped"
+                session.move_branch(start, base, why, dropped)  # type: ignore[arg-type]
+                self._remake(session, branch.ref, base, tail, have)
+        finally:
+            self._forget(branch)
+        branch = self._branch(thread, ns)
+        latest = branch.checkpoints.get(branch.latest) if branch.latest is not None else None
+        ref = latest.values.get(MESSAGES) if latest is not None else None
+        if ref is not None and ref.kind == "m":  # the conversation shows the latest checkpoint's messages
+            with session.batch():
+                self._converse(session, branch, list(self._messages(ref.oid)), ref.oid, None, [])
+
+    def _remake(
+        self,
+        session: Session,
+        ref: str,
+        parent: ObjectId | None,
+        tail: builtins.list[tuple[ObjectId, Commit]],
+        have: set[ObjectId],
+    ) -> None:
+        """Make each commit of ``tail`` again on ``parent`` (see :meth:`_rewrite`); ``have``: what the
+        commits kept as is link."""
+        store = self.tract.store
+        moved: dict[ObjectId, ObjectId] = {}  # old message commit -> its new one
+        for old, commit in tail:
+            links = {ObjectId(o) for o in (commit.links or {}).get(LINK, ())}
+            links = {moved.get(o, o) for o in links}
+            record = _record(commit)
+            if record is None:  # an annotation (of a message commit)
+                payload = self._annotation(commit)
+                target = commit.edit_target
+                if not isinstance(payload, dict) or target is None:
+                    continue
+                info = session.annotate(
+                    str(moved.get(target, target)),
+                    payload.get("priority"),
+                    reason=payload.get("reason"),
+                    cache=payload.get("cache"),
                 )
                 parent = info.commit_id
-        branch.reset()
-        self._branch(thread, ns)
+                continue
+            if record.get("kind") == "checkpoint":
+                for value in _values(record.get("values"), ref).values():
+                    self._reach(value, have, links)
+            have |= links
+            content = store.get(commit.content) if commit.content is not None else None
+            if not isinstance(content, Blob):
+                raise DecodeError(f"commit {old}: its content is not a blob", old)
+            target = commit.edit_target
+            info = session.commit_content(
+                content,
+                operation=commit.operation,
+                target=moved.get(target, target) if target is not None else None,
+                message=commit.message,
+                metadata=commit.metadata,
+                stage=_linking(tuple(sorted(links))),
+                tip=Tip(ref, parent),
+            )
+            moved[old] = parent = info.commit_id
 
     def _reach(self, ref: _Ref, have: set[ObjectId], out: set[ObjectId]) -> None:
         """Add to ``out`` what reading ``ref`` needs that ``have`` lacks (a message node's older nodes and
