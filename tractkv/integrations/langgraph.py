@@ -27,6 +27,23 @@ in the commit's metadata under ``"langgraph"`` plus blobs the commit links as ``
   thread's length) and editing a read state changes nothing stored or read next.
 * writes: ``{"v": 1, "kind": "writes", "checkpoint", "task", "path", "writes": [[idx, channel, <blob>]...]}``.
 
+**The conversation.** The channel named ``messages`` (``MessagesState``'s) is also the branch's conversation,
+so ``compile`` (every dialect), ``log``, ``find_tool_calls`` / ``find_tool_turns`` and the viewer show it: a
+``put`` first commits what the list changed, in the same transaction as its checkpoint commit, which links
+those commits. Each **message commit** is a content commit whose metadata is ``{"v": 1, "kind": "message",
+"id": <LangChain message id>, "blob": <the message's blob>}`` (the same blob the list node names; linked): a
+human message a ``user`` turn, an AI message an ``assistant`` turn with its ``tool_calls`` (``args`` as the
+arguments), a tool message a ``tool`` result (``status="error"``: ``is_error``), a system message an
+``instruction``; text only (content blocks other than text stay in the checkpoint; a tool result without text
+shows ``(no output)``, an AI message with neither text nor calls is not shown). When the list extends the one
+the conversation shows (LangGraph's usual path) each new message is an ``append``: O(new). Otherwise (a fork
+from an earlier checkpoint, a message replaced by id or removed, the first write of a thread written before
+this) the list is compared with the conversation by message id: a message replaced is an ``edit`` of its
+commit, one gone a ``skip`` annotation, a new one an ``append`` (so compile shows the latest checkpoint's
+messages; a reordering keeps the conversation's order). What LangGraph reads is still the list node, so
+threads written before read as before. The index follows the conversation (message id -> commit and blob)
+as it follows checkpoints. Other channels are not shown.
+
 ``prune(strategy="keep_latest")`` and ``delete_for_runs`` are the exception to append-only (LangGraph's
 contract asks for them): the branch moves to a history without the dropped checkpoints (:meth:`TractkvSaver.
 _rewrite`), and ``gc`` reclaims them once the reflog entry ages.
