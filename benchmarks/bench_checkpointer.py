@@ -190,6 +190,8 @@ def _tool_case(scratch: Path, turns: int, chars: int, load: tuple[float, ...]) -
         "target": TARGETS["checkpointer_tool_turn_growth"],
         "target_of": "value",
         "ok": growth <= TARGETS["checkpointer_tool_turn_growth"],
+        "tractkv_x": round(growth, 4),
+        "baseline_x": round(s_last / s_first, 4),
         "first_ms": round(t_first * 1000, 3),
         "last_ms": round(t_last * 1000, 3),
         "baseline_first_ms": round(s_first * 1000, 3),

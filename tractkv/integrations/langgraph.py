@@ -871,10 +871,9 @@ class TractkvSaver(BaseCheckpointSaver[str]):
             start = 0
         else:
             start = len(messages) - len(blobs)
-        for message, blob in zip(
-            messages[start:], blobs[-(len(messages) - start) :] if len(messages) > start else [], strict=True
-        ):
-            lc_id = message.id if message.id is not None else f"{node}:{start}"
+        for index, blob in enumerate(blobs[-(len(messages) - start) :] if len(messages) > start else []):
+            message = messages[start + index]
+            lc_id = message.id if message.id is not None else f"{node}:{start + index}"
             shown = branch.shown.get(lc_id)
             if shown is not None and shown[1] == blob:
                 continue
@@ -903,14 +902,17 @@ class TractkvSaver(BaseCheckpointSaver[str]):
         except TractError:
             return None
         record = {"v": FORMAT, "kind": "message", "id": lc_id, "blob": str(blob)}
-        info = session.commit_content(
-            content,
-            operation="edit" if target is not None else "append",
-            target=target,
-            metadata={LINK: record},
-            stage=_linking((blob,)),
-            media=media,
-        )
+        try:
+            info = session.commit_content(
+                content,
+                operation="edit" if target is not None else "append",
+                target=target,
+                metadata={LINK: record},
+                stage=_linking((blob,)),
+                media=media,
+            )
+        except InvalidInput:  # refused by the write path: not shown, the checkpoint is what LangGraph reads
+            return None
         branch.take(info.commit_id, session.reader().get_commit(info.commit_id))
         branch.tip = info.commit_id
         return info.commit_id
