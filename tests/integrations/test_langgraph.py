@@ -302,6 +302,14 @@ def test_a_malformed_record_is_a_decode_error(tmp_path: Path) -> None:
         t.commit({"type": "reasoning", "text": "y"}, metadata={"note": "not ours"})
         with pytest.raises(DecodeError):
             TractkvSaver(t).get_tuple(config("t"))
+    for bad, error in (
+        ({"id": 7, "blob": "0" * 64}, "id is not a string"),
+        ({"id": "m"}, "blob is not an object"),
+    ):
+        with Tract.open(str(tmp_path / "m"), branch=thread_branch(f"t{error[:4]}")) as t:
+            t.user("hi", metadata={"langgraph": {"v": 1, "kind": "message", **bad}})
+            with pytest.raises(DecodeError, match=error):
+                TractkvSaver(t).get_tuple(config(f"t{error[:4]}"))
 
 
 def test_the_saver_never_moves_the_tracts_head(tmp_path: Path) -> None:
