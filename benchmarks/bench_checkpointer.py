@@ -29,7 +29,9 @@ call, the tool's result, the model's answer) and LangGraph writes five checkpoin
 
 * ``checkpointer_tool_turn_growth``: the mean time of the last 10% of turns divided by that of the first 10%
   (how per-turn cost grows with the thread). Value: tractkv (durable); baseline: SQLite's own growth; target:
-  value <= 1.5 (flat).
+  value <= 1.5 (flat). For scale, ``langgraph_alone_*``: the same graph over a saver that keeps checkpoints by
+  reference in memory (no copy, no serialization, no disk): LangGraph's and LangChain's own per-turn work,
+  which grows with the thread too (its reducer and the chat model's input handling walk every message).
 * ``checkpointer_tool_ms_per_turn``: wall time per turn (ms), tractkv against SQLite; target ratio <= 1.0.
 * ``checkpointer_tool_bytes``: bytes on disk at the end (MB); target ratio <= 0.1.
 
@@ -156,6 +158,40 @@ def _tool_turns(saver: Any, turns: int, chars: int) -> list[float]:
     return out
 
 
+def _floor_saver() -> Any:
+    """LangGraph's own cost, for scale: a saver that keeps each checkpoint by reference (no copy, no
+    serialization, no disk; not a usable saver: what a read returns shares everything with what was put)."""
+    from langgraph.checkpoint.base import BaseCheckpointSaver, CheckpointTuple
+
+    class Floor(BaseCheckpointSaver[str]):
+        def __init__(self) -> None:
+            super().__init__()
+            self.saved: dict[str, Any] = {}
+            self.latest: str | None = None
+            self.writes: dict[str, list[Any]] = {}
+
+        def get_tuple(self, config: Any) -> Any:
+            wanted = config["configurable"].get("checkpoint_id") or self.latest
+            if wanted is None:
+                return None
+            checkpoint, metadata = self.saved[wanted]
+            checkpoint = {**checkpoint, "channel_values": dict(checkpoint["channel_values"])}
+            conf = {"configurable": {**config["configurable"], "checkpoint_ns": "", "checkpoint_id": wanted}}
+            return CheckpointTuple(conf, checkpoint, metadata, None, self.writes.get(wanted, []))
+
+        def put(self, config: Any, checkpoint: Any, metadata: Any, new_versions: Any) -> Any:
+            self.saved[checkpoint["id"]] = (checkpoint, metadata)
+            self.latest = checkpoint["id"]
+            return {"configurable": {**config["configurable"], "checkpoint_id": checkpoint["id"]}}
+
+        def put_writes(self, config: Any, writes: Any, task_id: str, task_path: str = "") -> None:
+            self.writes.setdefault(config["configurable"]["checkpoint_id"], []).extend(
+                (task_id, channel, value) for channel, value in writes
+            )
+
+    return Floor()
+
+
 def _growth(times: list[float]) -> tuple[float, float]:
     """Mean seconds of the first and the last 10% of turns (at least one turn each)."""
     tenth = max(1, len(times) // 10)
@@ -177,6 +213,7 @@ def _tool_case(scratch: Path, turns: int, chars: int, load: tuple[float, ...]) -
     finally:
         conn.close()
     s_bytes = sum(p.stat().st_size for p in path.parent.glob(path.name + "*"))
+    f_first, f_last = _growth(_tool_turns(_floor_saver(), turns, chars))
     extra = {"load": [round(x, 2) for x in (*load, *os.getloadavg())], "chars": chars}
     (t_first, t_last), (s_first, s_last) = _growth(t_times), _growth(s_times)
     growth = t_last / t_first
@@ -196,6 +233,9 @@ def _tool_case(scratch: Path, turns: int, chars: int, load: tuple[float, ...]) -
         "last_ms": round(t_last * 1000, 3),
         "baseline_first_ms": round(s_first * 1000, 3),
         "baseline_last_ms": round(s_last * 1000, 3),
+        "langgraph_alone_growth": round(f_last / f_first, 4),
+        "langgraph_alone_first_ms": round(f_first * 1000, 3),
+        "langgraph_alone_last_ms": round(f_last * 1000, 3),
         **extra,
     }
     print(json.dumps(row))
