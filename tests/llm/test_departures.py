@@ -274,8 +274,9 @@ def test_documents_departures() -> None:
 
 
 def test_what_a_reply_kept_beside_its_message_is_sent_by_no_dialect() -> None:
-    """Citations, annotations and Anthropic server tool blocks live in ``metadata["omitted_blocks"]``: kept
-    with the commit, sent by no dialect."""
+    """OpenAI annotations live in ``metadata["omitted_blocks"]``: kept with the commit, sent by no dialect.
+    Anthropic server tool blocks and citations are parts: sent back to Anthropic only, listed by
+    ``left_out`` for the others (the cited text still goes)."""
     cited = {
         "type": "text",
         "text": "Oslo is cold.",
@@ -303,7 +304,8 @@ def test_what_a_reply_kept_beside_its_message_is_sent_by_no_dialect() -> None:
                 "usage": {"input_tokens": 1, "output_tokens": 1},
             }
         )
-        assert len(info.metadata["omitted_blocks"]) == 2
+        assert info.metadata is None or "omitted_blocks" not in info.metadata
+        assert [p["type"] for p in info.content["parts"]] == ["anthropic_block", "text"]
         t.user("Sure?")
         content = [{"type": "output_text", "text": "Yes.", "annotations": [annotated]}]
         message = {
@@ -324,12 +326,22 @@ def test_what_a_reply_kept_beside_its_message_is_sent_by_no_dialect() -> None:
             }
         )
         ctx = t.compile()
-    for params in (ctx.to_openai_params(), ctx.to_anthropic_params(), ctx.to_responses_params()):
+    for params in (ctx.to_openai_params(), ctx.to_responses_params(), ctx.to_gemini_params()):
         sent = _text(params)
         assert "Oslo is cold." in sent
         assert "Yes." in sent
         for lost in ("CITED", "ANNOTATED", "srvtoolu_1"):
             assert lost not in sent, lost
+    for dialect in ("openai", "responses", "gemini"):
+        assert [(r.kind, r.call_id) for r in ctx.left_out(dialect)] == [
+            ("dropped_item", "srvtoolu_1"),
+            ("dropped_item", "citations"),
+        ]
+    sent = _text(ctx.to_anthropic_params())
+    assert "CITED" in sent
+    assert "srvtoolu_1" in sent
+    assert "ANNOTATED" not in sent
+    assert ctx.left_out("anthropic") == ()
 
 
 def test_later_system_message_and_foreign_ids_departures() -> None:

@@ -20,6 +20,7 @@ from tractkv.engine.content import (
     MESSAGE_ROLES,
     Message,
     ToolCall,
+    anthropic_container,
     anthropic_reply,
     anthropic_usage,
     gemini_extras,
@@ -45,14 +46,25 @@ PART_FIELDS = {
     "gemini_thought": ("text",),
     "gemini_call": ("call_id",),
     "gemini_part": ("part",),
+    "anthropic_call": ("call_id",),
+    "anthropic_block": ("block",),
+    "anthropic_container": ("container",),
+    "openai_audio": ("id",),
 }  # the parts a reply carries (docs/format.md "Content parts"), each with its required fields
 OPTIONAL_FIELDS = {
-    "text": ("thought_signature",),
+    "text": ("thought_signature", "citations"),
+    "anthropic_call": ("caller", "toolset_name"),
+    "openai_audio": ("transcript", "expires_at"),
     "gemini_thought": ("thought_signature",),
     "gemini_call": ("thought_signature", "made_id", "extra_content"),
 }  # the fields a part may also have (Gemini's signature, ...)
-_FIELD_TYPES: dict[str, type] = {
+_FIELD_TYPES: dict[str, type | tuple[type, ...]] = {
     "item": dict,
+    "block": dict,
+    "container": dict,
+    "caller": dict,
+    "citations": list,
+    "expires_at": int,
     "part": dict,
     "extra_content": dict,
     "thought_signature": bytes,
@@ -70,15 +82,18 @@ class LLMResponse:
         parts: the reply's content in the order the provider sent it, as payload parts: ``{"type": "text",
             "text"}``, ``{"type": "thinking", "thinking", "signature"}``, ``{"type": "redacted_thinking",
             "data"}``, ``{"type": "refusal", "refusal"}``, ``{"type": "responses_item", "item"}`` (an OpenAI
-            Responses output item, verbatim). Built from ``text`` alone, the one text part.
+            Responses output item, verbatim), Gemini's parts, Anthropic's ``anthropic_call`` (where a
+            ``tool_use`` stood), ``anthropic_block`` (a server tool block) and ``anthropic_container``, a text
+            part's ``citations``, OpenAI's ``openai_audio`` (docs/format.md, "Content parts"). Built from
+            ``text`` alone, the one text part.
         model: the model that answered, as the provider reports it.
         finish_reason: why the model stopped, in the provider's words (``stop``, ``tool_calls``, ``end_turn``).
         usage: the token counts, normalized (:func:`~tractkv.engine.content.openai_usage`,
             :func:`~tractkv.engine.content.anthropic_usage`): ``input_tokens``, ``output_tokens`` and the
             provider's own fields; None when the provider sent none.
         omitted_blocks: what the reply holds that a message has no place for, kept beside it (in the commit's
-            metadata): Anthropic blocks (server tool use and results; text blocks with citations) and OpenAI
-            message fields (``annotations``, ``audio``, ``function_call``, ``reasoning_content``).
+            metadata): Anthropic blocks of a type tractkv does not know, and OpenAI message fields
+            (``annotations``, ``audio``, ``function_call``, ``reasoning_content``).
         raw: what the provider sent (the decoded JSON body; the scripted item for :class:`ScriptedLLM`).
 
     Raises:
@@ -207,8 +222,11 @@ class LLMResponse:
     @classmethod
     def from_anthropic(cls, body: Mapping[str, Any]) -> LLMResponse:
         """An Anthropic ``message`` body (:func:`~tractkv.engine.content.anthropic_reply` reads its blocks):
-        text, thinking and redacted thinking as parts in order, ``tool_use`` blocks as tool calls, any other
-        block in :attr:`omitted_blocks`; usage normalized.
+        text (with its citations), thinking, redacted thinking and server tool blocks as parts in order,
+        ``tool_use`` blocks as tool calls (placed among the parts when their order needs it), a block of an
+        unknown type in :attr:`omitted_blocks`; the message's ``container`` (code execution's: ``id``,
+        ``expires_at``) as a last ``{"type": "anthropic_container", "container"}`` part, so the next request
+        can name it; ``stop_reason`` (``pause_turn`` too) as the finish reason; usage normalized.
 
         Raises:
             MalformedResponse: no ``content`` list, a block of a known type with the wrong shape, or usage
@@ -217,6 +235,9 @@ class LLMResponse:
         if not isinstance(body, Mapping):
             raise MalformedResponse("a message must be a JSON object")
         parts, calls, omitted = anthropic_reply(body.get("content"))
+        container = anthropic_container(body.get("container"))
+        if container is not None:
+            parts = (*parts, container)
         return cls(
             text=reply_text(parts),
             tool_calls=calls,
@@ -467,10 +488,11 @@ def _check_part(part: object, index: int) -> None:
             + ", ".join(f"{{type: {k}, {', '.join(v)}}}" for k, v in PART_FIELDS.items())
         )
     for field, value in part.items():
-        if field != "type" and not isinstance(value, _FIELD_TYPES.get(field, str)):
+        wanted = _FIELD_TYPES.get(field, str)
+        if field != "type" and not isinstance(value, wanted):
             raise InvalidInput(
                 f"LLMResponse.parts[{index}] fields must be strings (an item a dict): {field} is not "
-                f"{_FIELD_TYPES.get(field, str).__name__}"
+                f"{getattr(wanted, '__name__', wanted)}"
             )
 
 

@@ -55,6 +55,7 @@ if TYPE_CHECKING:
     )
     from .render.anthropic import (
         MAX_CACHE_BREAKPOINTS,
+        anthropic_container,
         anthropic_params,
         anthropic_reply,
         anthropic_usage,
@@ -146,6 +147,7 @@ else:
             "check_cache_breakpoints": ".render.anthropic",
             "render_anthropic_params": ".render.anthropic",
             "apply_key_order": ".toolsets",
+            "anthropic_container": ".render.anthropic",
             "anthropic_reply": ".render.anthropic",
             "anthropic_usage": ".render.anthropic",
             "b64": ".media",
@@ -227,6 +229,7 @@ __all__ = [
     "TiktokenCounter",
     "TokenCounter",
     "ToolCall",
+    "anthropic_container",
     "anthropic_params",
     "anthropic_reply",
     "anthropic_usage",

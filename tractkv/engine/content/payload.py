@@ -45,10 +45,22 @@ gemini_call         ``call_id`` (one of the message's tool calls); optional     
                     id), ``extra_content`` (a JSON object: Gemini's OpenAI-compatible
                     endpoint's extension on a tool call)
 gemini_part         ``part``: any other Gemini part, verbatim (JSON and bytes)         assistant
+anthropic_call      ``call_id`` (one of the message's tool calls: where its           assistant
+                    ``tool_use`` block stood); optional ``caller`` (a JSON object),
+                    ``toolset_name``
+anthropic_block     ``block``: an Anthropic server tool block (``server_tool_use``,   assistant
+                    ``*_tool_result``, ``mcp_tool_use``, ``container_upload``, ...),
+                    verbatim
+anthropic_container ``container``: the reply's ``container`` (``id``, ...)             assistant
+openai_audio        ``id`` (OpenAI's audio reply); optional ``transcript``,           assistant
+                    ``expires_at``
 ==================  ================================================================  ================
 
 An assistant ``text`` part may carry a ``thought_signature`` (bytes; its text may then be empty): Gemini's
-signature goes back on the part it came with.
+signature goes back on the part it came with; and ``citations`` (a non-empty list of JSON objects: Anthropic's,
+sent back on that text block). A tool call has at most one ``anthropic_call`` part; a message with one (or with
+an ``anthropic_block``) is sent to Anthropic in its parts' order, a call with none after the rest (see
+:mod:`tractkv.engine.content.render.anthropic`).
 
 ``text`` is always the text parts joined with ``""`` (what describe, diff, search and summarization read).
 A single text part is stored as plain ``text`` without ``parts``. Media types and the checks on the bytes
@@ -132,7 +144,11 @@ class Part:
     (``refusal``); ``responses_item`` (``item``: an OpenAI Responses output item, verbatim); Gemini's
     ``gemini_thought`` (``text``), ``gemini_call`` (``call_id``, ``made_id``, ``extra_content``) and
     ``gemini_part`` (``item``: the part, verbatim). ``thought_signature`` is a Gemini signature (bytes) on a
-    text, thought or call part.
+    text, thought or call part. Anthropic's ``anthropic_call`` (``call_id``: where that ``tool_use`` block
+    stood; ``caller``, ``toolset_name`` as received), ``anthropic_block`` (``item``: a server tool block,
+    verbatim) and ``anthropic_container`` (``item``: the reply's ``container``); an assistant text part's
+    ``citations`` (Anthropic's, verbatim); OpenAI's ``openai_audio`` (``item``: ``id``, optional
+    ``transcript`` and ``expires_at``).
     """
 
     type: str
@@ -152,13 +168,30 @@ class Part:
     call_id: str | None = None
     made_id: bool = False
     extra_content: dict[str, Any] | None = attrs.field(default=None, hash=False)
+    caller: dict[str, Any] | None = attrs.field(default=None, hash=False)
+    toolset_name: str | None = None
+    citations: tuple[dict[str, Any], ...] | None = attrs.field(default=None, hash=False)
 
     def to_dict(self) -> dict[str, Any]:
         """The neutral input shape of this part (bytes as bytes): ``t.user([part.to_dict()])`` stores it
         again unchanged."""
         kind = self.type
         if kind in ("text", "gemini_thought", "gemini_call"):
-            return self._gemini_dict()
+            signed = self._gemini_dict()
+            if self.citations is not None:
+                signed["citations"] = [dict(c) for c in self.citations]
+            return signed
+        if kind == "anthropic_call":
+            call: dict[str, Any] = {"type": kind, "call_id": self.call_id}
+            if self.caller is not None:
+                call["caller"] = self.caller
+            if self.toolset_name is not None:
+                call["toolset_name"] = self.toolset_name
+            return call
+        if kind in ("anthropic_block", "anthropic_container"):
+            return {"type": kind, kind.removeprefix("anthropic_"): self.item}
+        if kind == "openai_audio":
+            return {"type": kind, **(self.item or {})}
         if kind in ("image", "document"):
             out: dict[str, Any] = {"type": kind}
             if self.data is not None:
@@ -503,7 +536,13 @@ def _canonical(content: object, media: dict[str, Blob], stored: StoredMedia | No
 # --- content parts ----------------------------------------------------------------------------------------
 
 GEMINI_PARTS = frozenset({"gemini_thought", "gemini_call", "gemini_part"})
-ASSISTANT_PARTS = frozenset({"thinking", "redacted_thinking", "refusal", "responses_item", *GEMINI_PARTS})
+PROVIDER_PARTS = frozenset({"anthropic_call", "anthropic_block", "anthropic_container", "openai_audio"})
+ASSISTANT_PARTS = frozenset(
+    {"thinking", "redacted_thinking", "refusal", "responses_item", *GEMINI_PARTS, *PROVIDER_PARTS}
+)
+SERVER_BLOCKS = frozenset(
+    {"server_tool_use", "mcp_tool_use", "mcp_tool_result", "container_upload"}
+)  # with any ``*_tool_result``: the Anthropic blocks an ``anthropic_block`` part holds
 MEDIA_PARTS = frozenset({"image", "document"})
 DETAILS = ("auto", "high", "low")
 
@@ -544,7 +583,7 @@ def _call_of(part: object) -> object:
     a ``gemini_call``), None for any other part."""
     if not isinstance(part, dict):
         return None
-    if part.get("type") == "gemini_call":
+    if part.get("type") in ("gemini_call", "anthropic_call"):
         return part.get("call_id")
     item = part.get("item")
     if (
@@ -657,6 +696,8 @@ def _part(
             return {"type": kind, "item": responses_item(item.get("item"), f"{where}.item")}
         if kind in GEMINI_PARTS:
             return _gemini_part(item, kind, where)
+        if kind in PROVIDER_PARTS:
+            return _provider_part(item, kind, where)
         if kind == "thinking":
             _keys(item, where, {"type", "thinking", "signature"})
             fields = {"thinking": item.get("thinking"), "signature": item.get("signature")}
@@ -946,10 +987,25 @@ def responses_item(item: object, where: str) -> dict[str, Any]:
 
 def _text_part(item: dict[str, Any], role: str, where: str) -> dict[str, Any]:
     """A text part: non-empty text, or (an assistant's, from Gemini) any text with its ``thought_signature``."""
-    _keys(item, where, {"type", "text", "thought_signature"})
+    _keys(item, where, {"type", "text", "thought_signature", "citations"})
     text = item.get("text")
     if not isinstance(text, str):
         raise ContentError(f"{where}: a text part needs a string text")
+    if "citations" in item:
+        if role != "assistant":
+            raise ContentError(f"{where}: citations belong to an assistant message only")
+        if not text:
+            raise ContentError(f"{where}: an empty text part (providers refuse empty text blocks)")
+        citations = item["citations"]
+        if (
+            not isinstance(citations, list | tuple)
+            or not citations
+            or not all(isinstance(c, dict) for c in citations)
+        ):
+            raise ContentError(f"{where}.citations must be a non-empty list of JSON objects (Anthropic's)")
+        citations = list(citations)
+        check_json(citations, f"{where}.citations")
+        return {"type": "text", "text": text, "citations": citations, **_signature(item, where)}
     if "thought_signature" in item:
         if role != "assistant":
             raise ContentError(f"{where}: a thought_signature belongs to an assistant message only")
@@ -1003,12 +1059,99 @@ def _gemini_part(item: dict[str, Any], kind: str, where: str) -> dict[str, Any]:
     return {"type": kind, "part": part}
 
 
+def anthropic_block(block: object, where: str) -> dict[str, Any]:
+    """An Anthropic server tool block kept verbatim (an ``anthropic_block`` part's ``block``), checked: a JSON
+    object whose ``type`` is one of :data:`SERVER_BLOCKS` or ends in ``_tool_result``; a ``server_tool_use`` /
+    ``mcp_tool_use`` needs its string ``id`` and ``name`` and an ``input`` object (``mcp_tool_use`` its
+    ``server_name``), a result its ``tool_use_id``, a ``container_upload`` its ``file_id``. Top-level keys
+    whose value is None are left out (SDK ``model_dump()`` output).
+
+    Raises:
+        ContentError: naming ``where`` and the field.
+    """
+    if not isinstance(block, dict):
+        raise ContentError(
+            f"{where} must be an Anthropic server tool block (a dict), not {type(block).__name__}"
+        )
+    block = {k: v for k, v in block.items() if v is not None}
+    kind = block.get("type")
+    if not isinstance(kind, str) or not (kind in SERVER_BLOCKS or kind.endswith("_tool_result")):
+        raise ContentError(
+            f"{where}: type {kind!r} is not a server tool block ({', '.join(sorted(SERVER_BLOCKS))} or "
+            "*_tool_result)"
+        )
+    if kind.endswith("_tool_result"):
+        required: tuple[str, ...] = ("tool_use_id",)
+    elif kind == "container_upload":
+        required = ("file_id",)
+    else:
+        required = ("id", "name", "server_name") if kind == "mcp_tool_use" else ("id", "name")
+        if not isinstance(block.get("input"), dict):
+            raise ContentError(f"{where}: a {kind} block needs an input object")
+    for field in required:
+        if not isinstance(block.get(field), str) or not block[field]:
+            raise ContentError(f"{where}: a {kind} block needs a string {field}")
+    check_json(block, where)
+    return block
+
+
+def _provider_part(item: dict[str, Any], kind: str, where: str) -> dict[str, Any]:
+    """An ``anthropic_call``, ``anthropic_block``, ``anthropic_container`` or ``openai_audio`` part, checked
+    (see the table above)."""
+    if kind == "anthropic_block":
+        _keys(item, where, {"type", "block"})
+        return {"type": kind, "block": anthropic_block(item.get("block"), f"{where}.block")}
+    if kind == "anthropic_container":
+        _keys(item, where, {"type", "container"})
+        container = item.get("container")
+        if not isinstance(container, dict) or not isinstance(container.get("id"), str) or not container["id"]:
+            raise ContentError(f"{where}.container must be Anthropic's container object, with its string id")
+        container = {k: v for k, v in container.items() if v is not None}
+        check_json(container, f"{where}.container")
+        return {"type": kind, "container": container}
+    if kind == "openai_audio":
+        _keys(item, where, {"type", "id", "transcript", "expires_at"})
+        if not isinstance(item.get("id"), str) or not item["id"]:
+            raise ContentError(f"{where}: an openai_audio part needs the audio's string id")
+        if not isinstance(item.get("transcript", ""), str):
+            raise ContentError(f"{where}.transcript must be a string")
+        expires = item.get("expires_at", 0)
+        if isinstance(expires, bool) or not isinstance(expires, int):
+            raise ContentError(f"{where}.expires_at must be an int (seconds since the epoch)")
+        return {"type": kind, **{k: item[k] for k in ("id", "transcript", "expires_at") if k in item}}
+    _keys(item, where, {"type", "call_id", "caller", "toolset_name"})
+    if not isinstance(item.get("call_id"), str) or not item["call_id"]:
+        raise ContentError(f"{where}: an anthropic_call part needs its tool call's call_id")
+    out: dict[str, Any] = {"type": kind, "call_id": item["call_id"]}
+    if "caller" in item:
+        caller = item["caller"]
+        if not isinstance(caller, dict) or not isinstance(caller.get("type"), str):
+            raise ContentError(
+                f"{where}.caller must be a JSON object with a string type (Anthropic's caller)"
+            )
+        check_json(caller, f"{where}.caller")
+        out["caller"] = caller
+    if "toolset_name" in item:
+        if not isinstance(item["toolset_name"], str):
+            raise ContentError(f"{where}.toolset_name must be a string")
+        out["toolset_name"] = item["toolset_name"]
+    return out
+
+
 def _check_call_items(out: dict[str, Any]) -> None:
     """Each ``function_call`` item among the parts is one of the message's tool calls (its ``call_id`` and
     ``name``): compile pairs results with the tool calls, and the Responses dialect replays the item."""
     calls = {c["id"]: c["name"] for c in out.get("tool_calls", ())}
     placed: set[str] = set()
+    anthropic: set[str] = set()
     for index, part in enumerate(out.get("parts", ())):
+        if part["type"] == "anthropic_call":
+            if part["call_id"] not in calls or part["call_id"] in anthropic:
+                raise ContentError(
+                    f"parts[{index}]: anthropic_call {part['call_id']!r} is not one of the message's tool_calls "
+                    "(or is placed twice)"
+                )
+            anthropic.add(part["call_id"])
         if part["type"] == "gemini_call":
             if part["call_id"] not in calls or part["call_id"] in placed:
                 raise ContentError(
@@ -1035,7 +1178,21 @@ def _no_media(oid: str) -> bytes:
 def _to_part(p: dict[str, Any], load_media: MediaLoader) -> Part:
     kind = p["type"]
     if kind == "text":
-        return Part(type="text", text=p["text"], thought_signature=p.get("thought_signature"))
+        citations = p.get("citations")
+        return Part(
+            type="text",
+            text=p["text"],
+            thought_signature=p.get("thought_signature"),
+            citations=tuple(citations) if citations is not None else None,
+        )
+    if kind == "anthropic_call":
+        return Part(
+            type=kind, call_id=p["call_id"], caller=p.get("caller"), toolset_name=p.get("toolset_name")
+        )
+    if kind in ("anthropic_block", "anthropic_container"):
+        return Part(type=kind, item=p[kind.removeprefix("anthropic_")])
+    if kind == "openai_audio":
+        return Part(type=kind, item={k: v for k, v in p.items() if k != "type"})
     if kind in ("gemini_thought", "gemini_call"):
         return Part(
             type=kind,
@@ -1133,6 +1290,11 @@ def part_markers(parts: object, sizes: dict[str, int] | None = None) -> str:
             markers.append(f"[{item.get('type') if isinstance(item, dict) else 'responses_item'}]")
         elif kind == "gemini_thought":
             markers.append(f"[thought {len(str(part.get('text', '')))} chars]")
+        elif kind == "anthropic_block":
+            block = part.get("block")
+            markers.append(f"[{block.get('type') if isinstance(block, dict) else 'anthropic_block'}]")
+        elif kind == "openai_audio":
+            markers.append(f"[audio {part.get('id')}]")
         elif kind == "gemini_part":
             inner = part.get("part")
             fields = sorted(k for k in inner if k != "thought_signature") if isinstance(inner, dict) else []

@@ -222,11 +222,17 @@ class CompiledContext:
         * a Gemini part kept verbatim (``executable_code``, ``inline_data`` a model made, ...), for every
           dialect but ``"gemini"``; ``call_id`` its fields, e.g. ``gemini:executable_code``;
         * an Anthropic ``redacted_thinking`` block, for ``"gemini"`` (Gemini has no form for another model's
-          encrypted reasoning); ``call_id`` ``redacted_thinking``.
+          encrypted reasoning); ``call_id`` ``redacted_thinking``;
+        * an Anthropic server tool block (``server_tool_use``, ``web_search_tool_result``, ...), for every
+          dialect but ``"anthropic"``; ``call_id`` its ``id`` or ``tool_use_id``;
+        * the ``citations`` of an Anthropic text block (its text is sent), for every dialect but
+          ``"anthropic"``; ``call_id`` ``citations``;
+        * an OpenAI audio reply (``openai_audio``), for every dialect but ``"openai"``; ``call_id`` its id.
 
         Reasoning the dialect cannot read (Anthropic thinking, Responses reasoning, Gemini thoughts and
-        signatures elsewhere) is left out without a repair, and function calls go as tool calls, so neither is
-        listed.
+        signatures elsewhere) is left out without a repair, function calls go as tool calls (a ``tool_use``
+        block's place and ``caller`` only matter to Anthropic), and a recorded ``container`` is request
+        state, not content, so none is listed.
 
         Raises:
             InvalidInput: an unknown dialect.
@@ -411,4 +417,15 @@ def _left_out_part(part: Any, dialect: str) -> tuple[str, str]:
         return f"gemini:{fields}", f"the Gemini part {fields}"
     if part.type == "redacted_thinking" and dialect == "gemini":
         return "redacted_thinking", "an Anthropic redacted_thinking block"
+    if part.type == "openai_audio" and dialect != "openai" and part.item is not None:
+        name = str(part.item.get("id"))
+        return name, f"the OpenAI audio reply {name}"
+    if dialect == "anthropic":
+        return "", ""
+    if part.type == "anthropic_block" and part.item is not None:
+        kind = str(part.item.get("type"))
+        name = str(part.item.get("id") or part.item.get("tool_use_id") or kind)
+        return name, f"the Anthropic server tool block {name} ({kind})"
+    if part.type == "text" and part.citations is not None:
+        return "citations", "a text block's citations (its text is sent)"
     return "", ""

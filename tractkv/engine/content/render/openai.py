@@ -35,10 +35,11 @@ def messages_to_openai(messages: Sequence[Message]) -> list[dict[str, Any]]:
     out (OpenAI has no field for it). A message's ``name`` is sent with each character Chat refuses in a
     name (whitespace, ``<``, ``|``, ``\\``, ``/``, ``>``) as ``_``. A tool call recorded with an
     ``extra_content`` object (Gemini's OpenAI-compatible endpoint: its thought signature) sends it back on that
-    call, and no other does. A ``tool`` message takes text only, so a result's images and documents follow,
-    after the last result of that run of results, in ONE user message that starts with a text naming the call
-    ids they belong to; the pairing of calls and results is unchanged (every result still directly follows its
-    call's run).
+    call, and no other does. An audio reply (an ``openai_audio`` part) goes back as ``audio: {"id"}`` (without
+    ``content`` when the message has no text, tool calls or refusal). A ``tool`` message takes text only, so a
+    result's images and documents follow, after the last result of that run of results, in ONE user message
+    that starts with a text naming the call ids they belong to; the pairing of calls and results is unchanged
+    (every result still directly follows its call's run).
     """
     out: list[dict[str, Any]] = []
     attachments: list[tuple[str, list[dict[str, Any]]]] = []  # (call id, media parts) of the current run
@@ -73,10 +74,22 @@ def messages_to_openai(messages: Sequence[Message]) -> list[dict[str, Any]]:
         if message.tool_calls:
             entry["content"] = content or None
             entry["tool_calls"] = [_openai_call(call, message.parts) for call in message.tool_calls]
+        if message.role == "assistant":
+            _audio(entry, message.parts)
         out.append(entry)
     if attachments:
         out.append(_openai_attachments(attachments))
     return out
+
+
+def _audio(entry: dict[str, Any], parts: Sequence[Part]) -> None:
+    """An audio reply goes back by id, ``audio: {"id"}`` (OpenAI holds the audio); an assistant message with
+    nothing else to say then has no ``content`` (as OpenAI's multi-turn audio example sends it)."""
+    for part in parts:
+        if part.type == "openai_audio" and part.item is not None:
+            entry["audio"] = {"id": part.item["id"]}
+            if not entry.get("content") and "tool_calls" not in entry and "refusal" not in entry:
+                del entry["content"]
 
 
 _CHAT_NAME_REFUSED = re.compile(r"[\s<|\\/>]")
@@ -211,8 +224,9 @@ def openai_reply(message: Mapping[str, Any]) -> tuple[tuple[dict[str, Any], ...]
     the message's ``refusal`` as ``{"type": "refusal", "refusal"}``, then for each tool call with an
     ``extra_content`` object (Gemini's OpenAI-compatible endpoint sends ``{"google": {"thought_signature"}}``
     there) ``{"type": "gemini_call", "call_id", "extra_content"}``, which :func:`messages_to_openai` sends back
-    on that call. The fields a message has no place for
-    (``annotations``, ``audio``, the deprecated ``function_call``, some servers' ``reasoning_content``) are
+    on that call, then the ``audio`` reply's ``{"type": "openai_audio", "id", "transcript", "expires_at"}``
+    (sent back as ``audio: {"id"}``; the whole ``audio`` also stays among the extras). The fields a message has
+    no place for (``annotations``, ``audio``, the deprecated ``function_call``, some servers' ``reasoning_content``) are
     :func:`openai_extras`.
 
     Raises:
@@ -256,7 +270,26 @@ def openai_reply(message: Mapping[str, Any]) -> tuple[tuple[dict[str, Any], ...]
             raise MalformedResponse(f"tool_calls[{index}] ({call.name}) extra_content must be an object")
         check_arguments(extra, f"tool_calls[{index}] ({call.name}) extra_content")
         parts.append({"type": "gemini_call", "call_id": call.id, "extra_content": dict(extra)})
+    audio = _audio_part(message.get("audio"))
+    if audio is not None:
+        parts.append(audio)
     return tuple(parts), read
+
+
+def _audio_part(audio: object) -> dict[str, Any] | None:
+    """The ``openai_audio`` part of an assistant message's ``audio`` (its ``id``, ``transcript`` and
+    ``expires_at``; the audio data stays in the omitted fields), None when there is none."""
+    if audio is None:
+        return None
+    if not isinstance(audio, Mapping) or not isinstance(audio.get("id"), str) or not audio["id"]:
+        raise MalformedResponse("message audio must be an object with a string 'id'")
+    part: dict[str, Any] = {"type": "openai_audio", "id": audio["id"]}
+    if isinstance(audio.get("transcript"), str):
+        part["transcript"] = audio["transcript"]
+    expires = audio.get("expires_at")
+    if isinstance(expires, int) and not isinstance(expires, bool) and -(2**63) <= expires < 2**63:
+        part["expires_at"] = expires
+    return part
 
 
 OPENAI_EXTRA_FIELDS = ("annotations", "audio", "function_call", "reasoning_content")
