@@ -141,8 +141,8 @@ class Tract:
                 new store starts with this branch as its HEAD.
             durable: fsync every commit (default); False is faster and survives process crashes, not OS ones.
             token_counter: counts tokens (default: an offline heuristic).
-            token_budget: deprecated: calls :meth:`set_budget` (the branch's stored budget, keeping a stored
-                action and threshold) with a :class:`DeprecationWarning`; call :meth:`set_budget` instead.
+            token_budget: deprecated (removed in 0.2.0): calls :meth:`set_budget` (the branch's stored budget,
+                keeping a stored action and threshold) with a :class:`DeprecationWarning`; call :meth:`set_budget`.
             rebase_appends: re-make a pure append on a branch another handle moved, instead of raising.
             create: create the store when absent (never with ``readonly``: a missing store then raises
                 :class:`~tractkv.errors.StoreNotFound` and nothing is created).
@@ -1221,26 +1221,26 @@ class Tract:
     # --- deprecated: the agent toolkit's functions (tractkv.toolkit), which this layer does not import -------
 
     def rerun_tool_usage(self, usage_id: str, executor: object = None) -> ToolUsage:
-        """Deprecated (removed in the next release): ``tractkv.toolkit.rerun_tool_usage(t, usage_id,
+        """Deprecated (removed in 0.2.0): ``tractkv.toolkit.rerun_tool_usage(t, usage_id,
         executor)``, which this calls (warning once per process)."""
         return cast("ToolUsage", _toolkit("rerun_tool_usage")(self, usage_id, executor))
 
     def as_tools(
         self, profile: object = "self", overrides: dict[str, str] | None = None, format: str = "openai"
     ) -> list[dict[str, Any]]:
-        """Deprecated (removed in the next release): ``tractkv.toolkit.as_tools(profile, overrides, format)``,
+        """Deprecated (removed in 0.2.0): ``tractkv.toolkit.as_tools(profile, overrides, format)``,
         which this calls (warning once per process)."""
         return cast("list[dict[str, Any]]", _toolkit("as_tools")(profile, overrides, format))
 
     def export(self, format: str = "json") -> str:
-        """Deprecated (removed in the next release): ``tractkv.toolkit.export(t, format)``, which this calls
+        """Deprecated (removed in 0.2.0): ``tractkv.toolkit.export(t, format)``, which this calls
         (warning once per process)."""
         return cast(str, _toolkit("export")(self, format))
 
     def run(
         self, llm: LLMClient | None = None, executor: object = None, max_steps: int = 10, **params: Any
     ) -> RunResult:
-        """Deprecated (removed in the next release): ``tractkv.toolkit.run(t, llm, executor,
+        """Deprecated (removed in 0.2.0): ``tractkv.toolkit.run(t, llm, executor,
         max_steps=...)``, which this calls (warning once per process)."""
         return cast("RunResult", _toolkit("run")(self, llm, executor, max_steps=max_steps, **params))
 
@@ -1264,7 +1264,7 @@ def _toolkit(name: str) -> Callable[..., Any]:
         _warned.add(name)
         first = "" if name == "as_tools" else "t, "
         warnings.warn(
-            f"Tract.{name} is deprecated and goes in the next release: call tractkv.toolkit.{name}({first}...)",
+            f"Tract.{name} is deprecated and will be removed in 0.2.0: call tractkv.toolkit.{name}({first}...)",
             DeprecationWarning,
             stacklevel=3,
         )
@@ -1281,8 +1281,8 @@ def _set_budget_instead(tract: Tract, max_tokens: int) -> None:
     from tractkv.engine.budget import read_budget
 
     warnings.warn(
-        "Tract.open(token_budget=N) is deprecated: it now calls set_budget(N) (the branch's stored budget, "
-        "keeping its action and threshold); call set_budget instead",
+        "Tract.open(token_budget=N) is deprecated and will be removed in 0.2.0: it now calls set_budget(N) "
+        "(the branch's stored budget, keeping its action and threshold); call set_budget instead",
         DeprecationWarning,
         stacklevel=4,
     )

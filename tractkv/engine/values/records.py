@@ -146,10 +146,14 @@ class CommitInfo:
 
     @property
     def commit_hash(self) -> ObjectId:
-        """Deprecated alias of :attr:`commit_id` (the name README examples used before 0.2)."""
+        """Deprecated alias of :attr:`commit_id` (removed in 0.2.0)."""
         import warnings
 
-        warnings.warn("CommitInfo.commit_hash is deprecated; use commit_id", DeprecationWarning, stacklevel=2)
+        warnings.warn(
+            "CommitInfo.commit_hash is deprecated and will be removed in 0.2.0: use commit_id",
+            DeprecationWarning,
+            stacklevel=2,
+        )
         return self.commit_id
 
     def to_json(self) -> dict[str, Any]:
