@@ -435,6 +435,48 @@ class UsageRecord:
         yield from self.heads
 
 
+@attrs.frozen(kw_only=True)
+class Tag:
+    """An annotated tag: a name, a message and the tagger's time, pointing at one commit (``refs/tags/<name>``
+    holds its id; a lightweight tag's ref holds the commit's id instead). Immutable and content-addressed as
+    every object: moving a tag makes a new one.
+
+    Wire fields::
+
+        target  32 bytes  link: the commit tagged
+        name    text      the tag's name (as created: ``refs/tags/<name>``)
+        ts      int       µs since the epoch, UTC (the tagger's time)
+        message text      what the tag says (omitted when None)
+    """
+
+    KIND: ClassVar[str] = "tag"
+    target: ObjectId = attrs.field(validator=_check_oid)
+    name: str = attrs.field(validator=_check_str)
+    created_at: int = attrs.field(validator=attrs.validators.instance_of(int))
+    message: str | None = attrs.field(default=None, validator=_check_str)
+
+    def to_wire(self) -> dict[str, Any]:
+        wire: dict[str, Any] = {"target": oid_to_raw(self.target), "name": self.name, "ts": self.created_at}
+        if self.message is not None:
+            wire["message"] = self.message
+        return wire
+
+    @classmethod
+    def from_wire(cls, wire: dict[str, Any]) -> Tag:
+        target = _opt_oid(_take(wire, "target"))
+        if target is None:
+            raise DecodeError("a tag names its target")
+        return cls(
+            target=target,
+            name=_take(wire, "name"),
+            created_at=_take(wire, "ts"),
+            message=_take(wire, "message", None),
+        )
+
+    def iter_links(self) -> Iterator[ObjectId]:
+        yield self.target
+
+
 _set = object.__setattr__  # how attrs' frozen classes set their own fields
 
 
@@ -507,12 +549,12 @@ _new = object.__new__
 ) = _COMMIT_SETTERS = tuple(Commit.__dict__[field.name].__set__ for field in attrs.fields(Commit))
 
 
-StoredObject: TypeAlias = Blob | Commit | ToolSchema | ToolSet | UsageRecord
+StoredObject: TypeAlias = Blob | Commit | ToolSchema | ToolSet | UsageRecord | Tag
 """Any object the store can hold. Later features add kinds here (each with a KIND and a wire format)."""
 
-KINDS: dict[str, type[Blob] | type[Commit] | type[ToolSchema] | type[ToolSet] | type[UsageRecord]] = {
-    cls.KIND: cls for cls in (Blob, Commit, ToolSchema, ToolSet, UsageRecord)
-}
+KINDS: dict[
+    str, type[Blob] | type[Commit] | type[ToolSchema] | type[ToolSet] | type[UsageRecord] | type[Tag]
+] = {cls.KIND: cls for cls in (Blob, Commit, ToolSchema, ToolSet, UsageRecord, Tag)}
 
 
 # --- encoding -------------------------------------------------------------------------------------------
@@ -752,6 +794,8 @@ def links_of(data: bytes) -> list[ObjectId]:
             out = [] if commit is None else [raw_to_oid(commit)]
             out.extend(raw_to_oid(raw) for raw in wire.get("children", ()))
             out.extend(raw_to_oid(raw) for raw in wire.get("heads", ()))
+        elif kind == "tag":
+            out = [raw_to_oid(wire["target"])]
         else:
             out = [ObjectId("")]  # an unknown kind: the full decoder names it
         for oid in out:

@@ -23,10 +23,12 @@ from tractkv.engine.content import ANNOTATION, TokenCounter, ToolCall, schema_na
 from tractkv.engine.history import (
     HEADS,
     REMOTES,
+    TAGS,
     LaneLayout,
     first_parent_chain,
     is_ancestor,
     iter_log,
+    peel,
     read_head,
     resolve_revision,
 )
@@ -70,7 +72,7 @@ class GraphRow:
     top: tuple[tuple[int, int], ...]
     bottom: tuple[tuple[int, int], ...]
     width: int
-    tips: tuple[str, ...] = ()  # the branches (full refs) whose tip this commit is, as `git log --decorate`
+    tips: tuple[str, ...] = ()  # the branches and tags (full refs) at this commit, as `git log --decorate`
 
 
 @attrs.frozen(kw_only=True)
@@ -265,6 +267,10 @@ class Inspector:
         tips: dict[str, list[str]] = {}
         for name, value in self.refs().items():
             tips.setdefault(value, []).append(name)
+        for name, value in self.store.iter_refs(TAGS):  # tags as `git log --decorate` shows them
+            tagged = peel(self.store, ObjectId(value)) if is_object_id(value) else None
+            if tagged is not None:
+                tips.setdefault(tagged, []).append(name)
         current = self.current_branch()
         if head is not None:
             layout = LaneLayout()

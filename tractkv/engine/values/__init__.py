@@ -25,9 +25,11 @@ if TYPE_CHECKING:
         GcResult,
         MergeResult,
         ParentInfo,
+        PickResult,
         ReflogEntry,
         RunResult,
         StatusInfo,
+        TagInfo,
     )
 else:
     __getattr__, __dir__ = _lazy.lazy_exports(
@@ -44,10 +46,12 @@ else:
             "GcResult": ".reports",
             "MergeResult": ".reports",
             "ParentInfo": ".reports",
+            "PickResult": ".reports",
             "ReflogEntry": ".reports",
             "Repair": ".repairs",
             "RunResult": ".reports",
             "StatusInfo": ".reports",
+            "TagInfo": ".reports",
             "timestamp": ".records",
         },
     )
@@ -64,9 +68,11 @@ __all__ = [
     "GcResult",
     "MergeResult",
     "ParentInfo",
+    "PickResult",
     "ReflogEntry",
     "Repair",
     "RunResult",
     "StatusInfo",
+    "TagInfo",
     "timestamp",
 ]

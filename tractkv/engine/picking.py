@@ -1,0 +1,366 @@
+"""Cherry-pick and rebase: re-apply commits' changes on another tip (git's ``cherry-pick`` and ``rebase``).
+
+A commit's *change* is what its operation does to the context (:mod:`tractkv.engine.compile.state`): an
+``append`` adds its message, an ``edit`` replaces its target's content, an ``annotate`` sets its target's
+priority, a ``compress`` replaces its sources, a ``trim`` skips its targets, and a commit whose tool set differs
+from the one in force before it changes the tools. Re-applying it makes a new commit of the same operation and
+content on the new parent, with its links carried over: a target, a source, a ``reply_to`` that was itself
+re-applied in the same operation is replaced by its copy. The new commit names its original in its metadata
+(``picked_from``: the original's id, hashed with the commit), and its time is the clock's (after its parent).
+
+* **A tool turn moves whole.** Picking an assistant message with tool calls picks the results answering it
+  (commits whose ``reply_to`` is it, on the first-parent line of a local branch that holds it, the line with
+  most of them), and picking a result picks its call and every result: an API refuses a result without its
+  call and a call without its results.
+* **Conflicts are merge conflicts.** An edit or annotation of a message the branch being written also changed
+  since the original's parent (its content, or its priority), or a tool set changed on both sides, is a
+  :class:`~tractkv.engine.compile.Conflict`, reported as a merge reports them (:class:`MergeConflict`,
+  nothing written) with ``strategy="auto"``; ``ours`` keeps the side commits land on (the current branch for
+  cherry-pick; ``onto`` for rebase, as in git) and leaves that change out, ``theirs`` applies the picked
+  commit's. A change the side already has (the same content) is left out as applied. An edit, annotation or
+  compress whose target is not in the context it lands in is refused (:class:`InvalidInput`).
+* **Rebase** replays the commits reachable from the branch and not from ``onto`` (git's ``onto..HEAD``),
+  parents first, leaving merge and spawn commits out (git's ``rebase`` drops merges too), on ``onto``'s tip,
+  and moves the branch to the last copy, all in one transaction: a conflict with ``auto`` writes nothing, so
+  there is no half-rebased branch to ``--abort`` or ``--continue`` (settle with a strategy, or edit first).
+  A branch that already contains ``onto`` is up to date (rebase onto its own base is a no-op).
+* Both write reflog entries (``cherry-pick``; ``rebase``: the move to ``onto``, then the replayed commits), and
+  the branch's budget checks what they made as it checks any batch.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+import attrs
+
+from tractkv.engine.compile import CompileState, Conflict
+from tractkv.engine.content import MERGE_STRATEGIES
+from tractkv.engine.history import (
+    HEADS,
+    ancestors,
+    first_parent_chain,
+    is_ancestor,
+    merge_base,
+    parents_first,
+)
+from tractkv.engine.session import Session, Tip
+from tractkv.engine.values import PickResult
+from tractkv.errors import InvalidInput, MergeConflict
+from tractkv.ids import ObjectId
+from tractkv.model import Blob, Commit
+from tractkv.store import Reader, WriteBatch
+
+PICKED_FROM = "picked_from"  # the metadata key naming a copy's original
+SKIPPED_OPS = frozenset({"merge", "spawn"})  # what a rebase leaves out (and a cherry-pick refuses)
+
+
+def cherry_pick(session: Session, rev: str, strategy: str = "auto") -> PickResult:
+    """Re-apply one commit's change (a tool turn whole) on the session's branch (see the module doc)."""
+    _check_strategy(strategy)
+    session.check_writes("cherry-pick", in_batch=False)
+    tip = session.writable("cherry-pick")
+    reader = session.reader()
+    oid = session.resolve(rev, reader)
+    commit = reader.get_commit(oid)
+    if commit.operation in SKIPPED_OPS:
+        raise InvalidInput(f"{rev} is a {commit.operation} commit: cherry-pick one of its changes instead")
+    if tip.head is not None and is_ancestor(reader, oid, tip.head):
+        raise InvalidInput(f"{rev} ({oid[:12]}) is already in {session.where()}'s history")
+    originals = _turn(session, reader, oid, commit)
+    done = _copied(reader, tip.head, originals)
+    if len(done) == len(originals):
+        raise InvalidInput(f"{rev} ({oid[:12]}) was cherry-picked into {session.where()} already")
+    todo = [each for each in originals if each not in done]
+    return _replay(session, tip, tip.head, todo, strategy, "cherry-pick", onto=None, skipped=tuple(done))
+
+
+def _copied(reader: Reader, head: ObjectId | None, originals: list[ObjectId]) -> set[ObjectId]:
+    """Which of ``originals`` have a copy (``picked_from``) on ``head``'s first-parent line: a copy is made
+    after its original, so the walk stops at the first commit older than every original."""
+    if head is None:
+        return set()
+    wanted = set(originals)
+    oldest = min(reader.get_commit(each).created_at for each in originals)
+    found: set[ObjectId] = set()
+    for _, commit in first_parent_chain(reader, head):
+        if commit.created_at < oldest:
+            break
+        original = (commit.metadata or {}).get(PICKED_FROM)
+        if original in wanted:
+            found.add(ObjectId(original))
+    return found
+
+
+def rebase(session: Session, onto: str, strategy: str = "auto") -> PickResult:
+    """Replay the session branch's own commits on ``onto`` (see the module doc)."""
+    _check_strategy(strategy)
+    session.check_writes("rebase", in_batch=False)
+    tip = session.writable("rebase")
+    reader = session.reader()
+    target = session.resolve(onto, reader)
+    head = tip.head
+    if head is None:
+        raise InvalidInput(f"cannot rebase {session.where()}: it has no commits yet")
+    if is_ancestor(reader, target, head):
+        return PickResult(kind="up-to-date", head=head, strategy=strategy, onto=target)
+    base = merge_base(reader, head, target)
+    stop = ancestors(reader, target) if base is not None else None
+    own = ancestors(reader, head, stop=stop)
+    order = parents_first(head, lambda oid: reader.get_commit(oid).parents, own)
+    applied = _upstream_changes(reader, target, base)
+    originals = [oid for oid in order if _replayed(reader, oid, applied)]
+    kept = set(originals)
+    skipped = tuple(oid for oid in order if oid not in kept)
+    return _replay(session, tip, target, originals, strategy, "rebase", onto=target, skipped=skipped)
+
+
+def _upstream_changes(reader: Reader, target: ObjectId, base: ObjectId | None) -> set[object]:
+    """What the commits ``onto`` has since the merge ``base`` already apply (git's patch ids): each one's
+    original (``picked_from``) and each one's change, (operation, content, target)."""
+    shared = ancestors(reader, base) if base is not None else set()
+    applied: set[object] = set()
+    for oid in ancestors(reader, target, stop=shared):
+        commit = reader.get_commit(oid)
+        original = (commit.metadata or {}).get(PICKED_FROM)
+        if isinstance(original, str):
+            applied.add(original)
+        applied.add((commit.operation, commit.content, commit.edit_target))
+    return applied
+
+
+def _replayed(reader: Reader, oid: ObjectId, applied: set[object]) -> bool:
+    commit = reader.get_commit(oid)
+    if commit.operation in SKIPPED_OPS:
+        return False
+    return oid not in applied and (commit.operation, commit.content, commit.edit_target) not in applied
+
+
+def _check_strategy(strategy: str) -> None:
+    if strategy not in MERGE_STRATEGIES:
+        raise InvalidInput(f"strategy must be auto, ours or theirs, not {strategy!r}")
+
+
+def _turn(session: Session, reader: Reader, oid: ObjectId, commit: Commit) -> list[ObjectId]:
+    """The commits one pick moves: ``oid``, or the whole tool turn it belongs to (call first, then results)."""
+    call = commit.reply_to
+    if call is None:
+        if not _has_calls(reader, commit):
+            return [oid]
+        call = oid
+    best: list[ObjectId] = []
+    heads = [ObjectId(v) for _, v in reader.iter_refs(HEADS)]
+    for tip in dict.fromkeys(heads):
+        results: list[ObjectId] = []
+        for each, found in first_parent_chain(reader, tip):
+            if each == call:
+                if len(results) > len(best) or not best:
+                    best = results[::-1]
+                break
+            if found.reply_to == call:
+                results.append(each)
+    if oid != call and oid not in best:
+        best.append(oid)  # a result on a line no branch holds: with its call at least
+    return [call, *best]
+
+
+def _has_calls(reader: Reader, commit: Commit) -> bool:
+    if commit.content is None or commit.operation != "append":
+        return False
+    blob = reader.get(commit.content)
+    data = blob.data if isinstance(blob, Blob) else None
+    return isinstance(data, dict) and data.get("role") == "assistant" and bool(data.get("tool_calls"))
+
+
+def _replay(
+    session: Session,
+    tip: Tip,
+    start: ObjectId | None,
+    originals: Iterable[ObjectId],
+    strategy: str,
+    what: str,
+    *,
+    onto: ObjectId | None,
+    skipped: tuple[ObjectId, ...] = (),
+) -> PickResult:
+    """Copy ``originals`` (parents first) on ``start`` in one batch and move the branch from ``tip`` to the last
+    copy; a conflict with ``auto`` raises before anything is written."""
+    picked: dict[ObjectId, ObjectId] = {}
+    left_out = list(skipped)
+    settled = 0
+    parent = start
+    with session.batch():
+        if start != tip.head:
+            assert start is not None
+            session.move_branch(tip, start, what, f"{what}: onto {start[:12]}")
+        for oid in originals:
+            batch = session.reader()
+            assert isinstance(batch, WriteBatch)
+            original = batch.get_commit(oid)
+            here = session.parent_state(batch, parent, own=False)
+            copy, conflicts = _copy(session, batch, oid, original, here, picked)
+            if conflicts and strategy == "auto":
+                ours = (session.current_branch or "HEAD") if onto is None else onto[:12]
+                raise MergeConflict(conflicts, ours=ours, theirs=oid[:12])
+            settled += len(conflicts)
+            if copy is None or (conflicts and strategy == "ours" and copy.operation in ("edit", "annotate")):
+                left_out.append(oid)
+                continue
+            if conflicts and strategy == "ours":
+                copy = _evolve(copy, tools=here.tools)  # only the tool set conflicted: keep ours
+            made = _commit(session, batch, Tip(tip.ref, parent), copy, what, oid)
+            picked[oid] = made
+            parent = made
+    new_head = session.head_commit(session.reader())
+    if not picked and start == tip.head:
+        kind = "empty"
+    else:
+        kind = "rebased" if onto is not None else ("picked" if picked else "empty")
+    return PickResult(
+        kind=kind,
+        head=new_head,
+        picked=tuple(picked.items()),
+        skipped=tuple(left_out),
+        conflicts_resolved=settled,
+        strategy=strategy,
+        onto=onto,
+    )
+
+
+def _commit(
+    session: Session, batch: WriteBatch, tip: Tip, copy: Commit, what: str, original: ObjectId
+) -> ObjectId:
+    def build(_batch: WriteBatch, parent: ObjectId | None, parent_commit: Commit | None) -> Commit:
+        return _evolve(
+            copy,
+            parents=(parent,) if parent is not None else (),
+            created_at=session.now(parent_commit),
+        )
+
+    oid, _ = session.commit_with(build, what, f"{what}: {original[:12]}", tip=tip, action=what)
+    return oid
+
+
+def _evolve(commit: Commit, **changes: Any) -> Commit:
+    return attrs.evolve(commit, **changes)  # the validating constructor: the copy is checked as any commit
+
+
+def _copies_in(reader: Reader, state: CompileState) -> dict[ObjectId, ObjectId]:
+    """The originals of the copies a context holds (``picked_from`` -> the copy), read from its messages'
+    commits (only when a change's target is not in the context itself: the rare path)."""
+    out: dict[ObjectId, ObjectId] = {}
+    for oid in state.index:
+        original = (reader.get_commit(oid).metadata or {}).get(PICKED_FROM)
+        if isinstance(original, str):
+            out[ObjectId(original)] = oid
+    return out
+
+
+def _copy(
+    session: Session,
+    reader: Reader,
+    oid: ObjectId,
+    original: Commit,
+    here: CompileState,
+    picked: dict[ObjectId, ObjectId],
+) -> tuple[Commit | None, list[Conflict]]:
+    """The copy of ``original`` for the context ``here`` (parents and time set when committed), and its
+    conflicts; None when its change is already there."""
+    copies: dict[ObjectId, ObjectId] | None = None
+
+    def mapped(oid: ObjectId, default: ObjectId) -> ObjectId:
+        """``oid``'s copy made by this operation, else the copy of it the context holds (an earlier pick),
+        else ``default``."""
+        nonlocal copies
+        if oid in picked:
+            return picked[oid]
+        if oid in here.index:
+            return default
+        if copies is None:
+            copies = _copies_in(reader, here)
+        return copies.get(oid, default)
+
+    conflicts: list[Conflict] = []
+    before = original.parents[0] if original.parents else None
+    then: CompileState | None = None
+
+    def state_before() -> CompileState:
+        nonlocal then
+        if then is None:
+            then = session.compiler.state_at(reader, before)
+        return then
+
+    target = original.edit_target
+    if target is not None:
+        new_target = mapped(target, target)
+        position = here.index.get(new_target)
+        if position is None:
+            raise InvalidInput(
+                f"{oid[:12]} ({original.operation}) changes message {target[:12]}, which is not in the context "
+                "it would land in; nothing was changed"
+            )
+        if new_target == target:  # a message both sides share: did this side change it since?
+            now_slot = here.slots[position]
+            old_position = state_before().index.get(target)
+            old_slot = state_before().slots[old_position] if old_position is not None else None
+            if original.operation == "edit":
+                if now_slot.blob == original.content:
+                    return None, []  # the same content already
+                if old_slot is not None and now_slot.blob != old_slot.blob:
+                    conflicts.append(
+                        Conflict(
+                            target=target,
+                            kind="content",
+                            ours=f"blob {now_slot.blob[:12]}",
+                            theirs=f"blob {str(original.content)[:12]}",
+                        )
+                    )
+            elif old_slot is not None and now_slot.priority != old_slot.priority:
+                conflicts.append(
+                    Conflict(
+                        target=target,
+                        kind="priority",
+                        ours=f"priority code {now_slot.priority}",
+                        theirs=f"annotation {oid[:12]}",
+                    )
+                )
+        target = new_target
+    links = dict(original.links)
+    for name in ("sources", "targets"):
+        if name in links:
+            ids = tuple(mapped(each, each) for each in links[name])
+            present = tuple(each for each in ids if each in here.index)
+            if name == "sources" and len(present) != len(ids):
+                raise InvalidInput(
+                    f"{oid[:12]} (compress) replaces messages that are not in the context it would land in; "
+                    "nothing was changed"
+                )
+            if not present:
+                return None, []
+            links[name] = present
+    tools = here.tools
+    parent_tools = reader.get_commit(before).tools if before is not None else None
+    if (
+        original.tools is not None
+        and original.tools != parent_tools
+        and original.tools != state_before().tools
+    ):  # it changed the tool set
+        if here.tools not in (state_before().tools, original.tools):
+            conflicts.append(
+                Conflict(
+                    target=None,
+                    kind="tools",
+                    ours=f"tool set {str(here.tools)[:12]}",
+                    theirs=f"tool set {original.tools[:12]}",
+                    ours_id=here.tools,
+                    theirs_id=original.tools,
+                )
+            )
+        tools = original.tools
+    metadata = {**(original.metadata or {}), PICKED_FROM: oid}
+    reply_to = mapped(original.reply_to, original.reply_to) if original.reply_to is not None else None
+    copy = _evolve(
+        original, edit_target=target, links=links, tools=tools, metadata=metadata, reply_to=reply_to
+    )
+    return copy, conflicts
