@@ -45,6 +45,7 @@ from tractkv.engine.history import (
     merge_base,
     parents_first,
 )
+from tractkv.engine.merging import explained
 from tractkv.engine.session import Session, Tip
 from tractkv.engine.values import PickResult
 from tractkv.errors import InvalidInput, MergeConflict
@@ -199,16 +200,20 @@ def _replay(
             assert isinstance(batch, WriteBatch)
             original = batch.get_commit(oid)
             here = session.parent_state(batch, parent, own=False)
-            copy, conflicts = _copy(session, batch, oid, original, here, picked)
+            copier = _Copier(session, batch, here, picked)
+            copy = copier.copy(oid, original)
+            conflicts = [explained(session, batch, c) for c in copier.conflicts]
             if conflicts and strategy == "auto":
                 ours = (session.current_branch or "HEAD") if onto is None else onto[:12]
                 raise MergeConflict(conflicts, ours=ours, theirs=oid[:12])
             settled += len(conflicts)
-            if copy is None or (conflicts and strategy == "ours" and copy.operation in ("edit", "annotate")):
+            if strategy == "ours" and any(c.kind != "tools" for c in conflicts):
+                copy = None  # ours keeps this side's version of the message: the change is left out
+            elif strategy == "ours" and conflicts:
+                copy = _evolve(copy, tools=here.tools) if copy is not None else None  # keep our tool set
+            if copy is None:
                 left_out.append(oid)
                 continue
-            if conflicts and strategy == "ours":
-                copy = _evolve(copy, tools=here.tools)  # only the tool set conflicted: keep ours
             made = _commit(session, batch, Tip(tip.ref, parent), copy, what, oid)
             picked[oid] = made
             parent = made
@@ -257,110 +262,120 @@ def _copies_in(reader: Reader, state: CompileState) -> dict[ObjectId, ObjectId]:
     return out
 
 
-def _copy(
-    session: Session,
-    reader: Reader,
-    oid: ObjectId,
-    original: Commit,
-    here: CompileState,
-    picked: dict[ObjectId, ObjectId],
-) -> tuple[Commit | None, list[Conflict]]:
-    """The copy of ``original`` for the context ``here`` (parents and time set when committed), and its
-    conflicts; None when its change is already there."""
-    copies: dict[ObjectId, ObjectId] | None = None
+class _Copier:
+    """Makes the copy of one original for the context ``here`` (:meth:`copy`), mapping what it links to the
+    copies made so far (``picked``) or held by the context (an earlier pick), and finding its conflicts."""
 
-    def mapped(oid: ObjectId, default: ObjectId) -> ObjectId:
-        """``oid``'s copy made by this operation, else the copy of it the context holds (an earlier pick),
-        else ``default``."""
-        nonlocal copies
-        if oid in picked:
-            return picked[oid]
-        if oid in here.index:
-            return default
-        if copies is None:
-            copies = _copies_in(reader, here)
-        return copies.get(oid, default)
+    def __init__(
+        self, session: Session, reader: Reader, here: CompileState, picked: dict[ObjectId, ObjectId]
+    ) -> None:
+        self.session, self.reader, self.here, self.picked = session, reader, here, picked
+        self._copies: dict[ObjectId, ObjectId] | None = None
+        self._then: CompileState | None = None
+        self.before: ObjectId | None = None
+        self.conflicts: list[Conflict] = []
 
-    conflicts: list[Conflict] = []
-    before = original.parents[0] if original.parents else None
-    then: CompileState | None = None
+    def mapped(self, oid: ObjectId) -> ObjectId:
+        """``oid``'s copy made by this operation, else the copy of it the context holds, else ``oid``."""
+        if oid in self.picked:
+            return self.picked[oid]
+        if oid in self.here.index:
+            return oid
+        if self._copies is None:
+            self._copies = _copies_in(self.reader, self.here)
+        return self._copies.get(oid, oid)
 
-    def state_before() -> CompileState:
-        nonlocal then
-        if then is None:
-            then = session.compiler.state_at(reader, before)
-        return then
+    def state_before(self) -> CompileState:
+        """The context the original was made in (its parent's), read once."""
+        if self._then is None:
+            self._then = self.session.compiler.state_at(self.reader, self.before)
+        return self._then
 
-    target = original.edit_target
-    if target is not None:
-        new_target = mapped(target, target)
-        position = here.index.get(new_target)
+    def copy(self, oid: ObjectId, original: Commit) -> Commit | None:
+        """The copy (parents and time set when committed), or None when its change is already there; its
+        conflicts are in :attr:`conflicts`."""
+        self.before = original.parents[0] if original.parents else None
+        self._then = None
+        self.conflicts = []
+        target = original.edit_target
+        if target is not None:
+            target = self._target(oid, original, target)
+            if target is None:
+                return None
+        links = dict(original.links)
+        for name in ("sources", "targets"):
+            if name in links:
+                ids = tuple(self.mapped(each) for each in links[name])
+                present = tuple(each for each in ids if each in self.here.index)
+                if name == "sources" and len(present) != len(ids):
+                    raise InvalidInput(
+                        f"{oid[:12]} (compress) replaces messages that are not in the context it would land "
+                        "in; nothing was changed"
+                    )
+                if not present:
+                    return None
+                links[name] = present
+        metadata = {**(original.metadata or {}), PICKED_FROM: oid}
+        reply_to = self.mapped(original.reply_to) if original.reply_to is not None else None
+        tools = self._tools(original)
+        return _evolve(
+            original, edit_target=target, links=links, tools=tools, metadata=metadata, reply_to=reply_to
+        )
+
+    def _target(self, oid: ObjectId, original: Commit, target: ObjectId) -> ObjectId | None:
+        """The message an edit or annotation changes, in ``here`` (None: the edit is there already)."""
+        new_target = self.mapped(target)
+        position = self.here.index.get(new_target)
         if position is None:
             raise InvalidInput(
                 f"{oid[:12]} ({original.operation}) changes message {target[:12]}, which is not in the context "
                 "it would land in; nothing was changed"
             )
-        if new_target == target:  # a message both sides share: did this side change it since?
-            now_slot = here.slots[position]
-            old_position = state_before().index.get(target)
-            old_slot = state_before().slots[old_position] if old_position is not None else None
-            if original.operation == "edit":
-                if now_slot.blob == original.content:
-                    return None, []  # the same content already
-                if old_slot is not None and now_slot.blob != old_slot.blob:
-                    conflicts.append(
-                        Conflict(
-                            target=target,
-                            kind="content",
-                            ours=f"blob {now_slot.blob[:12]}",
-                            theirs=f"blob {str(original.content)[:12]}",
-                        )
-                    )
-            elif old_slot is not None and now_slot.priority != old_slot.priority:
-                conflicts.append(
+        if new_target != target:  # a copy this side made: the change is the picked side's alone
+            return new_target
+        now = self.here.slots[position]
+        then = self.state_before()
+        old_position = then.index.get(target)
+        old = then.slots[old_position] if old_position is not None else None
+        if original.operation == "edit":
+            if now.blob == original.content:
+                return None  # the same content already
+            if old is not None and now.blob != old.blob:  # this side changed it since, too
+                self.conflicts.append(
                     Conflict(
                         target=target,
-                        kind="priority",
-                        ours=f"priority code {now_slot.priority}",
-                        theirs=f"annotation {oid[:12]}",
+                        kind="content",
+                        ours="",
+                        theirs="",
+                        ours_id=now.blob,
+                        theirs_id=original.content,
                     )
                 )
-        target = new_target
-    links = dict(original.links)
-    for name in ("sources", "targets"):
-        if name in links:
-            ids = tuple(mapped(each, each) for each in links[name])
-            present = tuple(each for each in ids if each in here.index)
-            if name == "sources" and len(present) != len(ids):
-                raise InvalidInput(
-                    f"{oid[:12]} (compress) replaces messages that are not in the context it would land in; "
-                    "nothing was changed"
-                )
-            if not present:
-                return None, []
-            links[name] = present
-    tools = here.tools
-    parent_tools = reader.get_commit(before).tools if before is not None else None
-    if (
-        original.tools is not None
-        and original.tools != parent_tools
-        and original.tools != state_before().tools
-    ):  # it changed the tool set
-        if here.tools not in (state_before().tools, original.tools):
-            conflicts.append(
+        elif old is not None and now.priority != old.priority:
+            self.conflicts.append(
                 Conflict(
-                    target=None,
-                    kind="tools",
-                    ours=f"tool set {str(here.tools)[:12]}",
-                    theirs=f"tool set {original.tools[:12]}",
-                    ours_id=here.tools,
-                    theirs_id=original.tools,
+                    target=target,
+                    kind="priority",
+                    ours=f"priority code {now.priority}",
+                    theirs=f"the annotation {oid[:12]}",
                 )
             )
-        tools = original.tools
-    metadata = {**(original.metadata or {}), PICKED_FROM: oid}
-    reply_to = mapped(original.reply_to, original.reply_to) if original.reply_to is not None else None
-    copy = _evolve(
-        original, edit_target=target, links=links, tools=tools, metadata=metadata, reply_to=reply_to
-    )
-    return copy, conflicts
+        return target
+
+    def _tools(self, original: Commit) -> ObjectId | None:
+        """The tool set of the copy: the original's when it changed the tool set (a conflict when this side
+        changed it differently since), else the one in force here."""
+        here = self.here.tools
+        parent_tools = self.reader.get_commit(self.before).tools if self.before is not None else None
+        if original.tools is None or original.tools == parent_tools:
+            return here
+        before = self.state_before().tools
+        if original.tools == before:
+            return here
+        if here not in (before, original.tools):
+            self.conflicts.append(
+                Conflict(
+                    target=None, kind="tools", ours="", theirs="", ours_id=here, theirs_id=original.tools
+                )
+            )
+        return original.tools
