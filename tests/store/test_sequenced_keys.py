@@ -102,7 +102,9 @@ def test_a_format_1_store_is_migrated_on_open_and_its_reflog_keeps_order_and_ent
     old_rows = _as_format_1(path)
     before = json.loads(ok(path, "reflog", "main", "--json"))
 
-    assert json.loads(ok(path, "stats", "--json"))["format"] == STORE_FORMAT == 4  # migrated: 1 -> 2 -> 3 -> 4
+    assert (
+        json.loads(ok(path, "stats", "--json"))["format"] == STORE_FORMAT == 4
+    )  # migrated: 1 -> 2 -> 3 -> 4
     new = ok(path, "commit", "four").strip()
     after = json.loads(ok(path, "reflog", "main", "--json"))
     assert after[0]["new"] == new
