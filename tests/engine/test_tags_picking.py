@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from tractkv import Tract
 from tractkv.engine.history import fsck_objects
 from tractkv.errors import InvalidInput, InvalidRefName, MergeConflict, RefNotFound, UnknownRevision
-from tractkv.model import Tag, decode, object_id
+from tractkv.model import Tag, decode, encode, object_id
 from tractkv.store import MemoryStore, fsck
 
 
@@ -137,7 +137,7 @@ def test_a_tag_object_is_checked_by_the_receivers_rules() -> None:
     bad = Tag(target=blob, name="v1", created_at=1)
     store = MemoryStore()
     from tractkv.errors import RejectedObject
-    from tractkv.model import Blob, encode
+    from tractkv.model import Blob
     from tractkv.sync.receive import receive_objects
 
     pairs = [(blob, encode(Blob(data=t.message_content("HEAD")))), (object_id(bad), encode(bad))]
@@ -369,3 +369,21 @@ def test_cherry_picking_every_commit_onto_the_base_compiles_to_the_branch(
     assert copy.messages == side.messages
     assert copy.tools == side.tools
     assert copy.to_openai_params() == side.to_openai_params()
+
+
+def test_a_tag_objects_encoding_is_pinned() -> None:
+    """Golden bytes and id: a tag is {"t": "tag", "v": 1, "ts", "name", "target", "message"?} in canonical CBOR."""
+    tag = Tag(target="ab" * 32, name="v1", created_at=1_700_000_000_000_000, message="first release")  # type: ignore[arg-type]
+    assert encode(tag).hex() == (
+        "a66174637461676176016274731b00060a24181e4000646e616d65627631667461726765745820"
+        + "ab" * 32
+        + "676d6573736167656d66697273742072656c65617365"
+    )
+    assert object_id(tag) == "3afd97cb7b6d196edf6b923ba139b3e187ff1a9b929f47b6b45621ee2664e276"
+    assert decode(encode(tag), strict=True) == tag
+    light = Tag(target="ab" * 32, name="v1", created_at=1)  # type: ignore[arg-type]
+    assert (
+        object_id(light) == "ff4d3c4a460a89f8265add1d6d9df0e925cc709b6db81f00b75a0f484a1df739"
+    )  # no message
+    with pytest.raises(AttributeError):
+        tag.name = "v2"  # type: ignore[misc]

@@ -435,7 +435,6 @@ class UsageRecord:
         yield from self.heads
 
 
-@attrs.frozen(kw_only=True)
 class Tag:
     """An annotated tag: a name, a message and the tagger's time, pointing at one commit (``refs/tags/<name>``
     holds its id; a lightweight tag's ref holds the commit's id instead). Immutable and content-addressed as
@@ -447,13 +446,51 @@ class Tag:
         name    text      the tag's name (as created: ``refs/tags/<name>``)
         ts      int       µs since the epoch, UTC (the tagger's time)
         message text      what the tag says (omitted when None)
+
+    A plain class with slots, not attrs: building an attrs class costs about a millisecond at ``import
+    tractkv``, and only the rare tag operations make one.
     """
 
     KIND: ClassVar[str] = "tag"
-    target: ObjectId = attrs.field(validator=_check_oid)
-    name: str = attrs.field(validator=_check_str)
-    created_at: int = attrs.field(validator=attrs.validators.instance_of(int))
-    message: str | None = attrs.field(default=None, validator=_check_str)
+    __slots__ = ("created_at", "message", "name", "target")
+    target: ObjectId
+    name: str
+    created_at: int
+    message: str | None
+
+    def __init__(self, *, target: ObjectId, name: str, created_at: int, message: str | None = None) -> None:
+        if not is_object_id(target):
+            raise EncodeError("target", f"{target!r} is not an object id")
+        for field, value in (("name", name), ("message", message)):
+            if value is not None:
+                if not isinstance(value, str):
+                    raise EncodeError(field, f"expected text, got {type(value).__name__}")
+                codec.check_value(value, field)
+        if name is None:
+            raise EncodeError("name", "a tag has a name")
+        if type(created_at) is not int:
+            raise EncodeError("ts", f"expected an int, got {type(created_at).__name__}")
+        _set(self, "target", target)
+        _set(self, "name", name)
+        _set(self, "created_at", created_at)
+        _set(self, "message", message)
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError(f"a Tag is immutable (setting {name!r})")
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not Tag:
+            return NotImplemented
+        return self.to_wire() == other.to_wire()
+
+    def __hash__(self) -> int:
+        return hash((self.target, self.name, self.created_at, self.message))
+
+    def __repr__(self) -> str:
+        return (
+            f"Tag(target={self.target!r}, name={self.name!r}, created_at={self.created_at!r}, "
+            f"message={self.message!r})"
+        )
 
     def to_wire(self) -> dict[str, Any]:
         wire: dict[str, Any] = {"target": oid_to_raw(self.target), "name": self.name, "ts": self.created_at}
@@ -896,7 +933,11 @@ def to_jsonable(value: Any, keys: Iterable[str] | None = None) -> Any:
 
 def describe(obj: StoredObject) -> dict[str, Any]:
     """An object as a JSON-safe dict of its Python fields plus ``kind`` (for display and ``--json``)."""
-    fields = {a.name: getattr(obj, a.name) for a in attrs.fields(type(obj))}
+    if isinstance(obj, Tag):
+        names: Iterable[str] = ("target", "name", "created_at", "message")
+    else:
+        names = (a.name for a in attrs.fields(type(obj)))
+    fields = {name: getattr(obj, name) for name in names}
     if isinstance(obj, Commit):
         fields["links"] = {k: list(v) for k, v in obj.links.items()}
     return {"kind": obj.KIND, **to_jsonable(fields)}
