@@ -101,9 +101,11 @@ if TYPE_CHECKING:  # loaded on first access: see _lazy.lazy_exports below
     from tractkv.engine.values import GcResult as GcResult
     from tractkv.engine.values import MergeResult as MergeResult
     from tractkv.engine.values import ParentInfo as ParentInfo
+    from tractkv.engine.values import PickResult as PickResult
     from tractkv.engine.values import ReflogEntry as ReflogEntry
     from tractkv.engine.values import Repair as Repair
     from tractkv.engine.values import StatusInfo as StatusInfo
+    from tractkv.engine.values import TagInfo as TagInfo
 else:
     # public name -> the module that defines it, imported on the first access to one of its names
     __getattr__, __dir__ = _lazy.lazy_exports(
@@ -123,10 +125,12 @@ else:
             "MergeResult": "tractkv.engine.values",
             "ParentInfo": "tractkv.engine.values",
             "PendingToolResult": "tractkv.engine.tools",
+            "PickResult": "tractkv.engine.values",
             "ReasoningContent": "tractkv.engine.content",
             "ReflogEntry": "tractkv.engine.values",
             "Repair": "tractkv.engine.values",
             "StatusInfo": "tractkv.engine.values",
+            "TagInfo": "tractkv.engine.values",
         },
     )
 
@@ -190,6 +194,7 @@ __all__ = [
     "ParentInfo",
     "Part",
     "PendingToolResult",
+    "PickResult",
     "PushRejected",
     "ReadOnlySession",
     "ReasoningContent",
@@ -211,6 +216,7 @@ __all__ = [
     "StoreFormatError",
     "StoreNotFound",
     "SyncError",
+    "TagInfo",
     "TiktokenCounter",
     "TokenCounter",
     "ToolCall",
