@@ -9,7 +9,15 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from tractkv.cli.common import CliState, complete_revisions, echo_json, json_option, note, with_state
+from tractkv.cli.common import (
+    CliState,
+    complete_revisions,
+    complete_tags,
+    echo_json,
+    json_option,
+    note,
+    with_state,
+)
 from tractkv.model import to_jsonable
 
 if TYPE_CHECKING:
@@ -31,7 +39,7 @@ def _tag_json(info: TagInfo) -> dict[str, Any]:
 
 
 @click.command("tag")
-@click.argument("name", required=False)
+@click.argument("name", required=False, shell_complete=complete_tags)
 @click.argument("rev", required=False, shell_complete=complete_revisions)
 @click.option("--annotate", "-a", is_flag=True, help="Make an annotated tag (a tag object; needs -m).")
 @click.option("--message", "-m", default=None, help="The tag's message (makes it annotated).")

@@ -114,7 +114,9 @@ def rebase(session: Session, onto: str, strategy: str = "auto") -> PickResult:
     originals = [oid for oid in order if _replayed(reader, oid, applied)]
     kept = set(originals)
     skipped = tuple(oid for oid in order if oid not in kept)
-    return _replay(session, tip, target, originals, strategy, "rebase", onto=target, skipped=skipped)
+    return _replay(
+        session, tip, target, originals, strategy, "rebase", onto=target, skipped=skipped, onto_name=onto
+    )
 
 
 def _upstream_changes(reader: Reader, target: ObjectId, base: ObjectId | None) -> set[object]:
@@ -152,12 +154,15 @@ def _turn(session: Session, reader: Reader, oid: ObjectId, commit: Commit) -> li
         call = oid
     best: list[ObjectId] = []
     heads = [ObjectId(v) for _, v in reader.iter_refs(HEADS)]
+    since = reader.get_commit(call).created_at  # its results come after it: no line is walked further back
     for tip in dict.fromkeys(heads):
         results: list[ObjectId] = []
         for each, found in first_parent_chain(reader, tip):
             if each == call:
                 if len(results) > len(best) or not best:
                     best = results[::-1]
+                break
+            if found.created_at < since:
                 break
             if found.reply_to == call:
                 results.append(each)
@@ -184,6 +189,7 @@ def _replay(
     *,
     onto: ObjectId | None,
     skipped: tuple[ObjectId, ...] = (),
+    onto_name: str | None = None,
 ) -> PickResult:
     """Copy ``originals`` (parents first) on ``start`` in one batch and move the branch from ``tip`` to the last
     copy; a conflict with ``auto`` raises before anything is written."""
@@ -204,7 +210,7 @@ def _replay(
             copy = copier.copy(oid, original)
             conflicts = [explained(session, batch, c) for c in copier.conflicts]
             if conflicts and strategy == "auto":
-                ours = (session.current_branch or "HEAD") if onto is None else onto[:12]
+                ours = (session.current_branch or "HEAD") if onto_name is None else onto_name
                 raise MergeConflict(conflicts, ours=ours, theirs=oid[:12])
             settled += len(conflicts)
             if strategy == "ours" and any(c.kind != "tools" for c in conflicts):
