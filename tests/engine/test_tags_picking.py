@@ -8,12 +8,13 @@ import itertools
 from typing import Any
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import event, given, settings
 from hypothesis import strategies as st
 
 from tractkv import Tract
 from tractkv.engine.history import fsck_objects
 from tractkv.errors import InvalidInput, InvalidRefName, MergeConflict, RefNotFound, UnknownRevision
+from tractkv.ids import ObjectId
 from tractkv.model import Tag, decode, encode, object_id
 from tractkv.store import MemoryStore, fsck
 
@@ -387,3 +388,35 @@ def test_a_tag_objects_encoding_is_pinned() -> None:
     )  # no message
     with pytest.raises(AttributeError):
         tag.name = "v2"  # type: ignore[misc]
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    script=st.lists(
+        st.tuples(st.sampled_from(["commit", "commit", "commit", "switch", "merge"]), st.integers(0, 2)),
+        min_size=1,
+        max_size=40,
+    ),
+    pair=st.tuples(st.integers(0, 2), st.integers(0, 2)),
+)
+def test_sides_agrees_with_whole_ancestor_sets(script: list[Any], pair: tuple[int, int]) -> None:
+    """The bounded walk rebase uses gives git's ``a..b`` and ``b..a`` on histories with forks and merges."""
+    from tractkv.engine.history import ancestors
+    from tractkv.engine.picking import sides
+
+    t = tract()
+    t.user("root")
+    names = ["main", "b1", "b2"]
+    for name in names[1:]:
+        t.branch(name, switch=False)
+    for number, (action, which) in enumerate(script):
+        if action == "commit":
+            t.user(f"m{number}")
+        elif action == "switch":
+            t.switch(names[which])
+        elif names[which] != t.current_branch:
+            t.merge(names[which], strategy="theirs")
+    a, b = (ObjectId(t.store.get_ref("refs/heads/" + names[i]) or "") for i in pair)
+    whole_a, whole_b = ancestors(t.store, a), ancestors(t.store, b)
+    event(f"one-sided commits: {min(len(whole_a - whole_b), 6)}+")
+    assert sides(t.store, a, b) == (whole_a - whole_b, whole_b - whole_a)

@@ -30,6 +30,7 @@ re-applied in the same operation is replaced by its copy. The new commit names i
 
 from __future__ import annotations
 
+import heapq
 from collections.abc import Iterable
 from typing import Any
 
@@ -39,10 +40,7 @@ from tractkv.engine.compile import CompileState, Conflict
 from tractkv.engine.content import MERGE_STRATEGIES
 from tractkv.engine.history import (
     HEADS,
-    ancestors,
     first_parent_chain,
-    is_ancestor,
-    merge_base,
     parents_first,
 )
 from tractkv.engine.merging import explained
@@ -67,7 +65,7 @@ def cherry_pick(session: Session, rev: str, strategy: str = "auto") -> PickResul
     commit = reader.get_commit(oid)
     if commit.operation in SKIPPED_OPS:
         raise InvalidInput(f"{rev} is a {commit.operation} commit: cherry-pick one of its changes instead")
-    if tip.head is not None and is_ancestor(reader, oid, tip.head):
+    if tip.head is not None and _contains(reader, tip.head, oid, commit.created_at):
         raise InvalidInput(f"{rev} ({oid[:12]}) is already in {session.where()}'s history")
     originals = _turn(session, reader, oid, commit)
     done = _copied(reader, tip.head, originals)
@@ -75,6 +73,24 @@ def cherry_pick(session: Session, rev: str, strategy: str = "auto") -> PickResul
         raise InvalidInput(f"{rev} ({oid[:12]}) was cherry-picked into {session.where()} already")
     todo = [each for each in originals if each not in done]
     return _replay(session, tip, tip.head, todo, strategy, "cherry-pick", onto=None, skipped=tuple(done))
+
+
+def _contains(reader: Reader, head: ObjectId, oid: ObjectId, stamp: int) -> bool:
+    """Whether ``head`` reaches ``oid`` (stamped ``stamp``), walking only commits not older than it (an
+    ancestor is never newer than its descendant): a pick from a recent branch reads little of a long one."""
+    seen: set[ObjectId] = set()
+    stack = [head]
+    while stack:
+        each = stack.pop()
+        if each == oid:
+            return True
+        if each in seen:
+            continue
+        seen.add(each)
+        commit = reader.get_commit(each)
+        if commit.created_at >= stamp:
+            stack.extend(commit.parents)
+    return False
 
 
 def _copied(reader: Reader, head: ObjectId | None, originals: list[ObjectId]) -> set[ObjectId]:
@@ -104,13 +120,11 @@ def rebase(session: Session, onto: str, strategy: str = "auto") -> PickResult:
     head = tip.head
     if head is None:
         raise InvalidInput(f"cannot rebase {session.where()}: it has no commits yet")
-    if is_ancestor(reader, target, head):
+    own, upstream = sides(reader, head, target)
+    if not upstream:  # the branch contains onto: nothing to replay on it
         return PickResult(kind="up-to-date", head=head, strategy=strategy, onto=target)
-    base = merge_base(reader, head, target)
-    stop = ancestors(reader, target) if base is not None else None
-    own = ancestors(reader, head, stop=stop)
     order = parents_first(head, lambda oid: reader.get_commit(oid).parents, own)
-    applied = _upstream_changes(reader, target, base)
+    applied = _upstream_changes(reader, upstream)
     originals = [oid for oid in order if _replayed(reader, oid, applied)]
     kept = set(originals)
     skipped = tuple(oid for oid in order if oid not in kept)
@@ -119,12 +133,54 @@ def rebase(session: Session, onto: str, strategy: str = "auto") -> PickResult:
     )
 
 
-def _upstream_changes(reader: Reader, target: ObjectId, base: ObjectId | None) -> set[object]:
-    """What the commits ``onto`` has since the merge ``base`` already apply (git's patch ids): each one's
-    original (``picked_from``) and each one's change, (operation, content, target)."""
-    shared = ancestors(reader, base) if base is not None else set()
+_OURS, _THEIRS = 1, 2  # which tip reaches a commit, in :func:`sides`
+
+
+def sides(reader: Reader, ours: ObjectId, theirs: ObjectId) -> tuple[set[ObjectId], set[ObjectId]]:
+    """(the commits only ``ours`` reaches, those only ``theirs`` reaches): git's ``theirs..ours`` and
+    ``ours..theirs``. Walks newest first from both tips, painting each commit with the tips that reach it, and
+    stops once every commit still queued is reached by both: timestamps never go backwards along an edge
+    (docs/decisions.md, "Concurrency"; negotiation relies on it too), so what lies below them is common, and
+    the cost is the diverged part of history, not all of it. A commit painted again after it was walked is
+    walked again."""
+    paint: dict[ObjectId, int] = {}
+    heap: list[tuple[int, ObjectId]] = []
+    one_sided: set[ObjectId] = set()  # queued, not walked with their current paint, reached by one tip only
+
+    def reach(oid: ObjectId, flags: int) -> None:
+        before = paint.get(oid, 0)
+        after = before | flags
+        if after == before:
+            return
+        paint[oid] = after
+        heapq.heappush(heap, (-reader.get_commit(oid).created_at, oid))
+        if after == _OURS | _THEIRS:
+            one_sided.discard(oid)
+        else:
+            one_sided.add(oid)
+
+    reach(ours, _OURS)
+    reach(theirs, _THEIRS)
+    walked: dict[ObjectId, int] = {}
+    while heap and one_sided:
+        _, oid = heapq.heappop(heap)
+        flags = paint[oid]
+        if walked.get(oid) == flags:
+            continue  # an entry from before its last paint: walked with these flags already
+        walked[oid] = flags
+        one_sided.discard(oid)
+        for parent in reader.get_commit(oid).parents:
+            reach(parent, flags)
+    own = {oid for oid, flags in paint.items() if flags == _OURS}
+    upstream = {oid for oid, flags in paint.items() if flags == _THEIRS}
+    return own, upstream
+
+
+def _upstream_changes(reader: Reader, upstream: set[ObjectId]) -> set[object]:
+    """What the commits only ``onto`` has already apply (git's patch ids): each one's original
+    (``picked_from``) and each one's change, (operation, content, target)."""
     applied: set[object] = set()
-    for oid in ancestors(reader, target, stop=shared):
+    for oid in upstream:
         commit = reader.get_commit(oid)
         original = (commit.metadata or {}).get(PICKED_FROM)
         if isinstance(original, str):
