@@ -89,6 +89,16 @@ def test_cherry_pick_and_rebase_in_text_and_json(store: str) -> None:
     assert out.splitlines()[-1].startswith("picked: ")
     assert " -> " in out.splitlines()[0]
     assert "already" in refused(store, "cherry-pick", "side~1")
+    ok(store, "branch", "other", "main~1", "--switch")
+    picked = json.loads(ok(store, "cherry-pick", "side~1", "--json"))
+    assert picked["kind"] == "picked"
+    assert (
+        picked["picked"][0]["original"]
+        == json.loads(ok(store, "log", "side~1", "-n", "1", "--json"))[0]["commit_id"]
+    )
+    shown = json.loads(ok(store, "show", picked["head"], "--json"))
+    assert shown["metadata"] == {"picked_from": picked["picked"][0]["original"]}
+    ok(store, "switch", "main")
     ok(store, "switch", "side")
     result = json.loads(ok(store, "rebase", "main", "--json"))
     assert result["kind"] == "rebased"
