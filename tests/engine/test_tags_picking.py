@@ -306,6 +306,20 @@ def test_rebase_skips_changes_the_new_base_already_has() -> None:
     assert len(result.skipped) == 1
 
 
+def test_rebase_replays_a_text_the_new_base_also_said() -> None:
+    """Provenance, not equal content, says a change is there already: "ok" said on both sides is two messages."""
+    t = tract()
+    t.user("base")
+    t.branch("side")
+    t.user("ok")
+    t.switch("main")
+    t.user("ok")
+    t.switch("side")
+    result = t.rebase("main")
+    assert len(result.picked) == 1
+    assert texts(t) == [("user", "base"), ("user", "ok"), ("user", "ok")]
+
+
 # --- properties --------------------------------------------------------------------------------------------------
 
 STEP = st.one_of(

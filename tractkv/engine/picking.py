@@ -20,7 +20,8 @@ re-applied in the same operation is replaced by its copy. The new commit names i
   commit's. A change the side already has (the same content) is left out as applied. An edit, annotation or
   compress whose target is not in the context it lands in is refused (:class:`InvalidInput`).
 * **Rebase** replays the commits reachable from the branch and not from ``onto`` (git's ``onto..HEAD``),
-  parents first, leaving merge and spawn commits out (git's ``rebase`` drops merges too), on ``onto``'s tip,
+  parents first, leaving out merge and spawn commits (git's ``rebase`` drops merges too) and those ``onto``
+  already has a copy of (or whose original it has, by ``picked_from``), on ``onto``'s tip,
   and moves the branch to the last copy, all in one transaction: a conflict with ``auto`` writes nothing, so
   there is no half-rebased branch to ``--abort`` or ``--continue`` (settle with a strategy, or edit first).
   A branch that already contains ``onto`` is up to date (rebase onto its own base is a no-op).
@@ -176,24 +177,25 @@ def sides(reader: Reader, ours: ObjectId, theirs: ObjectId) -> tuple[set[ObjectI
     return own, upstream
 
 
-def _upstream_changes(reader: Reader, upstream: set[ObjectId]) -> set[object]:
-    """What the commits only ``onto`` has already apply (git's patch ids): each one's original
-    (``picked_from``) and each one's change, (operation, content, target)."""
-    applied: set[object] = set()
+def _upstream_changes(reader: Reader, upstream: set[ObjectId]) -> set[ObjectId]:
+    """What the commits only ``onto`` has already apply, by provenance (git skips patches upstream has; a
+    context has no diff to compare, and one text said twice is two messages): the commits themselves and the
+    originals they copy (``picked_from``)."""
+    applied: set[ObjectId] = set(upstream)
     for oid in upstream:
-        commit = reader.get_commit(oid)
-        original = (commit.metadata or {}).get(PICKED_FROM)
+        original = (reader.get_commit(oid).metadata or {}).get(PICKED_FROM)
         if isinstance(original, str):
-            applied.add(original)
-        applied.add((commit.operation, commit.content, commit.edit_target))
+            applied.add(ObjectId(original))
     return applied
 
 
-def _replayed(reader: Reader, oid: ObjectId, applied: set[object]) -> bool:
+def _replayed(reader: Reader, oid: ObjectId, applied: set[ObjectId]) -> bool:
+    """Whether a rebase replays ``oid``: not a merge or spawn commit, not copied onto ``onto`` already, not a
+    copy of something ``onto`` has."""
     commit = reader.get_commit(oid)
-    if commit.operation in SKIPPED_OPS:
+    if commit.operation in SKIPPED_OPS or oid in applied:
         return False
-    return oid not in applied and (commit.operation, commit.content, commit.edit_target) not in applied
+    return (commit.metadata or {}).get(PICKED_FROM) not in applied
 
 
 def _check_strategy(strategy: str) -> None:
