@@ -129,9 +129,7 @@ def rebase(session: Session, onto: str, strategy: str = "auto") -> PickResult:
     originals = [oid for oid in order if _replayed(reader, oid, applied)]
     kept = set(originals)
     skipped = tuple(oid for oid in order if oid not in kept)
-    return _replay(
-        session, tip, target, originals, strategy, "rebase", onto=target, skipped=skipped, onto_name=onto
-    )
+    return _replay(session, tip, target, originals, strategy, "rebase", onto=(target, onto), skipped=skipped)
 
 
 _OURS, _THEIRS = 1, 2  # which tip reaches a commit, in :func:`sides`
@@ -245,9 +243,8 @@ def _replay(
     strategy: str,
     what: str,
     *,
-    onto: ObjectId | None,
+    onto: tuple[ObjectId, str] | None,
     skipped: tuple[ObjectId, ...] = (),
-    onto_name: str | None = None,
 ) -> PickResult:
     """Copy ``originals`` (parents first) on ``start`` in one batch and move the branch from ``tip`` to the last
     copy; a conflict with ``auto`` raises before anything is written."""
@@ -268,7 +265,7 @@ def _replay(
             copy = copier.copy(oid, original)
             conflicts = [explained(session, batch, c) for c in copier.conflicts]
             if conflicts and strategy == "auto":
-                ours = (session.current_branch or "HEAD") if onto_name is None else onto_name
+                ours = (session.current_branch or "HEAD") if onto is None else onto[1]
                 raise MergeConflict(conflicts, ours=ours, theirs=oid[:12])
             settled += len(conflicts)
             if strategy == "ours" and any(c.kind != "tools" for c in conflicts):
@@ -293,7 +290,7 @@ def _replay(
         skipped=tuple(left_out),
         conflicts_resolved=settled,
         strategy=strategy,
-        onto=onto,
+        onto=onto[0] if onto is not None else None,
     )
 
 
