@@ -18,12 +18,12 @@ prefix):
   what no pack holds from there, level by level as before), never written: an old remote keeps working and
   new pushes add packs beside it. A tractkv older than packs cannot read what a newer one pushed.
 
-Request counts. A push: the probe (four requests, once per connection), ``list_refs`` (one LIST and one
-GET per branch), a LIST of ``packs/`` only when the push is large enough to ask what is missing (plus a
-ranged GET of the index of any pack named after one of the pushed commits, or named after none), one PUT
-per pack, and per ref one GET and one conditional PUT. A fetch or clone: ``list_refs`` (of branches, and
-of tags: one more LIST, and a GET per tag), one LIST per 1,000 packs, and one GET per pack whose tips the fetcher lacks: O(pushes), never O(commits). Only what no
-downloaded pack holds falls back to reading indexes, then loose objects.
+Request counts. A push: the probe (four requests, once per connection), ``list_refs`` (one LIST and one GET per
+branch), a LIST of ``packs/`` only when the push is large enough to ask what is missing (plus a ranged GET of
+the index of any pack named after one of the pushed commits, or named after none), one PUT per pack, and per ref
+one GET and one conditional PUT. A fetch or clone: ``list_refs`` (of branches, and of tags: one more LIST, and a
+GET per tag), one LIST per 1,000 packs, and one GET per pack whose tips the fetcher lacks: O(pushes), never
+O(commits). Only what no downloaded pack holds falls back to reading indexes, then loose objects.
 
 Readers check everything: a pack's framing, index and the hash of every object before any of it is passed
 on; the receiving store then verifies each object like any other transfer (:func:`.receive.verify` and the
