@@ -316,6 +316,20 @@ def test_shell_completion_offers_branch_remote_and_revision_names(store: str, tm
     assert snapshot(store) == before
 
 
+def test_shell_completion_reads_the_store_named_after_the_command_or_under_dash_c(
+    store: str, tmp_path: Path
+) -> None:
+    """`--store` and `-C` may come after the command (issue 34, item 5): completion reads the store they name."""
+    commit(store, "hi")
+    ok(store, "branch", "fix")
+    missing = str(tmp_path / "typo")
+    assert complete(missing, "switch", "--store", store, "f")[0] == ["fix"]
+    where, name = os.path.split(store)
+    assert complete(missing, "switch", "-C", where, "--store", name, "f")[0] == ["fix"]
+    assert complete(name, "-C", where, "switch", "f", cwd=tmp_path.parent)[0] == ["fix"]
+    assert not os.path.exists(missing)
+
+
 def test_shell_completion_never_writes_or_fails_loudly(tmp_path: Path) -> None:
     missing = tmp_path / "nothing-here"
     names, out = complete(str(missing), "switch", "")

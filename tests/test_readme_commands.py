@@ -10,7 +10,8 @@ from tractkv.cli import cli
 
 README = (Path(__file__).resolve().parent.parent / "README.md").read_text()
 ROWS = [line for line in README.splitlines() if line.startswith("| `tractkv ")]
-COMMON = {"--help", "--json"}  # --json: "read commands take --json", said once above the table
+# said once above the table: --json (read commands), --store and -C (every command)
+COMMON = {"--help", "--json", "--store", "-C"}
 
 
 def _commands() -> list[tuple[str, click.Command]]:

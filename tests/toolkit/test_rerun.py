@@ -256,3 +256,40 @@ def test_a_rerun_happens_once_and_never_on_a_detached_head(tract: Tract) -> None
     with pytest.raises(InvalidInput, match="re-run successfully already"):
         toolkit.rerun_tool_usage(tract, failed.id, ex)
     assert attempts == ["a.example", "a.example"]
+
+
+def test_cli_usage_rerun_takes_a_unique_id_prefix(tmp_path: Path) -> None:
+    """`usage rerun` takes a unique prefix of an id, as git takes one of a commit id; an ambiguous one is refused
+    naming the ids it matches, a prefix of none says so (issue 34, item 5)."""
+    path = str(tmp_path / "store")
+    with Tract.open(path) as t:
+        t.user("go")
+        toolkit.run(
+            t,
+            ScriptedLLM([call("c2", "explode", {"x": 2}), call("c3", "explode", {"x": 3}), "failed"]),
+            ToolExecutor(t, profile=None, tools=[explode]),
+        )
+        first, second = t.tool_usages()
+    shared = next(first.id[:i] for i in range(len(first.id), -1, -1) if second.id.startswith(first.id[:i]))
+    assert shared  # ids start with the start time: two runs a moment apart share its leading digits
+    runner = CliRunner()
+    factory = ["--executor", f"{__name__}:cli_executor"]
+    ambiguous = runner.invoke(cli, ["--store", path, "usage", "rerun", shared, *factory])
+    assert ambiguous.exit_code == 1
+    assert "ambiguous" in ambiguous.stderr
+    assert first.id in ambiguous.stderr
+    assert second.id in ambiguous.stderr
+    none = runner.invoke(cli, ["--store", path, "usage", "rerun", "zz", *factory])
+    assert none.exit_code == 1
+    assert "no tool execution zz" in none.stderr
+    prefix = second.id[: len(shared) + 1]
+    done = runner.invoke(cli, ["--store", path, "usage", "rerun", prefix, *factory, "--json"])
+    assert done.exit_code == 0, done.stderr
+    new = json.loads(done.stdout)
+    assert (new["status"], new["rerun_of"], new["result"]) == ("success", second.id, "handled 3")
+    text = runner.invoke(cli, ["--store", path, "usage", "rerun", first.id[: len(shared) + 1], *factory])
+    assert text.exit_code == 0, text.stderr
+    assert f"re-ran {first.id} as " in text.stderr
+    again = runner.invoke(cli, ["--store", path, "usage", "rerun", prefix, *factory])
+    assert again.exit_code == 1
+    assert "re-run successfully already" in again.stderr

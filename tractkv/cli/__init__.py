@@ -15,7 +15,14 @@ from typing import Any
 
 import click
 
-from tractkv.cli.common import STORE_ENV, CliState, default_store_path, note
+from tractkv.cli.common import (
+    STORE_KEY,
+    CliState,
+    add_global_options,
+    default_store_path,
+    global_options,
+    note,
+)
 from tractkv.errors import ConcurrentUpdate, TractError
 
 DEBUG_ENV = "TRACTKV_DEBUG"  # set to show the traceback of an unexpected failure instead of one line
@@ -33,9 +40,26 @@ def _silence_stdout() -> None:
 
 
 class _Group(click.Group):
+    """The root group: one place for errors (see the module), and the global options of every command."""
+
+    def add_command(self, cmd: click.Command, name: str | None = None) -> None:
+        add_global_options(cmd)  # --store and -C after the subcommand too
+        super().add_command(cmd, name)
+
+    def main(self, *args: Any, **kwargs: Any) -> Any:
+        for command in self.commands.values():  # a subcommand added to a group after it was registered
+            add_global_options(command)
+        cwd = os.getcwd()  # -C changes it; an in-process caller (tests, click's runner) gets it back
+        try:
+            return super().main(*args, **kwargs)
+        finally:
+            os.chdir(cwd)
+
     def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
+        except click.NoSuchOption as exc:  # `commit "-3C, snow"`: say how to pass a value starting with '-'
+            raise _dash_hint(exc) from None
         except (KeyboardInterrupt, click.exceptions.Abort):  # Ctrl-C (click turns it into Abort in prompts)
             note("Interrupted.")
             raise click.exceptions.Exit(INTERRUPTED) from None
@@ -63,20 +87,33 @@ class _Group(click.Group):
                 obj.close()
 
 
-@click.group(cls=_Group)
-@click.option(
-    "--store",
-    "store_path",
-    default=default_store_path,
-    show_default=f"${STORE_ENV} or ./.tractkv",
-    type=click.Path(file_okay=False),
-    help="The store directory.",
-)
+def _dash_hint(exc: click.NoSuchOption) -> click.NoSuchOption:
+    """``exc`` with a hint for a command that takes arguments: a value starting with ``-`` (a negative
+    number, ``-3C, snow``) goes after ``--``, as in git."""
+    ctx = exc.ctx
+    if ctx is None or not any(isinstance(p, click.Argument) for p in ctx.command.params):
+        return exc
+    hint = (
+        "A value that starts with '-' goes after `--`, which ends the options: "
+        f"`{ctx.command_path} [OPTIONS] -- VALUE`."
+    )
+    return click.NoSuchOption(
+        exc.option_name, f"{exc.message} {hint}", possibilities=exc.possibilities, ctx=ctx
+    )
+
+
+@click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="tractkv")
 @click.pass_context
-def cli(ctx: click.Context, store_path: str) -> None:
-    """tractkv: git for LLM context windows."""
-    ctx.obj = CliState(store_path)
+def cli(ctx: click.Context) -> None:
+    """tractkv: git for LLM context windows.
+
+    --store PATH and -C DIR may come before or after the command (`tractkv log --store s` is
+    `tractkv --store s log`)."""
+    ctx.obj = CliState(ctx.meta.get(STORE_KEY) or default_store_path())
+
+
+cli.params.extend(global_options(root=True))
 
 
 def _register() -> None:

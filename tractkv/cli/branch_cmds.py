@@ -155,12 +155,27 @@ def switch(st: CliState, name: str, create: bool) -> None:
 
 
 @click.command("checkout")
-@click.argument("rev", shell_complete=complete_revisions)
+@click.argument("rev", required=False, shell_complete=complete_revisions)
+@click.option(
+    "-b",
+    "new_branch",
+    metavar="NAME",
+    default=None,
+    help="Create branch NAME at REV (default HEAD) and switch to it (as `switch -c`).",
+)
 @with_state
-def checkout(st: CliState, rev: str) -> None:
+def checkout(st: CliState, rev: str | None, new_branch: str | None) -> None:
     """Switch to branch REV (as `switch` does), or detach HEAD at any other revision REV: compile and inspect
-    it; committing there is an error."""
+    it; committing there is an error. With -b NAME: create branch NAME at REV (default HEAD) and switch to
+    it."""
     t = st.tract()
+    if new_branch is not None:
+        created = t.branch(new_branch, source=rev, switch=True)
+        note(f"on new branch {new_branch}")
+        click.echo(created.head or "")
+        return
+    if rev is None:
+        raise click.UsageError("missing REV (a branch or revision), or -b NAME to create a branch")
     if rev in {b.name for b in t.list_branches(remotes=False)}:
         info = t.switch(rev)
         note(f"on branch {rev}")

@@ -1,4 +1,4 @@
-"""Shared CLI plumbing: the store option, --json, output, and id resolution."""
+"""Shared CLI plumbing: the global options (--store, -C), --json, output, and id resolution."""
 
 from __future__ import annotations
 
@@ -23,6 +23,7 @@ F = TypeVar("F", bound=Callable[..., Any])
 DEFAULT_STORE = ".tractkv"
 STORE_ENV = "TRACTKV_STORE"
 NO_STORE_HINT = " (create one with `tractkv init`, or `tractkv clone URL`)"
+STORE_KEY = "tractkv.store_path"  # ctx.meta: the --store given (before or after the subcommand), if any
 
 
 class CliState:
@@ -65,6 +66,67 @@ class CliState:
             if self._store is not None:
                 self._store.close()
                 self._store = None
+
+
+# --- the global options: `--store PATH` and `-C DIR`, before or after the subcommand ---------------------------
+
+
+def _set_store(ctx: click.Context, param: click.Parameter, value: str | None) -> None:
+    """Record ``--store``: in ``ctx.meta`` (shared by the whole context chain; the root group builds its
+    :class:`CliState` from it) and on the CliState once it exists (a ``--store`` after the subcommand)."""
+    if value is None:
+        return
+    ctx.meta[STORE_KEY] = value
+    obj = ctx.find_object(CliState)
+    if obj is not None:
+        obj.store_path = value
+
+
+def _change_dir(ctx: click.Context, param: click.Parameter, values: tuple[str, ...] | None) -> None:
+    """``-C DIR``: run as if started in DIR (as git's ``-C``): every relative path, ``--store`` and
+    ``$TRACTKV_STORE`` included, is then relative to DIR; each further ``-C`` is relative to the one before."""
+    for directory in values or ():
+        try:
+            os.chdir(directory)
+        except OSError as exc:
+            raise click.BadParameter(f"cannot change to {directory!r}: {exc.strerror}", ctx, param) from None
+
+
+def global_options(*, root: bool = False) -> list[click.Parameter]:
+    """Fresh ``--store PATH`` and ``-C DIR`` options. The root group has them, and :func:`add_global_options`
+    gives every command and subcommand its own copy, so both may come before or after the subcommand (the
+    last ``--store`` given wins; ``-C`` applies in order). They are ``expose_value=False``: commands read the
+    store path from their :class:`CliState`, never as a parameter."""
+    store = click.Option(
+        ["--store", "global_store"],
+        metavar="PATH",
+        type=click.Path(file_okay=False),
+        expose_value=False,
+        callback=_set_store,
+        show_default=f"${STORE_ENV} or ./{DEFAULT_STORE}" if root else False,
+        help="The store directory (before or after the command).",
+    )
+    chdir = click.Option(
+        ["-C", "global_chdir"],
+        metavar="DIR",
+        multiple=True,
+        type=click.Path(file_okay=False),
+        expose_value=False,
+        callback=_change_dir,
+        help="Run as if started in DIR (relative paths, --store too, are relative to it).",
+    )
+    return [store, chdir]
+
+
+def add_global_options(command: click.Command) -> None:
+    """Give ``command`` and, for a group, each of its subcommands (recursively) ``--store`` and ``-C``
+    (:func:`global_options`), once. The root group does this for every command it registers, so a new
+    command gets them without asking."""
+    if not any(p.name == "global_store" for p in command.params):
+        command.params.extend(global_options())
+    if isinstance(command, click.Group):
+        for sub in command.commands.values():
+            add_global_options(sub)
 
 
 def state(ctx: click.Context) -> CliState:
@@ -132,8 +194,7 @@ def _complete_names(ctx: click.Context, incomplete: str, kinds: tuple[str, ...])
     from click.shell_completion import CompletionItem
 
     try:
-        root = ctx.find_root()
-        path = root.params.get("store_path") or default_store_path()
+        path = ctx.meta.get(STORE_KEY) or default_store_path()
         if not os.path.isfile(os.path.join(str(path), "data.mdb")):
             return []
         from tractkv.engine.history import HEADS, REMOTES, TAGS

@@ -23,10 +23,11 @@ from tractkv.engine.content import MESSAGE_ROLES, message_parts_markers, schema_
 from tractkv.engine.history import clip, describe_commit, layout_lanes, short_id
 from tractkv.engine.session import MAX_REBASE_ATTEMPTS
 from tractkv.engine.values import CommitInfo
-from tractkv.errors import ConcurrentUpdate, InvalidInput
+from tractkv.errors import BudgetExceeded, ConcurrentUpdate, InvalidInput
 from tractkv.model import to_jsonable
 
 if TYPE_CHECKING:
+    from tractkv.engine.content import Message
     from tractkv.tract import Tract
 
 CONTENT_TYPES = ("dialogue", "instruction", "reasoning", "artifact", "freeform")
@@ -184,7 +185,8 @@ def commit(
     Read from stdin, the text must be UTF-8; its trailing whitespace is stripped (as git does) unless
     --verbatim. A tool result (--tool-call-id) must answer a call that waits for a result on the branch,
     as Tract.tool_result requires. An append that loses a race with another writer is re-made on the new tip;
-    an edit is refused instead (run it again)."""
+    an edit is refused instead (run it again). A TEXT that starts with '-' goes after `--`:
+    `tractkv commit --tool-call-id c1 -- "-3C, snow"`."""
     meta = _json_option(metadata, "--metadata") if metadata is not None else None
     calls = [_json_option(call, "--tool-call") for call in tool_calls]  # checked before stdin is read
     if text is None:
@@ -312,12 +314,23 @@ def _tool_result(
 @click.option("--limit", "-n", type=click.IntRange(min=0), default=None, help="At most this many commits.")
 @click.option("--op", "op_filter", default=None, help="Only commits of this operation (append, edit, ...).")
 @click.option("--graph", is_flag=True, help="Draw the commit graph (merges and forks) beside the log.")
+@click.option(
+    "--oneline", is_flag=True, help="One line per commit: short id, operation and summary (the text default)."
+)
 @json_option
 @with_state
 def log(
-    st: CliState, rev: str | None, limit: int | None, op_filter: str | None, graph: bool, as_json: bool
+    st: CliState,
+    rev: str | None,
+    limit: int | None,
+    op_filter: str | None,
+    graph: bool,
+    oneline: bool,
+    as_json: bool,
 ) -> None:
-    """Commits reachable from HEAD (or REV), newest first."""
+    """Commits reachable from HEAD (or REV), newest first, one line each (--oneline, as git's)."""
+    if oneline and as_json:
+        raise click.UsageError("--oneline is a text format: drop it or --json")
     if graph and op_filter is not None:
         raise click.UsageError("--graph draws every commit's edges: it cannot be combined with --op")
     t = st.tract(readonly=True)
@@ -490,9 +503,17 @@ def compile_cmd(
     (:meth:`CompiledContext.left_out`: an OpenAI Responses built-in tool item, a Gemini part another dialect
     has no form for; for responses, a reasoning item with no output after it) is printed to stderr as
     'left out: ...'."""
-    ctx = st.tract(readonly=True).compile(
-        at=at, include_reasoning=include_reasoning, strict=strict, max_tokens=max_tokens
-    )
+    try:
+        ctx = st.tract(readonly=True).compile(
+            at=at, include_reasoning=include_reasoning, strict=strict, max_tokens=max_tokens
+        )
+    except BudgetExceeded as exc:  # the library names its argument (max_tokens=N): name the flag
+        raise BudgetExceeded(
+            exc.token_count,
+            exc.limit,
+            f"the system and pinned messages and tool definitions alone take {exc.token_count} tokens, over "
+            f"--max-tokens {max_tokens}: unpin messages (`tractkv annotate REV normal`) or raise --max-tokens",
+        ) from None
     for repair in ctx.repairs:
         note(f"repaired: {repair.detail}")
     if ctx.dropped:
@@ -554,7 +575,8 @@ def compile_cmd(
 @json_option
 @with_state
 def diff(st: CliState, a: str, b: str | None, as_json: bool) -> None:
-    """Message-level changes between the compiled contexts of A and B (default HEAD)."""
+    """Message-level changes between the compiled contexts of A and B (default HEAD): + added, - removed,
+    ~ edited (its old text on a - line, its new text on a + line)."""
     result = st.tract(readonly=True).diff(a, b)
     if as_json:
         echo_json(to_jsonable(result))
@@ -563,11 +585,22 @@ def diff(st: CliState, a: str, b: str | None, as_json: bool) -> None:
         note("no differences")
     sign = {"added": "+", "removed": "-", "modified": "~"}
     for e in result.entries:
+        if e.change == "modified" and e.before is not None and e.after is not None:
+            # both sides of an edit, as a unified diff's - / + lines
+            click.echo(f"~ {short_id(e.commit_id)}")
+            click.echo(f"  - {_diff_side(e.before)}")
+            click.echo(f"  + {_diff_side(e.after)}")
+            continue
         msg = e.after if e.after is not None else e.before
-        text = clip(msg.content if msg else "", 72)
-        role = msg.role if msg else ""
-        click.echo(f"{sign.get(e.change, '?')} {short_id(e.commit_id)} [{role}] {text}")
+        click.echo(f"{sign.get(e.change, '?')} {short_id(e.commit_id)} {_diff_side(msg) if msg else ''}")
     note(f"token delta {result.token_delta:+d}")
+
+
+def _diff_side(message: Message) -> str:
+    """A message as one ``diff`` line: ``[role] text`` (clipped), its parts as markers."""
+    markers = message_parts_markers(message)
+    text = " ".join(x for x in (message.content, markers) if x)
+    return f"[{message.role}] {clip(text, 72)}"
 
 
 @click.command("annotate")

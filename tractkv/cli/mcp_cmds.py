@@ -22,12 +22,6 @@ def _host_port(value: str) -> tuple[str, int]:
 
 @click.command("mcp")
 @click.option(
-    "--store",
-    "store_path",
-    type=click.Path(file_okay=False),
-    help="The store directory (the same as the global --store; this one wins).",
-)
-@click.option(
     "--profile",
     type=click.Choice(["self", "supervisor", "full"]),
     default="self",
@@ -37,15 +31,13 @@ def _host_port(value: str) -> tuple[str, int]:
 @click.option("--http", "http", metavar="HOST:PORT", help="Serve streamable HTTP at http://HOST:PORT/mcp.")
 @click.option("--tokens", "tokens_file", type=click.Path(dir_okay=False), help="JSON tokens file (--http).")
 @with_state
-def mcp_cmd(
-    state: CliState, store_path: str | None, profile: str, http: str | None, tokens_file: str | None
-) -> None:
+def mcp_cmd(state: CliState, profile: str, http: str | None, tokens_file: str | None) -> None:
     """Serve the toolkit's tools on this store to an MCP client: over stdio (default; the client starts this
     command) or streamable HTTP (--http HOST:PORT; without --tokens loopback only, and a token needs the
     admin scope). The tools act on the store's current branch; every call leaves a usage record."""
     from tractkv.integrations import mcp_server  # MissingExtra (one line) without the mcp extra
 
-    path = store_path or state.store_path
+    path = state.store_path  # the global --store (before or after `mcp`)
     try:
         if http is None:
             if tokens_file:

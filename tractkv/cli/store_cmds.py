@@ -95,7 +95,8 @@ def fsck_cmd(st: CliState, repair: bool, as_json: bool) -> None:
 @json_option
 @with_state
 def cat_object(st: CliState, oid: str, as_json: bool) -> None:
-    """Print one object, decoded (OID may be a unique prefix of 4+ hex digits)."""
+    """Print one object, decoded (OID may be a unique prefix of 4+ hex digits). Times (created_at, started_at,
+    completed_at) print as ISO-8601 UTC; --json keeps the stored µs and adds the text as <field>_utc."""
     store = st.store()
     full = resolve_oid(store, oid)
     data = store.get_raw(full)
@@ -104,14 +105,28 @@ def cat_object(st: CliState, oid: str, as_json: bool) -> None:
 
         raise ObjectNotFound(full)
     described = {"id": full, "size": len(data), **describe(decode(data, full))}
-    if as_json:
-        echo_json(described)
+    times = {key: _utc(value) for key, value in described.items() if key in TIME_FIELDS and value is not None}
+    if as_json:  # the stored integer as it is, and beside it the same instant as ISO-8601 UTC text
+        echo_json({**described, **{f"{key}_utc": text for key, text in times.items()}})
         return
     click.echo(f"{described.pop('kind')} {described.pop('id')} ({described.pop('size')} bytes)")
     for key, value in described.items():
         if value in (None, (), [], {}):
             continue
-        click.echo(f"{key}: {value}")
+        click.echo(f"{key}: {times.get(key, value)}")
+
+
+TIME_FIELDS = ("created_at", "started_at", "completed_at")  # stored as µs since the epoch (UTC)
+
+
+def _utc(micros: int) -> str:
+    """A stored time (µs since the epoch) as ISO-8601 UTC text with a ``Z``: ``2026-11-28T13:27:22.580860Z``."""
+    from tractkv.engine.values import timestamp
+
+    try:
+        return timestamp(micros).isoformat().replace("+00:00", "Z")
+    except (OverflowError, OSError, ValueError):  # a time no datetime holds: show the number
+        return str(micros)
 
 
 @click.command()

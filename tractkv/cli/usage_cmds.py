@@ -86,8 +86,8 @@ def usage(
 @json_option
 @with_state
 def rerun(st: CliState, usage_id: str, factory: str | None, as_json: bool) -> None:
-    """Run the failed execution USAGE_ID again (same tool, arguments and call); its result replaces the failed
-    one as an edit, and its record names the failed one."""
+    """Run the failed execution USAGE_ID (a full id or a unique prefix) again (same tool, arguments and call);
+    its result replaces the failed one as an edit, and its record names the failed one."""
     from tractkv.toolkit.rerun import rerun_tool_usage
     from tractkv.toolkit.transcript import format_usage
 
@@ -98,7 +98,7 @@ def rerun(st: CliState, usage_id: str, factory: str | None, as_json: bool) -> No
         echo_json(new.to_json())
         return
     click.echo(format_usage(new))
-    note(f"re-ran {usage_id} as {new.id} ({new.status})")
+    note(f"re-ran {new.rerun_of} as {new.id} ({new.status})")
 
 
 def _load_executor(spec: str, tract: object) -> object:

@@ -25,19 +25,41 @@ if TYPE_CHECKING:
     from tractkv.tract import Tract
 
 
-def failed_usage(tract: Tract, usage_id: str) -> ToolUsage:
-    """The failed top-level execution ``usage_id`` of the history of HEAD, checked re-runnable.
+def find_usage(usages: list[ToolUsage], usage_id: str, where: str) -> ToolUsage:
+    """The execution of ``usages`` whose id is ``usage_id`` or, failing that, the one whose id starts with it
+    (as git takes a unique prefix of a commit id).
 
     Raises:
-        InvalidInput: no such execution in the history of HEAD, one that did not fail, a nested one, or one
-            whose result was never committed.
+        InvalidInput: an empty id, none matching, or a prefix more than one id starts with (it names them).
     """
     if not isinstance(usage_id, str) or not usage_id:
         raise InvalidInput("a usage id must be a non-empty string")
-    found = [u for u in tract.tool_usages() if u.id == usage_id]
+    exact = [u for u in usages if u.id == usage_id]
+    if exact:
+        return exact[0]
+    found = {u.id: u for u in usages if u.id.startswith(usage_id)}
     if not found:
-        raise InvalidInput(f"no tool execution {usage_id} in the history of {tract.current_branch or 'HEAD'}")
-    usage = found[0]
+        raise InvalidInput(f"no tool execution {usage_id} in the history of {where}")
+    if len(found) > 1:
+        ids = sorted(found)
+        shown = ", ".join(ids[:5]) + (f" and {len(ids) - 5} more" if len(ids) > 5 else "")
+        raise InvalidInput(
+            f"tool execution id prefix {usage_id!r} is ambiguous: {len(ids)} executions start with it "
+            f"({shown}); give more characters"
+        )
+    return next(iter(found.values()))
+
+
+def failed_usage(tract: Tract, usage_id: str) -> ToolUsage:
+    """The failed top-level execution ``usage_id`` (a full id or a unique prefix) of the history of HEAD,
+    checked re-runnable.
+
+    Raises:
+        InvalidInput: no such execution in the history of HEAD, an ambiguous prefix, one that did not fail, a
+            nested one, or one whose result was never committed.
+    """
+    usage = find_usage(tract.tool_usages(), usage_id, tract.current_branch or "HEAD")
+    usage_id = usage.id
     if usage.status not in RERUNNABLE:
         raise InvalidInput(
             f"tool execution {usage_id} ({usage.tool_name}) has status {usage.status}; only a failed one "
@@ -59,7 +81,7 @@ def rerun_tool_usage(tract: Tract, usage_id: str, executor: object = None) -> To
 
     Args:
         tract: the conversation whose history holds the failed execution (HEAD's branch).
-        usage_id: the failed execution's usage id.
+        usage_id: the failed execution's usage id, or a unique prefix of it.
         executor: the executor whose tool runs (default: the ``full`` profile's built-ins on ``tract``); a
             tool of your own needs the executor that registered it.
 
@@ -74,6 +96,7 @@ def rerun_tool_usage(tract: Tract, usage_id: str, executor: object = None) -> To
 
     tract.check_writable("re-run a tool", branch=True)  # read-only or detached: refused before the tool runs
     usage = failed_usage(tract, usage_id)
+    usage_id = usage.id  # the full id (a prefix was given)
     done = [u.id for u in tract.tool_usages() if u.rerun_of == usage_id and u.status == "success"]
     if done:
         raise InvalidInput(

@@ -179,6 +179,15 @@ def _changes(old: Snapshot, new: Snapshot) -> dict[str, Any]:
     return out
 
 
+class _FormRefused(Exception):
+    """A page's form given something refused: the page (``body``, the form filled in with the message) is
+    answered with the error's status instead of a bare error page."""
+
+    def __init__(self, error: TractError, title: str, body: Markup, ref: str | None) -> None:
+        super().__init__(str(error))
+        self.error, self.title, self.body, self.ref = error, title, body, ref
+
+
 class Viewer:
     """The viewer's request handlers over one store."""
 
@@ -234,6 +243,10 @@ class Viewer:
                 version, (title, body, ref, live) = await run_in_threadpool(
                     self._versioned, handler, request, fragment
                 )
+            except _FormRefused as refused:  # a form shown again with what was wrong (the Compare form)
+                status, _ = _classify(refused.error)
+                nav = pages.nav(refused.ref, sign_out=self.tokens is not None)
+                return _html(page(refused.title, refused.body, nav=nav), status=status)
             except TractError as exc:
                 return self._error(request, exc)
             except Exception as exc:  # content no check caught: an error page, the traceback in the log
@@ -265,7 +278,12 @@ class Viewer:
                 "Sign in to view this hub." if request.cookies.get(COOKIE) is None else str(exc)
             )
             return _html(page("Sign in", body), status=401, headers={"WWW-Authenticate": "Bearer"})
-        return _html(page(f"{status}", pages.error_body(status, str(exc))), status=status)
+        return self._error_page(status, str(exc))
+
+    def _error_page(self, status: int, message: str) -> Response:
+        """An error page with the nav bar (the way on from a mistyped link)."""
+        nav = pages.nav(sign_out=self.tokens is not None)
+        return _html(page(f"{status}", pages.error_body(status, message), nav=nav), status=status)
 
     def branches(self, request: Request) -> PageResult:
         head_ref, head = read_head(self.store)
@@ -286,7 +304,7 @@ class Viewer:
         ref = self._ref(request)
         start = _int(request, "start", 0)
         graph = self.inspector.graph_page(ref, start, _int(request, "limit", PAGE_COMMITS))
-        return f"History of {ref}", pages.graph_body(graph), ref, start == 0
+        return f"History of {pages.branch_name(ref)}", pages.graph_body(graph), ref, start == 0
 
     def commit(self, request: Request) -> PageResult:
         fmt = _format(request)
@@ -323,7 +341,7 @@ class Viewer:
         except TractError as exc:
             return self._error(request, exc)
         if found is None:
-            return _html(page("404", pages.error_body(404, "no such image")), status=404)
+            return self._error_page(404, "no such image")
         data, media_type = found
         headers = {**SECURITY_HEADERS, "Cache-Control": "private, max-age=31536000, immutable"}
         return Response(data, media_type=media_type, headers=headers)
@@ -350,7 +368,12 @@ class Viewer:
             start=start,
             limit=_int(request, "limit", PAGE_GROUPS),
         )
-        return f"Tool usage on {ref}", pages.usage_body(usage, tool, status, commit), ref, start == 0
+        return (
+            f"Tool usage on {pages.branch_name(ref)}",
+            pages.usage_body(usage, tool, status, commit),
+            ref,
+            start == 0,
+        )
 
     def tools(self, request: Request) -> PageResult:
         return "Tools", pages.tools_index_body(self.inspector.tool_names()), None, False
@@ -371,7 +394,16 @@ class Viewer:
         ref = request.query_params.get("ref") or None
         if ref is not None:
             self.inspector.branch_head(ref)  # the branch the page's links stay on: refused when it is none
-        view = self.inspector.diff(a, b) if a and b else None
+        try:
+            view = self.inspector.diff(a, b) if a and b else None
+        except TractError as exc:  # a typo in the form: the form again, filled in, saying what was wrong
+            status, shown = _classify(exc)
+            if status >= 500:
+                raise
+            rev = getattr(exc, "rev", None)
+            invalid = "a" if rev == a else "b" if rev == b else None
+            body = pages.diff_intro(a, b, ref, str(shown), invalid)
+            raise _FormRefused(exc, "Compare two commits", body, ref) from exc
         title = f"Diff {a} → {b}" if view else "Compare two commits"
         return title, pages.diff_body(view, a, b, ref), ref, False
 
@@ -405,7 +437,7 @@ class Viewer:
     async def static(self, request: Request) -> Response:
         name = request.path_params["name"]
         if name not in STATIC:
-            return _html(page("404", pages.error_body(404, "no such file")), status=404)
+            return self._error_page(404, "no such file")
         headers = {**SECURITY_HEADERS, "Cache-Control": "no-cache"}
         return Response(self._static[name], media_type=STATIC[name], headers=headers)
 
@@ -531,20 +563,29 @@ def create_app(
             push_slots_per_token=push_slots_per_token,
         )
         routes = hub_routes(hub) + routes
-    handlers = {**ERROR_HANDLERS, HTTPException: _routing_error}
-    middleware = [Middleware(InternalErrors, respond=_internal_error)]
+    sign_out = tokens is not None  # error pages keep the nav bar, as every page has it
+
+    def routing_error(request: Request, exc: Exception) -> Response:
+        return _routing_error(request, exc, sign_out=sign_out)
+
+    def internal_error(scope: Any) -> Response:
+        return _internal_error(scope, sign_out=sign_out)
+
+    handlers = {**ERROR_HANDLERS, HTTPException: routing_error}
+    middleware = [Middleware(InternalErrors, respond=internal_error)]
     return Starlette(routes=routes, exception_handlers=handlers, middleware=middleware), viewer
 
 
-def _internal_error(scope: Any) -> Response:
+def _internal_error(scope: Any, *, sign_out: bool = False) -> Response:
     """An unexpected exception's answer (logged by :class:`InternalErrors`): JSON on JSON routes, else a page."""
     if _wants_json(scope["path"]):
         return internal_error_response(scope)
     body = pages.error_body(500, "internal error (the server logged it)")
-    return _html(page("500", body), status=500, headers={"Connection": "close"})
+    nav = pages.nav(sign_out=sign_out)
+    return _html(page("500", body, nav=nav), status=500, headers={"Connection": "close"})
 
 
-def _routing_error(request: Request, exc: Exception) -> Response:
+def _routing_error(request: Request, exc: Exception, *, sign_out: bool = False) -> Response:
     """No such page / method: an HTML error page under ``/ui/`` (people read it), the hub's JSON on the JSON
     routes (outside ``/ui/``, and ``/ui/...json``)."""
     assert isinstance(exc, HTTPException)
@@ -552,5 +593,6 @@ def _routing_error(request: Request, exc: Exception) -> Response:
     if not _wants_json(path):
         status = exc.status_code
         body = pages.error_body(status, f"{request.method} {path}: {exc.detail}")
-        return _html(page(f"{status}", body), status=status, headers=dict(exc.headers or {}))
+        nav = pages.nav(sign_out=sign_out)
+        return _html(page(f"{status}", body, nav=nav), status=status, headers=dict(exc.headers or {}))
     return ERROR_HANDLERS[HTTPException](request, exc)

@@ -36,6 +36,7 @@ from tractkv.engine.usage import (
     STATUSES,
     USAGE_LINK,
     ToolStats,
+    ToolUsage,
     UsageNode,
     flatten,
     select_trees,
@@ -138,6 +139,9 @@ class UsagePage:
     stats: dict[str, ToolStats]
     tool_names: tuple[str, ...]
     matching: frozenset[str]  # usage ids that match the filter (every shown one when there is no filter)
+    reruns: dict[
+        str, tuple[ToolUsage, ...]
+    ]  # a failed execution's id -> its re-runs, oldest first (whole history)
     filtered: bool  # a tool or status filter is applied
     start: int
     limit: int
@@ -504,7 +508,6 @@ class Inspector:
             roots = usage_forest(reader, head)
             every = flatten(roots)
             stats = usage_stats(every)
-
             matching = frozenset(
                 u.id
                 for u in every
@@ -529,6 +532,9 @@ class Inspector:
                     if isinstance(c, Commit):
                         info = commit_info(reader, cid, c, self.counter)
                 out.append(UsageGroup(commit=cid, info=info, roots=tuple(members)))
+        reruns: dict[str, list[ToolUsage]] = {}  # "" gathers the executions that re-ran nothing
+        for u in every:  # in history order: a re-run comes after what it re-ran
+            reruns.setdefault(u.rerun_of or "", []).append(u)
         return UsagePage(
             ref=ref,
             head=head,
@@ -536,6 +542,7 @@ class Inspector:
             stats=stats,
             tool_names=tuple(sorted({u.tool_name for u in every})),
             matching=matching,
+            reruns={k: tuple(v) for k, v in reruns.items() if k},
             filtered=tool is not None or status is not None,
             start=start,
             limit=limit,

@@ -105,13 +105,20 @@ def _block(block: object, media: MediaIndex) -> Markup:
 def image(media_type: str, data: str, media: MediaIndex) -> Markup:
     """A thumbnail loaded from the media route, or a marker when the image is not a raster type or its blob
     is not known (see above)."""
-    size = _size(len(data))
+    count = decoded_size(data)
+    size = byte_size(count)
     oid = media.get(data)
     if media_type in THUMBNAIL_TYPES and oid is not None and _OBJECT_ID.fullmatch(oid) is not None:
         return el(
             "figure",
             el("img", src=MEDIA_ROUTE + oid, alt=f"image {media_type}", class_="thumb", loading="lazy"),
-            el("figcaption", f"{media_type} {size}", class_="muted"),
+            el(
+                "figcaption",
+                f"{media_type} {size}",
+                class_="muted",
+                title=f"{count:,} bytes",
+                data_bytes=count,
+            ),
             class_="image",
         )
     return _marker(f"image {media_type} {size}")
@@ -124,7 +131,8 @@ def _document(block: dict[str, Any]) -> str:
         match = _DATA_URL.fullmatch(data)
         kind = match.group(1) if match else "file"
         return (
-            f"document {kind} {_size(len(match.group(2)) if match else 0)} {file.get('filename', '')}".strip()
+            f"document {kind} {byte_size(decoded_size(match.group(2)) if match else 0)} "
+            f"{file.get('filename', '')}".strip()
         )
     source = block.get("source") if isinstance(block.get("source"), dict) else {}
     assert isinstance(source, dict)
@@ -132,7 +140,7 @@ def _document(block: dict[str, Any]) -> str:
     if source.get("type") == "url":
         return f"document {source.get('url')}{title}"
     data = str(source.get("data", ""))
-    size = byte_size(len(data.encode()) if source.get("type") == "text" else len(data) * 3 // 4)
+    size = byte_size(len(data.encode()) if source.get("type") == "text" else decoded_size(data))
     return f"document {source.get('media_type')} {size}{title}"
 
 
@@ -140,9 +148,11 @@ def _marker(text: str) -> Markup:
     return el("p", f"[{text}]", class_="marker muted")
 
 
-def _size(base64_chars: int) -> str:
-    """The size of the bytes ``base64_chars`` characters of base64 hold, for people."""
-    return byte_size(base64_chars * 3 // 4)
+def decoded_size(text: str) -> int:
+    """How many bytes the base64 ``text`` decodes to (what the part holds, not its base64 length: the padding
+    ``=`` and line breaks hold none)."""
+    chars = len(text) - sum(text.count(ch) for ch in "\r\n ")
+    return chars * 3 // 4 - text.rstrip("\r\n ")[-2:].count("=")
 
 
 def elide_media(value: Any) -> Any:

@@ -14,7 +14,7 @@ from urllib.parse import urlencode
 
 from tractkv.engine.content import Message, ToolCall, read_stored, schema_name
 from tractkv.engine.history import describe_commit
-from tractkv.engine.usage import RERUNNABLE, STATUSES, ToolStats, UsageNode
+from tractkv.engine.usage import RERUNNABLE, STATUSES, ToolStats, ToolUsage, UsageNode
 from tractkv.engine.values import CommitInfo, DiffEntry, StatusInfo
 from tractkv.ids import ObjectId
 
@@ -75,7 +75,7 @@ def nav(ref: str | None = None, *, sign_out: bool = False) -> Markup:
     ]
     if ref is not None:
         items += [
-            el("span", ref.removeprefix("refs/heads/").removeprefix("refs/remotes/"), class_="ref"),
+            el("span", branch_name(ref), class_="ref", title=ref),
             el("a", "Graph", href=url("/ui/log", ref=ref)),
             el("a", "Tool usage", href=url("/ui/usage", ref=ref)),
         ]
@@ -263,8 +263,8 @@ _NO_TIME = Markup('<span class="muted">-</span>')
 _GRAPH_ROW = Template(
     '<tr data-commit="{}" data-kind="{}" class="commit-row"><td class="graph-cell">{}</td>'
     '<td><a href="{}" class="oid" title="{}">{}</a></td><td><span class="badge op-{}">{}</span></td>'
-    '<td class="role">{}</td><td class="content">{}<a href="{}" class="preview">{}</a></td>'
-    '<td class="num">{}</td><td>{}</td></tr>'
+    '<td class="role">{}</td><td class="content"><div class="line">{}<a href="{}" class="preview">{}</a></div></td>'
+    '<td class="num tokens">{}</td><td class="time">{}</td></tr>'
 )
 
 
@@ -343,7 +343,7 @@ def graph_row(row: GraphRow, ref_query: str, current: str | None) -> Markup:
         _css(info.operation),
         info.operation,
         role,
-        ref_badges(row.tips, current) if row.tips else "",
+        Markup('<span class="tips">') + ref_badges(row.tips, current) + Markup("</span>") if row.tips else "",
         href,
         line,
         f"{info.token_count:,}" if info.token_count else "",
@@ -352,7 +352,7 @@ def graph_row(row: GraphRow, ref_query: str, current: str | None) -> Markup:
 
 
 def graph_body(page: GraphPage) -> Markup:
-    title = el("h1", "History of ", el("span", page.ref, class_="ref"))
+    title = el("h1", "History of ", el("span", branch_name(page.ref), class_="ref", title=page.ref))
     if page.head is None:
         return join(title, el("p", "This branch has no commits yet.", class_="empty"))
     query = url("", ref=page.ref)
@@ -361,7 +361,21 @@ def graph_body(page: GraphPage) -> Markup:
         "table",
         el(
             "thead",
-            el("tr", [el("th", h) for h in ("", "Commit", "Operation", "Role", "Content", "Tokens", "Time")]),
+            el(
+                "tr",
+                [
+                    el("th", h, class_=c)
+                    for h, c in (
+                        ("", None),
+                        ("Commit", None),
+                        ("Operation", None),
+                        ("Role", None),
+                        ("Content", None),
+                        ("Tokens", "tokens"),
+                        ("Time", "time"),
+                    )
+                ],
+            ),
         ),
         el("tbody", rows),
         class_="graph",
@@ -821,7 +835,7 @@ def _context_call(call: Any) -> Markup:
 
 
 def usage_body(page: UsagePage, tool: str | None, status: str | None, commit: str | None) -> Markup:
-    title = el("h1", "Tool usage on ", el("span", page.ref, class_="ref"))
+    title = el("h1", "Tool usage on ", el("span", branch_name(page.ref), class_="ref", title=page.ref))
     filters = el(
         "form",
         el("input", type="hidden", name="ref", value=page.ref),
@@ -944,27 +958,15 @@ def usage_node(node: UsageNode, page: UsagePage, depth: int) -> Markup:
         detail.append(
             el("div", el("span", "result" + note, class_="key"), _clip(u.result, SHOWN_RESULT, "text result"))
         )
-    refs = []
-    if u.commit_id:
-        target = url(f"/ui/commit/{u.commit_id}", ref=page.ref) + (
-            f"#call-{u.tool_call_id}" if u.tool_call_id else ""
-        )
-        refs.append(
-            join(
-                "started by ",
-                join("call ", el("code", u.tool_call_id), " in ") if u.tool_call_id else None,
-                el("a", short(u.commit_id), href=target, class_="oid started-by", title=u.commit_id),
-            )
-        )
-    if u.result_commit:
-        refs.append(join("answered in ", commit_link(u.result_commit, page.ref)))
-    if u.heads:
-        refs.append(join("child conversation ", join(commit_link(h, page.ref) for h in u.heads)))
-    if u.rerun_of:
-        refs.append(join("re-run of ", el("a", u.rerun_of, href=f"#u-{u.rerun_of}")))
+    refs, reruns = _usage_refs(u, page), page.reruns.get(u.id, ())
     if refs:
         detail.append(el("div", [el("span", r) for r in refs], class_="fact refs"))
-    if u.status in RERUNNABLE and u.parent_id is None and u.result_commit is not None:
+    if (
+        u.status in RERUNNABLE
+        and u.parent_id is None
+        and u.result_commit is not None
+        and not any(r.status == "success" for r in reruns)  # `usage rerun` refuses a second successful one
+    ):
         # The viewer never writes (see docs/decisions.md, Viewer): it shows the command that re-runs it.
         detail.append(
             el(
@@ -992,6 +994,53 @@ def usage_node(node: UsageNode, page: UsagePage, depth: int) -> Markup:
         or (page.filtered and any(d and x.id in page.matching for d, x in node.walk()))
         or None,
     )
+
+
+def _usage_refs(u: ToolUsage, page: UsagePage) -> list[Markup]:
+    """What an execution links to: the call that started it, the commit it answered in, the child
+    conversations it ran, the execution it re-ran and the re-runs of it."""
+    refs: list[Markup] = []
+    if u.commit_id:
+        target = url(f"/ui/commit/{u.commit_id}", ref=page.ref) + (
+            f"#call-{u.tool_call_id}" if u.tool_call_id else ""
+        )
+        refs.append(
+            join(
+                "started by ",
+                join("call ", el("code", u.tool_call_id), " in ") if u.tool_call_id else None,
+                el("a", short(u.commit_id), href=target, class_="oid started-by", title=u.commit_id),
+            )
+        )
+    if u.result_commit:
+        refs.append(join("answered in ", commit_link(u.result_commit, page.ref)))
+    if u.heads:
+        refs.append(join("child conversation ", join(commit_link(h, page.ref) for h in u.heads)))
+    if u.rerun_of:
+        refs.append(join("re-run of ", el("a", u.rerun_of, href=_usage_href(u.rerun_of, u.commit_id, page))))
+    reruns = page.reruns.get(u.id, ())
+    if reruns:
+        refs.append(
+            join(
+                "re-run as ",
+                join(
+                    join(
+                        el("a", r.id, href=_usage_href(r.id, r.commit_id, page), class_="rerun-link"),
+                        " ",
+                        status_badge(r.status),
+                    )
+                    for r in reruns
+                ),
+            )
+        )
+    return refs
+
+
+def _usage_href(usage_id: str, commit: str | None, page: UsagePage) -> str:
+    """A link to execution ``usage_id``: its anchor when this page shows it, else the usage page of the
+    message that started it (which does), at its anchor."""
+    if any(x.id == usage_id for g in page.groups for root in g.roots for _, x in root.walk()):
+        return f"#u-{usage_id}"
+    return url("/ui/usage", ref=page.ref, commit=commit) + f"#u-{usage_id}"
 
 
 # --- tool definitions ------------------------------------------------------------------------------------
@@ -1097,20 +1146,28 @@ def _version_select(field: str, count: int, chosen: int) -> Markup:
 CHANGE_SIGN = {"added": "+", "removed": "-", "modified": "~"}
 
 
-def diff_form(a: str, b: str, ref: str | None) -> Markup:
+def diff_form(a: str, b: str, ref: str | None, invalid: str | None = None) -> Markup:
+    """The Compare form, filled in; ``invalid`` ("a" or "b") marks the field the error is about."""
+
+    def field(name: str, value: str, example: str) -> Markup:
+        bad = name == invalid
+        return el(
+            "input",
+            type="text",
+            name=name,
+            value=value,
+            placeholder=example,
+            required=True,
+            class_="invalid" if bad else None,
+            aria_invalid="true" if bad else None,
+            autofocus=bad or None,
+        )
+
     return el(
         "form",
         el("input", type="hidden", name="ref", value=ref) if ref else None,
-        el(
-            "label",
-            "From ",
-            el("input", type="text", name="a", value=a, placeholder="e.g. main~3", required=True),
-        ),
-        el(
-            "label",
-            "to ",
-            el("input", type="text", name="b", value=b, placeholder="e.g. main", required=True),
-        ),
+        el("label", "From ", field("a", a, "e.g. main~3")),
+        el("label", "to ", field("b", b, "e.g. main")),
         el("button", "Compare", type="submit"),
         method="get",
         action="/ui/diff",
@@ -1118,17 +1175,26 @@ def diff_form(a: str, b: str, ref: str | None) -> Markup:
     )
 
 
-def diff_body(view: DiffView | None, a: str, b: str, ref: str | None) -> Markup:
-    """Two commits' difference: the messages of their compiled contexts and their tools in force."""
-    parts = [
+def diff_intro(
+    a: str, b: str, ref: str | None, error: str | None = None, invalid: str | None = None
+) -> Markup:
+    """The Compare page's heading and form, filled in; ``error``: what was wrong with what the form was given
+    (shown above it), ``invalid``: the field ("a" or "b") it is about."""
+    return join(
         el("h1", "Compare two commits"),
         el(
             "p",
             "Any revision: a commit id or prefix, a branch, HEAD, main~2, explore^2.",
             class_="muted",
         ),
-        diff_form(a, b, ref),
-    ]
+        el("p", error, class_="error-text form-error", role="alert") if error else None,
+        diff_form(a, b, ref, invalid),
+    )
+
+
+def diff_body(view: DiffView | None, a: str, b: str, ref: str | None) -> Markup:
+    """Two commits' difference: the messages of their compiled contexts and their tools in force."""
+    parts = [diff_intro(a, b, ref)]
     if view is None:
         return join(parts)
     changes = view.context
