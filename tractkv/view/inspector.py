@@ -23,14 +23,13 @@ from tractkv.engine.content import ANNOTATION, TokenCounter, ToolCall, schema_na
 from tractkv.engine.history import (
     HEADS,
     REMOTES,
-    TAGS,
     LaneLayout,
     first_parent_chain,
     is_ancestor,
     iter_log,
-    peel,
     read_head,
     resolve_revision,
+    tag_tips,
 )
 from tractkv.engine.usage import (
     STATUSES,
@@ -269,12 +268,8 @@ class Inspector:
         rows: list[GraphRow] = []
         more = False
         tips: dict[str, list[str]] = {}
-        for name, value in self.refs().items():
+        for name, value in (*self.refs().items(), *tag_tips(self.store)):  # as `git log --decorate` shows
             tips.setdefault(value, []).append(name)
-        for name, value in self.store.iter_refs(TAGS):  # tags as `git log --decorate` shows them
-            tagged = peel(self.store, ObjectId(value)) if is_object_id(value) else None
-            if tagged is not None:
-                tips.setdefault(tagged, []).append(name)
         current = self.current_branch()
         if head is not None:
             layout = LaneLayout()
@@ -288,11 +283,10 @@ class Inspector:
                         layout.skip(oid, commit.parents)  # earlier pages move the lanes; no rows built
                         continue
                     row = layout.place(oid, commit.parents)
-                    info = self._row_info(reader, oid, commit)
                     named = sorted(tips.get(oid, ()), key=lambda r: (r != current, r.startswith(REMOTES), r))
                     rows.append(
                         GraphRow(
-                            info=info,
+                            info=self._row_info(reader, oid, commit),
                             lane=row.lane,
                             top=row.top,
                             bottom=row.bottom,

@@ -46,6 +46,7 @@ if TYPE_CHECKING:
         resolve_revision,
         short_ref,
         tag_ref,
+        tag_tips,
     )
     from .validate import (
         MAX_FUTURE_US,
@@ -104,6 +105,7 @@ else:
             "short_id": ".describe",
             "short_ref": ".refs",
             "tag_ref": ".refs",
+            "tag_tips": ".refs",
             "trusted_tag": ".validate",
         },
     )
@@ -148,5 +150,6 @@ __all__ = [
     "short_id",
     "short_ref",
     "tag_ref",
+    "tag_tips",
     "trusted_tag",
 ]

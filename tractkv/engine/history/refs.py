@@ -84,6 +84,17 @@ def peel(reader: Reader, oid: ObjectId) -> ObjectId | None:
     return oid if isinstance(obj, Commit) else None
 
 
+def tag_tips(reader: Reader) -> list[tuple[str, ObjectId]]:
+    """Every tag ref with the commit it names (an annotated tag peeled), as ``log --decorate`` shows them; a
+    tag naming no commit is left out."""
+    out = []
+    for ref, value in reader.iter_refs(TAGS):
+        commit = peel(reader, ObjectId(value)) if is_object_id(value) else None
+        if commit is not None:
+            out.append((ref, commit))
+    return out
+
+
 def branch_name(ref: str) -> str | None:
     """The branch name of a ``refs/heads/`` ref, or None."""
     return ref[len(HEADS) :] if ref.startswith(HEADS) else None
