@@ -367,7 +367,11 @@ class Tract:
 
         ``response`` is an OpenAI ``ChatCompletion``, an OpenAI Responses ``Response``, an Anthropic
         ``Message`` or a Gemini ``GenerateContentResponse``: the SDK object, its ``model_dump()`` or the JSON
-        body as a dict (the shape says which; Gemini's REST camelCase or the SDK's snake_case).
+        body as a dict (the shape says which; Gemini's REST camelCase or the SDK's snake_case); also a LiteLLM
+        ``ModelResponse`` (a Claude reply's ``thinking_blocks`` kept as signed thinking, ``reasoning_content``
+        alone as unsigned ``reasoning``) and a LangChain ``AIMessage`` / ``AIMessageChunk`` (read by shape).
+        A tool call whose arguments are not a JSON object is kept with the exact string
+        (``invalid_arguments``).
         A Response's reasoning, function_call and built-in tool items are kept verbatim in their place
         (``responses_item`` parts: :meth:`CompiledContext.to_responses_params` sends them back); ``strict``
         refuses an output item (or Gemini part) of a type tractkv does not know. Gemini: thoughts, function

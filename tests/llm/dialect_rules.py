@@ -182,8 +182,12 @@ def _chat_user_part(part: Mapping[str, Any], where: str) -> None:
 
 
 def _chat_assistant(message: Mapping[str, Any], where: str) -> dict[str, None] | None:
-    _keys(message, ("role", "content", "name", "refusal", "tool_calls"), CHAT, where)
+    _keys(message, ("role", "content", "name", "refusal", "tool_calls", "audio"), CHAT, where)
     content, calls = message.get("content"), message.get("tool_calls")
+    if "audio" in message:  # a previous audio reply, by id: {"id": ...} and nothing else
+        audio = message["audio"]
+        rule(isinstance(audio, Mapping) and set(audio) == {"id"}, CHAT, where, "audio is {id}")
+        rule(isinstance(audio["id"], str) and audio["id"], CHAT, where, "audio id a non-empty string")
     if isinstance(content, list):
         for j, part in enumerate(content):
             ok = part.get("type") == "text" and isinstance(part.get("text"), str)
@@ -193,9 +197,10 @@ def _chat_assistant(message: Mapping[str, Any], where: str) -> dict[str, None] |
         rule(content is None or isinstance(content, str), CHAT, where, "content")
     if not calls:
         rule("tool_calls" not in message, CHAT, where, "an empty tool_calls list")
-        # "content: required unless tool_calls is specified"; OpenAI takes "" (some compatible servers do not)
+        # "content: required unless tool_calls is specified"; OpenAI takes "" (some compatible servers do not);
+        # an audio reply sent back by id needs none (OpenAI's multi-turn audio example)
         rule(
-            content is not None or message.get("refusal"),
+            content is not None or message.get("refusal") or "audio" in message,
             CHAT,
             where,
             "an assistant message needs content or tool_calls",
@@ -249,6 +254,19 @@ def _function_tools(tools: object, dialect: str, *, nested: bool) -> None:
 ANTHROPIC = "anthropic"
 _USER_BLOCKS = ("text", "image", "document", "tool_result")
 _ASSISTANT_BLOCKS = ("text", "thinking", "redacted_thinking", "tool_use")
+_SERVER_BLOCKS = ("server_tool_use", "mcp_tool_use", "mcp_tool_result", "container_upload")
+# Server tools (web search, web fetch, code execution, tool search, MCP connector): the model's
+# ``server_tool_use`` / ``mcp_tool_use`` and the results Anthropic ran (``<tool>_tool_result``,
+# ``mcp_tool_result``) appear in the assistant turn; a ``pause_turn`` reply is sent back as it came, as the
+# final assistant turn, for Anthropic to continue it. A result answers a server tool use earlier in its turn.
+
+
+def _server_block(kind: object) -> bool:
+    return (
+        isinstance(kind, str)
+        and (kind in _SERVER_BLOCKS or kind.endswith("_tool_result"))
+        and kind != "tool_result"
+    )
 
 
 def anthropic_turns(messages: Sequence[Mapping[str, Any]]) -> list[tuple[str, list[dict[str, Any]]]]:
@@ -272,7 +290,9 @@ def check_anthropic(
 ) -> None:
     """Anthropic Messages ``system`` / ``messages`` / ``tools``. ``thinking``: the thinking and redacted thinking
     blocks recorded from replies; each one sent must be one of them, unmodified."""
-    _keys(params, ("system", "messages", "tools"), ANTHROPIC, "params")
+    _keys(params, ("system", "messages", "tools", "container"), ANTHROPIC, "params")
+    if "container" in params:  # code execution's container, reused: its id
+        rule(isinstance(params["container"], str) and params["container"], ANTHROPIC, "container", "an id")
     system = params.get("system", "")
     rule(isinstance(system, str | list), ANTHROPIC, "system", "a string or a list of text blocks")
     for b, block in enumerate(system if isinstance(system, list) else ()):
@@ -299,11 +319,19 @@ def check_anthropic(
     for t, (role, blocks) in enumerate(turns):
         where = f"turn {t} ({role})"
         allowed = _USER_BLOCKS if role == "user" else _ASSISTANT_BLOCKS
+        server_uses: set[str] = set()
         for b, block in enumerate(blocks):
+            server = role == "assistant" and _server_block(block.get("type"))
             rule(
-                block.get("type") in allowed, ANTHROPIC, f"{where} block {b}", f"a {block.get('type')} block"
+                block.get("type") in allowed or server,
+                ANTHROPIC,
+                f"{where} block {b}",
+                f"a {block.get('type')} block",
             )
-            _anthropic_block(block, f"{where} block {b}", recorded)
+            if server:
+                _anthropic_server_block(block, f"{where} block {b}", server_uses)
+            else:
+                _anthropic_block(block, f"{where} block {b}", recorded, assistant=role == "assistant")
         if role == "assistant":
             uses = [b["id"] for b in blocks if b["type"] == "tool_use"]
             use_ids.extend(uses)
@@ -393,17 +421,57 @@ def _anthropic_answers(
     )
 
 
-def _anthropic_block(block: Mapping[str, Any], where: str, recorded: list[str] | None) -> None:
+def _anthropic_server_block(block: Mapping[str, Any], where: str, uses: set[str]) -> None:
+    """A server tool block in an assistant turn: a use has an id, a name and an input object; a result names
+    a use earlier in its turn; ``container_upload`` a file id."""
+    kind = str(block.get("type"))
+    if kind in ("server_tool_use", "mcp_tool_use"):
+        rule(isinstance(block.get("id"), str) and block["id"], ANTHROPIC, where, "a string id")
+        rule(isinstance(block.get("name"), str) and block["name"], ANTHROPIC, where, "a string name")
+        rule(isinstance(block.get("input"), Mapping), ANTHROPIC, where, "input is an object")
+        rule(block["id"] not in uses, ANTHROPIC, where, "a server tool use id repeats")
+        uses.add(block["id"])
+    elif kind == "container_upload":
+        rule(isinstance(block.get("file_id"), str), ANTHROPIC, where, "a string file_id")
+    else:
+        rule(
+            block.get("tool_use_id") in uses,
+            ANTHROPIC,
+            where,
+            f"{kind} {block.get('tool_use_id')!r} answers no server tool use before it in its turn",
+        )
+
+
+def _anthropic_block(
+    block: Mapping[str, Any], where: str, recorded: list[str] | None, *, assistant: bool = False
+) -> None:
     kind = block.get("type")
     if kind == "text":
-        _keys(block, ("type", "text", "cache_control"), ANTHROPIC, where)
+        _keys(
+            block, ("type", "text", "cache_control", *(("citations",) if assistant else ())), ANTHROPIC, where
+        )
         rule(_nonblank(block.get("text")), ANTHROPIC, where, "text blocks must contain non-whitespace text")
+        citations = block.get("citations", [])
+        rule(
+            isinstance(citations, list)
+            and all(isinstance(c, Mapping) and isinstance(c.get("type"), str) for c in citations),
+            ANTHROPIC,
+            where,
+            "citations are objects with a type",
+        )
     elif kind in ("image", "document"):
         fields = ("type", "source", "title") if kind == "document" else ("type", "source")
         _keys(block, (*fields, "cache_control"), ANTHROPIC, where)
         _anthropic_source(kind, block.get("source", {}), where)
     elif kind == "tool_use":
-        _keys(block, ("type", "id", "name", "input", "cache_control"), ANTHROPIC, where)
+        _keys(
+            block,
+            ("type", "id", "name", "input", "cache_control", "caller", "toolset_name"),
+            ANTHROPIC,
+            where,
+        )
+        caller = block.get("caller", {"type": "direct"})
+        rule(isinstance(caller, Mapping) and isinstance(caller.get("type"), str), ANTHROPIC, where, "caller")
         rule(ANTHROPIC_ID.fullmatch(str(block.get("id"))), ANTHROPIC, where, "id matches ^[a-zA-Z0-9_-]+$")
         rule(NAME.fullmatch(str(block.get("name"))), ANTHROPIC, where, "name")
         rule(isinstance(block.get("input"), Mapping), ANTHROPIC, where, "input is an object")
@@ -814,7 +882,10 @@ def _sdk_valid(dialect: str, params: Mapping[str, Any], required: Mapping[str, A
 
 def _materialize(value: object) -> object:
     """The validated value as plain data: each lazily validated iterable (a ``ValidatorIterator``, which
-    validates its items as they are read) read into a list."""
+    validates its items as they are read) read into a list; a model (the SDK's request unions also take its
+    response types, e.g. a ``web_search_tool_result`` block) as the fields it was given."""
+    if callable(getattr(value, "model_dump", None)):
+        return _materialize(value.model_dump(exclude_unset=True))  # type: ignore[attr-defined]
     if isinstance(value, dict):
         return {key: _materialize(item) for key, item in value.items()}
     if isinstance(value, str | bytes | int | float | bool) or value is None:

@@ -134,7 +134,7 @@ def _text(params: dict[str, Any]) -> str:
 def test_chat_departures(ctx: CompiledContext) -> None:
     """Chat: thinking, redacted thinking, reasoning and built-in items left out (built-in items listed by
     ``left_out``); a result's ``is_error`` has no field; its image follows the run in a user message; arguments
-    that are not JSON go as ``{}``; an Anthropic server tool is not offered."""
+    that are not JSON go as the model wrote them; an Anthropic server tool is not offered."""
     params = ctx.to_openai_params()
     check_chat(params)
     sent = _text(params)
@@ -149,14 +149,14 @@ def test_chat_departures(ctx: CompiledContext) -> None:
     assert messages[1]["content"][1]["image_url"]["detail"] == "low"
     assert messages[3]["content"] == "chart"
     assert messages[4]["content"][0]["text"] == "Attachments of tool results (toolu_1):"
-    assert messages[5]["tool_calls"][0]["function"]["arguments"] == "{}"
+    assert messages[5]["tool_calls"][0]["function"]["arguments"] == '{"k": 1'  # as the model wrote it
     assert messages[7] == {"role": "assistant", "content": None, "refusal": "No."}
     assert [tool["function"]["name"] for tool in params["tools"]] == ["f"]
 
 
 def test_anthropic_departures(ctx: CompiledContext) -> None:
     """Anthropic: reasoning and built-in items left out (built-in items listed); an image's ``detail`` has no
-    field; a name prefixes the text; a refusal goes as text; arguments that are not JSON go as ``{}``."""
+    field; a name prefixes the text; a refusal goes as text; arguments that are not JSON go as ``{}`` (listed)."""
     params = ctx.to_anthropic_params()
     thinking = [
         {"type": "thinking", "thinking": "Plan.", "signature": "SIG"},
@@ -166,7 +166,11 @@ def test_anthropic_departures(ctx: CompiledContext) -> None:
     sent = _text(params)
     for lost in ("rs_1", "ENC", "ws_1", '"detail"', "refusal", *GEMINI_LOST):
         assert lost not in sent, lost
-    assert [r.call_id for r in ctx.left_out("anthropic")] == ["ws_1", "gemini:executable_code"]
+    assert [(r.kind, r.call_id) for r in ctx.left_out("anthropic")] == [
+        ("dropped_item", "ws_1"),
+        ("invalid_arguments", "call_1"),
+        ("dropped_item", "gemini:executable_code"),
+    ]
     messages = params["messages"]
     assert messages[0]["content"][0] == {"type": "text", "text": "Ann: Look"}
     assert messages[1]["content"][0] == {"type": "thinking", "thinking": "Plan.", "signature": "SIG"}
@@ -199,7 +203,7 @@ def test_gemini_departures(ctx: CompiledContext) -> None:
     """Gemini: thinking, Responses reasoning left out; redacted thinking and built-in items left out and
     listed; an image's ``detail`` has no field; a name prefixes the text; a refusal goes as text; an error
     result is ``{"error": text}``, its image after it in the turn; ids Gemini did not send are not sent back;
-    arguments that are not JSON go as ``{}``; an Anthropic server tool is not offered."""
+    arguments that are not JSON go as ``{}`` (listed); an Anthropic server tool is not offered."""
     params = ctx.to_gemini_params()
     check_gemini(params, signatures=[b"GEMSIG"])
     sent = json.dumps(params, default=repr)
@@ -215,7 +219,7 @@ def test_gemini_departures(ctx: CompiledContext) -> None:
         "web_search",
     ):
         assert lost not in sent, lost
-    assert [r.call_id for r in ctx.left_out("gemini")] == ["redacted_thinking", "ws_1"]
+    assert [r.call_id for r in ctx.left_out("gemini")] == ["redacted_thinking", "ws_1", "call_1"]
     contents = params["contents"]
     assert contents[0]["parts"][0] == {"text": "Ann: Look"}
     assert contents[2]["parts"][0]["function_response"]["response"] == {"error": "chart"}
@@ -274,8 +278,9 @@ def test_documents_departures() -> None:
 
 
 def test_what_a_reply_kept_beside_its_message_is_sent_by_no_dialect() -> None:
-    """Citations, annotations and Anthropic server tool blocks live in ``metadata["omitted_blocks"]``: kept
-    with the commit, sent by no dialect."""
+    """OpenAI annotations live in ``metadata["omitted_blocks"]``: kept with the commit, sent by no dialect.
+    Anthropic server tool blocks and citations are parts: sent back to Anthropic only, listed by
+    ``left_out`` for the others (the cited text still goes)."""
     cited = {
         "type": "text",
         "text": "Oslo is cold.",
@@ -303,7 +308,8 @@ def test_what_a_reply_kept_beside_its_message_is_sent_by_no_dialect() -> None:
                 "usage": {"input_tokens": 1, "output_tokens": 1},
             }
         )
-        assert len(info.metadata["omitted_blocks"]) == 2
+        assert info.metadata is None or "omitted_blocks" not in info.metadata
+        assert [p["type"] for p in info.content["parts"]] == ["anthropic_block", "text"]
         t.user("Sure?")
         content = [{"type": "output_text", "text": "Yes.", "annotations": [annotated]}]
         message = {
@@ -324,12 +330,22 @@ def test_what_a_reply_kept_beside_its_message_is_sent_by_no_dialect() -> None:
             }
         )
         ctx = t.compile()
-    for params in (ctx.to_openai_params(), ctx.to_anthropic_params(), ctx.to_responses_params()):
+    for params in (ctx.to_openai_params(), ctx.to_responses_params(), ctx.to_gemini_params()):
         sent = _text(params)
         assert "Oslo is cold." in sent
         assert "Yes." in sent
         for lost in ("CITED", "ANNOTATED", "srvtoolu_1"):
             assert lost not in sent, lost
+    for dialect in ("openai", "responses", "gemini"):
+        assert [(r.kind, r.call_id) for r in ctx.left_out(dialect)] == [
+            ("dropped_item", "srvtoolu_1"),
+            ("dropped_item", "citations"),
+        ]
+    sent = _text(ctx.to_anthropic_params())
+    assert "CITED" in sent
+    assert "srvtoolu_1" in sent
+    assert "ANNOTATED" not in sent
+    assert ctx.left_out("anthropic") == ()
 
 
 def test_later_system_message_and_foreign_ids_departures() -> None:

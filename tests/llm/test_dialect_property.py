@@ -75,8 +75,14 @@ ANTHROPIC_REPLIES = [
     "redacted_text",
     "redacted_calls",
     "text_calls",
+    "interleaved_calls",  # thinking, tool_use, thinking, text, tool_use: sent back in that order
+    "search_pause",  # web search server tool blocks, citations, stop_reason pause_turn
+    "code_container",  # code execution blocks, a tool_use called from code (caller), the container
 ]
 RESPONSES_REPLIES = ["reasoning_calls", "reasoning_text", "reasoning_only", "search_text", "refusal", "calls"]
+# chat completions, LiteLLM's among them (Claude's thinking_blocks, reasoning_content), and calls whose
+# arguments are not JSON (kept as written: issue 32, item 3)
+CHAT_REPLIES = ["calls", "refusal", "text", "litellm_thinking", "reasoning", "bad_args", "audio"]
 MESSAGES = st.one_of(
     st.tuples(st.just("user"), st.sampled_from(["text", "image", "pdf", "text_doc", "url", "named"])),
     st.tuples(st.just("system")),
@@ -103,7 +109,7 @@ GEMINI_REPLIES = ["thought_calls", "signed_text", "calls"]
 REPLIES = st.one_of(
     st.tuples(st.just("anthropic"), st.sampled_from(ANTHROPIC_REPLIES), COUNT),
     st.tuples(st.just("responses"), st.sampled_from(RESPONSES_REPLIES), COUNT),
-    st.tuples(st.just("chat"), st.sampled_from(["calls", "refusal", "text"]), COUNT),
+    st.tuples(st.just("chat"), st.sampled_from(CHAT_REPLIES), COUNT),
     st.tuples(st.just("answer"), st.sampled_from(RESULTS)),  # every open call answered: a complete turn
     *([st.tuples(st.just("gemini"), st.sampled_from(GEMINI_REPLIES), COUNT)] if GEMINI else []),
 )
@@ -276,9 +282,63 @@ class History:
         }
         self.keep(self.t.commit(payload))
 
+    def server_blocks(self, kind: str, count: int) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+        """The blocks (and extra message fields) of the replies with server tools or interleaved thinking."""
+        blocks: list[dict[str, Any]] = []
+        if kind == "interleaved_calls":
+            ids = [self.fresh("toolu_") for _ in range(count + 1)]
+            for n, call_id in enumerate(ids):
+                think = {"type": "thinking", "thinking": self.fresh("step "), "signature": self.fresh("Eq")}
+                self.thinking.append(think)
+                blocks.append(think)
+                if n:
+                    blocks.append({"type": "text", "text": self.fresh("then ")})
+                blocks.append({"type": "tool_use", "id": call_id, "name": "f", "input": {"k": n}})
+            self.note_calls(ids)
+            return blocks, {}
+        use = self.fresh("srvtoolu_")
+        if kind == "search_pause":
+            result = {
+                "type": "web_search_result",
+                "url": "https://e.x/a",
+                "title": "A",
+                "encrypted_content": "Eq",
+            }
+            cite = {
+                "type": "web_search_result_location",
+                "url": "https://e.x/a",
+                "title": "A",
+                "cited_text": "a",
+            }
+            return [
+                {"type": "text", "text": self.fresh("searching ")},
+                {"type": "server_tool_use", "id": use, "name": "web_search", "input": {"query": "q"}},
+                {"type": "web_search_tool_result", "tool_use_id": use, "content": [result]},
+                {
+                    "type": "text",
+                    "text": self.fresh("found "),
+                    "citations": [{**cite, "encrypted_index": "x"}],
+                },
+            ], {"stop_reason": "pause_turn"}
+        code = {"type": "code_execution_result", "stdout": "2", "stderr": "", "return_code": 0, "content": []}
+        blocks = [
+            {"type": "server_tool_use", "id": use, "name": "code_execution", "input": {"code": "print(1+1)"}},
+            {"type": "code_execution_tool_result", "tool_use_id": use, "content": code},
+        ]
+        ids = [self.fresh("toolu_") for _ in range(count)]
+        caller = {"type": "code_execution_20250825", "tool_id": use}
+        blocks.extend(
+            {"type": "tool_use", "id": i, "name": "f", "input": {"k": 3}, "caller": caller} for i in ids
+        )
+        self.note_calls(ids)
+        return blocks, {"container": {"id": self.fresh("container_"), "expires_at": "2026-11-28T15:00:00Z"}}
+
     def anthropic(self, kind: str, count: int) -> None:
         blocks: list[dict[str, Any]] = []
-        if kind.startswith("thinking"):
+        extra: dict[str, Any] = {}
+        if kind in ("interleaved_calls", "search_pause", "code_container"):
+            blocks, extra = self.server_blocks(kind, count)
+        elif kind.startswith("thinking"):
             blocks.append(
                 {"type": "thinking", "thinking": self.fresh("plan "), "signature": self.fresh("Eq")}
             )
@@ -287,7 +347,7 @@ class History:
         self.thinking.extend(blocks)
         if kind.endswith("text") or kind == "text_calls":
             blocks.append({"type": "text", "text": self.fresh("answer ") + " "})
-        if kind.endswith("calls"):
+        if kind.endswith("calls") and not extra and kind != "interleaved_calls":
             ids = [self.fresh("toolu_") for _ in range(count)]
             blocks.extend({"type": "tool_use", "id": i, "name": "f", "input": {"k": 1}} for i in ids)
             self.note_calls(ids)
@@ -302,7 +362,10 @@ class History:
             ),
             "stop_sequence": None,
             "usage": {"input_tokens": 10, "output_tokens": 5},
+            **extra,
         }
+        if any(b["type"] == "tool_use" for b in blocks):
+            body["stop_reason"] = "tool_use"
         self.keep(self.t.record_response(body))
 
     def responses(self, kind: str, count: int) -> None:
@@ -402,15 +465,35 @@ class History:
 
     def chat(self, kind: str, count: int) -> None:
         message: dict[str, Any] = {"role": "assistant", "content": None}
-        if kind == "calls":
+        if kind in ("calls", "bad_args", "litellm_thinking"):
             ids = [self.fresh("call_") for _ in range(count)]
+            written = '{"k": ' if kind == "bad_args" else '{"k": 2}'  # cut off: kept as written
             message["tool_calls"] = [
-                {"id": i, "type": "function", "function": {"name": "f", "arguments": '{"k": 2}'}} for i in ids
+                {"id": i, "type": "function", "function": {"name": "f", "arguments": written}} for i in ids
             ]
             self.note_calls(ids)
+        if kind == "litellm_thinking":  # a Claude reply through LiteLLM
+            blocks = [
+                {"type": "thinking", "thinking": self.fresh("plan "), "signature": self.fresh("Eq")},
+                {"type": "redacted_thinking", "data": self.fresh("EmwK")},
+            ]
+            self.thinking.extend(blocks)
+            message["thinking_blocks"] = blocks
+            message["reasoning_content"] = blocks[0]["thinking"]
+            message["content"] = self.fresh("litellm ")
+        elif kind == "reasoning":
+            message["reasoning_content"] = self.fresh("reasoning ")
+            message["content"] = self.fresh("answer ")
         elif kind == "refusal":
             message["refusal"] = "I can't help with that."
-        else:
+        elif kind == "audio":  # an audio reply: no content, its audio goes back by id
+            message["audio"] = {
+                "id": self.fresh("audio_"),
+                "data": "UklGR",
+                "expires_at": 1,
+                "transcript": "hi",
+            }
+        elif kind == "text":
             message["content"] = self.fresh("chat ")
         body = {
             "id": self.fresh("chatcmpl-"),
@@ -593,6 +676,12 @@ def run_history(operations: list[tuple[Any, ...]]) -> None:
 # what the property found (each failed before the renderer fix beside it):
 # Anthropic refused a 1h cache breakpoint after a 5m one (the tools' 5m, then the system prompt's 1h)
 @example([("cache_tools", "anthropic", "5m"), ("system",), ("cache", 0, "1h")])
+# block order, server tools, pause_turn, container, caller, audio (issue 32 items 1-2): an assistant text before
+# an interleaved thinking reply (the turn must still start with thinking), a paused web search turn sent back
+# last, code execution with a tool called from code, then an audio reply
+@example([("assistant", "text"), ("anthropic", "interleaved_calls", 2), ("answer", "text")])
+@example([("user", "text"), ("anthropic", "search_pause", 1)])
+@example([("user", "text"), ("anthropic", "code_container", 2), ("answer", "text"), ("chat", "audio", 1)])
 # Chat refused a message name with a space or a slash
 @example([("assistant", "named"), ("user", "named")])
 # Responses got a reasoning item with no output after it (a reply cut off while reasoning)
@@ -619,6 +708,11 @@ def test_every_operation_runs() -> None:
             ("result", 3, "parts"),
             ("chat", "calls", 1),
             ("result", 4, "error"),
+            ("chat", "litellm_thinking", 1),
+            ("answer", "text"),
+            ("chat", "bad_args", 2),
+            ("answer", "error"),
+            ("chat", "reasoning", 1),
             ("branch",),
             ("call", 2, "responses", "dots"),
             ("result", 5, "json"),
@@ -642,7 +736,7 @@ def test_every_operation_runs() -> None:
     "reply",
     [("anthropic", kind, 2) for kind in ANTHROPIC_REPLIES]
     + [("responses", kind, 2) for kind in RESPONSES_REPLIES]
-    + [("chat", kind, 2) for kind in ("calls", "refusal", "text")]
+    + [("chat", kind, 2) for kind in CHAT_REPLIES]
     + [("gemini", kind, 2) for kind in (GEMINI_REPLIES if GEMINI else [])],
 )
 @pytest.mark.parametrize("result", RESULTS)

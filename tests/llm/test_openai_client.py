@@ -252,11 +252,8 @@ CHAT_MALFORMED = [
     b'{"choices": []}',
     b'{"choices": [{"index": 0}]}',
     b'{"choices": [{"message": {"role": "assistant", "content": 42}}]}',
-    json.dumps(
-        openai_completion(None, [{**WEATHER_CALL, "function": {"name": "f", "arguments": "{oops"}}])
-    ).encode(),
-    json.dumps(
-        openai_completion(None, [{**WEATHER_CALL, "function": {"name": "f", "arguments": "[1]"}}])
+    json.dumps(  # arguments neither a string nor an object (a string that is not JSON is kept: below)
+        openai_completion(None, [{**WEATHER_CALL, "function": {"name": "f", "arguments": [1]}}])
     ).encode(),
     json.dumps(openai_completion(None, [{"type": "function", "function": {"name": "f"}}])).encode(),
 ]
@@ -281,6 +278,19 @@ def test_malformed_bodies(recorder: Recorder, client: OpenAIClient, raw: bytes) 
         client.chat(HELLO)
     assert info.value.url is not None
     assert len(recorder.requests) == 1  # a malformed success is not retried
+
+
+@pytest.mark.parametrize("api", ["chat"])
+@pytest.mark.parametrize("written", ["{oops", "[1]"])
+def test_arguments_that_are_not_a_json_object_come_back_as_written(
+    recorder: Recorder, client: OpenAIClient, written: str
+) -> None:
+    """Once refused as malformed: now the call is read, its arguments kept as the exact string."""
+    recorder.reply(
+        openai_completion(None, [{**WEATHER_CALL, "function": {"name": "f", "arguments": written}}])
+    )
+    (call,) = client.chat(HELLO).tool_calls
+    assert (call.name, call.arguments, call.invalid_arguments) == ("f", {}, written)
 
 
 def test_unreachable_server_is_an_llm_error() -> None:

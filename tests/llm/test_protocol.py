@@ -152,7 +152,7 @@ def test_openai_messages_with_text_parts_and_empty_arguments() -> None:
         ("text", "must be a JSON object"),
         ({"content": None, "tool_calls": {"id": "c"}}, "tool_calls must be a list"),
         ({"content": None, "tool_calls": ["call"]}, r"tool_calls\[0\] is not an object"),
-        ({"content": None, "tool_calls": [{"id": "c", "name": "f", "arguments": "[1]"}]}, "JSON object"),
+        ({"content": None, "tool_calls": [{"id": "c", "name": "f", "arguments": [1]}]}, "JSON object"),
     ],
 )
 def test_malformed_openai_messages(message: Any, error: str) -> None:

@@ -115,7 +115,7 @@ def test_exhaustion_is_a_clear_error_and_still_recorded() -> None:
         42,
         None,
         {"role": "user", "content": "not an assistant"},
-        {"content": None, "tool_calls": [{"id": "c", "function": {"name": "f", "arguments": "{oops"}}]},
+        {"content": None, "tool_calls": [{"id": "c", "function": {"name": "f", "arguments": 7}}]},
         {"content": None, "tool_calls": [{"function": {"name": "f", "arguments": "{}"}}]},
         {"content": None, "tool_calls": [{"id": "c", "function": {"arguments": "{}"}}]},
         {"content": 3},

@@ -560,7 +560,7 @@ def compile_cmd(
             )
             click.echo(text)
             for call in message.tool_calls:
-                args = json.dumps(call.arguments, ensure_ascii=False)
+                args = call.invalid_arguments or json.dumps(call.arguments, ensure_ascii=False)
                 click.echo(f"  -> {call.name}({args}) id={call.id}")
             click.echo("")
         names = [schema_name(t) for t in ctx.tools]

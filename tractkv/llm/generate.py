@@ -4,8 +4,8 @@ meets a model (the facade's generate / chat / summarize / record_response).
 
 A reply is committed the same way on both paths: :meth:`LLMResponse.assistant_payload` as the content, the
 normalized usage in the commit's metadata under ``usage`` (so :attr:`CommitInfo.usage` shows it), Anthropic
-blocks and OpenAI message fields a message has no place for under ``omitted_blocks``, and the answering model
-and its finish reason in ``generation_config`` (``model``, ``finish_reason``).
+blocks of unknown types and OpenAI message fields a message has no place for under ``omitted_blocks``, and
+the answering model and its finish reason in ``generation_config`` (``model``, ``finish_reason``).
 """
 
 from __future__ import annotations

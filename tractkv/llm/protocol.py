@@ -20,6 +20,7 @@ from tractkv.engine.content import (
     MESSAGE_ROLES,
     Message,
     ToolCall,
+    anthropic_container,
     anthropic_reply,
     anthropic_usage,
     gemini_extras,
@@ -40,19 +41,31 @@ PART_FIELDS = {
     "text": ("text",),
     "thinking": ("thinking", "signature"),
     "redacted_thinking": ("data",),
+    "reasoning": ("reasoning",),
     "refusal": ("refusal",),
     "responses_item": ("item",),
     "gemini_thought": ("text",),
     "gemini_call": ("call_id",),
     "gemini_part": ("part",),
+    "anthropic_call": ("call_id",),
+    "anthropic_block": ("block",),
+    "anthropic_container": ("container",),
+    "openai_audio": ("id",),
 }  # the parts a reply carries (docs/format.md "Content parts"), each with its required fields
 OPTIONAL_FIELDS = {
-    "text": ("thought_signature",),
+    "text": ("thought_signature", "citations"),
+    "anthropic_call": ("caller", "toolset_name"),
+    "openai_audio": ("transcript", "expires_at"),
     "gemini_thought": ("thought_signature",),
     "gemini_call": ("thought_signature", "made_id", "extra_content"),
 }  # the fields a part may also have (Gemini's signature, ...)
-_FIELD_TYPES: dict[str, type] = {
+_FIELD_TYPES: dict[str, type | tuple[type, ...]] = {
     "item": dict,
+    "block": dict,
+    "container": dict,
+    "caller": dict,
+    "citations": list,
+    "expires_at": int,
     "part": dict,
     "extra_content": dict,
     "thought_signature": bytes,
@@ -66,19 +79,23 @@ class LLMResponse:
 
     Attributes:
         text: the reply's text: its text parts joined ("" when it only calls tools or refuses).
-        tool_calls: the tools it calls, arguments decoded (a dict, never a JSON string).
+        tool_calls: the tools it calls, arguments decoded (a dict, never a JSON string; ``{}`` with the
+            exact string as ``invalid_arguments`` when the model wrote arguments that are not a JSON object).
         parts: the reply's content in the order the provider sent it, as payload parts: ``{"type": "text",
             "text"}``, ``{"type": "thinking", "thinking", "signature"}``, ``{"type": "redacted_thinking",
             "data"}``, ``{"type": "refusal", "refusal"}``, ``{"type": "responses_item", "item"}`` (an OpenAI
-            Responses output item, verbatim). Built from ``text`` alone, the one text part.
+            Responses output item, verbatim), Gemini's parts, Anthropic's ``anthropic_call`` (where a
+            ``tool_use`` stood), ``anthropic_block`` (a server tool block) and ``anthropic_container``, a text
+            part's ``citations``, OpenAI's ``openai_audio`` (docs/format.md, "Content parts"). Built from
+            ``text`` alone, the one text part.
         model: the model that answered, as the provider reports it.
         finish_reason: why the model stopped, in the provider's words (``stop``, ``tool_calls``, ``end_turn``).
         usage: the token counts, normalized (:func:`~tractkv.engine.content.openai_usage`,
             :func:`~tractkv.engine.content.anthropic_usage`): ``input_tokens``, ``output_tokens`` and the
             provider's own fields; None when the provider sent none.
         omitted_blocks: what the reply holds that a message has no place for, kept beside it (in the commit's
-            metadata): Anthropic blocks (server tool use and results; text blocks with citations) and OpenAI
-            message fields (``annotations``, ``audio``, ``function_call``, ``reasoning_content``).
+            metadata): Anthropic blocks of a type tractkv does not know, and OpenAI message fields
+            (``annotations``, ``audio``, ``function_call``, ``reasoning_content``).
         raw: what the provider sent (the decoded JSON body; the scripted item for :class:`ScriptedLLM`).
 
     Raises:
@@ -128,7 +145,8 @@ class LLMResponse:
         """The reply as dialogue content to commit (what :func:`tractkv.engine.content.payload.normalize` accepts).
 
         ``{"type": "dialogue", "role": "assistant", "text": ..., "parts": [...], "tool_calls": [{"id", "name",
-        "arguments"}, ...]}``. ``parts`` (every part, in order) is there only when the reply is more than one
+        "arguments"}, ...]}`` (a call whose arguments were not a JSON object also has ``invalid_arguments``,
+        the exact string). ``parts`` (every part, in order) is there only when the reply is more than one
         text: thinking, a refusal, several text blocks, or a text with Gemini's ``thought_signature``;
         ``tool_calls`` only when the reply calls tools.
         Everything is a copy: changing the payload does not change this response.
@@ -137,9 +155,7 @@ class LLMResponse:
         if len(self.parts) > 1 or any(set(p) != {"type", "text"} for p in self.parts):  # not one plain text
             payload["parts"] = [dict(p) for p in self.parts]
         if self.tool_calls:
-            payload["tool_calls"] = [
-                {"id": c.id, "name": c.name, "arguments": copy.deepcopy(c.arguments)} for c in self.tool_calls
-            ]
+            payload["tool_calls"] = [copy.deepcopy(c.to_payload()) for c in self.tool_calls]
         return payload
 
     @classmethod
@@ -207,8 +223,11 @@ class LLMResponse:
     @classmethod
     def from_anthropic(cls, body: Mapping[str, Any]) -> LLMResponse:
         """An Anthropic ``message`` body (:func:`~tractkv.engine.content.anthropic_reply` reads its blocks):
-        text, thinking and redacted thinking as parts in order, ``tool_use`` blocks as tool calls, any other
-        block in :attr:`omitted_blocks`; usage normalized.
+        text (with its citations), thinking, redacted thinking and server tool blocks as parts in order,
+        ``tool_use`` blocks as tool calls (placed among the parts when their order needs it), a block of an
+        unknown type in :attr:`omitted_blocks`; the message's ``container`` (code execution's: ``id``,
+        ``expires_at``) as a last ``{"type": "anthropic_container", "container"}`` part, so the next request
+        can name it; ``stop_reason`` (``pause_turn`` too) as the finish reason; usage normalized.
 
         Raises:
             MalformedResponse: no ``content`` list, a block of a known type with the wrong shape, or usage
@@ -217,6 +236,9 @@ class LLMResponse:
         if not isinstance(body, Mapping):
             raise MalformedResponse("a message must be a JSON object")
         parts, calls, omitted = anthropic_reply(body.get("content"))
+        container = anthropic_container(body.get("container"))
+        if container is not None:
+            parts = (*parts, container)
         return cls(
             text=reply_text(parts),
             tool_calls=calls,
@@ -312,7 +334,9 @@ class LLMResponse:
         """A provider's complete reply, whichever provider: an OpenAI ``ChatCompletion``, an OpenAI Responses
         ``Response``, an Anthropic ``Message`` or a Gemini ``GenerateContentResponse``, as the SDK object
         (anything with ``model_dump()``), its ``model_dump()`` dict or the JSON body as a plain dict. The shape
-        says which (:func:`~tractkv.engine.content.reply_provider`).
+        says which (:func:`~tractkv.engine.content.reply_provider`). A LiteLLM ``ModelResponse`` is a chat
+        completion (its Claude ``thinking_blocks`` kept as signed thinking); a LangChain ``AIMessage`` /
+        ``AIMessageChunk`` (or its dump) is read by :func:`tractkv.llm.adapters.langchain_reply`.
 
         An OpenAI completion may hold several choices (``n > 1``): ``choice`` picks one (the first by
         default); the others are not read; for Gemini it picks the candidate. ``strict`` refuses a Responses
@@ -330,6 +354,17 @@ class LLMResponse:
             raise InvalidInput(f"choice must be a non-negative int, not {choice!r}")
         body = _as_body(response)
         provider = reply_provider(body)
+        if provider is None and body.get("type") in ("ai", "AIMessageChunk"):
+            from tractkv.llm.adapters import langchain_body, langchain_reply  # loaded for such a reply only
+
+            message = langchain_body(body)
+            if message is not None:
+                if choice:
+                    raise InvalidInput("a LangChain AI message has one reply: choice must be 0")
+                try:
+                    return cls(**langchain_reply(message), raw=body)
+                except MalformedResponse as exc:
+                    raise InvalidResponse(exc.reason) from None
         try:
             if provider == "openai":
                 return cls.from_openai(body, choice=choice)
@@ -467,10 +502,11 @@ def _check_part(part: object, index: int) -> None:
             + ", ".join(f"{{type: {k}, {', '.join(v)}}}" for k, v in PART_FIELDS.items())
         )
     for field, value in part.items():
-        if field != "type" and not isinstance(value, _FIELD_TYPES.get(field, str)):
+        wanted = _FIELD_TYPES.get(field, str)
+        if field != "type" and not isinstance(value, wanted):
             raise InvalidInput(
                 f"LLMResponse.parts[{index}] fields must be strings (an item a dict): {field} is not "
-                f"{_FIELD_TYPES.get(field, str).__name__}"
+                f"{getattr(wanted, '__name__', wanted)}"
             )
 
 
@@ -523,6 +559,8 @@ def _unknown_shape(body: Mapping[str, Any]) -> str:
         )
     if kind == "response":
         return "a Responses API object needs an 'output' list"
+    if isinstance(kind, str) and "additional_kwargs" in body and "content" in body:
+        return f"a LangChain {kind} message: only an AI message (AIMessage, AIMessageChunk) is a reply"
     if body.get("type") == "message":
         return "an Anthropic message needs a 'content' list of blocks"
     return (

@@ -361,6 +361,9 @@ class ToolExecutor:
         if definition is None:
             known = ", ".join(self._tools) or "none"
             return None, f"unknown tool {name!r}; available tools: {known}", None
+        if isinstance(arguments, str):  # a call recorded with the model's malformed arguments string
+            shown = arguments if len(arguments) <= 200 else arguments[:197] + "..."
+            return definition, f"arguments are not a JSON object (invalid or cut-off JSON): {shown!r}", None
         if not isinstance(arguments, dict):
             return definition, f"arguments must be a JSON object, not {type(arguments).__name__}", None
         declared = definition.parameters.get("properties", {})
@@ -423,7 +426,7 @@ class ToolExecutor:
     def execute(
         self,
         name: str,
-        arguments: Mapping[str, Any] | None = None,
+        arguments: Mapping[str, Any] | str | None = None,
         *,
         tool_call_id: str | None = None,
         commit: ObjectId | None = None,
@@ -438,7 +441,9 @@ class ToolExecutor:
 
         Args:
             name: the tool.
-            arguments: its arguments (a JSON object); only declared parameters are accepted.
+            arguments: its arguments (a JSON object); only declared parameters are accepted. A string (the
+                ``invalid_arguments`` of a call whose arguments were not a JSON object, which the agent loop
+                passes) is answered with an error result quoting it; the tool does not run.
             tool_call_id: the model's id for the call (recorded).
             commit: the assistant commit that made the call (default: the enclosing execution's).
             compiled: the context the model saw (handed to the handler as ``context.compiled``).

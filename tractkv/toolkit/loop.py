@@ -132,7 +132,7 @@ def _run_calls(
     for call in calls:
         result = executor.execute(
             call["name"],
-            call.get("arguments") or {},
+            call.get("invalid_arguments", call.get("arguments") or {}),  # a string: answered with an error
             tool_call_id=call["id"],
             commit=commit,
             compiled=compiled,
@@ -244,7 +244,7 @@ def _answer_open_calls(tract: Tract, executor: ToolExecutor, model: LLMClient, u
         else:
             result = executor.execute(
                 call.name,
-                call.arguments,
+                call.arguments if call.invalid_arguments is None else call.invalid_arguments,
                 tool_call_id=call.id,
                 commit=commit,
                 compiled=compiled,

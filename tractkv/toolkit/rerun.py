@@ -115,7 +115,7 @@ def rerun_tool_usage(tract: Tract, usage_id: str, executor: object = None) -> To
     assert usage.result_commit is not None
     ctx = tract.compile()
     calls = {  # the call of this execution's own message (call ids are unique per message only)
-        c.id
+        c.id: c
         for m, oid in zip(ctx.messages, ctx.commit_ids, strict=True)
         if oid == usage.commit_id
         for c in (m.tool_calls or ())
@@ -125,9 +125,10 @@ def rerun_tool_usage(tract: Tract, usage_id: str, executor: object = None) -> To
             f"tool call {usage.tool_call_id} of execution {usage_id} is no longer in the context "
             "(compressed, reset or skipped): its result cannot be replaced"
         )
+    invalid = calls[usage.tool_call_id].invalid_arguments  # a malformed call fails again, saying why
     result = executor.execute(
         usage.tool_name,
-        usage.arguments,
+        usage.arguments if invalid is None else invalid,
         tool_call_id=usage.tool_call_id,
         commit=usage.commit_id,
         conversation=tract,

@@ -161,7 +161,10 @@ def _markdown(data: dict[str, Any], roots: list[UsageNode]) -> str:
             out.append("Tool calls:")
             out += [
                 f"- {_code(c['name'])} ({_code(c['id'])}): "
-                + _code(json.dumps(c["arguments"], ensure_ascii=False, sort_keys=True))
+                + _code(
+                    c.get("invalid_arguments")
+                    or json.dumps(c["arguments"], ensure_ascii=False, sort_keys=True)
+                )
                 for c in message["tool_calls"]
             ]
             out.append("")

@@ -627,7 +627,7 @@ def _call_card(view: CallView, commit: CommitView) -> Markup:
             el("a", call.name, href=url("/ui/tool", name=call.name), class_="tool-name"),
             el("code", call.id, class_="call-id", title="tool call id"),
         ),
-        el("div", el("span", "arguments", class_="key"), call_arguments(call.arguments)),
+        el("div", el("span", "arguments", class_="key"), call_arguments(_shown_arguments(call))),
         el("div", el("span", "executions", class_="key"), runs),
         id=f"call-{call.id}",
         class_="call",
@@ -1304,7 +1304,14 @@ def message_text(message: Message) -> str:
 
 
 def _call_text(call: ToolCall) -> str:
-    return f"call {call.name} ({call.id}):\n{pretty_json(call.arguments)}"
+    shown = call.invalid_arguments if call.invalid_arguments is not None else pretty_json(call.arguments)
+    return f"call {call.name} ({call.id}):\n{shown}"
+
+
+def _shown_arguments(call: ToolCall) -> Any:
+    """A call's arguments as the model wrote them when they were not a JSON object (the exact string), else
+    the object."""
+    return call.invalid_arguments if call.invalid_arguments is not None else call.arguments
 
 
 def _diff_lines(lines: list[tuple[str, str]] | tuple[tuple[str, str], ...]) -> Markup:

@@ -35,6 +35,9 @@ document            ``media_type``, ``media``, or ``url`` (https, a PDF); option
                     ``title``
 thinking            ``thinking``, ``signature`` (Anthropic extended thinking)          assistant
 redacted_thinking   ``data`` (Anthropic's opaque string)                               assistant
+reasoning           ``reasoning``: reasoning text a provider sent without a           assistant
+                    signature (an OpenAI-compatible ``reasoning_content``, a
+                    LangChain ``reasoning`` block); never sent back as thinking
 refusal             ``refusal``                                                       assistant
 responses_item      ``item``: an OpenAI Responses output item other than a message,   assistant
                     verbatim (``reasoning``, ``function_call``, built-in tool calls)
@@ -45,10 +48,22 @@ gemini_call         ``call_id`` (one of the message's tool calls); optional     
                     id), ``extra_content`` (a JSON object: Gemini's OpenAI-compatible
                     endpoint's extension on a tool call)
 gemini_part         ``part``: any other Gemini part, verbatim (JSON and bytes)         assistant
+anthropic_call      ``call_id`` (one of the message's tool calls: where its           assistant
+                    ``tool_use`` block stood); optional ``caller`` (a JSON object),
+                    ``toolset_name``
+anthropic_block     ``block``: an Anthropic server tool block (``server_tool_use``,   assistant
+                    ``*_tool_result``, ``mcp_tool_use``, ``container_upload``, ...),
+                    verbatim
+anthropic_container ``container``: the reply's ``container`` (``id``, ...)             assistant
+openai_audio        ``id`` (OpenAI's audio reply); optional ``transcript``,           assistant
+                    ``expires_at``
 ==================  ================================================================  ================
 
 An assistant ``text`` part may carry a ``thought_signature`` (bytes; its text may then be empty): Gemini's
-signature goes back on the part it came with.
+signature goes back on the part it came with; and ``citations`` (a non-empty list of JSON objects: Anthropic's,
+sent back on that text block). A tool call has at most one ``anthropic_call`` part; a message with one (or with
+an ``anthropic_block``) is sent to Anthropic in its parts' order, a call with none after the rest (see
+:mod:`tractkv.engine.content.render.anthropic`).
 
 ``text`` is always the text parts joined with ``""`` (what describe, diff, search and summarization read).
 A single text part is stored as plain ``text`` without ``parts``. Media types and the checks on the bytes
@@ -112,14 +127,69 @@ StoredMedia = Callable[[str], bytes | None]
 
 @attrs.frozen(kw_only=True)
 class ToolCall:
-    """A model's request to run a tool: ``arguments`` is the decoded JSON object."""
+    """A model's request to run a tool: ``arguments`` is the decoded JSON object.
+
+    ``invalid_arguments`` is set when the model wrote arguments that are not a JSON object a payload can hold
+    (invalid JSON, truncated, a JSON array, NaN, ...): the exact string, which OpenAI dialects send back as
+    received; ``arguments`` is then ``{}`` (see :func:`parse_arguments`)."""
 
     id: str
     name: str
     arguments: dict[str, Any] = attrs.field(factory=dict, hash=False)
+    invalid_arguments: str | None = None
 
     def to_payload(self) -> dict[str, Any]:
-        return {"id": self.id, "name": self.name, "arguments": self.arguments}
+        """The stored form: ``{"id", "name", "arguments"}``, plus ``invalid_arguments`` when set."""
+        out = {"id": self.id, "name": self.name, "arguments": self.arguments}
+        if self.invalid_arguments is not None:
+            out["invalid_arguments"] = self.invalid_arguments
+        return out
+
+    def to_dict(self) -> dict[str, Any]:
+        """The stored form (:meth:`to_payload`): what ``to_jsonable`` and ``--json`` show."""
+        return self.to_payload()
+
+    @property
+    def arguments_text(self) -> str:
+        """The arguments as the provider gets them in OpenAI's dialects: the exact string when they were not a
+        JSON object, else compact JSON."""
+        if self.invalid_arguments is not None:
+            return self.invalid_arguments
+        import json  # lazy: keeps `import tractkv` light
+
+        return json.dumps(self.arguments, ensure_ascii=False, separators=(",", ":"))
+
+
+def parse_arguments(text: str) -> dict[str, Any] | None:
+    """The JSON object a tool call's arguments string holds (``{}`` for a blank string), or None when it holds
+    none a payload can store: not JSON (truncated, a stray quote), a JSON value that is not an object, NaN or
+    Infinity, an integer beyond 64 bits, nesting deeper than a payload allows. A call whose arguments string
+    gives None is stored with that string as ``invalid_arguments`` (and ``arguments`` ``{}``); one that gives an
+    object, with the object. The write path and the receive-side validator both decide by this function, so
+    one call has one stored form."""
+    import json  # lazy: keeps `import tractkv` light
+
+    if not text.strip():
+        return {}
+    try:
+        value = json.loads(text, parse_constant=_not_json_constant)
+    except (ValueError, RecursionError):  # JSONDecodeError is a ValueError; "[[[[...": too deep to parse
+        return None
+    if not isinstance(value, dict):
+        return None
+    try:  # the walk of check_json, the arguments counted at the depth they are stored at
+        _json_walk(value, _ARGUMENTS_DEPTH, False, True, {}, set())
+    except (_NotJson, _TooMany):
+        return None
+    return value
+
+
+_ARGUMENTS_DEPTH = 3  # a payload's arguments object nests as deep as the codec allows less 2 levels (payload,
+# tool_calls list): render.common.MAX_ARGUMENT_DEPTH, what the reply readers check
+
+
+def _not_json_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON value")
 
 
 @attrs.frozen(kw_only=True)
@@ -128,11 +198,16 @@ class Part:
 
     ``type`` says which fields are set: ``text`` (``text``); ``image`` / ``document`` (``media_type`` and
     ``data`` with ``media`` its blob id, or ``url``; ``detail`` / ``title``); ``thinking`` (``thinking``,
-    ``signature``); ``redacted_thinking`` (``redacted``: Anthropic's opaque data); ``refusal``
+    ``signature``); ``redacted_thinking`` (``redacted``: Anthropic's opaque data); ``reasoning``
+    (``thinking``: unsigned reasoning text); ``refusal``
     (``refusal``); ``responses_item`` (``item``: an OpenAI Responses output item, verbatim); Gemini's
     ``gemini_thought`` (``text``), ``gemini_call`` (``call_id``, ``made_id``, ``extra_content``) and
     ``gemini_part`` (``item``: the part, verbatim). ``thought_signature`` is a Gemini signature (bytes) on a
-    text, thought or call part.
+    text, thought or call part. Anthropic's ``anthropic_call`` (``call_id``: where that ``tool_use`` block
+    stood; ``caller``, ``toolset_name`` as received), ``anthropic_block`` (``item``: a server tool block,
+    verbatim) and ``anthropic_container`` (``item``: the reply's ``container``); an assistant text part's
+    ``citations`` (Anthropic's, verbatim); OpenAI's ``openai_audio`` (``item``: ``id``, optional
+    ``transcript`` and ``expires_at``).
     """
 
     type: str
@@ -152,13 +227,30 @@ class Part:
     call_id: str | None = None
     made_id: bool = False
     extra_content: dict[str, Any] | None = attrs.field(default=None, hash=False)
+    caller: dict[str, Any] | None = attrs.field(default=None, hash=False)
+    toolset_name: str | None = None
+    citations: tuple[dict[str, Any], ...] | None = attrs.field(default=None, hash=False)
 
     def to_dict(self) -> dict[str, Any]:
         """The neutral input shape of this part (bytes as bytes): ``t.user([part.to_dict()])`` stores it
         again unchanged."""
         kind = self.type
         if kind in ("text", "gemini_thought", "gemini_call"):
-            return self._gemini_dict()
+            signed = self._gemini_dict()
+            if self.citations is not None:
+                signed["citations"] = [dict(c) for c in self.citations]
+            return signed
+        if kind == "anthropic_call":
+            call: dict[str, Any] = {"type": kind, "call_id": self.call_id}
+            if self.caller is not None:
+                call["caller"] = self.caller
+            if self.toolset_name is not None:
+                call["toolset_name"] = self.toolset_name
+            return call
+        if kind in ("anthropic_block", "anthropic_container"):
+            return {"type": kind, kind.removeprefix("anthropic_"): self.item}
+        if kind == "openai_audio":
+            return {"type": kind, **(self.item or {})}
         if kind in ("image", "document"):
             out: dict[str, Any] = {"type": kind}
             if self.data is not None:
@@ -175,6 +267,8 @@ class Part:
             return {"type": "thinking", "thinking": self.thinking, "signature": self.signature}
         if kind == "redacted_thinking":
             return {"type": "redacted_thinking", "data": self.redacted}
+        if kind == "reasoning":
+            return {"type": "reasoning", "reasoning": self.thinking}
         if kind == "responses_item":
             return {"type": "responses_item", "item": self.item}
         if kind == "gemini_part":
@@ -262,22 +356,27 @@ def _text(data: dict[str, Any], field: str = "text") -> str:
 
 
 def _parse_tool_calls(raw: object) -> list[dict[str, Any]]:
-    """Tool calls in the stored form ``{"id", "name", "arguments"}`` (arguments a decoded JSON object).
+    """Tool calls in the stored form ``{"id", "name", "arguments"}`` (arguments a decoded JSON object), or
+    ``{"id", "name", "arguments": {}, "invalid_arguments": <str>}`` for a call whose arguments the model wrote
+    as something else (kept exactly; see :func:`parse_arguments`).
 
     Each item may be a :class:`ToolCall`, that form, OpenAI's ``{"id", "type": "function", "function":
     {"name", "arguments"}}`` (arguments a JSON string or an object), an Anthropic ``{"type": "tool_use",
-    "id", "name", "input"}`` block, or an SDK object of either (anything with ``model_dump()``).
+    "id", "name", "input"}`` block, or an SDK object of either (anything with ``model_dump()``). Only the
+    stored form keeps arguments that are not a JSON object (``invalid_arguments``); in the other forms they
+    are refused, so a typo in a hand-written call is not stored silently.
 
     Raises:
         ContentError: not a list, an item of none of these shapes (unknown keys included), a missing id or
-            name, a duplicate id, arguments that are not a JSON object, bytes in the arguments.
+            name, a duplicate id, arguments that are not a JSON object, bytes in the arguments, an
+            ``invalid_arguments`` that is not a string, holds a JSON object, or comes with arguments.
     """
     if not isinstance(raw, list | tuple):
         raise ContentError("tool_calls must be a list of {id, name, arguments}")
     calls: list[dict[str, Any]] = []
     seen: set[str] = set()
     for index, item in enumerate(raw):
-        call_id, name, arguments = _tool_call_fields(item, f"tool_calls[{index}]")
+        call_id, name, arguments, invalid = _tool_call_fields(item, f"tool_calls[{index}]")
         if not isinstance(call_id, str) or not call_id:
             raise ContentError(f"tool_calls[{index}] needs a non-empty string id")
         if call_id in seen:
@@ -285,13 +384,19 @@ def _parse_tool_calls(raw: object) -> list[dict[str, Any]]:
         seen.add(call_id)
         if not isinstance(name, str) or not name:
             raise ContentError(f"tool_calls[{index}] needs a non-empty string name")
+        if invalid is not None:
+            calls.append(_invalid_call(call_id, name, arguments, invalid, f"tool_calls[{index}]"))
+            continue
         if isinstance(arguments, str):  # OpenAI sends arguments as a JSON string
             import json  # lazy: keeps `import tractkv` light
 
             try:
                 arguments = json.loads(arguments) if arguments.strip() else {}
             except json.JSONDecodeError as exc:
-                raise ContentError(f"tool_calls[{index}].arguments is not valid JSON: {exc}") from exc
+                raise ContentError(
+                    f"tool_calls[{index}].arguments is not valid JSON: {exc} (to keep a model's malformed "
+                    "arguments as written, give them as invalid_arguments)"
+                ) from exc
             except RecursionError:  # hostile nesting ("[[[[..."): refused like any other bad JSON
                 raise ContentError(f"tool_calls[{index}].arguments is nested too deeply") from None
         if not isinstance(arguments, dict):
@@ -301,10 +406,31 @@ def _parse_tool_calls(raw: object) -> list[dict[str, Any]]:
     return calls
 
 
-def _tool_call_fields(item: object, where: str) -> tuple[object, object, object]:
-    """The id, name and (undecoded) arguments of one tool call in any accepted form (see above)."""
+def _invalid_call(call_id: str, name: str, arguments: object, invalid: object, where: str) -> dict[str, Any]:
+    """The stored form of a call whose arguments are not a JSON object: ``{"id", "name", "arguments": {},
+    "invalid_arguments": <the exact string>}``, its one spelling (see :func:`parse_arguments`).
+
+    Raises:
+        ContentError: ``invalid_arguments`` is not a string, or is one :func:`parse_arguments` reads as an
+            object (then it is ``arguments``), or ``arguments`` is given and not ``{}``.
+    """
+    if not isinstance(invalid, str):
+        raise ContentError(f"{where}.invalid_arguments must be the string the model wrote")
+    if parse_arguments(invalid) is not None:
+        raise ContentError(
+            f"{where}.invalid_arguments holds a JSON object: give it as arguments (invalid_arguments is for "
+            "arguments that are not one)"
+        )
+    if arguments not in (None, {}):
+        raise ContentError(f"{where}: a call with invalid_arguments has arguments {{}}")
+    return {"id": call_id, "name": name, "arguments": {}, "invalid_arguments": invalid}
+
+
+def _tool_call_fields(item: object, where: str) -> tuple[object, object, object, object]:
+    """The id, name, (undecoded) arguments and ``invalid_arguments`` (None when not given) of one tool call
+    in any accepted form (see above)."""
     if isinstance(item, ToolCall):
-        return item.id, item.name, item.arguments
+        return item.id, item.name, item.arguments, item.invalid_arguments
     if not isinstance(item, dict) and callable(getattr(item, "model_dump", None)):
         try:
             item = item.model_dump()  # type: ignore[attr-defined]
@@ -313,12 +439,12 @@ def _tool_call_fields(item: object, where: str) -> tuple[object, object, object]
     if not isinstance(item, dict):
         raise ContentError(f"{where} must be a dict with id, name, arguments")
     if item.get("type") == "tool_use":  # an Anthropic block; its other fields (caller, ...) are not the call
-        return item.get("id"), item.get("name"), item.get("input", {})
+        return item.get("id"), item.get("name"), item.get("input", {}), None
     if item.get("type") == "function_call":  # an OpenAI Responses item: call_id is the call's id
         _only_keys(item, {"type", "id", "call_id", "name", "arguments", "status"}, where)
         if not isinstance(item.get("call_id"), str) or not item["call_id"]:
             raise ContentError(f"{where}: a function_call item needs a non-empty string call_id")
-        return item["call_id"], item.get("name"), item.get("arguments", {})
+        return item["call_id"], item.get("name"), item.get("arguments", {}), None
     if "function" in item:  # OpenAI's nested form
         if item.get("type", "function") != "function":
             raise ContentError(f"{where} is a {item.get('type')!r} call; only function calls are supported")
@@ -327,14 +453,14 @@ def _tool_call_fields(item: object, where: str) -> tuple[object, object, object]
         if not isinstance(function, dict):
             raise ContentError(f"{where}.function must be a dict with name and arguments")
         _only_keys(function, {"name", "arguments"}, f"{where}.function")
-        return item.get("id"), function.get("name"), function.get("arguments", {})
+        return item.get("id"), function.get("name"), function.get("arguments", {}), None
     if "type" in item:
         raise ContentError(
             f"{where} has type {item.get('type')!r}: expected {{id, name, arguments}}, OpenAI's "
             "{id, type: function, function}, a Responses function_call item or an Anthropic tool_use block"
         )
-    _only_keys(item, {"id", "name", "arguments"}, where)
-    return item.get("id"), item.get("name"), item.get("arguments", {})
+    _only_keys(item, {"id", "name", "arguments", "invalid_arguments"}, where)
+    return item.get("id"), item.get("name"), item.get("arguments", {}), item.get("invalid_arguments")
 
 
 def _only_keys(item: dict[str, Any], allowed: set[str], where: str) -> None:
@@ -503,7 +629,21 @@ def _canonical(content: object, media: dict[str, Blob], stored: StoredMedia | No
 # --- content parts ----------------------------------------------------------------------------------------
 
 GEMINI_PARTS = frozenset({"gemini_thought", "gemini_call", "gemini_part"})
-ASSISTANT_PARTS = frozenset({"thinking", "redacted_thinking", "refusal", "responses_item", *GEMINI_PARTS})
+PROVIDER_PARTS = frozenset({"anthropic_call", "anthropic_block", "anthropic_container", "openai_audio"})
+ASSISTANT_PARTS = frozenset(
+    {
+        "thinking",
+        "redacted_thinking",
+        "reasoning",
+        "refusal",
+        "responses_item",
+        *GEMINI_PARTS,
+        *PROVIDER_PARTS,
+    }
+)
+SERVER_BLOCKS = frozenset(
+    {"server_tool_use", "mcp_tool_use", "mcp_tool_result", "container_upload"}
+)  # with any ``*_tool_result``: the Anthropic blocks an ``anthropic_block`` part holds
 MEDIA_PARTS = frozenset({"image", "document"})
 DETAILS = ("auto", "high", "low")
 
@@ -544,7 +684,7 @@ def _call_of(part: object) -> object:
     a ``gemini_call``), None for any other part."""
     if not isinstance(part, dict):
         return None
-    if part.get("type") == "gemini_call":
+    if part.get("type") in ("gemini_call", "anthropic_call"):
         return part.get("call_id")
     item = part.get("item")
     if (
@@ -652,26 +792,38 @@ def _part(
     if kind in ASSISTANT_PARTS:
         if role != "assistant":
             raise ContentError(f"{where}: a {kind} part belongs to an assistant message only")
-        if kind == "responses_item":
-            _keys(item, where, {"type", "item"})
-            return {"type": kind, "item": responses_item(item.get("item"), f"{where}.item")}
-        if kind in GEMINI_PARTS:
-            return _gemini_part(item, kind, where)
-        if kind == "thinking":
-            _keys(item, where, {"type", "thinking", "signature"})
-            fields = {"thinking": item.get("thinking"), "signature": item.get("signature")}
-        elif kind == "redacted_thinking":
-            _keys(item, where, {"type", "data"})
-            fields = {"data": item.get("data")}
-        else:
-            _keys(item, where, {"type", "refusal"})
-            fields = {"refusal": item.get("refusal")}
-        for name, value in fields.items():
-            if not isinstance(value, str):
-                raise ContentError(f"{where}: a {kind} part needs a string {name}")
-        return {"type": kind, **fields}
+        return _assistant_part(item, kind, where)
     known = sorted({"text", "image", "document", "image_url", "file", *ASSISTANT_PARTS})
     raise ContentError(f"{where}: unknown part type {kind!r}; expected one of {known}")
+
+
+def _assistant_part(item: dict[str, Any], kind: str, where: str) -> dict[str, Any]:
+    """One part only an assistant message holds (thinking, reasoning, a refusal, a provider's item)."""
+    if kind == "responses_item":
+        _keys(item, where, {"type", "item"})
+        return {"type": kind, "item": responses_item(item.get("item"), f"{where}.item")}
+    if kind in GEMINI_PARTS:
+        return _gemini_part(item, kind, where)
+    if kind in PROVIDER_PARTS:
+        return _provider_part(item, kind, where)
+    if kind == "thinking":
+        _keys(item, where, {"type", "thinking", "signature"})
+        fields = {"thinking": item.get("thinking"), "signature": item.get("signature")}
+    elif kind == "redacted_thinking":
+        _keys(item, where, {"type", "data"})
+        fields = {"data": item.get("data")}
+    elif kind == "reasoning":
+        _keys(item, where, {"type", "reasoning"})
+        fields = {"reasoning": item.get("reasoning")}
+        if fields["reasoning"] == "":
+            raise ContentError(f"{where}: an empty reasoning part (leave it out instead)")
+    else:
+        _keys(item, where, {"type", "refusal"})
+        fields = {"refusal": item.get("refusal")}
+    for name, value in fields.items():
+        if not isinstance(value, str):
+            raise ContentError(f"{where}: a {kind} part needs a string {name}")
+    return {"type": kind, **fields}
 
 
 def _media_part(
@@ -946,10 +1098,25 @@ def responses_item(item: object, where: str) -> dict[str, Any]:
 
 def _text_part(item: dict[str, Any], role: str, where: str) -> dict[str, Any]:
     """A text part: non-empty text, or (an assistant's, from Gemini) any text with its ``thought_signature``."""
-    _keys(item, where, {"type", "text", "thought_signature"})
+    _keys(item, where, {"type", "text", "thought_signature", "citations"})
     text = item.get("text")
     if not isinstance(text, str):
         raise ContentError(f"{where}: a text part needs a string text")
+    if "citations" in item:
+        if role != "assistant":
+            raise ContentError(f"{where}: citations belong to an assistant message only")
+        if not text:
+            raise ContentError(f"{where}: an empty text part (providers refuse empty text blocks)")
+        citations = item["citations"]
+        if (
+            not isinstance(citations, list | tuple)
+            or not citations
+            or not all(isinstance(c, dict) for c in citations)
+        ):
+            raise ContentError(f"{where}.citations must be a non-empty list of JSON objects (Anthropic's)")
+        citations = list(citations)
+        check_json(citations, f"{where}.citations")
+        return {"type": "text", "text": text, "citations": citations, **_signature(item, where)}
     if "thought_signature" in item:
         if role != "assistant":
             raise ContentError(f"{where}: a thought_signature belongs to an assistant message only")
@@ -1003,12 +1170,99 @@ def _gemini_part(item: dict[str, Any], kind: str, where: str) -> dict[str, Any]:
     return {"type": kind, "part": part}
 
 
+def anthropic_block(block: object, where: str) -> dict[str, Any]:
+    """An Anthropic server tool block kept verbatim (an ``anthropic_block`` part's ``block``), checked: a JSON
+    object whose ``type`` is one of :data:`SERVER_BLOCKS` or ends in ``_tool_result``; a ``server_tool_use`` /
+    ``mcp_tool_use`` needs its string ``id`` and ``name`` and an ``input`` object (``mcp_tool_use`` its
+    ``server_name``), a result its ``tool_use_id``, a ``container_upload`` its ``file_id``. Top-level keys
+    whose value is None are left out (SDK ``model_dump()`` output).
+
+    Raises:
+        ContentError: naming ``where`` and the field.
+    """
+    if not isinstance(block, dict):
+        raise ContentError(
+            f"{where} must be an Anthropic server tool block (a dict), not {type(block).__name__}"
+        )
+    block = {k: v for k, v in block.items() if v is not None}
+    kind = block.get("type")
+    if not isinstance(kind, str) or not (kind in SERVER_BLOCKS or kind.endswith("_tool_result")):
+        raise ContentError(
+            f"{where}: type {kind!r} is not a server tool block ({', '.join(sorted(SERVER_BLOCKS))} or "
+            "*_tool_result)"
+        )
+    if kind.endswith("_tool_result"):
+        required: tuple[str, ...] = ("tool_use_id",)
+    elif kind == "container_upload":
+        required = ("file_id",)
+    else:
+        required = ("id", "name", "server_name") if kind == "mcp_tool_use" else ("id", "name")
+        if not isinstance(block.get("input"), dict):
+            raise ContentError(f"{where}: a {kind} block needs an input object")
+    for field in required:
+        if not isinstance(block.get(field), str) or not block[field]:
+            raise ContentError(f"{where}: a {kind} block needs a string {field}")
+    check_json(block, where)
+    return block
+
+
+def _provider_part(item: dict[str, Any], kind: str, where: str) -> dict[str, Any]:
+    """An ``anthropic_call``, ``anthropic_block``, ``anthropic_container`` or ``openai_audio`` part, checked
+    (see the table above)."""
+    if kind == "anthropic_block":
+        _keys(item, where, {"type", "block"})
+        return {"type": kind, "block": anthropic_block(item.get("block"), f"{where}.block")}
+    if kind == "anthropic_container":
+        _keys(item, where, {"type", "container"})
+        container = item.get("container")
+        if not isinstance(container, dict) or not isinstance(container.get("id"), str) or not container["id"]:
+            raise ContentError(f"{where}.container must be Anthropic's container object, with its string id")
+        container = {k: v for k, v in container.items() if v is not None}
+        check_json(container, f"{where}.container")
+        return {"type": kind, "container": container}
+    if kind == "openai_audio":
+        _keys(item, where, {"type", "id", "transcript", "expires_at"})
+        if not isinstance(item.get("id"), str) or not item["id"]:
+            raise ContentError(f"{where}: an openai_audio part needs the audio's string id")
+        if not isinstance(item.get("transcript", ""), str):
+            raise ContentError(f"{where}.transcript must be a string")
+        expires = item.get("expires_at", 0)
+        if isinstance(expires, bool) or not isinstance(expires, int):
+            raise ContentError(f"{where}.expires_at must be an int (seconds since the epoch)")
+        return {"type": kind, **{k: item[k] for k in ("id", "transcript", "expires_at") if k in item}}
+    _keys(item, where, {"type", "call_id", "caller", "toolset_name"})
+    if not isinstance(item.get("call_id"), str) or not item["call_id"]:
+        raise ContentError(f"{where}: an anthropic_call part needs its tool call's call_id")
+    out: dict[str, Any] = {"type": kind, "call_id": item["call_id"]}
+    if "caller" in item:
+        caller = item["caller"]
+        if not isinstance(caller, dict) or not isinstance(caller.get("type"), str):
+            raise ContentError(
+                f"{where}.caller must be a JSON object with a string type (Anthropic's caller)"
+            )
+        check_json(caller, f"{where}.caller")
+        out["caller"] = caller
+    if "toolset_name" in item:
+        if not isinstance(item["toolset_name"], str):
+            raise ContentError(f"{where}.toolset_name must be a string")
+        out["toolset_name"] = item["toolset_name"]
+    return out
+
+
 def _check_call_items(out: dict[str, Any]) -> None:
     """Each ``function_call`` item among the parts is one of the message's tool calls (its ``call_id`` and
     ``name``): compile pairs results with the tool calls, and the Responses dialect replays the item."""
     calls = {c["id"]: c["name"] for c in out.get("tool_calls", ())}
     placed: set[str] = set()
+    anthropic: set[str] = set()
     for index, part in enumerate(out.get("parts", ())):
+        if part["type"] == "anthropic_call":
+            if part["call_id"] not in calls or part["call_id"] in anthropic:
+                raise ContentError(
+                    f"parts[{index}]: anthropic_call {part['call_id']!r} is not one of the message's tool_calls "
+                    "(or is placed twice)"
+                )
+            anthropic.add(part["call_id"])
         if part["type"] == "gemini_call":
             if part["call_id"] not in calls or part["call_id"] in placed:
                 raise ContentError(
@@ -1035,7 +1289,21 @@ def _no_media(oid: str) -> bytes:
 def _to_part(p: dict[str, Any], load_media: MediaLoader) -> Part:
     kind = p["type"]
     if kind == "text":
-        return Part(type="text", text=p["text"], thought_signature=p.get("thought_signature"))
+        citations = p.get("citations")
+        return Part(
+            type="text",
+            text=p["text"],
+            thought_signature=p.get("thought_signature"),
+            citations=tuple(citations) if citations is not None else None,
+        )
+    if kind == "anthropic_call":
+        return Part(
+            type=kind, call_id=p["call_id"], caller=p.get("caller"), toolset_name=p.get("toolset_name")
+        )
+    if kind in ("anthropic_block", "anthropic_container"):
+        return Part(type=kind, item=p[kind.removeprefix("anthropic_")])
+    if kind == "openai_audio":
+        return Part(type=kind, item={k: v for k, v in p.items() if k != "type"})
     if kind in ("gemini_thought", "gemini_call"):
         return Part(
             type=kind,
@@ -1062,6 +1330,8 @@ def _to_part(p: dict[str, Any], load_media: MediaLoader) -> Part:
         return Part(type=kind, thinking=p["thinking"], signature=p["signature"])
     if kind == "redacted_thinking":
         return Part(type=kind, redacted=p["data"])
+    if kind == "reasoning":
+        return Part(type=kind, thinking=p["reasoning"])
     if kind == "responses_item":
         return Part(type=kind, item=p["item"])
     return Part(type="refusal", refusal=p["refusal"])
@@ -1077,7 +1347,13 @@ def to_message(data: dict[str, Any], load_media: MediaLoader = _no_media) -> Mes
         if len(data) == 3 and "text" in data:  # type, role, text: plain text (the usual message)
             return Message(role=data["role"], content=data["text"])
         calls = tuple(
-            ToolCall(id=c["id"], name=c["name"], arguments=c["arguments"]) for c in data.get("tool_calls", ())
+            ToolCall(
+                id=c["id"],
+                name=c["name"],
+                arguments=c["arguments"],
+                invalid_arguments=c.get("invalid_arguments"),
+            )
+            for c in data.get("tool_calls", ())
         )
         return Message(
             role=data["role"],
@@ -1126,6 +1402,8 @@ def part_markers(parts: object, sizes: dict[str, int] | None = None) -> str:
             markers.append(f"[thinking {len(str(part.get('thinking', '')))} chars]")
         elif kind == "redacted_thinking":
             markers.append("[redacted thinking]")
+        elif kind == "reasoning":
+            markers.append(f"[reasoning {len(str(part.get('reasoning', '')))} chars]")
         elif kind == "refusal":
             markers.append(f"[refusal: {part.get('refusal')}]")
         elif kind == "responses_item":
@@ -1133,6 +1411,11 @@ def part_markers(parts: object, sizes: dict[str, int] | None = None) -> str:
             markers.append(f"[{item.get('type') if isinstance(item, dict) else 'responses_item'}]")
         elif kind == "gemini_thought":
             markers.append(f"[thought {len(str(part.get('text', '')))} chars]")
+        elif kind == "anthropic_block":
+            block = part.get("block")
+            markers.append(f"[{block.get('type') if isinstance(block, dict) else 'anthropic_block'}]")
+        elif kind == "openai_audio":
+            markers.append(f"[audio {part.get('id')}]")
         elif kind == "gemini_part":
             inner = part.get("part")
             fields = sorted(k for k in inner if k != "thought_signature") if isinstance(inner, dict) else []
@@ -1171,7 +1454,10 @@ def message_text(data: dict[str, Any]) -> str:
     for call in data.get("tool_calls", ()):
         import json  # lazy: keeps `import tractkv` light
 
-        text += call["name"] + json.dumps(call["arguments"], sort_keys=True)
+        invalid = call.get("invalid_arguments")  # the model's own string, counted as written
+        text += call["name"] + (
+            invalid if isinstance(invalid, str) else json.dumps(call["arguments"], sort_keys=True)
+        )
     return text
 
 

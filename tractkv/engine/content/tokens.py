@@ -22,7 +22,10 @@ than text (:func:`part_tokens`), by these documented estimates:
   item's summary through the counter plus ``len(encrypted_content) / 4``, another item ``len(JSON) / 4``
   (a function_call none: it is counted as the tool call); **gemini_thought**: its text through the counter;
   **gemini_part**: ``len(JSON) / 4`` (bytes as their repr); a ``thought_signature`` and a **gemini_call**
-  nothing (the signature is not billed as text; the call is counted as the tool call).
+  nothing (the signature is not billed as text; the call is counted as the tool call); an Anthropic
+  **anthropic_block** (a server tool block) and a text part's **citations**: ``len(JSON) / 4``; an
+  **anthropic_call**, **anthropic_container** and **openai_audio** nothing; **reasoning**
+  (unsigned reasoning text) nothing: no dialect sends it.
 """
 
 from __future__ import annotations
@@ -304,6 +307,10 @@ def part_tokens(
             total += counter.count(str(part.get("text", "")))
         elif kind == "gemini_part":
             total += _item_tokens(part.get("part"), counter)
+        elif kind == "anthropic_block":
+            total += _item_tokens(part.get("block"), counter)
+        elif kind == "text" and part.get("citations"):
+            total += _item_tokens({"citations": part["citations"]}, counter)
     return total
 
 

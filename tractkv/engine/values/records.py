@@ -222,11 +222,21 @@ class CompiledContext:
         * a Gemini part kept verbatim (``executable_code``, ``inline_data`` a model made, ...), for every
           dialect but ``"gemini"``; ``call_id`` its fields, e.g. ``gemini:executable_code``;
         * an Anthropic ``redacted_thinking`` block, for ``"gemini"`` (Gemini has no form for another model's
-          encrypted reasoning); ``call_id`` ``redacted_thinking``.
+          encrypted reasoning); ``call_id`` ``redacted_thinking``;
+        * an Anthropic server tool block (``server_tool_use``, ``web_search_tool_result``, ...), for every
+          dialect but ``"anthropic"``; ``call_id`` its ``id`` or ``tool_use_id``;
+        * the ``citations`` of an Anthropic text block (its text is sent), for every dialect but
+          ``"anthropic"``; ``call_id`` ``citations``;
+        * an OpenAI audio reply (``openai_audio``), for every dialect but ``"openai"``; ``call_id`` its id.
+        * for ``"anthropic"`` and ``"gemini"``, whose tool calls need an object, each tool call recorded with
+          ``invalid_arguments`` (arguments the model wrote that are not a JSON object): it is sent with ``{}``,
+          one ``invalid_arguments`` repair naming the call (``call_id`` its id). OpenAI's dialects send the
+          exact string and list nothing.
 
         Reasoning the dialect cannot read (Anthropic thinking, Responses reasoning, Gemini thoughts and
-        signatures elsewhere) is left out without a repair, and function calls go as tool calls, so neither is
-        listed.
+        signatures elsewhere) is left out without a repair, function calls go as tool calls (a ``tool_use``
+        block's place and ``caller`` only matter to Anthropic), and a recorded ``container`` is request
+        state, not content, so none is listed.
 
         Raises:
             InvalidInput: an unknown dialect.
@@ -246,6 +256,8 @@ class CompiledContext:
                     repairs.append(
                         Repair(kind="dropped_item", commit_id=commit_id, call_id=name, detail=detail)
                     )
+            if dialect in ("anthropic", "gemini"):
+                repairs.extend(_invalid_arguments(message, commit_id, dialect))
             if dialect == "responses" and message.parts:
                 from tractkv.engine.content import unsent_reasoning
 
@@ -398,6 +410,27 @@ class CompiledContext:
         )
 
 
+def _invalid_arguments(message: Message, commit_id: ObjectId, dialect: str) -> list[Repair]:
+    """One ``invalid_arguments`` repair per tool call of ``message`` whose arguments are not a JSON object
+    (sent to ``dialect`` as ``{}``)."""
+    from tractkv.engine.values.repairs import Repair
+
+    out = []
+    for call in message.tool_calls:
+        if call.invalid_arguments is not None:
+            shown = (
+                call.invalid_arguments
+                if len(call.invalid_arguments) <= 80
+                else call.invalid_arguments[:77] + "..."
+            )
+            detail = (
+                f"tool call {call.id} ({call.name}): its arguments are not a JSON object ({shown!r}); "
+                f"{dialect} needs one: sent as {{}}"
+            )
+            out.append(Repair(kind="invalid_arguments", commit_id=commit_id, call_id=call.id, detail=detail))
+    return out
+
+
 def _left_out_part(part: Any, dialect: str) -> tuple[str, str]:
     """``(name, what)`` of a part ``dialect`` has no form for (see :meth:`CompiledContext.left_out`),
     ``("", "")`` for a part it renders or leaves out silently."""
@@ -411,4 +444,15 @@ def _left_out_part(part: Any, dialect: str) -> tuple[str, str]:
         return f"gemini:{fields}", f"the Gemini part {fields}"
     if part.type == "redacted_thinking" and dialect == "gemini":
         return "redacted_thinking", "an Anthropic redacted_thinking block"
+    if part.type == "openai_audio" and dialect != "openai" and part.item is not None:
+        name = str(part.item.get("id"))
+        return name, f"the OpenAI audio reply {name}"
+    if dialect == "anthropic":
+        return "", ""
+    if part.type == "anthropic_block" and part.item is not None:
+        kind = str(part.item.get("type"))
+        name = str(part.item.get("id") or part.item.get("tool_use_id") or kind)
+        return name, f"the Anthropic server tool block {name} ({kind})"
+    if part.type == "text" and part.citations is not None:
+        return "citations", "a text block's citations (its text is sent)"
     return "", ""

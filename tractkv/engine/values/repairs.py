@@ -19,7 +19,8 @@ class Repair:
         kind: ``placeholder_result`` (an unanswered call got a placeholder error result) or
             ``dropped_result`` (a result answering no open call was left out); ``dropped_item`` (an OpenAI
             Responses provider item a dialect has no form for, or cannot send alone: :meth:`CompiledContext.left_out`,
-            not compile).
+            not compile); ``invalid_arguments`` (a tool call whose arguments are not a JSON object, sent with
+            ``{}`` to a dialect that needs one: also ``left_out``).
         commit_id: the dropped result's commit, or the commit of the message that made the call.
         call_id: the tool call id concerned.
         detail: one sentence for people.

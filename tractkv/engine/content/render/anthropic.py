@@ -3,12 +3,13 @@
 
 from __future__ import annotations
 
+import copy
 import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from tractkv.engine.content.media import TEXT, b64
-from tractkv.engine.content.payload import Message, Part, ToolCall
+from tractkv.engine.content.payload import SERVER_BLOCKS, Message, Part, ToolCall, anthropic_block, check_json
 from tractkv.engine.content.render.common import (
     _string_field,
     check_arguments,
@@ -17,7 +18,7 @@ from tractkv.engine.content.render.common import (
     normalized_usage,
 )
 from tractkv.engine.content.toolsets import ANTHROPIC, ANTHROPIC_SERVER, EMPTY_PARAMETERS, read_stored
-from tractkv.errors import InvalidInput, MalformedResponse
+from tractkv.errors import ContentError, InvalidInput, MalformedResponse
 
 
 def messages_to_anthropic(messages: Sequence[Message]) -> dict[str, Any]:
@@ -31,9 +32,14 @@ def messages_to_anthropic(messages: Sequence[Message]) -> dict[str, Any]:
     ``tool_use`` blocks and tool results ``tool_result`` blocks in a user turn; consecutive turns of one role
     are merged into one turn of content blocks, as the API expects tool results for one assistant turn to
     arrive together. Within a user turn the ``tool_result`` blocks come first (the API requires them right
-    after the ``tool_use`` turn), followed by the turn's other blocks in their original order; within an
-    assistant turn ``thinking`` / ``redacted_thinking`` blocks come first, exactly as recorded (signature,
-    data), then text, then ``tool_use``. Parts: images and documents are native ``image`` / ``document``
+    after the ``tool_use`` turn), followed by the turn's other blocks in their original order. An assistant
+    message recorded with its block order (an ``anthropic_call`` part placing each ``tool_use``, or an
+    ``anthropic_block`` part: a server tool block, sent back verbatim) is sent in its parts' order, each
+    ``tool_use`` where it stood (with its ``caller`` and ``toolset_name``); a turn holding one keeps every
+    message's blocks in place (another message's thinking first within that message). Otherwise (every
+    message written before block order was recorded) ``thinking`` / ``redacted_thinking`` blocks come first
+    in the turn, exactly as recorded (signature, data), then text, then ``tool_use``. A text part's
+    ``citations`` go back on its text block. Parts: images and documents are native ``image`` / ``document``
     blocks (a ``base64`` source of the exact bytes, a ``text`` source for ``text/plain``, or a ``url``
     source; ``title`` kept, ``detail`` has no Anthropic field), also inside a ``tool_result``'s content when
     the result has parts; a refusal part is sent as text. Text that is empty or only whitespace is not sent
@@ -50,6 +56,7 @@ def messages_to_anthropic(messages: Sequence[Message]) -> dict[str, Any]:
     """
     system: list[Message] = []
     turns: list[tuple[str, list[dict[str, Any]]]] = []
+    segments: list[list[tuple[list[dict[str, Any]], bool]]] = []  # per turn: each message's blocks, ordered
     leading = True
     ids = _AnthropicIds()
     for message in messages:
@@ -71,33 +78,35 @@ def messages_to_anthropic(messages: Sequence[Message]) -> dict[str, Any]:
                 block["is_error"] = True
             blocks.append(block)
         else:
-            if message.role == "system":
-                blocks.append({"type": "text", "text": f"System: {message.content}"})
-            elif message.parts:
-                blocks.extend(_anthropic_parts(message.parts))
-            elif message.content.strip():
-                blocks.append({"type": "text", "text": message.content})
-            if message.name is not None and message.role != "system":
-                _prefix_name(blocks, message.name)
             if message.tool_calls:
                 ids.open_turn()
-            blocks.extend(
-                {"type": "tool_use", "id": ids.call(c.id), "name": c.name, "input": c.arguments}
-                for c in message.tool_calls
-            )
+            if _ordered(message):
+                blocks = _ordered_blocks(message, ids)
+            else:
+                if message.role == "system":
+                    blocks.append({"type": "text", "text": f"System: {message.content}"})
+                elif message.parts:
+                    blocks.extend(_anthropic_parts(message.parts))
+                elif message.content.strip():
+                    blocks.append({"type": "text", "text": message.content})
+                if message.name is not None and message.role != "system":
+                    _prefix_name(blocks, message.name)
+                blocks.extend(_tool_use(c, ids) for c in message.tool_calls)
         if not blocks:
             continue
         if message.cache is not None:
             _mark(blocks, message.cache)
         if turns and turns[-1][0] == role:
             turns[-1][1].extend(blocks)
+            segments[-1].append((blocks, _ordered(message)))
         else:
-            turns.append((role, blocks))
-    for role, blocks in turns:
+            turns.append((role, list(blocks)))  # the turn's list grows; the message's stays its own
+            segments.append([(blocks, _ordered(message))])
+    for (role, blocks), parts in zip(turns, segments, strict=True):
         if role == "user":
             blocks.sort(key=lambda b: b["type"] != "tool_result")  # stable: results first, the rest after
         else:
-            blocks.sort(key=lambda b: b["type"] not in _THINKING)  # stable: thinking first, as recorded
+            blocks[:] = _assistant_turn(parts)
     if turns and turns[-1][0] == "assistant":
         _strip_final_text(turns)
     if not turns or turns[0][0] != "user":
@@ -107,6 +116,80 @@ def messages_to_anthropic(messages: Sequence[Message]) -> dict[str, Any]:
         simple = len(blocks) == 1 and blocks[0]["type"] == "text" and "cache_control" not in blocks[0]
         rendered.append({"role": role, "content": blocks[0]["text"] if simple else blocks})
     return {"messages": rendered, "system": _system(system)}
+
+
+def _assistant_turn(messages: list[tuple[list[dict[str, Any]], bool]]) -> list[dict[str, Any]]:
+    """An assistant turn's blocks from its messages' (blocks, ordered): with no ordered message, thinking
+    first, as recorded (every message stored before block order was kept); else each message's blocks in
+    place (an unordered one's thinking first within it), and when the turn holds thinking but does not start
+    with it (an earlier message's text before a reply's thinking), the thinking that leads its message comes
+    first in the turn, as Anthropic requires."""
+    blocks = [b for own, _ in messages for b in own]
+    if not any(is_ordered for _, is_ordered in messages):
+        return sorted(blocks, key=lambda b: b["type"] not in _THINKING)  # stable
+    placed = [
+        own if is_ordered else sorted(own, key=lambda b: b["type"] not in _THINKING)
+        for own, is_ordered in messages
+    ]
+    flat = [b for own in placed for b in own]
+    if not flat or flat[0]["type"] in _THINKING or not any(b["type"] in _THINKING for b in flat):
+        return flat
+    first: list[dict[str, Any]] = []
+    rest: list[dict[str, Any]] = []
+    for own in placed:
+        lead = 0
+        while lead < len(own) and own[lead]["type"] in _THINKING:
+            lead += 1
+        first.extend(own[:lead])
+        rest.extend(own[lead:])
+    return first + rest
+
+
+def _ordered(message: Message) -> bool:
+    """True when an assistant message was recorded with its block order: it has an ``anthropic_call`` or
+    ``anthropic_block`` part (written since block order is recorded; older messages have neither)."""
+    return message.role == "assistant" and any(p.type in _ORDER_PARTS for p in message.parts)
+
+
+_ORDER_PARTS = ("anthropic_call", "anthropic_block")
+
+
+def _tool_use(call: ToolCall, ids: _AnthropicIds, part: Part | None = None) -> dict[str, Any]:
+    block: dict[str, Any] = {
+        "type": "tool_use",
+        "id": ids.call(call.id),
+        "name": call.name,
+        "input": call.arguments,
+    }
+    if part is not None and part.caller is not None:
+        block["caller"] = copy.deepcopy(part.caller)
+    if part is not None and part.toolset_name is not None:
+        block["toolset_name"] = part.toolset_name
+    return block
+
+
+def _ordered_blocks(message: Message, ids: _AnthropicIds) -> list[dict[str, Any]]:
+    """An ordered message's blocks: each part in order, each ``tool_use`` where its ``anthropic_call`` part
+    stands (a call with none, after the rest), the name prefix as for any message (a ``<name>:`` text it adds
+    goes after the leading thinking, which stays first)."""
+    calls = {c.id: c for c in message.tool_calls}
+    placed: set[str] = set()
+    rebuilt: list[dict[str, Any]] = []
+    for part in message.parts:
+        if part.type == "anthropic_call" and part.call_id in calls and part.call_id not in placed:
+            placed.add(part.call_id)
+            rebuilt.append(_tool_use(calls[part.call_id], ids, part))
+        else:
+            rebuilt.extend(_anthropic_parts((part,)))
+    if message.name is not None:  # on its first text, or a text of its own after the leading thinking
+        lead = 0
+        while lead < len(rebuilt) and rebuilt[lead]["type"] in _THINKING:
+            lead += 1
+        rest = rebuilt[lead:]
+        _prefix_name(rest, message.name)
+        rebuilt[lead:] = rest
+    rebuilt.extend(_tool_use(c, ids) for c in message.tool_calls if c.id not in placed)
+    return rebuilt
 
 
 def cache_control(ttl: str) -> dict[str, str]:
@@ -209,6 +292,10 @@ def _anthropic_parts(parts: Sequence[Part]) -> list[dict[str, Any]]:
     for part in parts:
         if part.type == "text" and part.text and part.text.strip():
             out.append({"type": "text", "text": part.text})
+            if part.citations is not None:
+                out[-1]["citations"] = copy.deepcopy(list(part.citations))
+        elif part.type == "anthropic_block" and part.item is not None:
+            out.append(copy.deepcopy(part.item))
         elif part.type in ("image", "document"):
             if part.data is None:
                 source: dict[str, Any] = {"type": "url", "url": part.url}
@@ -261,7 +348,8 @@ MAX_CACHE_BREAKPOINTS = 4
 def anthropic_params(
     messages: Sequence[Message], tools: Sequence[Mapping[str, Any]], tools_cache: str | None = None
 ) -> dict[str, Any]:
-    """Keyword arguments for ``client.messages.create``: system (when set), messages, tools (when any);
+    """Keyword arguments for ``client.messages.create``: system (when set), messages, tools (when any),
+    ``container`` (when the latest assistant message was answered in one: :func:`latest_container`);
     ``tools_cache`` puts a cache breakpoint on the last tool.
 
     Raises:
@@ -281,11 +369,26 @@ def render_anthropic_params(
     params: dict[str, Any] = {"messages": rendered["messages"]}
     if rendered["system"]:
         params["system"] = rendered["system"]
+    container = latest_container(messages)
+    if container is not None:
+        params["container"] = container
     if tools:
         params["tools"] = [tool_to_anthropic(t) for t in tools]
         if tools_cache is not None:
             params["tools"][-1]["cache_control"] = cache_control(tools_cache)
     return params
+
+
+def latest_container(messages: Sequence[Message]) -> str | None:
+    """The id of the container the latest assistant message was answered in (its ``anthropic_container``
+    part: code execution's), which the next request names as ``container``; None when that message has none."""
+    for message in reversed(messages):
+        if message.role == "assistant":
+            for part in message.parts:
+                if part.type == "anthropic_container" and part.item is not None:
+                    return str(part.item["id"])
+            return None
+    return None
 
 
 def _cache_marks(params: Mapping[str, Any]) -> list[tuple[str, Mapping[str, Any]]]:
@@ -333,13 +436,17 @@ def anthropic_reply(
 ) -> tuple[tuple[dict[str, Any], ...], tuple[ToolCall, ...], tuple[dict[str, Any], ...]]:
     """The parts, tool calls and omitted blocks of an Anthropic message's ``content``.
 
-    Parts keep the blocks' order: ``text`` (empty text left out; a text block with ``citations`` is also
-    returned whole among the omitted blocks, as ``{"type": "citations", "content_index", "text",
-    "citations"}``, since a part holds text only), ``thinking`` as
-    ``{"type": "thinking", "thinking", "signature"}`` and ``redacted_thinking`` as ``{"type":
-    "redacted_thinking", "data"}``, exactly as sent (the API checks them when they come back). ``tool_use``
-    blocks are the tool calls. Any other block (server tool use and results, ...) has no place in a message:
-    it is returned as the third item (JSON values only) for the caller to keep elsewhere.
+    Parts keep the blocks' order: ``text`` (empty text left out; its ``citations`` kept on the part),
+    ``thinking`` as ``{"type": "thinking", "thinking", "signature"}`` and ``redacted_thinking`` as ``{"type":
+    "redacted_thinking", "data"}``, exactly as sent (the API checks them when they come back), a server tool
+    block (``server_tool_use``, any ``*_tool_result``, ``mcp_tool_use``, ``mcp_tool_result``,
+    ``container_upload``) as ``{"type": "anthropic_block", "block"}``, verbatim but for top-level keys set to
+    None. ``tool_use`` blocks are the tool calls; where one stood is an ``{"type": "anthropic_call",
+    "call_id"}`` part (with its ``caller`` / ``toolset_name`` when sent), one per call, only when needed: when
+    a call has a caller or toolset name, or the blocks' order is not the one the message renders in without
+    them (:func:`messages_to_anthropic`: thinking first, then the rest, then ``tool_use``), so a reply in that
+    order is stored as before. Any other block type (a new kind tractkv does not know) has no place in a
+    message: it is returned as the third item (JSON values only) for the caller to keep elsewhere.
 
     Raises:
         MalformedResponse: ``blocks`` is not a list, or a block of a known type has the wrong shape.
@@ -348,6 +455,7 @@ def anthropic_reply(
         raise MalformedResponse("a message needs a 'content' list of blocks")
     parts: list[dict[str, Any]] = []
     calls: list[ToolCall] = []
+    places: list[dict[str, Any]] = []  # the anthropic_call parts, in parts (by position), kept if needed
     omitted: list[dict[str, Any]] = []
     for index, block in enumerate(blocks):
         if not isinstance(block, Mapping):
@@ -356,9 +464,7 @@ def anthropic_reply(
         if kind == "text":
             text = _string_field(block, "text", where)
             if text:
-                parts.append({"type": "text", "text": text})
-            if block.get("citations"):  # kept beside the message, which has no place for them
-                omitted.append(json_values({**block, "type": "citations", "content_index": index}))
+                parts.append({"type": "text", "text": text, **_citations(block, where)})
         elif kind == "thinking":
             parts.append(
                 {
@@ -370,16 +476,84 @@ def anthropic_reply(
         elif kind == "redacted_thinking":
             parts.append({"type": "redacted_thinking", "data": _string_field(block, "data", where)})
         elif kind == "tool_use":
-            call_id, name, arguments = block.get("id"), block.get("name"), block.get("input", {})
-            if not isinstance(call_id, str) or not call_id or not isinstance(name, str) or not name:
-                raise MalformedResponse(f"{where} tool_use block needs string 'id' and 'name'")
-            if not isinstance(arguments, Mapping):
-                raise MalformedResponse(f"{where} tool_use 'input' must be an object")
-            check_arguments(arguments, f"{where} tool_use 'input'")
-            calls.append(ToolCall(id=call_id, name=name, arguments=dict(arguments)))
+            calls.append(_read_tool_use(block, where))
+            places.append(_place(block, calls[-1].id, where))
+            parts.append(places[-1])
+        elif isinstance(kind, str) and (kind in SERVER_BLOCKS or kind.endswith("_tool_result")):
+            try:
+                kept = anthropic_block(copy.deepcopy(dict(block)), where)
+            except (ContentError, RecursionError) as exc:
+                raise MalformedResponse(f"{where}: {exc}") from None
+            parts.append({"type": "anthropic_block", "block": kept})
         else:
             omitted.append(json_values(block))
+    if places and not _needs_places(parts, places):
+        parts = [p for p in parts if p["type"] != "anthropic_call"]
     return tuple(parts), tuple(calls), tuple(omitted)
+
+
+def anthropic_container(container: object) -> dict[str, Any] | None:
+    """The ``{"type": "anthropic_container", "container"}`` part of a message's ``container`` (its JSON values:
+    ``id``, ``expires_at``, ...), None when it has none.
+
+    Raises:
+        MalformedResponse: a container that is not an object with a string ``id``.
+    """
+    if container is None:
+        return None
+    if not isinstance(container, Mapping) or not isinstance(container.get("id"), str) or not container["id"]:
+        raise MalformedResponse("a message's 'container' must be an object with a string 'id'")
+    return {"type": "anthropic_container", "container": json_values(container)}
+
+
+def _read_tool_use(block: Mapping[str, Any], where: str) -> ToolCall:
+    call_id, name, arguments = block.get("id"), block.get("name"), block.get("input", {})
+    if not isinstance(call_id, str) or not call_id or not isinstance(name, str) or not name:
+        raise MalformedResponse(f"{where} tool_use block needs string 'id' and 'name'")
+    if not isinstance(arguments, Mapping):
+        raise MalformedResponse(f"{where} tool_use 'input' must be an object")
+    check_arguments(arguments, f"{where} tool_use 'input'")
+    return ToolCall(id=call_id, name=name, arguments=dict(arguments))
+
+
+def _place(block: Mapping[str, Any], call_id: str, where: str) -> dict[str, Any]:
+    """The ``anthropic_call`` part of a ``tool_use`` block: its call id, its ``caller`` and ``toolset_name``."""
+    place: dict[str, Any] = {"type": "anthropic_call", "call_id": call_id}
+    caller = block.get("caller")
+    if caller is not None:
+        if not isinstance(caller, Mapping) or not isinstance(caller.get("type"), str):
+            raise MalformedResponse(f"{where} tool_use 'caller' must be an object with a string type")
+        place["caller"] = json_values(caller)
+    if block.get("toolset_name") is not None:
+        place["toolset_name"] = _string_field(block, "toolset_name", where)
+    return place
+
+
+def _needs_places(parts: list[dict[str, Any]], places: list[dict[str, Any]]) -> bool:
+    """Whether a reply's ``anthropic_call`` parts say something: a caller or toolset name, or an order the
+    rendering without them (see :func:`messages_to_anthropic`) would not give back."""
+    if any(len(p) > 2 for p in places):
+        return True
+    kinds = [p["type"] for p in parts]
+    if "anthropic_block" in kinds:  # the message keeps its order anyway: are the calls all at the end?
+        return kinds[len(kinds) - len(places) :] != ["anthropic_call"] * len(places)
+    rank = [0 if k in _THINKING else 2 if k == "anthropic_call" else 1 for k in kinds]
+    return rank != sorted(rank)
+
+
+def _citations(block: Mapping[str, Any], where: str) -> dict[str, Any]:
+    """``{"citations": [...]}`` of a text block that has some (verbatim), else ``{}``."""
+    citations = block.get("citations")
+    if not citations:
+        return {}
+    if not isinstance(citations, list) or not all(isinstance(c, Mapping) for c in citations):
+        raise MalformedResponse(f"{where} text 'citations' must be a list of objects")
+    kept = copy.deepcopy(citations)
+    try:
+        check_json(kept, f"{where} citations")
+    except ContentError as exc:
+        raise MalformedResponse(str(exc)) from None
+    return {"citations": kept}
 
 
 def anthropic_usage(usage: object) -> dict[str, Any] | None:

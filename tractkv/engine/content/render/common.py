@@ -20,10 +20,6 @@ payload and its ``tool_calls`` list take two of :data:`tractkv.codec.MAX_DEPTH`'
 _INT_RANGE = (-(2**63), codec.INT_MAX)  # the integers a stored payload can hold
 
 
-def _no_constant(name: str) -> Any:
-    raise ValueError(f"{name}, which is not a JSON value")
-
-
 def check_arguments(arguments: Mapping[str, Any], where: str) -> None:
     """Refuse tool-call arguments a store could not hold, before anything is copied or committed: nesting
     deeper than :data:`MAX_ARGUMENT_DEPTH`, NaN or infinite floats, integers outside 64 bits, non-string

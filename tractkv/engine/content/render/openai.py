@@ -4,15 +4,13 @@
 from __future__ import annotations
 
 import copy
-import json
 import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from tractkv.engine.content.media import PDF, data_url
-from tractkv.engine.content.payload import Message, Part, ToolCall
+from tractkv.engine.content.payload import Message, Part, ToolCall, parse_arguments
 from tractkv.engine.content.render.common import (
-    _no_constant,
     _string_field,
     check_arguments,
     function_fields,
@@ -35,10 +33,11 @@ def messages_to_openai(messages: Sequence[Message]) -> list[dict[str, Any]]:
     out (OpenAI has no field for it). A message's ``name`` is sent with each character Chat refuses in a
     name (whitespace, ``<``, ``|``, ``\\``, ``/``, ``>``) as ``_``. A tool call recorded with an
     ``extra_content`` object (Gemini's OpenAI-compatible endpoint: its thought signature) sends it back on that
-    call, and no other does. A ``tool`` message takes text only, so a result's images and documents follow,
-    after the last result of that run of results, in ONE user message that starts with a text naming the call
-    ids they belong to; the pairing of calls and results is unchanged (every result still directly follows its
-    call's run).
+    call, and no other does. An audio reply (an ``openai_audio`` part) goes back as ``audio: {"id"}`` (without
+    ``content`` when the message has no text, tool calls or refusal). A ``tool`` message takes text only, so a
+    result's images and documents follow, after the last result of that run of results, in ONE user message
+    that starts with a text naming the call ids they belong to; the pairing of calls and results is unchanged
+    (every result still directly follows its call's run).
     """
     out: list[dict[str, Any]] = []
     attachments: list[tuple[str, list[dict[str, Any]]]] = []  # (call id, media parts) of the current run
@@ -73,10 +72,22 @@ def messages_to_openai(messages: Sequence[Message]) -> list[dict[str, Any]]:
         if message.tool_calls:
             entry["content"] = content or None
             entry["tool_calls"] = [_openai_call(call, message.parts) for call in message.tool_calls]
+        if message.role == "assistant":
+            _audio(entry, message.parts)
         out.append(entry)
     if attachments:
         out.append(_openai_attachments(attachments))
     return out
+
+
+def _audio(entry: dict[str, Any], parts: Sequence[Part]) -> None:
+    """An audio reply goes back by id, ``audio: {"id"}`` (OpenAI holds the audio); an assistant message with
+    nothing else to say then has no ``content`` (as OpenAI's multi-turn audio example sends it)."""
+    for part in parts:
+        if part.type == "openai_audio" and part.item is not None:
+            entry["audio"] = {"id": part.item["id"]}
+            if not entry.get("content") and "tool_calls" not in entry and "refusal" not in entry:
+                del entry["content"]
 
 
 _CHAT_NAME_REFUSED = re.compile(r"[\s<|\\/>]")
@@ -89,10 +100,7 @@ def _openai_call(call: ToolCall, parts: Sequence[Part]) -> dict[str, Any]:
     out: dict[str, Any] = {
         "id": call.id,
         "type": "function",
-        "function": {
-            "name": call.name,
-            "arguments": json.dumps(call.arguments, ensure_ascii=False, separators=(",", ":")),
-        },
+        "function": {"name": call.name, "arguments": call.arguments_text},
     }
     for part in parts:
         if part.type == "gemini_call" and part.call_id == call.id and part.extra_content is not None:
@@ -170,10 +178,14 @@ def openai_params(messages: Sequence[Message], tools: Sequence[Mapping[str, Any]
 def openai_tool_call(raw: object, index: int) -> ToolCall:
     """One OpenAI tool call (``{"id", "type": "function", "function": {"name", "arguments"}}``, arguments a
     JSON string or an object) as a :class:`ToolCall`; the flat ``{"id", "name", "arguments"}`` form and
-    :class:`ToolCall` values pass too. Empty arguments (``""`` or missing) mean ``{}``.
+    :class:`ToolCall` values pass too. Empty arguments (``""`` or missing) mean ``{}``. An arguments string
+    that holds no JSON object a payload can store (invalid or truncated JSON, an array, NaN, ...:
+    :func:`~tractkv.engine.content.payload.parse_arguments`) is kept exactly as ``invalid_arguments``, with
+    ``arguments`` ``{}``: the call is recorded and sent back to OpenAI as it came.
 
     Raises:
-        MalformedResponse: not an object, no name or id, or arguments that are not a JSON object.
+        MalformedResponse: not an object, no name or id, or arguments that are neither a string nor a JSON
+            object.
     """
     if isinstance(raw, ToolCall):
         return raw
@@ -183,43 +195,47 @@ def openai_tool_call(raw: object, index: int) -> ToolCall:
     name, arguments = function.get("name"), function.get("arguments")
     if not isinstance(name, str) or not name:
         raise MalformedResponse(f"tool_calls[{index}] has no function name")
-    if arguments is None or (isinstance(arguments, str) and not arguments.strip()):
-        arguments = {}
-    elif isinstance(arguments, str):  # OpenAI sends arguments as a JSON string
-        try:
-            arguments = json.loads(arguments, parse_constant=_no_constant)
-        except json.JSONDecodeError as exc:
-            raise MalformedResponse(f"tool_calls[{index}] ({name}) arguments are not JSON: {exc}") from None
-        except ValueError as exc:  # NaN / Infinity: not JSON, and no store could hold them
-            raise MalformedResponse(f"tool_calls[{index}] ({name}) arguments hold {exc}") from None
-        except RecursionError:  # hostile nesting ("[[[[..."): refused like any other bad JSON
-            raise MalformedResponse(f"tool_calls[{index}] ({name}) arguments are nested too deeply") from None
-    if not isinstance(arguments, Mapping):
-        raise MalformedResponse(f"tool_calls[{index}] ({name}) arguments must be a JSON object")
-    check_arguments(arguments, f"tool_calls[{index}] ({name}) arguments")
     call_id = raw.get("id")
     if not isinstance(call_id, str) or not call_id:
         raise MalformedResponse(f"tool_calls[{index}] ({name}) has no id")
+    if isinstance(arguments, str):  # OpenAI sends arguments as a JSON string
+        parsed = parse_arguments(arguments)
+        if parsed is None:  # what the model wrote is not a JSON object: kept as it is
+            return ToolCall(id=call_id, name=name, arguments={}, invalid_arguments=arguments)
+        arguments = parsed
+    elif arguments is None:
+        arguments = {}
+    if not isinstance(arguments, Mapping):
+        raise MalformedResponse(f"tool_calls[{index}] ({name}) arguments must be a JSON object")
+    check_arguments(arguments, f"tool_calls[{index}] ({name}) arguments")
     return ToolCall(id=call_id, name=name, arguments=dict(arguments))
 
 
 def openai_reply(message: Mapping[str, Any]) -> tuple[tuple[dict[str, Any], ...], tuple[ToolCall, ...]]:
     """The parts and tool calls of an assistant message in OpenAI's shape.
 
-    Parts, in order: the ``content`` (a string, or a list of ``text`` / ``output_text`` / ``refusal`` parts,
+    Parts, in order: LiteLLM's ``thinking_blocks`` (a Claude reply through LiteLLM: ``thinking`` with its
+    ``signature``, ``redacted_thinking`` with its ``data``, as the Anthropic reader keeps them, so the
+    Anthropic dialect sends them back; a thinking block without a signature is ``reasoning``); else a
+    ``reasoning_content`` string (DeepSeek, vLLM, LiteLLM for other providers) as ``{"type": "reasoning",
+    "reasoning"}``, unsigned text no dialect sends back; then the ``content`` (a string, or a list of ``text`` /
+    ``output_text`` / ``refusal`` parts,
     as some OpenAI-compatible servers send) as ``{"type": "text", "text"}`` parts (empty text left out), then
     the message's ``refusal`` as ``{"type": "refusal", "refusal"}``, then for each tool call with an
     ``extra_content`` object (Gemini's OpenAI-compatible endpoint sends ``{"google": {"thought_signature"}}``
     there) ``{"type": "gemini_call", "call_id", "extra_content"}``, which :func:`messages_to_openai` sends back
-    on that call. The fields a message has no place for
-    (``annotations``, ``audio``, the deprecated ``function_call``, some servers' ``reasoning_content``) are
-    :func:`openai_extras`.
+    on that call, then the ``audio`` reply's ``{"type": "openai_audio", "id", "transcript", "expires_at"}``
+    (sent back as ``audio: {"id"}``; the whole ``audio`` also stays among the extras). The fields a message has
+    no place for (``annotations``, ``audio``, the deprecated ``function_call``, some servers' ``reasoning_content``) are
+    :func:`openai_extras` (``reasoning_content`` only when it is neither a part nor the thinking blocks'
+    text).
 
     Raises:
         MalformedResponse: content that is neither text, None nor a list of parts; a refusal that is not a
-            string; ``tool_calls`` not a list, or a malformed call.
+            string; ``tool_calls`` not a list, or a malformed call; ``thinking_blocks`` not a list of
+            thinking / redacted_thinking blocks with string fields.
     """
-    parts: list[dict[str, Any]] = []
+    parts = _reasoning_parts(message)
     content = message.get("content")
     if isinstance(content, str):
         if content:
@@ -256,7 +272,58 @@ def openai_reply(message: Mapping[str, Any]) -> tuple[tuple[dict[str, Any], ...]
             raise MalformedResponse(f"tool_calls[{index}] ({call.name}) extra_content must be an object")
         check_arguments(extra, f"tool_calls[{index}] ({call.name}) extra_content")
         parts.append({"type": "gemini_call", "call_id": call.id, "extra_content": dict(extra)})
+    audio = _audio_part(message.get("audio"))
+    if audio is not None:
+        parts.append(audio)
     return tuple(parts), read
+
+
+def _audio_part(audio: object) -> dict[str, Any] | None:
+    """The ``openai_audio`` part of an assistant message's ``audio`` (its ``id``, ``transcript`` and
+    ``expires_at``; the audio data stays in the omitted fields), None when there is none."""
+    if audio is None:
+        return None
+    if not isinstance(audio, Mapping) or not isinstance(audio.get("id"), str) or not audio["id"]:
+        raise MalformedResponse("message audio must be an object with a string 'id'")
+    part: dict[str, Any] = {"type": "openai_audio", "id": audio["id"]}
+    if isinstance(audio.get("transcript"), str):
+        part["transcript"] = audio["transcript"]
+    expires = audio.get("expires_at")
+    if isinstance(expires, int) and not isinstance(expires, bool) and -(2**63) <= expires < 2**63:
+        part["expires_at"] = expires
+    return part
+
+
+def _reasoning_parts(message: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The parts of a message's ``thinking_blocks`` (LiteLLM) or, without any, its ``reasoning_content``."""
+    blocks = message.get("thinking_blocks")
+    if blocks is None or blocks == []:
+        reasoning = message.get("reasoning_content")
+        return (
+            [{"type": "reasoning", "reasoning": reasoning}]
+            if isinstance(reasoning, str) and reasoning
+            else []
+        )
+    if not isinstance(blocks, list):
+        raise MalformedResponse(f"thinking_blocks must be a list, not {type(blocks).__name__}")
+    parts: list[dict[str, Any]] = []
+    for index, block in enumerate(blocks):
+        where = f"thinking_blocks[{index}]"
+        kind = block.get("type") if isinstance(block, Mapping) else None
+        if kind == "redacted_thinking":
+            parts.append({"type": kind, "data": _string_field(block, "data", where)})
+        elif kind == "thinking":
+            thinking = _string_field(block, "thinking", where)
+            signature = block.get("signature")
+            if isinstance(signature, str) and signature:
+                parts.append({"type": kind, "thinking": thinking, "signature": signature})
+            elif signature is not None and not isinstance(signature, str):
+                raise MalformedResponse(f"{where} thinking block has a signature that is not a string")
+            elif thinking:  # unsigned: nothing Anthropic would take back as thinking
+                parts.append({"type": "reasoning", "reasoning": thinking})
+        else:
+            raise MalformedResponse(f"{where} is not a thinking or redacted_thinking block")
+    return parts
 
 
 OPENAI_EXTRA_FIELDS = ("annotations", "audio", "function_call", "reasoning_content")
@@ -272,11 +339,23 @@ def openai_extras(message: Mapping[str, Any]) -> tuple[dict[str, Any], ...]:
     extras = []
     for field in OPENAI_EXTRA_FIELDS:
         value = message.get(field)
+        if field == "reasoning_content" and _reasoning_read(message, value):
+            continue
         if value not in (None, "", [], {}):
             kept = json_values({"value": value})
             if "value" in kept:
                 extras.append({"type": "openai_field", "field": field, "value": kept["value"]})
     return tuple(extras)
+
+
+def _reasoning_read(message: Mapping[str, Any], reasoning: object) -> bool:
+    """Whether :func:`openai_reply` read ``reasoning_content`` into the parts: as a ``reasoning`` part (no
+    thinking blocks), or as the thinking blocks' text joined (LiteLLM's copy of them)."""
+    blocks = message.get("thinking_blocks")
+    if not isinstance(blocks, list) or not blocks:
+        return isinstance(reasoning, str)
+    joined = "".join(str(b.get("thinking") or "") for b in blocks if isinstance(b, Mapping))
+    return reasoning == joined
 
 
 def openai_usage(usage: object) -> dict[str, Any] | None:

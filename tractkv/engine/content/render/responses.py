@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from tractkv.engine.content.media import PDF, data_url
-from tractkv.engine.content.payload import Message, Part, ToolCall
+from tractkv.engine.content.payload import Message, Part, ToolCall, parse_arguments
 from tractkv.engine.content.render.common import (
     _string_field,
     function_fields,
@@ -59,8 +59,8 @@ def responses_reply(
     ``annotations`` kept in the omitted fields as ``{"type": "openai_field", "field": "annotations",
     "value"}``) and ``refusal`` as ``{"type": "refusal", "refusal"}``; any other item as ``{"type":
     "responses_item", "item": <the item, keys set to None left out>}``. A ``function_call`` is also a tool call
-    (``id`` its ``call_id``, ``arguments`` decoded; ``{}`` when they are not a JSON object: the exact string
-    stays in the item, which the Responses dialect sends back).
+    (``id`` its ``call_id``, ``arguments`` decoded; ``{}`` when they are not a JSON object, the exact string
+    then its ``invalid_arguments``, and in the item, which the Responses dialect sends back).
 
     Raises:
         MalformedResponse: ``output`` not a list; an item not an object or without a string ``type``; a
@@ -124,13 +124,12 @@ def _function_call(item: dict[str, Any], where: str) -> ToolCall:
     for field in ("call_id", "name", "arguments"):
         if not isinstance(item.get(field), str) or (field != "arguments" and not item[field]):
             raise MalformedResponse(f"{where} has no string {field}")
-    try:
-        arguments = json.loads(item["arguments"]) if item["arguments"].strip() else {}
-    except (ValueError, RecursionError):
-        arguments = {}
-    return ToolCall(
-        id=item["call_id"], name=item["name"], arguments=arguments if isinstance(arguments, dict) else {}
-    )
+    arguments = parse_arguments(item["arguments"])
+    if arguments is None:  # not a JSON object: the exact string is the call's (and stays in the item)
+        return ToolCall(
+            id=item["call_id"], name=item["name"], arguments={}, invalid_arguments=item["arguments"]
+        )
+    return ToolCall(id=item["call_id"], name=item["name"], arguments=arguments)
 
 
 def responses_usage(usage: object) -> dict[str, Any] | None:
@@ -219,7 +218,8 @@ def messages_to_responses(messages: Sequence[Message]) -> tuple[str | None, list
     as a data: URL; a text document as ``input_text``) parts. An assistant message: its parts in order, text
     and refusals as one ``{"role": "assistant", "content": <text>}`` each run, each ``responses_item`` part
     verbatim (reasoning ahead of its function_call, as received), thinking left out; then each tool call no
-    function_call item carried, as ``{"type": "function_call", "call_id", "name", "arguments": <JSON>}``; a
+    function_call item carried, as ``{"type": "function_call", "call_id", "name", "arguments": <JSON>}`` (the
+    exact string of a call recorded with ``invalid_arguments``); a
     reasoning item with no output after it in its message is left out (:func:`unsent_reasoning`). A
     tool result: ``{"type": "function_call_output", "call_id", "output": <text>}``, its images and documents
     as the output's list of input parts.
@@ -263,7 +263,11 @@ def _assistant_items(message: Message) -> list[dict[str, Any]]:
     flush()
     for call in message.tool_calls:
         if call.id not in sent:
-            arguments = json.dumps(call.arguments, ensure_ascii=False)
+            arguments = (
+                call.invalid_arguments
+                if call.invalid_arguments is not None  # the model's own string, as it came
+                else json.dumps(call.arguments, ensure_ascii=False)
+            )
             items.append(
                 {"type": "function_call", "call_id": call.id, "name": call.name, "arguments": arguments}
             )
