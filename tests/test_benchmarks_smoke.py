@@ -24,6 +24,14 @@ TINY_ARGS: dict[str, list[str]] = {
 }
 # Cases a benchmark must print (checked when listed here).
 EXPECTED_CASES: dict[str, set[str]] = {
+    "bench_checkpointer": {
+        "checkpointer_ms_per_message",
+        "checkpointer_ms_per_message_nondurable",
+        "checkpointer_bytes",
+        "checkpointer_tool_turn_growth",
+        "checkpointer_tool_ms_per_turn",
+        "checkpointer_tool_bytes",
+    },
     "bench_store": {
         "durable_commit",
         "batched_commit",

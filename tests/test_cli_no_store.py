@@ -19,6 +19,7 @@ HINT = "(create one with `tractkv init`, or `tractkv clone URL`)"
 # One invocation of every command and subcommand that needs a store (argv after `--store PATH`).
 INVOCATIONS: dict[str, list[str]] = {
     "annotate": ["annotate", "HEAD", "pinned"],
+    "blame": ["blame"],
     "branch": ["branch"],
     "budget": ["budget", "1000"],
     "bundle create": ["bundle", "create", "{tmp}/out.tkvbundle"],
@@ -35,6 +36,7 @@ INVOCATIONS: dict[str, list[str]] = {
     "fetch": ["fetch"],
     "fsck": ["fsck"],
     "gc": ["gc"],
+    "grep": ["grep", "x"],
     "log": ["log"],
     "mcp": ["mcp"],
     "merge": ["merge", "other"],

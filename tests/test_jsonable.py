@@ -25,6 +25,7 @@ from tractkv.engine.values import (
     ParentInfo,
     ReflogEntry,
     StatusInfo,
+    ToolChange,
 )
 from tractkv.model import to_jsonable
 from tractkv.toolkit.events import ToolEvent
@@ -213,6 +214,9 @@ def _cases() -> dict[str, Any]:
                     ),
                 ),
                 token_delta=-3,
+                tools=(
+                    ToolChange(change="changed", name="f", before={"name": "f"}, after={"name": "f", "d": 1}),
+                ),
             )
         ),
         "cli_gc": to_jsonable(
@@ -532,6 +536,9 @@ EXPECTED: dict[str, Any] = {
             },
         ],
         "token_delta": -3,
+        "tools": [
+            {"change": "changed", "name": "f", "before": {"name": "f"}, "after": {"name": "f", "d": 1}}
+        ],
     },
     "cli_gc": {"removed_objects": 1, "removed_bytes": 20, "kept_objects": 3, "removed_checkpoints": 0},
     "cli_commit_info": {

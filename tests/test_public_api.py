@@ -19,6 +19,7 @@ from tractkv import errors
 EXPECTED_ALL = [
     "ArtifactContent",
     "AuthError",
+    "BlameEntry",
     "BranchExists",
     "BranchInfo",
     "BranchNotFound",
@@ -79,6 +80,7 @@ EXPECTED_ALL = [
     "Repair",
     "RequestTooLarge",
     "ScriptExhausted",
+    "SearchHit",
     "StatusInfo",
     "Store",
     "StoreClosed",
@@ -91,6 +93,7 @@ EXPECTED_ALL = [
     "TiktokenCounter",
     "TokenCounter",
     "ToolCall",
+    "ToolChange",
     "ToolHookError",
     "ToolPairingError",
     "ToolServerUnavailable",

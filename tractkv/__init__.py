@@ -93,6 +93,7 @@ if TYPE_CHECKING:  # loaded on first access: see _lazy.lazy_exports below
     from tractkv.engine.content import InstructionContent as InstructionContent
     from tractkv.engine.content import ReasoningContent as ReasoningContent
     from tractkv.engine.tools import PendingToolResult as PendingToolResult
+    from tractkv.engine.values import BlameEntry as BlameEntry
     from tractkv.engine.values import BranchInfo as BranchInfo
     from tractkv.engine.values import BudgetOverrun as BudgetOverrun
     from tractkv.engine.values import ChildInfo as ChildInfo
@@ -104,8 +105,10 @@ if TYPE_CHECKING:  # loaded on first access: see _lazy.lazy_exports below
     from tractkv.engine.values import PickResult as PickResult
     from tractkv.engine.values import ReflogEntry as ReflogEntry
     from tractkv.engine.values import Repair as Repair
+    from tractkv.engine.values import SearchHit as SearchHit
     from tractkv.engine.values import StatusInfo as StatusInfo
     from tractkv.engine.values import TagInfo as TagInfo
+    from tractkv.engine.values import ToolChange as ToolChange
 else:
     # public name -> the module that defines it, imported on the first access to one of its names
     __getattr__, __dir__ = _lazy.lazy_exports(
@@ -113,6 +116,7 @@ else:
         {
             "ArtifactContent": "tractkv.engine.content",
             "Conflict": "tractkv.engine.compile",
+            "BlameEntry": "tractkv.engine.values",
             "BranchInfo": "tractkv.engine.values",
             "BudgetOverrun": "tractkv.engine.values",
             "ChildInfo": "tractkv.engine.values",
@@ -129,8 +133,10 @@ else:
             "ReasoningContent": "tractkv.engine.content",
             "ReflogEntry": "tractkv.engine.values",
             "Repair": "tractkv.engine.values",
+            "SearchHit": "tractkv.engine.values",
             "StatusInfo": "tractkv.engine.values",
             "TagInfo": "tractkv.engine.values",
+            "ToolChange": "tractkv.engine.values",
         },
     )
 
@@ -148,6 +154,7 @@ _tract.provide_toolkit(_toolkit_function)
 __all__ = [
     "ArtifactContent",
     "AuthError",
+    "BlameEntry",
     "BranchExists",
     "BranchInfo",
     "BranchNotFound",
@@ -208,6 +215,7 @@ __all__ = [
     "Repair",
     "RequestTooLarge",
     "ScriptExhausted",
+    "SearchHit",
     "StatusInfo",
     "Store",
     "StoreClosed",
@@ -220,6 +228,7 @@ __all__ = [
     "TiktokenCounter",
     "TokenCounter",
     "ToolCall",
+    "ToolChange",
     "ToolHookError",
     "ToolPairingError",
     "ToolServerUnavailable",

@@ -168,6 +168,7 @@ class AsyncTract:
     add_policy = _on_worker(Tract.add_policy)
     annotate = _on_worker(Tract.annotate)
     assistant = _on_worker(Tract.assistant)  # type: ignore[arg-type]  # **kwargs: mypy sees a named self
+    blame = _on_worker(Tract.blame)
     branch = _on_worker(Tract.branch)
     branches = _on_worker(Tract.branches)
     budget = _on_worker(Tract.budget)
@@ -209,6 +210,7 @@ class AsyncTract:
     remotes = _on_worker(Tract.remotes)
     reset = _on_worker(Tract.reset)
     review_tool_result = _on_worker(Tract.review_tool_result)
+    search = _on_worker(Tract.search)
     set_budget = _on_worker(Tract.set_budget)
     set_tools = _on_worker(Tract.set_tools)
     status = _on_worker(Tract.status)

@@ -42,6 +42,7 @@ if TYPE_CHECKING:  # engine modules a few methods need are imported on first use
     from tractkv.engine.tools import PendingToolResult, ToolResults, ToolTurn
     from tractkv.engine.usage import ToolStats, ToolUsage, UsageNode
     from tractkv.engine.values import (
+        BlameEntry,
         BranchInfo,
         ChildInfo,
         ContextDiff,
@@ -51,6 +52,7 @@ if TYPE_CHECKING:  # engine modules a few methods need are imported on first use
         PickResult,
         ReflogEntry,
         RunResult,
+        SearchHit,
         StatusInfo,
         TagInfo,
     )
@@ -464,8 +466,59 @@ class Tract:
         return self._session.log(limit, op_filter, rev=rev)
 
     def diff(self, a: str, b: str | None = None) -> ContextDiff:
-        """Message-level changes between the compiled contexts of ``a`` and ``b`` (default HEAD)."""
+        """Changes between the compiled contexts of ``a`` and ``b`` (default HEAD): messages added, removed and
+        modified (``entries``), and tools added, removed or given another schema (``tools``)."""
         return self._session.diff(a, b)
+
+    def search(
+        self,
+        query: str,
+        /,
+        *,
+        regex: bool = False,
+        ignore_case: bool = False,
+        role: str | None = None,
+        tool: str | None = None,
+        scope: str = "history",
+        branch: str | None = None,
+        after: str | None = None,
+        limit: int | None = None,
+    ) -> list[SearchHit]:
+        """Find ``query`` (a literal, or a regular expression with ``regex=True``) in message text, tool calls
+        (name, arguments), tool results, notes and metadata: one :class:`~tractkv.SearchHit` per matching
+        field (commit, role, tool, field, the snippet with the match's span), newest first.
+
+        ``scope="history"`` (default) searches every commit reachable from ``branch`` (a revision; default
+        HEAD), through an index kept in the local ``derived`` table (built on first use, extended as the
+        branch grows); ``"context"`` the messages compile sends now. ``role`` / ``tool`` keep hits of that
+        speaker / tool, ``after`` those committed after that revision, ``limit`` the first N
+        (:mod:`tractkv.engine.search`).
+
+        Raises:
+            InvalidInput: an empty pattern, a bad regular expression, an unknown scope, a negative limit.
+            UnknownRevision: ``branch`` or ``after`` names no commit."""
+        from tractkv.engine.search import search  # lazy: keeps `import tractkv` light
+
+        return search(
+            self._session,
+            query,
+            regex=regex,
+            ignore_case=ignore_case,
+            role=role,
+            tool=tool,
+            scope=scope,
+            branch=branch,
+            after=after,
+            limit=limit,
+        )
+
+    def blame(self, rev: str | None = None) -> list[BlameEntry]:
+        """For each message of the context at ``rev`` (default HEAD), in order: the commit that wrote it, the
+        commit whose content is shown, and the edits, annotations and compression that shaped it
+        (:class:`~tractkv.BlameEntry`, :mod:`tractkv.engine.blame`)."""
+        from tractkv.engine.blame import blame  # lazy: keeps `import tractkv` light
+
+        return blame(self._session, rev)
 
     def status(self) -> StatusInfo:
         """Branch, HEAD, commit / message / token counts, budget use, ahead / behind its upstream. The budget

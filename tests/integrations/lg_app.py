@@ -14,9 +14,13 @@ import json
 import sys
 from typing import Any
 
+from langchain_core.language_models import BaseChatModel
 from langchain_core.language_models.fake_chat_models import FakeListChatModel
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
+from langchain_core.outputs import ChatGeneration, ChatResult
+from langchain_core.tools import tool
 from langgraph.graph import END, START, MessagesState, StateGraph
+from langgraph.prebuilt import ToolNode, tools_condition
 from langgraph.types import Command, interrupt
 
 from tractkv.integrations.langgraph import TractkvSaver
@@ -66,6 +70,61 @@ def subgraph_graph(saver: Any) -> Any:
     outer.add_edge("inner", "model")
     outer.add_edge("model", END)
     return outer.compile(checkpointer=saver)
+
+
+@tool
+def lookup(city: str) -> str:
+    """The weather in a city."""
+    if city == "Atlantis":
+        raise ValueError("no such city")
+    return f"sunny in {city}"
+
+
+class ToolCallingModel(BaseChatModel):
+    """A fake chat model bound to tools (no network): asked by a user, it calls ``lookup`` with the user's
+    text as the city; given the tool's result, it answers with it. ``bind_tools`` returns itself."""
+
+    def _generate(
+        self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None, **kw: Any
+    ) -> Any:
+        last = messages[-1]
+        if isinstance(last, ToolMessage):
+            reply = AIMessage(content=[{"type": "text", "text": f"It is {last.content}."}])
+        else:
+            turn = sum(isinstance(m, HumanMessage) for m in messages)
+            reply = AIMessage(
+                content="Let me look.",
+                tool_calls=[{"id": f"call_{turn}", "name": "lookup", "args": {"city": str(last.content)}}],
+            )
+        return ChatResult(generations=[ChatGeneration(message=reply)])
+
+    @property
+    def _llm_type(self) -> str:
+        return "tool-calling-fake"
+
+    def bind_tools(self, tools: Any, **kw: Any) -> Any:
+        return self
+
+
+def react_graph(saver: Any) -> Any:
+    """A ``create_react_agent``-style graph: a system prompt, the fake model bound to ``lookup``, a ToolNode
+    (errors become ``status="error"`` tool messages), looping until the model answers without a call."""
+    model = ToolCallingModel().bind_tools([lookup])
+
+    def agent(state: MessagesState) -> dict[str, Any]:
+        return {
+            "messages": [
+                model.invoke([SystemMessage(content="You answer weather questions."), *state["messages"]])
+            ]
+        }
+
+    builder = StateGraph(MessagesState)
+    builder.add_node("agent", agent)
+    builder.add_node("tools", ToolNode([lookup], handle_tool_errors=True))
+    builder.add_edge(START, "agent")
+    builder.add_conditional_edges("agent", tools_condition)
+    builder.add_edge("tools", "agent")
+    return builder.compile(checkpointer=saver)
 
 
 def texts(messages: list[BaseMessage]) -> list[str]:

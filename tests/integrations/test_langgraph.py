@@ -24,7 +24,7 @@ from tractkv.model import Blob, decode
 from tractkv.store import fsck
 
 from .conftest import ROOT, run_script
-from .lg_app import chat_graph, config, subgraph_graph, texts
+from .lg_app import chat_graph, config, react_graph, subgraph_graph, texts
 
 
 @pytest.mark.slow  # fresh interpreters
@@ -302,6 +302,14 @@ def test_a_malformed_record_is_a_decode_error(tmp_path: Path) -> None:
         t.commit({"type": "reasoning", "text": "y"}, metadata={"note": "not ours"})
         with pytest.raises(DecodeError):
             TractkvSaver(t).get_tuple(config("t"))
+    for bad, error in (
+        ({"id": 7, "blob": "0" * 64}, "id is not a string"),
+        ({"id": "m"}, "blob is not an object"),
+    ):
+        with Tract.open(str(tmp_path / "m"), branch=thread_branch(f"t{error[:4]}")) as t:
+            t.user("hi", metadata={"langgraph": {"v": 1, "kind": "message", **bad}})
+            with pytest.raises(DecodeError, match=error):
+                TractkvSaver(t).get_tuple(config(f"t{error[:4]}"))
 
 
 def test_the_saver_never_moves_the_tracts_head(tmp_path: Path) -> None:
@@ -526,9 +534,7 @@ def test_delete_thread_uses_the_branch_delete_and_refuses_a_checked_out_thread(t
     assert "langgraph/t" not in result.output
 
 
-def test_copy_thread_prune_and_delete_for_runs(tmp_path: Path) -> None:
-    from tractkv.errors import Unsupported
-
+def test_copy_thread_and_prune_delete(tmp_path: Path) -> None:
     store = str(tmp_path / "s")
     with TractkvSaver.from_path(store) as saver:
         app = chat_graph(saver)
@@ -539,13 +545,91 @@ def test_copy_thread_prune_and_delete_for_runs(tmp_path: Path) -> None:
         assert len(app.get_state(config("src")).values["messages"]) == 2  # the source did not move
         with pytest.raises(InvalidInput, match="target exists"):
             saver.copy_thread("src", "dst")
-        with pytest.raises(Unsupported, match="keep_latest"):
-            saver.prune(["src"])
-        with pytest.raises(Unsupported, match="delete_for_runs"):
-            asyncio.run(saver.adelete_for_runs(["run"]))
+        with pytest.raises(InvalidInput, match="prune strategy"):
+            saver.prune(["src"], strategy="keep_some")
         saver.prune(["src"], strategy="delete")
         assert saver.get_tuple(config("src")) is None
         assert saver.get_tuple(config("dst")) is not None
+
+
+def _run(thread: str, run: str) -> Any:
+    return {**config(thread), "metadata": {"run_id": run}}
+
+
+def _objects(tract: Tract) -> set[str]:
+    from tractkv.store import Table
+
+    return {bytes(k).hex() for k, _v in tract.store.reader().iter_table(Table.OBJECTS)}
+
+
+def test_prune_keep_latest_moves_the_branch_and_gc_reclaims_the_rest(tmp_path: Path) -> None:
+    with TractkvSaver.from_path(str(tmp_path / "s"), durable=False) as saver:
+        app = chat_graph(saver)
+        for word in ("one", "two", "three"):
+            app.invoke({"messages": [HumanMessage(content=word)]}, config("t"))
+        app.invoke({"messages": [HumanMessage(content="other")]}, config("u"))
+        before = texts(app.get_state(config("t")).values["messages"])
+        old_tip = saver.tract.store.get_ref("refs/heads/langgraph/t")
+        history = list(saver.list(config("t")))
+        dropped = history[-1]  # the oldest checkpoint: its metadata blob is its own
+        saver.prune(["t", "absent"], strategy="keep_latest")
+        kept = list(saver.list(config("t")))
+        assert [k.config for k in kept] == [history[0].config]
+        assert texts(app.get_state(config("t")).values["messages"]) == before
+        assert len(list(saver.list(config("u")))) == 3  # another thread is untouched
+        moves = [m for m in saver.tract.reflog("langgraph/t", limit=2) if "prune" in m.message]
+        assert [m.old for m in moves] == [old_tip]  # the move is in the reflog: undoable until gc
+        assert saver.tract.gc(min_age_hours=72).removed_objects == 0  # the reflog keeps it young
+        result = saver.tract.gc(min_age_hours=0)
+        assert result.removed_objects > 0
+        assert fsck(saver.tract.store).ok
+        assert saver.get_tuple(dropped.config) is None
+        # every message the kept checkpoint reads survived gc (they were linked by the dropped commits)
+        out = app.invoke({"messages": [HumanMessage(content="four")]}, config("t"))
+        assert texts(out["messages"]) == [*before, "human: four", "ai: sure #7"]
+    with TractkvSaver.from_path(str(tmp_path / "s")) as saver:  # a fresh process reads the same
+        assert texts(chat_graph(saver).get_state(config("t")).values["messages"])[-1] == "ai: sure #7"
+
+
+def test_delete_for_runs_drops_the_runs_checkpoints_and_writes_only(tmp_path: Path) -> None:
+    with TractkvSaver.from_path(str(tmp_path / "s"), durable=False) as saver:
+        app = chat_graph(saver)
+        app.invoke({"messages": [HumanMessage(content="one")]}, _run("t", "run-1"))
+        app.invoke({"messages": [HumanMessage(content="two")]}, _run("t", "run-2"))
+        app.invoke({"messages": [HumanMessage(content="solo")]}, _run("u", "run-1"))
+        app.invoke({"messages": [HumanMessage(content="keep")]}, _run("v", "run-3"))
+        latest = texts(app.get_state(config("t")).values["messages"])
+        saver.delete_for_runs([])  # nothing
+        saver.delete_for_runs(["run-1", "never"])
+        runs = {t.metadata.get("run_id") for t in saver.list(config("t"))}
+        assert runs == {"run-2"}
+        assert saver.get_tuple(config("u")) is None  # every checkpoint of u was run-1's: its branch went
+        assert "langgraph/u" not in [b.name for b in saver.tract.list_branches()]
+        assert len(list(saver.list(config("v")))) == 3
+        saver.tract.gc(min_age_hours=0)
+        assert fsck(saver.tract.store).ok
+        # run-2's checkpoints extend run-1's message list: what they read survived gc
+        assert texts(app.get_state(config("t")).values["messages"]) == latest
+        out = app.invoke({"messages": [HumanMessage(content="three")]}, _run("t", "run-4"))
+        assert texts(out["messages"])[-2:] == ["human: three", "ai: sure #5"]
+
+
+def test_a_rewrite_refuses_a_branch_holding_commits_it_did_not_write(tmp_path: Path) -> None:
+    with TractkvSaver.from_path(str(tmp_path / "s"), durable=False) as saver:
+        app = chat_graph(saver)
+        for word in ("one", "two"):
+            app.invoke({"messages": [HumanMessage(content=word)]}, config("t"))
+        other = Tract.open(str(tmp_path / "s"), durable=False)
+        try:
+            other.switch("langgraph/t")
+            other.user("a note of my own")
+            other.branch("elsewhere")
+        finally:
+            other.close()
+        tip = saver.tract.store.get_ref("refs/heads/langgraph/t")
+        with pytest.raises(InvalidInput, match="not a LangGraph checkpoint"):
+            saver.prune(["t"], strategy="keep_latest")
+        assert saver.tract.store.get_ref("refs/heads/langgraph/t") == tip  # nothing moved
 
 
 def test_a_thread_id_too_long_for_a_branch_name_is_refused_before_the_graph_runs(tmp_path: Path) -> None:
@@ -557,3 +641,257 @@ def test_a_thread_id_too_long_for_a_branch_name_is_refused_before_the_graph_runs
         long_ascii = "x" * 200  # the longest id kept as is, with room for subgraph namespaces
         out = subgraph_graph(saver).invoke({"messages": [HumanMessage(content="nested")]}, config(long_ascii))
         assert "__interrupt__" in out
+
+
+def test_a_turn_copies_and_compares_only_the_new_messages(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Per-turn cost flat in the thread's length: a read hands out the objects it handed out before (checked
+    in one C-speed pass, not copied), and a put compares no message in Python when its list starts with
+    the objects the saver handed out (the old code copied every message on each read and compared each
+    one in Python on each put)."""
+    import tractkv.integrations.langgraph as lg
+
+    calls = {"fresh": 0, "same": 0}
+    fresh, same = lg._fresh, lg._same
+
+    def counting_fresh(message: Any) -> Any:
+        calls["fresh"] += 1
+        return fresh(message)
+
+    def counting_same(a: Any, b: Any) -> bool:
+        calls["same"] += 1
+        return same(a, b)
+
+    with TractkvSaver.from_path(str(tmp_path / "s"), durable=False) as saver:
+        app = react_graph(saver)
+        for turn in range(30):
+            app.invoke({"messages": [HumanMessage(content=f"city {turn}")]}, config("t"))
+        monkeypatch.setattr(lg, "_fresh", counting_fresh)
+        monkeypatch.setattr(lg, "_same", counting_same)
+        for turn in range(5):
+            app.invoke({"messages": [HumanMessage(content=f"city x{turn}")]}, config("t"))
+        assert calls["same"] == 0
+        assert calls["fresh"] <= 5 * 4  # the new messages only (the saver's own copies), not 120+ a turn
+        first = app.get_state(config("t")).values["messages"]
+        again = app.get_state(config("t")).values["messages"]
+        assert len(first) == 140
+        assert all(a is b for a, b in zip(first, again, strict=True))
+        first[0].content = "MUTATED"  # what a read returned is edited: the next read has the stored one
+        third = app.get_state(config("t")).values["messages"]
+        assert third[0].content == "city 0"
+        assert third[0] is not first[0]
+        assert third[1] is first[1]
+
+
+# --- the thread's conversation as commits -------------------------------------------------------------------
+
+
+def _react_thread(path: Path, thread: str = "t") -> None:
+    with TractkvSaver.from_path(str(path), durable=False) as saver:
+        app = react_graph(saver)
+        app.invoke({"messages": [HumanMessage(content="Paris")]}, config(thread))
+        app.invoke({"messages": [HumanMessage(content="Atlantis")]}, config(thread))
+
+
+EXPECTED_CONVERSATION = [
+    ("user", "Paris", [], None),
+    ("assistant", "Let me look.", [("call_1", "lookup", {"city": "Paris"})], None),
+    ("tool", "sunny in Paris", [], "call_1"),
+    ("assistant", "It is sunny in Paris.", [], None),
+    ("user", "Atlantis", [], None),
+    ("assistant", "Let me look.", [("call_2", "lookup", {"city": "Atlantis"})], None),
+    ("tool", "Error: ValueError('no such city')\n Please fix your mistakes.", [], "call_2"),
+    ("assistant", "It is Error: ValueError('no such city')\n Please fix your mistakes..", [], None),
+]
+
+
+def _conversation(t: Tract) -> list[Any]:
+    return [
+        (m.role, m.content, [(c.id, c.name, c.arguments) for c in m.tool_calls], m.tool_call_id)
+        for m in t.compile().messages
+    ]
+
+
+def test_a_react_graph_leaves_its_conversation_on_the_branch(tmp_path: Path) -> None:
+    """The messages channel is the branch's conversation: compile (every dialect), tool queries, log."""
+    from click.testing import CliRunner
+
+    from tractkv.cli import cli
+
+    _react_thread(tmp_path / "s")
+    with Tract.open(str(tmp_path / "s")) as t:
+        t.switch("langgraph/t")
+        assert _conversation(t) == EXPECTED_CONVERSATION  # the old code: [] (hidden checkpoint notes only)
+        ctx = t.compile()
+        openai = ctx.to_openai_params()["messages"]
+        assert openai[1]["tool_calls"][0]["function"] == {"name": "lookup", "arguments": '{"city":"Paris"}'}
+        assert openai[2] == {"role": "tool", "tool_call_id": "call_1", "content": "sunny in Paris"}
+        anthropic = ctx.to_anthropic_params()["messages"]
+        assert anthropic[1]["content"][1] == {
+            "type": "tool_use",
+            "id": "call_1",
+            "name": "lookup",
+            "input": {"city": "Paris"},
+        }
+        results = [
+            block
+            for message in anthropic
+            if isinstance(message["content"], list)
+            for block in message["content"]
+            if block["type"] == "tool_result"
+        ]
+        assert [(r["tool_use_id"], r.get("is_error", False)) for r in results] == [
+            ("call_1", False),
+            ("call_2", True),
+        ]
+        responses = ctx.to_responses_params()["input"]
+        assert {"type": "function_call_output", "call_id": "call_1", "output": "sunny in Paris"} in responses
+        gemini = ctx.to_gemini_params()["contents"]
+        assert gemini[1]["parts"][1]["function_call"]["args"] == {"city": "Paris"}
+        turns = t.find_tool_turns()
+        assert [(turn.tool_names, [r.content["text"] for r in turn.results]) for turn in turns] == [
+            (("lookup",), ["sunny in Paris"]),
+            (("lookup",), ["Error: ValueError('no such city')\n Please fix your mistakes."]),
+        ]
+        assert turns[1].results[0].content.get("is_error") is True
+        assert [c.content["tool_calls"][0]["name"] for c in t.find_tool_calls()] == ["lookup", "lookup"]
+    result = CliRunner().invoke(cli, ["--store", str(tmp_path / "s"), "log", "langgraph/t", "-n", "60"])
+    assert result.exit_code == 0, result.output
+    assert "sunny in Paris" in result.output
+    assert "lookup" in result.output
+    with TractkvSaver.from_path(str(tmp_path / "s")) as saver:  # what LangGraph reads is unchanged
+        state = react_graph(saver).get_state(config("t")).values["messages"]
+        assert [m.type for m in state] == ["human", "ai", "tool", "ai"] * 2
+        assert state[6].status == "error"
+
+
+def test_the_viewer_shows_the_threads_tool_calls(tmp_path: Path) -> None:
+    from starlette.testclient import TestClient
+
+    from tractkv.store import LmdbStore
+    from tractkv.view.app import create_app
+
+    _react_thread(tmp_path / "s")
+    with LmdbStore(str(tmp_path / "s")) as st:
+        tip = st.get_ref("refs/heads/langgraph/t")
+        app, _ = create_app(st, sync=False)
+        with TestClient(app, base_url="http://127.0.0.1") as c:
+            page = c.get(f"/ui/commit/{tip}?ref=refs/heads/langgraph/t")
+            assert page.status_code == 200
+            for text in ("lookup", "sunny in Paris", "no such city", "It is sunny in Paris."):
+                assert text in page.text, text
+
+
+def _editing_graph(saver: TractkvSaver) -> Any:
+    from langchain_core.messages import AIMessage, RemoveMessage
+    from langgraph.graph import START, MessagesState, StateGraph
+
+    def model(state: MessagesState) -> dict[str, Any]:
+        last = state["messages"][-1]
+        if last.content == "forget the first":
+            return {"messages": [RemoveMessage(id=state["messages"][0].id), AIMessage(content="forgotten")]}
+        if last.content == "fix your answer":
+            answer = state["messages"][1]  # replaced by id: a new object with the same id
+            return {"messages": [AIMessage(content="corrected", id=answer.id), AIMessage(content="done")]}
+        return {"messages": [AIMessage(content=f"echo {last.content}")]}
+
+    builder = StateGraph(MessagesState)
+    builder.add_node("model", model)
+    builder.add_edge(START, "model")
+    return builder.compile(checkpointer=saver)
+
+
+def test_replaced_and_removed_messages_edit_and_hide_their_commits(tmp_path: Path) -> None:
+    with TractkvSaver.from_path(str(tmp_path / "s"), durable=False) as saver:
+        app = _editing_graph(saver)
+        for text in ("hello", "fix your answer", "forget the first"):
+            out = app.invoke({"messages": [HumanMessage(content=text)]}, config("t"))
+        assert texts(out["messages"]) == [
+            "ai: corrected",
+            "human: fix your answer",
+            "ai: done",
+            "human: forget the first",
+            "ai: forgotten",
+        ]
+    with Tract.open(str(tmp_path / "s")) as t:
+        t.switch("langgraph/t")
+        assert [(m.role, m.content) for m in t.compile().messages] == [
+            ("assistant", "corrected"),
+            ("user", "fix your answer"),
+            ("assistant", "done"),
+            ("user", "forget the first"),
+            ("assistant", "forgotten"),
+        ]
+        ops = [c.operation for c in t.log(limit=200)]
+        assert "edit" in ops
+        assert "annotate" in ops
+
+
+def test_time_travel_shows_the_forked_conversation(tmp_path: Path) -> None:
+    with TractkvSaver.from_path(str(tmp_path / "s"), durable=False) as saver:
+        app = chat_graph(saver)
+        app.invoke({"messages": [HumanMessage(content="one")]}, config("t"))
+        fork_at = app.get_state(config("t")).config
+        app.invoke({"messages": [HumanMessage(content="two")]}, config("t"))
+        app.invoke({"messages": [HumanMessage(content="other")]}, fork_at)
+        assert texts(app.get_state(config("t")).values["messages"]) == [
+            "human: one",
+            "ai: sure #1",
+            "human: other",
+            "ai: sure #3",
+        ]
+    with Tract.open(str(tmp_path / "s")) as t:
+        t.switch("langgraph/t")
+        assert [m.content for m in t.compile().messages] == ["one", "sure #1", "other", "sure #3"]
+
+
+def test_a_thread_written_before_reads_as_before_and_a_write_brings_its_conversation(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A thread the previous release wrote (the same checkpoint and writes commits, no message commits:
+    written here by this saver with the conversation turned off) reads unchanged; the first write adds
+    every message of the thread to the conversation, in order."""
+    import tractkv.integrations.langgraph as lg
+
+    with monkeypatch.context() as patch:
+        patch.setattr(lg, "MESSAGES", "no channel has this name")
+        _react_thread(tmp_path / "s")
+    with Tract.open(str(tmp_path / "s")) as t:
+        t.switch("langgraph/t")
+        assert t.compile().messages == []  # what the previous release left
+    with TractkvSaver.from_path(str(tmp_path / "s"), durable=False) as saver:
+        app = react_graph(saver)
+        state = app.get_state(config("t")).values["messages"]
+        assert [m.type for m in state] == ["human", "ai", "tool", "ai"] * 2
+        app.invoke({"messages": [HumanMessage(content="Rome")]}, config("t"))
+    with Tract.open(str(tmp_path / "s")) as t:
+        t.switch("langgraph/t")
+        conversation = _conversation(t)
+        assert conversation[:8] == EXPECTED_CONVERSATION
+        assert [c[0] for c in conversation[8:]] == ["user", "assistant", "tool", "assistant"]
+        assert len(t.find_tool_turns()) == 3
+        assert fsck(t.store).ok
+
+
+def test_pruning_keeps_the_conversation_of_the_latest_checkpoint(tmp_path: Path) -> None:
+    with TractkvSaver.from_path(str(tmp_path / "s"), durable=False) as saver:
+        app = react_graph(saver)
+        app.invoke({"messages": [HumanMessage(content="Paris")]}, _run("t", "run-1"))
+        app.invoke({"messages": [HumanMessage(content="Atlantis")]}, _run("t", "run-2"))
+        saver.delete_for_runs(["run-2"])  # the thread is back to run-1's state, and so is its conversation
+        with Tract.open(str(tmp_path / "s"), durable=False) as t:
+            t.switch("langgraph/t")
+            assert _conversation(t) == EXPECTED_CONVERSATION[:4]
+        app.invoke({"messages": [HumanMessage(content="Atlantis")]}, _run("t", "run-3"))
+        saver.prune(["t"], strategy="keep_latest")
+        assert len(list(saver.list(config("t")))) == 1
+        saver.tract.gc(min_age_hours=0)
+        assert fsck(saver.tract.store).ok
+        with Tract.open(str(tmp_path / "s"), durable=False) as t:
+            t.switch("langgraph/t")
+            conversation = _conversation(t)
+            assert [c[0] for c in conversation] == ["user", "assistant", "tool", "assistant"] * 2
+            assert [c[3] for c in conversation if c[0] == "tool"] == ["call_1", "call_2"]
+            # the history keeps run-2's hidden turn too (its skip annotation is in the log)
+            assert len(t.find_tool_turns()) == 3

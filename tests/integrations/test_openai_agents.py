@@ -174,6 +174,12 @@ def test_get_items_returns_copies_the_caller_may_edit(tmp_path: Path) -> None:
         assert asyncio.run(session.get_items()) == [
             {"role": "user", "content": "hi", "id": "m1", "x": {"y": [1]}}
         ]
+        popped = asyncio.run(session.pop_item())  # a popped item too
+        popped["x"]["y"].append(3)
+        asyncio.run(session.get_items())
+        with Tract.open(str(tmp_path / "s"), branch=session_branch("s")) as t:
+            t.annotate(t.log()[1].commit_id, "normal")  # shown again: as stored
+        assert asyncio.run(session.get_items())[0]["x"] == {"y": [1]}
 
 
 def test_two_session_objects_appending_at_once_land_every_item(tmp_path: Path) -> None:

@@ -258,6 +258,18 @@ def test_a_rerun_happens_once_and_never_on_a_detached_head(tract: Tract) -> None
     assert attempts == ["a.example", "a.example"]
 
 
+def unique_prefix(usage_id: str, path: str) -> str:
+    """The shortest prefix of ``usage_id`` that no other stored usage id starts with (ids share their leading
+    time digits, and every re-run stores a usage of its own)."""
+    with Tract.open(path, readonly=True) as t:
+        others = [u.id for u in t.tool_usages() if u.id != usage_id]
+    return next(
+        usage_id[:n]
+        for n in range(1, len(usage_id) + 1)
+        if not any(o.startswith(usage_id[:n]) for o in others)
+    )
+
+
 def test_cli_usage_rerun_takes_a_unique_id_prefix(tmp_path: Path) -> None:
     """`usage rerun` takes a unique prefix of an id, as git takes one of a commit id; an ambiguous one is refused
     naming the ids it matches, a prefix of none says so (issue 34, item 5)."""
@@ -282,14 +294,16 @@ def test_cli_usage_rerun_takes_a_unique_id_prefix(tmp_path: Path) -> None:
     none = runner.invoke(cli, ["--store", path, "usage", "rerun", "zz", *factory])
     assert none.exit_code == 1
     assert "no tool execution zz" in none.stderr
-    prefix = second.id[: len(shared) + 1]
+    prefix = unique_prefix(second.id, path)
+    assert len(prefix) < len(second.id)
     done = runner.invoke(cli, ["--store", path, "usage", "rerun", prefix, *factory, "--json"])
     assert done.exit_code == 0, done.stderr
     new = json.loads(done.stdout)
     assert (new["status"], new["rerun_of"], new["result"]) == ("success", second.id, "handled 3")
-    text = runner.invoke(cli, ["--store", path, "usage", "rerun", first.id[: len(shared) + 1], *factory])
+    # the re-run made a usage of its own, so the prefix is taken again among every id now stored
+    text = runner.invoke(cli, ["--store", path, "usage", "rerun", unique_prefix(first.id, path), *factory])
     assert text.exit_code == 0, text.stderr
     assert f"re-ran {first.id} as " in text.stderr
-    again = runner.invoke(cli, ["--store", path, "usage", "rerun", prefix, *factory])
+    again = runner.invoke(cli, ["--store", path, "usage", "rerun", unique_prefix(second.id, path), *factory])
     assert again.exit_code == 1
     assert "re-run successfully already" in again.stderr

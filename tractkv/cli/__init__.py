@@ -152,6 +152,11 @@ def _register() -> None:
     for command in spawn_cmds.COMMANDS:
         cli.add_command(command)
 
+    from tractkv.cli import search_cmds
+
+    for command in search_cmds.COMMANDS:
+        cli.add_command(command)
+
     from tractkv.cli import mcp_cmds
 
     for command in mcp_cmds.COMMANDS:

@@ -575,8 +575,9 @@ def compile_cmd(
 @json_option
 @with_state
 def diff(st: CliState, a: str, b: str | None, as_json: bool) -> None:
-    """Message-level changes between the compiled contexts of A and B (default HEAD): + added, - removed,
-    ~ edited (its old text on a - line, its new text on a + line)."""
+    """Changes between the compiled contexts of A and B (default HEAD): messages + added, - removed,
+    ~ edited (its old text on a - line, its new text on a + line); then tools added, removed or given another
+    schema."""
     result = st.tract(readonly=True).diff(a, b)
     if as_json:
         echo_json(to_jsonable(result))
@@ -593,6 +594,9 @@ def diff(st: CliState, a: str, b: str | None, as_json: bool) -> None:
             continue
         msg = e.after if e.after is not None else e.before
         click.echo(f"{sign.get(e.change, '?')} {short_id(e.commit_id)} {_diff_side(msg) if msg else ''}")
+    for tool in result.tools:  # the tool set's changes, by name
+        keys = f" ({', '.join(tool.changed_keys)})" if tool.changed_keys else ""
+        click.echo(f"{sign.get(tool.change, '~')} tool {tool.name}{keys}")
     note(f"token delta {result.token_delta:+d}")
 
 

@@ -7,7 +7,7 @@ import time
 import click
 
 from tractkv.cli.common import CliState, echo_json, json_option, note, resolve_oid, with_state
-from tractkv.engine.compile import check_checkpoints, describe_key, drop_checkpoints
+from tractkv.engine.compile import check_checkpoints, drop_checkpoints
 from tractkv.engine.history import fsck_objects
 from tractkv.model import decode, describe, kind_of
 from tractkv.store import Table, fsck
@@ -36,9 +36,11 @@ def fsck_cmd(st: CliState, repair: bool, as_json: bool) -> None:
     is wrong. A commit stamped more than a day past this machine's clock (a receiver would refuse it) is a
     warning, not an error: it is a valid object, and compile reads it as any other.
 
-    With --repair, damaged checkpoint and relation rows are deleted in one transaction (compile rebuilds them from
-    objects); problems with objects, refs or indexes are only reported.
+    With --repair, damaged checkpoint, relation and search index rows are deleted in one transaction (compile
+    rebuilds them from objects); problems with objects, refs or indexes are only reported.
     """
+    from tractkv.engine.search import check_index  # lazy: the search index module
+
     store = st.store()
     report = fsck(store)
     found = fsck_objects(store, now_us=time.time_ns() // 1000)
@@ -46,9 +48,11 @@ def fsck_cmd(st: CliState, repair: bool, as_json: bool) -> None:
     future = [p for p in found if p.kind == "future"]
     invalid = [p for p in found if p.kind != "future"]
     checkpoints = check_checkpoints(store)
-    dropped = drop_checkpoints(store, checkpoints.damaged) if repair else 0
+    index_problems, index_damaged, index_rows = check_index(store)
+    dropped = drop_checkpoints(store, [*checkpoints.damaged, *index_damaged]) if repair else 0
     stale_gc = clear_stale_gc_runs(store) if repair else 0  # records of gcs that crashed (writers stop)
-    problems = list(report.problems) + invalid + ([] if dropped else list(checkpoints.problems))
+    derived_problems = [*checkpoints.problems, *index_problems]
+    problems = list(report.problems) + invalid + ([] if dropped else derived_problems)
     if as_json:
         echo_json(
             {
@@ -61,8 +65,9 @@ def fsck_cmd(st: CliState, repair: bool, as_json: bool) -> None:
                 "chunks": checkpoints.chunks,
                 "stale_checkpoint_rows": checkpoints.stale,
                 "relation_rows": checkpoints.relations,
+                "search_index_rows": index_rows,
                 "problems": [{"kind": p.kind, "where": p.where, "detail": p.detail} for p in problems],
-                "dropped": [describe_key(key) for key in checkpoints.damaged] if dropped else [],
+                "dropped": [p.where for p in derived_problems] if dropped else [],
             }
         )
     else:
@@ -71,12 +76,13 @@ def fsck_cmd(st: CliState, repair: bool, as_json: bool) -> None:
         for problem in future:
             click.echo(f"warning: {problem}")
         if dropped:
-            for problem in checkpoints.problems:
+            for problem in derived_problems:
                 click.echo(f"dropped {problem.where}: {problem.detail}")
         kinds = ", ".join(f"{n} {k}" for k, n in report.kinds.items()) or "no objects"
         note(
             f"checked {report.objects} objects ({kinds}), {report.refs} refs and {checkpoints.records} "
-            f"checkpoints ({checkpoints.chunks} chunks, {checkpoints.relations} relation rows): "
+            f"checkpoints ({checkpoints.chunks} chunks, {checkpoints.relations} relation rows, "
+            f"{index_rows} search index rows): "
             + ("ok" if not problems else f"{len(problems)} problem(s)")
             + (f"; dropped {dropped} damaged checkpoint row(s)" if dropped else "")
             + (f"; dropped {stale_gc} record(s) of a gc that did not finish" if stale_gc else "")

@@ -218,6 +218,9 @@ def _finish(
         if new in deleted:
             batch.table_put(Table.REFLOG, key, None)
     outcome.removed_checkpoints = _drop_checkpoints(view, batch, deleted)
+    from tractkv.engine.search import drop_index_rows  # lazy: only gc and search load the index module
+
+    drop_index_rows(view, batch, deleted)
     others = [run for run in live_gc_runs(runs_value) if run[0] != token]
     batch.gc_row(META_GC_RUNS, pack_gc_runs(others))
     if not others:  # the last gc running: nobody needs what writers recorded

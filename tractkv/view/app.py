@@ -57,7 +57,7 @@ from tractkv.sync.server import (
 )
 from tractkv.sync.wire import error_body
 
-from . import pages
+from . import pages, search_page
 from .html import Markup, page
 from .inspector import PAGE_COMMITS, PAGE_GROUPS, Inspector
 
@@ -197,6 +197,7 @@ class Viewer:
         self.store = store
         self.tokens = tokens
         self.inspector = Inspector(store)
+        self.searcher = search_page.Searcher(store)
         self.feed = ChangeFeed(self.inspector, poll_interval)
         self._static = _static_files()
 
@@ -226,6 +227,7 @@ class Viewer:
             Route("/ui/tools", self._page(self.tools), methods=["GET"]),
             Route("/ui/tool", self._page(self.tool), methods=["GET"]),
             Route("/ui/diff", self._page(self.diff), methods=["GET"]),
+            Route("/ui/search", self._page(self.search), methods=["GET"]),
             Route("/ui/events", self.events, methods=["GET"]),
             Route("/ui/static/{name}", self.static, methods=["GET"]),
             Route("/ui/login", self.login_form, methods=["GET"]),
@@ -406,6 +408,19 @@ class Viewer:
             raise _FormRefused(exc, "Compare two commits", body, ref) from exc
         title = f"Diff {a} → {b}" if view else "Compare two commits"
         return title, pages.diff_body(view, a, b, ref), ref, False
+
+    def search(self, request: Request) -> PageResult:
+        """``/ui/search?q=...&ref=...``: the search form and its hits (a bad pattern: the form and the error)."""
+        ref, query = self._ref(request), request.query_params.get("q", "")
+        options = {k: request.query_params.get(k, "") for k in ("regex", "i", "role", "tool", "scope")}
+        hits, error = None, None
+        if query:
+            try:
+                hits = self.searcher.search(ref, query, options)
+            except InvalidInput as exc:
+                error = str(exc)
+        title = f"Search {query!r} in {pages.branch_name(ref)}" if query else "Search"
+        return title, search_page.search_body(ref, query, options, hits, error), ref, False
 
     # --- live updates, static files, sign-in ------------------------------------------------------------
 

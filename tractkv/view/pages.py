@@ -78,6 +78,7 @@ def nav(ref: str | None = None, *, sign_out: bool = False) -> Markup:
             el("span", branch_name(ref), class_="ref", title=ref),
             el("a", "Graph", href=url("/ui/log", ref=ref)),
             el("a", "Tool usage", href=url("/ui/usage", ref=ref)),
+            el("a", "Search", href=url("/ui/search", ref=ref)),
         ]
     if sign_out:
         items.append(el("form", el("button", "Sign out", type="submit"), method="post", action="/ui/logout"))

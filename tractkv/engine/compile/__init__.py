@@ -27,7 +27,7 @@ if TYPE_CHECKING:
         merge_payload,
         render_all,
     )
-    from .diff import diff_states
+    from .diff import diff_states, tool_changes
     from .info import (
         commit_info,
         text_commit_info,
@@ -86,6 +86,7 @@ else:
             "placeholder_tokens": ".pairing",
             "render_all": ".compiler",
             "text_commit_info": ".info",
+            "tool_changes": ".diff",
             "units": ".window",
         },
     )
@@ -119,5 +120,6 @@ __all__ = [
     "placeholder_tokens",
     "render_all",
     "text_commit_info",
+    "tool_changes",
     "units",
 ]

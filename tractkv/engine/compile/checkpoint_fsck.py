@@ -10,8 +10,8 @@ never changes what compile returns; this module makes it visible and removable:
   what the tool-pairing pass makes of its slots (format 4: a load trusts it without reading the chunks), and
   that every id it names (its commit, its tools commit and tool set, each slot's commits, blob and
   annotation, the removed messages, the summary's commits) is stored. Rows outside the two key prefixes are
-  reported too (nothing else writes the table), except rows of an older checkpoint format: stale, not damaged
-  (loads ignore them, gc drops them).
+  reported too, except the search index's (``grep:`` / ``gchunk:``: ``engine/search.py`` checks them) and
+  rows of an older checkpoint format: stale, not damaged (loads ignore them, gc drops them).
 * Relation rows (``rel:`` keys, :mod:`tractkv.engine.compile.relations`, written with the checkpoints) are checked
   against the commits they summarize (:func:`~tractkv.engine.compile.relations.check_rows`).
 * :func:`drop_checkpoints` deletes the damaged rows in one transaction (``tractkv fsck --repair``). A record
@@ -45,6 +45,8 @@ from tractkv.engine.compile.checkpoint import (
 from tractkv.engine.compile.relations import REL_PREFIX, check_rows, is_stale_rel
 from tractkv.engine.compile.slots import CHUNK_PREFIX, CKPT_PREFIX, Slot, is_stale_row
 from tractkv.engine.compile.view import summary_of_slots
+
+SEARCH_PREFIXES = (b"grep:", b"gchunk:")  # rows of the search index (engine/search.py), in the same table
 
 
 @attrs.frozen
@@ -106,6 +108,8 @@ def check_checkpoints(reader: Reader) -> CheckpointReport:
             relations.append((key, raw))
         elif is_stale_row(key) or is_stale_rel(key):
             stale += 1
+        elif key.startswith(SEARCH_PREFIXES):  # the search index's rows: engine/search.py checks them
+            continue
         else:
             damage(key, "not a checkpoint or chunk key")
     for key, raw in records:

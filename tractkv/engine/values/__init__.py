@@ -1,6 +1,7 @@
 """The values the engine returns: commit info and compiled contexts (``records``), the repairs compile makes
-to tool pairing (``repairs``), and what the less frequent operations report (``reports``: status, diffs,
-merges, reflog, gc, runs). Each module loads on first use of one of its names."""
+to tool pairing (``repairs``), what the less frequent operations report (``reports``: status, diffs,
+merges, reflog, gc, runs), and search hits and blame entries (``found``). Each module loads on first use
+of one of its names."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from typing import TYPE_CHECKING
 from tractkv import _lazy
 
 if TYPE_CHECKING:
+    from .found import BlameEntry, SearchHit
     from .records import (
         CommitInfo,
         CompiledContext,
@@ -30,11 +32,13 @@ if TYPE_CHECKING:
         RunResult,
         StatusInfo,
         TagInfo,
+        ToolChange,
     )
 else:
     __getattr__, __dir__ = _lazy.lazy_exports(
         __name__,
         {
+            "BlameEntry": ".found",
             "BranchInfo": ".reports",
             "BudgetOverrun": ".reports",
             "ChildInfo": ".reports",
@@ -50,13 +54,16 @@ else:
             "ReflogEntry": ".reports",
             "Repair": ".repairs",
             "RunResult": ".reports",
+            "SearchHit": ".found",
             "StatusInfo": ".reports",
             "TagInfo": ".reports",
+            "ToolChange": ".reports",
             "timestamp": ".records",
         },
     )
 
 __all__ = [
+    "BlameEntry",
     "BranchInfo",
     "BudgetOverrun",
     "ChildInfo",
@@ -72,7 +79,9 @@ __all__ = [
     "ReflogEntry",
     "Repair",
     "RunResult",
+    "SearchHit",
     "StatusInfo",
     "TagInfo",
+    "ToolChange",
     "timestamp",
 ]

@@ -130,10 +130,30 @@ class ContextDiff:
     target: ObjectId | None
     entries: tuple[DiffEntry, ...]
     token_delta: int
+    tools: tuple[ToolChange, ...] = ()  # the tool set's changes, by name (added, removed, changed)
 
     @property
     def is_empty(self) -> bool:
-        return not self.entries
+        return not self.entries and not self.tools
+
+
+@attrs.frozen(kw_only=True)
+class ToolChange:
+    """One tool's change between the tool sets in force at two commits: ``added``, ``removed`` or ``changed``
+    (same name, another schema); ``before`` / ``after`` are the schemas (None on the side without it)."""
+
+    change: str
+    name: str
+    before: dict[str, Any] | None = attrs.field(eq=False, hash=False)
+    after: dict[str, Any] | None = attrs.field(eq=False, hash=False)
+
+    @property
+    def changed_keys(self) -> tuple[str, ...]:
+        """For ``changed``: the top-level schema keys whose values differ (``description``, ``parameters``...)."""
+        if self.before is None or self.after is None:
+            return ()
+        keys = set(self.before) | set(self.after)
+        return tuple(sorted(k for k in keys if self.before.get(k) != self.after.get(k)))
 
 
 @attrs.frozen(kw_only=True)
