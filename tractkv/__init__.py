@@ -102,10 +102,12 @@ if TYPE_CHECKING:  # loaded on first access: see _lazy.lazy_exports below
     from tractkv.engine.values import GcResult as GcResult
     from tractkv.engine.values import MergeResult as MergeResult
     from tractkv.engine.values import ParentInfo as ParentInfo
+    from tractkv.engine.values import PickResult as PickResult
     from tractkv.engine.values import ReflogEntry as ReflogEntry
     from tractkv.engine.values import Repair as Repair
     from tractkv.engine.values import SearchHit as SearchHit
     from tractkv.engine.values import StatusInfo as StatusInfo
+    from tractkv.engine.values import TagInfo as TagInfo
     from tractkv.engine.values import ToolChange as ToolChange
 else:
     # public name -> the module that defines it, imported on the first access to one of its names
@@ -127,11 +129,13 @@ else:
             "MergeResult": "tractkv.engine.values",
             "ParentInfo": "tractkv.engine.values",
             "PendingToolResult": "tractkv.engine.tools",
+            "PickResult": "tractkv.engine.values",
             "ReasoningContent": "tractkv.engine.content",
             "ReflogEntry": "tractkv.engine.values",
             "Repair": "tractkv.engine.values",
             "SearchHit": "tractkv.engine.values",
             "StatusInfo": "tractkv.engine.values",
+            "TagInfo": "tractkv.engine.values",
             "ToolChange": "tractkv.engine.values",
         },
     )
@@ -197,6 +201,7 @@ __all__ = [
     "ParentInfo",
     "Part",
     "PendingToolResult",
+    "PickResult",
     "PushRejected",
     "ReadOnlySession",
     "ReasoningContent",
@@ -219,6 +224,7 @@ __all__ = [
     "StoreFormatError",
     "StoreNotFound",
     "SyncError",
+    "TagInfo",
     "TiktokenCounter",
     "TokenCounter",
     "ToolCall",

@@ -49,10 +49,12 @@ if TYPE_CHECKING:  # engine modules a few methods need are imported on first use
         GcResult,
         MergeResult,
         ParentInfo,
+        PickResult,
         ReflogEntry,
         RunResult,
         SearchHit,
         StatusInfo,
+        TagInfo,
     )
     from tractkv.llm.generate import GenerationStream, PreparedReply
     from tractkv.llm.protocol import LLMClient
@@ -597,6 +599,47 @@ class Tract:
 
         return merge(self._session, source, strategy, message)
 
+    def tag(
+        self, name: str, rev: str | None = None, message: str | None = None, *, force: bool = False
+    ) -> TagInfo:
+        """Tag ``rev`` (default HEAD) as ``name``: annotated (a tag object with ``message`` and the tagger's
+        time) when ``message`` is given, else lightweight. A taken name is refused unless ``force``; a name
+        that is a branch too is refused (see :mod:`tractkv.engine.tags`)."""
+        from tractkv.engine.tags import create_tag  # lazy: keeps `import tractkv` light
+
+        return create_tag(self._session, name, rev, message, force=force)
+
+    def tags(self) -> list[TagInfo]:
+        """Every tag, by name (the commit each names, and an annotated tag's message and time)."""
+        from tractkv.engine.tags import list_tags  # lazy: keeps `import tractkv` light
+
+        return list_tags(self._session)
+
+    def delete_tag(self, name: str) -> TagInfo:
+        """Delete a tag; returns what it named."""
+        from tractkv.engine.tags import delete_tag  # lazy: keeps `import tractkv` light
+
+        return delete_tag(self._session, name)
+
+    def cherry_pick(self, rev: str, strategy: str = "auto") -> PickResult:
+        """Re-apply one commit's change (a message, an edit, an annotation, a compress; an assistant turn's
+        tool calls with their results, whole) on this branch, recording the original in the new commit's
+        metadata (``picked_from``). A change the branch also made differently is a conflict:
+        :class:`MergeConflict` with ``auto``, settled by ``ours`` (the branch's) or ``theirs`` (the picked
+        one's); see :mod:`tractkv.engine.picking`."""
+        from tractkv.engine.picking import cherry_pick  # lazy: keeps `import tractkv` light
+
+        return cherry_pick(self._session, rev, strategy)
+
+    def rebase(self, onto: str, strategy: str = "auto") -> PickResult:
+        """Replay this branch's own commits (those since its merge base with ``onto``, merges left out) on
+        ``onto``'s tip, in one transaction: a conflict writes nothing (``auto``) or is settled by ``ours``
+        (``onto``'s version, as in git) or ``theirs`` (the replayed commit's); see
+        :mod:`tractkv.engine.picking`."""
+        from tractkv.engine.picking import rebase  # lazy: keeps `import tractkv` light
+
+        return rebase(self._session, onto, strategy)
+
     def reset(self, target: str, mode: str = "soft") -> ObjectId:
         """Move the current branch to ``target``; ``soft`` keeps the abandoned commits from gc until they age,
         ``hard`` does not. Until gc runs, ``reset(old_tip)`` (see :meth:`reflog`) undoes it. The branch's
@@ -655,11 +698,14 @@ class Tract:
         progress: Callable[[int], None] | None = None,
         max_object: int | None = None,
         prune: bool = False,
+        force_tags: bool = False,
     ) -> FetchResult:
         """Receive the remote's branches as ``<remote>/<branch>`` tracking branches; local branches stay.
         A tracking branch the remote no longer shows (deleted, or hidden from a narrower token) stays unless
         ``prune`` (git's ``fetch --prune``). ``max_object`` raises (or lowers) the largest object taken
-        (default: the one size limit, 16 MiB); one over it is :class:`ObjectTooLarge` and no ref moves."""
+        (default: the one size limit, 16 MiB); one over it is :class:`ObjectTooLarge` and no ref moves. The
+        remote's tags arrive as local tags; one that differs from the local tag of its name is left (listed in
+        ``tags_refused``) unless ``force_tags``."""
         from tractkv.sync import remotes, transfer
 
         self._session.check_writes("fetch", in_batch=False)
@@ -667,7 +713,13 @@ class Tract:
             transfer.check_max_object(max_object)
         with remotes.open_named(self._store, remote) as conn:
             return transfer.fetch_from(
-                self._store, conn, remote, progress=progress, max_object=max_object, prune=prune
+                self._store,
+                conn,
+                remote,
+                progress=progress,
+                max_object=max_object,
+                prune=prune,
+                force_tags=force_tags,
             )
 
     def pull(
@@ -713,6 +765,17 @@ class Tract:
             return transfer.push_to(
                 self._store, conn, remote, ref, force=force, expect=lease, progress=progress
             )
+
+    def push_tags(
+        self, remote: str = "origin", *, force: bool = False, progress: Callable[[int], None] | None = None
+    ) -> PushOutcome:
+        """Send every tag the remote lacks (``push --tags``), in one push; a tag the remote holds at another
+        value is refused (:class:`PushRejected`, reason ``already-exists``) unless ``force``."""
+        from tractkv.sync import remotes, transfer
+
+        self._session.check_writes("push", in_batch=False)
+        with remotes.open_named(self._store, remote) as conn:
+            return transfer.push_tags_to(self._store, conn, force=force, progress=progress)
 
     @classmethod
     def clone(

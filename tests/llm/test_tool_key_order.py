@@ -325,7 +325,7 @@ def test_a_format_2_store_compiles_as_before_and_migrates_on_a_writing_open(tmp_
         batch.set_ref("refs/heads/main", object_id(COMMIT))
         st.apply(batch)
     _as_format_2(path)
-    assert STORE_FORMAT == 3
+    assert STORE_FORMAT == 4
     with Tract.open(path, readonly=True, create=False) as t:
         ctx = t.compile()
         assert same(ctx.tools, (TOOL.schema,))
@@ -336,7 +336,7 @@ def test_a_format_2_store_compiles_as_before_and_migrates_on_a_writing_open(tmp_
         assert same(t.compile().to_openai_params(), before)
         t.user("more")
         assert same(t.compile().tools, (TOOL.schema,))
-    assert _format_of(path) == b"3"
+    assert _format_of(path) == b"4"
     with LmdbStore(path, durable=False, create=False) as st:
         assert fsck(st).ok
 

@@ -102,7 +102,9 @@ def test_a_format_1_store_is_migrated_on_open_and_its_reflog_keeps_order_and_ent
     old_rows = _as_format_1(path)
     before = json.loads(ok(path, "reflog", "main", "--json"))
 
-    assert json.loads(ok(path, "stats", "--json"))["format"] == STORE_FORMAT == 3  # migrated: 1 -> 2 -> 3
+    assert (
+        json.loads(ok(path, "stats", "--json"))["format"] == STORE_FORMAT == 4
+    )  # migrated: 1 -> 2 -> 3 -> 4
     new = ok(path, "commit", "four").strip()
     after = json.loads(ok(path, "reflog", "main", "--json"))
     assert after[0]["new"] == new
@@ -118,7 +120,7 @@ def test_a_format_1_store_is_migrated_on_open_and_its_reflog_keeps_order_and_ent
     env = lmdb.open(path, max_dbs=32, subdir=True)
     with env.begin() as txn:
         assert txn.get(b"seq", db=env.open_db(b"meta", txn=txn)) is None  # the counter row is gone
-        assert txn.get(b"format", db=env.open_db(b"meta", txn=txn)) == b"3"
+        assert txn.get(b"format", db=env.open_db(b"meta", txn=txn)) == b"4"
         reflog = env.open_db(b"reflog", txn=txn)
         assert all(txn.get(key, db=reflog) == value for key, value in old_rows.items())
     env.close()
@@ -171,7 +173,7 @@ def test_a_read_only_open_reads_a_format_1_store_as_it_is_and_writes_nothing(tmp
 
     ok(path, "commit", "three")  # the first writing open migrates it
     after = _meta(path)
-    assert after[b"format"] == b"3"
+    assert after[b"format"] == b"4"
     assert b"seq" not in after
     with Tract.open(path, readonly=True, create=False) as t:
         assert [m.content for m in t.compile().messages] == ["one", "two", "three"]

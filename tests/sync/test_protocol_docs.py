@@ -139,7 +139,7 @@ def test_documented_errors_match_what_the_server_answers(served: tuple[TestClien
     forged = encode_push_head([RefUpdate("refs/heads/x", None, "ab" * 32)], False)
     cases: list[tuple[str, str, str, dict[str, str], bytes | None, int, str]] = [
         ("get", "/v1/refs", "/v1/refs", {}, None, 401, "AuthError"),
-        ("get", "/v1/refs?prefix=refs/tags/", "/v1/refs", reader, None, 403, "AuthError"),
+        ("get", "/v1/refs?prefix=refs/remotes/", "/v1/refs", reader, None, 403, "AuthError"),
         ("delete", "/v1/info", "/v1/info", {}, None, 405, "MethodNotAllowed"),
         ("post", "/v1/missing", "/v1/missing", admin, b"x" * 33, 400, "TransferError"),
         ("post", "/v1/missing", "/v1/missing", {}, b"", 401, "AuthError"),

@@ -93,7 +93,11 @@ def test_ref_update_rules() -> None:
         (r,) = apply_ref_updates(target, [update])
         return r.ok, r.reason
 
-    assert one(RefUpdate("refs/tags/x", None, head)) == (False, "invalid")
+    assert one(RefUpdate("refs/notes/x", None, head)) == (False, "invalid")  # only branches and tags
+    assert one(RefUpdate("refs/tags/x", None, head)) == (True, None)  # a lightweight tag (issue 34)
+    assert one(RefUpdate("refs/tags/x", head, parent)) == (False, "already-exists")  # tags never move
+    assert one(RefUpdate("refs/tags/x", head, parent, force=True)) == (True, None)
+    assert one(RefUpdate("refs/tags/bad..name", None, head)) == (False, "invalid")
     assert one(RefUpdate("refs/heads/bad..name", None, head)) == (False, "invalid")
     blob = next(o for o, _ in all_objects(t) if isinstance(target.get(o), Blob))
     assert one(RefUpdate(MAIN, None, blob)) == (False, "invalid")

@@ -631,3 +631,70 @@ def test_a_collapsed_childs_history_travels_with_its_parent(
         assert (parent.branch, parent.purpose, parent.inherit) == ("main", "find b", "full")
     finally:
         clone.close()
+
+
+# --- tags, cherry-picks and rebases (issue 34) -----------------------------------------------------------------
+
+TAGS = "refs/tags/"
+
+
+def publish_with_tags(backend: Backend, source: Tract, *, force: bool = False) -> None:
+    """The remote holds ``source``'s main and tags: pushed (``push --tags``), or a new bundle of them."""
+    if not backend.writable:
+        refs = {MAIN: ObjectId(source.store.get_ref(MAIN) or ""), **dict(source.store.iter_refs(TAGS))}
+        write_bundle(source.store, backend.url, refs)  # type: ignore[arg-type]
+        return
+    with backend.connect() as remote:
+        assert transfer.push_to(source.store, remote, "origin", MAIN, force=True).ok
+        assert transfer.push_tags_to(source.store, remote, force=force).ok
+
+
+def test_tags_and_rewritten_history_travel_and_a_moved_tag_is_refused_unless_forced(
+    backend: Backend, open_store_tract: Factory, tmp_path: Path
+) -> None:
+    source = open_store_tract("source")
+    source.system("s")
+    source.user("first")
+    source.tag("v1")
+    source.branch("side")
+    source.user("on side")
+    source.assistant("side answer")
+    source.switch("main")
+    source.user("on main")
+    source.cherry_pick("side~1")  # the user message of side
+    source.tag("v2", message="release two\n\nwith notes")
+    source.switch("side")
+    source.rebase("main")
+    source.switch("main")
+    source.merge("side")  # a fast-forward: main holds the rebased commits
+    publish_with_tags(backend, source)
+    with backend.connect() as remote:
+        assert set(remote.list_refs(TAGS)) == {TAGS + "v1", TAGS + "v2"}
+    clone = backend.clone(tmp_path / "clone")
+    try:
+        assert clone.tags() == source.tags()
+        for rev in ("v1", "v2", "main"):
+            assert compiled(clone, rev) == compiled(source, rev)
+        picked = [i.metadata.get("picked_from") for i in clone.log() if i.metadata]
+        assert len([p for p in picked if p]) == 2  # the cherry-pick, and the rebased assistant reply
+        # A tag moved on the source is refused on fetch unless forced (git's rule), and on push unless forced.
+        source.tag("v1", "HEAD", force=True)
+        if backend.writable:
+            with backend.connect() as remote, pytest.raises(PushRejected) as info:
+                transfer.push_tags_to(source.store, remote)
+            assert [r.reason for r in info.value.results] == ["already-exists"]
+            with backend.connect() as remote:
+                assert remote.list_refs(TAGS)[TAGS + "v1"] == clone.tags()[0].commit  # nothing moved
+        publish_with_tags(backend, source, force=True)
+        before = clone.tags()
+        with backend.connect() as remote:
+            result = transfer.fetch_from(clone.store, remote, "origin")
+        assert result.tags_refused == ("v1",)
+        assert clone.tags() == before
+        with backend.connect() as remote:
+            result = transfer.fetch_from(clone.store, remote, "origin", force_tags=True)
+        assert result.tags_refused == ()
+        assert TAGS + "v1" in result.updated
+        assert clone.tags() == source.tags()
+    finally:
+        clone.close()

@@ -96,9 +96,10 @@ def test_clone_and_fetch_take_the_same_requests_for_20_and_200_commits(s3_url: s
         counts[n] = (clone, fetch_one, fetch_three)
     assert counts[20] == counts[200]
     clone, fetch_one, fetch_three = counts[200]
-    # LIST refs/heads/, GET the ref, LIST packs/, GET each pack the fetcher lacks the tips of
-    assert clone == fetch_one == 4
-    assert fetch_three == 3 + 3  # O(pushes since the last fetch)
+    # LIST refs/heads/, GET the ref, LIST refs/tags/ (none: no GET), LIST packs/, GET each pack the fetcher
+    # lacks the tips of
+    assert clone == fetch_one == 5
+    assert fetch_three == 4 + 3  # O(pushes since the last fetch)
 
 
 def test_each_push_writes_one_pack_and_a_small_push_takes_constant_requests(s3_url: str) -> None:

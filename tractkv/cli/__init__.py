@@ -132,6 +132,11 @@ def _register() -> None:
     for command in branch_cmds.COMMANDS:
         cli.add_command(command)
 
+    from tractkv.cli import history_cmds
+
+    for command in history_cmds.COMMANDS:
+        cli.add_command(command)
+
     from tractkv.cli import usage_cmds
 
     for command in (usage_cmds.usage, usage_cmds.export):

@@ -188,7 +188,7 @@ def with_state(func: F) -> F:
 
 
 def _complete_names(ctx: click.Context, incomplete: str, kinds: tuple[str, ...]) -> list[Any]:
-    """Names of ``kinds`` (``branches``, ``tracking``, ``remotes``, ``head``) in the store the command line
+    """Names of ``kinds`` (``branches``, ``tracking``, ``tags``, ``remotes``, ``head``) in the store the command line
     names, that start with ``incomplete``. Completion must never change a store or print an error: it opens
     an existing store only (never creates one) and returns nothing on any failure."""
     from click.shell_completion import CompletionItem
@@ -197,7 +197,7 @@ def _complete_names(ctx: click.Context, incomplete: str, kinds: tuple[str, ...])
         path = ctx.meta.get(STORE_KEY) or default_store_path()
         if not os.path.isfile(os.path.join(str(path), "data.mdb")):
             return []
-        from tractkv.engine.history import HEADS, REMOTES
+        from tractkv.engine.history import HEADS, REMOTES, TAGS
         from tractkv.store import LmdbStore
         from tractkv.sync.remotes import list_remotes
 
@@ -209,6 +209,8 @@ def _complete_names(ctx: click.Context, incomplete: str, kinds: tuple[str, ...])
                 names += [ref[len(HEADS) :] for ref, _ in store.iter_refs(HEADS)]
             if "tracking" in kinds:
                 names += [ref[len(REMOTES) :] for ref, _ in store.iter_refs(REMOTES)]
+            if "tags" in kinds:
+                names += [ref[len(TAGS) :] for ref, _ in store.iter_refs(TAGS)]
             if "remotes" in kinds:
                 names += sorted(list_remotes(store))
         return [CompletionItem(n) for n in names if n.startswith(incomplete)]
@@ -227,5 +229,10 @@ def complete_remotes(ctx: click.Context, param: click.Parameter, incomplete: str
 
 
 def complete_revisions(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[Any]:
-    """Shell completion of a revision: branches, remote-tracking branches and HEAD."""
-    return _complete_names(ctx, incomplete, ("branches", "tracking", "head"))
+    """Shell completion of a revision: branches, remote-tracking branches, tags and HEAD."""
+    return _complete_names(ctx, incomplete, ("branches", "tracking", "tags", "head"))
+
+
+def complete_tags(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[Any]:
+    """Shell completion of a tag name."""
+    return _complete_names(ctx, incomplete, ("tags",))

@@ -333,22 +333,38 @@ def log(
         raise click.UsageError("--oneline is a text format: drop it or --json")
     if graph and op_filter is not None:
         raise click.UsageError("--graph draws every commit's edges: it cannot be combined with --op")
-    infos = st.tract(readonly=True).log(limit=limit, op_filter=op_filter, rev=rev)
+    t = st.tract(readonly=True)
+    infos = t.log(limit=limit, op_filter=op_filter, rev=rev)
+    tagged: dict[str, list[str]] = {}
+    for each in t.tags() if infos else ():
+        tagged.setdefault(each.commit, []).append(each.name)
     if as_json:
-        echo_json([i.to_json() for i in infos])
+        echo_json([_tagged_json(i.to_json(), tagged.get(i.commit_id)) for i in infos])
         return
     if not infos:
         note("no commits")
         return
     if graph:
-        for line in graph_lines(infos):
+        for line in graph_lines(infos, tagged):
             click.echo(line)
     else:
         for info in infos:
-            click.echo(_preview(info))
+            click.echo(_preview(info) + _decoration(tagged.get(info.commit_id)))
 
 
-def graph_lines(infos: list[CommitInfo]) -> list[str]:
+def _tagged_json(entry: dict[str, Any], tags: list[str] | None) -> dict[str, Any]:
+    """A log entry's JSON, with ``tags`` (the names of the tags at it) when it has any."""
+    if tags:
+        entry["tags"] = tags
+    return entry
+
+
+def _decoration(tags: list[str] | None) -> str:
+    """`` (tag: v1, tag: v2)`` after a tagged commit's line, as ``git log --decorate`` shows tags."""
+    return f" ({', '.join(f'tag: {name}' for name in tags)})" if tags else ""
+
+
+def graph_lines(infos: list[CommitInfo], tagged: dict[str, list[str]] | None = None) -> list[str]:
     """An ASCII graph like ``git log --graph --oneline`` of the engine's lane layout.
 
     ``infos`` are commits newest first, as :meth:`~tractkv.Tract.log` returns them. Lane ``i`` is drawn in
@@ -357,7 +373,8 @@ def graph_lines(infos: list[CommitInfo]) -> list[str]:
     several lanes (a merge's parent lane, or a child's lane ending in its parent) moves one lane per text line,
     so it may cross lanes on its way. A commit drawn right under an unrelated root (several tips) gets a line
     of its own lanes first, so the two do not look connected. The drawing ends with the last commit's line:
-    a cut history (``--limit``) draws no edges towards commits it does not show.
+    a cut history (``--limit``) draws no edges towards commits it does not show. ``tagged`` names the tags
+    at each commit (shown as ``(tag: v1)``).
     """
     out: list[str] = []
     last = 0
@@ -377,7 +394,7 @@ def graph_lines(infos: list[CommitInfo]) -> list[str]:
         for a, _ in row.bottom:
             cells[2 * a] = "|"
         cells[2 * row.lane] = "*"
-        out.append("".join(cells) + _preview(info))
+        out.append("".join(cells) + _preview(info) + _decoration((tagged or {}).get(info.commit_id)))
         last = len(out)
         out += _moves(row.bottom)  # a merge's edges to its other parents
         root_lane = None if info.parent_ids else row.lane

@@ -179,6 +179,7 @@ def remote_prune(state: CliState, name: str, repack: bool, min_age_hours: float,
 @click.argument("remote_name", default="origin", metavar="[REMOTE]", shell_complete=complete_remotes)
 @_max_object_option("Take objects of up to N bytes")
 @_prune_option
+@click.option("--force", "-f", is_flag=True, help="Move local tags the remote's differ from.")
 @quiet_option
 @json_option
 @with_state
@@ -187,12 +188,15 @@ def fetch(
     remote_name: str,
     max_object_bytes: int | None,
     prune: bool,
+    force: bool,
     quiet: bool,
     as_json: bool,
 ) -> None:
-    """Download a remote's branches as <remote>/<branch> tracking branches."""
+    """Download a remote's branches as <remote>/<branch> tracking branches, and its tags."""
     progress = _progress("receiving", quiet)
-    result = state.tract().fetch(remote_name, progress=progress, max_object=max_object_bytes, prune=prune)
+    result = state.tract().fetch(
+        remote_name, progress=progress, max_object=max_object_bytes, prune=prune, force_tags=force
+    )
     progress.done()
     if as_json:
         echo_json(
@@ -202,11 +206,14 @@ def fetch(
                 "new_objects": result.new_objects,
                 "bytes": result.bytes,
                 "skipped": list(result.skipped),
+                "tags_refused": list(result.tags_refused),
             }
         )
         return
+    for tag in result.tags_refused:
+        click.echo(f"  ! [rejected] tag {tag} (would clobber the existing tag; fetch --force)")
     for ref, (old, new) in sorted(result.updated.items()):
-        name = ref.removeprefix("refs/remotes/")
+        name = ref.removeprefix("refs/remotes/").replace("refs/tags/", "tag ")
         if new is None:
             click.echo(f"  - [deleted] {name}")
         elif old is None:
@@ -265,6 +272,7 @@ def pull(
 @click.argument("branch", required=False, shell_complete=complete_branches)
 @click.option("--force", "-f", is_flag=True, help="Allow a push that is not a fast-forward.")
 @click.option("--expect", metavar="REV", help="Only if the remote branch is at REV (force-with-lease).")
+@click.option("--tags", is_flag=True, help="Send every tag (with BRANCH: that branch too; else tags only).")
 @quiet_option
 @json_option
 @with_state
@@ -274,29 +282,36 @@ def push(
     branch: str | None,
     force: bool,
     expect: str | None,
+    tags: bool,
     quiet: bool,
     as_json: bool,
 ) -> None:
-    """Send a branch (default: the current one) to the same name on a remote."""
+    """Send a branch (default: the current one) to the same name on a remote; --tags sends the tags."""
     progress = _progress("sending", quiet)
-    outcome = state.tract().push(remote_name, branch, force=force, expect=expect, progress=progress)
+    t = state.tract()
+    outcomes = []
+    if not tags or branch is not None:
+        outcomes.append(t.push(remote_name, branch, force=force, expect=expect, progress=progress))
+    if tags:
+        outcomes.append(t.push_tags(remote_name, force=force, progress=progress))
     progress.done()
+    results = [r for outcome in outcomes for r in outcome.results]
+    sent = sum(o.objects_sent for o in outcomes), sum(o.bytes_sent for o in outcomes)
     if as_json:
         echo_json(
             {
                 "results": [
-                    {"name": r.name, "ok": r.ok, "reason": r.reason, "detail": r.detail}
-                    for r in outcome.results
+                    {"name": r.name, "ok": r.ok, "reason": r.reason, "detail": r.detail} for r in results
                 ],
-                "objects_sent": outcome.objects_sent,
-                "bytes_sent": outcome.bytes_sent,
+                "objects_sent": sent[0],
+                "bytes_sent": sent[1],
             }
         )
         return
-    for r in outcome.results:
-        click.echo(f"{r.name.removeprefix('refs/heads/')}: {r.detail or 'ok'}")
+    for r in results:
+        click.echo(f"{r.name.removeprefix('refs/heads/').replace('refs/tags/', 'tag ')}: {r.detail or 'ok'}")
     if not quiet:
-        note(f"sent {outcome.objects_sent} objects ({outcome.bytes_sent} bytes)")
+        note(f"sent {sent[0]} objects ({sent[1]} bytes)")
 
 
 @click.command()
@@ -503,12 +518,15 @@ def bundle() -> None:
 @_max_object_option(
     "Refuse an object over N bytes; a bundle with larger ones needs unbundle --max-object-bytes"
 )
+@click.option(
+    "--tags", "with_tags", is_flag=True, help="With BRANCHES: add every tag too (the default without)."
+)
 @with_state
 def bundle_create(
-    state: CliState, file: str, branches: tuple[str, ...], max_object_bytes: int | None
+    state: CliState, file: str, branches: tuple[str, ...], max_object_bytes: int | None, with_tags: bool
 ) -> None:
-    """Write BRANCHES (default: every branch) and their history to FILE. An object over the size limit is
-    refused (nothing is written): a default unbundle could not read it."""
+    """Write BRANCHES (default: every branch, and every tag) and their history to FILE. An object over the
+    size limit is refused (nothing is written): a default unbundle could not read it."""
     from tractkv.model import MAX_OBJECT_BYTES
     from tractkv.sync.bundle import write_bundle
 
@@ -520,8 +538,9 @@ def bundle_create(
     unknown = set(branches) - {r.removeprefix("refs/heads/") for r in refs}
     if unknown:
         raise InvalidInput(f"no branch named {', '.join(sorted(unknown))}")
-    count = write_bundle(store, file, refs, max_object=max_object_bytes or MAX_OBJECT_BYTES)
-    click.echo(f"wrote {len(refs)} branch(es), {count} objects to {file}")
+    tags: dict[str, Any] = dict(store.iter_refs("refs/tags/")) if not branches or with_tags else {}
+    count = write_bundle(store, file, {**refs, **tags}, max_object=max_object_bytes or MAX_OBJECT_BYTES)
+    click.echo(f"wrote {len(refs)} branch(es), {len(tags)} tag(s), {count} objects to {file}")
 
 
 @bundle.command("unbundle")
@@ -543,6 +562,8 @@ def bundle_unbundle(state: CliState, file: str, name: str, max_object_bytes: int
         result = fetch_from(store, conn, check_remote_name(name), prune=False)
     for ref, (_, new) in sorted(result.updated.items()):
         click.echo(f"{ref.removeprefix('refs/remotes/')} {new[:12] if new else '-'}")
+    for tag in result.tags_refused:
+        note(f"! [rejected] tag {tag} (would clobber the existing tag)")
     if result.objects:
         note(f"stored {result.new_objects} new objects of {result.objects}")
     else:

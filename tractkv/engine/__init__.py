@@ -3,8 +3,8 @@
 Concept subpackages, bottom to top (each imports only its own sub-layer and lower ones; docs/ARCHITECTURE.md
 draws them and tests/test_layers.py checks them): ``content``, ``values``, ``history``, ``compile``, then the
 session (``session``), ``usage``, ``tools``, and the operations, each a function of a session (``budget``,
-``calibration``, ``merging``, ``branches``, ``gc``, ``spawning``, ``fitting``). Code outside a subpackage
-imports its face (``from tractkv.engine.compile import CompileState``), never a submodule.
+``calibration``, ``merging``, ``branches``, ``tags``, ``picking``, ``gc``, ``spawning``, ``fitting``). Code
+outside a subpackage imports its face (``from tractkv.engine.compile import CompileState``), never a submodule.
 
 This face is how layers above the engine that do not hold a ``Tract`` (the viewer, the integrations) open a
 session of their own: :func:`open_session`.

@@ -17,6 +17,7 @@ from tractkv.engine.history import (
     HEAD,
     HEADS,
     REMOTES,
+    TAGS,
     ahead_behind,
     ancestors,
     branch_ref,
@@ -61,6 +62,8 @@ def create_branch(session: Session, name: str, source: str | None = None) -> Obj
     reader = session.reader()
     if reader.get_ref(ref) is not None:
         raise BranchExists(name)
+    if reader.get_ref(TAGS + name) is not None:
+        raise InvalidInput(f"{name!r} is a tag: a branch of that name would make the name ambiguous")
     start = session.resolve(source, reader) if source is not None else session.head_commit(reader)
     if start is None:
         raise InvalidInput(f"cannot branch from {session.where()}: it has no commits yet")
@@ -242,11 +245,14 @@ def upstream(
 
 
 def reflog(session: Session, branch: str | None = None, limit: int | None = None) -> list[ReflogEntry]:
-    """Moves of a branch (default, or ``HEAD``: the session's), newest first."""
+    """Moves of a branch (default, or ``HEAD``: the session's; a full ref such as ``refs/tags/v1`` names a tag's
+    moves), newest first."""
     if branch is None or branch == HEAD:
         if session.branch_ref is None:
             raise DetachedHead(str(session.detached), "show the reflog of HEAD")
         ref = session.branch_ref
+    elif branch.startswith((HEADS, TAGS, REMOTES)):  # a full ref: a tag's moves too
+        ref = branch
     else:
         ref = HEADS + check_branch_name(branch)
     reader = session.reader()
@@ -260,5 +266,7 @@ def reflog(session: Session, branch: str | None = None, limit: int | None = None
         and reader.get_ref(ref) is None
         and next(iter_reflog(reader, ref), None) is None
     ):
-        raise BranchNotFound(ref[len(HEADS) :])  # never was a branch here (a deleted one keeps its reflog)
+        raise BranchNotFound(
+            ref.removeprefix(HEADS)
+        )  # never was a branch here (a deleted one keeps its reflog)
     return out

@@ -66,7 +66,7 @@ def merge(
         ours_name = session.current_branch or "HEAD"
         theirs_name = short_ref(source) if not is_object_id(source) else source[:12]
         raise MergeConflict(
-            [_explained(session, reader, c) for c in conflicts], ours=ours_name, theirs=theirs_name
+            [explained(session, reader, c) for c in conflicts], ours=ours_name, theirs=theirs_name
         )
     blob = Blob(data=merge_payload(strategy, source, len(conflicts)))
     theirs_stamp = reader.get_commit(theirs).created_at
@@ -95,7 +95,7 @@ def merge(
     )
 
 
-def _explained(session: Session, reader: Reader, conflict: Conflict) -> Conflict:
+def explained(session: Session, reader: Reader, conflict: Conflict) -> Conflict:
     """``conflict`` with each side described by what people recognize: the start of its text (and its
     priority when that changed too), or the names of the tools in the set."""
 

@@ -8,7 +8,7 @@ from typing import Final
 from tractkv.errors import StoreFormatError
 from tractkv.store.reader import META_FORMAT, META_SEQ, RawWriter, Table
 
-STORE_FORMAT: Final = 3  # kept in meta["format"]; a store with a higher number is refused on open
+STORE_FORMAT: Final = 4  # kept in meta["format"]; a store with a higher number is refused on open
 
 Migration = Callable[[RawWriter], None]
 """Upgrades a store from format N to N + 1 in place, inside the opening write transaction."""
@@ -36,16 +36,27 @@ def _key_orders(writer: RawWriter) -> None:
     del writer
 
 
-MIGRATIONS: dict[int, Migration] = {1: _drop_counter, 2: _key_orders}
+def _tags(writer: RawWriter) -> None:
+    """Format 3 -> 4: a store may hold annotated tags (``tag`` objects, named by ``refs/tags/<name>``; a
+    lightweight tag is a ref only). A format-3 store holds none: nothing to rewrite.
+
+    Why a new format and not only new code: a format-3 tractkv meets a ``tag`` object as an unknown kind in the
+    middle of a walk (gc, fsck, a sync); with the number raised it refuses the store on open, saying to
+    upgrade."""
+    del writer
+
+
+MIGRATIONS: dict[int, Migration] = {1: _drop_counter, 2: _key_orders, 3: _tags}
 """``MIGRATIONS[n]`` upgrades a store of format ``n`` to ``n + 1``; :func:`ensure_format` runs every step a
 store needs in the opening transaction. 1 -> 2: the sequence counter row is dropped (:func:`_drop_counter`);
 2 -> 3: tool sets may hold key orders and cache breakpoints, annotations cache breakpoints, nothing stored
-changes (:func:`_key_orders`)."""
+changes (:func:`_key_orders`); 3 -> 4: annotated tags may be stored, nothing stored changes (:func:`_tags`)."""
 
-READABLE_AS_IS: Final = frozenset({1, 2})
+READABLE_AS_IS: Final = frozenset({1, 2, 3})
 """Older formats a read-only open reads without migrating (so it writes nothing): format 1 differs from 2 only
 in the counter row, which no read uses; format 2 from 3 only in holding no tool set with a key order or a
-cache breakpoint (``ToolSet.order``, ``ToolSet.cache``) and no annotation with a ``cache`` field."""
+cache breakpoint (``ToolSet.order``, ``ToolSet.cache``) and no annotation with a ``cache`` field; format 3 from
+4 only in holding no ``tag`` object."""
 
 
 def ensure_format(writer: RawWriter) -> int:

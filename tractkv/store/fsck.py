@@ -134,9 +134,13 @@ def _check_refs(snap: Reader, kinds: dict[str, str], problems: list[Problem]) ->
             problems.append(Problem("bad-ref", name, f"value {value!r} is not an object id"))
         elif value not in kinds:
             problems.append(Problem("missing", name, f"ref target {value} is not in the store"))
-        elif kinds[value] != "commit":
+        elif kinds[value] != "commit" and not (kinds[value] == "tag" and name.startswith("refs/tags/")):
             problems.append(
-                Problem("wrong-kind", name, f"ref target {value} is a {kinds[value]}, not a commit")
+                Problem(
+                    "wrong-kind",
+                    name,
+                    f"ref target {value} is a {kinds[value]}, not a commit (or a tag's tag)",
+                )
             )
     return len(refs)
 

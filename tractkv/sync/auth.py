@@ -5,9 +5,10 @@ A tokens file is JSON: ``{"tokens": {"<token>": ["read", "write:agents/edge-7/*"
 ``read``
     list every branch and fetch objects.
 ``write:<glob>``
-    push to branches whose name matches the glob (``fnmatch``, case-sensitive; ``*`` crosses ``/``). A
-    token with only write scopes sees only the branches it may write, so an edge agent can be confined to
-    its own namespace without reading anyone else's sessions.
+    push to branches whose name matches the glob (``fnmatch``, case-sensitive; ``*`` crosses ``/``), and to
+    tags whose ``tags/<name>`` matches it. A token with only write scopes sees only the branches and tags it
+    may write, so an edge agent can be confined to its own namespace without reading anyone else's
+    sessions.
 ``admin``
     everything.
 
@@ -52,10 +53,12 @@ class Grant:
         return "read" in self.scopes or "admin" in self.scopes
 
     def may_write(self, ref: str) -> bool:
-        """May these credentials move ``ref`` (a full ``refs/heads/...`` name)?"""
+        """May these credentials move ``ref`` (a full ``refs/heads/...`` or ``refs/tags/...`` name)? A branch
+        is matched by its name, a tag as ``tags/<name>`` (so ``write:*`` covers tags, ``write:tags/v*``
+        grants only release tags, and ``write:agents/a17/*`` none)."""
         if "admin" in self.scopes:
             return True
-        name = ref[len("refs/heads/") :] if ref.startswith("refs/heads/") else ref
+        name = ref[len("refs/heads/") :] if ref.startswith("refs/heads/") else ref.removeprefix("refs/")
         return any(
             fnmatchcase(name, s[len(WRITE_PREFIX) :]) for s in self.scopes if s.startswith(WRITE_PREFIX)
         )

@@ -19,7 +19,7 @@ import heapq
 from collections.abc import Iterator, Sequence
 
 from tractkv.ids import ObjectId
-from tractkv.model import Commit, decode
+from tractkv.model import Commit, Tag, decode
 from tractkv.store import Reader, Store
 from tractkv.store.walk import iter_reachable
 
@@ -43,6 +43,9 @@ def known_on_remote(reader: Reader, wants: Sequence[ObjectId], haves: Sequence[O
             if data is None:
                 return
             obj = decode(data, oid)
+            if isinstance(obj, Tag):  # an annotated tag: walk from the commit it names
+                push(obj.target, have)
+                return
             if not isinstance(obj, Commit):
                 return
             commits[oid] = obj

@@ -21,6 +21,7 @@ import attrs
 
 from tractkv.engine.history import (
     HEADS,
+    TAGS,
     MissingLink,
     ObjectRuleError,
     Tags,
@@ -40,7 +41,7 @@ from tractkv.errors import (
     TransferError,
 )
 from tractkv.ids import ObjectId, hash_bytes, is_object_id
-from tractkv.model import MAX_OBJECT_BYTES, Commit, StoredObject
+from tractkv.model import MAX_OBJECT_BYTES, Commit, StoredObject, Tag
 from tractkv.model.objects import decode_received
 from tractkv.store import Store, WriteBatch
 from tractkv.store.walk import closure_missing
@@ -323,10 +324,11 @@ def check_update(
     def refuse(reason: str, detail: str) -> RefResult:
         return RefResult(name=name, ok=False, reason=reason, detail=detail)  # type: ignore[arg-type]
 
-    if not name.startswith(HEADS):
-        return refuse("invalid", "only branches (refs/heads/...) can be pushed")
+    is_tag = name.startswith(TAGS)
+    if not name.startswith(HEADS) and not is_tag:
+        return refuse("invalid", "only branches (refs/heads/...) and tags (refs/tags/...) can be pushed")
     try:
-        check_branch_name(name[len(HEADS) :])
+        check_branch_name(name[len(TAGS if is_tag else HEADS) :])
     except InvalidRefName as exc:
         return refuse("invalid", str(exc))
     for value in (update.old, update.new):
@@ -342,8 +344,10 @@ def check_update(
     obj = store.get(update.new)
     if obj is None:
         return refuse("missing-objects", f"{update.new} is not here")
-    if not isinstance(obj, Commit):
-        return refuse("invalid", f"{update.new} is a {type(obj).KIND}, not a commit")
+    if is_tag and isinstance(obj, Tag) and isinstance(store.get(obj.target), Commit):
+        pass  # an annotated tag of a stored commit
+    elif not isinstance(obj, Commit):
+        return refuse("invalid", f"{update.new} is a {type(obj).KIND}, not a commit (or a tag of one)")
     stop = {ObjectId(current)} if current else frozenset()
     if received is not None:
         hole = received.closure_hole(update.new, stop)
@@ -351,6 +355,10 @@ def check_update(
         hole = closure_missing(store, update.new, stop=stop)
     if hole is not None:
         return refuse("missing-objects", f"{hole} (in the history of {update.new[:12]}) is not here")
+    if is_tag:  # tags never move by themselves (git's "already exists")
+        if current is not None and current != update.new and not update.force:
+            return refuse("already-exists", f"tag names {current[:12]}; force to move it")
+        return None
     if current is not None and not update.force and not is_ancestor(store, ObjectId(current), update.new):
         return refuse("non-fast-forward", f"{update.new[:12]} does not descend from {current[:12]}")
     return None
@@ -363,6 +371,8 @@ def moved(store: Store, update: RefUpdate, current: str | None) -> RefResult:
     merge, as after losing a race to another pusher), else ``stale`` (re-read and retry).
     """
     detail = f"expected {update.old or 'absent'}, found {current or 'absent'}"
+    if update.name.startswith(TAGS):  # a tag has no ancestry: only "someone moved it since"
+        return RefResult(update.name, False, "already-exists" if current else "stale", detail)
     if (
         current is not None
         and not update.force

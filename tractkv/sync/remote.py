@@ -28,6 +28,7 @@ RejectReason = Literal[
     "atomic",  # another update of the same atomic push was refused, so this one was not applied
     "invalid",  # malformed ref name or value, or the value is not a commit
     "over-budget",  # the receiving store's token budget of the branch refuses the new value
+    "already-exists",  # a tag of that name names something else, and force was not given (tags never move)
 ]
 
 

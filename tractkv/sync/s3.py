@@ -10,19 +10,20 @@ prefix):
   carries a random nonce (two pushes never collide) and the commits the push moved refs to (at most
   :data:`NAMED_TIPS`, else none): every object of the pack is in the history of those tips, so a reader
   that already has them skips the pack without reading it. A pack is never modified.
-* each branch is one object ``refs/heads/<name>`` holding the hex id, replaced by compare-and-swap on its ETag
+* each branch is one object ``refs/heads/<name>`` (each tag ``refs/tags/<name>``: its commit's or annotated
+  tag object's id; prune keeps what tags reach too) holding the hex id, replaced by compare-and-swap on its ETag
   (``If-Match``) or created with ``If-None-Match: *``. A failed condition (412, 409, or 404 on If-Match:
   servers differ) means another writer moved it: the push is refused, never silently lost;
 * ``objects/<id>``: one object per key, the layout tractkv wrote before packs. It is still read (a fetch takes
   what no pack holds from there, level by level as before), never written: an old remote keeps working and
   new pushes add packs beside it. A tractkv older than packs cannot read what a newer one pushed.
 
-Request counts. A push: the probe (four requests, once per connection), ``list_refs`` (one LIST and one
-GET per branch), a LIST of ``packs/`` only when the push is large enough to ask what is missing (plus a
-ranged GET of the index of any pack named after one of the pushed commits, or named after none), one PUT
-per pack, and per ref one GET and one conditional PUT. A fetch or clone: ``list_refs``, one LIST per 1,000
-packs, and one GET per pack whose tips the fetcher lacks: O(pushes), never O(commits). Only what no
-downloaded pack holds falls back to reading indexes, then loose objects.
+Request counts. A push: the probe (four requests, once per connection), ``list_refs`` (one LIST and one GET per
+branch), a LIST of ``packs/`` only when the push is large enough to ask what is missing (plus a ranged GET of
+the index of any pack named after one of the pushed commits, or named after none), one PUT per pack, and per ref
+one GET and one conditional PUT. A fetch or clone: ``list_refs`` (of branches, and of tags: one more LIST, and a
+GET per tag), one LIST per 1,000 packs, and one GET per pack whose tips the fetcher lacks: O(pushes), never
+O(commits). Only what no downloaded pack holds falls back to reading indexes, then loose objects.
 
 Readers check everything: a pack's framing, index and the hash of every object before any of it is passed
 on; the receiving store then verifies each object like any other transfer (:func:`.receive.verify` and the
@@ -108,6 +109,7 @@ from .receive import decode_limit, verify
 from .remote import PushOutcome, RefResult, RefUpdate, Remote
 
 HEADS = "refs/heads/"
+TAGS = "refs/tags/"
 WORKERS = 16  # concurrent requests for pack and object downloads
 STALE_STATUSES = (409, 412, 404)
 
@@ -454,6 +456,10 @@ class S3Remote(Remote):
                 self._etags[key] = etag
         return out
 
+    def _all_refs(self) -> dict[str, ObjectId]:
+        """Every branch and tag: what prune keeps."""
+        return {**self.list_refs(HEADS), **self.list_refs(TAGS)}
+
     def missing(self, oids: Sequence[ObjectId]) -> set[ObjectId]:
         """Which of ``oids`` no pack holds, as far as the indexes of the packs named after one of ``oids`` (or
         after no commit) tell: another pack's objects are in the history of commits not asked about, which
@@ -529,11 +535,16 @@ class S3Remote(Remote):
         return PushOutcome(results=results, objects_sent=sent[0], bytes_sent=sent[1])
 
     def _update(self, update: RefUpdate) -> RefResult:
-        if not update.name.startswith(HEADS):
-            return RefResult(update.name, False, "invalid", "only branches (refs/heads/...) can be pushed")
+        if not update.name.startswith((HEADS, TAGS)):
+            return RefResult(
+                update.name,
+                False,
+                "invalid",
+                "only branches (refs/heads/...) and tags (refs/tags/...) can be pushed",
+            )
         if update.new is None:
             return RefResult(
-                update.name, False, "invalid", "deleting a branch is not supported on S3 remotes"
+                update.name, False, "invalid", "deleting a branch or tag is not supported on S3 remotes"
             )
         key = self._ref_key(update.name)
         current = self._get(key)
@@ -663,7 +674,7 @@ class S3Remote(Remote):
         object holds refuses the prune before anything is deleted."""
         if repack:
             self.check_writable()
-        refs = self.list_refs()  # refs before packs: every pack a listed ref needs is listed
+        refs = self._all_refs()  # refs before packs: every pack a listed ref needs is listed
         tips = sorted(set(refs.values()))
         if not tips:
             raise InvalidInput(
@@ -691,7 +702,7 @@ class S3Remote(Remote):
             ]
         else:
             doomed = [p.key for p in old if needed.isdisjoint(reading.indexes.get(p.key, ()))]
-        if self.list_refs() != refs:  # a push landed meanwhile: what it needs may be in a doomed pack
+        if self._all_refs() != refs:  # a push landed meanwhile: what it needs may be in a doomed pack
             raise SyncError(f"{self.url} changed while pruning: nothing was deleted (run it again)")
         self._delete(doomed + loose)
         return PruneResult(

@@ -209,8 +209,8 @@ class Hub:
     async def refs(self, request: Request) -> Response:
         grant = self.grant(request)
         prefix = request.query_params.get("prefix", "refs/heads/")
-        if not prefix.startswith("refs/heads/"):
-            raise AuthError(403, "only branches (refs/heads/...) are served")
+        if not prefix.startswith(("refs/heads/", "refs/tags/")):
+            raise AuthError(403, "only branches (refs/heads/...) and tags (refs/tags/...) are served")
 
         def read() -> dict[str, str]:
             return {n: v for n, v in self.store.iter_refs(prefix) if grant.may_see(n)}
@@ -515,7 +515,12 @@ def _prepend(first: bytes, rest: Iterator[bytes]) -> Iterator[bytes]:
 
 
 def _visible_tips(reader: Reader, grant: Grant) -> list[ObjectId]:
-    return [ObjectId(v) for n, v in reader.iter_refs("refs/heads/") if grant.may_see(n)]
+    return [
+        ObjectId(v)
+        for prefix in ("refs/heads/", "refs/tags/")
+        for n, v in reader.iter_refs(prefix)
+        if grant.may_see(n)
+    ]
 
 
 class PushTimedOut(Exception):

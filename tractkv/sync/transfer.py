@@ -1,8 +1,10 @@
 """Sync operations on a store: fetch, push, clone, and bringing a tracking branch into a session's branch.
 
-Remote-tracking refs are ``refs/remotes/<remote>/<branch>``: fetch moves them (and, only when asked to prune
-as git's ``--prune``, deletes those of branches the remote no longer shows), a successful push moves the
-pushed one. Refs move only after every object they need is stored.
+Remote-tracking refs are ``refs/remotes/<remote>/<branch>``: fetch moves them (and, only when asked to prune as
+git's ``--prune``, deletes those of branches the remote no longer shows), a successful push moves the pushed
+one. Tags are not tracked per remote: fetch brings the remote's tags into ``refs/tags/*`` (a tag that differs
+from the local one of its name is refused unless forced), ``push_tags_to`` sends the local ones. Refs move only
+after every object they need is stored.
 """
 
 from __future__ import annotations
@@ -13,10 +15,11 @@ from contextlib import contextmanager
 
 import attrs
 
-from tractkv.engine.history import HEADS, REMOTES, check_branch_name, is_ancestor, log_ref_move
+from tractkv.engine.history import HEADS, REMOTES, TAGS, check_branch_name, is_ancestor, log_ref_move, peel
 from tractkv.engine.session import Session
 from tractkv.engine.values import MergeResult
 from tractkv.errors import (
+    AuthError,
     InvalidInput,
     InvalidRefName,
     ObjectTooLarge,
@@ -26,7 +29,7 @@ from tractkv.errors import (
 )
 from tractkv.ids import ObjectId, is_object_id
 from tractkv.model import Commit, kind_of
-from tractkv.store import Store
+from tractkv.store import Store, WriteBatch
 
 from .frames import HEADER, OID_BYTES
 from .negotiate import ASK_THRESHOLD, candidate_ids, raw_objects
@@ -49,6 +52,9 @@ class FetchResult:
     new_objects: int
     bytes: int
     skipped: tuple[str, ...] = ()
+    #: the remote's tags that differ from a local tag of that name, left as they are (git's "would clobber
+    #: existing tag"): fetch with ``force_tags`` to move them
+    tags_refused: tuple[str, ...] = ()
 
 
 def _counting(
@@ -75,7 +81,27 @@ def local_tips(store: Store) -> list[ObjectId]:
     """Every branch and remote-tracking tip: what this store can tell a remote it has."""
     tips = {ObjectId(v) for _, v in store.iter_refs(HEADS) if is_object_id(v)}
     tips |= {ObjectId(v) for _, v in store.iter_refs(REMOTES) if is_object_id(v)}
+    tips |= {ObjectId(v) for _, v in store.iter_refs(TAGS) if is_object_id(v)}
     return sorted(tips)
+
+
+def remote_tags(remote: Remote) -> dict[str, ObjectId]:
+    """The remote's tags, checked as its branches are (valid names, object ids); none from a hub that serves
+    only branches (one from before tags: it answers 403 to the prefix)."""
+    try:
+        tags = remote.list_refs(TAGS)
+    except AuthError as exc:
+        if exc.status != 403:
+            raise
+        return {}
+    for ref, value in tags.items():
+        if not ref.startswith(TAGS) or not is_object_id(value):
+            raise TransferError(f"{remote.url} advertised {ref!r} -> {value!r}, which is not a tag")
+        try:
+            check_branch_name(ref[len(TAGS) :])
+        except InvalidRefName as exc:
+            raise TransferError(f"{remote.url} advertised a tag with an invalid name: {exc}") from exc
+    return tags
 
 
 def check_max_object(max_object: object) -> int:
@@ -103,8 +129,11 @@ def fetch_from(
     progress: Progress | None = None,
     prune: bool = False,
     max_object: int | None = None,
+    force_tags: bool = False,
 ) -> FetchResult:
-    """Receive the remote's branches and move ``refs/remotes/<name>/*`` to them. A tracking branch the remote
+    """Receive the remote's branches and move ``refs/remotes/<name>/*`` to them, and its tags into
+    ``refs/tags/*`` (a new tag is created; one that differs from the local tag of its name is refused, listed
+    in ``tags_refused``, unless ``force_tags``: tags never move by themselves, git's rule). A tracking branch the remote
     no longer shows (deleted there, or out of a narrower token's sight) stays, unless ``prune`` (git's
     ``--prune``) deletes it.
 
@@ -115,7 +144,7 @@ def fetch_from(
     if max_object is not None:  # for this fetch only: the transports read the remote's limit
         saved, remote.max_receive = remote.max_receive, check_max_object(max_object)
         try:
-            return fetch_from(store, remote, name, progress=progress, prune=prune)
+            return fetch_from(store, remote, name, progress=progress, prune=prune, force_tags=force_tags)
         finally:
             remote.max_receive = saved
     limit = remote.max_receive
@@ -127,7 +156,8 @@ def fetch_from(
             check_branch_name(ref[len(HEADS) :])
         except InvalidRefName as exc:
             raise TransferError(f"{remote.url} advertised a branch with an invalid name: {exc}") from exc
-    wants = sorted({oid for oid in advertised.values() if not store.has(oid)})
+    tags = remote_tags(remote)
+    wants = sorted({oid for oid in (*advertised.values(), *tags.values()) if not store.has(oid)})
     stats = None
     if wants:
         pairs = _limited(remote.fetch(wants, local_tips(store), store.has), limit)
@@ -158,9 +188,15 @@ def fetch_from(
             raise TransferError(
                 f"{remote.url}: branch {ref[len(HEADS) :]!r} names {tip}, which is not a commit", tip
             )
+    for ref, value in tags.items():  # a tag must name a commit, or a tag object of one
+        if peel(store, value) is None:
+            raise TransferError(
+                f"{remote.url}: tag {ref[len(TAGS) :]!r} names {value}, which is not a commit"
+            )
     prefix = f"{REMOTES}{name}/"
     current = dict(store.iter_refs(prefix))
     batch = store.new_batch()
+    refused = _stage_tags(store, batch, tags, name, force_tags)
     updated: dict[str, tuple[ObjectId | None, ObjectId | None]] = {}
     for ref, tip in advertised.items():
         tracking = prefix + ref[len(HEADS) :]
@@ -169,6 +205,12 @@ def fetch_from(
             batch.set_ref(tracking, tip, expected=old)
             log_ref_move(batch, tracking, ObjectId(old) if old else None, tip, "fetch", f"fetch {name}")
             updated[tracking] = (ObjectId(old) if old else None, tip)
+    for ref, (old_value, new_value) in batch.ref_updates.items():
+        if ref.startswith(TAGS):
+            updated[ref] = (
+                ObjectId(old_value) if isinstance(old_value, str) else None,
+                ObjectId(str(new_value)),
+            )
     if prune:
         for tracking, old in current.items():
             if HEADS + tracking[len(prefix) :] not in advertised:
@@ -183,7 +225,62 @@ def fetch_from(
         new_objects=stats.new_objects if stats else 0,
         bytes=stats.bytes if stats else 0,
         skipped=skipped,
+        tags_refused=tuple(refused),
     )
+
+
+def _stage_tags(
+    store: Store, batch: WriteBatch, tags: dict[str, ObjectId], name: str, force: bool
+) -> list[str]:
+    """Stage the remote's tags into ``refs/tags/*``: new ones, and (``force``) moved ones; returns the names
+    of those refused because the local tag differs."""
+    refused: list[str] = []
+    for ref, value in sorted(tags.items()):
+        current = store.get_ref(ref)
+        if current == value:
+            continue
+        if current is not None and not force:
+            refused.append(ref[len(TAGS) :])
+            continue
+        batch.set_ref(ref, value, expected=current)
+        old = ObjectId(current) if current else None
+        log_ref_move(batch, ref, old, value, "fetch", f"tag from {name}" + (" (forced)" if old else ""))
+    return refused
+
+
+def push_tags_to(
+    store: Store, remote: Remote, *, force: bool = False, progress: Progress | None = None
+) -> PushOutcome:
+    """Send every local tag (``refs/tags/*``) the remote lacks, or holds at another value (refused before
+    anything is sent unless ``force``: a tag never moves by itself), in one push."""
+    local = {ref: ObjectId(v) for ref, v in store.iter_refs(TAGS) if is_object_id(v)}
+    if not local:
+        raise InvalidInput("nothing to push: this store has no tags")
+    advertised = remote_tags(remote)
+    updates = []
+    for ref, value in sorted(local.items()):
+        old = advertised.get(ref)
+        if old == value:
+            continue
+        if old is not None and not force:
+            _reject(ref, "already-exists", f"the remote's tag names {old[:12]}; push --force to move it")
+        updates.append(RefUpdate(ref, old, value, force=force))
+    if not updates:
+        results = tuple(RefResult(ref, True, None, "up to date") for ref in sorted(local))
+        return PushOutcome(results=results, objects_sent=0, bytes_sent=0)
+    haves = [oid for oid in (*remote.list_refs(HEADS).values(), *advertised.values()) if store.has(oid)]
+    sizes: dict[ObjectId, int] = {}
+    candidates = candidate_ids(store, [u.new for u in updates if u.new is not None], haves, sizes=sizes)
+    if len(candidates) > ASK_THRESHOLD:
+        lacking = remote.missing(candidates)
+        candidates = [c for c in candidates if c in lacking]
+    check_sizes(store, remote, candidates, sizes)
+    if progress is not None:
+        _announce(progress, len(candidates))
+    outcome = remote.push(_counting(raw_objects(store, candidates), progress), updates)
+    if not outcome.ok:
+        raise PushRejected(list(outcome.results))
+    return outcome
 
 
 def push_to(

@@ -29,6 +29,7 @@ from tractkv.engine.history import (
     iter_log,
     read_head,
     resolve_revision,
+    tag_tips,
 )
 from tractkv.engine.usage import (
     STATUSES,
@@ -71,7 +72,7 @@ class GraphRow:
     top: tuple[tuple[int, int], ...]
     bottom: tuple[tuple[int, int], ...]
     width: int
-    tips: tuple[str, ...] = ()  # the branches (full refs) whose tip this commit is, as `git log --decorate`
+    tips: tuple[str, ...] = ()  # the branches and tags (full refs) at this commit, as `git log --decorate`
 
 
 @attrs.frozen(kw_only=True)
@@ -267,7 +268,7 @@ class Inspector:
         rows: list[GraphRow] = []
         more = False
         tips: dict[str, list[str]] = {}
-        for name, value in self.refs().items():
+        for name, value in (*self.refs().items(), *tag_tips(self.store)):  # as `git log --decorate` shows
             tips.setdefault(value, []).append(name)
         current = self.current_branch()
         if head is not None:
@@ -282,11 +283,10 @@ class Inspector:
                         layout.skip(oid, commit.parents)  # earlier pages move the lanes; no rows built
                         continue
                     row = layout.place(oid, commit.parents)
-                    info = self._row_info(reader, oid, commit)
                     named = sorted(tips.get(oid, ()), key=lambda r: (r != current, r.startswith(REMOTES), r))
                     rows.append(
                         GraphRow(
-                            info=info,
+                            info=self._row_info(reader, oid, commit),
                             lane=row.lane,
                             top=row.top,
                             bottom=row.bottom,

@@ -97,10 +97,15 @@ def branch_name(ref: str) -> str:
 
 
 def ref_badges(refs: tuple[str, ...], current: str | None) -> Markup:
-    """Branch labels, as ``git log --decorate`` shows them: ``HEAD → main`` for HEAD's branch."""
+    """Branch and tag labels, as ``git log --decorate`` shows them: ``HEAD → main`` for HEAD's branch,
+    ``tag: v1`` for a tag."""
     out = []
     for ref in refs:
-        if ref == current:
+        if ref.startswith("refs/tags/"):
+            out.append(
+                el("span", "tag: ", ref.removeprefix("refs/tags/"), class_="badge tip kind-tag", title=ref)
+            )
+        elif ref == current:
             out.append(el("span", "HEAD → ", branch_name(ref), class_="badge tip head", title=ref))
         else:
             kind = "remote" if ref.startswith("refs/remotes/") else "local"

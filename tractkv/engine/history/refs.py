@@ -4,11 +4,17 @@ Layout (as in git): branches are ``refs/heads/<name>`` (slashes allowed: ``agent
 remote-tracking branches ``refs/remotes/<remote>/<name>``, and ``HEAD`` is either ``ref: refs/heads/<name>``
 (on a branch, possibly not born yet) or a commit id (detached, read-only).
 
-Revisions accepted wherever a commit is named: a full id, a unique id prefix (4+ hex digits), a branch name,
+Tags are ``refs/tags/<name>`` (a branch name's rules): a lightweight tag's ref holds a commit id, an annotated
+tag's the id of a ``tag`` object (:class:`tractkv.model.Tag`) naming the commit; a revision naming either means
+the commit (the tag is "peeled").
+
+Revisions accepted wherever a commit is named: a full id (a tag object's id means its commit), a unique id
+prefix (4+ hex digits), a branch name, a tag name (a name that is both a branch and a tag is refused as
+ambiguous: say ``refs/heads/<name>`` or ``refs/tags/<name>``; git warns and takes the tag),
 ``<remote>/<branch>``, ``HEAD``, a reflog revision ``<branch>@{N}`` (the value the branch had N moves ago, as
 its reflog records them: ``main@{0}`` is its tip, ``main@{1}`` the tip before its last move; ``HEAD@{N}`` and
-``@{N}`` mean the current branch's), and any of those followed by ``~N`` (N first parents back) or ``^``
-(first parent) / ``^2`` (second parent of a merge).
+``@{N}`` mean the current branch's), and any of those followed by ``~N`` (N first parents back) or ``^`` (first
+parent) / ``^2`` (second parent of a merge).
 """
 
 from __future__ import annotations
@@ -18,12 +24,13 @@ import re
 from tractkv.engine.history.reflog import iter_reflog
 from tractkv.errors import InvalidRefName, UnknownRevision
 from tractkv.ids import ObjectId, is_object_id, is_oid_prefix
-from tractkv.model import Commit
+from tractkv.model import Commit, Tag
 from tractkv.store import Reader
 
 HEAD = "HEAD"
 HEADS = "refs/heads/"
 REMOTES = "refs/remotes/"
+TAGS = "refs/tags/"
 SYMBOLIC = "ref: "
 
 _BAD_CHARS = re.compile(r"[\x00-\x20\x7f~^:?*\[\\]")
@@ -63,6 +70,31 @@ def branch_ref(name: str) -> str:
     return HEADS + check_branch_name(name)
 
 
+def tag_ref(name: str) -> str:
+    """The full ref of a tag name (a branch name's rules: :func:`check_branch_name`)."""
+    return TAGS + check_branch_name(name)
+
+
+def peel(reader: Reader, oid: ObjectId) -> ObjectId | None:
+    """The commit ``oid`` names: itself when it is a commit, an annotated tag's target; None otherwise."""
+    obj = reader.get(oid)
+    if isinstance(obj, Tag):
+        target = obj.target
+        return target if isinstance(reader.get(target), Commit) else None
+    return oid if isinstance(obj, Commit) else None
+
+
+def tag_tips(reader: Reader) -> list[tuple[str, ObjectId]]:
+    """Every tag ref with the commit it names (an annotated tag peeled), as ``log --decorate`` shows them; a
+    tag naming no commit is left out."""
+    out = []
+    for ref, value in reader.iter_refs(TAGS):
+        commit = peel(reader, ObjectId(value)) if is_object_id(value) else None
+        if commit is not None:
+            out.append((ref, commit))
+    return out
+
+
 def branch_name(ref: str) -> str | None:
     """The branch name of a ``refs/heads/`` ref, or None."""
     return ref[len(HEADS) :] if ref.startswith(HEADS) else None
@@ -70,8 +102,8 @@ def branch_name(ref: str) -> str | None:
 
 def short_ref(name: str) -> str:
     """A ref as people name it: ``refs/heads/main`` -> ``main``, ``refs/remotes/origin/main`` ->
-    ``origin/main``; anything else unchanged."""
-    for prefix in (HEADS, REMOTES):
+    ``origin/main``, ``refs/tags/v1`` -> ``v1``; anything else unchanged."""
+    for prefix in (HEADS, REMOTES, TAGS):
         if name.startswith(prefix):
             return name[len(prefix) :]
     return name
@@ -150,19 +182,27 @@ def _resolve_base(reader: Reader, base: str, head: object) -> ObjectId:
             raise UnknownRevision(base, "HEAD points at a branch with no commits yet")
         return ObjectId(str(oid))
     if is_object_id(base):
-        if not isinstance(reader.get(ObjectId(base)), Commit):
+        peeled = peel(reader, ObjectId(base))
+        if peeled is None:
             raise UnknownRevision(base, "no commit with that id")
-        return ObjectId(base)
-    for ref in (HEADS + base, REMOTES + base, base if base.startswith("refs/") else None):
-        if ref is None:
-            continue
-        value = reader.get_ref(ref)
+        return peeled
+    branch = reader.get_ref(HEADS + base)
+    tag = None if base.startswith("refs/") else reader.get_ref(TAGS + base)
+    if branch is not None and tag is not None:
+        raise UnknownRevision(base, f"ambiguous: both a branch and a tag; say {HEADS}{base} or {TAGS}{base}")
+    candidates = (
+        (branch, False),
+        (tag, True),
+        (reader.get_ref(REMOTES + base), False),
+        (reader.get_ref(base) if base.startswith("refs/") else None, base.startswith(TAGS)),
+    )
+    for value, is_tag in candidates:
         if value is not None and is_object_id(value):
-            return ObjectId(value)
+            return (peel(reader, ObjectId(value)) if is_tag else None) or ObjectId(value)
     if is_oid_prefix(base):
-        found = reader.resolve_prefix(base, kind=Commit.KIND)
+        found = reader.resolve_prefix(base, kind=Commit.KIND) or reader.resolve_prefix(base, kind=Tag.KIND)
         if len(found) == 1:
-            return found[0]
+            return peel(reader, found[0]) or found[0]
         if len(found) > 1:
             raise UnknownRevision(base, "ambiguous id prefix; give more digits")
     raise UnknownRevision(base)

@@ -49,6 +49,8 @@ The rules, by kind (an object's "tag" is its kind, or for a blob the content typ
   tool's fits its schema: it names maps the schema has, each listed map's keys exactly, never in canonical
   order (written None), so one key order has one spelling (:func:`~tractkv.engine.content.key_order_problem`;
   a tool's tag carries its maps' keys, :class:`ToolTag`).
+* **tag** (an annotated tag): its ``name`` follows a branch name's rules, ``ts`` is in ``[TS_MIN, TS_MAX]`` (and
+  not from the future, as a commit), ``target`` is a commit.
 * **usage**: ``start`` / ``end`` in ``[TS_MIN, TS_MAX]`` (ints, not booleans), ``rlen`` a non-negative int,
   ``commit`` and ``heads`` commits, ``children`` usage records forming a tree: a nested execution ran inside
   one other, so a record lists a child once, a child is listed by one record (a ``tool_result`` commit's
@@ -95,7 +97,8 @@ from tractkv.engine.content import (
     media_ids,
     sniff,
 )
-from tractkv.errors import ContentError, DecodeError, InvalidInput
+from tractkv.engine.history.refs import check_branch_name
+from tractkv.errors import ContentError, DecodeError, InvalidInput, InvalidRefName
 from tractkv.ids import ObjectId, hash_bytes
 from tractkv.model import (
     MAX_USAGE_DEPTH,
@@ -103,6 +106,7 @@ from tractkv.model import (
     Blob,
     Commit,
     StoredObject,
+    Tag,
     ToolSchema,
     ToolSet,
     UsageRecord,
@@ -339,6 +343,10 @@ def check(
                     raise ObjectRuleError(f"order[{index}] is not a key order of tools[{index}]: {problem}")
     elif isinstance(obj, UsageRecord):
         _check_usage(obj, tag_of, claims)
+    elif isinstance(obj, Tag):
+        _check_tag(obj, tag_of)
+        if now_us is not None:
+            check_not_future(obj.created_at, now_us)
     elif isinstance(obj, ToolSchema):
         found = tag(obj)
         if found.startswith(INVALID):
@@ -488,6 +496,16 @@ def _commit_rules(commit: Commit, tag_of: TagOf) -> None:
     if commit.tools is not None:
         _want(tag_of, "tools", commit.tools, ("toolset",))
     _check_links(op, commit.links, tag_of)
+
+
+def _check_tag(obj: Tag, tag_of: TagOf) -> None:
+    """An annotated tag: a valid tag name (a branch name's rules), a timestamp in range, a commit target."""
+    try:
+        check_branch_name(obj.name)
+    except InvalidRefName as exc:
+        raise ObjectRuleError(f"a tag's name: {exc}") from exc
+    _check_timestamp("ts", obj.created_at)
+    _want(tag_of, "target", obj.target, ("commit",))
 
 
 def _check_spawn(commit: Commit) -> None:
@@ -720,6 +738,20 @@ def check_commit(
         check(commit, Tags(reader, known), now_us=now_us)
     except ObjectRuleError as exc:
         raise InvalidInput(f"refusing to write an invalid commit: {exc}") from exc
+
+
+def check_tag(
+    reader: Reader, obj: Tag, known: Mapping[ObjectId, str] | None = None, now_us: int | None = None
+) -> None:
+    """Check an annotated tag about to be written locally, as :func:`check_commit` checks a commit.
+
+    Raises:
+        InvalidInput: the rule it breaks (nothing has been written).
+    """
+    try:
+        check(obj, Tags(reader, known), now_us=now_us)
+    except ObjectRuleError as exc:
+        raise InvalidInput(f"refusing to write an invalid tag: {exc}") from exc
 
 
 def fsck_objects(store: Store, now_us: int | None = None) -> tuple[Problem, ...]:

@@ -31,6 +31,39 @@ class BranchInfo:
 
 
 @attrs.frozen(kw_only=True)
+class TagInfo:
+    """A tag (``refs/tags/<name>``): the commit it names (``commit``), and for an annotated tag its object's id
+    (``tag_id``), message and tagger time (``created_at``); a lightweight tag has None for the three."""
+
+    name: str
+    commit: ObjectId
+    tag_id: ObjectId | None = None
+    message: str | None = None
+    created_at: datetime | None = None
+
+    @property
+    def annotated(self) -> bool:
+        return self.tag_id is not None
+
+
+@attrs.frozen(kw_only=True)
+class PickResult:
+    """What a cherry-pick or a rebase did: ``kind`` ``picked`` / ``rebased`` / ``up-to-date`` (nothing to
+    replay) / ``empty`` (every change was already there or settled for the branch's side); the branch's new
+    ``head``; ``picked`` the pairs (original, new commit) in the order they were made; ``skipped`` the
+    originals left out (a merge commit in a rebased range, or a change settled for ``ours``), and
+    ``conflicts_resolved`` how many conflicts ``strategy`` settled."""
+
+    kind: str
+    head: ObjectId | None
+    picked: tuple[tuple[ObjectId, ObjectId], ...] = ()
+    skipped: tuple[ObjectId, ...] = ()
+    conflicts_resolved: int = 0
+    strategy: str = "auto"
+    onto: ObjectId | None = None
+
+
+@attrs.frozen(kw_only=True)
 class StatusInfo:
     """A branch's summary: where its head is and what the context there holds (``status`` is HEAD's, and
     :func:`tractkv.engine.branches.summaries` gives one per branch: the CLI's ``branch -v``, ``Tract.branches``
