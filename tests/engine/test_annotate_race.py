@@ -180,3 +180,66 @@ def test_cli_annotating_and_committing_in_several_processes_all_land(tmp_path: P
         assert len(t.log(op_filter="append")) == 2 + 2 * count
     with open_store(str(path), create=False) as store:
         assert fsck(store).ok
+
+
+def losing(t: Tract, monkeypatch: pytest.MonkeyPatch, losses: float) -> list[int]:
+    """Make the first ``losses`` writes of ``t``'s store lose their compare-and-swap (another writer moved the
+    branch each time, as a fast writer does to a slow one); returns the count of writes tried."""
+    from tractkv.errors import RefConflict
+
+    store = t.store
+    real = store.apply
+    tried = [0]
+
+    def apply(batch: Any) -> None:
+        tried[0] += 1
+        if tried[0] <= losses:
+            raise RefConflict("refs/heads/main", "a" * 64, "b" * 64)
+        real(batch)
+
+    monkeypatch.setattr(store, "apply", apply)
+    return tried
+
+
+def test_a_writer_that_loses_many_races_retries_past_sixteen_and_lands(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A slow writer (a loaded machine, an annotation computing the raced tip's state) may lose more than
+    MAX_REBASE_ATTEMPTS races in a row to fast writers: it keeps retrying for REBASE_PATIENCE_S, so its
+    commit lands (16 losses and a ConcurrentUpdate before)."""
+    from tractkv.engine.session import write
+
+    monkeypatch.setattr(write, "backoff", lambda attempt: None)
+    with Tract.open(rebase_appends=True) as t:
+        t.user("first")
+        tried = losing(t, monkeypatch, write.MAX_REBASE_ATTEMPTS * 3)
+        info = t.user("second, after 48 lost races")
+        assert tried[0] == write.MAX_REBASE_ATTEMPTS * 3 + 1
+        assert [m.content for m in t.compile().messages] == ["first", "second, after 48 lost races"]
+        assert t.head == info.commit_id
+
+
+def test_a_writer_that_always_loses_gives_up_after_its_patience(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Bounded: a writer that loses every race stops once both MAX_REBASE_ATTEMPTS tries and
+    REBASE_PATIENCE_S seconds are used, with ConcurrentUpdate and nothing written."""
+    from tractkv.engine.session import write
+
+    monkeypatch.setattr(write, "REBASE_PATIENCE_S", 0.2)
+    monkeypatch.setattr(write, "backoff", lambda attempt: time.sleep(0.005))
+    with Tract.open(rebase_appends=True) as t:
+        t.user("first")
+        head = t.head
+        tried = losing(t, monkeypatch, float("inf"))
+        started = time.monotonic()
+        with pytest.raises(ConcurrentUpdate, match="nothing was written"):
+            t.user("never lands")
+        assert time.monotonic() - started >= 0.2
+        assert tried[0] > write.MAX_REBASE_ATTEMPTS
+        assert t.head == head
+        assert [m.content for m in t.compile().messages] == ["first"]
+    with Tract.open() as t:  # not a pure append's rebase: the first lost race is the answer
+        t.user("first")
+        tried = losing(t, monkeypatch, float("inf"))
+        with pytest.raises(ConcurrentUpdate):
+            t.user("refused at once")
+        assert tried[0] == 1

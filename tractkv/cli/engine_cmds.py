@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import sys
+import time
 from typing import TYPE_CHECKING, Any
 
 import click
@@ -21,7 +22,7 @@ from tractkv.cli.common import (
 )
 from tractkv.engine.content import MESSAGE_ROLES, message_parts_markers, schema_name
 from tractkv.engine.history import clip, describe_commit, layout_lanes, short_id
-from tractkv.engine.session import MAX_REBASE_ATTEMPTS
+from tractkv.engine.session import backoff, may_retry
 from tractkv.engine.values import CommitInfo
 from tractkv.errors import BudgetExceeded, ConcurrentUpdate, InvalidInput
 from tractkv.model import to_jsonable
@@ -288,7 +289,8 @@ def _tool_result(
     call_id = tool_call_id or previous.get("tool_call_id")
     if not isinstance(call_id, str):
         raise click.UsageError("a tool result needs --tool-call-id ID (the call it answers)")
-    for attempt in range(1, MAX_REBASE_ATTEMPTS + 1):
+    attempts, first_loss = 0, 0.0
+    while True:
         try:
             info = t.tool_result(
                 call_id,
@@ -301,12 +303,14 @@ def _tool_result(
                 hooks=False,
             )
         except ConcurrentUpdate:
-            if edit_target is not None or attempt == MAX_REBASE_ATTEMPTS:
+            attempts += 1
+            first_loss = first_loss or time.monotonic()
+            if edit_target is not None or not may_retry(attempts, first_loss):
                 raise
+            backoff(attempts)
             continue
         assert isinstance(info, CommitInfo)  # hooks=False: committed as given
         return info
-    raise AssertionError("unreachable")  # pragma: no cover
 
 
 @click.command("log")

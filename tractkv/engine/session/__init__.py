@@ -16,7 +16,7 @@ from .fastpath import PLAIN_ROLES, append_text_fast
 from .moves import SessionMoves
 from .policy import Outcomes, WritePolicy
 from .values import Build, Derive, Tip
-from .write import BATCH_GC_THRESHOLD, MAX_REBASE_ATTEMPTS, Session, append_text_general
+from .write import BATCH_GC_THRESHOLD, MAX_REBASE_ATTEMPTS, Session, append_text_general, backoff, may_retry
 
 append_text = append_text_fast
 """How a plain-text append is made: the one binding that chooses between :func:`append_text_fast` and
@@ -37,4 +37,6 @@ __all__ = [
     "append_text",
     "append_text_fast",
     "append_text_general",
+    "backoff",
+    "may_retry",
 ]

@@ -10,7 +10,8 @@ its maker vouches for it by construction (the plain-text fast path, :mod:`.fastp
 
 The loser of an append race gets :class:`ConcurrentUpdate` (nothing written; its next call starts from the
 new tip) or, with ``rebase_appends=True``, a pure append is re-made on the new tip (its parent changes; its
-content, message and metadata do not), at most :data:`MAX_REBASE_ATTEMPTS` times."""
+content, message and metadata do not), retried until both :data:`MAX_REBASE_ATTEMPTS` tries and
+:data:`REBASE_PATIENCE_S` seconds are used (:func:`may_retry`)."""
 
 from __future__ import annotations
 
@@ -55,14 +56,23 @@ from .moves import SessionMoves
 from .policy import Outcomes
 from .values import BatchLog, Build, Derive, Tip
 
-MAX_REBASE_ATTEMPTS = 16  # bounded retries of an automatic append rebase under contention
+MAX_REBASE_ATTEMPTS = 16  # retries of an automatic append rebase under contention, at least...
+REBASE_PATIENCE_S = 10.0  # ...and for at least this long: a slow writer (a loaded machine, an annotation
+# that computes the raced tip's state) must not lose every race to fast ones within 16 short waits
 REBASE_BACKOFF_S = 0.0005  # the first retry's ceiling; doubled per retry, at most REBASE_BACKOFF_MAX_S
 REBASE_BACKOFF_MAX_S = 0.05
 # Inside batch(): young objects between two runs of the cyclic garbage collector (Python's default: 700).
 BATCH_GC_THRESHOLD = 50_000
 
 
-def _backoff(attempt: int) -> None:
+def may_retry(attempts: int, started: float) -> bool:
+    """Whether a write that lost ``attempts`` races, the first at ``time.monotonic()`` ``started``, is
+    tried again: until both :data:`MAX_REBASE_ATTEMPTS` tries and :data:`REBASE_PATIENCE_S` seconds are
+    used (bounded either way: each retry waits, :func:`backoff`)."""
+    return attempts < MAX_REBASE_ATTEMPTS or time.monotonic() - started < REBASE_PATIENCE_S
+
+
+def backoff(attempt: int) -> None:
     """Wait before rebase retry ``attempt`` (1-based): a random time up to a ceiling that doubles per retry
     (full jitter). Two writers whose appends take long (a budget that trims plans each attempt) otherwise
     retry in lockstep and the slower one can lose every race."""
@@ -233,7 +243,7 @@ class Session(SessionMoves):
         way); a caller giving it vouches that ``build`` checked what :func:`check_commit` would."""
         tip = tip or self.writable(action)
         ref, parent = tip.ref, tip.head
-        attempts = 0
+        attempts, first_loss = 0, 0.0  # races lost, and when the first was
         stale_retried = False
         while True:
             parent_commit = self._parent_commit(parent)
@@ -271,7 +281,8 @@ class Session(SessionMoves):
                 continue
             except RefConflict as exc:
                 attempts += 1
-                parent = self._after_lost_swap(exc, ref, attempts if rebase else MAX_REBASE_ATTEMPTS)
+                first_loss = first_loss or time.monotonic()
+                parent = self._after_lost_swap(exc, ref, attempts, first_loss if rebase else None)
                 continue
             except BaseException:
                 self._state = None  # it may hold the commit that was not written: rebuild from the store
@@ -295,17 +306,17 @@ class Session(SessionMoves):
             return last[1]
         return None if parent is None else self.reader().get_commit(parent)
 
-    def _after_lost_swap(self, exc: RefConflict, ref: str, attempts: int) -> ObjectId | None:
-        """The tip to retry on after another handle moved the branch (``attempts`` so far, counted as
-        :data:`MAX_REBASE_ATTEMPTS` when the commit may not be rebased): :class:`ConcurrentUpdate` when there
-        is no retry left, else the new tip after a random wait (writers that collided do not collide again at
-        once)."""
+    def _after_lost_swap(
+        self, exc: RefConflict, ref: str, attempts: int, first_loss: float | None
+    ) -> ObjectId | None:
+        """The tip to retry on after ``attempts`` lost races, the first at ``first_loss`` (None: no rebase), after
+        a random wait (:func:`backoff`); :class:`ConcurrentUpdate` when no retry is left (:func:`may_retry`)."""
         self._state = None
-        if attempts >= MAX_REBASE_ATTEMPTS:
+        if first_loss is None or not may_retry(attempts, first_loss):
             raise ConcurrentUpdate(
                 exc.ref, exc.expected, exc.actual, "another handle moved the branch; nothing was written"
             ) from exc
-        _backoff(attempts)
+        backoff(attempts)
         parent = self.head_commit(self.store)
         self._check_not_deleted(ref, parent)
         return parent
