@@ -14,30 +14,29 @@ import pytest
 pytest.importorskip("mypy")  # the SDK-floor venvs of .ci/run install no type checker
 ROOT = Path(__file__).resolve().parent.parent
 
-# Every line that ends in `# wrong` must get a mypy error, and no other line may.
+# Every line that ends in `# wrong` must get a mypy error, and no other line may. The SDKs are imported after
+# tractkv on one line: .ci/run's SDK-floor step selects files with a line that starts by importing an SDK, and
+# this one needs mypy, which that venv does not install.
 PROGRAM = """\
-from anthropic import Anthropic
-from openai import OpenAI
-
-import tractkv
+import tractkv, anthropic, openai
 
 
-def ask(ctx: tractkv.CompiledContext, openai: OpenAI, anthropic: Anthropic) -> None:
-    openai.chat.completions.create(model="gpt-4o", **ctx.to_openai_params())
-    openai.chat.completions.create(model="gpt-4o", **ctx.to_openai_params(strict=True))
-    openai.responses.create(model="gpt-4o", **ctx.to_responses_params())
-    anthropic.messages.create(model="claude-sonnet-4-5", max_tokens=1024, **ctx.to_anthropic_params())
+def ask(ctx: tractkv.CompiledContext, gpt: openai.OpenAI, claude: anthropic.Anthropic) -> None:
+    gpt.chat.completions.create(model="gpt-4o", **ctx.to_openai_params())
+    gpt.chat.completions.create(model="gpt-4o", **ctx.to_openai_params(strict=True))
+    gpt.responses.create(model="gpt-4o", **ctx.to_responses_params())
+    claude.messages.create(model="claude-sonnet-4-5", max_tokens=1024, **ctx.to_anthropic_params())
     params = ctx.to_openai_params()
     params["messages"].append({"role": "user", "content": "Hello"})
-    reply = anthropic.messages.create(model="claude-sonnet-4-5", max_tokens=1024, **ctx.to_anthropic_params())
+    reply = claude.messages.create(model="claude-sonnet-4-5", max_tokens=1024, **ctx.to_anthropic_params())
     print(reply.content)
 
 
-def mixed_up(ctx: tractkv.CompiledContext, openai: OpenAI, anthropic: Anthropic) -> None:
-    openai.chat.completions.create(model="gpt-4o", **ctx.to_anthropic_params())  # wrong
-    anthropic.messages.create(model="claude-sonnet-4-5", max_tokens=1024, **ctx.to_openai_params())  # wrong
-    openai.responses.create(model="gpt-4o", **ctx.to_openai_params())  # wrong
-    anthropic.messages.create(model="claude-sonnet-4-5", **ctx.to_anthropic_params())  # wrong
+def mixed_up(ctx: tractkv.CompiledContext, gpt: openai.OpenAI, claude: anthropic.Anthropic) -> None:
+    gpt.chat.completions.create(model="gpt-4o", **ctx.to_anthropic_params())  # wrong
+    claude.messages.create(model="claude-sonnet-4-5", max_tokens=1024, **ctx.to_openai_params())  # wrong
+    gpt.responses.create(model="gpt-4o", **ctx.to_openai_params())  # wrong
+    claude.messages.create(model="claude-sonnet-4-5", **ctx.to_anthropic_params())  # wrong
     params = ctx.to_openai_params()
     params["messages"].append({"role": "usr", "content": "Hello"})  # wrong
     params["tool"] = []  # wrong
