@@ -4,9 +4,11 @@ isolation, so setuptools comes from the package index as it would for a user).""
 from __future__ import annotations
 
 import email
+import shutil
 import subprocess
 import sys
 import tomllib
+import venv
 import zipfile
 from pathlib import Path
 
@@ -84,3 +86,33 @@ def test_no_development_tool_ships_with_the_package(
         )
         assert name not in DEV_ONLY, requirement
         assert name not in SDKS or "extra ==" in requirement, requirement
+
+
+@pytest.mark.slow
+def test_an_editable_install_is_found_by_mypy(tmp_path: Path) -> None:
+    """`pip install -e .`, the README's set-up, leaves a .pth line naming the project, not an import hook: a
+    user's `mypy --strict` finds tractkv (and reads its types: the assignment below is an error)."""
+    project = tmp_path / "project"
+    project.mkdir()
+    for name in ("pyproject.toml", "README.md", "LICENSE"):
+        shutil.copy(ROOT / name, project / name)
+    shutil.copytree(ROOT / "tractkv", project / "tractkv", ignore=shutil.ignore_patterns("__pycache__"))
+    venv.create(tmp_path / "venv", with_pip=False)
+    python = tmp_path / "venv" / "bin" / "python"
+    install = [sys.executable, "-m", "pip", "--python", str(python), "install", "--no-deps", "--quiet", "-e"]
+    result = subprocess.run(
+        [*install, str(project)], capture_output=True, text=True, check=False, timeout=240
+    )
+    assert result.returncode == 0, result.stderr
+    (pth,) = (tmp_path / "venv").glob("lib/python*/site-packages/__editable__.tractkv-*.pth")
+    lines = pth.read_text().split()
+    assert lines[0] != "import", lines  # no import hook, which type checkers cannot follow
+    assert [Path(line).resolve() for line in lines] == [project.resolve()]
+    (tmp_path / "user.py").write_text("import tractkv\n\nTRACT: int = tractkv.Tract\n")
+    check = [sys.executable, "-m", "mypy", "--strict", "--python-executable", str(python), "--no-incremental"]
+    result = subprocess.run(
+        [*check, "user.py"], cwd=tmp_path, capture_output=True, text=True, check=False, timeout=600
+    )
+    report = result.stdout.splitlines()
+    assert report[0].startswith("user.py:3: error: Incompatible types in assignment"), result.stdout
+    assert report[-1] == "Found 1 error in 1 file (checked 1 source file)", result.stdout

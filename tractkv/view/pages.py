@@ -9,7 +9,7 @@ from __future__ import annotations
 import functools
 import json
 from datetime import datetime
-from typing import Any
+from typing import Any, cast
 from urllib.parse import urlencode
 
 from tractkv.engine.content import Message, ToolCall, read_stored, schema_name
@@ -688,7 +688,8 @@ def _tool_title(tool: dict[str, Any]) -> tuple[str, str]:
 def request_params(view: CommitView, fmt: str) -> dict[str, Any]:
     """The request parameters the compiled context makes for ``fmt`` (``openai`` or ``anthropic``)."""
     ctx = view.context
-    return ctx.to_openai_params() if fmt == "openai" else ctx.to_anthropic_params()
+    params = ctx.to_openai_params() if fmt == "openai" else ctx.to_anthropic_params()
+    return cast("dict[str, Any]", params)  # read as the JSON it is (the SDKs' types are for callers)
 
 
 def context_section(view: CommitView, fmt: str, first: int | None = None) -> Markup:

@@ -1,7 +1,7 @@
 """The values the engine returns: commit info and compiled contexts (``records``), the repairs compile makes
 to tool pairing (``repairs``), what the less frequent operations report (``reports``: status, diffs,
-merges, reflog, gc, runs), and search hits and blame entries (``found``). Each module loads on first use
-of one of its names."""
+merges, reflog, gc, runs), search hits and blame entries (``found``), and the typed request parameters
+(``params``). Each module loads on first use of one of its names."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from tractkv import _lazy
 
 if TYPE_CHECKING:
     from .found import BlameEntry, SearchHit
+    from .params import AnthropicParams, OpenAIChatParams, ResponsesParams
     from .records import (
         CommitInfo,
         CompiledContext,
@@ -38,6 +39,7 @@ else:
     __getattr__, __dir__ = _lazy.lazy_exports(
         __name__,
         {
+            "AnthropicParams": ".params",
             "BlameEntry": ".found",
             "BranchInfo": ".reports",
             "BudgetOverrun": ".reports",
@@ -49,10 +51,12 @@ else:
             "FrozenPrefix": ".records",
             "GcResult": ".reports",
             "MergeResult": ".reports",
+            "OpenAIChatParams": ".params",
             "ParentInfo": ".reports",
             "PickResult": ".reports",
             "ReflogEntry": ".reports",
             "Repair": ".repairs",
+            "ResponsesParams": ".params",
             "RunResult": ".reports",
             "SearchHit": ".found",
             "StatusInfo": ".reports",
@@ -63,6 +67,7 @@ else:
     )
 
 __all__ = [
+    "AnthropicParams",
     "BlameEntry",
     "BranchInfo",
     "BudgetOverrun",
@@ -74,10 +79,12 @@ __all__ = [
     "FrozenPrefix",
     "GcResult",
     "MergeResult",
+    "OpenAIChatParams",
     "ParentInfo",
     "PickResult",
     "ReflogEntry",
     "Repair",
+    "ResponsesParams",
     "RunResult",
     "SearchHit",
     "StatusInfo",

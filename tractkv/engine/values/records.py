@@ -11,7 +11,7 @@ import copy
 import itertools
 from collections.abc import Callable, Iterator, Sequence
 from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING, Any, TypeVar, overload
+from typing import TYPE_CHECKING, Any, TypeVar, cast, overload
 
 import attrs
 
@@ -20,6 +20,7 @@ from tractkv.errors import InvalidInput, ToolPairingError
 from tractkv.ids import ObjectId
 
 if TYPE_CHECKING:
+    from tractkv.engine.values.params import AnthropicParams, OpenAIChatParams, ResponsesParams
     from tractkv.engine.values.repairs import Repair
 
 T = TypeVar("T")
@@ -292,7 +293,7 @@ class CompiledContext:
 
         return messages_to_anthropic(self.messages)
 
-    def to_openai_params(self, strict: bool = False) -> dict[str, Any]:
+    def to_openai_params(self, strict: bool = False) -> OpenAIChatParams:
         """``{"messages": [...], "tools": [...]}`` for ``client.chat.completions.create(**params)``.
 
         ``tools`` is omitted when the context has none; tool schemas stored in Anthropic's shape are converted.
@@ -305,7 +306,7 @@ class CompiledContext:
         if strict:
             self.check_pairing()
 
-        return openai_params(self.messages, copy.deepcopy(list(self.tools)))
+        return cast("OpenAIChatParams", openai_params(self.messages, copy.deepcopy(list(self.tools))))
 
     def to_responses_input(self) -> list[dict[str, Any]]:
         """Input items for OpenAI's Responses API (``client.responses.create(input=...)``): every message,
@@ -315,7 +316,7 @@ class CompiledContext:
         instructions, items = messages_to_responses(self.messages)
         return ([{"role": "system", "content": instructions}] if instructions is not None else []) + items
 
-    def to_responses_params(self, strict: bool = False) -> dict[str, Any]:
+    def to_responses_params(self, strict: bool = False) -> ResponsesParams:
         """``{"input": [...], "instructions": ..., "tools": [...]}`` for ``client.responses.create(**params,
         model=...)``: the leading system messages as ``instructions``, reasoning and other Responses items sent
         back verbatim in their place, tools as flat function tools (``strict`` kept).
@@ -331,7 +332,7 @@ class CompiledContext:
         if strict:
             self.check_pairing()
 
-        return responses_params(self.messages, copy.deepcopy(list(self.tools)))
+        return cast("ResponsesParams", responses_params(self.messages, copy.deepcopy(list(self.tools))))
 
     def to_gemini_contents(self) -> list[dict[str, Any]]:
         """Gemini ``contents`` (``client.models.generate_content(contents=...)``): the ``contents`` of
@@ -363,7 +364,7 @@ class CompiledContext:
 
         return gemini_params(self.messages, copy.deepcopy(list(self.tools)))
 
-    def to_anthropic_params(self, strict: bool = False) -> dict[str, Any]:
+    def to_anthropic_params(self, strict: bool = False) -> AnthropicParams:
         """``{"system": ..., "messages": [...], "tools": [...]}`` for ``client.messages.create(**params)``.
 
         ``system`` is omitted when empty and ``tools`` when there are none; OpenAI-shaped tools are converted.
@@ -382,7 +383,7 @@ class CompiledContext:
         params = render_anthropic_params(self.messages, copy.deepcopy(list(self.tools)), self.tools_cache)
         self._check_breakpoints(params)  # the count, naming the commits; then the renderer's checks
         check_cache_breakpoints(params)
-        return params
+        return cast("AnthropicParams", params)
 
     def _check_breakpoints(self, params: dict[str, Any]) -> None:
         """Refuse a request with more cache breakpoints than Anthropic takes, naming each (commits included)."""
