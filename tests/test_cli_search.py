@@ -4,6 +4,9 @@ fsck of the search index."""
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -161,3 +164,48 @@ def test_diff_shows_tool_changes(store: tuple[str, dict[str, str]]) -> None:
     back = ok(path, "diff", "HEAD", ids["q"])
     assert "- tool get_weather" not in back  # the tool set was there at q too: changed, not removed
     assert back.splitlines()[-1] == "~ tool get_weather (description)"
+
+
+@pytest.fixture
+def read_only(store: tuple[str, dict[str, str]], tmp_path: Path) -> Iterator[str]:
+    """The store, seen through a path this process cannot write: its files chmod'ed read-only, or (as root,
+    whom permissions do not stop) a read-only bind mount of it; skipped when neither is possible."""
+    path = Path(store[0])
+    if os.geteuid() != 0:
+        modes = {p: p.stat().st_mode for p in [path, *path.iterdir()]}
+        for p in modes:
+            p.chmod(0o555 if p.is_dir() else 0o444)
+        try:
+            yield str(path)
+        finally:
+            for p, mode in modes.items():
+                p.chmod(mode)
+        return
+    mount = tmp_path / "ro"
+    mount.mkdir()
+    bind = subprocess.run(["mount", "--bind", str(path), str(mount)], capture_output=True, check=False)
+    if bind.returncode != 0:
+        pytest.skip(f"root without a bind mount: {bind.stderr.decode().strip()}")
+    try:
+        ro = subprocess.run(["mount", "-o", "remount,bind,ro", str(mount)], capture_output=True, check=False)
+        if ro.returncode != 0:
+            pytest.skip(f"root cannot remount read-only: {ro.stderr.decode().strip()}")
+        yield str(mount)
+    finally:
+        subprocess.run(["umount", str(mount)], capture_output=True, check=False)
+
+
+def test_grep_and_blame_read_a_store_they_cannot_write(
+    store: tuple[str, dict[str, str]], read_only: str
+) -> None:
+    """grep falls back to a read-only open and the in-memory index: the same hits as on the writable store,
+    and nothing written (the writable store's grep, after, still builds and saves its index)."""
+    path, _ = store
+    args = ("grep", "--json", "-i", "snow")
+    seen = json.loads(ok(read_only, *args))
+    assert json.loads(ok(read_only, "grep", "--json", "-i", "snow", "--context")) == json.loads(
+        ok(path, "grep", "--json", "-i", "snow", "--context")
+    )
+    assert seen == json.loads(ok(path, *args))
+    assert json.loads(ok(read_only, "blame", "--json")) == json.loads(ok(path, "blame", "--json"))
+    assert ok(read_only, "log") == ok(path, "log")

@@ -201,3 +201,81 @@ def test_tractkv_loads_no_langchain() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
+
+
+WEB_SEARCH_TURN = [
+    THINKING,
+    {"type": "text", "text": "Searching."},
+    {
+        "type": "server_tool_use",
+        "id": "srvtoolu_01",
+        "name": "web_search",
+        "input": {"query": "Paris weather"},
+        "caller": None,
+    },
+    {
+        "type": "web_search_tool_result",
+        "tool_use_id": "srvtoolu_01",
+        "content": [
+            {
+                "type": "web_search_result",
+                "url": "https://meteo.fr",
+                "title": "Paris",
+                "encrypted_content": "E",
+            }
+        ],
+    },
+    {
+        "type": "text",
+        "text": "It is 18°C.",
+        "citations": [
+            {
+                "type": "web_search_result_location",
+                "url": "https://meteo.fr",
+                "cited_text": "18",
+                "encrypted_index": "I",
+            }
+        ],
+    },
+    {
+        "type": "code_execution_tool_result",
+        "tool_use_id": "srvtoolu_02",
+        "content": {"type": "x", "stdout": ""},
+    },
+    TOOL_USE,
+    {"type": "text", "text": "Then more."},
+]
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["message", "streamed_with_index"])
+def test_anthropic_server_tool_blocks_and_citations_read_as_the_anthropic_reader_reads_them(
+    stream: bool,
+) -> None:
+    """A paused web-search turn via ChatAnthropic: the same parts (server blocks in place, the tool_use's
+    place, citations on the text) as the Anthropic reader gives, nothing in omitted_blocks, replayed as sent."""
+    from tractkv.llm import LLMResponse
+
+    direct = LLMResponse.from_provider(
+        {
+            "type": "message",
+            "role": "assistant",
+            "model": "claude-sonnet-4-5",
+            "content": WEB_SEARCH_TURN,
+            "stop_reason": "pause_turn",
+            "usage": {"input_tokens": 10, "output_tokens": 5},
+        }
+    )
+    content = [{**b, "index": i} for i, b in enumerate(WEB_SEARCH_TURN)] if stream else WEB_SEARCH_TURN
+    reply = AIMessage(
+        content=content,
+        tool_calls=[{"name": "get_weather", "args": {"city": "Paris"}, "id": "toolu_01"}],
+        response_metadata={"model_name": "claude-sonnet-4-5", "stop_reason": "pause_turn"},
+    )
+    via = LLMResponse.from_provider(reply)
+    assert via.parts == direct.parts
+    assert via.omitted_blocks == ()
+    assert [p["type"] for p in via.parts][2:5] == ["anthropic_block", "anthropic_block", "text"]
+    t = recorded(reply)
+    t.tool_result("toolu_01", "get_weather", "18°C")
+    sent = t.compile().to_anthropic_params()["messages"][1]["content"]
+    assert sent == [{k: v for k, v in b.items() if v is not None} for b in WEB_SEARCH_TURN]

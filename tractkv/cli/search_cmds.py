@@ -11,6 +11,7 @@ import click
 from tractkv.cli.common import CliState, complete_revisions, echo_json, json_option, with_state
 from tractkv.engine.history import clip, short_id
 from tractkv.model import to_jsonable
+from tractkv.store.lmdb import files_writable
 
 ROLES = ("system", "user", "assistant", "tool")
 NO_MATCH = 1  # git grep's exit code when nothing matched
@@ -31,7 +32,9 @@ NO_MATCH = 1  # git grep's exit code when nothing matched
 def grep(st: CliState, pattern: str, rev: str | None, as_json: bool, **options: Any) -> None:
     """Find PATTERN in the history of REV (default HEAD): message text, tool calls (name, arguments), tool
     results, notes and metadata; one line per matching field, newest first. Exit 1 when nothing matches."""
-    hits = st.tract().search(  # writable: the index it builds is saved in the store's derived table
+    # writable: the index it builds is saved in the store's derived table; read-only (the index in memory only)
+    # when this process cannot write the store (a read-only filesystem, no write permission)
+    hits = st.tract(readonly=not files_writable(st.store_path)).search(
         pattern,
         regex=options["regex"],
         ignore_case=options["ignore_case"],

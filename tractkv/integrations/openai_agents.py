@@ -5,7 +5,7 @@
 one transaction; the item itself (a Responses API input item, JSON) is the commit's metadata under
 ``"agents"`` (``{"v": 1, "item": {...}}``), so it is hashed into the commit, synced with it and returned
 exactly as given. The commit's content is what a tractkv user expects of the item
-(:mod:`tractkv.integrations.agents_items`): user messages as dialogue, system / developer messages as
+(:mod:`tractkv.integrations._agents_items`): user messages as dialogue, system / developer messages as
 instructions, the items of a model's reply (assistant message, ``function_call``, ``reasoning`` with its
 ``encrypted_content``, built-in tool items) as **one assistant turn** (its first item appends the message,
 each further one is an ``edit`` of it showing the whole turn so far: one message with every call, as a
@@ -84,7 +84,7 @@ from tractkv.engine.content import MAX_JSON_DEPTH, check_json, content_objects, 
 from tractkv.engine.history import HEADS
 from tractkv.engine.session import Session
 from tractkv.engine.usage import DEFAULT_RESULT_LIMIT, USAGE_LINK, new_usage_id, truncate
-from tractkv.integrations.agents_items import (
+from tractkv.integrations._agents_items import (
     INSTRUCTION,
     RESULT,
     TURN,
@@ -363,7 +363,7 @@ class TractkvSession:
         visible: list[tuple[ObjectId, Any]],
         extra: dict[str, Any],
     ) -> tuple[ObjectId, dict[str, Any]] | None:
-        """Commit one item (its content: :mod:`tractkv.integrations.agents_items`); the assistant turn a
+        """Commit one item (its content: :mod:`tractkv.integrations._agents_items`); the assistant turn a
         next item continues (None when this item ends it). ``made``: the calls this add_items made;
         ``extra``: the tool set this commit gives (``tools``), a turn's token usage (``usage``)."""
         kind = item_kind(item)

@@ -15,6 +15,8 @@ from typing import Any
 
 from tractkv.engine.content import (
     ToolCall,
+    anthropic_block_parts,
+    anthropic_call_order,
     check_json,
     json_values,
     normalized_usage,
@@ -43,8 +45,10 @@ def langchain_reply(message: Mapping[str, Any]) -> dict[str, Any]:
     """A LangChain AI message's dump (:func:`langchain_body`) as the keyword arguments of an ``LLMResponse``
     (``text``, ``tool_calls``, ``parts``, ``model``, ``finish_reason``, ``usage``, ``omitted_blocks``).
 
-    ``content``: a string, or a list of blocks in order: ``text`` (a block with ``citations`` or
-    ``annotations`` is also kept whole in :attr:`~LLMResponse.omitted_blocks`), ``thinking`` (Anthropic's, with
+    ``content``: a string, or a list of blocks in order: ``text`` (its Anthropic ``citations`` kept on the part;
+    a block with OpenAI ``annotations`` is also kept whole in :attr:`~LLMResponse.omitted_blocks`), Anthropic's
+    server tool blocks and ``tool_use`` places as the Anthropic reader keeps them (``anthropic_block`` /
+    ``anthropic_call`` parts, :func:`~tractkv.engine.content.anthropic_block_parts`), ``thinking`` (Anthropic's, with
     its ``signature``) and the standard ``reasoning`` block (its signature at ``signature`` or
     ``extras.signature``) as signed thinking, unsigned ones as ``reasoning`` text, ``redacted_thinking``; a
     Responses ``reasoning`` item (``id`` and ``summary``) as a ``responses_item`` part; ``tool_use`` /
@@ -67,7 +71,8 @@ def langchain_reply(message: Mapping[str, Any]) -> dict[str, Any]:
         MalformedResponse: content neither a string nor a list; a block of a known type with the wrong shape;
             a tool call without a name or an id, or whose args are not an object; usage without token counts.
     """
-    parts, omitted = _content_parts(message.get("content"))
+    calls, dropped = _calls(message)
+    parts, omitted = _content_parts(message.get("content"), {call.id for call in calls})
     extra = message.get("additional_kwargs")
     extra = extra if isinstance(extra, Mapping) else {}
     reasoning = extra.get("reasoning_content")
@@ -81,7 +86,6 @@ def langchain_reply(message: Mapping[str, Any]) -> dict[str, Any]:
             kept = json_values({"value": value})
             if "value" in kept:
                 omitted.append({"type": "langchain_field", "field": str(key), "value": kept["value"]})
-    calls, dropped = _calls(message)
     omitted.extend(dropped)
     metadata = message.get("response_metadata")
     metadata = metadata if isinstance(metadata, Mapping) else {}
@@ -101,8 +105,8 @@ def langchain_reply(message: Mapping[str, Any]) -> dict[str, Any]:
 _THOUGHT = ("thinking", "redacted_thinking", "reasoning", "responses_item")
 
 
-def _content_parts(content: object) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """The parts and kept-beside blocks of a LangChain message's ``content``."""
+def _content_parts(content: object, call_ids: set[str]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """The parts and kept-beside blocks of a LangChain message's ``content`` (``call_ids``: its tool calls')."""
     if isinstance(content, str):
         return ([{"type": "text", "text": content}] if content else []), []
     if not isinstance(content, list):
@@ -118,7 +122,10 @@ def _content_parts(content: object) -> tuple[list[dict[str, Any]], list[dict[str
         if not isinstance(block, Mapping):
             raise MalformedResponse(f"{where} is neither a string nor a block")
         kind = block.get("type")
-        if kind in ("text", "output_text"):
+        anthropic = _anthropic_parts(block, where, call_ids)
+        if anthropic is not None:
+            parts.extend(anthropic)
+        elif kind in ("text", "output_text"):
             text = _string(block, "text", where)
             if text:
                 parts.append({"type": "text", "text": text})
@@ -135,7 +142,20 @@ def _content_parts(content: object) -> tuple[list[dict[str, Any]], list[dict[str
             parts.append({"type": "redacted_thinking", "data": _string(block, "data", where)})
         elif kind not in ("tool_use", "tool_call", "tool_call_chunk", "function_call"):  # calls: tool_calls
             omitted.append(_kept(block))
-    return parts, omitted
+    return anthropic_call_order(parts), omitted
+
+
+def _anthropic_parts(block: Mapping[str, Any], where: str, call_ids: set[str]) -> list[dict[str, Any]] | None:
+    """An Anthropic block (as langchain-anthropic passes them on) read as the Anthropic reader reads it: a
+    ``text`` block without OpenAI ``annotations`` (its ``citations`` kept on the part), a server tool block
+    (``anthropic_block``), a ``tool_use`` block's place among the parts (``anthropic_call``, when its id is one
+    of the message's tool calls); None for any other block. LangChain's streaming ``index`` key is left out."""
+    kind = block.get("type")
+    if kind == "text" and block.get("annotations"):
+        return None
+    if kind == "tool_use" and not (isinstance(block.get("id"), str) and block["id"] in call_ids):
+        return []  # the call is read from tool_calls; one that is not there has no place to mark
+    return anthropic_block_parts({k: v for k, v in block.items() if k != "index"}, where)
 
 
 def _thought(block: Mapping[str, Any], field: str, where: str) -> list[dict[str, Any]]:

@@ -75,6 +75,7 @@ RELEASE_AFTER_ROWS = 512  # a batch writing this many rows is followed by a tiny
 
 
 DATA_FILE = "data.mdb"
+LOCK_FILE = "lock.mdb"
 STORE_MARKER = "tractkv-store"  # written next to data.mdb once a store exists: see "Damage" in the module
 _MARKER_TEXT = "a tractkv store lives here; an empty or missing data.mdb beside this file means damage\n"
 
@@ -257,6 +258,17 @@ def check_data_file(path: str) -> None:
         os.close(fd)
 
 
+def files_writable(path: str) -> bool:
+    """Whether this process can write the store at ``path``: its ``data.mdb`` and ``lock.mdb`` (or the
+    directory, to create it). False on a read-only filesystem or without write permission: a read-only open
+    (``migrate=False``, ``create=False``) of such a store opens LMDB read-only (unlocked when ``lock.mdb`` is
+    not writable: a writer elsewhere meanwhile is not seen as LMDB's reader table would)."""
+    lock = os.path.join(path, LOCK_FILE)
+    return os.access(os.path.join(path, DATA_FILE), os.W_OK) and os.access(
+        lock if os.path.exists(lock) else path, os.W_OK
+    )
+
+
 def _mark(path: str) -> None:
     """Write the store marker (once; best effort: a read-only directory only loses the empty-file check)."""
     marker = os.path.join(path, STORE_MARKER)
@@ -272,9 +284,10 @@ def _mark(path: str) -> None:
 class _Env:
     """One opened LMDB environment, shared by every LmdbStore of its path in this process."""
 
-    def __init__(self, path: str, durable: bool, map_size: int) -> None:
+    def __init__(self, path: str, durable: bool, map_size: int, readonly: bool = False) -> None:
         self.path = path
         self.durable = durable
+        self.readonly = readonly
         self.pid = os.getpid()
         self.refs = 0
         self.env = self._open(map_size)
@@ -311,7 +324,9 @@ class _Env:
                     metasync=self.durable,
                     readahead=False,  # random access by hash: readahead only pollutes the page cache
                     meminit=False,
-                    lock=True,
+                    readonly=self.readonly,
+                    # a reader that cannot write lock.mdb cannot take a reader slot: it reads unlocked
+                    lock=not self.readonly or os.access(os.path.join(self.path, LOCK_FILE), os.W_OK),
                 )
             except lmdb.MapResizedError:
                 continue
@@ -326,6 +341,8 @@ class _Env:
         the writer lock): LMDB then refuses to begin with ``MDB_MAP_RESIZED``; the map is adopted and the
         transaction begun again, as every read and write does.
         """
+        if self.readonly:  # py-lmdb opens each in a read transaction of its own (ours would not keep them)
+            return {t: self.env.open_db(t.value.encode(), create=False) for t in Table}
         for _ in range(_RESIZE_RETRIES):
             try:
                 with self.env.begin(write=True) as txn:
@@ -510,7 +527,8 @@ class LmdbStore(Store):
         migrate: upgrade a store of an older format in place on open (default). False (read-only opens:
             the viewer, the CLI's read commands, ``Tract.open(readonly=True)``) reads a format in
             :data:`~tractkv.store.format.READABLE_AS_IS` as it is and writes nothing; the next writing open
-            migrates it.
+            migrates it. Such an open of a store this process cannot write (:func:`files_writable`: a
+            read-only filesystem, no write permission) opens LMDB read-only; a write then raises StoreError.
 
     Raises:
         StoreError: the path cannot be opened as a store.
@@ -547,7 +565,9 @@ class LmdbStore(Store):
                 shared = None
             if shared is None:
                 check_data_file(self.path)  # before LMDB maps the file: a truncated one would SIGBUS
-                shared = _Env(self.path, durable, map_size)
+                data = os.path.join(self.path, DATA_FILE)
+                readonly = not migrate and os.path.exists(data) and not files_writable(self.path)
+                shared = _Env(self.path, durable, map_size, readonly)
                 _ENVS[key] = shared
             elif shared.durable != durable:
                 raise StoreError(

@@ -56,6 +56,8 @@ if TYPE_CHECKING:
     )
     from .render.anthropic import (
         MAX_CACHE_BREAKPOINTS,
+        anthropic_block_parts,
+        anthropic_call_order,
         anthropic_container,
         anthropic_params,
         anthropic_reply,
@@ -150,6 +152,8 @@ else:
             "check_cache_breakpoints": ".render.anthropic",
             "render_anthropic_params": ".render.anthropic",
             "apply_key_order": ".toolsets",
+            "anthropic_block_parts": ".render.anthropic",
+            "anthropic_call_order": ".render.anthropic",
             "anthropic_container": ".render.anthropic",
             "anthropic_reply": ".render.anthropic",
             "anthropic_usage": ".render.anthropic",
@@ -235,6 +239,8 @@ __all__ = [
     "TiktokenCounter",
     "TokenCounter",
     "ToolCall",
+    "anthropic_block_parts",
+    "anthropic_call_order",
     "anthropic_container",
     "anthropic_params",
     "anthropic_reply",

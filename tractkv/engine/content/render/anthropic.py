@@ -455,17 +455,12 @@ def anthropic_reply(
         raise MalformedResponse("a message needs a 'content' list of blocks")
     parts: list[dict[str, Any]] = []
     calls: list[ToolCall] = []
-    places: list[dict[str, Any]] = []  # the anthropic_call parts, in parts (by position), kept if needed
     omitted: list[dict[str, Any]] = []
     for index, block in enumerate(blocks):
         if not isinstance(block, Mapping):
             raise MalformedResponse(f"content[{index}] is not an object")
         kind, where = block.get("type"), f"content[{index}]"
-        if kind == "text":
-            text = _string_field(block, "text", where)
-            if text:
-                parts.append({"type": "text", "text": text, **_citations(block, where)})
-        elif kind == "thinking":
+        if kind == "thinking":
             parts.append(
                 {
                     "type": "thinking",
@@ -475,21 +470,52 @@ def anthropic_reply(
             )
         elif kind == "redacted_thinking":
             parts.append({"type": "redacted_thinking", "data": _string_field(block, "data", where)})
-        elif kind == "tool_use":
-            calls.append(_read_tool_use(block, where))
-            places.append(_place(block, calls[-1].id, where))
-            parts.append(places[-1])
-        elif isinstance(kind, str) and (kind in SERVER_BLOCKS or kind.endswith("_tool_result")):
-            try:
-                kept = anthropic_block(copy.deepcopy(dict(block)), where)
-            except (ContentError, RecursionError) as exc:
-                raise MalformedResponse(f"{where}: {exc}") from None
-            parts.append({"type": "anthropic_block", "block": kept})
         else:
-            omitted.append(json_values(block))
+            if kind == "tool_use":
+                calls.append(_read_tool_use(block, where))
+            read = anthropic_block_parts(block, where)
+            if read is None:
+                omitted.append(json_values(block))
+            else:
+                parts.extend(read)
+    return tuple(anthropic_call_order(parts)), tuple(calls), tuple(omitted)
+
+
+def anthropic_block_parts(block: Mapping[str, Any], where: str) -> list[dict[str, Any]] | None:
+    """The part of one Anthropic reply block (see :func:`anthropic_reply`, which reads every block through this
+    but thinking): ``text`` with its ``citations`` (none when the text is empty), a server tool block as an
+    ``anthropic_block`` part, a ``tool_use`` block as its ``anthropic_call`` place (the call itself is read by
+    the caller); None for any other type. Shared with the readers of other frameworks' copies of these blocks
+    (LangChain's ``AIMessage``), so each keeps them as this reader does.
+
+    Raises:
+        MalformedResponse: a block of one of these types with the wrong shape.
+    """
+    kind = block.get("type")
+    if kind == "text":
+        text = _string_field(block, "text", where)
+        return [{"type": "text", "text": text, **_citations(block, where)}] if text else []
+    if kind == "tool_use":
+        call_id = block.get("id")
+        if not isinstance(call_id, str) or not call_id:
+            raise MalformedResponse(f"{where} tool_use block needs string 'id' and 'name'")
+        return [_place(block, call_id, where)]
+    if isinstance(kind, str) and (kind in SERVER_BLOCKS or kind.endswith("_tool_result")):
+        try:
+            kept = anthropic_block(copy.deepcopy(dict(block)), where)
+        except (ContentError, RecursionError) as exc:
+            raise MalformedResponse(f"{where}: {exc}") from None
+        return [{"type": "anthropic_block", "block": kept}]
+    return None
+
+
+def anthropic_call_order(parts: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """A reply's parts read by :func:`anthropic_block_parts`, without their ``anthropic_call`` parts when those
+    say nothing (no caller or toolset name, and the order the message renders in without them)."""
+    places = [p for p in parts if p["type"] == "anthropic_call"]
     if places and not _needs_places(parts, places):
-        parts = [p for p in parts if p["type"] != "anthropic_call"]
-    return tuple(parts), tuple(calls), tuple(omitted)
+        return [p for p in parts if p["type"] != "anthropic_call"]
+    return parts
 
 
 def anthropic_container(container: object) -> dict[str, Any] | None:

@@ -1,4 +1,5 @@
-"""What an Agents SDK session item shows as in tractkv: the content of its commit (issue 33, item 1).
+"""What an Agents SDK session item shows as in tractkv: the content of its commit (issue 33, item 1). Internal
+to :mod:`tractkv.integrations.openai_agents` (not API: no ``__all__``, see docs/versioning.md).
 
 An item is a Responses API input item (JSON). Its commit's content is what a tractkv user expects of it:
 
@@ -188,21 +189,3 @@ def result_content(item: dict[str, Any], name: str) -> tuple[Blob, tuple[Blob, .
     else:
         payload["parts"] = output
     return content_objects(payload)
-
-
-__all__ = [
-    "INSTRUCTION",
-    "NO_OUTPUT",
-    "OTHER",
-    "RESULT",
-    "TURN",
-    "USER",
-    "instruction",
-    "item_kind",
-    "note",
-    "result_content",
-    "text_of",
-    "turn_parts",
-    "turn_payload",
-    "user_content",
-]
