@@ -1,8 +1,9 @@
 """MkDocs hooks of the documentation site (mkdocs.yml ``hooks:``); they run at build time, offline.
 
 * ``http-api.md``: the ``<!-- openapi -->`` marker becomes one section per path and method of
-  ``docs/openapi.json`` (summary, description, parameters, request body, responses), so the page cannot drift
-  from the document that tests/sync/test_protocol_docs.py checks against the routes the hub serves.
+  ``docs/openapi.json`` (summary, description, parameters, request body, responses; a shared answer is
+  described once, at the end), so the page cannot drift from the document that
+  tests/sync/test_protocol_docs.py checks against the routes the hub serves.
 * ``changelog.md`` and ``guide.md``: the ``<!-- changelog -->`` / ``<!-- readme -->`` marker becomes the
   repository's ``CHANGELOG.md`` / ``README.md`` (the README without its title), whose links (written relative to
   the repository root, ``docs/versioning.md``) are rewritten relative to docs/.
@@ -14,6 +15,7 @@ from __future__ import annotations
 
 import json
 import re
+from http import HTTPStatus
 from pathlib import Path
 from typing import Any
 
@@ -84,10 +86,24 @@ def openapi_markdown(spec: dict[str, Any]) -> str:
             if responses:
                 out.append("| status | meaning |\n| --- | --- |")
                 for status, ref in responses.items():
-                    desc = _inline(_resolve(spec, ref).get("description", ""))
-                    out.append(f"| {status} | {desc} |")
+                    out.append(f"| {status} | {_response_cell(spec, status, ref)} |")
                 out.append("")
+    shared = spec.get("components", {}).get("responses", {})
+    if shared:
+        # a shared answer (an error body used by every route) is described once, not in every row
+        out.append("## Shared answers\n")
+        for name, answer in shared.items():
+            out.append(f"### `{name}`\n\n{answer.get('description', '').strip()}\n")
     return "\n".join(out)
+
+
+def _response_cell(spec: dict[str, Any], status: str, node: dict[str, Any]) -> str:
+    ref = node.get("$ref", "")
+    if ref.startswith("#/components/responses/"):
+        name = ref.rsplit("/", 1)[-1]
+        phrase = HTTPStatus(int(status)).phrase if status.isdigit() else status
+        return f"{phrase} (body: [`{name}`](#{name.lower()}))"
+    return _inline(_resolve(spec, node).get("description", ""))
 
 
 def _resolve(spec: dict[str, Any], node: dict[str, Any]) -> dict[str, Any]:
