@@ -189,6 +189,7 @@ def test_screenshots_of_the_built_site(site: Path, tmp_path: Path) -> None:
     from selenium import webdriver
     from selenium.webdriver.chrome.service import Service
     from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
 
     for binary in (CHROMIUM, CHROMEDRIVER):
         if shutil.which(binary) is None:
@@ -228,6 +229,16 @@ def test_screenshots_of_the_built_site(site: Path, tmp_path: Path) -> None:
             assert "Python API" in nav
             assert "Command line" in nav
             assert driver.save_screenshot(str(SHOTS / f"docs-{name}.png"))
+        # search runs in the page (a local index, no service): a command is found by its name
+        driver.get(base + "/")
+        driver.find_element(By.CSS_SELECTOR, "label.md-search__icon, .md-search__input").click()
+        driver.find_element(By.CSS_SELECTOR, "input.md-search__input").send_keys("cherry-pick")
+        WebDriverWait(driver, 15).until(
+            lambda d: d.find_elements(By.CSS_SELECTOR, ".md-search-result__item"), "search results"
+        )
+        hits = driver.find_element(By.CSS_SELECTOR, ".md-search-result").text
+        assert "cherry-pick" in hits
+        assert driver.save_screenshot(str(SHOTS / "docs-search.png"))
     finally:
         driver.quit()
         server.shutdown()
