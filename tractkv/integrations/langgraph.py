@@ -23,8 +23,9 @@ in the commit's metadata under ``"langgraph"`` plus blobs the commit links as ``
   or edited) starts a new node holding every item, stored blobs reused. The cached messages are the saver's
   own copies, never handed out; a read hands out the message objects it handed out last (or LangGraph gave
   it in ``put``), checked against those copies in one C-speed pass and replaced where someone edited them,
-  so a turn neither copies nor compares the whole conversation in Python (per-turn cost flat in the
-  thread's length) and editing a read state changes nothing stored or read next.
+  so a turn neither copies nor compares the whole conversation in Python (a quiet 1,000-turn run still
+  grows more than LangGraph alone: README, LangGraph benchmark) and editing a read state changes nothing
+  stored or read next.
 * writes: ``{"v": 1, "kind": "writes", "checkpoint", "task", "path", "writes": [[idx, channel, <blob>]...]}``.
 
 **The conversation.** The channel named ``messages`` (``MessagesState``'s) is also the branch's conversation,
