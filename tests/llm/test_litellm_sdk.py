@@ -19,20 +19,13 @@ import pytest
 from tractkv import Tract
 
 from .conftest import Recorder, anthropic_message
+from .test_record_response_sdk import REDACTED, TEXT, THINKING, TOOL_USE  # the blocks Claude sent
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # never fetch the price list: loopback only
 litellm = pytest.importorskip("litellm")
 # litellm's own TypedDicts make pydantic warn (ReadOnly items) when it builds their schemas: not ours
 pytestmark = pytest.mark.filterwarnings("ignore:Item.* the `ReadOnly` qualifier:UserWarning")
 
-THINKING = {
-    "type": "thinking",
-    "thinking": "Paris weather: call the tool.",
-    "signature": "EqQBCkYIBxgCKkA+sig/==",
-}
-REDACTED = {"type": "redacted_thinking", "data": "EmwKAhgBEgy3va3pzix/LafPsn4aDFIT+data=="}
-TEXT = {"type": "text", "text": "Let me check."}
-TOOL_USE = {"type": "tool_use", "id": "toolu_01", "name": "get_weather", "input": {"city": "Paris"}}
 WEATHER = {
     "name": "get_weather",
     "description": "The weather in a city.",
